@@ -1,0 +1,54 @@
+# splitter: the two commands a user needs are `make demo` and `make test`.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
+STAMP := $(VENV)/.installed
+
+.PHONY: test demo check models system-deps venv clean bench
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# Debian packages for the firmware toolchain and the emulator: installed when missing and root,
+# otherwise the install command is printed and the target fails.
+system-deps:
+	@missing=""; \
+	command -v arm-none-eabi-gcc >/dev/null || missing="$$missing gcc-arm-none-eabi libnewlib-arm-none-eabi"; \
+	test -f /usr/lib/arm-none-eabi/include/stdint.h || missing="$$missing libnewlib-arm-none-eabi"; \
+	command -v qemu-system-arm >/dev/null || missing="$$missing qemu-system-arm"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	  else \
+	    echo "missing system packages; run: sudo apt-get install --no-install-recommends $(APT_PACKAGES)"; exit 1; \
+	  fi; \
+	fi
+
+test: system-deps $(STAMP)
+	$(VENV)/bin/pytest -n 2 -q tests
+
+demo: system-deps $(STAMP)
+	$(VENV)/bin/splitter compile models/mobilenet_v1_025.onnx --target models/boards/demo.toml -o demo-out --force
+	@echo "results in $$(pwd)/demo-out (plan.json, report.md, submodels/, firmware/)"
+
+check: $(STAMP)
+	$(VENV)/bin/ruff check splitter codegen tests benchmarks
+	$(VENV)/bin/ruff format --check splitter codegen tests benchmarks
+	$(VENV)/bin/mypy
+
+models: $(STAMP)
+	$(PY) models/build.py
+
+bench: $(STAMP)
+	$(PY) benchmarks/solvers.py
+	$(PY) benchmarks/inspect_speed.py
+
+clean:
+	rm -rf $(VENV) demo-out .pytest_cache .mypy_cache

@@ -1,0 +1,1 @@
+"""C code generation for sub-models (see issue: Code generation)."""

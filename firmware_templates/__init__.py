@@ -1,0 +1,1 @@
+"""Jinja2 templates and C sources rendered into firmware projects."""

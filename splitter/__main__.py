@@ -1,0 +1,5 @@
+"""``python -m splitter`` is the ``splitter`` command."""
+
+from splitter.cli import main
+
+main()

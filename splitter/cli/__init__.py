@@ -1,0 +1,93 @@
+"""The thin click layer: parse arguments, call the library, render; no logic of its own.
+
+Commands live in one module each (``splitter/cli/<name>_cmd.py`` exposing ``command``) and are
+registered explicitly in :data:`COMMANDS`. :func:`main` turns every :class:`SplitterError` into one
+line on stderr and exit code 2; no traceback reaches a user (``SPLITTER_DEBUG=1`` shows it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import traceback
+
+import click
+
+from splitter import __version__
+from splitter.errors import SplitterError
+
+#: command name -> module under splitter.cli that defines ``command`` (a click.Command).
+COMMANDS: dict[str, str] = {
+    "inspect": "inspect_cmd",
+    "plan": "plan_cmd",
+    "compile": "compile_cmd",
+    "build": "build_cmd",
+    "emulate": "emulate_cmd",
+    "run": "run_cmd",
+    "bench": "bench_cmd",
+    "calibrate": "calibrate_cmd",
+    "flash": "flash_cmd",
+}
+
+
+class _LazyGroup(click.Group):
+    """Imports a command's module only when that command runs (keeps start-up fast)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name in COMMANDS if _module_exists(COMMANDS[name])]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module_name = COMMANDS.get(cmd_name)
+        if module_name is None or not _module_exists(module_name):
+            return None
+        module = importlib.import_module(f"splitter.cli.{module_name}")
+        command: click.Command = module.command
+        return command
+
+
+def _module_exists(module_name: str) -> bool:
+    return importlib.util.find_spec(f"splitter.cli.{module_name}") is not None
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="splitter")
+def cli() -> None:
+    """Split a neural network over STM32 boards: inspect, plan, compile, build, run, bench."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: run the CLI, map errors to one line and exit code 2."""
+    try:
+        cli.main(args=argv, prog_name="splitter", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("splitter: aborted", err=True)
+        sys.exit(130)
+    except SplitterError as exc:
+        if os.environ.get("SPLITTER_DEBUG"):
+            traceback.print_exc()
+        click.echo(f"splitter: error: {_one_line(str(exc))}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        click.echo("splitter: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # a bug: still one line, but say so
+        if os.environ.get("SPLITTER_DEBUG"):
+            traceback.print_exc()
+        click.echo(
+            f"splitter: internal error: {type(exc).__name__}: {_one_line(str(exc))} "
+            "(please report it; SPLITTER_DEBUG=1 shows the traceback)",
+            err=True,
+        )
+        sys.exit(1)
+    sys.exit(0)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

@@ -1,0 +1,300 @@
+"""The small frozen intermediate representation every stage of splitter shares.
+
+Data flow (one direction of imports): importers build a :class:`Graph` of :class:`Op` over
+:class:`TensorSpec`; ``splitter.graph`` turns it into a :class:`Chain` of :class:`Layer`; the
+cost model attaches a :class:`LayerCost` to every layer; the partition engine only ever sees
+``LayerCost`` values; slicing and codegen read layers, ops and tensor names.
+
+Conventions (importers must follow them, codegen relies on them):
+
+* Tensor names are the **original model's tensor names** (for TFLite, the tensor's name, made
+  unique by appending ``":<index>"`` when the file repeats a name), so a chain boundary can be cut
+  in the original file.
+* Shapes are the source model's shapes, batch dimension included (``(1, 3, 224, 224)`` for an ONNX
+  NCHW image); :attr:`Graph.layout` says ``"NCHW"`` (ONNX) or ``"NHWC"`` (TFLite) or ``""``
+  (profiles, unknown).
+* ``Op.kind`` is one of :data:`OP_KINDS`. Weights are numpy arrays in ``Op.weights`` in a canonical
+  form: conv ``W`` is ``(O, I/groups, kh, kw)``, dense ``W`` is ``(out, in)``, biases ``B`` are 1-D.
+  Attribute names are listed in :data:`OP_KINDS`.
+* A fused element-wise activation is ``attrs["act"]`` in :data:`ACTIVATIONS` (``None`` for none),
+  with ``attrs["act_min"]/["act_max"]`` for ``"clip"``. A pooling fused after a conv is a second
+  ``Op`` in the same :class:`Layer`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from math import prod
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+#: Canonical op kinds and the attributes each one carries (importers fill exactly these).
+OP_KINDS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "conv2d": ("kernel", "strides", "pads", "dilations", "groups", "act"),
+        "dense": ("act",),  # y = x @ W.T + B, W (out, in); x flattened to (1, in)
+        "matmul": ("act",),  # both operands are activations
+        "maxpool": ("kernel", "strides", "pads", "act"),
+        "avgpool": ("kernel", "strides", "pads", "count_include_pad", "act"),
+        "global_avgpool": ("act",),
+        "mean": ("axes", "keepdims", "act"),
+        "add": ("act",),  # broadcast; a constant operand is weights["C"]
+        "sub": ("act",),
+        "mul": ("act",),
+        "div": ("act",),
+        "concat": ("axis",),
+        "relu": (),
+        "relu6": (),
+        "clip": ("act_min", "act_max"),
+        "leaky_relu": ("alpha",),
+        "sigmoid": (),
+        "tanh": (),
+        "hardswish": (),
+        "hardsigmoid": ("alpha", "beta"),
+        "softmax": ("axis",),
+        "batchnorm": (),  # y = x * weights["scale"] + weights["shift"] per channel (unfused BN)
+        "pad": ("pads", "value"),  # pads in ONNX order: begins of every axis, then ends
+        "reshape": ("shape",),  # also Flatten / Squeeze / Unsqueeze: zero-cost
+        "transpose": ("perm",),
+        "quantize": (),
+        "dequantize": (),
+    }
+)
+
+#: Element-wise activations an op may carry in ``attrs["act"]``.
+ACTIVATIONS = ("relu", "relu6", "clip", "sigmoid", "tanh", "hardswish", "leaky_relu")
+
+#: Op kinds whose only effect is a new view of the same bytes (zero cost, zero-copy).
+ZERO_COST_KINDS = frozenset({"reshape"})
+
+
+@dataclass(frozen=True)
+class QuantParams:
+    """Affine quantisation: ``real = scale * (q - zero_point)``, per tensor or per ``axis``."""
+
+    scale: tuple[float, ...]
+    zero_point: tuple[int, ...]
+    axis: int | None = None
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A tensor's name, static shape and element type (numpy dtype name, e.g. ``"float32"``)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+    quant: QuantParams | None = None
+
+    @property
+    def size(self) -> int:
+        """Number of elements, ``prod(shape)``."""
+        return int(prod(self.shape))
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element of :attr:`dtype`."""
+        return int(np.dtype(self.dtype).itemsize)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the tensor: ``prod(shape) * itemsize``."""
+        return self.size * self.itemsize
+
+
+@dataclass(frozen=True, eq=False)
+class Op:
+    """One canonical operator.
+
+    ``inputs``/``outputs`` name activation tensors (constants live in ``weights``);
+    ``source_nodes`` are the names of the original model's nodes this op stands for (a Conv with a
+    folded BatchNormalization and a fused Relu lists all three), used by slicing and reports.
+    """
+
+    name: str
+    kind: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    weights: Mapping[str, np.ndarray] = field(default_factory=dict)
+    source_nodes: tuple[str, ...] = ()
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        """Attribute ``key`` or ``default``."""
+        return self.attrs.get(key, default)
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    """A model as a DAG of canonical ops in topological order."""
+
+    name: str
+    ops: tuple[Op, ...]
+    tensors: Mapping[str, TensorSpec]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    layout: str = ""  # "NCHW", "NHWC" or "" (unknown)
+    source_format: str = ""  # "onnx", "tflite", "profile"
+    source_path: str = ""
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+    def tensor(self, name: str) -> TensorSpec:
+        """The spec of tensor ``name``."""
+        return self.tensors[name]
+
+
+@dataclass(frozen=True)
+class LayerCost:
+    """Per-layer costs of SPEC.md: FLASH_j, RAM_j, MAC_j and OUT_j, all in bytes / MACs.
+
+    Supports ``+`` for convenience; note that RAM is **not** additive on a device (SPEC.md (5)):
+    ``a + b`` takes ``max`` of the RAM fields and the second operand's ``out_bytes``.
+    """
+
+    flash: int = 0
+    ram: int = 0
+    macs: int = 0
+    out_bytes: int = 0
+
+    def __add__(self, other: LayerCost) -> LayerCost:
+        return LayerCost(
+            flash=self.flash + other.flash,
+            ram=max(self.ram, other.ram),
+            macs=self.macs + other.macs,
+            out_bytes=other.out_bytes,
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Layer:
+    """One element of the chain: the input layer, one fused op group, or a super-node.
+
+    ``kind`` is ``"input"``, a canonical op kind, or ``"super"`` (a collapsed single-entry /
+    single-exit region; ``ops`` then holds its inner ops in a valid schedule order).
+    ``input``/``output`` are the single tensors crossing the boundaries before and after it.
+    """
+
+    index: int
+    name: str
+    kind: str
+    ops: tuple[Op, ...]
+    input: TensorSpec | None
+    output: TensorSpec
+    cost: LayerCost
+
+    @property
+    def op_label(self) -> str:
+        """What ``inspect`` prints in the op column: the kind, or ``super(k ops)``."""
+        return f"super({len(self.ops)} ops)" if self.kind == "super" else self.kind
+
+
+@dataclass(frozen=True, eq=False)
+class Chain:
+    """A model as a strict sequence of layers; layer 0 is the explicit input layer."""
+
+    name: str
+    layers: tuple[Layer, ...]
+    graph: Graph | None = None  # None for layer profiles (no ops, no weights)
+    source_path: str = ""
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    @property
+    def costs(self) -> tuple[LayerCost, ...]:
+        """The per-layer costs the partition engine consumes."""
+        return tuple(layer.cost for layer in self.layers)
+
+
+# --- Hardware and plans (data only; the catalog, boards.toml parser and solvers build them) ---
+
+
+@dataclass(frozen=True)
+class Part:
+    """An MCU part: catalog entry or inline ``part = {...}`` in boards.toml.
+
+    ``flash_kib``/``ram_kib``/``clock_mhz``/``cpm`` are the thesis's Table 2 figures for thesis
+    parts. ``ram_regions`` is ``((name, origin, size_bytes), ...)`` with the region the arena goes
+    in first; ``usart_layout`` is ``"sr_dr"`` (F1/F2/F4) or ``"isr_rdr_tdr"`` (F0/F3/F7/G0/H7/L4).
+    """
+
+    name: str
+    flash_kib: float
+    ram_kib: float
+    clock_mhz: float
+    cpm: float
+    core: str = "cortex-m4"  # "cortex-m0plus" | "cortex-m4" | "cortex-m7"
+    fpu: str = ""  # "" (none) | "fpv4-sp-d16" | "fpv5-d16" | "fpv5-sp-d16"
+    flash_origin: int = 0x0800_0000
+    ram_regions: tuple[tuple[str, int, int], ...] = ()
+    usart_layout: str = "sr_dr"
+    usarts: tuple[tuple[str, int], ...] = ()  # ((name, base address), ...) in preference order
+    source: str = ""  # datasheet / reference manual the numbers come from
+
+
+@dataclass(frozen=True)
+class Device:
+    """One board of boards.toml: a part plus the usable memory and speed the planner uses."""
+
+    name: str
+    part: Part
+    flash_bytes: int  # usable FLASH_i after the user's reserve
+    ram_bytes: int  # usable RAM_i
+    clock_hz: float  # f_i
+    cpm: float  # CpM_i (cycles per MAC)
+    port: str | None = None
+    probe: str | None = None
+    #: optional calibrated cycles-per-MAC per op class ("conv", "depthwise", "dense", "other")
+    cpm_by_class: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """UART links: sending B bytes takes ``B * bits_per_byte / baud`` seconds (SPEC.md, Links)."""
+
+    baud: int = 115200
+    bits_per_byte: int = 10
+
+
+@dataclass(frozen=True)
+class Boards:
+    """A parsed boards.toml: the devices in file order and the link settings."""
+
+    devices: tuple[Device, ...]
+    link: LinkSpec
+    source_path: str = ""
+
+
+@dataclass(frozen=True)
+class SubModel:
+    """A maximal run ``first..last`` (inclusive, chain layer indices) on one device."""
+
+    index: int
+    device_index: int
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A solved (or evaluated) assignment of chain layers to devices.
+
+    ``assignment[j]`` is the device index of layer ``j``; ``submodels`` are its maximal runs in
+    topological order. Objective values follow SPEC.md (latency eq. 13, throughput eq. 17 as read
+    there, reference-[9] throughput ``1 / max_i (L_i + S_i)``).
+    """
+
+    objective: str  # "latency" | "throughput"
+    solver: str
+    optimal: bool
+    nodes: int
+    solve_time_s: float
+    assignment: tuple[int, ...]
+    submodels: tuple[SubModel, ...]
+    latency_s: float
+    throughput_per_s: float
+    throughput_ref9_per_s: float
+    gap: float | None = None  # relative optimality gap when a time limit stopped the solver
