@@ -158,13 +158,20 @@ class LayerCost:
     ram: int = 0
     macs: int = 0
     out_bytes: int = 0
+    #: ``macs`` split by op class (``"conv"``, ``"depthwise"``, ``"dense"``, ``"other"``), sorted by
+    #: class name; used by calibrated per-class cycles-per-MAC. Empty for profiles.
+    macs_by_class: tuple[tuple[str, int], ...] = ()
 
     def __add__(self, other: LayerCost) -> LayerCost:
+        classes: dict[str, int] = dict(self.macs_by_class)
+        for cls, macs in other.macs_by_class:
+            classes[cls] = classes.get(cls, 0) + macs
         return LayerCost(
             flash=self.flash + other.flash,
             ram=max(self.ram, other.ram),
             macs=self.macs + other.macs,
             out_bytes=other.out_bytes,
+            macs_by_class=tuple(sorted(classes.items())),
         )
 
 
