@@ -1,0 +1,1 @@
+"""splitter.deploy: put firmware on real boards (flash)."""
