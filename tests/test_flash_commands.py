@@ -13,20 +13,40 @@ H7 = FlashTarget("b", "STM32H743ZI", "0670FF5", Path("fw/b/b.elf"), Path("fw/b/b
 
 def test_st_flash_line() -> None:
     assert command_line("st-flash", F4) == [
-        "st-flash", "--serial", "066DFF3", "--reset", "write", "fw/a/a.bin", "0x08000000",
+        "st-flash",
+        "--serial",
+        "066DFF3",
+        "--reset",
+        "write",
+        "fw/a/a.bin",
+        "0x08000000",
     ]
 
 
 def test_openocd_line_uses_family_target() -> None:
     assert command_line("openocd", H7) == [
-        "openocd", "-f", "interface/stlink.cfg", "-c", "adapter serial 0670FF5",
-        "-f", "target/stm32h7x.cfg", "-c", "program fw/b/b.elf verify reset exit",
+        "openocd",
+        "-f",
+        "interface/stlink.cfg",
+        "-c",
+        "adapter serial 0670FF5",
+        "-f",
+        "target/stm32h7x.cfg",
+        "-c",
+        "program fw/b/b.elf verify reset exit",
     ]
 
 
 def test_cubeprog_line() -> None:
     assert command_line("cubeprog", F4) == [
-        "STM32_Programmer_CLI", "-c", "port=SWD", "sn=066DFF3", "-w", "fw/a/a.elf", "-v", "-rst",
+        "STM32_Programmer_CLI",
+        "-c",
+        "port=SWD",
+        "sn=066DFF3",
+        "-w",
+        "fw/a/a.elf",
+        "-v",
+        "-rst",
     ]
 
 

@@ -91,7 +91,15 @@ def command_line(tool: str, target: FlashTarget) -> list[str]:
         return [*cmd, "-f", cfg, "-c", f"program {target.elf} verify reset exit"]
     if tool == "cubeprog":
         connect = "port=SWD" + (f" sn={target.probe}" if target.probe else "")
-        return ["STM32_Programmer_CLI", "-c", *connect.split(" "), "-w", str(target.elf), "-v", "-rst"]
+        return [
+            "STM32_Programmer_CLI",
+            "-c",
+            *connect.split(" "),
+            "-w",
+            str(target.elf),
+            "-v",
+            "-rst",
+        ]
     raise ToolchainError(f"unknown flash tool '{tool}'; choose one of {', '.join(TOOLS)}")
 
 
@@ -124,7 +132,7 @@ def check_probes(targets: Sequence[FlashTarget], boards_file: str) -> None:
     if missing:
         raise ToolchainError(
             f"{boards_file}: device(s) {', '.join(missing)} have no probe; add "
-            "probe = \"<ST-LINK serial>\" to each [[device]] (list probes with `st-info --probe`)"
+            'probe = "<ST-LINK serial>" to each [[device]] (list probes with `st-info --probe`)'
         )
 
 
