@@ -1,0 +1,399 @@
+"""Prove that the chain of sub-models computes what the original model computes.
+
+The original model and the sub-models run in the real runtimes (onnxruntime for ONNX, LiteRT for
+TFLite) on ``>= 8`` seeded random inputs in the model's input range plus any user-given arrays;
+sub-model ``k + 1`` is fed the outputs of sub-model ``k`` (by tensor name, by position when a
+pass-through sub-model renamed it). Per graph output, over all samples (``a`` = original,
+``b`` = chain, element-wise, in float64):
+
+* ``max_abs = max |a - b|``
+* ``max_rel = max |a - b| / max(|a|, 1e-12)``
+* ``rmse = sqrt(mean((a - b)^2))``
+* ``cosine = <a, b> / (||a|| ||b||)`` (1 when both are zero), as vendor validate tools report.
+
+Pass (issue 4): float outputs ``max_abs <= 1e-5``; integer (quantised) outputs bit-exact.
+A failure is a :class:`~splitter.errors.ValidationError`, never a warning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from splitter.errors import InputFileError, ValidationError
+from splitter.ir import TensorSpec
+
+#: Default number of seeded random input samples (issue 4: at least 8).
+DEFAULT_SAMPLES = 8
+DEFAULT_SEED = 0
+#: Pass threshold for float outputs (issue 4).
+FLOAT_MAX_ABS = 1e-5
+_REL_EPS = 1e-12
+
+
+class Runner(Protocol):
+    """A loaded model that maps named input arrays to named output arrays."""
+
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Outputs by name for ``feeds`` (inputs by name)."""
+        ...
+
+
+class OnnxRunner:
+    """An onnxruntime CPU session, one thread (deterministic and fair on a shared machine).
+
+    Optimisation level ``ORT_ENABLE_BASIC``: the extended fusions (e.g. Conv + Add + Relu into one
+    FusedConv) round differently from the unfused kernels a cut forces, which would show up as
+    ~1e-7 differences that are the runtime's, not the split's; with the same kernels on both
+    sides a correct float split is exact.
+    """
+
+    def __init__(self, model: bytes | str | Path) -> None:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        source = model if isinstance(model, bytes) else str(model)
+        self.session = ort.InferenceSession(
+            source, options, providers=["CPUExecutionProvider"]
+        )
+        self.inputs = tuple(_ort_spec(v) for v in self.session.get_inputs())
+        self.outputs = tuple(_ort_spec(v) for v in self.session.get_outputs())
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        names = [t.name for t in self.outputs]
+        values = self.session.run(names, {t.name: feeds[t.name] for t in self.inputs})
+        return {n: np.asarray(v) for n, v in zip(names, values, strict=True)}
+
+
+class TfliteRunner:
+    """A LiteRT interpreter (``ai_edge_litert.interpreter.Interpreter``), one thread."""
+
+    def __init__(self, model: bytes | str | Path) -> None:
+        from ai_edge_litert.interpreter import Interpreter
+
+        if isinstance(model, bytes):
+            self.interpreter = Interpreter(model_content=model, num_threads=1)
+        else:
+            self.interpreter = Interpreter(model_path=str(model), num_threads=1)
+        self.interpreter.allocate_tensors()
+        self._in = self.interpreter.get_input_details()
+        self._out = self.interpreter.get_output_details()
+        self.inputs = tuple(_litert_spec(d) for d in self._in)
+        self.outputs = tuple(_litert_spec(d) for d in self._out)
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        for detail, spec in zip(self._in, self.inputs, strict=True):
+            self.interpreter.set_tensor(detail["index"], feeds[spec.name])
+        self.interpreter.invoke()
+        return {
+            spec.name: np.array(self.interpreter.get_tensor(d["index"]))
+            for d, spec in zip(self._out, self.outputs, strict=True)
+        }
+
+
+def make_runner(model: bytes | str | Path, suffix: str) -> Runner:
+    """A runner for an ``.onnx`` or ``.tflite`` model given as bytes or a path."""
+    try:
+        if suffix == ".onnx":
+            return OnnxRunner(model)
+        return TfliteRunner(model)
+    except Exception as exc:
+        what = "runtime" if suffix == ".onnx" else "LiteRT"
+        raise ValidationError(
+            f"{model if not isinstance(model, bytes) else 'sub-model'}: the {what} cannot load "
+            f"it ({' '.join(str(exc).split())[:200]}); the cut produced an invalid model"
+        ) from exc
+
+
+@dataclass(frozen=True)
+class OutputStats:
+    """Error of one graph output over all samples (formulas in the module docstring)."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    max_abs: float
+    max_rel: float
+    rmse: float
+    cosine: float
+    exact: bool
+    passed: bool
+    #: max_abs per sample, in sample order
+    per_sample_max_abs: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """The outcome of :func:`validate_chain`."""
+
+    passed: bool
+    runtime: str
+    samples: tuple[str, ...]  # "random:<seed>:<i>" or "file:<path>[<i>]"
+    outputs: tuple[OutputStats, ...]
+    submodels: tuple[str, ...] = ()
+    tolerance: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``OUT/validation.json``)."""
+        return {
+            "passed": self.passed,
+            "runtime": self.runtime,
+            "tolerance": dict(self.tolerance),
+            "samples": list(self.samples),
+            "submodels": list(self.submodels),
+            "outputs": [_stats_dict(s) for s in self.outputs],
+        }
+
+    def summary(self) -> str:
+        """One line: pass/fail and the worst output."""
+        worst = max(self.outputs, key=lambda s: s.max_abs)
+        verdict = "passed" if self.passed else "FAILED"
+        return (
+            f"validation {verdict} on {len(self.samples)} inputs: worst output '{worst.name}' "
+            f"max-abs {worst.max_abs:.3g}, max-rel {worst.max_rel:.3g}, rmse {worst.rmse:.3g}, "
+            f"cosine {worst.cosine:.9f}"
+        )
+
+
+def _stats_dict(s: OutputStats) -> dict[str, Any]:
+    return {
+        "name": s.name,
+        "dtype": s.dtype,
+        "shape": list(s.shape),
+        "max_abs": s.max_abs,
+        "max_rel": s.max_rel,
+        "rmse": s.rmse,
+        "cosine": s.cosine,
+        "exact": s.exact,
+        "passed": s.passed,
+        "per_sample_max_abs": list(s.per_sample_max_abs),
+    }
+
+
+# --- inputs -----------------------------------------------------------------------------
+
+
+def random_inputs(
+    specs: Sequence[TensorSpec],
+    count: int = DEFAULT_SAMPLES,
+    seed: int = DEFAULT_SEED,
+    float_range: tuple[float, float] | None = None,
+) -> list[dict[str, np.ndarray]]:
+    """``count`` seeded samples in each input's range.
+
+    Integer inputs span their full range (int8: -128..127); float inputs are standard normal,
+    or uniform on ``float_range`` when the model's metadata gives one.
+    """
+    rng = np.random.default_rng(seed)
+    return [{s.name: _random_tensor(rng, s, float_range) for s in specs} for _ in range(count)]
+
+
+def _random_tensor(
+    rng: np.random.Generator, spec: TensorSpec, float_range: tuple[float, float] | None
+) -> np.ndarray:
+    dtype = np.dtype(spec.dtype)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size=spec.shape).astype(np.bool_)
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        low, high = (info.min, info.max) if info.bits <= 16 else (0, 9)
+        return rng.integers(low, high, size=spec.shape, endpoint=True, dtype=dtype)
+    if float_range is not None:
+        return rng.uniform(float_range[0], float_range[1], size=spec.shape).astype(dtype)
+    return rng.standard_normal(size=spec.shape).astype(dtype)
+
+
+def load_input_file(path: str | Path, spec: TensorSpec) -> list[np.ndarray]:
+    """Samples from a ``.npy`` file: one array of ``spec``'s shape, or a stack of them.
+
+    A stack is ``(N, *shape)``, or ``(N, *shape[1:])`` when the model's batch dimension is 1.
+    The dtype must be ``spec.dtype`` exactly (no silent cast that would hide a scaling bug).
+    """
+    try:
+        array = np.load(str(path), allow_pickle=False)
+    except Exception as exc:
+        raise InputFileError(
+            f"{path}: cannot read .npy input ({' '.join(str(exc).split())[:120]}); "
+            "save it with numpy.save"
+        ) from exc
+    if array.dtype != np.dtype(spec.dtype):
+        raise InputFileError(
+            f"{path}: input '{spec.name}' needs dtype {spec.dtype}, the file has {array.dtype}; "
+            f"save it with array.astype('{spec.dtype}')"
+        )
+    shape = tuple(spec.shape)
+    if array.shape == shape:
+        return [array]
+    if array.ndim == len(shape) + 1 and array.shape[1:] == shape:
+        return [a for a in array]
+    if shape and shape[0] == 1 and array.shape[1:] == shape[1:] and array.ndim == len(shape):
+        return [a[None, ...] for a in array]
+    raise InputFileError(
+        f"{path}: input '{spec.name}' needs shape {list(shape)} (or a stack of them), "
+        f"the file has {list(array.shape)}; reshape the array"
+    )
+
+
+# --- running and comparing --------------------------------------------------------------
+
+
+def run_chain(runners: Sequence[Runner], feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Run sub-models in order, each fed by name from what came before (or by position)."""
+    env: dict[str, np.ndarray] = dict(feeds)
+    previous: list[np.ndarray] = list(feeds.values())
+    for runner in runners:
+        sub_feeds = {}
+        for pos, spec in enumerate(runner.inputs):
+            sub_feeds[spec.name] = env[spec.name] if spec.name in env else previous[pos]
+        out = runner.run(sub_feeds)
+        env.update(out)
+        previous = [out[t.name] for t in runner.outputs]
+    return env | dict(zip((t.name for t in runners[-1].outputs), previous, strict=True))
+
+
+def compare(name: str, refs: Sequence[np.ndarray], gots: Sequence[np.ndarray]) -> OutputStats:
+    """Error statistics of one output over all samples (formulas: module docstring)."""
+    a = np.concatenate([np.asarray(r, np.float64).ravel() for r in refs])
+    b = np.concatenate([np.asarray(g, np.float64).ravel() for g in gots])
+    diff = np.abs(a - b)
+    norm = float(np.linalg.norm(a) * np.linalg.norm(b))
+    cosine = float(np.dot(a, b) / norm) if norm > 0 else float(np.array_equal(a, b))
+    exact = all(np.array_equal(r, g) for r, g in zip(refs, gots, strict=True))
+    is_int = np.issubdtype(np.asarray(refs[0]).dtype, np.integer)
+    max_abs = float(diff.max()) if diff.size else 0.0
+    return OutputStats(
+        name=name,
+        dtype=str(np.asarray(refs[0]).dtype),
+        shape=tuple(np.asarray(refs[0]).shape),
+        max_abs=max_abs,
+        max_rel=float((diff / np.maximum(np.abs(a), _REL_EPS)).max()) if diff.size else 0.0,
+        rmse=float(np.sqrt(np.mean((a - b) ** 2))) if diff.size else 0.0,
+        cosine=cosine,
+        exact=exact,
+        passed=exact if is_int else bool(np.isfinite(max_abs) and max_abs <= FLOAT_MAX_ABS),
+        per_sample_max_abs=tuple(
+            float(np.max(np.abs(np.asarray(r, np.float64) - np.asarray(g, np.float64)), initial=0))
+            for r, g in zip(refs, gots, strict=True)
+        ),
+    )
+
+
+def validate_chain(
+    original: Runner,
+    submodels: Sequence[Runner],
+    samples: Sequence[Mapping[str, np.ndarray]],
+    labels: Sequence[str],
+    *,
+    runtime: str = "",
+    submodel_names: Sequence[str] = (),
+) -> ValidationReport:
+    """Compare the original's outputs with the chain's on every sample."""
+    refs: dict[str, list[np.ndarray]] = {t.name: [] for t in original.outputs}
+    gots: dict[str, list[np.ndarray]] = {t.name: [] for t in original.outputs}
+    for feeds in samples:
+        expected = original.run(feeds)
+        env = run_chain(submodels, feeds)
+        last = [env[t.name] for t in submodels[-1].outputs]
+        for pos, spec in enumerate(original.outputs):
+            refs[spec.name].append(expected[spec.name])
+            gots[spec.name].append(env[spec.name] if spec.name in env else last[pos])
+    stats = tuple(compare(n, refs[n], gots[n]) for n in refs)
+    return ValidationReport(
+        passed=all(s.passed for s in stats),
+        runtime=runtime,
+        samples=tuple(labels),
+        outputs=stats,
+        submodels=tuple(submodel_names),
+        tolerance={"float_max_abs": FLOAT_MAX_ABS, "integer": "bit-exact"},
+    )
+
+
+def validate_models(
+    original: str | Path,
+    submodels: Sequence[tuple[str, bytes]],
+    *,
+    suffix: str,
+    count: int = DEFAULT_SAMPLES,
+    seed: int = DEFAULT_SEED,
+    input_files: Sequence[str | Path] = (),
+    float_range: tuple[float, float] | None = None,
+) -> ValidationReport:
+    """Validate sub-models ``(name, bytes)`` against the model file ``original``.
+
+    Raises :class:`ValidationError` when any output fails (the report is attached as
+    ``exc.report``).
+    """
+    ref = make_runner(original, suffix)
+    chain = [make_runner(data, suffix) for _, data in submodels]
+    samples = random_inputs(ref.inputs, count, seed, float_range)
+    labels = [f"random:seed={seed}:{i}" for i in range(count)]
+    for path in input_files:
+        if len(ref.inputs) != 1:
+            raise InputFileError(
+                f"{path}: --input needs a single-input model, {original} has {len(ref.inputs)}"
+            )
+        arrays = load_input_file(path, ref.inputs[0])
+        samples += [{ref.inputs[0].name: a} for a in arrays]
+        labels += [f"file:{path}[{i}]" for i in range(len(arrays))]
+    runtime = "onnxruntime" if suffix == ".onnx" else "LiteRT"
+    report = validate_chain(
+        ref, chain, samples, labels, runtime=runtime, submodel_names=[n for n, _ in submodels]
+    )
+    return report
+
+
+def require_pass(report: ValidationReport, model: str | Path) -> None:
+    """Raise :class:`ValidationError` (with ``.report``) unless every output passed."""
+    if report.passed:
+        return
+    bad = [s for s in report.outputs if not s.passed]
+    worst = max(bad, key=lambda s: s.max_abs)
+    rule = "bit-exact" if np.issubdtype(np.dtype(worst.dtype), np.integer) else "max-abs <= 1e-5"
+    error = ValidationError(
+        f"{model}: the sub-models do not reproduce output '{worst.name}' ({rule} required): "
+        f"max-abs {worst.max_abs:.3g}, max-rel {worst.max_rel:.3g}, cosine {worst.cosine:.6f} "
+        f"over {len(report.samples)} inputs; the split is wrong, report it"
+    )
+    error.report = report  # type: ignore[attr-defined]
+    raise error
+
+
+def _ort_spec(value: Any) -> TensorSpec:
+    """A :class:`TensorSpec` from an onnxruntime ``NodeArg``."""
+    kind = value.type  # e.g. "tensor(float)"
+    dtype = _ORT_TYPES.get(kind, "float32")
+    shape = tuple(d if isinstance(d, int) else 1 for d in value.shape)
+    return TensorSpec(name=value.name, shape=shape, dtype=dtype)
+
+
+def _litert_spec(detail: Mapping[str, Any]) -> TensorSpec:
+    return TensorSpec(
+        name=str(detail["name"]),
+        shape=tuple(int(d) for d in detail["shape"]),
+        dtype=np.dtype(detail["dtype"]).name,
+    )
+
+
+_ORT_TYPES = {
+    "tensor(float)": "float32",
+    "tensor(double)": "float64",
+    "tensor(float16)": "float16",
+    "tensor(int8)": "int8",
+    "tensor(uint8)": "uint8",
+    "tensor(int16)": "int16",
+    "tensor(uint16)": "uint16",
+    "tensor(int32)": "int32",
+    "tensor(int64)": "int64",
+    "tensor(bool)": "bool",
+}

@@ -1,0 +1,116 @@
+"""Small models built with onnx.helper and cut-point helpers shared by the slicing tests.
+
+Not a test module of its own (it defines no test); the slicing, validation and compile tests
+import it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from splitter.ir import TensorSpec
+from splitter.slicing.boundaries import Cut
+
+
+def _init(name: str, array: np.ndarray) -> onnx.TensorProto:
+    return numpy_helper.from_array(array.astype(np.float32), name)
+
+
+def residual_cnn(seed: int = 0, ir_version: int = 8, opset: int = 13) -> onnx.ModelProto:
+    """conv-relu | conv + skip add (a branch) - relu | global pool - flatten - gemm.
+
+    Single-entry cut points (tensors): ``x``, ``r1``, ``a1``, ``g``, ``f``, ``y``.
+    """
+    rng = np.random.default_rng(seed)
+    inits = [
+        _init("w1", rng.standard_normal((8, 3, 3, 3)) * 0.3),
+        _init("b1", rng.standard_normal(8) * 0.1),
+        _init("w2", rng.standard_normal((8, 8, 3, 3)) * 0.2),
+        _init("b2", rng.standard_normal(8) * 0.1),
+        _init("wf", rng.standard_normal((4, 8)) * 0.5),
+        _init("bf", rng.standard_normal(4) * 0.1),
+        _init("unused", np.ones(3)),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c2", "r1"], ["s1"], name="add1"),
+        helper.make_node("Relu", ["s1"], ["a1"], name="relu2"),
+        helper.make_node("GlobalAveragePool", ["a1"], ["g"], name="gap"),
+        helper.make_node("Flatten", ["g"], ["f"], name="flatten"),
+        helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], name="fc", transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "residual_cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        initializer=inits,
+    )
+    if ir_version < 4:  # IR < 4 lists every initializer among the graph inputs
+        graph.input.extend(
+            helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in inits
+        )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", opset)],
+        producer_name="test",
+        ir_version=ir_version,
+    )
+    helper.set_model_props(model, {"author": "tests", "input_note": "standard normal"})
+    return model
+
+
+#: (name, shape) of the single-entry cut tensors of :func:`residual_cnn`, in order.
+RESIDUAL_CUTS = [
+    ("x", (1, 3, 8, 8)),
+    ("r1", (1, 8, 8, 8)),
+    ("a1", (1, 8, 8, 8)),
+    ("g", (1, 8, 1, 1)),
+    ("f", (1, 8)),
+    ("y", (1, 4)),
+]
+
+
+def cuts_between(
+    points: list[tuple[str, tuple[int, ...]]],
+    devices: list[int],
+    dtype: str = "float32",
+) -> list[Cut]:
+    """Consecutive cuts between ``points``; sub-model ``k`` runs on ``devices[k]``."""
+    cuts = []
+    for k, ((a, sa), (b, sb)) in enumerate(zip(points, points[1:], strict=False)):
+        cuts.append(
+            Cut(
+                index=k,
+                device=f"dev{devices[k]}",
+                device_index=devices[k],
+                first=k,
+                last=k,
+                inputs=(TensorSpec(a, sa, dtype),),
+                outputs=(TensorSpec(b, sb, dtype),),
+            )
+        )
+    return cuts
+
+
+def tflite_cut_points(subgraph) -> list[int]:  # type: ignore[no-untyped-def]
+    """Tensor indices where exactly one activation is live between two operators."""
+    ops = subgraph.operators
+    first_in = int(subgraph.inputs[0])
+    producer = {int(t): i for i, op in enumerate(ops) for t in op.outputs}
+    last_use: dict[int, int] = {}
+    for i, op in enumerate(ops):
+        for t in op.inputs:
+            if int(t) >= 0 and (int(t) in producer or int(t) == first_in):
+                last_use[int(t)] = i
+    points = [first_in]
+    for k in range(len(ops) - 1):
+        live = [t for t, use in last_use.items() if use > k and producer.get(t, -1) <= k]
+        if len(live) == 1 and live[0] != points[-1]:
+            points.append(live[0])
+    points.append(int(subgraph.outputs[0]))
+    return points
