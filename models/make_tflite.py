@@ -11,7 +11,9 @@ Runs only in a throwaway environment that has TensorFlow (it is NOT a splitter d
 
 The network is a small KWS-CNN-like CNN on a 49x10x1 MFCC input (batch fixed to 1 so the files
 have static shapes) exercising PAD, CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D, AVERAGE_POOL_2D, ADD,
-MUL, LOGISTIC, CONCATENATION, MEAN, FULLY_CONNECTED, RESHAPE and SOFTMAX, with fused ReLU / ReLU6.
+MUL, LOGISTIC, CONCATENATION, MEAN, RELU, FULLY_CONNECTED, RESHAPE and SOFTMAX, with fused ReLU /
+ReLU6 (the converter folds the first ZeroPadding2D into the conv's padding; the second one, before
+an average pool, stays a PAD op).
 Weights and the representative data set are seeded, so reruns give the same graph (the converter
 may still change bytes between TF versions).
 """
@@ -45,13 +47,16 @@ def build_model() -> tf.keras.Model:
     x = layers.Add(name="res_add")([x, skip])
     x = layers.ReLU(name="res_relu")(x)
     a = layers.MaxPooling2D((2, 2), name="maxpool")(x)
-    b = layers.AveragePooling2D((2, 2), name="avgpool")(x)
+    b = layers.ZeroPadding2D(((1, 0), (0, 0)), name="pool_pad")(x)
+    b = layers.AveragePooling2D((3, 2), strides=(2, 2), name="avgpool")(b)
     b = layers.Multiply(name="swish")([b, layers.Activation("sigmoid", name="gate")(b)])
     x = layers.Concatenate(axis=-1, name="concat")([a, b])
     x = layers.GlobalAveragePooling2D(name="gap")(x)
+    x = layers.ReLU(name="gap_relu")(x)
     x = layers.Dense(12, name="fc")(x)
-    x = layers.Reshape((12,), name="reshape")(x)
-    out = layers.Softmax(name="softmax")(x)
+    x = layers.Reshape((2, 6), name="groups")(x)
+    x = layers.Softmax(name="softmax")(x)
+    out = layers.Flatten(name="flatten")(x)
     return tf.keras.Model(x_in, out, name="tiny_cnn")
 
 
