@@ -1,0 +1,326 @@
+"""ONNX importer: an ``.onnx`` file to a canonical :class:`~splitter.ir.Graph`.
+
+Pipeline (each step a small function below):
+
+1. read and validate the file (``onnx.load`` + ``onnx.checker``), the default-domain opset
+   (11..21) and the graph (nodes, inputs);
+2. list every unsupported op at once, before anything else can fail on it;
+3. apply ``--input-shape`` overrides, reject remaining dynamic input dims, run strict shape
+   inference with data propagation (``onnx.shape_inference.infer_shapes``);
+4. fold constant subgraphs with ``onnx.reference.ReferenceEvaluator`` (``onnx_fold``) and drop
+   ``Identity``/``Dropout``;
+5. convert node by node (``onnx_ops.CONVERTERS``), then fold BatchNorm/bias and fuse
+   activations (``onnx_fuse``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import onnx
+from onnx import numpy_helper
+
+from splitter.errors import InputFileError, ShapeError, UnsupportedOpError
+from splitter.importers.onnx_fold import NO_OPS, constant_nodes, fold_constants, remove_no_ops
+from splitter.importers.onnx_fuse import fuse
+from splitter.importers.onnx_nodes import (
+    DEFAULT_DOMAINS,
+    ImportContext,
+    OnnxNode,
+    Shape,
+    Unsupported,
+    read_nodes,
+    shape_text,
+)
+from splitter.importers.onnx_ops import CONVERTERS
+from splitter.ir import Graph, Op, TensorSpec
+
+#: Default-domain opsets the importer accepts.
+MIN_OPSET, MAX_OPSET = 11, 21
+#: Opset suggested when converting an out-of-range model.
+TARGET_OPSET = 17
+
+
+def _first_line(exc: BaseException) -> str:
+    """First non-empty line of an exception's text (one-line error messages)."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def read_model(path: Path) -> onnx.ModelProto:
+    """Load ``path`` (external data included); InputFileError for missing/corrupt files."""
+    if not path.exists():
+        raise InputFileError(f"{path}: file not found; check the path of the ONNX model")
+    if not path.is_file():
+        raise InputFileError(f"{path}: is not a file; give the path of an .onnx model")
+    try:
+        model = onnx.load(str(path))
+    except Exception as exc:  # protobuf DecodeError, OSError, external-data errors...
+        raise InputFileError(
+            f"{path}: not a readable ONNX model ({_first_line(exc)}); "
+            "the file is corrupt or truncated, export it again"
+        ) from exc
+    if not model.HasField("graph") or model.ir_version == 0:
+        raise InputFileError(
+            f"{path}: not an ONNX model (no graph or IR version); "
+            "the file is corrupt or truncated, export it again"
+        )
+    return model
+
+
+def model_opset(model: onnx.ModelProto, path: Path) -> int:
+    """The default-domain opset; InputFileError with a conversion recipe when out of range."""
+    versions = [o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS]
+    if not versions:
+        raise InputFileError(
+            f"{path}: model declares no default-domain opset; the file is corrupt or truncated"
+        )
+    opset = int(versions[0])
+    if not MIN_OPSET <= opset <= MAX_OPSET:
+        raise InputFileError(
+            f"{path}: opset {opset} is not supported (need {MIN_OPSET}..{MAX_OPSET}); convert it "
+            f'with onnx.version_converter: python -c "import onnx; from onnx import '
+            f"version_converter as vc; onnx.save(vc.convert_version(onnx.load('{path}'), "
+            f"{TARGET_OPSET}), 'model_opset{TARGET_OPSET}.onnx')\""
+        )
+    return opset
+
+
+def check_graph(model: onnx.ModelProto, path: Path) -> None:
+    """Reject empty graphs and run ``onnx.checker.check_model``."""
+    graph = model.graph
+    if not graph.node:
+        raise InputFileError(f"{path}: graph '{graph.name}' has no nodes; export the model again")
+    inits = {i.name for i in graph.initializer}
+    if not [i for i in graph.input if i.name not in inits] or not graph.output:
+        raise InputFileError(
+            f"{path}: graph '{graph.name}' has no inputs or no outputs; export the model again"
+        )
+    try:
+        onnx.checker.check_model(model)
+    except Exception as exc:  # onnx.checker.ValidationError and friends
+        raise InputFileError(
+            f"{path}: invalid ONNX model ({_first_line(exc)}); export the model again"
+        ) from exc
+
+
+def check_supported(nodes: Sequence[OnnxNode], known_consts: set[str], path: Path) -> None:
+    """Raise one UnsupportedOpError listing every node that is neither foldable nor supported."""
+    folded = constant_nodes(nodes, known_consts)
+    bad = [
+        n.label
+        for n in nodes
+        if n.name not in folded
+        and (
+            n.domain not in DEFAULT_DOMAINS
+            or (n.op_type not in CONVERTERS and n.op_type not in NO_OPS)
+        )
+    ]
+    if bad:
+        raise UnsupportedOpError(
+            f"{path}: {len(bad)} unsupported op(s): {', '.join(bad)}; supported (default domain): "
+            f"{', '.join(sorted([*CONVERTERS, *NO_OPS, 'Constant']))} and any subgraph of "
+            "constants; rewrite or replace these ops before splitting"
+        )
+
+
+def apply_input_shapes(
+    model: onnx.ModelProto, overrides: Mapping[str, tuple[int, ...]], path: Path
+) -> None:
+    """Set graph-input shapes from ``overrides`` and reject any remaining dynamic dim."""
+    inits = {i.name for i in model.graph.initializer}
+    inputs = [i for i in model.graph.input if i.name not in inits]
+    names = [i.name for i in inputs]
+    for name in overrides:
+        if name not in names:
+            raise ShapeError(
+                f"{path}: --input-shape names unknown input '{name}'; inputs are {names}"
+            )
+    for value in inputs:
+        tensor_type = value.type.tensor_type
+        if value.name in overrides:
+            shape = tuple(int(d) for d in overrides[value.name])
+            if any(d <= 0 for d in shape):
+                raise ShapeError(f"{path}: --input-shape {value.name} has a non-positive dim")
+            tensor_type.shape.ClearField("dim")
+            for d in shape:
+                tensor_type.shape.dim.add().dim_value = d
+            continue
+        dims = list(tensor_type.shape.dim) if tensor_type.HasField("shape") else None
+        if dims is None or any(not d.HasField("dim_value") or d.dim_value <= 0 for d in dims):
+            got = "unknown" if dims is None else _dims_text(dims)
+            raise ShapeError(
+                f"{path}: input '{value.name}' has dynamic or unknown shape {got}; give a static "
+                f"shape with --input-shape {value.name}=1x49x10x1 (your real dims, batch first)"
+            )
+
+
+def _dims_text(dims: Sequence[onnx.TensorShapeProto.Dimension]) -> str:
+    """``1x?x10`` text of protobuf dims (dim_param shown by name)."""
+    parts = []
+    for d in dims:
+        parts.append(str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?"))
+    return "x".join(parts)
+
+
+def infer(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
+    """Strict shape inference with data propagation (constant Shape arithmetic included)."""
+    try:
+        return onnx.shape_inference.infer_shapes(
+            model, check_type=True, strict_mode=True, data_prop=True
+        )
+    except Exception as exc:  # InferenceError, ValidationError
+        raise ShapeError(
+            f"{path}: shape inference failed ({_first_line(exc)}); fix the model or give "
+            "consistent shapes with --input-shape NAME=1x49x10x1"
+        ) from exc
+
+
+def _value_shapes(graph: onnx.GraphProto) -> tuple[dict[str, Shape | None], dict[str, int]]:
+    """Shapes (``None`` dims where unknown) and element types of every typed value."""
+    shapes: dict[str, Shape | None] = {}
+    types: dict[str, int] = {}
+    for value in (*graph.input, *graph.value_info, *graph.output):
+        tensor_type = value.type.tensor_type
+        if tensor_type.elem_type:
+            types[value.name] = tensor_type.elem_type
+        if tensor_type.HasField("shape"):
+            shapes[value.name] = tuple(
+                d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim
+            )
+    return shapes, types
+
+
+def make_context(model: onnx.ModelProto, inferred: onnx.ModelProto, path: Path) -> ImportContext:
+    """Constants (every initializer, converted once) and inferred shapes/types."""
+    shapes, types = _value_shapes(inferred.graph)
+    protos = {init.name: init for init in model.graph.initializer}
+    consts = {name: numpy_helper.to_array(init) for name, init in protos.items()}
+    return ImportContext(
+        path=str(path),
+        opset=model_opset(model, path),
+        consts=consts,
+        shapes=shapes,
+        elem_types=types,
+        initializer_protos=protos,
+    )
+
+
+def _renamed(node: OnnxNode, rename: Mapping[str, str]) -> OnnxNode:
+    """``node`` with tensor names replaced through ``rename``."""
+    return replace(
+        node,
+        inputs=tuple(rename.get(i, i) for i in node.inputs),
+        outputs=tuple(rename.get(o, o) for o in node.outputs),
+    )
+
+
+def convert_nodes(nodes: Sequence[OnnxNode], ctx: ImportContext) -> list[Op]:
+    """Convert every node; collect every failure and raise one UnsupportedOpError."""
+    ops: list[Op] = []
+    problems: list[str] = []
+    for node in nodes:
+        try:
+            ops.extend(CONVERTERS[node.op_type](node, ctx))
+        except Unsupported as why:
+            problems.append(f"{node.label}: {why}")
+    if problems:
+        raise UnsupportedOpError(
+            f"{ctx.path}: {len(problems)} op(s) cannot be mapped: {'; '.join(problems)}; "
+            "rewrite these nodes (see the supported forms in splitter.importers.onnx_ops)"
+        )
+    return ops
+
+
+def _graph_io(model: onnx.ModelProto) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Names of the graph's activation inputs (initializers excluded) and outputs."""
+    inits = {i.name for i in model.graph.initializer}
+    inputs = tuple(i.name for i in model.graph.input if i.name not in inits)
+    return inputs, tuple(o.name for o in model.graph.output)
+
+
+def build_ops(
+    model: onnx.ModelProto, nodes: list[OnnxNode], ctx: ImportContext, path: Path
+) -> list[Op]:
+    """Fold constants, drop no-ops, convert and fuse: the canonical op list."""
+    protos = dict(zip((n.name for n in nodes), model.graph.node, strict=True))
+    inputs, outputs = _graph_io(model)
+    remaining, _ = fold_constants(nodes, protos, ctx)
+    constant_outputs = [o for o in outputs if o in ctx.consts]
+    if constant_outputs:
+        raise InputFileError(
+            f"{path}: graph output(s) {constant_outputs} are constants, not computed from the "
+            "inputs; remove them from the model's outputs"
+        )
+    remaining, rename, copies = remove_no_ops(remaining, inputs, outputs)
+    remaining = [_renamed(n, rename) for n in remaining]
+    ctx.consumed = {i for n in remaining for i in n.inputs} | set(outputs)
+    ops = convert_nodes(remaining, ctx)
+    for node, src, dst in copies:
+        source = rename.get(src, src)
+        ops.append(
+            Op(node.name, "reshape", (source,), (dst,), {"shape": ctx.shape(dst)}, {}, (node.name,))
+        )
+    return fuse(ops, outputs)
+
+
+def tensor_specs(
+    ops: Sequence[Op], inputs: Sequence[str], ctx: ImportContext
+) -> dict[str, TensorSpec]:
+    """A :class:`TensorSpec` for every graph input and op output (ShapeError when dynamic)."""
+    names = list(inputs) + [o for op in ops for o in op.outputs]
+    specs = {name: TensorSpec(name, ctx.shape(name), ctx.dtype(name)) for name in names}
+    missing = sorted({i for op in ops for i in op.inputs if i not in specs})
+    if missing:
+        raise ShapeError(
+            f"{ctx.path}: tensor(s) {missing} are read but never produced; export the model again"
+        )
+    return specs
+
+
+def _metadata(model: onnx.ModelProto, opset: int) -> dict[str, str]:
+    """The model's ``metadata_props`` plus ``producer`` and ``opset``."""
+    meta = {p.key: p.value for p in model.metadata_props}
+    meta["producer"] = f"{model.producer_name} {model.producer_version}".strip()
+    meta["opset"] = str(opset)
+    return meta
+
+
+def load_onnx(path: Path, *, input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
+    """Import the ONNX model at ``path`` as a canonical NCHW :class:`Graph`.
+
+    ``input_shapes`` maps graph-input names to full static shapes (batch included) and replaces
+    the declared shapes. Raises InputFileError (unreadable file, opset out of 11..21, empty
+    graph), UnsupportedOpError (listing every unsupported node) or ShapeError (dynamic shapes).
+    """
+    path = Path(path)
+    model = read_model(path)
+    model_opset(model, path)
+    check_graph(model, path)
+    nodes = read_nodes(model.graph)
+    check_supported(nodes, {i.name for i in model.graph.initializer}, path)
+    apply_input_shapes(model, input_shapes or {}, path)
+    ctx = make_context(model, infer(model, path), path)
+    ops = build_ops(model, nodes, ctx, path)
+    inputs, outputs = _graph_io(model)
+    tensors = tensor_specs(ops, inputs, ctx)
+    produced = set(tensors)
+    lost = [o for o in outputs if o not in produced]
+    if lost:
+        raise InputFileError(f"{path}: graph output(s) {lost} are not computed by any node")
+    return Graph(
+        name=model.graph.name or path.stem,
+        ops=tuple(ops),
+        tensors=tensors,
+        inputs=inputs,
+        outputs=outputs,
+        layout="NCHW",
+        source_format="onnx",
+        source_path=str(path),
+        metadata=_metadata(model, ctx.opset),
+    )
+
+
+__all__ = ["load_onnx", "shape_text"]
