@@ -21,6 +21,7 @@ package's builders come from, with ``*T`` classes that ``Pack`` themselves). For
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,22 +84,15 @@ class _Source:
 
 
 def tensor_names(subgraph: Any) -> list[str]:
-    """Unique tensor names of ``subgraph`` (a ``SubGraphT`` or a ``tflite`` ``SubGraph``).
+    """Unique tensor names of a ``SubGraphT``, by tensor index.
 
-    The importer's rule (:mod:`splitter.importers.tflite_import`) when available; otherwise the
-    same rule: the tensor's name, with ``":<index>"`` appended when the file repeats a name.
+    The importer's rule (:func:`splitter.importers.tflite_reader.tensor_names`, which reads the
+    ``tflite`` package's ``SubGraph``): the tensor's name, with ``":<index>"`` appended on every
+    occurrence of a name the file repeats, and on an empty name.
     """
-    try:
-        from splitter.importers.tflite_import import tensor_names as importer_names
-    except ImportError:
-        importer_names = None
-    if importer_names is not None and not isinstance(subgraph, schema.SubGraphT):
-        return list(importer_names(subgraph))
     raw = [_decode(t.name) for t in (subgraph.tensors or [])]
-    counts: dict[str, int] = {}
-    for name in raw:
-        counts[name] = counts.get(name, 0) + 1
-    return [name if counts[name] == 1 else f"{name}:{i}" for i, name in enumerate(raw)]
+    counts = Counter(raw)
+    return [f"{n}:{i}" if (counts[n] > 1 or not n) else n for i, n in enumerate(raw)]
 
 
 def load_tflite_model(path: str | Path) -> tuple[bytes, Any]:

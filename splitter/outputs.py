@@ -1,0 +1,178 @@
+"""Write an output directory atomically: all of it, or nothing changes.
+
+Everything is built in a temporary directory next to ``OUT`` (same filesystem, so renames are
+atomic), then swapped in: the old ``OUT`` is renamed aside, the new one renamed into place, the
+old one deleted. A failure at any point before the swap (bad cut, validation error, disk full,
+permission) removes the temporary directory and leaves the previous ``OUT`` untouched.
+
+An existing ``OUT`` is replaced only when splitter made it (it holds the marker file
+:data:`MARKER`) or is empty, unless ``force`` is given. Every OS failure becomes a one-line
+:class:`~splitter.errors.OutputError` naming the path and the fix.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from splitter.errors import OutputError
+
+#: Marker file identifying a directory splitter wrote (holds the splitter version).
+MARKER = ".splitter-out"
+
+#: The low-level write every file goes through (a module attribute so tests can inject ENOSPC).
+_os_write = os.write
+
+
+class OutputDir:
+    """An output directory under construction; ``with OutputDir(out) as w: w.write_text(...)``.
+
+    Leaving the ``with`` block normally commits (swaps the new directory into place); leaving it
+    with an exception discards the temporary directory.
+    """
+
+    def __init__(self, target: str | Path, *, force: bool = False) -> None:
+        self.target = Path(target).absolute()
+        self.force = force
+        self.root: Path = self.target  # the temporary directory once entered
+        self._entered = False
+
+    def __enter__(self) -> OutputDir:
+        check_target(self.target, force=self.force)
+        parent = self.target.parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            self.root = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.tmp-", dir=parent))
+        except OSError as exc:
+            raise _os_error(self.target, "create a directory next to it", exc) from exc
+        self._entered = True
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is not None:
+            self.discard()
+            return
+        self.commit()
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def path(self, relative: str | Path) -> Path:
+        """Absolute path of ``relative`` inside the directory being built (parents created)."""
+        path = self.root / relative
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _os_error(self.target, f"create {Path(relative).parent}", exc) from exc
+        return path
+
+    def write_bytes(self, relative: str | Path, data: bytes) -> Path:
+        """Write ``data`` to ``relative``; an OS failure is an :class:`OutputError`."""
+        path = self.path(relative)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                _write_all(fd, data)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise _os_error(self.target, f"write {relative}", exc) from exc
+        return path
+
+    def write_text(self, relative: str | Path, text: str) -> Path:
+        """Write UTF-8 ``text`` to ``relative``."""
+        return self.write_bytes(relative, text.encode("utf-8"))
+
+    def write_json(self, relative: str | Path, obj: Any) -> Path:
+        """Write ``obj`` as indented JSON (trailing newline) to ``relative``."""
+        return self.write_text(relative, json.dumps(obj, indent=2, sort_keys=False) + "\n")
+
+    # --- finishing -------------------------------------------------------------------------
+
+    def commit(self) -> Path:
+        """Write the marker and swap the new directory into place; returns ``target``."""
+        from splitter import __version__
+
+        self.write_text(MARKER, f"splitter {__version__}\n")
+        aside = None
+        try:
+            if self.target.exists():
+                aside = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.old-", dir=self.target.parent))
+                os.rename(self.target, aside / "out")
+            os.rename(self.root, self.target)
+        except OSError as exc:
+            if aside is not None and (aside / "out").exists() and not self.target.exists():
+                os.rename(aside / "out", self.target)  # put the previous OUT back
+            self.discard()
+            raise _os_error(self.target, "move the new output into place", exc) from exc
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
+        return self.target
+
+    def discard(self) -> None:
+        """Delete the temporary directory (the previous ``OUT`` is untouched)."""
+        if self._entered and self.root != self.target:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def check_target(target: Path, *, force: bool = False) -> None:
+    """Refuse targets that are files or foreign directories, before any work is done."""
+    if target.is_symlink() and not target.is_dir():
+        raise OutputError(f"{target}: is a symbolic link, not a directory; choose another -o")
+    if target.exists() and not target.is_dir():
+        raise OutputError(
+            f"{target}: exists and is a file, not a directory; remove it or choose another -o"
+        )
+    if target.is_dir() and not force and not (target / MARKER).exists() and any(target.iterdir()):
+        raise OutputError(
+            f"{target}: directory exists and was not written by splitter (no {MARKER}); "
+            "use --force to replace it or choose another -o"
+        )
+    parent = _existing_parent(target)
+    if not parent.is_dir():
+        raise OutputError(f"{target}: parent {parent} is not a directory; choose another -o")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"{target}: parent directory {parent} is not writable; choose another -o")
+
+
+def _existing_parent(target: Path) -> Path:
+    """The nearest ancestor of ``target`` that exists."""
+    parent = target.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    return parent
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` (``os.write`` may write less than asked)."""
+    view = memoryview(data)
+    while view:
+        written = _os_write(fd, view)
+        if written <= 0:
+            raise OSError(errno.EIO, "write returned 0 bytes")
+        view = view[written:]
+
+
+def _os_error(target: Path, action: str, exc: OSError) -> OutputError:
+    """A one-line :class:`OutputError` for an OS failure, with a fix per errno."""
+    fixes = {
+        errno.ENOSPC: "free disk space",
+        errno.EDQUOT: "free disk space (quota exceeded)",
+        errno.EACCES: "check permissions or choose another -o",
+        errno.EPERM: "check permissions or choose another -o",
+        errno.EROFS: "the filesystem is read-only; choose another -o",
+        errno.ENOTDIR: "a parent of the path is a file; choose another -o",
+    }
+    fix = fixes.get(exc.errno or 0, "choose another -o")
+    reason = exc.strerror or str(exc)
+    return OutputError(f"{target}: cannot {action} ({reason}); {fix}; the previous output is unchanged")
