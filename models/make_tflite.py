@@ -6,14 +6,15 @@ Runs only in a throwaway environment that has TensorFlow (it is NOT a splitter d
 * ``tiny_cnn_float.tflite``      float32 model (no quantisation);
 * ``tiny_cnn_int8.tflite``       full-integer model, int8 input and output (per-channel conv
   weights, per-tensor activations);
-* ``tiny_cnn_int8_fio.tflite``   full-integer model with float input/output, so the converter adds
-  a QUANTIZE op at the input and a DEQUANTIZE op at the output.
+* ``tiny_cnn_int8_fio.tflite``   full-integer model with float input/output (the converter adds
+  a QUANTIZE op at the input and a DEQUANTIZE op at the output) and per-tensor weight scales.
 
 The network is a small KWS-CNN-like CNN on a 49x10x1 MFCC input (batch fixed to 1 so the files
-have static shapes) exercising PAD, CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D, AVERAGE_POOL_2D, ADD,
-MUL, LOGISTIC, CONCATENATION, MEAN, RELU, FULLY_CONNECTED, RESHAPE and SOFTMAX, with fused ReLU /
-ReLU6 (the converter folds the first ZeroPadding2D into the conv's padding; the second one, before
-an average pool, stays a PAD op).
+have static shapes) exercising PAD, CONV_2D, DEPTHWISE_CONV_2D, MAX_POOL_2D, AVERAGE_POOL_2D,
+ADD, MUL, LOGISTIC, TANH, CONCATENATION, MEAN, RELU, FULLY_CONNECTED, RESHAPE and SOFTMAX, with
+fused ReLU / ReLU6 (the converter folds the first ZeroPadding2D into the conv's padding; the
+second one, before an average pool, stays a PAD op). In the int8 models the converter also adds
+a requantising QUANTIZE op before CONCATENATION (TANH's output has a fixed scale).
 Weights and the representative data set are seeded, so reruns give the same graph (the converter
 may still change bytes between TF versions).
 """
@@ -47,6 +48,7 @@ def build_model() -> tf.keras.Model:
     x = layers.Add(name="res_add")([x, skip])
     x = layers.ReLU(name="res_relu")(x)
     a = layers.MaxPooling2D((2, 2), name="maxpool")(x)
+    a = layers.Activation("tanh", name="tanh")(a)
     b = layers.ZeroPadding2D(((1, 0), (0, 0)), name="pool_pad")(x)
     b = layers.AveragePooling2D((3, 2), strides=(2, 2), name="avgpool")(b)
     b = layers.Multiply(name="swish")([b, layers.Activation("sigmoid", name="gate")(b)])
@@ -67,10 +69,12 @@ def representative_data():  # type: ignore[no-untyped-def]
         yield [rng.standard_normal((1, *INPUT_SHAPE)).astype(np.float32)]
 
 
-def convert(model: tf.keras.Model, *, int8: bool, int8_io: bool) -> bytes:
-    """Convert with the TFLite converter; ``int8`` = full-integer quantisation."""
+def convert(model: tf.keras.Model, *, int8: bool, int8_io: bool, per_channel: bool = True) -> bytes:
+    """Convert with the TFLite converter; ``int8`` = full-integer quantisation, per-channel
+    weight scales unless ``per_channel`` is false (then one scale per weight tensor)."""
     conv = tf.lite.TFLiteConverter.from_keras_model(model)
     if int8:
+        conv._experimental_disable_per_channel = not per_channel
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
         conv.representative_dataset = representative_data
         conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
@@ -86,7 +90,7 @@ def main() -> None:
     outputs = {
         "tiny_cnn_float.tflite": convert(model, int8=False, int8_io=False),
         "tiny_cnn_int8.tflite": convert(model, int8=True, int8_io=True),
-        "tiny_cnn_int8_fio.tflite": convert(model, int8=True, int8_io=False),
+        "tiny_cnn_int8_fio.tflite": convert(model, int8=True, int8_io=False, per_channel=False),
     }
     for name, data in outputs.items():
         (HERE / name).write_bytes(data)
