@@ -1,0 +1,169 @@
+"""The arena rule: where every activation of one layer lives, and the layer's RAM_j.
+
+Shared by the cost model (RAM_j = :attr:`LayerMemory.size`) and the C generator (the offsets), so
+both give identical numbers (``/work/notes/arena.md``):
+
+* the layer's input tensor sits at offset 0;
+* inner tensors (super-nodes, fused conv+pool) are placed first-fit by liveness in schedule order:
+  a tensor is live from the op producing it to its last consumer inside the layer (skip tensors
+  stay live; a tensor nobody inside the layer consumes stays live to the end); an op's outputs
+  never overlap its inputs (no in-place kernels); zero-copy reshape outputs alias their input
+  (same offset, no extra bytes);
+* per-op scratch (``OpHandler.scratch_bytes``) is a block live only during that op;
+* the layer's OUTPUT is placed last, above everything live from its producing op to the end, and
+  at least at ``peak - out_bytes`` where ``peak`` is the top of every other block, so that
+  ``size = output_offset + output_bytes`` covers the whole plan. A single-op layer therefore has
+  ``RAM_j = in + scratch + out`` and the input layer ``RAM_0 = in`` (input == output).
+
+Nothing is live above the output, so any arena ``A >= size`` can host the layer with the output
+moved to ``A - out_bytes``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from splitter.cost.handlers import handler
+from splitter.errors import ShapeError
+from splitter.ir import ZERO_COST_KINDS, Op, TensorSpec
+
+
+@dataclass(frozen=True)
+class LayerMemory:
+    """One layer's arena plan: ``size`` (= RAM_j) and each tensor's byte ``offsets``/``sizes``.
+
+    Aliased reshape outputs share their source's offset; scratch blocks are named
+    ``"<op name>:scratch"``.
+    """
+
+    size: int
+    offsets: Mapping[str, int] = field(default_factory=dict)
+    sizes: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Block:
+    """A tensor's storage: bytes and live interval ``[start, end]`` in op indices."""
+
+    name: str
+    nbytes: int
+    start: int
+    end: int
+    offset: int = -1
+
+    @property
+    def top(self) -> int:
+        return self.offset + self.nbytes
+
+
+def plan_layer_memory(
+    layer_ops: Sequence[Op],
+    tensors: Mapping[str, TensorSpec],
+    input_name: str,
+    output_name: str,
+    itemsize_of: Callable[[TensorSpec], int],
+) -> LayerMemory:
+    """Plan one layer's arena by the arena rule (module docstring); returns offsets and RAM_j.
+
+    ``itemsize_of(spec)`` gives the bytes per element of an activation (the dtype's itemsize, or
+    the user's ``--activation-bytes``).
+    """
+    ops = tuple(layer_ops)
+
+    def nbytes(name: str) -> int:
+        spec = tensors[name]
+        return spec.size * itemsize_of(spec)
+
+    alias = {op.outputs[0]: op.inputs[0] for op in ops if op.kind in ZERO_COST_KINDS}
+
+    def root(name: str) -> str:
+        while name in alias:
+            name = alias[name]
+        return name
+
+    blocks = _live_blocks(ops, input_name, output_name, nbytes, root)
+    out_root = root(output_name)
+    if out_root not in blocks:
+        raise ShapeError(f"layer output '{output_name}' is not produced by the layer's ops")
+    blocks[input_name].offset = 0
+    placed: list[_Block] = [blocks[input_name]]
+    for k, op in enumerate(ops):
+        for name in op.outputs:
+            if name in alias or name == out_root or name not in blocks:
+                continue
+            _first_fit(blocks[name], placed)
+        scratch = _scratch(op, tensors, itemsize_of)
+        if scratch:
+            _first_fit(_Block(f"{op.name}:scratch", scratch, k, k), placed)
+    size = blocks[input_name].nbytes
+    if out_root != input_name:
+        size = max(size, _place_output(blocks[out_root], placed))
+    offsets = {b.name: b.offset for b in placed}
+    sizes = {b.name: b.nbytes for b in placed}
+    for name in alias:
+        offsets[name], sizes[name] = offsets[root(name)], nbytes(name)
+    return LayerMemory(size, MappingProxyType(offsets), MappingProxyType(sizes))
+
+
+def _live_blocks(
+    ops: Sequence[Op],
+    input_name: str,
+    output_name: str,
+    nbytes: Callable[[str], int],
+    root: Callable[[str], str],
+) -> dict[str, _Block]:
+    """Storage blocks (alias roots) with their live intervals in op indices."""
+    last = len(ops) - 1
+    blocks = {input_name: _Block(input_name, nbytes(input_name), 0, 0)}
+    consumed: set[str] = set()
+    for k, op in enumerate(ops):
+        for name in op.inputs:
+            r = root(name)
+            if r not in blocks:
+                raise ShapeError(
+                    f"{op.name}: input '{name}' is neither the layer input '{input_name}' nor "
+                    "produced inside the layer; the layer is not single-entry"
+                )
+            blocks[r].end = max(blocks[r].end, k)
+            consumed.add(r)
+        for name in op.outputs:
+            if root(name) == name:
+                blocks[name] = _Block(name, nbytes(name), k, k)
+    for r, block in blocks.items():
+        if r != input_name and (r not in consumed or r == root(output_name)):
+            block.end = last  # the output and any unconsumed (graph output) tensor stay live
+    return blocks
+
+
+def _scratch(op: Op, tensors: Mapping[str, TensorSpec], itemsize_of: Callable[..., int]) -> int:
+    """Scratch bytes the op's kernel asks for."""
+    ins = [tensors[n] for n in op.inputs]
+    out = tensors[op.outputs[0]]
+    return handler(op).scratch_bytes(op, ins, out, itemsize_of(out))
+
+
+def _first_fit(block: _Block, placed: list[_Block]) -> None:
+    """Put ``block`` at the lowest offset not overlapping a placed block live at the same time.
+
+    Blocks are placed in order of their start, so a placed block overlaps in time iff it is
+    still live at ``block.start``.
+    """
+    busy = sorted((b for b in placed if b.end >= block.start), key=lambda b: b.offset)
+    offset = 0
+    for b in busy:
+        if offset + block.nbytes <= b.offset:
+            break
+        offset = max(offset, b.top)
+    block.offset = offset
+    placed.append(block)
+
+
+def _place_output(block: _Block, placed: list[_Block]) -> int:
+    """Place the output above all blocks live from its producer on; return ``offset + bytes``."""
+    live_top = max((b.top for b in placed if b.end >= block.start), default=0)
+    peak = max((b.top for b in placed), default=0)
+    block.offset = max(live_top, peak - block.nbytes)
+    placed.append(block)
+    return block.top

@@ -1,0 +1,115 @@
+"""Turn a canonical :class:`Graph` into a costed strict :class:`Chain` of layers.
+
+1. :func:`~splitter.graph.supernodes.find_regions` cuts the DAG into minimal single-entry /
+   single-exit regions (one op: an ordinary layer; several: a super-node, kind ``"super"``).
+2. Zero-cost reshapes join the PRECEDING layer (its output becomes the reshaped tensor); a
+   reshape right after the graph input joins the input layer.
+3. A maxpool / avgpool / global_avgpool directly after an ordinary conv2d / dense / add layer
+   joins it (the thesis's fused conv+pool block; the kind stays the first op's kind).
+4. Layer 0 is the explicit input layer (kind ``"input"``, 0 MAC, 0 FLASH, RAM = OUT = input
+   bytes); every layer is costed by :func:`splitter.cost.layer.layer_cost`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from splitter.cost.layer import itemsize_function, layer_cost
+from splitter.errors import InputFileError, ShapeError
+from splitter.graph.supernodes import Region, find_regions
+from splitter.ir import ZERO_COST_KINDS, Chain, Graph, Layer, Op
+
+#: Pools that fuse into a directly preceding conv2d / dense / add layer.
+POOL_KINDS = frozenset({"maxpool", "avgpool", "global_avgpool"})
+#: Layer kinds a following pool fuses into.
+POOL_HOST_KINDS = frozenset({"conv2d", "dense", "add"})
+
+
+@dataclass(frozen=True)
+class _Group:
+    """A region on its way to becoming a layer; ``kind`` is fixed when the region is cut."""
+
+    ops: tuple[Op, ...]
+    input: str
+    output: str
+    kind: str
+    pooled: bool = False
+
+
+def build_chain(graph: Graph, *, activation_bytes: int | None = None) -> Chain:
+    """The costed chain of ``graph``; layer 0 is the input layer.
+
+    ``activation_bytes`` overrides the bytes per activation element in RAM_j and OUT_j.
+    """
+    where = graph.source_path or graph.name
+    if activation_bytes is not None and activation_bytes < 1:
+        raise ShapeError(f"activation bytes must be >= 1, got {activation_bytes}")
+    if not graph.ops or not graph.outputs:
+        raise InputFileError(f"{where}: the model has no operators or no outputs; nothing to split")
+    groups = group_layers(graph)
+    itemsize_of = itemsize_function(activation_bytes)
+    last = len(groups) - 1
+    layers = []
+    for index, group in enumerate(groups):
+        outs = _sink_outputs(graph, group) if index == last else None
+        cost = layer_cost(
+            group.ops, graph.tensors, group.input, group.output, itemsize_of, out_names=outs
+        )
+        layers.append(
+            Layer(
+                index=index,
+                name=_layer_name(group),
+                kind=group.kind,
+                ops=group.ops,
+                input=graph.tensor(group.input),
+                output=graph.tensor(group.output),
+                cost=cost,
+            )
+        )
+    return Chain(graph.name, tuple(layers), graph=graph, source_path=graph.source_path)
+
+
+def group_layers(graph: Graph) -> list[_Group]:
+    """Regions with reshapes and pools merged, preceded by the input group."""
+    entry = graph.inputs[0] if len(graph.inputs) == 1 else ""
+    groups = [_Group((), entry, entry, "input")]
+    for region in find_regions(graph):
+        prev = groups[-1]
+        if all(op.kind in ZERO_COST_KINDS for op in region.ops):
+            groups[-1] = _merge(prev, region, prev.kind, prev.pooled)
+        elif _fuses_pool(prev, region):
+            groups[-1] = _merge(prev, region, prev.kind, pooled=True)
+        else:
+            kind = region.ops[0].kind if len(region.ops) == 1 else "super"
+            groups.append(_Group(region.ops, region.input, region.output, kind))
+    return groups
+
+
+def _merge(prev: _Group, region: Region, kind: str, pooled: bool) -> _Group:
+    return _Group(prev.ops + region.ops, prev.input, region.output, kind, pooled)
+
+
+def _fuses_pool(prev: _Group, region: Region) -> bool:
+    """A single pool op right after an ordinary conv2d/dense/add layer without a pool yet."""
+    return (
+        len(region.ops) == 1
+        and region.ops[0].kind in POOL_KINDS
+        and prev.kind in POOL_HOST_KINDS
+        and not prev.pooled
+    )
+
+
+def _sink_outputs(graph: Graph, group: _Group) -> tuple[str, ...]:
+    """Tensors the last layer delivers: every graph output (one for single-output models)."""
+    produced = {name for op in group.ops for name in op.outputs}
+    outs = tuple(name for name in graph.outputs if name in produced or name == group.output)
+    return outs or (group.output,)
+
+
+def _layer_name(group: _Group) -> str:
+    """Input tensor name for the input layer, first op's name, ``first..last`` for a super-node."""
+    if group.kind == "input":
+        return group.input
+    if group.kind == "super":
+        return f"{group.ops[0].name}..{group.ops[-1].name}"
+    return group.ops[0].name
