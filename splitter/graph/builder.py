@@ -38,7 +38,8 @@ class GraphBuilder:
         self.dtype = dtype
         self.name = name
         self.input = input_name
-        self.tensors: dict[str, TensorSpec] = {input_name: TensorSpec(input_name, input_shape, dtype)}
+        spec = TensorSpec(input_name, input_shape, dtype)
+        self.tensors: dict[str, TensorSpec] = {input_name: spec}
         self.ops: list[Op] = []
 
     def op(

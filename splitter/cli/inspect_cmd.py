@@ -1,0 +1,103 @@
+"""``splitter inspect MODEL``: the per-layer FLASH / RAM / MAC / output-bytes table and totals."""
+
+from __future__ import annotations
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from splitter.cost.report import chain_report, report_csv, report_json, shape_text
+from splitter.importers import load_chain
+from splitter.ir import Chain
+
+
+def _parse_input_shape(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> dict[str, tuple[int, ...]]:
+    """``NAME=1x49x10x1`` (repeatable) -> {name: shape}."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for value in values:
+        name, sep, dims = value.rpartition("=")
+        try:
+            shape = tuple(int(d) for d in dims.lower().split("x"))
+        except ValueError:
+            shape = ()
+        if not sep or not name or not shape or min(shape) <= 0:
+            raise click.BadParameter(
+                f"'{value}' is not NAME=DIMS; write e.g. input_1=1x49x10x1", param=param
+            )
+        shapes[name] = shape
+    return shapes
+
+
+@click.command("inspect")
+@click.argument("model", metavar="MODEL")
+@click.option(
+    "--input-shape",
+    "input_shapes",
+    multiple=True,
+    callback=_parse_input_shape,
+    metavar="NAME=1x49x10x1",
+    help="Static shape of a dynamic model input (repeatable).",
+)
+@click.option(
+    "--activation-bytes",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Bytes per activation element (e.g. 1 for int8); default: the tensors' dtype.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+)
+def command(
+    model: str,
+    input_shapes: dict[str, tuple[int, ...]],
+    activation_bytes: int | None,
+    fmt: str,
+) -> None:
+    """Show MODEL (ONNX, TFLite, or a CSV/JSON layer profile, FILE.json#name) as a layer chain."""
+    chain = load_chain(model, input_shapes=input_shapes or None, activation_bytes=activation_bytes)
+    if fmt == "json":
+        click.echo(report_json(chain))
+    elif fmt == "csv":
+        click.echo(report_csv(chain), nl=False)
+    else:
+        console = Console()
+        if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
+            console = Console(width=200)
+        console.print(render_table(chain))
+
+
+def render_table(chain: Chain) -> Table:
+    """The rich table of :func:`splitter.cost.report.chain_report` with a totals footer."""
+    report = chain_report(chain)
+    totals = report["totals"]
+    table = Table(title=f"{chain.name}: {totals['layers']} layers", show_footer=True)
+    numeric = {"FLASH": "flash_bytes", "RAM": "ram_bytes", "MACs": "macs", "out bytes": "out_bytes"}
+    table.add_column("#", justify="right", footer="total", no_wrap=True)
+    for title in ("name", "op", "input", "output"):
+        table.add_column(title, no_wrap=True)
+    footers = {
+        "FLASH": totals["flash_bytes"],
+        "RAM": totals["max_ram_bytes"],
+        "MACs": totals["macs"],
+        "out bytes": None,
+    }
+    for title in numeric:
+        foot = footers[title]
+        label = "" if foot is None else (f"max {foot:,}" if title == "RAM" else f"{foot:,}")
+        table.add_column(title, justify="right", footer=label, no_wrap=True)
+    for row in report["layers"]:
+        table.add_row(
+            str(row["index"]),
+            row["name"],
+            row["op"],
+            shape_text(row["input_shape"]),
+            shape_text(row["output_shape"]),
+            *(f"{row[key]:,}" for key in numeric.values()),
+        )
+    return table

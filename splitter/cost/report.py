@@ -1,0 +1,84 @@
+"""The per-layer report ``splitter inspect`` prints: rows, totals, JSON and CSV text.
+
+JSON shape (issue 2): ``{"layers": [{"index", "name", "op", "input_shape", "output_shape",
+"flash_bytes", "ram_bytes", "macs", "out_bytes"}], "totals": {"flash_bytes", "max_ram_bytes",
+"macs", "layers"}}``; shapes are lists of ints. Totals: FLASH and MACs add up over layers, RAM is
+the maximum (SPEC.md constraint (5): RAM is reused layer after layer).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from splitter.ir import Chain, Layer
+
+#: Column order of the rows, the CSV header and the JSON layer objects.
+COLUMNS = (
+    "index",
+    "name",
+    "op",
+    "input_shape",
+    "output_shape",
+    "flash_bytes",
+    "ram_bytes",
+    "macs",
+    "out_bytes",
+)
+
+
+def layer_row(layer: Layer) -> dict[str, Any]:
+    """One layer as a JSON-ready dict (keys :data:`COLUMNS`)."""
+    source = layer.input if layer.input is not None else layer.output
+    return {
+        "index": layer.index,
+        "name": layer.name,
+        "op": layer.op_label,
+        "input_shape": list(source.shape),
+        "output_shape": list(layer.output.shape),
+        "flash_bytes": layer.cost.flash,
+        "ram_bytes": layer.cost.ram,
+        "macs": layer.cost.macs,
+        "out_bytes": layer.cost.out_bytes,
+    }
+
+
+def chain_totals(chain: Chain) -> dict[str, int]:
+    """``flash_bytes`` (sum), ``max_ram_bytes`` (max), ``macs`` (sum), ``layers`` (count)."""
+    costs = chain.costs
+    return {
+        "flash_bytes": sum(c.flash for c in costs),
+        "max_ram_bytes": max((c.ram for c in costs), default=0),
+        "macs": sum(c.macs for c in costs),
+        "layers": len(costs),
+    }
+
+
+def chain_report(chain: Chain) -> dict[str, Any]:
+    """The whole report as a JSON-ready dict."""
+    return {"layers": [layer_row(layer) for layer in chain.layers], "totals": chain_totals(chain)}
+
+
+def report_json(chain: Chain) -> str:
+    """:func:`chain_report` as indented JSON text."""
+    return json.dumps(chain_report(chain), indent=2)
+
+
+def shape_text(shape: list[int] | tuple[int, ...]) -> str:
+    """``1x49x10x1`` (``scalar`` for a rank-0 shape)."""
+    return "x".join(str(d) for d in shape) or "scalar"
+
+
+def report_csv(chain: Chain) -> str:
+    """One CSV row per layer (header :data:`COLUMNS`, shapes written ``1x49x10x1``)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for layer in chain.layers:
+        row = layer_row(layer)
+        row["input_shape"] = shape_text(row["input_shape"])
+        row["output_shape"] = shape_text(row["output_shape"])
+        writer.writerow([row[c] for c in COLUMNS])
+    return buffer.getvalue()
