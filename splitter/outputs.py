@@ -49,6 +49,7 @@ class OutputDir:
         try:
             parent.mkdir(parents=True, exist_ok=True)
             self.root = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.tmp-", dir=parent))
+            os.chmod(self.root, 0o777 & ~_umask())  # mkdtemp makes it 0700
         except OSError as exc:
             raise _os_error(self.target, "create a directory next to it", exc) from exc
         self._entered = True
@@ -107,7 +108,9 @@ class OutputDir:
         aside = None
         try:
             if self.target.exists():
-                aside = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.old-", dir=self.target.parent))
+                aside = Path(
+                    tempfile.mkdtemp(prefix=f".{self.target.name}.old-", dir=self.target.parent)
+                )
                 os.rename(self.target, aside / "out")
             os.rename(self.root, self.target)
         except OSError as exc:
@@ -145,6 +148,13 @@ def check_target(target: Path, *, force: bool = False) -> None:
         raise OutputError(f"{target}: parent directory {parent} is not writable; choose another -o")
 
 
+def _umask() -> int:
+    """The process umask (read by setting and restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _existing_parent(target: Path) -> Path:
     """The nearest ancestor of ``target`` that exists."""
     parent = target.parent
@@ -175,4 +185,6 @@ def _os_error(target: Path, action: str, exc: OSError) -> OutputError:
     }
     fix = fixes.get(exc.errno or 0, "choose another -o")
     reason = exc.strerror or str(exc)
-    return OutputError(f"{target}: cannot {action} ({reason}); {fix}; the previous output is unchanged")
+    return OutputError(
+        f"{target}: cannot {action} ({reason}); {fix}; the previous output is unchanged"
+    )

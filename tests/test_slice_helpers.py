@@ -6,6 +6,8 @@ import it.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -82,7 +84,7 @@ def cuts_between(
 ) -> list[Cut]:
     """Consecutive cuts between ``points``; sub-model ``k`` runs on ``devices[k]``."""
     cuts = []
-    for k, ((a, sa), (b, sb)) in enumerate(zip(points, points[1:], strict=False)):
+    for k, ((a, sa), (b, sb)) in enumerate(itertools.pairwise(points)):
         cuts.append(
             Cut(
                 index=k,

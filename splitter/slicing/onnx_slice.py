@@ -178,7 +178,9 @@ def _spec(info: onnx.ValueInfoProto) -> TensorSpec:
     """A :class:`TensorSpec` from a (static) ONNX value info."""
     tensor_type = info.type.tensor_type
     dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type)).name
-    shape = tuple(int(d.dim_value) if d.HasField("dim_value") else -1 for d in tensor_type.shape.dim)
+    shape = tuple(
+        int(d.dim_value) if d.HasField("dim_value") else -1 for d in tensor_type.shape.dim
+    )
     return TensorSpec(name=info.name, shape=shape, dtype=dtype)
 
 

@@ -55,10 +55,10 @@ _DTYPES = {
 }
 
 
-class _AlignedBufferT(schema.BufferT):  # type: ignore[misc]
+class _AlignedBufferT(schema.BufferT):
     """A ``BufferT`` whose data vector is aligned to :data:`BUFFER_ALIGNMENT` bytes."""
 
-    def Pack(self, builder: flatbuffers.Builder) -> int:  # noqa: N802 (flatbuffers API name)
+    def Pack(self, builder: flatbuffers.Builder) -> int:
         data = None
         if self.data is not None and len(self.data):
             raw = np.ascontiguousarray(self.data, dtype=np.uint8).tobytes()
@@ -103,7 +103,9 @@ def load_tflite_model(path: str | Path) -> tuple[bytes, Any]:
             raise ValueError("no TFL3 file identifier")
         return data, schema.ModelT.InitFromPackedBuf(data, 0)
     except Exception as exc:
-        raise InputFileError(f"{path}: cannot read TFLite model ({exc}); give a valid .tflite") from exc
+        raise InputFileError(
+            f"{path}: cannot read TFLite model ({exc}); give a valid .tflite"
+        ) from exc
 
 
 def slice_tflite(model: str | Path, cuts: Sequence[Cut]) -> list[SlicedModel]:
@@ -233,7 +235,9 @@ def _copy_tensor(src: _Source, t: int, buffers: list[Any], bmap: dict[int, int])
     new = schema.TensorT()
     new.__dict__.update(tensor.__dict__)
     new.name = src.names[t]
-    new.buffer = _copy_buffer(src.model, tensor.buffer, buffers, bmap) if _is_constant(src, t) else 0
+    new.buffer = (
+        _copy_buffer(src.model, tensor.buffer, buffers, bmap) if _is_constant(src, t) else 0
+    )
     return new
 
 

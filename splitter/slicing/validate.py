@@ -65,9 +65,7 @@ class OnnxRunner:
         options.log_severity_level = 3
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         source = model if isinstance(model, bytes) else str(model)
-        self.session = ort.InferenceSession(
-            source, options, providers=["CPUExecutionProvider"]
-        )
+        self.session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
         self.inputs = tuple(_ort_spec(v) for v in self.session.get_inputs())
         self.outputs = tuple(_ort_spec(v) for v in self.session.get_outputs())
 

@@ -1,0 +1,108 @@
+"""``splitter compile MODEL --target boards.toml``: plan, slice, validate, write ``OUT``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import click
+from rich.console import Console
+
+from splitter.cli.inspect_cmd import _parse_input_shape
+from splitter.compile import CompileOptions, CompileResult, StepCallback, compile_model
+
+
+@click.command("compile")
+@click.argument("model", metavar="MODEL")
+@click.option(
+    "--target", "-t", required=True, metavar="BOARDS.toml", help="Board file to split over."
+)
+@click.option("-o", "--out", default=None, metavar="OUT", help="Output directory [MODEL-split].")
+@click.option(
+    "--objective",
+    type=click.Choice(["latency", "throughput"]),
+    default="latency",
+    show_default=True,
+)
+@click.option("--solver", default=None, metavar="NAME", help="Partition solver (default: auto).")
+@click.option(
+    "--input",
+    "input_files",
+    multiple=True,
+    metavar="FILE.npy",
+    help="Extra validation input (repeatable): one array of the input's shape, or a stack.",
+)
+@click.option("--no-validate", is_flag=True, help="Skip the numerical validation of the split.")
+@click.option("--force", is_flag=True, help="Replace OUT even if splitter did not write it.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
+@click.option(
+    "--input-shape",
+    "input_shapes",
+    multiple=True,
+    callback=_parse_input_shape,
+    metavar="NAME=1x49x10x1",
+    help="Static shape of a dynamic model input (repeatable).",
+)
+@click.option(
+    "--activation-bytes",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Bytes per activation element (e.g. 1 for int8); default: the tensors' dtype.",
+)
+def command(
+    model: str,
+    target: str,
+    out: str | None,
+    objective: str,
+    solver: str | None,
+    input_files: tuple[str, ...],
+    no_validate: bool,
+    force: bool,
+    as_json: bool,
+    input_shapes: dict[str, tuple[int, ...]],
+    activation_bytes: int | None,
+) -> None:
+    """Split MODEL over the boards of BOARDS.toml into validated sub-model files in OUT."""
+    options = CompileOptions(
+        objective=objective,
+        solver=solver,
+        validate=not no_validate,
+        input_files=input_files,
+        force=force,
+        input_shapes=input_shapes or None,
+        activation_bytes=activation_bytes,
+    )
+    with _progress() as on_step:
+        result = compile_model(model, target, out, options, on_step=on_step)
+    if as_json:
+        click.echo(json.dumps(result.summary(), indent=2))
+    else:
+        _print_summary(result)
+
+
+@contextmanager
+def _progress() -> Iterator[StepCallback]:
+    """A rich spinner on stderr showing the current step (plain lines when not a terminal)."""
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield lambda text: None
+        return
+    with console.status("starting") as status:
+        yield lambda text: status.update(f"{text}...")
+
+
+def _print_summary(result: CompileResult) -> None:
+    """Human summary on stderr-free stdout: files, estimates, validation."""
+    click.echo(f"wrote {result.out_dir}")
+    for sub in result.submodels:
+        click.echo(
+            f"  submodels/{sub.file_name}  layers {sub.cut.first}..{sub.cut.last} "
+            f"on {sub.cut.device}  ({len(sub.data)} bytes)"
+        )
+    plan = result.plan
+    click.echo(
+        f"latency {plan.latency_s * 1e3:.3f} ms, throughput {plan.throughput_per_s:.3f}/s "
+        f"({plan.objective}, {plan.solver})"
+    )
+    click.echo(result.validation.summary() if result.validation else "validation skipped")
