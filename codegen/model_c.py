@@ -1,0 +1,351 @@
+"""Per-device C for the sub-models a device hosts: weights in flash, one function per sub-model.
+
+``generate_device_c(chain, layer_ranges, device_name)`` renders ``model.h`` / ``model.c`` for one
+device. Every sub-model becomes ``int sm_<NN>(float *arena)`` calling the float32 kernels of
+``firmware_templates/kernels`` (NCHW, batch 1) with each activation at a byte offset in the
+device's one static arena, laid out by the ARENA RULE (``/work/notes/arena.md``):
+
+* layer ``j`` is planned by ``plan_layer_memory`` (input at 0, output last, ``size = RAM_j``);
+* the device arena is ``A = max_j RAM_j`` over the layers it hosts (SPEC.md constraint (5));
+* layers alternate ping-pong: input at the bottom -> planned offsets, output moved to
+  ``A - out_bytes``; input at the top -> mirrored offsets ``off' = A - off - bytes`` so the output
+  lands at 0; a sub-model's received input sits at offset 0.
+
+The weights bytes are ``sum(nbytes)`` of every ``Op.weights`` array (FLASH_j), emitted as
+``const float`` arrays in section ``.weights`` with no padding; :class:`GeneratedC` reports both
+numbers so the estimator and the build can be compared byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from codegen import model_ops
+from splitter.errors import UnsupportedOpError
+from splitter.ir import Chain, Layer, SubModel, TensorSpec
+
+#: Where the kernel library lives (copied verbatim into every firmware project).
+KERNELS_DIR = Path(__file__).resolve().parent.parent / "firmware_templates" / "kernels"
+
+#: Bytes of one float32 activation / weight element (the only type the float kernels handle).
+FLOAT_BYTES = 4
+
+
+class LayerMemoryLike(Protocol):
+    """What ``splitter.cost.memory.plan_layer_memory`` returns (the ARENA RULE)."""
+
+    @property
+    def size(self) -> int: ...
+    @property
+    def offsets(self) -> Mapping[str, int]: ...
+    @property
+    def sizes(self) -> Mapping[str, int]: ...
+
+
+Planner = Callable[..., Any]
+RangeLike = SubModel | tuple[int, int] | tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class GeneratedC:
+    """C sources of one device and the byte counts they allocate.
+
+    ``submodels`` rows are ``(index, input_offset, input_bytes, output_offset, output_bytes)``
+    with offsets in bytes from the start of the arena.
+    """
+
+    files: dict[str, str]
+    weights_bytes: int
+    arena_bytes: int
+    submodels: list[tuple[int, int, int, int, int]] = field(default_factory=list)
+
+
+def kernel_sources() -> dict[str, str]:
+    """The kernel library files (``kernels.h``, ``kernels.c``, ``k_libc.c``) by file name.
+
+    ``k_libc.c`` holds weak ``memcpy``/``memset``/``memmove`` for ``-nostdlib`` builds only.
+    """
+    return {p.name: p.read_text() for p in sorted(KERNELS_DIR.glob("*.[ch]"))}
+
+
+def default_planner() -> Planner:
+    """``splitter.cost.memory.plan_layer_memory``, the one ARENA RULE implementation."""
+    from splitter.cost.memory import plan_layer_memory
+
+    return plan_layer_memory
+
+
+def float_itemsize(spec: TensorSpec) -> int:
+    """Element size the float kernels use: 4 bytes (float32 only)."""
+    return FLOAT_BYTES
+
+
+# --------------------------------------------------------------------------- checks ----
+
+
+def _normalise_ranges(layer_ranges: Sequence[RangeLike]) -> list[tuple[int, int, int]]:
+    """``(index, first, last)`` for every range; plain ``(first, last)`` get indices 0, 1, ..."""
+    out: list[tuple[int, int, int]] = []
+    for k, r in enumerate(layer_ranges):
+        if isinstance(r, SubModel):
+            out.append((r.index, r.first, r.last))
+        elif len(r) == 3:
+            out.append((int(r[0]), int(r[1]), int(r[2])))
+        else:
+            out.append((k, int(r[0]), int(r[1])))
+    return out
+
+
+def missing_ops(chain: Chain, ranges: Sequence[RangeLike]) -> list[str]:
+    """Every op (and tensor type) of the given layer ranges the float kernels cannot run.
+
+    Returns ``"<op name> (<kind>): <reason>"`` strings, empty when all is supported.
+    """
+    problems: list[str] = []
+    graph = chain.graph
+    if graph is None:
+        return [f"{chain.name}: a layer profile has no ops; import the model file instead"]
+    if graph.layout not in ("NCHW", ""):
+        problems.append(f"{chain.name}: {graph.layout} layout (the float kernels are NCHW)")
+    for _, first, last in _normalise_ranges(ranges):
+        for layer in chain.layers[first : last + 1]:
+            problems.extend(_layer_problems(layer, graph.tensors))
+    return problems
+
+
+def _layer_problems(layer: Layer, tensors: Mapping[str, TensorSpec]) -> list[str]:
+    """Unsupported kinds, variants and non-float32 tensors / weights of one layer."""
+    problems = []
+    for spec in (layer.input, layer.output):
+        if spec is not None and spec.dtype != "float32":
+            problems.append(
+                f"{spec.name}: {spec.dtype} tensor (int8/quantised models need an int8 runtime)"
+            )
+    for op in layer.ops:
+        reason = model_ops.check(op, tensors)
+        if reason:
+            problems.append(f"{op.name} ({op.kind}): {reason}")
+    return problems
+
+
+def check_supported(chain: Chain, ranges: Sequence[RangeLike]) -> None:
+    """Raise one :class:`UnsupportedOpError` listing every problem :func:`missing_ops` finds."""
+    problems = missing_ops(chain, ranges)
+    if problems:
+        src = chain.source_path or chain.name
+        raise UnsupportedOpError(
+            f"{src}: the float32 C kernels cannot run {len(problems)} op(s): "
+            + "; ".join(problems)
+            + "; choose a plan without them or a float32 NCHW (ONNX) model"
+        )
+
+
+# ---------------------------------------------------------------------------- arena ----
+
+
+def layer_memory(layer: Layer, chain: Chain, planner: Planner) -> LayerMemoryLike:
+    """The ARENA RULE plan of one layer (layer 0: one buffer, input == output)."""
+    assert chain.graph is not None
+    if layer.kind == "input" or not layer.ops:
+        return _InputMemory(layer.output)
+    assert layer.input is not None
+    return planner(
+        list(layer.ops), chain.graph.tensors, layer.input.name, layer.output.name, float_itemsize
+    )
+
+
+@dataclass(frozen=True)
+class _InputMemory:
+    """RAM_0: the input tensor alone at offset 0."""
+
+    spec: TensorSpec
+
+    @property
+    def size(self) -> int:
+        return self.spec.size * FLOAT_BYTES
+
+    @property
+    def offsets(self) -> Mapping[str, int]:
+        return {self.spec.name: 0}
+
+    @property
+    def sizes(self) -> Mapping[str, int]:
+        return {self.spec.name: self.size}
+
+
+def device_arena_bytes(
+    chain: Chain, layer_ranges: Sequence[RangeLike], planner: Planner | None = None
+) -> int:
+    """``A_i = max RAM_j`` over every layer of every range the device hosts."""
+    plan = planner or default_planner()
+    sizes = [
+        layer_memory(chain.layers[j], chain, plan).size
+        for _, first, last in _normalise_ranges(layer_ranges)
+        for j in range(first, last + 1)
+    ]
+    return max(sizes, default=0)
+
+
+def placed_offsets(mem: LayerMemoryLike, layer: Layer, arena: int, at_top: bool) -> dict[str, int]:
+    """Byte offsets of one layer's tensors in an arena of ``arena`` bytes (ping-pong rule).
+
+    Bottom: planned offsets, output moved to ``arena - out_bytes``. Top: every offset mirrored,
+    ``off' = arena - off - bytes``, so the input sits at the top and the output at 0.
+    """
+    offs = dict(mem.offsets)
+    out = layer.output.name
+    offs[out] = arena - mem.sizes[out]
+    if at_top:
+        offs = {name: arena - off - mem.sizes[name] for name, off in offs.items()}
+    return offs
+
+
+# ------------------------------------------------------------------------ generation ----
+
+
+def generate_device_c(
+    chain: Chain,
+    layer_ranges: Sequence[RangeLike],
+    device_name: str,
+    *,
+    planner: Planner | None = None,
+) -> GeneratedC:
+    """C sources (``model.h``, ``model.c``) for the sub-models ``layer_ranges`` of one device.
+
+    ``layer_ranges`` items are :class:`SubModel`, ``(first, last)`` (numbered 0, 1, ... in order)
+    or ``(index, first, last)``; function ``sm_<index:02d>`` runs layers ``first..last``.
+    Raises :class:`UnsupportedOpError` listing every op the kernels lack.
+    """
+    check_supported(chain, layer_ranges)
+    plan = planner or default_planner()
+    ranges = _normalise_ranges(layer_ranges)
+    arena = device_arena_bytes(chain, ranges, plan)
+    weights = model_ops.WeightTable()
+    bodies: list[str] = []
+    rows: list[tuple[int, int, int, int, int]] = []
+    for index, first, last in ranges:
+        body, row = _submodel_function(chain, index, first, last, arena, plan, weights)
+        bodies.append(body)
+        rows.append(row)
+    files = {
+        "model.h": _header(device_name, arena, weights.nbytes, ranges),
+        "model.c": _source(device_name, chain, arena, weights, bodies, ranges, rows),
+    }
+    return GeneratedC(files, weights.nbytes, arena, rows)
+
+
+def _submodel_function(
+    chain: Chain,
+    index: int,
+    first: int,
+    last: int,
+    arena: int,
+    planner: Planner,
+    weights: model_ops.WeightTable,
+) -> tuple[str, tuple[int, int, int, int, int]]:
+    """C function of one sub-model and its ``(index, in_off, in_bytes, out_off, out_bytes)``."""
+    assert chain.graph is not None
+    tensors = chain.graph.tensors
+    lines: list[str] = []
+    at_top = False
+    first_layer = chain.layers[first]
+    in_spec = first_layer.output if first_layer.input is None else first_layer.input
+    out_off = 0
+    for j in range(first, last + 1):
+        layer = chain.layers[j]
+        if layer.kind == "input" or not layer.ops:
+            lines.append(f"    /* layer {j}: {layer.name} (input, already at offset 0) */")
+            continue
+        mem = layer_memory(layer, chain, planner)
+        offs = placed_offsets(mem, layer, arena, at_top)
+        lines.append(f"    /* layer {j}: {layer.name} ({layer.op_label}), RAM {mem.size} B */")
+        for op in layer.ops:
+            ctx = model_ops.EmitContext(offs, tensors, weights)
+            lines.extend("    " + s for s in model_ops.emit(op, ctx))
+        out_off = offs[layer.output.name]
+        at_top = not at_top
+    out_spec = chain.layers[last].output
+    fn = f"int sm_{index:02d}(float *arena)\n{{\n    float *A = arena;\n"
+    fn += "\n".join(lines) + "\n    (void)A;\n    return 0;\n}\n"
+    row = (index, 0, in_spec.size * FLOAT_BYTES, out_off, out_spec.size * FLOAT_BYTES)
+    return fn, row
+
+
+def _guard(device_name: str) -> str:
+    """A C identifier fragment from a device name."""
+    return "".join(ch.upper() if ch.isalnum() else "_" for ch in device_name)
+
+
+def _header(device: str, arena: int, wbytes: int, ranges: list[tuple[int, int, int]]) -> str:
+    """``model.h``: sizes, the sub-model table type and the ``sm_NN`` prototypes."""
+    g = _guard(device)
+    protos = "\n".join(f"int sm_{i:02d}(float *arena); /* layers {a}..{b} */" for i, a, b in ranges)
+    return f"""/* Generated by splitter (codegen/model_c.py) for device {device}. Do not edit. */
+#ifndef MODEL_{g}_H
+#define MODEL_{g}_H
+
+#define MODEL_ARENA_BYTES {arena}u
+#define MODEL_WEIGHTS_BYTES {wbytes}u
+#define MODEL_NUM_SUBMODELS {len(ranges)}
+
+/* One hosted sub-model: run(arena) reads in_bytes at arena+in_offset (bytes) and writes
+ * out_bytes at arena+out_offset. */
+typedef struct {{
+    int index;
+    int (*run)(float *arena);
+    unsigned first_layer, last_layer;
+    unsigned in_offset, in_bytes, out_offset, out_bytes;
+}} model_submodel_t;
+
+extern float model_arena[];
+extern const model_submodel_t model_submodels[MODEL_NUM_SUBMODELS];
+
+{protos}
+
+#endif /* MODEL_{g}_H */
+"""
+
+
+def _source(
+    device: str,
+    chain: Chain,
+    arena: int,
+    weights: model_ops.WeightTable,
+    bodies: list[str],
+    ranges: list[tuple[int, int, int]],
+    rows: list[tuple[int, int, int, int, int]],
+) -> str:
+    """``model.c``: weights arrays, the arena, the sub-model functions and table."""
+    table = ",\n".join(
+        f"    {{{i}, sm_{i:02d}, {a}u, {b}u, {r[1]}u, {r[2]}u, {r[3]}u, {r[4]}u}}"
+        for (i, a, b), r in zip(ranges, rows, strict=True)
+    )
+    floats = max(1, (arena + FLOAT_BYTES - 1) // FLOAT_BYTES)
+    return (
+        f"/* Generated by splitter (codegen/model_c.py) for device {device}, model {chain.name}."
+        " Do not edit. */\n"
+        '#include "model.h"\n#include "kernels.h"\n\n'
+        '#define WEIGHTS __attribute__((section(".weights"), aligned(4)))\n\n'
+        f"{weights.render()}\n"
+        f"float model_arena[{floats}] __attribute__((aligned(8)));\n\n"
+        + "\n".join(bodies)
+        + f"\nconst model_submodel_t model_submodels[MODEL_NUM_SUBMODELS] = {{\n{table}\n}};\n"
+    )
+
+
+def c_float(value: Any) -> str:
+    """A C float literal that round-trips float32 (``%.9g``), infinities clamped to FLT_MAX."""
+    v = float(np.float32(value))
+    if not np.isfinite(v):
+        if np.isnan(v):
+            raise UnsupportedOpError("NaN constant in the model; fix the model")
+        v = 3.4028234663852886e38 if v > 0 else -3.4028234663852886e38
+    s = f"{v:.9g}"
+    if not any(ch in s for ch in ".e"):
+        s += ".0"
+    return s + "f"

@@ -1,0 +1,558 @@
+/*
+ * splitter float32 kernel library (C99), see kernels.h for layout and conventions.
+ * Hand-written because no MCU runtime (TFLM, CMSIS-NN) can be installed here.
+ * Hot loops: 1x1 convolution as a register-blocked matrix multiply (4 output channels x 4
+ * pixels), general convolution with 4 output channels x 2 pixels in the interior, 3x3 depthwise
+ * with hoisted bounds, dense with 4 rows at once.
+ */
+#include "kernels.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("unroll-loops")
+#endif
+
+/* ---------------------------------------------------------------- math ---- */
+
+typedef union {
+    float f;
+    unsigned int u;
+} k_fbits;
+
+/* expf: x = k*ln2 + r, |r| <= ln2/2 (Cody-Waite, ln2 split in hi/lo), e^r by its degree 7
+ * Taylor polynomial (truncation r^8/8! < 6e-9), 2^k built in the exponent bits. */
+float k_expf(float x)
+{
+    const float log2e = 1.44269504f, ln2_hi = 0.693145752f, ln2_lo = 1.42860677e-6f;
+    k_fbits s;
+    float kf, r, p;
+    int k;
+    if (x > 88.3762626f) x = 88.3762626f;
+    if (x < -87.3365479f) return 0.0f;
+    kf = x * log2e;
+    k = (int)(kf < 0.0f ? kf - 0.5f : kf + 0.5f);
+    kf = (float)k;
+    r = (x - kf * ln2_hi) - kf * ln2_lo;
+    p = 1.0f + r * (1.0f + r * (0.5f + r * (1.6666667e-1f + r * (4.1666668e-2f +
+        r * (8.3333338e-3f + r * (1.3888889e-3f + r * 1.9841270e-4f))))));
+    if (k > 127) {
+        s.u = (unsigned int)(127 + 127) << 23;
+        return p * s.f * 2.0f;
+    }
+    if (k < -126) {
+        s.u = (unsigned int)(k + 126 + 127) << 23;
+        return p * s.f * 1.17549435e-38f;
+    }
+    s.u = (unsigned int)(k + 127) << 23;
+    return p * s.f;
+}
+
+float k_sigmoidf(float x)
+{
+    if (x >= 0.0f) return 1.0f / (1.0f + k_expf(-x));
+    {
+        float e = k_expf(x);
+        return e / (1.0f + e);
+    }
+}
+
+/* tanh(x) = sign(x) * (1 - t) / (1 + t), t = e^(-2|x|); for |x| < 0.125 the odd Taylor series
+ * x - x^3/3 + 2x^5/15 - 17x^7/315 avoids the cancellation of 1 - t. */
+float k_tanhf(float x)
+{
+    float a = x < 0.0f ? -x : x, t, r;
+    if (a < 0.125f) {
+        float x2 = x * x;
+        return x * (1.0f + x2 * (-0.33333333f + x2 * (0.13333333f + x2 * -0.053968254f)));
+    }
+    t = k_expf(-2.0f * a);
+    r = (1.0f - t) / (1.0f + t);
+    return x < 0.0f ? -r : r;
+}
+
+static float k_act1(float v, int act, float p0, float p1)
+{
+    switch (act) {
+    case K_ACT_RELU: return v > 0.0f ? v : 0.0f;
+    case K_ACT_RELU6: return v < 0.0f ? 0.0f : (v > 6.0f ? 6.0f : v);
+    case K_ACT_CLIP: return v < p0 ? p0 : (v > p1 ? p1 : v);
+    case K_ACT_SIGMOID: return k_sigmoidf(v);
+    case K_ACT_TANH: return k_tanhf(v);
+    case K_ACT_HARDSWISH: {
+        float g = v * (1.0f / 6.0f) + 0.5f;
+        g = g < 0.0f ? 0.0f : (g > 1.0f ? 1.0f : g);
+        return v * g;
+    }
+    case K_ACT_LEAKY: return v >= 0.0f ? v : v * p0;
+    case K_ACT_HARDSIGMOID: {
+        float g = p0 * v + p1;
+        return g < 0.0f ? 0.0f : (g > 1.0f ? 1.0f : g);
+    }
+    default: return v;
+    }
+}
+
+void k_act(const float *x, float *y, int n, int act, float p0, float p1)
+{
+    int i;
+    if (act == K_ACT_NONE) {
+        if (x != y) k_copy(x, y, n);
+        return;
+    }
+    if (act == K_ACT_RELU) {
+        for (i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        return;
+    }
+    for (i = 0; i < n; i++) y[i] = k_act1(x[i], act, p0, p1);
+}
+
+void k_copy(const float *x, float *y, int n)
+{
+    int i;
+    if (x == y || n <= 0) return;
+    if (y < x) {
+        for (i = 0; i < n; i++) y[i] = x[i];
+    } else {
+        for (i = n - 1; i >= 0; i--) y[i] = x[i];
+    }
+}
+
+/* --------------------------------------------------------- convolution ---- */
+
+/* 1x1, stride 1, no pad, groups 1: Y (O, P) = W (O, C) X (C, P) + b, W packed by 4 rows. */
+static void conv_pointwise(const float *restrict x, int C, int P, const float *restrict wp,
+                           const float *restrict b, float *restrict y, int O)
+{
+    int ob = 0, p, c, o;
+    for (; ob + 4 <= O; ob += 4) {
+        const float *wb = wp + ob * C;
+        float b0 = b ? b[ob] : 0.0f, b1 = b ? b[ob + 1] : 0.0f;
+        float b2 = b ? b[ob + 2] : 0.0f, b3 = b ? b[ob + 3] : 0.0f;
+        float *y0 = y + ob * P, *y1 = y0 + P, *y2 = y1 + P, *y3 = y2 + P;
+        for (p = 0; p + 4 <= P; p += 4) {
+            float a00 = b0, a01 = b0, a02 = b0, a03 = b0, a10 = b1, a11 = b1, a12 = b1, a13 = b1;
+            float a20 = b2, a21 = b2, a22 = b2, a23 = b2, a30 = b3, a31 = b3, a32 = b3, a33 = b3;
+            const float *xp = x + p, *w = wb;
+            for (c = 0; c < C; c++) {
+                float x0 = xp[0], x1 = xp[1], x2 = xp[2], x3 = xp[3];
+                float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+                a00 += w0 * x0; a01 += w0 * x1; a02 += w0 * x2; a03 += w0 * x3;
+                a10 += w1 * x0; a11 += w1 * x1; a12 += w1 * x2; a13 += w1 * x3;
+                a20 += w2 * x0; a21 += w2 * x1; a22 += w2 * x2; a23 += w2 * x3;
+                a30 += w3 * x0; a31 += w3 * x1; a32 += w3 * x2; a33 += w3 * x3;
+                xp += P;
+                w += 4;
+            }
+            y0[p] = a00; y0[p + 1] = a01; y0[p + 2] = a02; y0[p + 3] = a03;
+            y1[p] = a10; y1[p + 1] = a11; y1[p + 2] = a12; y1[p + 3] = a13;
+            y2[p] = a20; y2[p + 1] = a21; y2[p + 2] = a22; y2[p + 3] = a23;
+            y3[p] = a30; y3[p + 1] = a31; y3[p + 2] = a32; y3[p + 3] = a33;
+        }
+        for (; p < P; p++) {
+            float a0 = b0, a1 = b1, a2 = b2, a3 = b3;
+            const float *xp = x + p, *w = wb;
+            for (c = 0; c < C; c++) {
+                float xv = *xp;
+                a0 += w[0] * xv; a1 += w[1] * xv; a2 += w[2] * xv; a3 += w[3] * xv;
+                xp += P;
+                w += 4;
+            }
+            y0[p] = a0; y1[p] = a1; y2[p] = a2; y3[p] = a3;
+        }
+    }
+    for (o = ob; o < O; o++) { /* remaining rows are stored row-major */
+        const float *wr = wp + o * C;
+        float bo = b ? b[o] : 0.0f;
+        for (p = 0; p < P; p++) {
+            float a = bo;
+            for (c = 0; c < C; c++) a += wr[c] * x[c * P + p];
+            y[o * P + p] = a;
+        }
+    }
+}
+
+/* Generic grouped convolution (any groups, weights in ONNX layout), rows o0..o0+On-1 of the
+ * output, with per-tap bounds checks: the fallback path. */
+static void conv_generic(const float *restrict x, int C, int H, int W, const float *restrict w,
+                         const float *restrict b, float *restrict y, int o0, int On, int O,
+                         int OH, int OW, int kh, int kw, int sh, int sw, int pt, int pl, int dh,
+                         int dw, int groups)
+{
+    int cg = C / groups, og = O / groups, o, oy, ox, c, ky, kx;
+    for (o = o0; o < o0 + On; o++) {
+        int g = o / og;
+        const float *wo = w + (o - o0) * cg * kh * kw;
+        float bo = b ? b[o] : 0.0f;
+        for (oy = 0; oy < OH; oy++) {
+            for (ox = 0; ox < OW; ox++) {
+                float a = bo;
+                for (c = 0; c < cg; c++) {
+                    const float *xc = x + (g * cg + c) * H * W;
+                    const float *wc = wo + c * kh * kw;
+                    for (ky = 0; ky < kh; ky++) {
+                        int iy = oy * sh - pt + ky * dh;
+                        if (iy < 0 || iy >= H) continue;
+                        for (kx = 0; kx < kw; kx++) {
+                            int ix = ox * sw - pl + kx * dw;
+                            if (ix < 0 || ix >= W) continue;
+                            a += wc[ky * kw + kx] * xc[iy * W + ix];
+                        }
+                    }
+                }
+                y[(o * OH + oy) * OW + ox] = a;
+            }
+        }
+    }
+}
+
+/* One output pixel of 4 packed output channels with bounds checks (border pixels). */
+static void conv4_pixel(const float *restrict x, int C, int H, int W, const float *restrict wb,
+                        int kh, int kw, int iy0, int ix0, int dh, int dw, float *acc)
+{
+    int c, ky, kx;
+    float a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    for (c = 0; c < C; c++) {
+        for (ky = 0; ky < kh; ky++) {
+            int iy = iy0 + ky * dh;
+            const float *wk = wb + ((c * kh + ky) * kw) * 4;
+            if (iy < 0 || iy >= H) continue;
+            for (kx = 0; kx < kw; kx++) {
+                int ix = ix0 + kx * dw;
+                float xv;
+                if (ix < 0 || ix >= W) continue;
+                xv = x[(c * H + iy) * W + ix];
+                a0 += wk[kx * 4] * xv; a1 += wk[kx * 4 + 1] * xv;
+                a2 += wk[kx * 4 + 2] * xv; a3 += wk[kx * 4 + 3] * xv;
+            }
+        }
+    }
+    acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+}
+
+/* Two horizontally adjacent interior output pixels (no bounds checks) of 4 packed channels:
+ * per tap 2 input loads + 4 weight loads feed 8 multiply-accumulates. */
+static void conv4_pair(const float *restrict x, int C, int H, int W, const float *restrict wb,
+                       int kh, int kw, int iy0, int ix0, int sw, int dh, int dw, int ky0, int ky1,
+                       float *acc)
+{
+    int c, ky, kx;
+    float a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    float e0 = acc[4], e1 = acc[5], e2 = acc[6], e3 = acc[7];
+    for (c = 0; c < C; c++) {
+        for (ky = ky0; ky < ky1; ky++) {
+            const float *row = x + (c * H + iy0 + ky * dh) * W + ix0;
+            const float *wk = wb + ((c * kh + ky) * kw) * 4;
+            for (kx = 0; kx < kw; kx++) {
+                float u = row[kx * dw], v = row[kx * dw + sw];
+                float w0 = wk[0], w1 = wk[1], w2 = wk[2], w3 = wk[3];
+                a0 += w0 * u; a1 += w1 * u; a2 += w2 * u; a3 += w3 * u;
+                e0 += w0 * v; e1 += w1 * v; e2 += w2 * v; e3 += w3 * v;
+                wk += 4;
+            }
+        }
+    }
+    acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+    acc[4] = e0; acc[5] = e1; acc[6] = e2; acc[7] = e3;
+}
+
+/* groups == 1, packed weights: 4 output channels at a time. */
+static void conv_blocked(const float *restrict x, int C, int H, int W, const float *restrict wp,
+                         const float *restrict b, float *restrict y, int O, int OH, int OW, int kh,
+                         int kw, int sh, int sw, int pt, int pl, int dh, int dw)
+{
+    int K = C * kh * kw, ob, oy, ox, r;
+    int P = OH * OW;
+    for (ob = 0; ob + 4 <= O; ob += 4) {
+        const float *wb = wp + ob * K;
+        for (oy = 0; oy < OH; oy++) {
+            int iy0 = oy * sh - pt, ky0 = 0, ky1 = kh;
+            while (ky0 < kh && iy0 + ky0 * dh < 0) ky0++;
+            while (ky1 > ky0 && iy0 + (ky1 - 1) * dh >= H) ky1--;
+            for (ox = 0; ox < OW;) {
+                int ix0 = ox * sw - pl;
+                float acc[8];
+                for (r = 0; r < 4; r++) acc[r] = acc[r + 4] = b ? b[ob + r] : 0.0f;
+                if (ky1 > ky0) {
+                    int last = ix0 + sw + (kw - 1) * dw;
+                    if (ox + 1 < OW && ix0 >= 0 && last < W) {
+                        conv4_pair(x, C, H, W, wb, kh, kw, iy0, ix0, sw, dh, dw, ky0, ky1, acc);
+                        for (r = 0; r < 4; r++) {
+                            y[(ob + r) * P + oy * OW + ox] = acc[r];
+                            y[(ob + r) * P + oy * OW + ox + 1] = acc[r + 4];
+                        }
+                        ox += 2;
+                        continue;
+                    }
+                    conv4_pixel(x, C, H, W, wb, kh, kw, iy0, ix0, dh, dw, acc);
+                }
+                for (r = 0; r < 4; r++) y[(ob + r) * P + oy * OW + ox] = acc[r];
+                ox += 1;
+            }
+        }
+    }
+    if (ob < O)
+        conv_generic(x, C, H, W, wp + ob * K, b, y, ob, O - ob, O, OH, OW, kh, kw, sh, sw, pt,
+                     pl, dh, dw, 1);
+}
+
+/* Depthwise 3x3 (groups == C == O): the 9 weights in registers, interior pixels unchecked. */
+static void conv_dw3x3(const float *restrict x, int C, int H, int W, const float *restrict w,
+                       const float *restrict b, float *restrict y, int OH, int OW, int sh, int sw,
+                       int pt, int pl, int dh, int dw)
+{
+    int c, oy, ox, ky, kx;
+    for (c = 0; c < C; c++) {
+        const float *xc = x + c * H * W, *wc = w + c * 9;
+        float w00 = wc[0], w01 = wc[1], w02 = wc[2], w10 = wc[3], w11 = wc[4], w12 = wc[5];
+        float w20 = wc[6], w21 = wc[7], w22 = wc[8], bc = b ? b[c] : 0.0f;
+        float *yc = y + c * OH * OW;
+        for (oy = 0; oy < OH; oy++) {
+            int iy0 = oy * sh - pt;
+            int row_in = iy0 >= 0 && iy0 + 2 * dh < H;
+            for (ox = 0; ox < OW; ox++) {
+                int ix0 = ox * sw - pl;
+                float a = bc;
+                if (row_in && ix0 >= 0 && ix0 + 2 * dw < W) {
+                    const float *r0 = xc + iy0 * W + ix0, *r1 = r0 + dh * W, *r2 = r1 + dh * W;
+                    a += w00 * r0[0] + w01 * r0[dw] + w02 * r0[2 * dw];
+                    a += w10 * r1[0] + w11 * r1[dw] + w12 * r1[2 * dw];
+                    a += w20 * r2[0] + w21 * r2[dw] + w22 * r2[2 * dw];
+                } else {
+                    for (ky = 0; ky < 3; ky++) {
+                        int iy = iy0 + ky * dh;
+                        if (iy < 0 || iy >= H) continue;
+                        for (kx = 0; kx < 3; kx++) {
+                            int ix = ix0 + kx * dw;
+                            if (ix < 0 || ix >= W) continue;
+                            a += wc[ky * 3 + kx] * xc[iy * W + ix];
+                        }
+                    }
+                }
+                yc[oy * OW + ox] = a;
+            }
+        }
+    }
+}
+
+void k_conv2d(const float *restrict x, int C, int H, int W, const float *restrict w,
+              const float *restrict b, float *restrict y, int O, int OH, int OW, int kh, int kw,
+              int sh, int sw, int pt, int pl, int dh, int dw, int groups, int act, float p0,
+              float p1)
+{
+    if (groups == 1 && kh == 1 && kw == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0 &&
+        OH == H && OW == W) {
+        conv_pointwise(x, C, H * W, w, b, y, O);
+    } else if (groups == 1) {
+        conv_blocked(x, C, H, W, w, b, y, O, OH, OW, kh, kw, sh, sw, pt, pl, dh, dw);
+    } else if (groups == C && O == C && kh == 3 && kw == 3) {
+        conv_dw3x3(x, C, H, W, w, b, y, OH, OW, sh, sw, pt, pl, dh, dw);
+    } else {
+        conv_generic(x, C, H, W, w, b, y, 0, O, O, OH, OW, kh, kw, sh, sw, pt, pl, dh, dw,
+                     groups);
+    }
+    if (act != K_ACT_NONE) k_act(y, y, O * OH * OW, act, p0, p1);
+}
+
+/* ---------------------------------------------------------- dense/matmul ---- */
+
+void k_dense(const float *restrict x, int in, const float *restrict wp, const float *restrict b,
+             float *restrict y, int out, int act, float p0, float p1)
+{
+    int ob = 0, i, o;
+    for (; ob + 4 <= out; ob += 4) {
+        const float *w = wp + ob * in;
+        float a0 = b ? b[ob] : 0.0f, a1 = b ? b[ob + 1] : 0.0f;
+        float a2 = b ? b[ob + 2] : 0.0f, a3 = b ? b[ob + 3] : 0.0f;
+        for (i = 0; i + 2 <= in; i += 2) {
+            float x0 = x[i], x1 = x[i + 1];
+            a0 += w[0] * x0; a1 += w[1] * x0; a2 += w[2] * x0; a3 += w[3] * x0;
+            a0 += w[4] * x1; a1 += w[5] * x1; a2 += w[6] * x1; a3 += w[7] * x1;
+            w += 8;
+        }
+        if (i < in) {
+            float x0 = x[i];
+            a0 += w[0] * x0; a1 += w[1] * x0; a2 += w[2] * x0; a3 += w[3] * x0;
+        }
+        y[ob] = a0; y[ob + 1] = a1; y[ob + 2] = a2; y[ob + 3] = a3;
+    }
+    for (o = ob; o < out; o++) {
+        const float *wr = wp + o * in;
+        float a = b ? b[o] : 0.0f;
+        for (i = 0; i < in; i++) a += wr[i] * x[i];
+        y[o] = a;
+    }
+    if (act != K_ACT_NONE) k_act(y, y, out, act, p0, p1);
+}
+
+void k_matmul(const float *restrict a, const float *restrict bm, float *restrict y, int M, int K,
+              int N, int act, float p0, float p1)
+{
+    int m, n, k;
+    for (m = 0; m < M; m++) {
+        for (n = 0; n < N; n++) y[m * N + n] = 0.0f;
+        for (k = 0; k < K; k++) {
+            float av = a[m * K + k];
+            const float *br = bm + k * N;
+            float *yr = y + m * N;
+            for (n = 0; n < N; n++) yr[n] += av * br[n];
+        }
+    }
+    if (act != K_ACT_NONE) k_act(y, y, M * N, act, p0, p1);
+}
+
+/* --------------------------------------------------------------- pooling ---- */
+
+void k_maxpool(const float *restrict x, int C, int H, int W, float *restrict y, int OH, int OW,
+               int kh, int kw, int sh, int sw, int pt, int pl, int act, float p0, float p1)
+{
+    int c, oy, ox, ky, kx;
+    for (c = 0; c < C; c++) {
+        const float *xc = x + c * H * W;
+        for (oy = 0; oy < OH; oy++) {
+            int iy0 = oy * sh - pt;
+            int ya = iy0 < 0 ? 0 : iy0, yb = iy0 + kh > H ? H : iy0 + kh;
+            for (ox = 0; ox < OW; ox++) {
+                int ix0 = ox * sw - pl;
+                int xa = ix0 < 0 ? 0 : ix0, xb = ix0 + kw > W ? W : ix0 + kw;
+                float m = -3.40282347e38f;
+                for (ky = ya; ky < yb; ky++)
+                    for (kx = xa; kx < xb; kx++) {
+                        float v = xc[ky * W + kx];
+                        m = v > m ? v : m;
+                    }
+                y[(c * OH + oy) * OW + ox] = m;
+            }
+        }
+    }
+    if (act != K_ACT_NONE) k_act(y, y, C * OH * OW, act, p0, p1);
+}
+
+void k_avgpool(const float *restrict x, int C, int H, int W, float *restrict y, int OH, int OW,
+               int kh, int kw, int sh, int sw, int pt, int pl, int pb, int pr,
+               int count_include_pad, int act, float p0, float p1)
+{
+    int c, oy, ox, ky, kx;
+    for (c = 0; c < C; c++) {
+        const float *xc = x + c * H * W;
+        for (oy = 0; oy < OH; oy++) {
+            int iy0 = oy * sh - pt;
+            int ya = iy0 < 0 ? 0 : iy0, yb = iy0 + kh > H ? H : iy0 + kh;
+            int pa = iy0 < -pt ? -pt : iy0, pz = iy0 + kh > H + pb ? H + pb : iy0 + kh;
+            for (ox = 0; ox < OW; ox++) {
+                int ix0 = ox * sw - pl;
+                int xa = ix0 < 0 ? 0 : ix0, xb = ix0 + kw > W ? W : ix0 + kw;
+                int qa = ix0 < -pl ? -pl : ix0, qz = ix0 + kw > W + pr ? W + pr : ix0 + kw;
+                float s = 0.0f;
+                int n;
+                for (ky = ya; ky < yb; ky++)
+                    for (kx = xa; kx < xb; kx++) s += xc[ky * W + kx];
+                n = count_include_pad ? (pz - pa) * (qz - qa) : (yb - ya) * (xb - xa);
+                y[(c * OH + oy) * OW + ox] = n > 0 ? s / (float)n : 0.0f;
+            }
+        }
+    }
+    if (act != K_ACT_NONE) k_act(y, y, C * OH * OW, act, p0, p1);
+}
+
+void k_mean(const float *restrict x, int outer, int red, int inner, float *restrict y, int act,
+            float p0, float p1)
+{
+    int o, r, i;
+    float inv = 1.0f / (float)red;
+    for (o = 0; o < outer; o++) {
+        for (i = 0; i < inner; i++) {
+            const float *xp = x + o * red * inner + i;
+            float s = 0.0f;
+            for (r = 0; r < red; r++) s += xp[r * inner];
+            y[o * inner + i] = s * inv;
+        }
+    }
+    if (act != K_ACT_NONE) k_act(y, y, outer * inner, act, p0, p1);
+}
+
+/* ------------------------------------------------------------ element-wise ---- */
+
+void k_binary(int op, const float *a, const int *as, const float *b, const int *bs, float *y,
+              const int *ys, int act, float p0, float p1)
+{
+    int i0, i1, i2, i3, n = 0;
+    for (i0 = 0; i0 < ys[0]; i0++)
+        for (i1 = 0; i1 < ys[1]; i1++)
+            for (i2 = 0; i2 < ys[2]; i2++) {
+                const float *ap = a + i0 * as[0] + i1 * as[1] + i2 * as[2];
+                const float *bp = b + i0 * bs[0] + i1 * bs[1] + i2 * bs[2];
+                for (i3 = 0; i3 < ys[3]; i3++) {
+                    float u = ap[i3 * as[3]], v = bp[i3 * bs[3]], r;
+                    switch (op) {
+                    case K_ADD: r = u + v; break;
+                    case K_SUB: r = u - v; break;
+                    case K_MUL: r = u * v; break;
+                    default: r = u / v; break;
+                    }
+                    y[n++] = r;
+                }
+            }
+    if (act != K_ACT_NONE) k_act(y, y, n, act, p0, p1);
+}
+
+void k_concat_part(const float *restrict x, int outer, int xn, float *restrict y, int ytot,
+                   int yoff)
+{
+    int o, i;
+    for (o = 0; o < outer; o++)
+        for (i = 0; i < xn; i++) y[o * ytot + yoff + i] = x[o * xn + i];
+}
+
+void k_softmax(const float *restrict x, int outer, int n, int inner, float *restrict y)
+{
+    int o, i, k;
+    for (o = 0; o < outer; o++) {
+        for (i = 0; i < inner; i++) {
+            const float *xp = x + o * n * inner + i;
+            float *yp = y + o * n * inner + i;
+            float m = xp[0], s = 0.0f, inv;
+            for (k = 1; k < n; k++) m = xp[k * inner] > m ? xp[k * inner] : m;
+            for (k = 0; k < n; k++) {
+                float e = k_expf(xp[k * inner] - m);
+                yp[k * inner] = e;
+                s += e;
+            }
+            inv = 1.0f / s;
+            for (k = 0; k < n; k++) yp[k * inner] *= inv;
+        }
+    }
+}
+
+void k_batchnorm(const float *restrict x, int C, int HW, const float *restrict scale,
+                 const float *restrict shift, float *restrict y)
+{
+    int c, i;
+    for (c = 0; c < C; c++) {
+        float s = scale[c], t = shift[c];
+        for (i = 0; i < HW; i++) y[c * HW + i] = x[c * HW + i] * s + t;
+    }
+}
+
+void k_pad(const float *restrict x, const int *xs, float *restrict y, const int *ys,
+           const int *begins, float value)
+{
+    int i0, i1, i2, i3, n = ys[0] * ys[1] * ys[2] * ys[3];
+    for (i0 = 0; i0 < n; i0++) y[i0] = value;
+    for (i0 = 0; i0 < xs[0]; i0++)
+        for (i1 = 0; i1 < xs[1]; i1++)
+            for (i2 = 0; i2 < xs[2]; i2++) {
+                const float *xr = x + ((i0 * xs[1] + i1) * xs[2] + i2) * xs[3];
+                float *yr = y + (((i0 + begins[0]) * ys[1] + i1 + begins[1]) * ys[2] + i2 +
+                                 begins[2]) * ys[3] + begins[3];
+                for (i3 = 0; i3 < xs[3]; i3++) yr[i3] = xr[i3];
+            }
+}
+
+void k_transpose(const float *restrict x, float *restrict y, const int *ys, const int *xstr)
+{
+    int i0, i1, i2, i3, n = 0;
+    for (i0 = 0; i0 < ys[0]; i0++)
+        for (i1 = 0; i1 < ys[1]; i1++)
+            for (i2 = 0; i2 < ys[2]; i2++)
+                for (i3 = 0; i3 < ys[3]; i3++)
+                    y[n++] = x[i0 * xstr[0] + i1 * xstr[1] + i2 * xstr[2] + i3 * xstr[3]];
+}

@@ -1,0 +1,378 @@
+"""Helpers for the codegen tests (no tests here).
+
+* :func:`plan_layer_memory_ref`: a conforming implementation of the ARENA RULE, used until
+  ``splitter.cost.memory.plan_layer_memory`` lands (:func:`planner` prefers the real one).
+* :class:`Net`: builds one small model twice, as an ONNX graph (for onnxruntime) and as the
+  canonical :class:`~splitter.ir.Graph`/:class:`~splitter.ir.Chain` the importer would produce.
+* :func:`build_host` / :func:`run_host`: compile generated C for the host with
+  ``gcc -std=c99 -O1 -Wall -Werror -fsanitize=address,undefined`` and run one sub-model.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from codegen.model_c import GeneratedC, kernel_sources
+from splitter.ir import Chain, Graph, Layer, LayerCost, Op, TensorSpec
+
+OPSET = 17
+
+
+# ------------------------------------------------------------------ ARENA RULE (ref) ----
+
+
+@dataclass(frozen=True)
+class LayerMemoryRef:
+    """Same fields as ``splitter.cost.memory.LayerMemory``."""
+
+    size: int
+    offsets: Mapping[str, int]
+    sizes: Mapping[str, int]
+
+
+def _lifetimes(ops: Sequence[Op], input_name: str, output_name: str) -> dict[str, list[int]]:
+    """``name -> [first op index, last op index]`` (input born at -1, output dies at the end)."""
+    life: dict[str, list[int]] = {input_name: [-1, -1]}
+    for i, op in enumerate(ops):
+        for t in op.inputs:
+            if t in life:
+                life[t][1] = max(life[t][1], i)
+        for t in op.outputs:
+            life[t] = [i, i]
+    life[output_name][1] = len(ops)
+    return life
+
+
+def plan_layer_memory_ref(
+    layer_ops: Sequence[Op],
+    tensors: Mapping[str, TensorSpec],
+    input_name: str,
+    output_name: str,
+    itemsize_of: Callable[[TensorSpec], int],
+) -> LayerMemoryRef:
+    """ARENA RULE: input at 0, inner tensors first-fit by liveness, reshape aliases its input,
+    output above everything live during the last op; ``size = output_offset + output_bytes``."""
+    sizes = {n: tensors[n].size * itemsize_of(tensors[n]) for n in _names(layer_ops, input_name)}
+    life = _lifetimes(layer_ops, input_name, output_name)
+    root: dict[str, str] = {input_name: input_name}
+    for op in layer_ops:
+        for t in op.outputs:
+            root[t] = root[op.inputs[0]] if op.kind == "reshape" and t != output_name else t
+    for t, r in root.items():  # an alias keeps its base alive
+        life[r][1] = max(life[r][1], life[t][1]) if t != output_name else life[r][1]
+    offsets: dict[str, int] = {input_name: 0}
+    for op in layer_ops:
+        for t in op.outputs:
+            if t == output_name:
+                continue
+            if root[t] != t:
+                offsets[t] = offsets[root[t]]
+                continue
+            offsets[t] = _first_fit(t, sizes, life, offsets, root)
+    last = len(layer_ops) - 1
+    live_top = max(
+        (offsets[t] + sizes[t] for t in offsets if life[root[t]][0] <= last <= life[root[t]][1]),
+        default=0,
+    )
+    offsets[output_name] = live_top
+    return LayerMemoryRef(live_top + sizes[output_name], offsets, sizes)
+
+
+def _names(ops: Sequence[Op], input_name: str) -> list[str]:
+    names = [input_name]
+    for op in ops:
+        names.extend(t for t in (*op.inputs, *op.outputs) if t not in names)
+    return names
+
+
+def _first_fit(
+    t: str,
+    sizes: Mapping[str, int],
+    life: Mapping[str, list[int]],
+    offsets: Mapping[str, int],
+    root: Mapping[str, str],
+) -> int:
+    """Lowest offset where ``t`` overlaps no placed tensor whose lifetime overlaps its own."""
+    a, b = life[t]
+    busy = sorted(
+        (offsets[u], offsets[u] + sizes[u])
+        for u in offsets
+        if life[root[u]][0] <= b and a <= life[root[u]][1]
+    )
+    off = 0
+    for lo, hi in busy:
+        if off + sizes[t] <= lo:
+            break
+        off = max(off, hi)
+    return off
+
+
+def planner() -> Callable[..., Any]:
+    """The real ``plan_layer_memory`` when it exists, else the reference above."""
+    try:
+        from splitter.cost.memory import plan_layer_memory
+    except ImportError:
+        return plan_layer_memory_ref
+    return plan_layer_memory  # type: ignore[no-any-return]
+
+
+# ------------------------------------------------------------------------- Net ----
+
+ONNX_ACT = {
+    "relu": ("Relu", {}),
+    "sigmoid": ("Sigmoid", {}),
+    "tanh": ("Tanh", {}),
+    "hardswish": ("HardSwish", {}),
+}
+
+
+class Net:
+    """A model built twice: ONNX nodes and canonical ops with the same tensor names."""
+
+    def __init__(self, name: str, shape: tuple[int, ...], seed: int = 0) -> None:
+        self.name = name
+        self.rng = np.random.default_rng(seed)
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self.groups: list[list[Op]] = []
+        self._group: list[Op] | None = None
+        self._n = 0
+        self.input = "x"
+        self.input_shape = shape
+        self.last = "x"
+
+    def fresh(self, prefix: str) -> str:
+        self._n += 1
+        return f"{prefix}_{self._n}"
+
+    def const(self, arr: np.ndarray, dtype: Any = np.float32) -> str:
+        name = self.fresh("c")
+        self.inits.append(numpy_helper.from_array(np.asarray(arr, dtype=dtype), name))
+        return name
+
+    def rand(self, *shape: int, scale: float = 0.5) -> np.ndarray:
+        return (self.rng.standard_normal(shape) * scale).astype(np.float32)
+
+    def node(self, op_type: str, inputs: list[str], **attrs: Any) -> str:
+        out = self.fresh(op_type.lower())
+        self.nodes.append(helper.make_node(op_type, inputs, [out], name=out, **attrs))
+        return out
+
+    def add_op(self, op: Op) -> str:
+        if self._group is not None:
+            self._group.append(op)
+        else:
+            self.groups.append([op])
+        self.last = op.outputs[0]
+        return op.outputs[0]
+
+    @contextmanager
+    def super(self) -> Iterator[None]:
+        self._group = []
+        yield
+        self.groups.append(self._group)
+        self._group = None
+
+    def act_node(self, y: str, act: str | None, **p: float) -> str:
+        """ONNX nodes of a fused activation after ``y``."""
+        if act is None:
+            return y
+        if act in ONNX_ACT:
+            return self.node(ONNX_ACT[act][0], [y])
+        if act == "leaky_relu":
+            return self.node("LeakyRelu", [y], alpha=p["alpha"])
+        lo, hi = (0.0, 6.0) if act == "relu6" else (p["act_min"], p["act_max"])
+        return self.node("Clip", [y, self.const(np.float32(lo)), self.const(np.float32(hi))])
+
+    # ---- ops: each returns the canonical output tensor name ----
+
+    def conv(self, x: str, cin: int, cout: int, k: int, stride: int = 1, pad: int = 0,
+             dil: int = 1, groups: int = 1, act: str | None = None, bias: bool = True,
+             **p: float) -> str:  # fmt: skip
+        w = self.rand(cout, cin // groups, k, k, scale=1.0 / np.sqrt(cin // groups * k * k))
+        b = self.rand(cout, scale=0.1)
+        ins = [x, self.const(w)] + ([self.const(b)] if bias else [])
+        y = self.node("Conv", ins, kernel_shape=[k, k], strides=[stride, stride],
+                      pads=[pad] * 4, dilations=[dil, dil], group=groups)  # fmt: skip
+        y = self.act_node(y, act, **p)
+        weights = {"W": w, "B": b} if bias else {"W": w}
+        attrs = dict(kernel=(k, k), strides=(stride, stride), pads=(pad,) * 4,
+                     dilations=(dil, dil), groups=groups, act=act, **p)  # fmt: skip
+        return self.add_op(Op(y, "conv2d", (x,), (y,), attrs, weights))
+
+    def dense(self, x: str, cin: int, cout: int, act: str | None = None) -> str:
+        w, b = self.rand(cout, cin, scale=1.0 / np.sqrt(cin)), self.rand(cout, scale=0.1)
+        y = self.act_node(self.node("Gemm", [x, self.const(w), self.const(b)], transB=1), act)
+        return self.add_op(Op(y, "dense", (x,), (y,), {"act": act}, {"W": w, "B": b}))
+
+    def reshape(self, x: str, shape: tuple[int, ...]) -> str:
+        y = self.node("Reshape", [x, self.const(np.array(shape), np.int64)])
+        return self.add_op(Op(y, "reshape", (x,), (y,), {"shape": shape}))
+
+    def transpose(self, x: str, perm: tuple[int, ...]) -> str:
+        y = self.node("Transpose", [x], perm=list(perm))
+        return self.add_op(Op(y, "transpose", (x,), (y,), {"perm": perm}))
+
+    def matmul(self, a: str, b: str) -> str:
+        y = self.node("MatMul", [a, b])
+        return self.add_op(Op(y, "matmul", (a, b), (y,), {"act": None}))
+
+    def pool(self, kind: str, x: str, k: int, stride: int, pad: int = 0, cip: int = 0) -> str:
+        attrs: dict[str, Any] = dict(kernel_shape=[k, k], strides=[stride] * 2, pads=[pad] * 4)
+        if kind == "avgpool":
+            attrs["count_include_pad"] = cip
+        y = self.node("MaxPool" if kind == "maxpool" else "AveragePool", [x], **attrs)
+        canon = dict(kernel=(k, k), strides=(stride,) * 2, pads=(pad,) * 4, act=None)
+        if kind == "avgpool":
+            canon["count_include_pad"] = cip
+        return self.add_op(Op(y, kind, (x,), (y,), canon))
+
+    def global_avgpool(self, x: str) -> str:
+        y = self.node("GlobalAveragePool", [x])
+        return self.add_op(Op(y, "global_avgpool", (x,), (y,), {"act": None}))
+
+    def mean(self, x: str, axes: tuple[int, ...], keepdims: int) -> str:
+        y = self.node("ReduceMean", [x], axes=list(axes), keepdims=keepdims)
+        return self.add_op(Op(y, "mean", (x,), (y,), dict(axes=axes, keepdims=keepdims, act=None)))
+
+    def binary(self, kind: str, a: str, b: str | np.ndarray, act: str | None = None) -> str:
+        onnx_type = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div"}[kind]
+        if isinstance(b, np.ndarray):
+            y = self.act_node(self.node(onnx_type, [a, self.const(b)]), act)
+            return self.add_op(Op(y, kind, (a,), (y,), {"act": act}, {"C": b}))
+        y = self.act_node(self.node(onnx_type, [a, b]), act)
+        return self.add_op(Op(y, kind, (a, b), (y,), {"act": act}))
+
+    def concat(self, xs: list[str], axis: int = 1) -> str:
+        y = self.node("Concat", xs, axis=axis)
+        return self.add_op(Op(y, "concat", tuple(xs), (y,), {"axis": axis}))
+
+    def unary(self, kind: str, x: str, **p: float) -> str:
+        if kind == "hardsigmoid":
+            y = self.node("HardSigmoid", [x], alpha=p["alpha"], beta=p["beta"])
+        else:
+            y = self.act_node(x, kind, **p)
+        return self.add_op(Op(y, kind, (x,), (y,), dict(p)))
+
+    def softmax(self, x: str, axis: int = -1) -> str:
+        y = self.node("Softmax", [x], axis=axis)
+        return self.add_op(Op(y, "softmax", (x,), (y,), {"axis": axis}))
+
+    def batchnorm(self, x: str, c: int) -> str:
+        g, b, m = self.rand(c) + 1.0, self.rand(c), self.rand(c)
+        v = np.abs(self.rand(c)) + 0.5
+        y = self.node("BatchNormalization", [x, *(self.const(a) for a in (g, b, m, v))])
+        scale = (g / np.sqrt(v + 1e-5)).astype(np.float32)
+        shift = (b - m * scale).astype(np.float32)
+        return self.add_op(Op(y, "batchnorm", (x,), (y,), {}, {"scale": scale, "shift": shift}))
+
+    def pad(self, x: str, pads: tuple[int, ...], value: float) -> str:
+        y = self.node(
+            "Pad", [x, self.const(np.array(pads), np.int64), self.const(np.float32(value))]
+        )
+        return self.add_op(Op(y, "pad", (x,), (y,), {"pads": pads, "value": value}))
+
+    # ---- outputs ----
+
+    def onnx_model(self) -> onnx.ModelProto:
+        inp = helper.make_tensor_value_info(self.input, TensorProto.FLOAT, self.input_shape)
+        out = helper.make_tensor_value_info(self.last, TensorProto.FLOAT, None)
+        graph = helper.make_graph(self.nodes, self.name, [inp], [out], self.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+        model.ir_version = 8
+        model = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+        onnx.checker.check_model(model)
+        return model
+
+    def chain(self, model: onnx.ModelProto) -> Chain:
+        shapes = _shapes(model)
+        ops = tuple(op for group in self.groups for op in group)
+        names = {self.input} | {t for op in ops for t in (*op.inputs, *op.outputs)}
+        tensors = {n: TensorSpec(n, shapes[n]) for n in names}
+        graph = Graph(self.name, ops, tensors, (self.input,), (self.last,), "NCHW", "onnx")
+        mem = planner()
+        spec0 = tensors[self.input]
+        cost0 = LayerCost(0, spec0.nbytes, 0, spec0.nbytes)
+        layers = [Layer(0, "input", "input", (), None, spec0, cost0)]
+        prev = self.input
+        for j, group in enumerate(self.groups, start=1):
+            out = group[-1].outputs[0]
+            ram = mem(group, tensors, prev, out, lambda s: 4).size
+            flash = sum(int(w.nbytes) for op in group for w in op.weights.values())
+            kind = group[0].kind if len(group) == 1 else "super"
+            cost = LayerCost(flash, ram, 0, tensors[out].nbytes)
+            layers.append(
+                Layer(j, group[-1].name, kind, tuple(group), tensors[prev], tensors[out], cost)
+            )
+            prev = out
+        return Chain(self.name, tuple(layers), graph)
+
+
+def _shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+    out = {}
+    for vi in (*model.graph.input, *model.graph.value_info, *model.graph.output):
+        out[vi.name] = tuple(d.dim_value for d in vi.type.tensor_type.shape.dim)
+    return out
+
+
+# ----------------------------------------------------------------------- host build ----
+
+TEST_MAIN = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "model.h"
+/* usage: prog K in.bin out.bin -- runs sub-model K (row of model_submodels) */
+int main(int argc, char **argv)
+{
+    const model_submodel_t *s;
+    FILE *f;
+    if (argc != 4) return 2;
+    s = &model_submodels[atoi(argv[1])];
+    memset(model_arena, 0xff, MODEL_ARENA_BYTES); /* NaN poison: stale reads show up */
+    f = fopen(argv[2], "rb");
+    if (!f || fread((char *)model_arena + s->in_offset, 1, s->in_bytes, f) != s->in_bytes) return 3;
+    fclose(f);
+    if (s->run(model_arena) != 0) return 4;
+    f = fopen(argv[3], "wb");
+    if (!f || fwrite((char *)model_arena + s->out_offset, 1, s->out_bytes, f) != s->out_bytes)
+        return 5;
+    fclose(f);
+    return 0;
+}
+"""
+
+HOST_CFLAGS = ["-std=c99", "-O1", "-Wall", "-Werror", "-fsanitize=address,undefined",
+               "-fno-sanitize-recover=all"]  # fmt: skip
+
+
+def build_host(gen: GeneratedC, work: Path) -> Path:
+    """Write the sources and compile them for the host; returns the executable."""
+    work.mkdir(parents=True, exist_ok=True)
+    files = {**gen.files, "test_main.c": TEST_MAIN}
+    files.update({k: v for k, v in kernel_sources().items() if k != "k_libc.c"})
+    for name, text in files.items():
+        (work / name).write_text(text)
+    exe = work / "model_test"
+    srcs = [str(work / n) for n in files if n.endswith(".c")]
+    subprocess.run(["gcc", *HOST_CFLAGS, "-o", str(exe), *srcs, "-lm"], check=True,
+                   capture_output=True, text=True)  # fmt: skip
+    return exe
+
+
+def run_host(exe: Path, row: int, x: np.ndarray, work: Path) -> np.ndarray:
+    """Run the ``row``-th sub-model of the executable on ``x``; returns the output floats."""
+    (work / "in.bin").write_bytes(np.ascontiguousarray(x, dtype="<f4").tobytes())
+    res = subprocess.run([str(exe), str(row), str(work / "in.bin"), str(work / "out.bin")],
+                         capture_output=True, text=True)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    return np.frombuffer((work / "out.bin").read_bytes(), dtype="<f4")
