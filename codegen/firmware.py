@@ -1,0 +1,598 @@
+"""Firmware projects per device: wiring, a typed render context, and Jinja2 rendering.
+
+``build_plan_context(...)`` turns the plan (sub-models in plan order with their devices), the
+parts and the generated model C of every device (``codegen.model_c.GeneratedC``) into a
+:class:`PlanContext`; every number a template prints is computed here. ``render_firmware(out_dir,
+ctx)`` writes ``OUT/firmware/<device>/`` (main.c, config.h, startup.c, the link driver, the
+kernels, the model C, two linker scripts and a Makefile), ``OUT/firmware/WIRING.md`` and
+``OUT/firmware/wiring.json`` (read by ``splitter emulate``), atomically.
+
+Wiring rule: every pair of endpoints that exchanges data (host, devices) gets one dedicated
+full-duplex UART pair. A device's link 0 is the one its first sub-model's input arrives on (so
+link 0 always leads towards the host, and errors travel on it); further links follow in plan
+order. Link ``k`` uses the part's ``k``-th USART (catalog preference order) and, in the
+emulator, the F405's ``k``-th USART = the ``k``-th ``-serial`` of QEMU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import jinja2
+
+from splitter.errors import BoardFileError, OutputError
+from splitter.ir import Part
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "firmware_templates"
+STATIC_FILES = ("proto.c", "proto.h", "timer.c", "timer.h", "uart.c", "uart.h", "libc.c")
+HOST = "host"
+FIRMWARE_VERSION = 1
+#: QEMU 7.2 netduinoplus2 (STM32F405): USARTs in -serial order, fixed 168 MHz core clock.
+EMU_USARTS = (
+    ("USART1", 0x40011000),
+    ("USART2", 0x40004400),
+    ("USART3", 0x40004800),
+    ("UART4", 0x40004C00),
+    ("UART5", 0x40005000),
+    ("USART6", 0x40011400),
+)
+EMU_CLOCK_HZ = 168_000_000
+EMU_FLASH = (0x0800_0000, 1024 * 1024)
+EMU_RAM = (0x2000_0000, 128 * 1024)  # SRAM1 112 KiB + SRAM2 16 KiB, contiguous
+#: NVIC IRQ numbers of the USARTs (RM0090 table 61; RM0410, RM0433, RM0351 use the same numbers).
+IRQ_M3_M7 = {
+    "USART1": 37,
+    "USART2": 38,
+    "USART3": 39,
+    "UART4": 52,
+    "UART5": 53,
+    "USART6": 71,
+    "UART7": 82,
+    "UART8": 83,
+}
+#: Cortex-M0+ parts (RM0444 table 44, G0; RM0091, F0): USART3/4 share one IRQ.
+IRQ_M0 = {"USART1": 27, "USART2": 28, "USART3": 29, "USART4": 29, "LPUART1": 29}
+#: Usual TX/RX alternate-function pins (LQFP64 packages); boards may route others.
+PINS = {
+    "USART1": "PA9/PA10",
+    "USART2": "PA2/PA3",
+    "USART3": "PB10/PB11",
+    "UART4": "PA0/PA1",
+    "USART4": "PA0/PA1",
+    "UART5": "PC12/PD2",
+    "USART6": "PC6/PC7",
+    "UART7": "PE8/PE7",
+    "UART8": "PE1/PE0",
+}
+CPU_FLAGS = {
+    ("cortex-m0plus", ""): "-mcpu=cortex-m0plus -mthumb -mfloat-abi=soft",
+    ("cortex-m0", ""): "-mcpu=cortex-m0 -mthumb -mfloat-abi=soft",
+    ("cortex-m3", ""): "-mcpu=cortex-m3 -mthumb -mfloat-abi=soft",
+    ("cortex-m4", ""): "-mcpu=cortex-m4 -mthumb -mfloat-abi=soft",
+    ("cortex-m4", "fpv4-sp-d16"): "-mcpu=cortex-m4 -mthumb -mfpu=fpv4-sp-d16 -mfloat-abi=hard",
+    ("cortex-m7", ""): "-mcpu=cortex-m7 -mthumb -mfloat-abi=soft",
+    ("cortex-m7", "fpv5-d16"): "-mcpu=cortex-m7 -mthumb -mfpu=fpv5-d16 -mfloat-abi=hard",
+    ("cortex-m7", "fpv5-sp-d16"): "-mcpu=cortex-m7 -mthumb -mfpu=fpv5-sp-d16 -mfloat-abi=hard",
+}
+#: Clock after reset (no clock setup): HSI 16 MHz on F0/F2/F4/F7/G0, HSI 64 MHz on H7.
+RESET_CLOCK_HZ = {"cortex-m7-h7": 64_000_000, "default": 16_000_000}
+ACK_TIMEOUT_S = 0.5
+FRAME_TIMEOUT_S = 1.0
+BYTE_TIMEOUT_S = 0.1
+SEND_RETRIES = 8
+MIN_STACK_BYTES = 2048
+MAX_TIMING_RECORDS = 32
+
+
+# ---------------------------------------------------------------- inputs -------------------
+@dataclass(frozen=True)
+class DeviceSpec:
+    """One device of the plan and its generated model C (``codegen.model_c.GeneratedC``)."""
+
+    name: str
+    index: int
+    part: Part
+    files: Mapping[str, str]  # model C sources by file name (model.h, model.c)
+    weights_bytes: int
+    arena_bytes: int
+    #: ``(index, input_offset, input_bytes, output_offset, output_bytes)`` per hosted sub-model
+    submodels: Sequence[tuple[int, int, int, int, int]]
+
+
+# ---------------------------------------------------------------- render context -----------
+@dataclass(frozen=True)
+class UsartContext:
+    """One USART of one build target, with its baud-rate divisor ``BRR = round(f_clk / baud)``."""
+
+    name: str
+    base_hex: str
+    irq: int
+    brr: int
+
+
+@dataclass(frozen=True)
+class IrqHandler:
+    """An interrupt handler serving the links whose USARTs share ``name``'s IRQ."""
+
+    name: str
+    irq: int
+    links: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TargetContext:
+    """One build variant of a device: the part itself (EMULATOR=0) or QEMU's F405 (EMULATOR=1)."""
+
+    emulator_flag: int
+    description: str
+    part_name: str
+    cpu_flags: str
+    ldscript: str
+    build_dir: str
+    core_clock_hz: int
+    usart_layout_sr_dr: int
+    has_fpu: int
+    has_dwt: int
+    ack_timeout_ticks: int
+    frame_timeout_ticks: int
+    byte_timeout_ticks: int
+    flash_origin_hex: str
+    flash_bytes: int
+    ram_origin_hex: str
+    ram_bytes: int
+    min_stack_bytes: int
+    usarts: tuple[UsartContext, ...]
+    irq_handlers: tuple[IrqHandler, ...]
+    irq_vectors: tuple[str, ...]
+    n_vectors: int
+
+
+@dataclass(frozen=True)
+class LinkContext:
+    """Link ``index`` of a device: its peer and the USART it uses on the part and in QEMU."""
+
+    index: int
+    peer: str
+    peer_index: int  # -1 for the host
+    usart: str
+    pins: str
+    emu_usart: str
+    server: bool  # emulator: this side listens on the unix socket (the lower device index)
+    timeout_message: str
+
+
+@dataclass(frozen=True)
+class SubModelContext:
+    """A hosted sub-model: arena offsets (bytes) and the links its input/output use."""
+
+    index: int
+    function: str
+    input_offset: int
+    input_bytes: int
+    output_offset: int
+    output_bytes: int
+    in_link: int
+    out_link: int
+    in_peer: str
+    out_peer: str
+    is_last: bool
+    next_index: int
+
+
+@dataclass(frozen=True)
+class DeviceContext:
+    """Everything the templates of one device print."""
+
+    name: str
+    index: int
+    name_len: int
+    part_name: str
+    part_clock_note: str
+    weights_bytes: int
+    arena_bytes: int
+    send_retries: int
+    max_timing_records: int
+    links: tuple[LinkContext, ...]
+    submodels: tuple[SubModelContext, ...]
+    targets: tuple[TargetContext, ...]
+    files: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class WireContext:
+    """One physical UART pair of WIRING.md."""
+
+    a: str
+    a_usart: str
+    a_pins: str
+    b: str
+    b_usart: str
+    b_pins: str
+    carries: str
+
+
+@dataclass(frozen=True)
+class PlanContext:
+    """The render context of a whole plan (see the module docstring)."""
+
+    plan_hash: str
+    plan_hash_bytes: tuple[str, ...]
+    baud: int
+    firmware_version: int
+    first_device: str
+    last_device: str
+    devices: tuple[DeviceContext, ...]
+    wires: tuple[WireContext, ...]
+    emulated_as_f405: str
+    emulated_as_f405_count: int
+
+
+# ---------------------------------------------------------------- wiring -------------------
+def device_links(sub_devices: Sequence[int]) -> dict[int, list[int]]:
+    """Peers of every device in link order (``-1`` = host) for sub-models on ``sub_devices``.
+
+    Hops: host -> d(s0), d(s_k) -> d(s_k+1), d(s_last) -> host; each unordered endpoint pair is
+    one link. A device's first link is the source of its first sub-model's input.
+    """
+    hops = [(-1, sub_devices[0])]
+    hops += list(zip(sub_devices[:-1], sub_devices[1:], strict=True))
+    hops.append((sub_devices[-1], -1))
+    links: dict[int, list[int]] = {}
+    for a, b in hops:
+        for me, peer in ((b, a), (a, b)):  # receiver first: link 0 = first input's source
+            if me >= 0 and peer not in links.setdefault(me, []):
+                links[me].append(peer)
+    return links
+
+
+def _usart_list(part: Part) -> tuple[tuple[str, int], ...]:
+    if part.usarts:
+        return part.usarts
+    if part.usart_layout == "sr_dr":
+        return EMU_USARTS
+    raise BoardFileError(
+        f"part {part.name}: no 'usarts' in the catalog entry; add usarts = [[name, base], ...] "
+        "(ISR/RDR/TDR parts place their USARTs differently per family)"
+    )
+
+
+def _irq(part_core: str, usart: str, part_name: str) -> int:
+    table = IRQ_M0 if part_core.startswith("cortex-m0") else IRQ_M3_M7
+    if usart not in table:
+        raise BoardFileError(
+            f"part {part_name}: no IRQ number known for {usart}; list a USART from "
+            f"{sorted(table)} first in its 'usarts'"
+        )
+    return table[usart]
+
+
+def _reset_clock(part: Part) -> int:
+    if part.core == "cortex-m7" and "H7" in part.name.upper():
+        return RESET_CLOCK_HZ["cortex-m7-h7"]
+    return RESET_CLOCK_HZ["default"]
+
+
+# ---------------------------------------------------------------- targets ------------------
+def _target(
+    *,
+    emulator: bool,
+    part: Part,
+    usarts: Sequence[tuple[str, int]],
+    core: str,
+    fpu: str,
+    clock_hz: int,
+    flash: tuple[int, int],
+    ram: tuple[int, int],
+    baud: int,
+    layout: str,
+) -> TargetContext:
+    """One build target; ticks = ``seconds * f_clk`` (SysTick counts core clock cycles)."""
+    key = (core, fpu if fpu in ("fpv4-sp-d16", "fpv5-d16", "fpv5-sp-d16") else "")
+    if key not in CPU_FLAGS:
+        raise BoardFileError(f"part {part.name}: unsupported core/FPU {core}/{fpu or 'none'}")
+    ctxs = tuple(
+        UsartContext(name, f"0x{base:08X}", _irq(core, name, part.name), round(clock_hz / baud))
+        for name, base in usarts
+    )
+    handlers = _irq_handlers(ctxs)
+    n_irq = max(u.irq for u in ctxs) + 1
+    by_irq = {h.irq: h.name for h in handlers}
+    what = "QEMU netduinoplus2 (STM32F405)" if emulator else part.name
+    return TargetContext(
+        emulator_flag=int(emulator),
+        description=f"{what}: {core}, {clock_hz} Hz, {layout} USARTs",
+        part_name="STM32F405 (QEMU netduinoplus2)" if emulator else part.name,
+        cpu_flags=CPU_FLAGS[key],
+        ldscript="emulator.ld" if emulator else "part.ld",
+        build_dir="emulator" if emulator else "part",
+        core_clock_hz=clock_hz,
+        usart_layout_sr_dr=int(layout == "sr_dr"),
+        has_fpu=int(key[1] != ""),
+        has_dwt=int(core in ("cortex-m3", "cortex-m4", "cortex-m7")),
+        ack_timeout_ticks=int(ACK_TIMEOUT_S * clock_hz),
+        frame_timeout_ticks=int(FRAME_TIMEOUT_S * clock_hz),
+        byte_timeout_ticks=int(BYTE_TIMEOUT_S * clock_hz),
+        flash_origin_hex=f"0x{flash[0]:08X}",
+        flash_bytes=flash[1],
+        ram_origin_hex=f"0x{ram[0]:08X}",
+        ram_bytes=ram[1],
+        min_stack_bytes=MIN_STACK_BYTES,
+        usarts=ctxs,
+        irq_handlers=handlers,
+        irq_vectors=tuple(by_irq.get(i, "Default_Handler") for i in range(n_irq)),
+        n_vectors=16 + n_irq,
+    )
+
+
+def _irq_handlers(usarts: Sequence[UsartContext]) -> tuple[IrqHandler, ...]:
+    by_irq: dict[int, list[int]] = {}
+    for k, u in enumerate(usarts):
+        by_irq.setdefault(u.irq, []).append(k)
+    return tuple(IrqHandler(f"irq{irq}_Handler", irq, tuple(ls)) for irq, ls in by_irq.items())
+
+
+def _part_ram(part: Part) -> tuple[int, int]:
+    if part.ram_regions:
+        _name, origin, size = part.ram_regions[0]
+        return origin, size
+    return 0x2000_0000, int(part.ram_kib * 1024)
+
+
+# ---------------------------------------------------------------- context ------------------
+def build_plan_context(
+    devices: Sequence[DeviceSpec],
+    sub_devices: Sequence[int],
+    plan_hash: str,
+    *,
+    baud: int = 115200,
+) -> PlanContext:
+    """The render context of a plan.
+
+    ``sub_devices[k]`` is the device index of sub-model ``k`` (plan order); ``devices`` are the
+    devices that host at least one sub-model (others get no firmware).
+    """
+    links = device_links(sub_devices)
+    by_index = {d.index: d for d in devices}
+    names = {d.index: d.name for d in devices} | {-1: HOST}
+    dev_ctx = tuple(
+        _device_context(d, links[d.index], sub_devices, names, baud)
+        for d in devices
+        if d.index in links
+    )
+    others = sorted({d.part.name for d in devices if "F405" not in d.part.name.upper()})
+    return PlanContext(
+        plan_hash=plan_hash,
+        plan_hash_bytes=tuple(plan_hash[i : i + 2] for i in range(0, 16, 2)),
+        baud=baud,
+        firmware_version=FIRMWARE_VERSION,
+        first_device=names[sub_devices[0]],
+        last_device=names[sub_devices[-1]],
+        devices=dev_ctx,
+        wires=_wires(dev_ctx, by_index, sub_devices, names),
+        emulated_as_f405=", ".join(others),
+        emulated_as_f405_count=len(others),
+    )
+
+
+def _device_context(
+    d: DeviceSpec,
+    peers: Sequence[int],
+    sub_devices: Sequence[int],
+    names: Mapping[int, str],
+    baud: int,
+) -> DeviceContext:
+    usarts = _usart_list(d.part)
+    if len(peers) > min(len(usarts), len(EMU_USARTS)):
+        raise BoardFileError(
+            f"device {d.name}: needs {len(peers)} UART links but part {d.part.name} lists "
+            f"{len(usarts)} USARTs; host fewer non-adjacent sub-models on it"
+        )
+    link_ctx = tuple(
+        LinkContext(
+            index=k,
+            peer=names[p],
+            peer_index=p,
+            usart=usarts[k][0],
+            pins=PINS.get(usarts[k][0], "see datasheet"),
+            emu_usart=EMU_USARTS[k][0],
+            server=p >= 0 and d.index < p,
+            timeout_message=f"{d.name}: no answer from {names[p]} on link {k} "
+            f"({usarts[k][0]}) after {SEND_RETRIES} tries",
+        )
+        for k, p in enumerate(peers)
+    )
+    subs = tuple(_sub_context(d, row, peers, sub_devices, names) for row in d.submodels)
+    ram = _part_ram(d.part)
+    part_t = _target(
+        emulator=False,
+        part=d.part,
+        usarts=usarts[: len(peers)],
+        core=d.part.core,
+        fpu=d.part.fpu,
+        clock_hz=_reset_clock(d.part),
+        flash=(d.part.flash_origin, int(d.part.flash_kib * 1024)),
+        ram=ram,
+        baud=baud,
+        layout=d.part.usart_layout,
+    )
+    emu_t = _target(
+        emulator=True,
+        part=d.part,
+        usarts=EMU_USARTS[: len(peers)],
+        core="cortex-m4",
+        fpu="fpv4-sp-d16",
+        clock_hz=EMU_CLOCK_HZ,
+        flash=EMU_FLASH,
+        ram=EMU_RAM,
+        baud=baud,
+        layout="sr_dr",
+    )
+    return DeviceContext(
+        name=d.name,
+        index=d.index,
+        name_len=len(d.name.encode()),
+        part_name=d.part.name,
+        part_clock_note=f"{_reset_clock(d.part)} Hz internal oscillator",
+        weights_bytes=d.weights_bytes,
+        arena_bytes=d.arena_bytes,
+        send_retries=SEND_RETRIES,
+        max_timing_records=MAX_TIMING_RECORDS,
+        links=link_ctx,
+        submodels=subs,
+        targets=(part_t, emu_t),
+        files=dict(d.files),
+    )
+
+
+def _sub_context(
+    d: DeviceSpec,
+    row: tuple[int, int, int, int, int],
+    peers: Sequence[int],
+    sub_devices: Sequence[int],
+    names: Mapping[int, str],
+) -> SubModelContext:
+    k, in_off, in_b, out_off, out_b = row
+    if sub_devices[k] != d.index:
+        raise ValueError(f"sub-model {k} is on device {sub_devices[k]}, not {d.name}")
+    src = sub_devices[k - 1] if k > 0 else -1
+    last = k == len(sub_devices) - 1
+    dst = -1 if last else sub_devices[k + 1]
+    return SubModelContext(
+        index=k,
+        function=f"sm_{k:02d}",
+        input_offset=in_off,
+        input_bytes=in_b,
+        output_offset=out_off,
+        output_bytes=out_b,
+        in_link=peers.index(src),
+        out_link=peers.index(dst),
+        in_peer=names[src],
+        out_peer=names[dst],
+        is_last=last,
+        next_index=k if last else k + 1,
+    )
+
+
+def _wires(
+    devs: Sequence[DeviceContext],
+    by_index: Mapping[int, DeviceSpec],
+    sub_devices: Sequence[int],
+    names: Mapping[int, str],
+) -> tuple[WireContext, ...]:
+    """One row per UART pair; the host (or the lower device index) is side ``a``."""
+    ctx = {d.index: d for d in devs}
+    rows: list[WireContext] = []
+    for d in devs:
+        for ln in d.links:
+            if ln.peer_index >= 0 and ln.peer_index < d.index:
+                continue
+            other = ctx.get(ln.peer_index)
+            back = next(x for x in other.links if x.peer_index == d.index) if other else None
+            carries = _carries(d.index, ln.peer_index, sub_devices)
+            if ln.peer_index < 0:
+                rows.append(
+                    WireContext(HOST, "USB-serial", "-", d.name, ln.usart, ln.pins, carries)
+                )
+            else:
+                assert back is not None
+                rows.append(
+                    WireContext(
+                        d.name, ln.usart, ln.pins, back.peer, back.usart, back.pins, carries
+                    )
+                )
+    return tuple(rows)
+
+
+def _carries(a: int, b: int, sub_devices: Sequence[int]) -> str:
+    ends = [-1, *sub_devices, -1]
+    flows = [
+        f"input of sub-model {k}" if k < len(sub_devices) else "result"
+        for k in range(len(ends) - 1)
+        if {ends[k], ends[k + 1]} == {a, b}
+    ]
+    return "; ".join(flows)
+
+
+# ---------------------------------------------------------------- rendering ----------------
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def render_device(env: jinja2.Environment, plan: PlanContext, dev: DeviceContext) -> dict[str, str]:
+    """All files of one device's project by relative path."""
+    files = {
+        "config.h": env.get_template("config.h.j2").render(plan=plan, device=dev),
+        "main.c": env.get_template("main.c.j2").render(plan=plan, device=dev),
+        "startup.c": env.get_template("startup.c.j2").render(plan=plan, device=dev),
+        "Makefile": env.get_template("Makefile.j2").render(plan=plan, device=dev),
+    }
+    for t in dev.targets:
+        files[t.ldscript] = env.get_template("link.ld.j2").render(t=t)
+    for name in STATIC_FILES:
+        files[name] = (TEMPLATES / name).read_text()
+    for p in sorted((TEMPLATES / "kernels").glob("*.[ch]")):
+        files[f"kernels/{p.name}"] = p.read_text()
+    files.update(dev.files)
+    return files
+
+
+def wiring_json(plan: PlanContext) -> dict[str, object]:
+    """What ``splitter emulate`` / ``run`` read: devices, links, sub-model placement."""
+    return {
+        "plan_hash": plan.plan_hash,
+        "baud": plan.baud,
+        "first_device": plan.first_device,
+        "last_device": plan.last_device,
+        "emulated_as_f405": plan.emulated_as_f405,
+        "devices": [
+            {
+                "name": d.name,
+                "index": d.index,
+                "part": d.part_name,
+                "weights_bytes": d.weights_bytes,
+                "arena_bytes": d.arena_bytes,
+                "links": [asdict(ln) for ln in d.links],
+                "submodels": [asdict(s) for s in d.submodels],
+            }
+            for d in plan.devices
+        ],
+    }
+
+
+def render_firmware(out_dir: str | Path, plan: PlanContext) -> Path:
+    """Write ``out_dir/firmware`` (every device project, WIRING.md, wiring.json) atomically.
+
+    Everything is rendered in memory first; a template error leaves no half-written project.
+    Returns the firmware directory.
+    """
+    env = _env()
+    rendered = {
+        f"{d.name}/{k}": v for d in plan.devices for k, v in render_device(env, plan, d).items()
+    }
+    rendered["WIRING.md"] = env.get_template("WIRING.md.j2").render(plan=plan)
+    rendered["wiring.json"] = json.dumps(wiring_json(plan), indent=2) + "\n"
+    out = Path(out_dir)
+    final = out / "firmware"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".firmware-", dir=out))
+        for rel, text in rendered.items():
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / rel).write_text(text)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    except OSError as exc:
+        raise OutputError(f"{final}: cannot write the firmware projects ({exc}); check the path")
+    return final

@@ -1,0 +1,158 @@
+"""Build the firmware projects with arm-none-eabi-gcc and compare the ELF with the plan.
+
+Per device, the ELF's ``.weights`` section is the weights (FLASH estimate, must match exactly)
+and ``.arena`` is the activation arena (RAM estimate, must match exactly); the rest of flash
+(``.isr_vector``, ``.text``, ``.rodata``, ``.data`` load image) is code overhead and the rest of
+RAM (``.data``, ``.bss``, the minimum stack) is runtime overhead, reported separately.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from elftools.elf.elffile import ELFFile
+
+from splitter.errors import InfeasibleError, InputFileError, ToolchainError, ValidationError
+
+GCC = "arm-none-eabi-gcc"
+TOOLCHAIN_INSTALL = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi"
+FLASH_CODE_SECTIONS = (".isr_vector", ".text", ".rodata", ".ARM.exidx", ".data")
+RAM_RUNTIME_SECTIONS = (".data", ".bss")
+MIN_STACK_BYTES = 2048
+
+
+@dataclass(frozen=True)
+class DeviceBuild:
+    """Estimated and built sizes of one device (bytes)."""
+
+    device: str
+    part: str
+    elf: Path
+    weights_estimate: int
+    weights_actual: int
+    arena_estimate: int
+    arena_actual: int
+    code_bytes: int  # flash besides the weights
+    runtime_ram_bytes: int  # RAM besides the arena: .data + .bss + minimum stack
+    flash_capacity: int
+    ram_capacity: int
+
+    @property
+    def flash_total(self) -> int:
+        """Weights + code: what the part's flash must hold."""
+        return self.weights_actual + self.code_bytes
+
+    @property
+    def ram_total(self) -> int:
+        """Arena + runtime RAM (including the minimum stack)."""
+        return self.arena_actual + self.runtime_ram_bytes
+
+
+def require_toolchain() -> str:
+    """Path of arm-none-eabi-gcc, or :class:`ToolchainError` with the install command."""
+    path = shutil.which(GCC)
+    if path is None or shutil.which("make") is None:
+        raise ToolchainError(f"{GCC} (or make) not found; install it: {TOOLCHAIN_INSTALL}")
+    return path
+
+
+def run_make(device_dir: Path, *, emulator: bool = False) -> Path:
+    """``make [EMULATOR=1]`` in a device project; returns the ELF path."""
+    require_toolchain()
+    if not (device_dir / "Makefile").exists():
+        raise InputFileError(f"{device_dir}/Makefile: missing; re-run `splitter compile`")
+    args = ["make", "-s", "-C", str(device_dir), f"EMULATOR={int(emulator)}"]
+    proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        err = (proc.stderr or proc.stdout).strip().splitlines()
+        first = next((ln for ln in err if "error" in ln.lower()), err[-1] if err else "")
+        raise ToolchainError(
+            f"{device_dir}: make {'EMULATOR=1 ' if emulator else ''}failed: {first}"
+        )
+    return device_dir / "build" / ("emulator" if emulator else "part") / "firmware.elf"
+
+
+def section_sizes(elf: Path) -> dict[str, int]:
+    """Allocated section sizes of an ELF by name (pyelftools)."""
+    with elf.open("rb") as fh:
+        ef = ELFFile(fh)
+        return {
+            s.name: int(s["sh_size"])
+            for s in ef.iter_sections()
+            if int(s["sh_flags"]) & 0x2  # SHF_ALLOC
+        }
+
+
+def measure(device: dict[str, Any], elf: Path, capacities: tuple[int, int]) -> DeviceBuild:
+    """Compare one device's ELF with its estimates (``wiring.json`` device entry)."""
+    sizes = section_sizes(elf)
+    code = sum(sizes.get(s, 0) for s in FLASH_CODE_SECTIONS)
+    runtime = sum(sizes.get(s, 0) for s in RAM_RUNTIME_SECTIONS) + MIN_STACK_BYTES
+    return DeviceBuild(
+        device=device["name"],
+        part=device["part"],
+        elf=elf,
+        weights_estimate=int(device["weights_bytes"]),
+        weights_actual=sizes.get(".weights", 0),
+        arena_estimate=int(device["arena_bytes"]),
+        arena_actual=sizes.get(".arena", 0),
+        code_bytes=code,
+        runtime_ram_bytes=runtime,
+        flash_capacity=capacities[0],
+        ram_capacity=capacities[1],
+    )
+
+
+def _capacities(device_dir: Path) -> tuple[int, int]:
+    """FLASH and RAM lengths from the device's part linker script."""
+    text = (device_dir / "part.ld").read_text()
+    found: dict[str, int] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if parts and parts[0] in ("FLASH", "RAM") and "LENGTH" in line:
+            found[parts[0]] = int(line.rsplit("=", 1)[1].strip())
+    return found["FLASH"], found["RAM"]
+
+
+def check(build: DeviceBuild) -> None:
+    """Fail when the build disagrees with the estimate or overflows the part."""
+    if build.weights_actual != build.weights_estimate:
+        raise ValidationError(
+            f"{build.elf}: .weights is {build.weights_actual} B but the plan estimates "
+            f"{build.weights_estimate} B for device {build.device}; regenerate with `splitter compile`"
+        )
+    arena_rounded = (build.arena_estimate + 3) // 4 * 4
+    if build.arena_actual != arena_rounded:
+        raise ValidationError(
+            f"{build.elf}: .arena is {build.arena_actual} B but the plan estimates "
+            f"{build.arena_estimate} B for device {build.device}; regenerate with `splitter compile`"
+        )
+    if build.flash_total > build.flash_capacity or build.ram_total > build.ram_capacity:
+        raise InfeasibleError(
+            f"device {build.device} ({build.part}): needs {build.flash_total} B flash / "
+            f"{build.ram_total} B RAM (code and stack included), part has "
+            f"{build.flash_capacity} / {build.ram_capacity} B; plan with a larger reserve"
+        )
+
+
+def build_all(out_dir: Path, *, emulator: bool = True) -> list[DeviceBuild]:
+    """Build every device (and its emulator variant), measure and check each."""
+    fw = Path(out_dir) / "firmware"
+    wiring_path = fw / "wiring.json"
+    if not wiring_path.exists():
+        raise InputFileError(f"{wiring_path}: missing; run `splitter compile` first")
+    wiring = json.loads(wiring_path.read_text())
+    require_toolchain()
+    builds = []
+    for dev in wiring["devices"]:
+        ddir = fw / dev["name"]
+        elf = run_make(ddir)
+        if emulator:
+            run_make(ddir, emulator=True)
+        builds.append(measure(dev, elf, _capacities(ddir)))
+    return builds

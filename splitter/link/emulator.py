@@ -1,0 +1,227 @@
+"""Boot one QEMU ``netduinoplus2`` (STM32F405) per device and wire them as WIRING.md says.
+
+The n-th link of a device is its firmware's n-th USART, which is QEMU's n-th ``-serial``
+(USART1, USART2, USART3, UART4, UART5, USART6; see ../shared/notes/emulated-stm32.md).
+Board-to-board links are unix-socket chardevs (the lower device index listens); a host link is
+``-serial tcp:127.0.0.1:PORT,server=on,wait=on,nodelay=on`` and the host connects with
+pyserial's ``socket://`` URL. Parts other than the F405 run as an F405 with the plan's own code
+(the firmware's EMULATOR=1 build), which every report says.
+
+:class:`Emulation` is a context manager: every QEMU it starts is killed by PID on exit, also
+on error and Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from splitter.errors import InputFileError, LinkError, ToolchainError
+
+QEMU = "qemu-system-arm"
+QEMU_INSTALL = "apt-get install --no-install-recommends qemu-system-arm"
+MACHINE = "netduinoplus2"
+ELF = Path("build/emulator/firmware.elf")
+START_TIMEOUT_S = 10.0
+
+
+@dataclass
+class EmulatedDevice:
+    """One running QEMU: its device, process and host endpoint (if it faces the host)."""
+
+    name: str
+    index: int
+    part: str
+    process: subprocess.Popen[bytes]
+    command: list[str]
+    endpoint: str | None = None
+    log: Path | None = None
+
+
+@dataclass
+class Emulation:
+    """``with Emulation(out_dir, icount=True) as emu: emu.endpoints -> {device: url}``.
+
+    ``build=True`` runs ``make EMULATOR=1`` for a device whose emulator ELF is missing.
+    """
+
+    out_dir: Path | str
+    icount: bool = True
+    build: bool = True
+    devices: list[EmulatedDevice] = field(default_factory=list)
+    wiring: dict[str, Any] = field(default_factory=dict)
+    _tmp: Path | None = None
+
+    # -- public API ------------------------------------------------------------------------
+    @property
+    def endpoints(self) -> dict[str, str]:
+        """Host-facing endpoints by device name (``socket://127.0.0.1:PORT``)."""
+        return {d.name: d.endpoint for d in self.devices if d.endpoint}
+
+    @property
+    def pids(self) -> list[int]:
+        """PIDs of every QEMU this emulation started."""
+        return [d.process.pid for d in self.devices]
+
+    @property
+    def note(self) -> str:
+        """The sentence every report prints about non-F405 parts."""
+        others = self.wiring.get("emulated_as_f405", "")
+        base = f"emulated on QEMU {MACHINE} (STM32F405)"
+        return f"{base}; {others} emulated as an F405 with the plan's own code" if others else base
+
+    def __enter__(self) -> Emulation:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Build if needed, then start every QEMU in device order (servers before clients)."""
+        qemu = shutil.which(QEMU)
+        if qemu is None:
+            raise ToolchainError(f"{QEMU} not found; install it: {QEMU_INSTALL}")
+        fw = Path(self.out_dir) / "firmware"
+        self.wiring = load_wiring(fw)
+        self._tmp = Path(tempfile.mkdtemp(prefix="splitter-emu-"))
+        for dev in self.wiring["devices"]:
+            elf = fw / dev["name"] / ELF
+            if self.build and not elf.exists():
+                build_emulator_elf(fw / dev["name"])
+            if not elf.exists():
+                raise InputFileError(f"{elf}: missing; run `splitter build {self.out_dir}`")
+            self.devices.append(self._start_one(qemu, dev, elf))
+
+    def stop(self) -> None:
+        """Kill every QEMU started here, by PID, and wait for each to exit."""
+        for d in self.devices:
+            if d.process.poll() is None:
+                d.process.kill()
+        for d in self.devices:
+            try:
+                d.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # pragma: no cover - kill cannot be ignored
+                pass
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    def check_alive(self) -> None:
+        """Raise :class:`LinkError` naming a device whose QEMU exited."""
+        for d in self.devices:
+            rc = d.process.poll()
+            if rc is not None:
+                tail = d.log.read_text()[-300:] if d.log and d.log.exists() else ""
+                raise LinkError(f"emulated device {d.name}: QEMU exited with code {rc}: {tail}")
+
+    # -- internals ---------------------------------------------------------------------------
+    def _start_one(self, qemu: str, dev: dict[str, Any], elf: Path) -> EmulatedDevice:
+        assert self._tmp is not None
+        cmd = [qemu, "-M", MACHINE, "-display", "none", "-monitor", "none", "-nodefaults"]
+        if self.icount:
+            cmd += ["-icount", "shift=0"]
+        cmd += ["-kernel", str(elf)]
+        endpoint = None
+        wait_for: list[Path] = []
+        for link in dev["links"]:
+            if link["peer_index"] < 0:
+                port = free_port()
+                cmd += ["-serial", f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on"]
+                endpoint = f"socket://127.0.0.1:{port}"
+                continue
+            a, b = sorted((dev["index"], link["peer_index"]))
+            sock = self._tmp / f"l{a}-{b}.sock"
+            cid = f"l{link['index']}"
+            if link["server"]:
+                cmd += ["-chardev", f"socket,id={cid},path={sock},server=on,wait=off"]
+            else:
+                wait_for.append(sock)
+                cmd += ["-chardev", f"socket,id={cid},path={sock},reconnect=1"]
+            cmd += ["-serial", f"chardev:{cid}"]
+        for sock in wait_for:
+            _wait_path(sock, dev["name"])
+        log = self._tmp / f"{dev['name']}.log"
+        with log.open("wb") as fh:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fh, stderr=fh)
+        emu = EmulatedDevice(dev["name"], dev["index"], dev["part"], proc, cmd, endpoint, log)
+        self.devices.append(emu)
+        _wait_started(emu, endpoint)
+        self.devices.pop()
+        return emu
+
+
+def load_wiring(firmware_dir: Path) -> dict[str, Any]:
+    """``OUT/firmware/wiring.json`` (written by ``codegen.firmware.render_firmware``)."""
+    path = firmware_dir / "wiring.json"
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputFileError(f"{path}: missing; run `splitter compile` first") from None
+    except json.JSONDecodeError as exc:
+        raise InputFileError(f"{path}: not valid JSON ({exc}); re-run `splitter compile`") from None
+    return data
+
+
+def build_emulator_elf(device_dir: Path) -> None:
+    """``make EMULATOR=1`` in one device project."""
+    from splitter.link.build import run_make
+
+    run_make(device_dir, emulator=True)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_path(path: Path, device: str) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise LinkError(f"emulated device {device}: peer socket {path} never appeared")
+        time.sleep(0.01)
+
+
+def _wait_started(emu: EmulatedDevice, endpoint: str | None) -> None:
+    """Wait until QEMU listens on its TCP endpoint (or its sockets exist); fail if it exits."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        rc = emu.process.poll()
+        if rc is not None:
+            tail = emu.log.read_text()[-400:] if emu.log else ""
+            raise LinkError(f"emulated device {emu.name}: QEMU exited with code {rc}: {tail}")
+        if endpoint is None or _listening(endpoint):
+            return
+        time.sleep(0.02)
+    raise LinkError(f"emulated device {emu.name}: QEMU did not open {endpoint} in time")
+
+
+def _listening(endpoint: str) -> bool:
+    """Whether a TCP server listens (QEMU's -serial tcp server=on) on the endpoint's port."""
+    host, port = endpoint.removeprefix("socket://").rsplit(":", 1)
+    try:
+        out = Path("/proc/net/tcp").read_text()
+    except OSError:
+        return True
+    want = f":{int(port):04X} "
+    return any(want in line and line.split()[3] == "0A" for line in out.splitlines()[1:])

@@ -1,0 +1,237 @@
+"""Host side of the link: a reliable frame session per serial endpoint, and one inference.
+
+:class:`HostLink` wraps a pyserial port (``/dev/ttyUSB0`` or ``socket://127.0.0.1:PORT``) with
+the stop-and-wait ARQ of docs/protocol.md: every data frame is retransmitted until ACKed (NACK
+or timeout), received data frames are ACKed (duplicates re-ACKed and dropped), CRC errors are
+NACKed. Nothing here blocks longer than its timeout: a silent board raises :class:`LinkError`
+naming it.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import serial
+
+from splitter.errors import LinkError
+from splitter.link import protocol as P
+
+ACK_TIMEOUT_S = 1.0
+RETRIES = 8
+PING_TIMEOUT_S = 0.3
+
+
+@dataclass
+class Timing:
+    """Cycles one device spent in one sub-model (from TIMING frames)."""
+
+    submodel: int
+    device: int
+    cycles: int
+
+
+@dataclass
+class InferenceResult:
+    """Output tensor bytes, per sub-model cycles and the wall time of the exchange."""
+
+    data: bytes
+    timings: list[Timing] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+class HostLink:
+    """One serial endpoint to one device, speaking the splitter frame protocol."""
+
+    def __init__(
+        self,
+        url: str,
+        device: str,
+        *,
+        baud: int = 115200,
+        ack_timeout: float = ACK_TIMEOUT_S,
+        retries: int = RETRIES,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        self.url, self.device = url, device
+        self.ack_timeout, self.retries, self.log = ack_timeout, retries, log
+        try:
+            self.port = serial.serial_for_url(url, baudrate=baud, timeout=0.02)
+        except (serial.SerialException, OSError, ValueError) as exc:
+            raise LinkError(f"{url}: cannot open the port of device {device} ({exc})") from None
+        sock = getattr(self.port, "_socket", None)
+        if isinstance(sock, socket.socket):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._decoder = P.FrameDecoder()
+        self._pending: deque[tuple[str, P.Frame]] = deque()
+        self._inbox: deque[P.Frame] = deque()
+        self._tx_seq = 0
+        self._rx_seq: int | None = None
+
+    def close(self) -> None:
+        """Close the port."""
+        self.port.close()
+
+    def __enter__(self) -> HostLink:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- raw frames ------------------------------------------------------------------------
+    def _write(self, frame: P.Frame) -> None:
+        if self.log:
+            self.log(f"-> {self.device} {frame.name} seq={frame.seq} len={len(frame.payload)}")
+        try:
+            self.port.write(frame.encode())
+        except (serial.SerialException, OSError) as exc:
+            raise LinkError(f"{self.url}: write to device {self.device} failed ({exc})") from None
+
+    def _next_raw(self, deadline: float) -> tuple[str, P.Frame] | None:
+        """The next decoded ``(status, frame)`` or ``None`` at the deadline."""
+        while not self._pending:
+            if time.monotonic() >= deadline:
+                return None
+            try:
+                data = self.port.read(max(1, self.port.in_waiting))
+            except (serial.SerialException, OSError) as exc:
+                raise LinkError(f"{self.url}: device {self.device} link failed ({exc})") from None
+            if data:
+                self._pending.extend(self._decoder.feed(data))
+        status, frame = self._pending.popleft()
+        if self.log:
+            self.log(f"<- {self.device} {frame.name} seq={frame.seq} len={len(frame.payload)}"
+                     + (" CRC ERROR" if status == "bad" else ""))
+        return status, frame
+
+    # -- ping ------------------------------------------------------------------------------
+    def ping(self, timeout: float = 10.0) -> P.Pong:
+        """PING until a PONG arrives (the board may still be booting); resets its seq state."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self._write(P.Frame(P.FrameType.PING, 0))
+            wait = min(deadline, time.monotonic() + PING_TIMEOUT_S)
+            while (got := self._next_raw(wait)) is not None:
+                status, frame = got
+                if status == "ok" and frame.type == P.FrameType.PONG:
+                    try:
+                        return P.decode_pong(frame.payload)
+                    except ValueError as exc:
+                        raise LinkError(
+                            f"{self.url}: device {self.device} answered a malformed PONG ({exc})"
+                        ) from None
+        raise LinkError(
+            f"{self.url}: device {self.device} does not answer PING within {timeout:.0f} s; "
+            "check the port, the wiring and that its firmware is flashed"
+        )
+
+    # -- reliable send / receive -------------------------------------------------------------
+    def send(self, ftype: int, payload: bytes) -> None:
+        """Send one data frame, retransmitting on NACK or timeout until ACKed."""
+        self._tx_seq = (self._tx_seq + 1) & 0xFF
+        frame = P.Frame(ftype, self._tx_seq, payload)
+        for _attempt in range(self.retries):
+            self._write(frame)
+            deadline = time.monotonic() + self.ack_timeout
+            while (got := self._next_raw(deadline)) is not None:
+                status, reply = got
+                if status == "bad":
+                    continue
+                if reply.type == P.FrameType.ACK and reply.seq == frame.seq:
+                    return
+                if reply.type == P.FrameType.NACK and reply.seq == frame.seq:
+                    break
+                self._absorb(reply)
+        raise LinkError(
+            f"{self.url}: device {self.device} did not acknowledge {frame.name} after "
+            f"{self.retries} tries of {self.ack_timeout:.1f} s"
+        )
+
+    def _absorb(self, frame: P.Frame) -> None:
+        """A data frame arriving out of turn: ACK it and keep it (re-ACK duplicates)."""
+        if frame.type in P.UNACKED:
+            return
+        self._write(P.Frame(P.FrameType.ACK, frame.seq))
+        if frame.seq != self._rx_seq:
+            self._rx_seq = frame.seq
+            self._inbox.append(frame)
+
+    def receive(self, timeout: float) -> P.Frame:
+        """The next data frame (ACKed; CRC errors NACKed), or :class:`LinkError` at timeout."""
+        deadline = time.monotonic() + timeout
+        while not self._inbox:
+            got = self._next_raw(deadline)
+            if got is None:
+                raise LinkError(
+                    f"{self.url}: device {self.device} sent nothing for {timeout:.1f} s "
+                    "(it stopped answering)"
+                )
+            status, frame = got
+            if status == "bad":
+                self._write(P.Frame(P.FrameType.NACK, frame.seq))
+            else:
+                self._absorb(frame)
+        frame = self._inbox.popleft()
+        if frame.type == P.FrameType.ERROR:
+            raise LinkError(f"device error reported via {self.device}: {decode_error(frame)}")
+        return frame
+
+
+def decode_error(frame: P.Frame) -> str:
+    """Text of an ERROR frame: code, device index, argument, message."""
+    p = frame.payload
+    if len(p) < 4:
+        return "malformed ERROR frame"
+    return f"{p[4:].decode('utf-8', 'replace')} (code {p[0]}, device {p[1]}, arg {p[2]})"
+
+
+def send_tensor(link: HostLink, submodel: int, data: bytes) -> None:
+    """An empty TIMING, then the tensor as TENSOR chunks for ``submodel``."""
+    link.send(P.FrameType.TIMING, b"")
+    for payload in P.chunk_payloads(submodel, data):
+        link.send(P.FrameType.TENSOR, payload)
+
+
+def receive_result(link: HostLink, nbytes: int, timeout: float) -> tuple[bytes, list[Timing]]:
+    """TIMING then RESULT chunks from the last device, reassembled."""
+    buf = bytearray(nbytes)
+    got = 0
+    timings: list[Timing] = []
+    deadline = time.monotonic() + timeout
+    while got < nbytes or nbytes == 0:
+        frame = link.receive(max(0.01, deadline - time.monotonic()))
+        if frame.type == P.FrameType.TIMING:
+            timings = [Timing(*rec) for rec in P.decode_timing(frame.payload)]
+        elif frame.type == P.FrameType.RESULT:
+            chunk = P.decode_chunk(frame.payload)
+            if chunk.total != nbytes or chunk.offset + len(chunk.data) > nbytes:
+                raise LinkError(
+                    f"device {link.device}: RESULT of {chunk.total} B, expected {nbytes} B; "
+                    "the board runs a different plan"
+                )
+            buf[chunk.offset : chunk.offset + len(chunk.data)] = chunk.data
+            got += len(chunk.data)
+            if nbytes == 0:
+                break
+    return bytes(buf), timings
+
+
+def infer(
+    links: Sequence[HostLink],
+    first: str,
+    last: str,
+    x: np.ndarray,
+    out_bytes: int,
+    *,
+    timeout: float = 60.0,
+) -> InferenceResult:
+    """Send ``x`` to device ``first``, return the RESULT of device ``last`` (little-endian)."""
+    by_name = {ln.device: ln for ln in links}
+    t0 = time.monotonic()
+    send_tensor(by_name[first], 0, np.ascontiguousarray(x).astype("<f4").tobytes())
+    data, timings = receive_result(by_name[last], out_bytes, timeout)
+    return InferenceResult(data, timings, time.monotonic() - t0)
