@@ -88,8 +88,8 @@ def model_opset(model: onnx.ModelProto, path: Path) -> int:
     return opset
 
 
-def check_graph(model: onnx.ModelProto, path: Path) -> None:
-    """Reject empty graphs and run ``onnx.checker.check_model``."""
+def check_nonempty(model: onnx.ModelProto, path: Path) -> None:
+    """Reject graphs without nodes, inputs or outputs."""
     graph = model.graph
     if not graph.node:
         raise InputFileError(f"{path}: graph '{graph.name}' has no nodes; export the model again")
@@ -98,6 +98,10 @@ def check_graph(model: onnx.ModelProto, path: Path) -> None:
         raise InputFileError(
             f"{path}: graph '{graph.name}' has no inputs or no outputs; export the model again"
         )
+
+
+def check_model(model: onnx.ModelProto, path: Path) -> None:
+    """``onnx.checker.check_model`` (after input-shape overrides, which may complete inputs)."""
     try:
         onnx.checker.check_model(model)
     except Exception as exc:  # onnx.checker.ValidationError and friends
@@ -298,10 +302,11 @@ def load_onnx(path: Path, *, input_shapes: Mapping[str, tuple[int, ...]] | None 
     path = Path(path)
     model = read_model(path)
     model_opset(model, path)
-    check_graph(model, path)
     nodes = read_nodes(model.graph)
+    check_nonempty(model, path)
     check_supported(nodes, {i.name for i in model.graph.initializer}, path)
     apply_input_shapes(model, input_shapes or {}, path)
+    check_model(model, path)
     ctx = make_context(model, infer(model, path), path)
     ops = build_ops(model, nodes, ctx, path)
     inputs, outputs = _graph_io(model)

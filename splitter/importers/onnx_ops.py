@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from splitter.errors import ShapeError
 from splitter.importers.onnx_nodes import ImportContext, OnnxNode, Unsupported
 from splitter.ir import Op
 
@@ -95,6 +96,15 @@ def explicit_pads(
     return (begins[0], begins[1], ends[0], ends[1])
 
 
+def check_features(node: OnnxNode, ctx: ImportContext, x: str, got: int, want: int) -> None:
+    """ShapeError when input ``x`` has ``got`` channels/features but the weights need ``want``."""
+    if got != want:
+        raise ShapeError(
+            f"{ctx.path}: {node.label}: input '{x}' has {got} channels/features but the weights "
+            f"expect {want}; fix --input-shape or the model"
+        )
+
+
 def _spatial(node: OnnxNode, ctx: ImportContext, x: str) -> tuple[int, int]:
     """``(H, W)`` of an NCHW input; only 2-D spatial ops are supported."""
     shape = ctx.shape(x)
@@ -111,6 +121,8 @@ def conv(node: OnnxNode, ctx: ImportContext) -> list[Op]:
     kernel = tuple(int(k) for k in node.attr("kernel_shape", w.shape[2:]))
     strides = tuple(int(s) for s in node.attr("strides", (1, 1)))
     dilations = tuple(int(d) for d in node.attr("dilations", (1, 1)))
+    groups = int(node.attr("group", 1))
+    check_features(node, ctx, x, ctx.shape(x)[1], w.shape[1] * groups)
     weights = {"W": w}
     if node.input(2):
         weights["B"] = ctx.const(node.inputs[2]).reshape(-1)
@@ -119,7 +131,7 @@ def conv(node: OnnxNode, ctx: ImportContext) -> list[Op]:
         "strides": strides,
         "pads": explicit_pads(node, in_hw, kernel, strides, dilations),
         "dilations": dilations,
-        "groups": int(node.attr("group", 1)),
+        "groups": groups,
         "act": None,
     }
     return make_op(node, "conv2d", (x,), attrs, weights)
@@ -237,6 +249,7 @@ def gemm(node: OnnxNode, ctx: ImportContext) -> list[Op]:
     w = b if int(node.attr("transB", 0)) else b.T
     if alpha != 1.0:
         w = w * np.asarray(alpha, dtype=w.dtype)
+    check_features(node, ctx, a, ctx.shape(a)[-1], w.shape[1])
     weights = {"W": np.ascontiguousarray(w)}
     if node.input(2):
         c = ctx.const(node.inputs[2])
@@ -260,6 +273,7 @@ def matmul(node: OnnxNode, ctx: ImportContext) -> list[Op]:
     w = ctx.const(b)
     if w.ndim != 2:
         raise Unsupported(f"constant right operand of rank {w.ndim} (need 2-D)")
+    check_features(node, ctx, a, ctx.shape(a)[-1], w.shape[0])
     return make_op(node, "dense", (a,), {"act": None}, {"W": np.ascontiguousarray(w.T)})
 
 

@@ -1,0 +1,160 @@
+"""ONNX importer on bad input: one clear SplitterError line naming the file, the thing, the fix."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from splitter.errors import InputFileError, ShapeError, SplitterError, UnsupportedOpError
+from splitter.importers import load_graph
+
+
+def save(
+    tmp_path: Path,
+    nodes: Sequence[onnx.NodeProto],
+    x_shape: Sequence[int | str] | None = (1, 3, 8, 8),
+    inits: Sequence[onnx.TensorProto] = (),
+    opsets: Sequence[tuple[str, int]] = (("", 17),),
+    outputs: Sequence[str] = ("y",),
+) -> Path:
+    """Save a one-input model without running the checker (bad models must reach the importer)."""
+    graph = helper.make_graph(
+        list(nodes),
+        "bad",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs],
+        list(inits),
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets])
+    model.ir_version = 8
+    if x_shape is not None and opsets[0][1] <= 21:  # declare output types like exporters do
+        model = onnx.shape_inference.infer_shapes(model)
+        del model.graph.value_info[:]
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def good_model_bytes(tmp_path: Path) -> bytes:
+    """A valid conv + relu model, serialised."""
+    w = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "W")
+    nodes = [helper.make_node("Conv", ["x", "W"], ["c"]), helper.make_node("Relu", ["c"], ["y"])]
+    return save(tmp_path, nodes, inits=[w]).read_bytes()
+
+
+def load_error(path: Path, **kwargs: object) -> SplitterError:
+    """The SplitterError load_graph raises; it must be one line naming the file."""
+    with pytest.raises(SplitterError) as info:
+        load_graph(path, **kwargs)  # type: ignore[arg-type]
+    message = str(info.value)
+    assert str(path) in message and "\n" not in message
+    return info.value
+
+
+def test_good_model_loads(tmp_path: Path) -> None:
+    path = tmp_path / "good.onnx"
+    path.write_bytes(good_model_bytes(tmp_path))
+    assert [op.kind for op in load_graph(path).ops] == ["conv2d"]
+
+
+def test_missing_file_and_directory(tmp_path: Path) -> None:
+    assert isinstance(load_error(tmp_path / "nope.onnx"), InputFileError)
+    folder = tmp_path / "folder.onnx"
+    folder.mkdir()
+    assert isinstance(load_error(folder), InputFileError)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"this is not an onnx model\n", bytes(range(256)) * 4, b"\x08\x07" + b"\xff" * 64],
+)
+def test_corrupt_bytes(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "corrupt.onnx"
+    path.write_bytes(content)
+    err = load_error(path)
+    assert isinstance(err, InputFileError)
+
+
+@pytest.mark.parametrize("fraction", [0.05, 0.3, 0.5, 0.9, 0.999])
+def test_truncated_file(tmp_path: Path, fraction: float) -> None:
+    data = good_model_bytes(tmp_path)
+    path = tmp_path / "truncated.onnx"
+    path.write_bytes(data[: int(len(data) * fraction)])
+    err = load_error(path)
+    assert isinstance(err, InputFileError)
+
+
+def test_all_unsupported_ops_listed_at_once(tmp_path: Path) -> None:
+    nodes = [
+        helper.make_node("Erf", ["x"], ["a"], name="erf_node"),
+        helper.make_node("Relu", ["a"], ["b"]),
+        helper.make_node("Floor", ["b"], ["c"]),
+        helper.make_node("Magic", ["c"], ["y"], name="magic", domain="com.acme"),
+    ]
+    path = save(tmp_path, nodes, opsets=[("", 17), ("com.acme", 1)])
+    err = load_error(path)
+    assert isinstance(err, UnsupportedOpError)
+    message = str(err)
+    for label in ("Erf (erf_node)", "Floor (Floor_0)", "com.acme.Magic (magic)"):
+        assert label in message
+    assert "3 unsupported" in message and "Relu (" not in message and "supported" in message
+
+
+def test_unsupported_forms_of_supported_ops_listed_at_once(tmp_path: Path) -> None:
+    pads = numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads")
+    bounds = numpy_helper.from_array(np.array([1.0], np.float32), "k")
+    nodes = [
+        helper.make_node("Pad", ["x", "pads"], ["p"], name="reflect_pad", mode="reflect"),
+        helper.make_node("Sub", ["k", "p"], ["s"], name="rsub"),
+        helper.make_node("Relu", ["s"], ["y"]),
+    ]
+    err = load_error(save(tmp_path, nodes, inits=[pads, bounds]))
+    assert isinstance(err, UnsupportedOpError)
+    assert "Pad (reflect_pad): mode=reflect" in str(err) and "Sub (rsub)" in str(err)
+
+
+def test_dynamic_input_without_override(tmp_path: Path) -> None:
+    path = save(tmp_path, [helper.make_node("Relu", ["x"], ["y"])], x_shape=("N", 3, 8, 8))
+    err = load_error(path)
+    assert isinstance(err, ShapeError)
+    assert "'x'" in str(err) and "--input-shape x=" in str(err)
+
+
+def test_input_without_any_shape(tmp_path: Path) -> None:
+    path = save(tmp_path, [helper.make_node("Relu", ["x"], ["y"])], x_shape=(1, 4))
+    model = onnx.load(str(path))
+    model.graph.input[0].type.tensor_type.ClearField("shape")
+    onnx.save(model, str(path))
+    assert isinstance(load_error(path), (ShapeError, InputFileError))
+    assert len(load_graph(path, input_shapes={"x": (1, 4)}).ops) == 1
+
+
+def test_override_of_unknown_input(tmp_path: Path) -> None:
+    path = save(tmp_path, [helper.make_node("Relu", ["x"], ["y"])])
+    err = load_error(path, input_shapes={"image": (1, 3, 8, 8)})
+    assert isinstance(err, ShapeError) and "'image'" in str(err)
+
+
+def test_inconsistent_override_is_a_shape_error(tmp_path: Path) -> None:
+    w = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "W")
+    path = save(tmp_path, [helper.make_node("Conv", ["x", "W"], ["y"])], inits=[w])
+    err = load_error(path, input_shapes={"x": (1, 5, 8, 8)})  # 5 channels vs W's 3
+    assert isinstance(err, ShapeError) and "5 channels" in str(err)
+
+
+@pytest.mark.parametrize("opset", [9, 23])
+def test_opset_out_of_range(tmp_path: Path, opset: int) -> None:
+    path = save(tmp_path, [helper.make_node("Relu", ["x"], ["y"])], opsets=[("", opset)])
+    err = load_error(path)
+    assert isinstance(err, InputFileError)
+    assert f"opset {opset}" in str(err) and "version_converter" in str(err)
+
+
+def test_empty_graph(tmp_path: Path) -> None:
+    err = load_error(save(tmp_path, [], outputs=("x",)))
+    assert isinstance(err, InputFileError) and "no nodes" in str(err)
