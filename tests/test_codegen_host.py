@@ -147,3 +147,37 @@ def test_codegen_host_every_layer_alone(tmp_path: Path) -> None:
         got = run_host(exe, k, x, tmp_path / "solo")
         assert np.max(np.abs(got - ref.ravel())) <= TOL * max(1.0, float(np.max(np.abs(ref)))), j
         x = ref
+
+
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+REAL_MODELS = ["tiny_cnn", "kws_cnn", "kws_ds_cnn", "mobilenet_v1_025", "resnet8"]
+
+
+@pytest.mark.parametrize("name", REAL_MODELS)
+def test_codegen_host_real_models(name: str, tmp_path: Path) -> None:
+    """models/<name>.onnx through the real importer, split in three sub-models on two devices;
+    the generator's weights/arena bytes equal the chain's FLASH_j sum / max RAM_j."""
+    from splitter.importers import load_chain
+
+    path = MODELS_DIR / f"{name}.onnx"
+    chain = load_chain(path)
+    ranges = split3(len(chain))
+    devices = {"dev0": [(0, *ranges[0]), (2, *ranges[2])], "dev1": [(1, *ranges[1])]}
+    exes, rows = {}, {}
+    for dev, rs in devices.items():
+        gen = generate_device_c(chain, rs, dev)
+        layers = [chain.layers[j] for _, a, b in rs for j in range(a, b + 1)]
+        assert gen.weights_bytes == sum(layer.cost.flash for layer in layers)
+        assert gen.arena_bytes == max(layer.cost.ram for layer in layers)
+        exes[dev] = build_host(gen, tmp_path / dev)
+        rows.update({sm: (dev, k) for k, (sm, _, _) in enumerate(rs)})
+    shape = chain.layers[0].output.shape
+    x = np.random.default_rng(11).standard_normal(shape).astype(np.float32)
+    for sm, (first, last) in enumerate(ranges):
+        sess = sub_model_ref(path, chain, first, last, tmp_path)
+        ref = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+        dev, row = rows[sm]
+        got = run_host(exes[dev], row, x, tmp_path / dev)
+        err = float(np.max(np.abs(got - ref.ravel())))
+        assert err <= TOL * max(1.0, float(np.max(np.abs(ref)))), (name, sm, first, last, err)
+        x = ref
