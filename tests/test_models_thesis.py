@@ -195,3 +195,14 @@ def _check_output(layer: Layer, rows: list[dict[str, Any]], where: str) -> None:
     assert prod(got) == prod(want), f"{where}: {layer.name} outputs {got}, table {want}"
     if want[0] * want[1] > 1:
         assert hwc(got) == want, f"{where}: {layer.name} outputs {got}, table {want}"
+
+
+def test_total_flash_is_table_3_minus_folded_batchnorm(
+    model: tuple[str, Chain, list[dict[str, Any]]],
+) -> None:
+    """Sum of chain FLASH = sum of the table's rows without the BatchNorm rows (Table 3's
+    'Tot FLASH' for the six models without BN rows), within the rows' printing precision."""
+    name, chain, rows = model
+    want = sum(r["flash_kb"] for r in rows if r["name"] != "BatchNorm")
+    got = sum(layer.cost.flash for layer in chain.layers) / 1024
+    assert abs(got - want) <= 0.005 * len(rows), f"{name}: {got:.3f} KiB vs {want:.3f} KiB"
