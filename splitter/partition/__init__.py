@@ -1,1 +1,161 @@
-"""splitter.partition."""
+"""The partition engine: solvers behind one interface (``solve``) and a ``SOLVERS`` table.
+
+``solve(problem, objective, solver)`` checks the global constraints (1)-(3) first, runs the
+solver, turns its answer into a :class:`~splitter.ir.Plan` and re-checks that plan against the
+problem with :func:`verify`, trusting nothing the solver computed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from splitter.errors import InfeasibleError, SolverError
+from splitter.ir import Plan, SubModel
+from splitter.partition.base import SolverResult
+from splitter.partition.bnb import solve_bnb
+from splitter.partition.constraints import check_global, explain_infeasible
+from splitter.partition.cpsat import solve_cpsat
+from splitter.partition.dp import solve_dp
+from splitter.partition.ds import solve_ds
+from splitter.partition.fs import FS_LIMIT, solve_fs
+from splitter.partition.problem import (
+    OBJECTIVES,
+    Evaluation,
+    Problem,
+    close,
+    evaluate,
+    make_problem,
+    runs,
+)
+
+SolverFn = Callable[..., SolverResult]
+
+#: solver name -> (function, objectives it supports, exact?)
+SOLVERS: dict[str, tuple[SolverFn, tuple[str, ...], bool]] = {
+    "fs": (solve_fs, OBJECTIVES, True),
+    "ds": (solve_ds, OBJECTIVES, False),
+    "bnb": (solve_bnb, OBJECTIVES, True),
+    "dp": (solve_dp, ("latency",), True),
+    "cpsat": (solve_cpsat, OBJECTIVES, True),
+}
+SOLVER_NAMES = ("auto", *SOLVERS)
+#: throughput instances up to this many layers go to bnb under ``auto``, larger ones to cpsat
+AUTO_BNB_MAX_LAYERS = 40
+
+__all__ = [
+    "SOLVERS",
+    "SOLVER_NAMES",
+    "Evaluation",
+    "Problem",
+    "evaluate",
+    "make_problem",
+    "pick_solver",
+    "solve",
+    "verify",
+]
+
+
+def pick_solver(problem: Problem, objective: str) -> str:
+    """``auto``: the fastest exact solver for the instance (measured in benchmarks/solvers.md)."""
+    if objective == "latency":
+        return "dp"
+    if problem.d**problem.n <= 4096:
+        return "fs"
+    return "bnb" if problem.n <= AUTO_BNB_MAX_LAYERS else "cpsat"
+
+
+def solve(problem: Problem, objective: str = "latency", solver: str = "auto", **options: object) -> Plan:
+    """Solve ``problem`` for ``objective`` ("latency" | "throughput") with ``solver``.
+
+    Raises :class:`InfeasibleError` (with the failing constraint, numbers and fix) when no
+    assignment is feasible, :class:`SolverError` when the solver cannot handle the instance.
+    """
+    if objective not in OBJECTIVES:
+        raise SolverError(f"objective '{objective}' unknown; use latency or throughput")
+    name = pick_solver(problem, objective) if solver == "auto" else solver
+    if name not in SOLVERS:
+        raise SolverError(f"solver '{solver}' unknown; use one of {', '.join(SOLVER_NAMES)}")
+    fn, supported, _exact = SOLVERS[name]
+    if objective not in supported:
+        raise SolverError(f"solver {name} does not solve {objective}; use bnb, cpsat or fs")
+    check_global(problem)
+    start = time.perf_counter()
+    result = fn(problem, objective, **options)
+    if name == "cpsat" and result.assignment is not None and result.optimal:
+        result = _tie_break(problem, objective, result)
+    elapsed = time.perf_counter() - start
+    if result.assignment is None:
+        if result.optimal:
+            raise InfeasibleError(explain_infeasible(problem))
+        raise SolverError(
+            f"solver {name} found no feasible assignment (not a proof of infeasibility); "
+            "use an exact solver: dp, bnb or cpsat"
+        )
+    plan = make_plan(problem, objective, name, result, elapsed)
+    verify(plan, problem)
+    return plan
+
+
+def _tie_break(problem: Problem, objective: str, result: SolverResult) -> SolverResult:
+    """Apply the SPEC.md tie rule to an optimal CP-SAT answer (warm-started exact search)."""
+    assert result.assignment is not None
+    if objective == "latency":
+        polished = solve_dp(problem, objective, incumbent=result.assignment)
+    elif problem.d**problem.n <= FS_LIMIT // 8:
+        polished = solve_fs(problem, objective)
+    else:
+        polished = solve_bnb(problem, objective, incumbent=result.assignment, node_limit=2_000_000)
+    if polished.assignment is None:
+        return result
+    return SolverResult(polished.assignment, result.nodes + polished.nodes, True, result.gap)
+
+
+def make_plan(
+    problem: Problem, objective: str, solver: str, result: SolverResult, elapsed: float
+) -> Plan:
+    """The :class:`Plan` of a solver result, every figure recomputed by :func:`evaluate`."""
+    assert result.assignment is not None
+    ev = evaluate(problem, result.assignment)
+    return Plan(
+        objective=objective,
+        solver=solver,
+        optimal=result.optimal,
+        nodes=result.nodes,
+        solve_time_s=elapsed,
+        assignment=ev.assignment,
+        submodels=tuple(
+            SubModel(index=k, device_index=dev, first=f, last=l)
+            for k, (dev, f, l) in enumerate(ev.submodels)
+        ),
+        latency_s=ev.latency_s,
+        throughput_per_s=ev.throughput_per_s,
+        throughput_ref9_per_s=ev.throughput_ref9_per_s,
+        gap=result.gap,
+    )
+
+
+def verify(plan: Plan, problem: Problem) -> Evaluation:
+    """Re-check ``plan`` against ``problem`` without trusting the solver; SolverError if wrong.
+
+    Checks: one device per layer, sub-models = the maximal runs of the assignment, constraints
+    (4)-(5) on every device, and the reported latency / throughputs equal a fresh evaluation.
+    """
+    if len(plan.assignment) != problem.n:
+        raise SolverError(f"plan assigns {len(plan.assignment)} layers, the chain has {problem.n}")
+    ev = evaluate(problem, plan.assignment)
+    subs = tuple((s.device_index, s.first, s.last) for s in plan.submodels)
+    if subs != tuple(runs(plan.assignment)) or any(
+        s.index != k for k, s in enumerate(plan.submodels)
+    ):
+        raise SolverError(f"plan sub-models {subs} are not the runs of its assignment")
+    if not ev.feasible:
+        raise SolverError(f"plan violates constraints: {'; '.join(ev.violations)}")
+    for label, got, want in (
+        ("latency", plan.latency_s, ev.latency_s),
+        ("throughput", plan.throughput_per_s, ev.throughput_per_s),
+        ("reference-[9] throughput", plan.throughput_ref9_per_s, ev.throughput_ref9_per_s),
+    ):
+        if not (got == want or close(got, want)):
+            raise SolverError(f"plan reports {label} {got}, evaluation gives {want}")
+    return ev

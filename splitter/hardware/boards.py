@@ -1,0 +1,217 @@
+"""``boards.toml`` parser: the devices a network is split over and their UART links.
+
+Shape (every other key is an error naming the key)::
+
+    [link]
+    baud = 115200        # default 115200
+    bits_per_byte = 10   # default 10 (8N1 framing); the thesis's figures use 8
+
+    [[device]]
+    name = "h7"              # unique, [a-z0-9_-]+
+    mcu = "STM32H743ZI"      # a catalog part, or instead: part = { name = ..., flash_kib = ...,
+                             #   ram_kib = ..., clock_mhz = ..., cpm = ..., core = ... }
+    flash = "75%"            # optional, default "100%"
+    ram = "100%"             # optional, default "100%"
+    clock_mhz = 480          # optional override of the part's clock
+    cpm = 6                  # optional override of the part's cycles per MAC
+    cpm_by_class = { conv = 5.1, depthwise = 6.0, dense = 4.2, other = 3.0 }  # optional
+    port = "/dev/ttyACM0"    # optional
+    probe = "066DFF..."      # optional probe serial number for flashing
+
+Size strings: ``"NN%"`` of the part (0 < NN <= 100, no space before ``%``), ``"NNN KiB"``
+absolute, ``"-NN KiB"`` = the part's size minus a reserve. ``KB`` is read as KiB (1024 bytes)
+because the thesis writes sizes such as ``"-70 KB"`` in KiB; ``MiB``/``MB`` are 1024 KiB.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from splitter.errors import BoardFileError
+from splitter.hardware.catalog import get_part, part_from_table
+from splitter.ir import Boards, Device, LinkSpec, Part
+
+TOP_KEYS = ("link", "device")
+LINK_KEYS = ("baud", "bits_per_byte")
+DEVICE_KEYS = (
+    "name", "mcu", "part", "flash", "ram", "clock_mhz", "cpm", "cpm_by_class", "port", "probe",
+)  # fmt: skip
+PART_REQUIRED = ("name", "flash_kib", "ram_kib", "clock_mhz", "cpm")
+PART_OPTIONAL = ("core", "fpu", "flash_origin", "ram_regions", "usart_layout", "usarts", "source")
+CPM_CLASSES = ("conv", "depthwise", "dense", "other")
+NAME_RE = re.compile(r"^[a-z0-9_-]+$")
+SIZE_RE = re.compile(r"^(?P<neg>-)?(?P<num>\d+(?:\.\d+)?)(?:(?P<pct>%)|\s?(?P<unit>KiB|KB|MiB|MB))$")
+SIZE_FIX = "write 'NN%' (no space), 'NNN KiB' or '-NN KiB' (part minus a reserve)"
+
+
+def load_boards(path: str | Path) -> Boards:
+    """Parse a boards.toml file into :class:`Boards` (devices in file order)."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text("utf-8"))
+    except FileNotFoundError:
+        raise BoardFileError(f"{p}: board file not found; give an existing boards.toml") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BoardFileError(f"{p}: cannot read the board file ({exc}); fix the path") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BoardFileError(f"{p}: not valid TOML ({exc}); fix the syntax") from None
+    return boards_from_dict(data, str(p))
+
+
+def boards_from_dict(data: Mapping[str, Any], where: str = "boards.toml") -> Boards:
+    """Build :class:`Boards` from the parsed TOML mapping (``where`` names it in errors)."""
+    _no_extra_keys(data, TOP_KEYS, where, "top level")
+    link = _parse_link(data.get("link", {}), where)
+    raw_devices = data.get("device")
+    if not raw_devices:
+        raise BoardFileError(
+            f"{where}: no [[device]] entries; add at least one [[device]] with name and mcu"
+        )
+    if not isinstance(raw_devices, list):
+        raise BoardFileError(f"{where}: 'device' must be an array of tables; write [[device]]")
+    devices: list[Device] = []
+    seen: dict[str, int] = {}
+    for index, raw in enumerate(raw_devices):
+        dev = _parse_device(raw, index, where)
+        if dev.name in seen:
+            raise BoardFileError(
+                f"{where}: device[{index}] name '{dev.name}' duplicates device[{seen[dev.name]}]; "
+                "give every device a unique name"
+            )
+        seen[dev.name] = index
+        devices.append(dev)
+    return Boards(devices=tuple(devices), link=link, source_path=where)
+
+
+def _no_extra_keys(table: Mapping[str, Any], allowed: tuple[str, ...], where: str, ctx: str) -> None:
+    extra = [k for k in table if k not in allowed]
+    if extra:
+        raise BoardFileError(
+            f"{where}: {ctx}: unknown key(s) {', '.join(map(repr, extra))}; "
+            f"allowed keys are {', '.join(allowed)}"
+        )
+
+
+def _positive_int(value: Any, where: str, key: str, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise BoardFileError(f"{where}: {key} = {value!r}; must be a positive integer")
+    return value
+
+
+def _parse_link(raw: Any, where: str) -> LinkSpec:
+    if not isinstance(raw, dict):
+        raise BoardFileError(f"{where}: 'link' must be a table; write [link]")
+    _no_extra_keys(raw, LINK_KEYS, where, "[link]")
+    baud = _positive_int(raw.get("baud"), where, "[link] baud", 115200)
+    bpb = _positive_int(raw.get("bits_per_byte"), where, "[link] bits_per_byte", 10)
+    return LinkSpec(baud=baud, bits_per_byte=bpb)
+
+
+def _parse_device(raw: Any, index: int, where: str) -> Device:
+    ctx = f"device[{index}]"
+    if not isinstance(raw, dict):
+        raise BoardFileError(f"{where}: {ctx} must be a table; write [[device]]")
+    _no_extra_keys(raw, DEVICE_KEYS, where, ctx)
+    name = raw.get("name")
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise BoardFileError(
+            f"{where}: {ctx} name = {name!r}; give a name of lowercase letters, digits, '_' or '-'"
+        )
+    ctx = f"device[{index}] '{name}'"
+    part = _device_part(raw, where, ctx)
+    clock = _positive_float(raw.get("clock_mhz", part.clock_mhz), where, f"{ctx} clock_mhz")
+    cpm = _positive_float(raw.get("cpm", part.cpm), where, f"{ctx} cpm")
+    return Device(
+        name=name,
+        part=part,
+        flash_bytes=parse_size(raw.get("flash", "100%"), part.flash_kib, where, f"{ctx} flash"),
+        ram_bytes=parse_size(raw.get("ram", "100%"), part.ram_kib, where, f"{ctx} ram"),
+        clock_hz=clock * 1e6,
+        cpm=cpm,
+        port=_opt_str(raw.get("port"), where, f"{ctx} port"),
+        probe=_opt_str(raw.get("probe"), where, f"{ctx} probe"),
+        cpm_by_class=_cpm_by_class(raw.get("cpm_by_class"), where, ctx),
+    )
+
+
+def _device_part(raw: Mapping[str, Any], where: str, ctx: str) -> Part:
+    has_mcu, has_part = "mcu" in raw, "part" in raw
+    if has_mcu == has_part:
+        raise BoardFileError(
+            f"{where}: {ctx} needs exactly one of mcu = \"<catalog part>\" or part = {{...}}; "
+            "keep one"
+        )
+    if has_mcu:
+        try:
+            return get_part(str(raw["mcu"]))
+        except BoardFileError as exc:
+            raise BoardFileError(f"{where}: {ctx} mcu: {exc}") from None
+    table = raw["part"]
+    if not isinstance(table, dict):
+        raise BoardFileError(f"{where}: {ctx} part must be an inline table {{ name = ..., ... }}")
+    _no_extra_keys(table, PART_REQUIRED + PART_OPTIONAL, where, f"{ctx} part")
+    missing = [k for k in PART_REQUIRED if k not in table]
+    if missing:
+        raise BoardFileError(f"{where}: {ctx} part lacks {', '.join(missing)}; add them")
+    for key in ("flash_kib", "ram_kib", "clock_mhz", "cpm"):
+        _positive_float(table[key], where, f"{ctx} part.{key}")
+    return part_from_table(str(table["name"]), table, where)
+
+
+def _positive_float(value: Any, where: str, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise BoardFileError(f"{where}: {key} = {value!r}; must be a positive number")
+    return float(value)
+
+
+def _opt_str(value: Any, where: str, key: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise BoardFileError(f"{where}: {key} = {value!r}; must be a non-empty string")
+    return value
+
+
+def _cpm_by_class(value: Any, where: str, ctx: str) -> dict[str, float]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise BoardFileError(
+            f"{where}: {ctx} cpm_by_class must be an inline table like {{ conv = 5.1, dense = 4.2 }}"
+        )
+    _no_extra_keys(value, CPM_CLASSES, where, f"{ctx} cpm_by_class")
+    return {k: _positive_float(v, where, f"{ctx} cpm_by_class.{k}") for k, v in value.items()}
+
+
+def parse_size(text: Any, part_kib: float, where: str, key: str) -> int:
+    """Usable bytes from a size string: ``"NN%"``, ``"NNN KiB"`` or ``"-NN KiB"`` (reserve).
+
+    ``NN%`` gives ``floor(part * NN / 100)`` bytes; ``-NN KiB`` gives ``part - NN KiB``; the result
+    must be positive and at most the part's size. ``KB`` = KiB (the thesis's usage).
+    """
+    part_bytes = round(part_kib * 1024)
+    m = SIZE_RE.match(text) if isinstance(text, str) else None
+    if m is None:
+        raise BoardFileError(f"{where}: {key} = {text!r} is not a size; {SIZE_FIX}")
+    num = float(m["num"])
+    if m["pct"]:
+        if m["neg"] or not 0 < num <= 100:
+            raise BoardFileError(
+                f"{where}: {key} = {text!r}: a percentage must be in (0, 100]; {SIZE_FIX}"
+            )
+        return int(part_bytes * num / 100)
+    scale = 1024 * 1024 if m["unit"] in ("MiB", "MB") else 1024
+    amount = round(num * scale)
+    size = part_bytes - amount if m["neg"] else amount
+    if not 0 < size <= part_bytes:
+        raise BoardFileError(
+            f"{where}: {key} = {text!r} gives {size / 1024:g} KiB but the part has "
+            f"{part_kib:g} KiB; give a size in (0, {part_kib:g}] KiB"
+        )
+    return size

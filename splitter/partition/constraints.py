@@ -1,0 +1,93 @@
+"""Constraints (1)-(5) of SPEC.md: global checks before any search, and explanations.
+
+Every message says which constraint fails, for which layer and device, by how many bytes, and
+what would fix it (a bigger part, a smaller flash reserve, partial execution to lower RAM_j).
+"""
+
+from __future__ import annotations
+
+from splitter.errors import InfeasibleError
+from splitter.partition.problem import Problem
+
+
+def _kib(nbytes: int | float) -> str:
+    return f"{nbytes / 1024:.2f} KiB"
+
+
+def _where(problem: Problem) -> str:
+    return problem.boards.source_path or "boards"
+
+
+def global_violation(problem: Problem) -> str | None:
+    """The first violated global constraint (1)-(3) or single-layer fit, as a message, else None.
+
+    (1) ``sum_j FLASH_j <= sum_i FLASH_i``; (2) ``max_j FLASH_j <= max_i FLASH_i``;
+    (3) ``max_j RAM_j <= max_i RAM_i``; then every layer must fit (4) and (5) on one device alone.
+    """
+    devs = problem.boards.devices
+    where = _where(problem)
+    total, cap = int(problem.flash.sum()), int(problem.dev_flash.sum())
+    if total > cap:
+        return (
+            f"{where}: constraint (1) fails: the layers need {_kib(total)} of flash, all devices "
+            f"together offer {_kib(cap)} (short by {total - cap} B); add a device, use bigger "
+            "parts or lower the flash reserves"
+        )
+    for kind, need_arr, have_arr, num in (
+        ("flash", problem.flash, problem.dev_flash, "(2)"),
+        ("RAM", problem.ram, problem.dev_ram, "(3)"),
+    ):
+        j, i = int(need_arr.argmax()), int(have_arr.argmax())
+        need, have = int(need_arr[j]), int(have_arr[i])
+        if need > have:
+            fix = "use partial execution or a bigger part" if kind == "RAM" else "use a bigger part"
+            return (
+                f"{where}: constraint {num} fails: layer {j} ({problem.names[j]}) needs "
+                f"{_kib(need)} of {kind}, the largest device {devs[i].name} "
+                f"({devs[i].part.name}) has {_kib(have)} (short by {need - have} B); {fix}"
+            )
+    for j in range(problem.n):
+        if not problem.allowed[j].any():
+            return (
+                f"{where}: constraints (4)-(5) fail for layer {j} ({problem.names[j]}): it needs "
+                f"{_kib(int(problem.flash[j]))} flash and {_kib(int(problem.ram[j]))} RAM, and no "
+                "single device has both; use a part with enough of both or lower its RAM with "
+                "partial execution"
+            )
+    return None
+
+
+def check_global(problem: Problem) -> None:
+    """Raise :class:`InfeasibleError` if a global constraint (1)-(3) fails (before any search)."""
+    msg = global_violation(problem)
+    if msg is not None:
+        raise InfeasibleError(msg)
+
+
+def explain_infeasible(problem: Problem) -> str:
+    """Why no assignment satisfies (4)-(5) once (1)-(3) hold: the flash packing that fails."""
+    msg = global_violation(problem)
+    if msg is not None:
+        return msg
+    # flash each device could take = what the layers that fit it by RAM need at most
+    devs = problem.boards.devices
+    ram_only = [j for j in range(problem.n) if problem.allowed[j].sum() == 1]
+    pinned = [0] * problem.d
+    for j in ram_only:
+        pinned[int(problem.allowed[j].argmax())] += int(problem.flash[j])
+    for i, need in enumerate(pinned):
+        if need > problem.dev_flash[i]:
+            over = need - int(problem.dev_flash[i])
+            return (
+                f"{_where(problem)}: constraint (4) fails on device {devs[i].name}: the layers "
+                f"only it can hold (by RAM) need {_kib(need)} of flash, it has "
+                f"{_kib(int(problem.dev_flash[i]))} (short by {over} B); use a bigger part or a "
+                "smaller flash reserve"
+            )
+    total, cap = int(problem.flash.sum()), int(problem.dev_flash.sum())
+    return (
+        f"{_where(problem)}: constraints (4)-(5) cannot hold together: the layers need "
+        f"{_kib(total)} of flash in all ({_kib(cap)} offered) but no assignment packs them into "
+        "the devices whose RAM each layer fits; use a bigger part, a smaller flash reserve or "
+        "partial execution to lower RAM"
+    )

@@ -1,0 +1,147 @@
+"""OR-Tools CP-SAT model of the same problem, both objectives.
+
+Variables: ``x[j][i]`` (layer ``j`` on device ``i``), exactly one per layer, fixed to 0 where the
+layer alone does not fit; constraint (4) ``sum_j FLASH_j x[j][i] <= FLASH_i``; (5) by the fixing.
+Times are integers in units of ``scale`` seconds (``scale`` chosen so the largest possible value
+is about 1e12 units; rounding error per term is at most half a unit).
+
+* latency: ``sum_ij L_ij x_ij + sum_j comm_j b_j`` with ``b_j = [layer j and j+1 differ]``;
+* throughput: exact channelling of ``S_i`` (``x_ji and not x_{j+1,i}``), ``R'_i`` (``x_{j+1,i}``,
+  not ``x_ji``, and device ``i`` used at some layer ``<= j``), ``L*_i`` (layers not on ``i``
+  strictly between its first and last layer), ``Q_i = L_i + S_i + R'_i``, a one-hot bottleneck
+  ``y_i`` (``Q_i`` maximal, strictly above devices of smaller index, as ``argmax``), and
+  ``W >= Q_i + L*_i`` when ``y_i``; minimise ``W``.
+
+The answer is re-evaluated in floating point, then the SPEC.md tie rule is applied by a
+Branch-and-Bound run warm-started with it (so every exact solver returns the same plan).
+"""
+
+from __future__ import annotations
+
+from ortools.sat.python import cp_model
+
+from splitter.partition.base import SolverResult
+from splitter.partition.problem import Problem
+
+UNITS = 1e12
+
+
+def _scale(problem: Problem) -> float:
+    worst = float(problem.t.max(axis=1).sum() + problem.comm.sum()) * 2
+    return worst / UNITS if worst > 0 else 1.0
+
+
+def solve_cpsat(problem: Problem, objective: str, **options: object) -> SolverResult:
+    """Solve with CP-SAT; options ``time_limit`` (s, default 60), ``workers`` (default 2)."""
+    n, d = problem.n, problem.d
+    scale = _scale(problem)
+    ti = [[round(problem.t_list[j][i] / scale) for i in range(d)] for j in range(n)]
+    ci = [round(c / scale) for c in problem.comm_list]
+    m = cp_model.CpModel()
+    x = [[m.NewBoolVar(f"x{j}_{i}") for i in range(d)] for j in range(n)]
+    for j in range(n):
+        m.AddExactlyOne(x[j])
+        for i in range(d):
+            if not problem.allowed[j, i]:
+                m.Add(x[j][i] == 0)
+    for i in range(d):
+        m.Add(sum(int(problem.flash[j]) * x[j][i] for j in range(n)) <= int(problem.dev_flash[i]))
+    if objective == "latency":
+        _latency_objective(m, x, ti, ci)
+    else:
+        _throughput_objective(m, x, ti, ci)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(options.get("time_limit", 60.0))  # type: ignore[arg-type]
+    solver.parameters.num_workers = int(options.get("workers", 2))  # type: ignore[call-overload]
+    status = solver.Solve(m)
+    nodes = int(solver.NumBranches())
+    if status == cp_model.INFEASIBLE:
+        return SolverResult(None, nodes, optimal=True)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return SolverResult(None, nodes, optimal=False)
+    a = tuple(next(i for i in range(d) if solver.Value(x[j][i])) for j in range(n))
+    optimal = status == cp_model.OPTIMAL
+    gap = None
+    if not optimal:
+        obj, bound = solver.ObjectiveValue(), solver.BestObjectiveBound()
+        gap = (obj - bound) / obj if obj > 0 else 0.0
+    return SolverResult(a, nodes, optimal=optimal, gap=gap)
+
+
+def _sends(m: cp_model.CpModel, x: list[list[cp_model.IntVar]]) -> list[list[cp_model.IntVar]]:
+    """``s[j][i] = x[j][i] and not x[j+1][i]``: device ``i`` sends layer ``j``'s output."""
+    n, d = len(x), len(x[0])
+    s = [[m.NewBoolVar(f"s{j}_{i}") for i in range(d)] for j in range(n - 1)]
+    for j in range(n - 1):
+        for i in range(d):
+            m.AddBoolAnd([x[j][i], x[j + 1][i].Not()]).OnlyEnforceIf(s[j][i])
+            m.AddBoolOr([x[j][i].Not(), x[j + 1][i]]).OnlyEnforceIf(s[j][i].Not())
+    return s
+
+
+def _latency_objective(m: cp_model.CpModel, x: list, ti: list, ci: list) -> None:
+    """Minimise ``I = L + T`` (eq. 13)."""
+    n, d = len(x), len(x[0])
+    s = _sends(m, x)
+    compute = sum(ti[j][i] * x[j][i] for j in range(n) for i in range(d))
+    transfer = sum(ci[j] * s[j][i] for j in range(n - 1) for i in range(d))
+    m.Minimize(compute + transfer)
+
+
+def _prefix_or(m: cp_model.CpModel, lits: list, name: str) -> list:
+    """``out[k] = lits[0] or ... or lits[k]``."""
+    out = [lits[0]]
+    for k in range(1, len(lits)):
+        v = m.NewBoolVar(f"{name}{k}")
+        m.AddMaxEquality(v, [out[-1], lits[k]])
+        out.append(v)
+    return out
+
+
+def _throughput_objective(m: cp_model.CpModel, x: list, ti: list, ci: list) -> None:
+    """Minimise ``W`` of eq. 17 as SPEC.md reads it."""
+    n, d = len(x), len(x[0])
+    s = _sends(m, x)
+    big = sum(max(row) for row in ti) + sum(ci) + 1
+    q, w_terms = [], []
+    for i in range(d):
+        col = [x[j][i] for j in range(n)]
+        before = _prefix_or(m, col, f"b{i}_")
+        after = list(reversed(_prefix_or(m, col[::-1], f"a{i}_")))
+        recv = []
+        for j in range(n - 1):  # R'_i: layer j+1 on i received from j, i used at or before j
+            r = m.NewBoolVar(f"r{j}_{i}")
+            m.AddBoolAnd([x[j + 1][i], x[j][i].Not(), before[j]]).OnlyEnforceIf(r)
+            m.AddBoolOr([x[j + 1][i].Not(), x[j][i], before[j].Not()]).OnlyEnforceIf(r.Not())
+            recv.append(r)
+        inter = []
+        for j in range(n):  # L*_i: layer j between i's first and last, on device k != i
+            for k in range(d):
+                if k == i:
+                    continue
+                z = m.NewBoolVar(f"z{j}_{i}_{k}")
+                m.AddBoolAnd([before[j], after[j], x[j][k]]).OnlyEnforceIf(z)
+                m.AddBoolOr([before[j].Not(), after[j].Not(), x[j][k].Not()]).OnlyEnforceIf(
+                    z.Not()
+                )
+                inter.append(ti[j][k] * z)
+        qi = m.NewIntVar(0, big, f"q{i}")
+        m.Add(
+            qi
+            == sum(ti[j][i] * x[j][i] for j in range(n))
+            + sum(ci[j] * s[j][i] for j in range(n - 1))
+            + sum(ci[j] * recv[j] for j in range(n - 1))
+        )
+        q.append(qi)
+        w_terms.append(sum(inter))
+    y = [m.NewBoolVar(f"y{i}") for i in range(d)]
+    m.AddExactlyOne(y)
+    w = m.NewIntVar(0, 2 * big, "W")
+    for i in range(d):
+        for k in range(d):
+            if k < i:
+                m.Add(q[i] >= q[k] + 1).OnlyEnforceIf(y[i])
+            elif k > i:
+                m.Add(q[i] >= q[k]).OnlyEnforceIf(y[i])
+        m.Add(w >= q[i] + w_terms[i]).OnlyEnforceIf(y[i])
+    m.Minimize(w)

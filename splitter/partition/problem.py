@@ -1,0 +1,294 @@
+"""The splitting problem of SPEC.md: layer costs x devices -> times, constraints, objectives.
+
+Notation (SPEC.md, thesis section 3.1): layer ``j`` of ``n``, device ``i`` of ``d``;
+``t[j][i] = L_ij`` (eq. 6), ``comm[j] = OUT_j * bits_per_byte / baud`` is the time to send layer
+``j``'s output over a link (SPEC.md, Links). Solvers only see a :class:`Problem`; they know
+nothing of ONNX or board files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from splitter.errors import InfeasibleError
+from splitter.ir import Boards, Device, LayerCost
+
+#: Relative tolerance under which two objective values are a tie (SPEC.md, Ties).
+TOL = 1e-9
+OBJECTIVES = ("latency", "throughput")
+
+
+def layer_time(cost: LayerCost, device: Device) -> float:
+    """``L_ij = MAC_j * CpM_i / f_i`` (thesis eq. 6).
+
+    With calibrated per-class cycles (``device.cpm_by_class``) and a layer's ``macs_by_class``:
+    ``sum_c MAC_jc * CpM_ic / f_i``, falling back to ``CpM_i`` for a class the device lacks and for
+    MACs no class accounts for.
+    """
+    if not cost.macs_by_class or not device.cpm_by_class:
+        return cost.macs * device.cpm / device.clock_hz
+    classified = sum(m for _, m in cost.macs_by_class)
+    cycles = sum(m * device.cpm_by_class.get(cls, device.cpm) for cls, m in cost.macs_by_class)
+    cycles += max(0, cost.macs - classified) * device.cpm
+    return cycles / device.clock_hz
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """A partition instance with precomputed times (arrays are read-only by convention)."""
+
+    costs: tuple[LayerCost, ...]
+    boards: Boards
+    names: tuple[str, ...]
+    t: np.ndarray  # (n, d) compute seconds, thesis eq. 6
+    comm: np.ndarray  # (n,) seconds to send OUT_j over a link
+    flash: np.ndarray  # (n,) FLASH_j bytes
+    ram: np.ndarray  # (n,) RAM_j bytes
+    dev_flash: np.ndarray  # (d,) FLASH_i usable bytes
+    dev_ram: np.ndarray  # (d,) RAM_i usable bytes
+    allowed: np.ndarray  # (n, d) bool: layer j alone fits device i (flash and RAM)
+    t_list: list[list[float]] = field(repr=False)
+    comm_list: list[float] = field(repr=False)
+
+    @property
+    def n(self) -> int:
+        """Number of layers."""
+        return len(self.costs)
+
+    @property
+    def d(self) -> int:
+        """Number of devices."""
+        return len(self.boards.devices)
+
+
+def make_problem(
+    costs: Sequence[LayerCost], boards: Boards, names: Sequence[str] | None = None
+) -> Problem:
+    """Build a :class:`Problem` from per-layer costs and parsed boards."""
+    if not costs:
+        raise InfeasibleError("the layer chain is empty; give a model or profile with layers")
+    devs = boards.devices
+    t = np.array([[layer_time(c, dev) for dev in devs] for c in costs], dtype=float)
+    comm = np.array(
+        [c.out_bytes * boards.link.bits_per_byte / boards.link.baud for c in costs], dtype=float
+    )
+    flash = np.array([c.flash for c in costs], dtype=np.int64)
+    ram = np.array([c.ram for c in costs], dtype=np.int64)
+    dev_flash = np.array([dv.flash_bytes for dv in devs], dtype=np.int64)
+    dev_ram = np.array([dv.ram_bytes for dv in devs], dtype=np.int64)
+    allowed = (flash[:, None] <= dev_flash[None, :]) & (ram[:, None] <= dev_ram[None, :])
+    labels = tuple(names) if names is not None else tuple(f"layer {j}" for j in range(len(costs)))
+    return Problem(
+        costs=tuple(costs),
+        boards=boards,
+        names=labels,
+        t=t,
+        comm=comm,
+        flash=flash,
+        ram=ram,
+        dev_flash=dev_flash,
+        dev_ram=dev_ram,
+        allowed=allowed,
+        t_list=t.tolist(),
+        comm_list=comm.tolist(),
+    )
+
+
+def runs(assignment: Sequence[int]) -> list[tuple[int, int, int]]:
+    """Maximal runs ``(device, first, last)`` of an assignment: the sub-models, in order."""
+    out: list[tuple[int, int, int]] = []
+    start = 0
+    for j in range(1, len(assignment) + 1):
+        if j == len(assignment) or assignment[j] != assignment[start]:
+            out.append((assignment[start], start, j - 1))
+            start = j
+    return out
+
+
+def count_runs(assignment: Sequence[int]) -> int:
+    """Number of sub-models of an assignment."""
+    return 1 + sum(1 for a, b in zip(assignment, assignment[1:], strict=False) if a != b)
+
+
+# --- the one comparison every solver uses -------------------------------------------------------
+
+
+def close(a: float, b: float) -> bool:
+    """``|a - b| <= 1e-9 * max(|a|, |b|)`` (SPEC.md, Ties)."""
+    return abs(a - b) <= TOL * max(abs(a), abs(b))
+
+
+def better(
+    value_a: float, nsub_a: int, seq_a: Sequence[int], value_b: float, nsub_b: int, seq_b: Sequence[int]
+) -> bool:
+    """Is candidate A strictly preferred to B? (SPEC.md, Ties.)
+
+    ``value`` is minimised (latency ``I`` or waiting time ``W``); values within a relative 1e-9
+    tie, then fewer sub-models win, then the lexicographically smallest device sequence (the
+    per-layer assignment tuple).
+    """
+    if not close(value_a, value_b):
+        return value_a < value_b
+    if nsub_a != nsub_b:
+        return nsub_a < nsub_b
+    return tuple(seq_a) < tuple(seq_b)
+
+
+# --- evaluation ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Every figure of SPEC.md for one assignment.
+
+    Per device ``i``: ``compute[i] = L_i`` (eq. 8), ``send[i] = S_i``, ``recv[i] = R'_i``,
+    ``inter[i] = L*_i`` (eqs. 15-16 as SPEC.md reads them). Per sub-model ``k``:
+    ``sub_compute[k]`` (eq. 7) and ``sub_transfer[k]``, the time to send its output to the next
+    sub-model (0 for the last).
+    """
+
+    assignment: tuple[int, ...]
+    submodels: tuple[tuple[int, int, int], ...]
+    compute: tuple[float, ...]
+    send: tuple[float, ...]
+    recv: tuple[float, ...]
+    inter: tuple[float, ...]
+    flash_used: tuple[int, ...]
+    ram_used: tuple[int, ...]
+    sub_compute: tuple[float, ...]
+    sub_transfer: tuple[float, ...]
+    latency_s: float  # I = L + T (eq. 13)
+    waiting_s: float  # W of eq. 17 as SPEC.md reads it
+    ref9_waiting_s: float  # max_i (L_i + S_i), reference [9]
+    bottleneck: int  # ib = argmax_i (L_i + S_i + R'_i), first index on exact ties
+    violations: tuple[str, ...]
+
+    @property
+    def feasible(self) -> bool:
+        """Constraints (4) and (5) hold on every device."""
+        return not self.violations
+
+    @property
+    def throughput_per_s(self) -> float:
+        """``1 / W`` (eq. 17)."""
+        return 1.0 / self.waiting_s if self.waiting_s > 0 else float("inf")
+
+    @property
+    def throughput_ref9_per_s(self) -> float:
+        """``1 / max_i (L_i + S_i)`` (reference [9])."""
+        return 1.0 / self.ref9_waiting_s if self.ref9_waiting_s > 0 else float("inf")
+
+    def value(self, objective: str) -> float:
+        """The minimised quantity: latency ``I`` or waiting time ``W``."""
+        return self.latency_s if objective == "latency" else self.waiting_s
+
+
+def evaluate(problem: Problem, assignment: Sequence[int]) -> Evaluation:
+    """Evaluate an assignment against SPEC.md (objectives and constraints (4)-(5))."""
+    a = tuple(int(x) for x in assignment)
+    if len(a) != problem.n or any(not 0 <= x < problem.d for x in a):
+        raise ValueError(f"assignment {a} does not match {problem.n} layers x {problem.d} devices")
+    d, t, comm = problem.d, problem.t_list, problem.comm_list
+    subs = runs(a)
+    sub_compute = [sum(t[j][dev] for j in range(f, l + 1)) for dev, f, l in subs]
+    sub_transfer = [comm[l] for _, _, l in subs[:-1]] + [0.0]
+    compute, send, recv, inter = [0.0] * d, [0.0] * d, [0.0] * d, [0.0] * d
+    seen: set[int] = set()
+    for k, (dev, _, _) in enumerate(subs):
+        compute[dev] += sub_compute[k]
+        if k > 0 and dev in seen:
+            recv[dev] += sub_transfer[k - 1]
+        send[dev] += sub_transfer[k]
+        seen.add(dev)
+    for dev in seen:
+        ks = [k for k, s in enumerate(subs) if s[0] == dev]
+        inter[dev] = sum(sub_compute[k] for k in range(ks[0] + 1, ks[-1]) if subs[k][0] != dev)
+    q = [compute[i] + send[i] + recv[i] for i in range(d)]
+    ib = max(range(d), key=lambda i: (q[i], -i))
+    flash_used, ram_used = [0] * d, [0] * d
+    for j, dev in enumerate(a):
+        flash_used[dev] += int(problem.flash[j])
+        ram_used[dev] = max(ram_used[dev], int(problem.ram[j]))
+    return Evaluation(
+        assignment=a,
+        submodels=tuple(subs),
+        compute=tuple(compute),
+        send=tuple(send),
+        recv=tuple(recv),
+        inter=tuple(inter),
+        flash_used=tuple(flash_used),
+        ram_used=tuple(ram_used),
+        sub_compute=tuple(sub_compute),
+        sub_transfer=tuple(sub_transfer),
+        latency_s=sum(compute) + sum(sub_transfer),
+        waiting_s=q[ib] + inter[ib],
+        ref9_waiting_s=max(compute[i] + send[i] for i in range(d)),
+        bottleneck=ib,
+        violations=tuple(_violations(problem, flash_used, ram_used)),
+    )
+
+
+def _violations(problem: Problem, flash_used: list[int], ram_used: list[int]) -> list[str]:
+    out = []
+    for i, dev in enumerate(problem.boards.devices):
+        if flash_used[i] > problem.dev_flash[i]:
+            over = flash_used[i] - int(problem.dev_flash[i])
+            out.append(f"(4) device {dev.name}: flash {flash_used[i]} B exceeds by {over} B")
+        if ram_used[i] > problem.dev_ram[i]:
+            over = ram_used[i] - int(problem.dev_ram[i])
+            out.append(f"(5) device {dev.name}: RAM {ram_used[i]} B exceeds by {over} B")
+    return out
+
+
+def objective_value(problem: Problem, a: Sequence[int], objective: str) -> float:
+    """The minimised value (``I`` or ``W``) of a complete assignment, without feasibility."""
+    ev = evaluate(problem, a)
+    return ev.value(objective)
+
+
+def is_feasible(problem: Problem, a: Sequence[int]) -> bool:
+    """Constraints (4) and (5) for a complete assignment."""
+    used = [0] * problem.d
+    for j, dev in enumerate(a):
+        if not problem.allowed[j, dev]:
+            return False
+        used[dev] += int(problem.flash[j])
+    return all(used[i] <= problem.dev_flash[i] for i in range(problem.d))
+
+
+def value_of(problem: Problem, a: Sequence[int], objective: str) -> float:
+    """Fast ``I`` (eq. 13) or ``W`` (eq. 17 as SPEC.md reads it) of a complete assignment.
+
+    The same formulas as :func:`evaluate` without building an :class:`Evaluation`; solvers use it
+    on every candidate.
+    """
+    t, comm = problem.t_list, problem.comm_list
+    n = len(a)
+    if objective == "latency":
+        total = 0.0
+        for j in range(n):
+            total += t[j][a[j]]
+            if j + 1 < n and a[j + 1] != a[j]:
+                total += comm[j]
+        return total
+    d = problem.d
+    compute, q_extra = [0.0] * d, [0.0] * d
+    first = [-1] * d
+    last = [-1] * d
+    for j in range(n):
+        dev = a[j]
+        compute[dev] += t[j][dev]
+        if first[dev] < 0:
+            first[dev] = j
+        elif a[j - 1] != dev:
+            q_extra[dev] += comm[j - 1]  # R'_i: received into a non-first sub-model
+        last[dev] = j
+        if j + 1 < n and a[j + 1] != dev:
+            q_extra[dev] += comm[j]  # S_i
+    q = [compute[i] + q_extra[i] for i in range(d)]
+    ib = max(range(d), key=lambda i: (q[i], -i))
+    inter = sum(t[j][a[j]] for j in range(first[ib] + 1, last[ib]) if a[j] != ib)
+    return q[ib] + inter
