@@ -27,7 +27,7 @@ from pathlib import Path
 import jinja2
 
 from splitter.errors import BoardFileError, OutputError
-from splitter.ir import Part
+from splitter.ir import Boards, Chain, Part, Plan
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "firmware_templates"
 STATIC_FILES = ("proto.c", "proto.h", "timer.c", "timer.h", "uart.c", "uart.h", "libc.c")
@@ -596,3 +596,42 @@ def render_firmware(out_dir: str | Path, plan: PlanContext) -> Path:
     except OSError as exc:
         raise OutputError(f"{final}: cannot write the firmware projects ({exc}); check the path")
     return final
+
+
+# ---------------------------------------------------------------- pipeline entry -----------
+def generate_firmware(
+    out_dir: str | Path,
+    chain: Chain,
+    boards: Boards,
+    plan: Plan,
+    plan_json: Mapping[str, object],
+) -> PlanContext:
+    """Generate the model C of every device and render ``out_dir/firmware`` (compile's hook).
+
+    ``plan_json`` is the final ``plan.json`` content; its hash (``splitter.link.protocol.
+    plan_hash``) goes into every firmware and comes back in PONG.
+    """
+    from codegen.model_c import generate_device_c
+    from splitter.link.protocol import plan_hash
+
+    specs = []
+    for index, device in enumerate(boards.devices):
+        ranges = [(s.index, s.first, s.last) for s in plan.submodels if s.device_index == index]
+        if not ranges:
+            continue
+        gen = generate_device_c(chain, ranges, device.name)
+        specs.append(
+            DeviceSpec(
+                device.name,
+                index,
+                device.part,
+                gen.files,
+                gen.weights_bytes,
+                gen.arena_bytes,
+                gen.submodels,
+            )
+        )
+    sub_devices = [s.device_index for s in plan.submodels]
+    ctx = build_plan_context(specs, sub_devices, plan_hash(plan_json), baud=boards.link.baud)
+    render_firmware(out_dir, ctx)
+    return ctx
