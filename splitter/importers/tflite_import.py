@@ -209,13 +209,24 @@ def _convert_op(
     except ShapeError as e:
         raise ShapeError(f"{p}: {e}") from None
     out = tensors[o.outputs[0]]
-    if conv.out_shape != out.shape and not free and -1 not in out.signature:
+    if _disagrees(conv.out_shape, out, free):
         raise ShapeError(
             f"{p}: operator #{o.index} ({o.builtin}) output '{out.name}' is stored as "
             f"{out.shape} but computes to {conv.out_shape}; the file is inconsistent, re-export it"
         )
     shapes[o.outputs[0]] = conv.out_shape
     return _make_op(o, conv, tensors)
+
+
+def _disagrees(inferred: Shape, out: TensorInfo, free: bool) -> bool:
+    """Inferred and stored output shapes differ: on any dimension, or, when input shapes were
+    overridden (``free``), on a dimension the file's ``shape_signature`` marks static."""
+    if len(inferred) != len(out.shape):
+        return True
+    sig = out.signature if len(out.signature) == len(out.shape) else out.shape
+    return any(
+        a != s and not (free and d < 0) for a, s, d in zip(inferred, out.shape, sig, strict=True)
+    )
 
 
 def _make_op(o: OperatorInfo, conv: Converted, tensors: list[TensorInfo]) -> Op:
