@@ -30,6 +30,7 @@ from splitter.slicing.validate import (
     DEFAULT_SAMPLES,
     DEFAULT_SEED,
     ValidationReport,
+    load_input_file,
     require_pass,
     validate_models,
 )
@@ -119,6 +120,7 @@ def compile_model(
 
     with clock("import", f"importing {Path(model).name}"):
         chain, boards = _load(model, target, opts)
+        check_input_files(chain, opts.input_files)
     with clock("plan", "solving the partition"):
         plan = make_plan(chain, boards, opts)
     cuts = cuts_from_plan(plan, chain, boards)
@@ -169,6 +171,12 @@ def _load(model: str | Path, target: str | Path, opts: CompileOptions) -> tuple[
         model, input_shapes=opts.input_shapes, activation_bytes=opts.activation_bytes
     )
     return chain, load_boards(target)
+
+
+def check_input_files(chain: Chain, input_files: Sequence[str | Path]) -> None:
+    """Reject ``--input`` files of the wrong shape or dtype before any slow step."""
+    for path in input_files:
+        load_input_file(path, chain.layers[0].output)
 
 
 def make_plan(chain: Chain, boards: Boards, opts: CompileOptions) -> Plan:
