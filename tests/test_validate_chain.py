@@ -79,7 +79,7 @@ def test_input_file_shape_dtype_and_stacks(tmp_path: Path) -> None:
         load_input_file(bad_shape, spec)
     with pytest.raises(InputFileError, match="needs dtype float32, the file has float64"):
         load_input_file(bad_dtype, spec)
-    with pytest.raises(InputFileError, match="cannot read .npy"):
+    with pytest.raises(InputFileError, match=r"cannot read \.npy"):
         load_input_file(junk, spec)
 
 
