@@ -23,7 +23,7 @@ def test_every_op_kind_has_exactly_one_handler() -> None:
 
 
 def test_unknown_kind_is_reported_with_the_op_name() -> None:
-    with pytest.raises(UnsupportedOpError, match="weird_1.*'frobnicate'"):
+    with pytest.raises(UnsupportedOpError, match=r"weird_1.*'frobnicate'"):
         handler(Op("weird_1", "frobnicate", ("x",), ("y",)))
 
 

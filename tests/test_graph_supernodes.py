@@ -106,7 +106,7 @@ def test_two_inputs_are_refused_with_a_clear_error() -> None:
     y = b.op("relu", b.input)
     graph = b.build(y)
     two = Graph("two", graph.ops, graph.tensors, ("input", "other"), graph.outputs)
-    with pytest.raises(InputFileError, match="exactly one graph input.*2"):
+    with pytest.raises(InputFileError, match=r"exactly one graph input.*2"):
         build_chain(two)
 
 
