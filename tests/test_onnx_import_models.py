@@ -49,5 +49,5 @@ if MODELS:  # no models: nothing collected (not a skip)
         names = [n for n in graph.tensors if n not in graph.inputs]
         values = _ort_values(path, names, feeds)
         for name in names:
-            assert graph.tensors[name].shape == np.shape(values[name]), name
+            assert graph.tensors[name].shape == np.asarray(values[name]).shape, name
             assert graph.tensors[name].dtype == np.asarray(values[name]).dtype.name, name
