@@ -16,6 +16,7 @@ emulator, the F405's ``k``-th USART = the ``k``-th ``-serial`` of QEMU.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -241,7 +242,7 @@ def device_links(sub_devices: Sequence[int]) -> dict[int, list[int]]:
     one link. A device's first link is the source of its first sub-model's input.
     """
     hops = [(-1, sub_devices[0])]
-    hops += list(zip(sub_devices[:-1], sub_devices[1:], strict=True))
+    hops += list(itertools.pairwise(sub_devices))
     hops.append((sub_devices[-1], -1))
     links: dict[int, list[int]] = {}
     for a, b in hops:
@@ -594,7 +595,9 @@ def render_firmware(out_dir: str | Path, plan: PlanContext) -> Path:
             shutil.rmtree(final)
         os.replace(tmp, final)
     except OSError as exc:
-        raise OutputError(f"{final}: cannot write the firmware projects ({exc}); check the path")
+        raise OutputError(
+            f"{final}: cannot write the firmware projects ({exc}); check the path"
+        ) from None
     return final
 
 

@@ -20,7 +20,9 @@ from elftools.elf.elffile import ELFFile
 from splitter.errors import InfeasibleError, InputFileError, ToolchainError, ValidationError
 
 GCC = "arm-none-eabi-gcc"
-TOOLCHAIN_INSTALL = "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi"
+TOOLCHAIN_INSTALL = (
+    "apt-get install --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi"
+)
 FLASH_CODE_SECTIONS = (".isr_vector", ".text", ".rodata", ".ARM.exidx", ".data")
 RAM_RUNTIME_SECTIONS = (".data", ".bss")
 MIN_STACK_BYTES = 2048
@@ -124,13 +126,15 @@ def check(build: DeviceBuild) -> None:
     if build.weights_actual != build.weights_estimate:
         raise ValidationError(
             f"{build.elf}: .weights is {build.weights_actual} B but the plan estimates "
-            f"{build.weights_estimate} B for device {build.device}; regenerate with `splitter compile`"
+            f"{build.weights_estimate} B for device {build.device}; "
+            "regenerate with `splitter compile`"
         )
     arena_rounded = (build.arena_estimate + 3) // 4 * 4
     if build.arena_actual != arena_rounded:
         raise ValidationError(
             f"{build.elf}: .arena is {build.arena_actual} B but the plan estimates "
-            f"{build.arena_estimate} B for device {build.device}; regenerate with `splitter compile`"
+            f"{build.arena_estimate} B for device {build.device}; "
+            "regenerate with `splitter compile`"
         )
     if build.flash_total > build.flash_capacity or build.ram_total > build.ram_capacity:
         raise InfeasibleError(

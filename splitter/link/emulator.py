@@ -13,6 +13,7 @@ on error and Ctrl-C.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import socket
@@ -116,10 +117,8 @@ class Emulation:
             if d.process.poll() is None:
                 d.process.kill()
         for d in self.devices:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 d.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:  # pragma: no cover - kill cannot be ignored
-                pass
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
@@ -218,7 +217,7 @@ def _wait_started(emu: EmulatedDevice, endpoint: str | None) -> None:
 
 def _listening(endpoint: str) -> bool:
     """Whether a TCP server listens (QEMU's -serial tcp server=on) on the endpoint's port."""
-    host, port = endpoint.removeprefix("socket://").rsplit(":", 1)
+    _host, port = endpoint.removeprefix("socket://").rsplit(":", 1)
     try:
         out = Path("/proc/net/tcp").read_text()
     except OSError:

@@ -104,8 +104,10 @@ class HostLink:
                 self._pending.extend(self._decoder.feed(data))
         status, frame = self._pending.popleft()
         if self.log:
-            self.log(f"<- {self.device} {frame.name} seq={frame.seq} len={len(frame.payload)}"
-                     + (" CRC ERROR" if status == "bad" else ""))
+            self.log(
+                f"<- {self.device} {frame.name} seq={frame.seq} len={len(frame.payload)}"
+                + (" CRC ERROR" if status == "bad" else "")
+            )
         return status, frame
 
     # -- ping ------------------------------------------------------------------------------

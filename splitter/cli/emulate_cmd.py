@@ -1,0 +1,53 @@
+"""``splitter emulate OUT``: boot one QEMU per device, wired as the plan says, until Ctrl-C."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from splitter.link.emulator import Emulation
+
+
+@click.command("emulate")
+@click.argument("out", metavar="OUT", type=click.Path(path_type=Path))
+@click.option(
+    "--icount/--no-icount",
+    default=True,
+    show_default=True,
+    help="Deterministic instruction-counted time (-icount shift=0).",
+)
+@click.option(
+    "--duration",
+    type=float,
+    default=None,
+    metavar="SECONDS",
+    help="Stop after this many seconds (default: until Ctrl-C).",
+)
+def command(out: Path, icount: bool, duration: float | None) -> None:
+    """Run the plan's firmware on emulated STM32F405 boards and print the host endpoint(s)."""
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    with Emulation(out, icount=icount) as emu:
+        click.echo(emu.note)
+        for d in emu.devices:
+            where = d.endpoint or "(board-to-board links only)"
+            click.echo(f"{d.name}: {where} pid={d.process.pid}")
+        click.echo(
+            "connect with: splitter run "
+            + str(out)
+            + " --input X.npy "
+            + " ".join(f"--port {name}={url}" for name, url in emu.endpoints.items()),
+            nl=True,
+        )
+        click.echo("press Ctrl-C to stop", err=True)
+        deadline = None if duration is None else time.monotonic() + duration
+        while deadline is None or time.monotonic() < deadline:
+            emu.check_alive()
+            time.sleep(0.2)
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt

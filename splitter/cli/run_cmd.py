@@ -1,0 +1,115 @@
+"""``splitter run OUT --input x.npy [--port P | --emulate]``: one inference on the boards."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from types import FrameType
+
+import click
+import numpy as np
+
+from splitter.errors import OutputError
+from splitter.link import run as R
+
+
+def _parse_ports(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> dict[str, str]:
+    ports: dict[str, str] = {}
+    for v in values:
+        name, sep, url = v.partition("=")
+        if sep and "://" not in name and "/" not in name:
+            ports[name] = url
+        else:
+            ports[""] = v
+    return ports
+
+
+@click.command("run")
+@click.argument("out", metavar="OUT", type=click.Path(path_type=Path))
+@click.option(
+    "--input",
+    "input_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    metavar="X.npy",
+    help="Input array (the model input's shape and dtype).",
+)
+@click.option(
+    "--port",
+    "ports",
+    multiple=True,
+    callback=_parse_ports,
+    metavar="[DEVICE=]PORT",
+    help="Serial port or socket:// URL of a host-facing board (repeatable).",
+)
+@click.option("--emulate", is_flag=True, help="Boot the boards in QEMU for this run.")
+@click.option(
+    "--icount/--no-icount",
+    default=True,
+    show_default=True,
+    help="With --emulate: instruction-counted deterministic time.",
+)
+@click.option(
+    "--output",
+    "output_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="Y.npy",
+    help="Write the output array here.",
+)
+@click.option("--no-check", is_flag=True, help="Do not compare with onnxruntime.")
+@click.option(
+    "--model",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Original .onnx model for the check (default: from plan.json).",
+)
+@click.option(
+    "--timeout",
+    type=float,
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for the result before naming the silent board.",
+)
+@click.option("--verbose", "-v", is_flag=True, help="Log every frame on stderr.")
+def command(
+    out: Path,
+    input_path: Path,
+    ports: dict[str, str],
+    emulate: bool,
+    icount: bool,
+    output_path: Path | None,
+    no_check: bool,
+    model: Path | None,
+    timeout: float,
+    verbose: bool,
+) -> None:
+    """Send X.npy to the first board, receive the result of the last one, check it."""
+    if not ports and not emulate:
+        raise click.UsageError("give --port PORT (a board) or --emulate")
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    plan = R.load_plan(out)
+    x = R.load_input(input_path, R.boundary(plan, "input"))
+    log = (lambda text: click.echo(text, err=True)) if verbose else None
+    res = R.run(out, x, ports=ports, emulate=emulate, icount=icount, timeout=timeout, log=log)
+    if res.note:
+        click.echo(res.note)
+    for t in res.timings:
+        click.echo(f"sub-model {t.submodel} on device {t.device}: {t.cycles} cycles")
+    click.echo(f"round trip {res.seconds:.3f} s")
+    if output_path is not None:
+        try:
+            np.save(output_path, res.output)
+        except OSError as exc:
+            raise OutputError(f"{output_path}: cannot write the output ({exc})") from None
+        click.echo(f"output written to {output_path}")
+    if not no_check:
+        ref = R.reference_output(plan, out, x, model)
+        err = R.check_output(res.output, ref)
+        click.echo(f"check: max-abs difference to onnxruntime {err:.3g} <= {R.CHECK_TOLERANCE:g}")
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt

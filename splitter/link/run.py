@@ -1,0 +1,210 @@
+"""One inference over the boards of a compiled plan (``splitter run`` as a library call).
+
+Reads ``OUT/plan.json`` (input/output tensors of the first/last sub-model, the original model)
+and ``OUT/firmware/wiring.json`` (which devices face the host). Connects to every host-facing
+device, checks its PONG (device name, plan hash of plan.json), sends the input to the first
+device and reads the RESULT of the last one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from splitter.errors import InputFileError, LinkError, ShapeError, ValidationError
+from splitter.link.emulator import Emulation, load_wiring
+from splitter.link.host import HostLink, Timing, infer
+from splitter.link.protocol import PROTOCOL_VERSION, plan_hash
+
+CHECK_TOLERANCE = 1e-4
+MODEL_KEYS = ("model_path", "source_path", "model_file", "model")
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """Name, shape and dtype of a boundary tensor from plan.json."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int
+
+
+@dataclass
+class RunResult:
+    """Output, the per sub-model cycles the firmware reported, wall time, emulation note."""
+
+    output: np.ndarray
+    timings: list[Timing] = field(default_factory=list)
+    seconds: float = 0.0
+    note: str = ""
+    max_abs_error: float | None = None
+
+
+def load_plan(out_dir: Path) -> dict[str, Any]:
+    """``OUT/plan.json`` as a dict, or an :class:`InputFileError` saying to compile."""
+    path = Path(out_dir) / "plan.json"
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputFileError(
+            f"{path}: missing; run `splitter compile MODEL -o {out_dir}`"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise InputFileError(f"{path}: not valid JSON ({exc}); re-run `splitter compile`") from None
+    return data
+
+
+def boundary(plan: Mapping[str, Any], which: str) -> TensorInfo:
+    """The graph input (``which="input"``) or output tensor from plan.json's sub-models."""
+    subs = plan.get("submodels") or []
+    key, pos = ("inputs", 0) if which == "input" else ("outputs", -1)
+    try:
+        spec = subs[pos][key][0]
+        shape = tuple(int(d) for d in spec["shape"])
+        dtype = str(spec["dtype"])
+        return TensorInfo(str(spec["name"]), shape, dtype, int(np.prod(shape)) * 4)
+    except (IndexError, KeyError, TypeError, ValueError):
+        raise InputFileError(
+            f"plan.json: no {which} tensor in submodels[{pos}].{key}; re-run `splitter compile`"
+        ) from None
+
+
+def load_input(path: Path, spec: TensorInfo) -> np.ndarray:
+    """The ``.npy`` input, checked against the plan's input shape and dtype (float32)."""
+    try:
+        x = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise InputFileError(f"{path}: cannot read a .npy array ({exc})") from None
+    if x.dtype != np.dtype(spec.dtype):
+        raise ShapeError(
+            f"{path}: dtype {x.dtype}, the model input {spec.name} needs {spec.dtype}; "
+            f"convert it (x.astype('{spec.dtype}'))"
+        )
+    if tuple(x.shape) != spec.shape:
+        raise ShapeError(
+            f"{path}: shape {tuple(x.shape)}, the model input {spec.name} needs {spec.shape}"
+        )
+    return x
+
+
+def check_pong(link: HostLink, expected_hash: str, timeout: float) -> None:
+    """PING the device until it answers; its name and plan hash must match the plan."""
+    pong = link.ping(timeout)
+    if pong.protocol != PROTOCOL_VERSION:
+        raise LinkError(
+            f"device {link.device}: firmware speaks protocol {pong.protocol}, host "
+            f"{PROTOCOL_VERSION}; rebuild and flash it"
+        )
+    if pong.device_name != link.device:
+        raise LinkError(
+            f"{link.url}: expected device {link.device} but {pong.device_name!r} answered; "
+            "check which port goes to which board"
+        )
+    if pong.plan_hash != expected_hash:
+        raise LinkError(
+            f"device {link.device}: firmware is for plan {pong.plan_hash}, plan.json is "
+            f"{expected_hash}; rebuild and flash it (splitter build / flash)"
+        )
+
+
+def reference_output(
+    plan: Mapping[str, Any], out_dir: Path, x: np.ndarray, model: Path | None = None
+) -> np.ndarray:
+    """onnxruntime's output of the original model (path from plan.json or ``model``)."""
+    import onnxruntime as ort
+
+    path = model or _model_path(plan, out_dir)
+    if path is None:
+        raise InputFileError(
+            f"{out_dir}/plan.json: names no original model file; pass --model or --no-check"
+        )
+    if path.suffix.lower() != ".onnx":
+        raise InputFileError(f"{path}: the output check needs an .onnx model; use --no-check")
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name
+    return np.asarray(sess.run(None, {name: x})[0])
+
+
+def _model_path(plan: Mapping[str, Any], out_dir: Path) -> Path | None:
+    for key in MODEL_KEYS:
+        value = plan.get(key)
+        if isinstance(value, str) and value:
+            for cand in (Path(value), Path(out_dir) / value):
+                if cand.is_file():
+                    return cand
+    return None
+
+
+def run(
+    out_dir: Path,
+    x: np.ndarray,
+    *,
+    ports: Mapping[str, str] | None = None,
+    emulate: bool = False,
+    icount: bool = True,
+    timeout: float = 60.0,
+    log: Callable[[str], None] | None = None,
+) -> RunResult:
+    """One inference: over ``ports`` (device name -> pyserial URL) or a fresh emulation."""
+    plan = load_plan(out_dir)
+    wiring = load_wiring(Path(out_dir) / "firmware")
+    out_spec = boundary(plan, "output")
+    expected = plan_hash(plan)
+    with ExitStack() as stack:
+        note = ""
+        if emulate:
+            emu = stack.enter_context(Emulation(out_dir, icount=icount))
+            ports, note = emu.endpoints, emu.note
+        urls = _host_ports(wiring, ports or {})
+        links = [
+            stack.enter_context(HostLink(u, n, baud=int(wiring["baud"]), log=log))
+            for n, u in urls.items()
+        ]
+        for link in links:
+            check_pong(link, expected, timeout=min(timeout, 15.0))
+        res = infer(
+            links,
+            wiring["first_device"],
+            wiring["last_device"],
+            x,
+            out_spec.nbytes,
+            timeout=timeout,
+        )
+    y = np.frombuffer(res.data, dtype="<f4").reshape(out_spec.shape).astype(np.float32)
+    return RunResult(y, res.timings, res.seconds, note)
+
+
+def _host_ports(wiring: Mapping[str, Any], ports: Mapping[str, str]) -> dict[str, str]:
+    """URL per host-facing device; one unnamed port (key ``""``) fits a single such device."""
+    facing = [
+        d["name"] for d in wiring["devices"] if any(ln["peer_index"] < 0 for ln in d["links"])
+    ]
+    if "" in ports and len(facing) == 1:
+        return {facing[0]: ports[""]}
+    missing = [n for n in facing if n not in ports]
+    if missing:
+        raise LinkError(
+            f"no port for host-facing device(s) {', '.join(missing)}; pass --port "
+            f"{missing[0]}=/dev/ttyXXX (or --emulate)"
+        )
+    return {n: ports[n] for n in facing}
+
+
+def check_output(y: np.ndarray, ref: np.ndarray, tol: float = CHECK_TOLERANCE) -> float:
+    """Max-abs difference to the reference; :class:`ValidationError` above ``tol``."""
+    if y.size != ref.size:
+        raise ValidationError(f"output has {y.size} values, onnxruntime gives {ref.size}")
+    err = float(np.max(np.abs(y.ravel() - ref.ravel().astype(np.float32))))
+    if err > tol:
+        raise ValidationError(
+            f"boards' output differs from onnxruntime by {err:.3g} (max-abs) > {tol:g}; "
+            "rebuild the firmware and check the plan"
+        )
+    return err
