@@ -495,3 +495,23 @@ def test_metadata_and_graph_fields(tmp_path: Path) -> None:
     assert graph.metadata["author"] == "me" and graph.metadata["producer"] == "pytest 1.0"
     assert graph.name == "test_graph" and graph.source_path == str(path)
     assert graph.inputs == ("x",) and graph.outputs == ("y",)
+
+
+def test_shape_found_only_after_folding_is_resolved(tmp_path: Path) -> None:
+    """Inference's data propagation stops at float arithmetic on a Shape; folding + a second
+    inference round must still give the Reshape a static shape."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Cast", ["s"], ["sf"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["sf", "one"], ["sm"]),
+        helper.make_node("ReduceProd", ["sm"], ["n"], keepdims=1),
+        helper.make_node("Cast", ["n"], ["ni"], to=TensorProto.INT64),
+        helper.make_node("Reshape", ["x", "ni"], ["flat"], name="flatten"),
+        helper.make_node("MatMul", ["flat", "W"], ["y"]),
+    ]
+    inits = [const("one", np.array([1.0], np.float32)), const("W", f32(24, 4))]
+    path = save_model(tmp_path, nodes, {"x": [1, 2, 3, 4]}, ["y"], inits)
+    graph = load_onnx(path)
+    assert [op.kind for op in graph.ops] == ["reshape", "dense"]
+    assert graph.tensors["flat"].shape == (24,)
+    assert_shapes_match_ort(path, graph)

@@ -10,7 +10,7 @@ onnx itself and the cost is one evaluator set-up per model, not one per node.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 import onnx
@@ -30,11 +30,16 @@ SHAPE_OPS = frozenset({"Shape", "Size"})
 NO_OPS = frozenset({"Identity", "Dropout"})
 
 
-def constant_nodes(nodes: Iterable[OnnxNode], known_consts: Iterable[str]) -> set[str]:
-    """Names of the nodes that fold to constants, assuming activation shapes are static.
+def constant_nodes(
+    nodes: Iterable[OnnxNode],
+    known_consts: Iterable[str],
+    static: Callable[[str], bool] = lambda _: True,
+) -> set[str]:
+    """Names of the nodes that fold to constants.
 
-    Used both before shape inference (to list unsupported ops without running inference) and for
-    the actual folding, where :func:`fold_constants` checks the shapes.
+    ``Shape``/``Size`` of an activation fold when ``static(activation)`` says its shape is known;
+    the default assumes every shape will be (used before shape inference, to list unsupported
+    ops without running inference).
     """
     consts = set(known_consts)
     folded: set[str] = set()
@@ -42,7 +47,8 @@ def constant_nodes(nodes: Iterable[OnnxNode], known_consts: Iterable[str]) -> se
         if node.domain not in DEFAULT_DOMAINS or node.op_type in NONDETERMINISTIC:
             continue
         present = [i for i in node.inputs if i]
-        if node.op_type in SHAPE_OPS or all(i in consts for i in present):
+        shape_op = node.op_type in SHAPE_OPS and static(node.inputs[0])
+        if shape_op or all(i in consts for i in present):
             folded.add(node.name)
             consts.update(o for o in node.outputs if o)
     return folded
@@ -100,7 +106,7 @@ def fold_constants(
     Shape/Size of activations are computed from inferred shapes first (they may feed other
     constant nodes); then every other constant node is evaluated in one ReferenceEvaluator run.
     """
-    foldable = constant_nodes(nodes, ctx.consts)
+    foldable = constant_nodes(nodes, ctx.consts, ctx.is_static)
     batch: list[OnnxNode] = []
     remaining: list[OnnxNode] = []
     for node in nodes:

@@ -245,13 +245,65 @@ def _graph_io(model: onnx.ModelProto) -> tuple[tuple[str, ...], tuple[str, ...]]
     return inputs, tuple(o.name for o in model.graph.output)
 
 
+def fold_all(
+    model: onnx.ModelProto,
+    nodes: list[OnnxNode],
+    protos: Mapping[str, onnx.NodeProto],
+    ctx: ImportContext,
+    path: Path,
+) -> list[OnnxNode]:
+    """Fold constants; while that leaves activation shapes unknown, infer again and refold.
+
+    Shape inference cannot see through every constant subgraph (data propagation covers only
+    some ops), so after each folding round the folded values are given to inference as
+    initializers, which may resolve further shapes (and so further ``Shape`` nodes).
+    """
+    remaining = nodes
+    for _ in range(8):
+        remaining, folded = fold_constants(remaining, protos, ctx)
+        unknown = [o for n in remaining for o in n.outputs if o and not ctx.is_static(o)]
+        if not folded or not unknown:
+            break
+        reinfer(model, remaining, protos, ctx, path)
+    return remaining
+
+
+def reinfer(
+    model: onnx.ModelProto,
+    nodes: Sequence[OnnxNode],
+    protos: Mapping[str, onnx.NodeProto],
+    ctx: ImportContext,
+    path: Path,
+) -> None:
+    """Run shape inference on the unfolded ``nodes`` with every folded value as an initializer."""
+    produced = {o for n in nodes for o in n.outputs}
+    needed = sorted({i for n in nodes for i in n.inputs if i in ctx.consts and i not in produced})
+    inits = [
+        ctx.initializer_protos.get(name) or numpy_helper.from_array(ctx.consts[name], name)
+        for name in needed
+    ]
+    inputs, _ = _graph_io(model)
+    graph = onnx.helper.make_graph(
+        [protos[n.name] for n in nodes],
+        model.graph.name,
+        [i for i in model.graph.input if i.name in inputs],
+        list(model.graph.output),
+        inits,
+    )
+    partial = onnx.helper.make_model(graph, opset_imports=list(model.opset_import))
+    partial.ir_version = model.ir_version
+    shapes, types = _value_shapes(infer(partial, path).graph)
+    ctx.shapes.update(shapes)
+    ctx.elem_types.update(types)
+
+
 def build_ops(
     model: onnx.ModelProto, nodes: list[OnnxNode], ctx: ImportContext, path: Path
 ) -> list[Op]:
     """Fold constants, drop no-ops, convert and fuse: the canonical op list."""
     protos = dict(zip((n.name for n in nodes), model.graph.node, strict=True))
     inputs, outputs = _graph_io(model)
-    remaining, _ = fold_constants(nodes, protos, ctx)
+    remaining = fold_all(model, nodes, protos, ctx, path)
     constant_outputs = [o for o in outputs if o in ctx.consts]
     if constant_outputs:
         raise InputFileError(

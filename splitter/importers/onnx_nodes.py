@@ -124,6 +124,11 @@ class ImportContext:
         except KeyError:
             raise Unsupported(f"input '{name}' must be a constant") from None
 
+    def is_static(self, name: str) -> bool:
+        """True when tensor ``name`` is a constant or has a fully known inferred shape."""
+        shape = self.shapes.get(name)
+        return name in self.consts or (shape is not None and all(d is not None for d in shape))
+
     def shape(self, name: str) -> tuple[int, ...]:
         """The static shape of tensor ``name``; :class:`ShapeError` when inference left it open."""
         if name in self.consts:
