@@ -11,7 +11,9 @@ atomically, so a failure anywhere (bad cut, failed validation, disk full) leaves
   reads the last);
 * ``submodels/NN_<device>.onnx|.tflite``;
 * ``validation.json`` (``{"skipped": true}`` with ``--no-validate``);
-* ``report.md``: layer table, plan table, estimates, validation.
+* ``report.md``: layer table, plan table, estimates, validation;
+* ``firmware/``: the C projects of :mod:`codegen.firmware` (the single firmware hook,
+  :func:`generate_firmware_hook`), unless the C generator cannot handle the model.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from splitter.errors import InputFileError, SolverError
+from splitter.errors import InputFileError, SolverError, UnsupportedOpError
 from splitter.ir import Boards, Chain, Plan, SubModel, TensorSpec
 from splitter.outputs import OutputDir, check_target
 from splitter.slicing.boundaries import Cut, SlicedModel, cuts_from_plan
@@ -55,6 +57,8 @@ class CompileOptions:
     activation_bytes: int | None = None
     samples: int = DEFAULT_SAMPLES
     seed: int = DEFAULT_SEED
+    #: generate the C firmware projects into ``OUT/firmware`` (codegen)
+    firmware: bool = True
     #: evaluate this per-layer device assignment instead of solving (tests, what-if runs)
     assignment: tuple[int, ...] | None = None
 
@@ -71,6 +75,7 @@ class CompileResult:
     validation: ValidationReport | None
     plan_dict: dict[str, Any]
     timings: dict[str, float] = field(default_factory=dict)
+    firmware: str = ""  # "generated in firmware/", or why not
 
     def summary(self) -> dict[str, Any]:
         """The ``--json`` summary: where things are and the headline numbers."""
@@ -94,6 +99,7 @@ class CompileResult:
                 for s in self.submodels
             ],
             "validation": None if val is None else {"passed": val.passed, **_worst(val)},
+            "firmware": self.firmware,
             "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
         }
 
@@ -132,8 +138,12 @@ def compile_model(
             report = validate_submodels(model, sliced, opts)
     plan_dict = build_plan_dict(plan, chain, boards, sliced)
     with clock("write", f"writing {out_dir}"):
-        final = _write(out_dir, opts, chain, plan, plan_dict, sliced, report)
-    return CompileResult(final, chain, boards, plan, tuple(sliced), report, plan_dict, timings)
+        final, firmware = _write(
+            out_dir, opts, chain, boards, plan, plan_dict, sliced, report, step
+        )
+    return CompileResult(
+        final, chain, boards, plan, tuple(sliced), report, plan_dict, timings, firmware
+    )
 
 
 class _Clock:
@@ -183,16 +193,10 @@ def make_plan(chain: Chain, boards: Boards, opts: CompileOptions) -> Plan:
     """Solve the partition, or evaluate ``opts.assignment`` when one is given."""
     if opts.assignment is not None:
         return plan_from_assignment(chain, boards, opts.assignment, opts.objective)
-    from splitter import partition
+    from splitter.partition import make_problem, solve
 
-    solve = getattr(partition, "solve", None)
-    if solve is None:
-        raise SolverError("the partition engine is not available in this build (no solve())")
-    kwargs: dict[str, Any] = {"objective": opts.objective}
-    if opts.solver is not None:
-        kwargs["solver"] = opts.solver
-    plan: Plan = solve(chain, boards, **kwargs)
-    return plan
+    problem = make_problem(chain.costs, boards, [layer.name for layer in chain.layers])
+    return solve(problem, opts.objective, opts.solver or "auto")
 
 
 def plan_from_assignment(
@@ -266,9 +270,10 @@ def build_plan_dict(
 
 def _base_plan_dict(plan: Plan, chain: Chain, boards: Boards) -> dict[str, Any]:
     """What ``plan --json`` prints (the partition engine's ``plan_to_dict`` when available)."""
-    try:
-        from splitter.partition import plan_to_dict
-    except ImportError:
+    from splitter import partition
+
+    plan_to_dict = getattr(partition, "plan_to_dict", None)
+    if plan_to_dict is None:
         return _fallback_plan_dict(plan, chain, boards)
     result: dict[str, Any] = plan_to_dict(plan, chain, boards)
     return result
@@ -371,21 +376,47 @@ def _write(
     out_dir: Path,
     opts: CompileOptions,
     chain: Chain,
+    boards: Boards,
     plan: Plan,
     plan_dict: dict[str, Any],
     sliced: Sequence[SlicedModel],
     report: ValidationReport | None,
-) -> Path:
-    """Write everything into a temporary directory and swap it into place."""
+    step: StepCallback,
+) -> tuple[Path, str]:
+    """Write everything into a temporary directory and swap it into place.
+
+    Returns ``OUT`` and the firmware status line (``"generated"`` or why it was not).
+    """
     with OutputDir(out_dir, force=opts.force) as out:
         for sub in sliced:
             out.write_bytes(f"submodels/{sub.file_name}", sub.data)
         out.write_json("plan.json", plan_dict)
         out.write_json("validation.json", report.to_dict() if report else {"skipped": True})
-        out.write_text("report.md", render_report(chain, plan, plan_dict, sliced, report))
-        # Firmware generation hook: once codegen.firmware exists, call
-        # codegen.firmware.render_firmware(out.root / "firmware", ...) here.
-    return out.target
+        firmware = "skipped (--no-firmware)"
+        if opts.firmware:
+            step("generating firmware")
+            firmware = generate_firmware_hook(out.root, chain, boards, plan, plan_dict)
+        text = render_report(chain, plan, plan_dict, sliced, report, firmware)
+        out.write_text("report.md", text)
+    return out.target, firmware
+
+
+def generate_firmware_hook(
+    root: Path, chain: Chain, boards: Boards, plan: Plan, plan_dict: Mapping[str, Any]
+) -> str:
+    """The one firmware hook: ``codegen.firmware.generate_firmware`` writes ``root/firmware``.
+
+    The sub-models stand on their own for other deployment tools, so a model the C generator
+    cannot handle (:class:`UnsupportedOpError`, e.g. int8 or NHWC TFLite) is not a compile
+    failure: the reason is returned and reported instead. Every other error propagates.
+    """
+    from codegen.firmware import generate_firmware
+
+    try:
+        generate_firmware(root, chain, boards, plan, plan_dict)
+    except UnsupportedOpError as exc:
+        return f"not generated: {' '.join(str(exc).split())}"
+    return "generated in firmware/"
 
 
 def render_report(
@@ -394,6 +425,7 @@ def render_report(
     plan_dict: Mapping[str, Any],
     sliced: Sequence[SlicedModel],
     report: ValidationReport | None,
+    firmware: str = "",
 ) -> str:
     """``report.md``: layer table, plan table, estimates and validation, as Markdown."""
     device_of = {
@@ -423,6 +455,7 @@ def render_report(
         )
     lines += ["", "## Estimates", "", *_estimate_lines(plan)]
     lines += ["", "## Validation", "", *_validation_lines(report)]
+    lines += ["", "## Firmware", "", firmware or "not requested"]
     return "\n".join(lines) + "\n"
 
 

@@ -46,7 +46,7 @@ def test_foreign_directory_needs_force(tmp_path: Path) -> None:
     out = tmp_path / "mine"
     out.mkdir()
     (out / "precious.txt").write_text("keep")
-    with pytest.raises(OutputError, match="not written by splitter.*--force"):
+    with pytest.raises(OutputError, match=r"not written by splitter.*--force"):
         _write(out, "x")
     assert (out / "precious.txt").read_text() == "keep"
     _write(out, "x", force=True)
@@ -80,7 +80,7 @@ def _unwritable_parent(tmp_path: Path) -> Path:
 
 def test_unwritable_parent_is_refused(tmp_path: Path) -> None:
     parent = _unwritable_parent(tmp_path)
-    with pytest.raises(OutputError, match="not writable|cannot create") as info:
+    with pytest.raises(OutputError, match=r"not writable|cannot create") as info:
         _write(parent / "splitter-out-test", "x")
     assert "\n" not in str(info.value)
 
@@ -99,7 +99,7 @@ def test_disk_full_mid_write_keeps_the_previous_output(
         return real_write(fd, data[:100])  # short writes, as the OS may do
 
     monkeypatch.setattr(outputs, "_os_write", write_until_full)
-    with pytest.raises(OutputError, match="No space left on device.*free disk space"):
+    with pytest.raises(OutputError, match=r"No space left on device.*free disk space"):
         _write(out, "new")
     assert (out / "plan.json").read_text() == "previous"
     assert (out / "submodels" / "00_a.onnx").stat().st_size == 1000

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import onnx
@@ -30,7 +31,7 @@ def test_every_submodel_passes_full_check_and_opens_in_onnxruntime(residual_path
     assert [s.file_name for s in subs] == [
         "00_dev0.onnx", "01_dev1.onnx", "02_dev0.onnx", "03_dev1.onnx", "04_dev0.onnx",
     ]  # fmt: skip
-    for sub, (a, b) in zip(subs, zip(RESIDUAL_CUTS, RESIDUAL_CUTS[1:], strict=False), strict=True):
+    for sub, (a, b) in zip(subs, itertools.pairwise(RESIDUAL_CUTS), strict=True):
         model = onnx.load_from_string(sub.data)
         onnx.checker.check_model(model, full_check=True)
         session = ort.InferenceSession(sub.data, providers=["CPUExecutionProvider"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def _cuts_at_every_point(path: Path) -> list[Cut]:
     points = tflite_cut_points(model.subgraphs[0])
     return [
         Cut(k, f"d{k % 2}", k % 2, k, k, (TensorSpec(names[a], ()),), (TensorSpec(names[b], ()),))
-        for k, (a, b) in enumerate(zip(points, points[1:], strict=False))
+        for k, (a, b) in enumerate(itertools.pairwise(points))
     ]
 
 

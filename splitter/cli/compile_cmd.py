@@ -34,6 +34,9 @@ from splitter.compile import CompileOptions, CompileResult, StepCallback, compil
     help="Extra validation input (repeatable): one array of the input's shape, or a stack.",
 )
 @click.option("--no-validate", is_flag=True, help="Skip the numerical validation of the split.")
+@click.option(
+    "--no-firmware", is_flag=True, help="Skip generating the C firmware projects (OUT/firmware)."
+)
 @click.option("--force", is_flag=True, help="Replace OUT even if splitter did not write it.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
 @click.option(
@@ -58,6 +61,7 @@ def command(
     solver: str | None,
     input_files: tuple[str, ...],
     no_validate: bool,
+    no_firmware: bool,
     force: bool,
     as_json: bool,
     input_shapes: dict[str, tuple[int, ...]],
@@ -68,6 +72,7 @@ def command(
         objective=objective,
         solver=solver,
         validate=not no_validate,
+        firmware=not no_firmware,
         input_files=input_files,
         force=force,
         input_shapes=input_shapes or None,
@@ -106,3 +111,5 @@ def _print_summary(result: CompileResult) -> None:
         f"({plan.objective}, {plan.solver})"
     )
     click.echo(result.validation.summary() if result.validation else "validation skipped")
+    status = result.firmware
+    click.echo(f"firmware: {status if len(status) < 160 else status[:150] + '... (see report.md)'}")

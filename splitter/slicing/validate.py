@@ -76,15 +76,24 @@ class OnnxRunner:
 
 
 class TfliteRunner:
-    """A LiteRT interpreter (``ai_edge_litert.interpreter.Interpreter``), one thread."""
+    """A LiteRT interpreter (``ai_edge_litert.interpreter.Interpreter``), one thread.
+
+    Built-in kernels without the default XNNPACK delegate, on both sides: the same kernels the
+    TFLite reference path uses, no delegate partitioning that could differ between the original
+    and a sub-model.
+    """
 
     def __init__(self, model: bytes | str | Path) -> None:
-        from ai_edge_litert.interpreter import Interpreter
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-        if isinstance(model, bytes):
-            self.interpreter = Interpreter(model_content=model, num_threads=1)
-        else:
-            self.interpreter = Interpreter(model_path=str(model), num_threads=1)
+        source = (
+            {"model_content": model} if isinstance(model, bytes) else {"model_path": str(model)}
+        )
+        self.interpreter = Interpreter(
+            **source,
+            num_threads=1,
+            experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+        )
         self.interpreter.allocate_tensors()
         self._in = self.interpreter.get_input_details()
         self._out = self.interpreter.get_output_details()
