@@ -6,9 +6,11 @@ from __future__ import annotations
 import struct
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import flatbuffers
 import numpy as np
 import tflite
 
@@ -24,14 +26,19 @@ def interpreter(
     """A LiteRT interpreter keeping every intermediate tensor, tensors allocated unless
     ``allocate`` is false (LiteRT's FULLY_CONNECTED prepare expands a per-tensor weight scale to
     one scale per output channel in place, so the file's parameters are read before that)."""
-    from ai_edge_litert.interpreter import Interpreter
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
+    kwargs: dict[str, Any] = {
+        "experimental_preserve_all_tensors": True,
+        # TFLite's builtin kernels, no XNNPACK: they check every option (XNNPACK skips some)
+        "experimental_op_resolver_type": OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if isinstance(source, Path):
-            it = Interpreter(model_path=str(source), experimental_preserve_all_tensors=True)
+            it = Interpreter(model_path=str(source), **kwargs)
         else:
-            it = Interpreter(model_content=source, experimental_preserve_all_tensors=True)
+            it = Interpreter(model_content=source, **kwargs)
     for index, shape in (resize or {}).items():
         it.resize_tensor_input(index, shape)
     if allocate:
@@ -106,6 +113,14 @@ def pool(x: np.ndarray, op: Op) -> np.ndarray:
     return np.nanmax(taps, axis=0) if op.kind == "maxpool" else np.nanmean(taps, axis=0)
 
 
+BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+}
+
+
 def reference(op: Op, xs: list[np.ndarray]) -> np.ndarray:
     """Output of canonical float ``op`` on inputs ``xs`` (NumPy, float64)."""
     x = xs[0].astype(np.float64)
@@ -119,9 +134,13 @@ def reference(op: Op, xs: list[np.ndarray]) -> np.ndarray:
         y = pool(x, op)
     elif k == "mean":
         y = x.mean(axis=op.attr("axes"), keepdims=op.attr("keepdims"))
-    elif k in ("add", "mul"):
-        other = xs[1] if len(xs) > 1 else w["C"]
-        y = x + other if k == "add" else x * other
+    elif k in BINARY:
+        a, b = (
+            (x, xs[1]) if len(xs) > 1 else ((w["C"], x) if op.attr("const_first") else (x, w["C"]))
+        )
+        y = BINARY[k](a, b)
+    elif k == "transpose":
+        y = x.transpose(op.attr("perm"))
     elif k == "concat":
         y = np.concatenate(xs, axis=op.attr("axis"))
     elif k == "pad":
@@ -145,6 +164,9 @@ def _elementwise(op: Op, x: np.ndarray) -> np.ndarray:
         "relu6": lambda v: np.clip(v, 0, 6),
         "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
         "tanh": np.tanh,
+        "hardswish": lambda v: v * np.clip(v + 3, 0, 6) / 6,
+        "leaky_relu": lambda v: np.where(v > 0, v, op.attr("alpha") * v),
+        "clip": lambda v: np.clip(v, op.attr("act_min"), op.attr("act_max")),
     }
     return funcs[k](x)
 
@@ -181,3 +203,123 @@ def set_shape_signature(buf: bytearray, tensor_index: int, dim: int, value: int)
     o = t._tab.Offset(18)  # Tensor.shape_signature
     assert o and t.ShapeSignatureLength() > dim
     struct.pack_into("<i", buf, t._tab.Vector(o) + 4 * dim, value)
+
+
+# --- building small models with the tflite flatbuffer builders -----------------------------------
+
+
+@dataclass(frozen=True)
+class TensorDef:
+    """A tensor of a hand-built model; ``data`` makes it a constant."""
+
+    name: str
+    shape: tuple[int, ...]
+    data: np.ndarray | None = None
+    signature: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """An operator of a hand-built model: builtin code, tensor indices, options."""
+
+    code: int
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    options_type: int = 0
+    options: Callable[[flatbuffers.Builder], int] | None = None
+
+
+_TYPES = {"float32": 0, "int32": 2, "int64": 4}
+
+
+def _int_vector(b: flatbuffers.Builder, values: tuple[int, ...]) -> int:
+    return int(b.CreateNumpyVector(np.asarray(values, dtype=np.int32)))
+
+
+def _offsets_vector(b: flatbuffers.Builder, offsets: list[int]) -> int:
+    b.StartVector(4, len(offsets), 4)
+    for off in reversed(offsets):
+        b.PrependUOffsetTRelative(off)
+    return int(b.EndVector())
+
+
+def _tensor(b: flatbuffers.Builder, t: TensorDef, buffer: int) -> int:
+    name = b.CreateString(t.name)
+    shape = _int_vector(b, t.shape)
+    sig = _int_vector(b, t.signature) if t.signature else None
+    dtype = _TYPES[str(t.data.dtype)] if t.data is not None else 0
+    tflite.TensorStart(b)
+    tflite.TensorAddShape(b, shape)
+    tflite.TensorAddType(b, dtype)
+    tflite.TensorAddBuffer(b, buffer)
+    tflite.TensorAddName(b, name)
+    if sig is not None:
+        tflite.TensorAddShapeSignature(b, sig)
+    return int(tflite.TensorEnd(b))
+
+
+def _buffer(b: flatbuffers.Builder, data: np.ndarray | None) -> int:
+    vec = None
+    if data is not None:
+        vec = b.CreateNumpyVector(np.frombuffer(np.ascontiguousarray(data).tobytes(), np.uint8))
+    tflite.BufferStart(b)
+    if vec is not None:
+        tflite.BufferAddData(b, vec)
+    return int(tflite.BufferEnd(b))
+
+
+def _operator(b: flatbuffers.Builder, op: OpDef, opcode_index: int) -> int:
+    ins, outs = _int_vector(b, op.inputs), _int_vector(b, op.outputs)
+    opts = op.options(b) if op.options else None
+    tflite.OperatorStart(b)
+    tflite.OperatorAddOpcodeIndex(b, opcode_index)
+    tflite.OperatorAddInputs(b, ins)
+    tflite.OperatorAddOutputs(b, outs)
+    if opts is not None:
+        tflite.OperatorAddBuiltinOptionsType(b, op.options_type)
+        tflite.OperatorAddBuiltinOptions(b, opts)
+    return int(tflite.OperatorEnd(b))
+
+
+def _opcode(b: flatbuffers.Builder, code: int) -> int:
+    tflite.OperatorCodeStart(b)
+    tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
+    tflite.OperatorCodeAddBuiltinCode(b, code)
+    tflite.OperatorCodeAddVersion(b, 1)
+    return int(tflite.OperatorCodeEnd(b))
+
+
+def build_model(
+    tensors: list[TensorDef], ops: list[OpDef], inputs: tuple[int, ...], outputs: tuple[int, ...]
+) -> bytes:
+    """A schema-v3 TFLite flatbuffer (one subgraph, float32) built with the ``tflite`` builders;
+    buffer 0 is the empty sentinel, each constant gets its own buffer."""
+    b = flatbuffers.Builder(1024)
+    consts = [t.data for t in tensors if t.data is not None]
+    buffers = [_buffer(b, None)] + [_buffer(b, d) for d in consts]
+    t_offs, k = [], 0
+    for t in tensors:
+        k += t.data is not None
+        t_offs.append(_tensor(b, t, k if t.data is not None else 0))
+    codes = sorted({op.code for op in ops})
+    op_offs = [_operator(b, op, codes.index(op.code)) for op in ops]
+    t_vec, op_vec = _offsets_vector(b, t_offs), _offsets_vector(b, op_offs)
+    in_vec, out_vec, name = _int_vector(b, inputs), _int_vector(b, outputs), b.CreateString("main")
+    tflite.SubGraphStart(b)
+    tflite.SubGraphAddTensors(b, t_vec)
+    tflite.SubGraphAddInputs(b, in_vec)
+    tflite.SubGraphAddOutputs(b, out_vec)
+    tflite.SubGraphAddOperators(b, op_vec)
+    tflite.SubGraphAddName(b, name)
+    sg = tflite.SubGraphEnd(b)
+    code_vec = _offsets_vector(b, [_opcode(b, c) for c in codes])
+    sg_vec, buf_vec = _offsets_vector(b, [sg]), _offsets_vector(b, buffers)
+    desc = b.CreateString("built by tests/test_tflite_support.py")
+    tflite.ModelStart(b)
+    tflite.ModelAddVersion(b, 3)
+    tflite.ModelAddOperatorCodes(b, code_vec)
+    tflite.ModelAddSubgraphs(b, sg_vec)
+    tflite.ModelAddDescription(b, desc)
+    tflite.ModelAddBuffers(b, buf_vec)
+    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
+    return bytes(b.Output())

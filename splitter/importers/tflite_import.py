@@ -208,6 +208,8 @@ def _convert_op(
         conv = CONVERTERS[o.builtin](Node(o, tensors, shapes))
     except ShapeError as e:
         raise ShapeError(f"{p}: {e}") from None
+    except UnsupportedOpError as e:
+        raise UnsupportedOpError(f"{p}: {e}") from None
     out = tensors[o.outputs[0]]
     if _disagrees(conv.out_shape, out, free):
         raise ShapeError(

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import tflite
 
-from splitter.errors import ShapeError
+from splitter.errors import ShapeError, UnsupportedOpError
 from splitter.importers.tflite_reader import OperatorInfo, TensorInfo
 from splitter.ir import QuantParams
 
@@ -290,7 +290,8 @@ def div(n: Node) -> Converted:
 
 
 def concatenation(n: Node) -> Converted:
-    """CONCATENATION along ``axis``: output dim ``axis`` is the sum of the inputs' dims."""
+    """CONCATENATION along ``axis``: output dim ``axis`` is the sum of the inputs' dims (a fused
+    activation is rejected, as TFLite's concatenation kernel does)."""
     o = n.opts(tflite.ConcatenationOptions)
     if any(_t(n, k).is_const for k in range(len(n.op.inputs))):
         raise ShapeError(
@@ -301,7 +302,12 @@ def concatenation(n: Node) -> Converted:
     axis = _norm_axis(int(o.Axis()), len(shapes[0]))
     out = list(shapes[0])
     out[axis] = sum(s[axis] for s in shapes)
-    attrs = {"axis": axis, **fused_act(o.FusedActivationFunction())}
+    if o.FusedActivationFunction() != 0:
+        raise UnsupportedOpError(
+            f"operator #{n.op.index} (CONCATENATION) has fused activation "
+            f"{o.FusedActivationFunction()}, which TFLite's kernels reject; re-export the model"
+        )
+    attrs = {"axis": axis, "act": None}
     return Converted("concat", attrs, n.op.inputs, tuple(out))
 
 
