@@ -158,3 +158,21 @@ def test_opset_out_of_range(tmp_path: Path, opset: int) -> None:
 def test_empty_graph(tmp_path: Path) -> None:
     err = load_error(save(tmp_path, [], outputs=("x",)))
     assert isinstance(err, InputFileError) and "no nodes" in str(err)
+
+
+def test_tensor_whose_shape_stays_unknown(tmp_path: Path) -> None:
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "target"], ["y"], name="dyn_reshape")],
+        "dyn",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4]),
+            helper.make_tensor_value_info("target", TensorProto.INT64, [2]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "dyn.onnx"
+    onnx.save(model, str(path))
+    err = load_error(path)
+    assert isinstance(err, ShapeError) and "'y'" in str(err) and "--input-shape" in str(err)

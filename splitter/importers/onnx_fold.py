@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable, Mapping
 import numpy as np
 import onnx
 from onnx import helper
-from onnx.reference import ReferenceEvaluator
 
 from splitter.errors import InputFileError
 from splitter.importers.onnx_nodes import DEFAULT_DOMAINS, ImportContext, OnnxNode
@@ -67,6 +66,8 @@ def _evaluate(
     batch: list[OnnxNode], protos: Mapping[str, onnx.NodeProto], ctx: ImportContext
 ) -> None:
     """Evaluate ``batch`` (constant nodes in topological order) with ReferenceEvaluator."""
+    from onnx.reference import ReferenceEvaluator  # imported on first use: ~60 ms of op modules
+
     produced = {o for n in batch for o in n.outputs if o}
     needed = {i for n in batch for i in n.inputs if i and i not in produced}
     inits = [

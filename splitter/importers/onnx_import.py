@@ -21,6 +21,7 @@ from pathlib import Path
 
 import onnx
 from onnx import numpy_helper
+from onnx.external_data_helper import load_external_data_for_model, uses_external_data
 
 from splitter.errors import InputFileError, ShapeError, UnsupportedOpError
 from splitter.importers.onnx_fold import NO_OPS, constant_nodes, fold_constants, remove_no_ops
@@ -49,14 +50,24 @@ def _first_line(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def read_model(path: Path) -> onnx.ModelProto:
-    """Load ``path`` (external data included); InputFileError for missing/corrupt files."""
+def read_model(path: Path) -> tuple[onnx.ModelProto, bytes | None]:
+    """Load ``path``; InputFileError for missing/corrupt files.
+
+    Returns the model and the file's bytes (``None`` when tensors live in external data files,
+    which are loaded into the model), so the checker and shape inference can reuse the bytes
+    instead of serialising a multi-megabyte model again.
+    """
     if not path.exists():
         raise InputFileError(f"{path}: file not found; check the path of the ONNX model")
     if not path.is_file():
         raise InputFileError(f"{path}: is not a file; give the path of an .onnx model")
     try:
-        model = onnx.load(str(path))
+        raw = path.read_bytes()
+        data: bytes | None = raw
+        model = onnx.load_model_from_string(raw)
+        if any(uses_external_data(t) for t in model.graph.initializer):
+            load_external_data_for_model(model, str(path.parent))
+            data = None
     except Exception as exc:  # protobuf DecodeError, OSError, external-data errors...
         raise InputFileError(
             f"{path}: not a readable ONNX model ({_first_line(exc)}); "
@@ -67,7 +78,7 @@ def read_model(path: Path) -> onnx.ModelProto:
             f"{path}: not an ONNX model (no graph or IR version); "
             "the file is corrupt or truncated, export it again"
         )
-    return model
+    return model, data
 
 
 def model_opset(model: onnx.ModelProto, path: Path) -> int:
@@ -100,7 +111,7 @@ def check_nonempty(model: onnx.ModelProto, path: Path) -> None:
         )
 
 
-def check_model(model: onnx.ModelProto, path: Path) -> None:
+def check_model(model: onnx.ModelProto | bytes, path: Path) -> None:
     """``onnx.checker.check_model`` (after input-shape overrides, which may complete inputs)."""
     try:
         onnx.checker.check_model(model)
@@ -132,8 +143,11 @@ def check_supported(nodes: Sequence[OnnxNode], known_consts: set[str], path: Pat
 
 def apply_input_shapes(
     model: onnx.ModelProto, overrides: Mapping[str, tuple[int, ...]], path: Path
-) -> None:
-    """Set graph-input shapes from ``overrides`` and reject any remaining dynamic dim."""
+) -> bool:
+    """Set graph-input shapes from ``overrides`` and reject any remaining dynamic dim.
+
+    Returns True when the model was changed.
+    """
     inits = {i.name for i in model.graph.initializer}
     inputs = [i for i in model.graph.input if i.name not in inits]
     names = [i.name for i in inputs]
@@ -159,6 +173,7 @@ def apply_input_shapes(
                 f"{path}: input '{value.name}' has dynamic or unknown shape {got}; give a static "
                 f"shape with --input-shape {value.name}=1x49x10x1 (your real dims, batch first)"
             )
+    return bool(overrides)
 
 
 def _dims_text(dims: Sequence[onnx.TensorShapeProto.Dimension]) -> str:
@@ -169,7 +184,7 @@ def _dims_text(dims: Sequence[onnx.TensorShapeProto.Dimension]) -> str:
     return "x".join(parts)
 
 
-def infer(model: onnx.ModelProto, path: Path) -> onnx.ModelProto:
+def infer(model: onnx.ModelProto | bytes, path: Path) -> onnx.ModelProto:
     """Strict shape inference with data propagation (constant Shape arithmetic included)."""
     try:
         return onnx.shape_inference.infer_shapes(
@@ -352,14 +367,15 @@ def load_onnx(path: Path, *, input_shapes: Mapping[str, tuple[int, ...]] | None 
     graph), UnsupportedOpError (listing every unsupported node) or ShapeError (dynamic shapes).
     """
     path = Path(path)
-    model = read_model(path)
+    model, data = read_model(path)
     model_opset(model, path)
     nodes = read_nodes(model.graph)
     check_nonempty(model, path)
     check_supported(nodes, {i.name for i in model.graph.initializer}, path)
-    apply_input_shapes(model, input_shapes or {}, path)
-    check_model(model, path)
-    ctx = make_context(model, infer(model, path), path)
+    changed = apply_input_shapes(model, input_shapes or {}, path)
+    blob = data if data is not None and not changed else model.SerializeToString()
+    check_model(blob, path)
+    ctx = make_context(model, infer(blob, path), path)
     ops = build_ops(model, nodes, ctx, path)
     inputs, outputs = _graph_io(model)
     tensors = tensor_specs(ops, inputs, ctx)

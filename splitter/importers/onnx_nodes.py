@@ -137,8 +137,8 @@ class ImportContext:
         if shape is None or any(d is None for d in shape):
             raise ShapeError(
                 f"{self.path}: shape of tensor '{name}' is unknown after shape inference "
-                f"(got {shape_text(shape)}); give static input shapes with "
-                "--input-shape NAME=1x49x10x1"
+                f"(got {shape_text(shape)}); shapes must follow from static input shapes "
+                "and constant shape arguments: give --input-shape NAME=1x49x10x1"
             )
         return tuple(int(d) for d in shape if d is not None)
 

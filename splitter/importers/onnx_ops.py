@@ -428,10 +428,11 @@ def pad(node: OnnxNode, ctx: ImportContext) -> list[Op]:
 def reshape(node: OnnxNode, ctx: ImportContext) -> list[Op]:
     """Reshape/Flatten/Squeeze/Unsqueeze -> reshape(shape = static output shape), zero-cost."""
     x = _single_input(node, ctx)
+    shape = ctx.shape(node.outputs[0])  # ShapeError names the tensor when it stayed dynamic
     for extra in node.inputs[1:]:
         if extra and not ctx.is_const(extra):
             raise Unsupported(f"shape/axes input '{extra}' is not constant")
-    return make_op(node, "reshape", (x,), {"shape": ctx.shape(node.outputs[0])})
+    return make_op(node, "reshape", (x,), {"shape": shape})
 
 
 def transpose(node: OnnxNode, ctx: ImportContext) -> list[Op]:
