@@ -116,3 +116,37 @@ def tflite_cut_points(subgraph) -> list[int]:  # type: ignore[no-untyped-def]
             points.append(live[0])
     points.append(int(subgraph.outputs[0]))
     return points
+
+
+def boards_toml(devices: list[tuple[str, float, float, float, float]], baud: int) -> str:
+    """boards.toml text for inline parts ``(name, flash_bytes, ram_bytes, clock_mhz, cpm)``."""
+    lines = ["[link]", f"baud = {baud}", ""]
+    for name, flash, ram, clock, cpm in devices:
+        lines += [
+            "[[device]]",
+            f'name = "{name}"',
+            f'part = {{ name = "{name.upper()}", flash_kib = {flash / 1024:.4f}, '
+            f"ram_kib = {ram / 1024:.4f}, clock_mhz = {clock}, cpm = {cpm} }}",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def sized_boards(chain, kind: str) -> str:  # type: ignore[no-untyped-def]
+    """Board files sized to a chain so that the optimal plan must split it.
+
+    ``"fastslow"``: a fast device holding a quarter of the weights and a slow one holding all,
+    over a fast link, so latency-optimal plans alternate (a device runs non-adjacent
+    sub-models). ``"three"``: three equal devices each holding ~40 % of the weights (>= 3
+    sub-models whenever the layers allow it).
+    """
+    costs = chain.costs
+    total = sum(c.flash for c in costs)
+    biggest = max(c.flash for c in costs)
+    ram = max(c.ram for c in costs) * 1.1 + 1024
+    if kind == "fastslow":
+        fast = max(0.25 * total, biggest * 1.01)
+        return boards_toml([("fast", fast, ram, 480, 1), ("slow", 2 * total, ram, 16, 10)], 10**7)
+    share = max(0.4 * total, biggest * 1.01)
+    devices = [(f"m{k}", share, ram, 80 + 40 * k, 6) for k in range(3)]
+    return boards_toml(devices, 921600)
