@@ -199,16 +199,38 @@ def test_transpose_permutes() -> None:
 
 def test_flash_counts_every_weight_array_by_dtype() -> None:
     op = Op(
-        "q",
+        "f",
         "conv2d",
         ("x",),
         ("y",),
         {"groups": 1},
-        {
-            "W": np.zeros((8, 3, 3, 3), np.int8),
-            "B": np.zeros(8, np.int32),
-            "W_scale": np.zeros(8, np.float32),
-            "W_zero_point": np.zeros(8, np.int8),
-        },
+        {"W": np.zeros((8, 3, 3, 3), np.float32), "B": np.zeros(8, np.float32)},
     )
-    assert op_flash(op) == 216 + 32 + 32 + 8
+    assert op_flash(op) == (216 + 8) * 4
+
+
+def test_flash_of_quantised_weights_adds_scales_and_zero_points() -> None:
+    attrs = {
+        "groups": 1,
+        "w_scale": (0.1,) * 8,
+        "w_zero_point": (0,) * 8,
+        "b_scale": (0.01,) * 8,
+        "b_zero_point": (0,) * 8,
+    }
+    weights = {"W": np.zeros((8, 3, 3, 3), np.int8), "B": np.zeros(8, np.int32)}
+    op = Op("q", "conv2d", ("x",), ("y",), attrs, weights)
+    # int8 W 216 + scales 8*4 + int8 zero points 8; int32 B 32 + scales 32 + int32 zero points 32
+    assert op_flash(op) == 216 + 32 + 8 + 32 + 32 + 32
+
+
+def test_flash_of_a_real_int8_tflite_conv() -> None:
+    from pathlib import Path
+
+    from splitter.importers import load_graph
+
+    path = Path(__file__).resolve().parent.parent / "models" / "tiny_cnn_int8.tflite"
+    conv = load_graph(path).ops[0]
+    assert conv.kind == "conv2d" and conv.weights["W"].dtype == np.int8
+    n_out = conv.weights["W"].shape[0]
+    expected = conv.weights["W"].size + 4 * n_out + 4 * n_out + n_out + 4 * n_out + 4 * n_out
+    assert op_flash(conv) == expected  # W int8 + B int32 + per-channel scales and zero points

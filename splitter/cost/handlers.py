@@ -6,11 +6,12 @@ Every handler answers three questions about one :class:`~splitter.ir.Op`:
 * :meth:`OpHandler.macs` - multiply-accumulates of one inference (MAC_j of SPEC.md);
 * :meth:`OpHandler.scratch_bytes` - extra working memory the kernel needs while it runs.
 
-FLASH is the same for every kind (:func:`op_flash`): the bytes of the op's constant arrays.
-
 MAC convention (X-CUBE-AI, as in the thesis's Appendix A tables). Read off
 ``/work/shared/data/thesis_profiles.json``; every conv/dense/pool/BN/softmax row of the eight
 profiles is reproduced exactly by these rules:
+
+FLASH (:func:`op_flash`) is the bytes of the op's constant arrays by dtype plus, for quantised
+ones, their per-channel scales (float32) and zero points.
 
 * conv2d: ``Hout*Wout*Cout*(Cin/groups)*kh*kw`` products, ``+ Hout*Wout*Cout`` when there is a
   bias, ``+ Cout`` (X-CUBE-AI's per-output-channel term, present with and without bias). Tiny-CNN
@@ -57,12 +58,21 @@ BATCHNORM_MACS_PER_ELEMENT = 2
 
 
 def op_flash(op: Op) -> int:
-    """FLASH of one op: ``sum(w.nbytes for w in op.weights.values())``.
+    """FLASH of one op: every constant array plus its quantisation parameters.
 
-    Exactly the bytes the generator emits as const arrays (arena rule, FLASH_j); quantised
-    models carry their scales and zero points as weight arrays too, so they are counted as stored.
+    ``sum(w.nbytes for w in op.weights.values())`` (arena rule, FLASH_j: exactly the const arrays
+    the generator emits for float models), plus, for a quantised weight ``K`` (importer convention
+    ``attrs["k_scale"]``/``attrs["k_zero_point"]``, TFLite), 4 bytes per float32 scale and one
+    element of ``K``'s own dtype per zero point (int8 for int8 weights, int32 for int32 biases).
     """
-    return int(sum(int(np.asarray(w).nbytes) for w in op.weights.values()))
+    total = 0
+    for key, array in op.weights.items():
+        w = np.asarray(array)
+        k = key.lower()
+        total += int(w.nbytes)
+        total += 4 * len(op.attr(f"{k}_scale", ()) or ())
+        total += w.itemsize * len(op.attr(f"{k}_zero_point", ()) or ())
+    return total
 
 
 def _spatial_axes(layout: str, rank: int) -> tuple[int, int, int]:
