@@ -8,7 +8,7 @@
 #include "kernels.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("unroll-loops")
+#pragma GCC optimize("unroll-loops", "fp-contract=fast")
 #endif
 
 /* ---------------------------------------------------------------- math ---- */
@@ -204,22 +204,23 @@ static void conv_generic(const float *restrict x, int C, int H, int W, const flo
     }
 }
 
-/* One output pixel of 4 packed output channels with bounds checks (border pixels). */
+/* One output pixel of 4 packed output channels (border pixels): the valid tap ranges
+ * [ky0, ky1) x [kx0, kx1) are computed once, then the taps run unchecked. */
 static void conv4_pixel(const float *restrict x, int C, int H, int W, const float *restrict wb,
                         int kh, int kw, int iy0, int ix0, int dh, int dw, float *acc)
 {
-    int c, ky, kx;
+    int c, ky, kx, ky0 = 0, ky1 = kh, kx0 = 0, kx1 = kw;
     float a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    while (ky0 < kh && iy0 + ky0 * dh < 0) ky0++;
+    while (ky1 > ky0 && iy0 + (ky1 - 1) * dh >= H) ky1--;
+    while (kx0 < kw && ix0 + kx0 * dw < 0) kx0++;
+    while (kx1 > kx0 && ix0 + (kx1 - 1) * dw >= W) kx1--;
     for (c = 0; c < C; c++) {
-        for (ky = 0; ky < kh; ky++) {
-            int iy = iy0 + ky * dh;
+        for (ky = ky0; ky < ky1; ky++) {
+            const float *row = x + (c * H + iy0 + ky * dh) * W + ix0;
             const float *wk = wb + ((c * kh + ky) * kw) * 4;
-            if (iy < 0 || iy >= H) continue;
-            for (kx = 0; kx < kw; kx++) {
-                int ix = ix0 + kx * dw;
-                float xv;
-                if (ix < 0 || ix >= W) continue;
-                xv = x[(c * H + iy) * W + ix];
+            for (kx = kx0; kx < kx1; kx++) {
+                float xv = row[kx * dw];
                 a0 += wk[kx * 4] * xv; a1 += wk[kx * 4 + 1] * xv;
                 a2 += wk[kx * 4 + 2] * xv; a3 += wk[kx * 4 + 3] * xv;
             }
@@ -239,14 +240,16 @@ static void conv4_pair(const float *restrict x, int C, int H, int W, const float
     float e0 = acc[4], e1 = acc[5], e2 = acc[6], e3 = acc[7];
     for (c = 0; c < C; c++) {
         for (ky = ky0; ky < ky1; ky++) {
-            const float *row = x + (c * H + iy0 + ky * dh) * W + ix0;
+            const float *ru = x + (c * H + iy0 + ky * dh) * W + ix0, *rv = ru + sw;
             const float *wk = wb + ((c * kh + ky) * kw) * 4;
             for (kx = 0; kx < kw; kx++) {
-                float u = row[kx * dw], v = row[kx * dw + sw];
+                float u = *ru, v = *rv;
                 float w0 = wk[0], w1 = wk[1], w2 = wk[2], w3 = wk[3];
                 a0 += w0 * u; a1 += w1 * u; a2 += w2 * u; a3 += w3 * u;
                 e0 += w0 * v; e1 += w1 * v; e2 += w2 * v; e3 += w3 * v;
                 wk += 4;
+                ru += dw;
+                rv += dw;
             }
         }
     }
@@ -294,12 +297,35 @@ static void conv_blocked(const float *restrict x, int C, int H, int W, const flo
                      pl, dh, dw, 1);
 }
 
-/* Depthwise 3x3 (groups == C == O): the 9 weights in registers, interior pixels unchecked. */
+/* One depthwise output pixel with bounds checks (border pixels). */
+static float dw_pixel(const float *restrict xc, const float *restrict wc, int H, int W, int iy0,
+                      int ix0, int dh, int dw, float a)
+{
+    int ky, kx;
+    for (ky = 0; ky < 3; ky++) {
+        int iy = iy0 + ky * dh;
+        if (iy < 0 || iy >= H) continue;
+        for (kx = 0; kx < 3; kx++) {
+            int ix = ix0 + kx * dw;
+            if (ix < 0 || ix >= W) continue;
+            a += wc[ky * 3 + kx] * xc[iy * W + ix];
+        }
+    }
+    return a;
+}
+
+/* Depthwise 3x3 (groups == C == O): the 9 weights in registers; per output row the interior
+ * column range [lo, hi) is computed once (hoisted bounds), so interior pixels run unchecked
+ * with the three input rows walked by pointers; dilation 1 uses constant offsets. */
 static void conv_dw3x3(const float *restrict x, int C, int H, int W, const float *restrict w,
                        const float *restrict b, float *restrict y, int OH, int OW, int sh, int sw,
                        int pt, int pl, int dh, int dw)
 {
-    int c, oy, ox, ky, kx;
+    int c, oy, ox;
+    int lo = (pl + sw - 1) / sw, hi = (W - 1 - 2 * dw + pl) / sw + 1;
+    if (W - 1 - 2 * dw + pl < 0) hi = 0;
+    if (hi > OW) hi = OW;
+    if (lo > hi) lo = hi;
     for (c = 0; c < C; c++) {
         const float *xc = x + c * H * W, *wc = w + c * 9;
         float w00 = wc[0], w01 = wc[1], w02 = wc[2], w10 = wc[3], w11 = wc[4], w12 = wc[5];
@@ -307,28 +333,42 @@ static void conv_dw3x3(const float *restrict x, int C, int H, int W, const float
         float *yc = y + c * OH * OW;
         for (oy = 0; oy < OH; oy++) {
             int iy0 = oy * sh - pt;
-            int row_in = iy0 >= 0 && iy0 + 2 * dh < H;
-            for (ox = 0; ox < OW; ox++) {
-                int ix0 = ox * sw - pl;
-                float a = bc;
-                if (row_in && ix0 >= 0 && ix0 + 2 * dw < W) {
-                    const float *r0 = xc + iy0 * W + ix0, *r1 = r0 + dh * W, *r2 = r1 + dh * W;
-                    a += w00 * r0[0] + w01 * r0[dw] + w02 * r0[2 * dw];
-                    a += w10 * r1[0] + w11 * r1[dw] + w12 * r1[2 * dw];
-                    a += w20 * r2[0] + w21 * r2[dw] + w22 * r2[2 * dw];
+            float *yr = yc + oy * OW;
+            int ok0 = iy0 >= 0 && iy0 < H, ok1 = iy0 + dh >= 0 && iy0 + dh < H;
+            int ok2 = iy0 + 2 * dh >= 0 && iy0 + 2 * dh < H;
+            /* a row outside the input gets zero weights and a valid dummy row pointer */
+            float v00 = ok0 ? w00 : 0.0f, v01 = ok0 ? w01 : 0.0f, v02 = ok0 ? w02 : 0.0f;
+            float v10 = ok1 ? w10 : 0.0f, v11 = ok1 ? w11 : 0.0f, v12 = ok1 ? w12 : 0.0f;
+            float v20 = ok2 ? w20 : 0.0f, v21 = ok2 ? w21 : 0.0f, v22 = ok2 ? w22 : 0.0f;
+            int base = lo * sw - pl;
+            for (ox = 0; ox < lo; ox++)
+                yr[ox] = dw_pixel(xc, wc, H, W, iy0, ox * sw - pl, dh, dw, bc);
+            if (lo < hi) {
+                const float *r0 = xc + (ok0 ? iy0 * W : 0) + base;
+                const float *r1 = xc + (ok1 ? (iy0 + dh) * W : 0) + base;
+                const float *r2 = xc + (ok2 ? (iy0 + 2 * dh) * W : 0) + base;
+                if (dw == 1) {
+                    for (ox = lo; ox < hi; ox++) {
+                        float a = bc + v00 * r0[0];
+                        a += v01 * r0[1]; a += v02 * r0[2];
+                        a += v10 * r1[0]; a += v11 * r1[1]; a += v12 * r1[2];
+                        a += v20 * r2[0]; a += v21 * r2[1]; a += v22 * r2[2];
+                        yr[ox] = a;
+                        r0 += sw; r1 += sw; r2 += sw;
+                    }
                 } else {
-                    for (ky = 0; ky < 3; ky++) {
-                        int iy = iy0 + ky * dh;
-                        if (iy < 0 || iy >= H) continue;
-                        for (kx = 0; kx < 3; kx++) {
-                            int ix = ix0 + kx * dw;
-                            if (ix < 0 || ix >= W) continue;
-                            a += wc[ky * 3 + kx] * xc[iy * W + ix];
-                        }
+                    for (ox = lo; ox < hi; ox++) {
+                        float a = bc + v00 * r0[0];
+                        a += v01 * r0[dw]; a += v02 * r0[2 * dw];
+                        a += v10 * r1[0]; a += v11 * r1[dw]; a += v12 * r1[2 * dw];
+                        a += v20 * r2[0]; a += v21 * r2[dw]; a += v22 * r2[2 * dw];
+                        yr[ox] = a;
+                        r0 += sw; r1 += sw; r2 += sw;
                     }
                 }
-                yc[oy * OW + ox] = a;
             }
+            for (ox = hi; ox < OW; ox++)
+                yr[ox] = dw_pixel(xc, wc, H, W, iy0, ox * sw - pl, dh, dw, bc);
         }
     }
 }

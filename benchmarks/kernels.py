@@ -1,0 +1,250 @@
+"""Instructions per MAC of the float32 kernels on a Cortex-M4F (STM32F405) under QEMU.
+
+Cross-compiles a bare-metal harness (vector table, FPU enable via CPACR, USART1 at 0x40011000
+with the F4 SR/DR registers) together with ``firmware_templates/kernels``, runs it in
+``qemu-system-arm -M netduinoplus2 -icount shift=0`` and reads SysTick tick counts printed per
+kernel call. With ``-icount shift=0`` each instruction takes 1 ns of virtual time and SysTick runs
+at the fixed 168 MHz core clock, so ``instructions = ticks / 0.168`` (see
+``/work/shared/notes/emulated-stm32.md``); the harness subtracts the ticks of an empty
+measurement. These are instruction counts, not cycles (no wait states or FPU latencies modelled).
+
+Usage: ``.venv/bin/python benchmarks/kernels.py`` -> ``benchmarks/results/kernels.{md,json}``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELS = ROOT / "firmware_templates" / "kernels"
+RESULTS = ROOT / "benchmarks" / "results"
+TICKS_PER_INSTRUCTION = 0.168  # 168 MHz SysTick / 1 GHz icount shift=0 clock
+CFLAGS = [
+    "-mcpu=cortex-m4", "-mthumb", "-mfpu=fpv4-sp-d16", "-mfloat-abi=hard", "-O2", "-std=c99",
+    "-Wall", "-Werror", "-ffreestanding", "-nostdlib", "-fno-tree-loop-distribute-patterns",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Case:
+    """One kernel call: C statement, its MAC count and the op class it stands for."""
+
+    name: str
+    op_class: str
+    macs: int
+    call: str
+
+
+def _conv(name: str, cls: str, c: int, h: int, w: int, o: int, k: tuple[int, int],
+          s: int, p: int, g: int) -> Case:  # fmt: skip
+    """k_conv2d on a (c, h, w) input; MACs = O*OH*OW*(C/g)*kh*kw."""
+    kh, kw = k
+    oh, ow = (h + 2 * p - kh) // s + 1, (w + 2 * p - kw) // s + 1
+    macs = o * oh * ow * (c // g) * kh * kw
+    call = (
+        f"k_conv2d(xbuf, {c}, {h}, {w}, wbuf, wbuf, ybuf, {o}, {oh}, {ow}, {kh}, {kw}, {s}, {s}, "
+        f"{p}, {p}, 1, 1, {g}, K_ACT_RELU, 0.0f, 0.0f)"
+    )
+    return Case(name, cls, macs, call)
+
+
+CASES = [
+    _conv("conv3x3 16->32 @16x16 pad1", "conv", 16, 16, 16, 32, (3, 3), 1, 1, 1),
+    _conv("conv3x3 3->8 @32x32 s2 (first layer)", "conv", 3, 32, 32, 8, (3, 3), 2, 1, 1),
+    _conv("conv10x4 28->30 @40x7 s1 (kws_cnn-like)", "conv", 28, 40, 7, 30, (10, 4), 1, 0, 1),
+    _conv("pointwise 1x1 64->64 @16x8", "conv", 64, 16, 8, 64, (1, 1), 1, 0, 1),
+    _conv("pointwise 1x1 16->32 @8x8", "conv", 16, 8, 8, 32, (1, 1), 1, 0, 1),
+    _conv("depthwise3x3 64 @16x16 pad1", "depthwise", 64, 16, 16, 64, (3, 3), 1, 1, 64),
+    _conv("depthwise3x3 32 @16x16 s2 pad1", "depthwise", 32, 16, 16, 32, (3, 3), 2, 1, 32),
+    Case("dense 1024->64", "dense", 1024 * 64, "k_dense(xbuf, 1024, wbuf, wbuf, ybuf, 64, 0, 0, 0)"),
+    Case("dense 1920->16 (kws_cnn)", "dense", 1920 * 16,
+         "k_dense(xbuf, 1920, wbuf, wbuf, ybuf, 16, 0, 0, 0)"),  # fmt: skip
+    Case("plain dense loop 1024->64 (reference)", "reference", 1024 * 64,
+         "plain_dense(xbuf, 1024, wbuf, ybuf, 64)"),  # fmt: skip
+]
+
+HARNESS = r"""
+#include "kernels.h"
+#define USART1_SR (*(volatile unsigned *)0x40011000u)
+#define USART1_DR (*(volatile unsigned *)0x40011004u)
+#define USART1_CR1 (*(volatile unsigned *)0x4001100Cu)
+#define SYST_CSR (*(volatile unsigned *)0xE000E010u)
+#define SYST_RVR (*(volatile unsigned *)0xE000E014u)
+#define SYST_CVR (*(volatile unsigned *)0xE000E018u)
+#define CPACR (*(volatile unsigned *)0xE000ED88u)
+
+float xbuf[12288] __attribute__((aligned(8)));
+float ybuf[12288] __attribute__((aligned(8)));
+const float wbuf[65536] = {0.5f};
+
+static void putc_(char c) { while (!(USART1_SR & 0x80u)) {} USART1_DR = (unsigned)c; }
+static void puts_(const char *s) { while (*s) putc_(*s++); }
+static void putu(unsigned v)
+{
+    char b[12]; int n = 0;
+    do { b[n++] = (char)('0' + v % 10u); v /= 10u; } while (v);
+    while (n) putc_(b[--n]);
+}
+static unsigned t0;
+/* Restart SysTick (24-bit down-counter, processor clock, no interrupt); wait for the reload. */
+static void start(void)
+{
+    SYST_CSR = 0; SYST_RVR = 0xFFFFFFu; SYST_CVR = 0; SYST_CSR = 5u;
+    while (SYST_CVR == 0u) {}
+    t0 = SYST_CVR;
+}
+static unsigned stop(void) { unsigned t = SYST_CVR; SYST_CSR = 0; return t0 - t; }
+
+__attribute__((noinline)) void plain_dense(const float *x, int in, const float *w, float *y,
+                                           int out)
+{
+    int o, i;
+    for (o = 0; o < out; o++) {
+        float a = 0.0f;
+        for (i = 0; i < in; i++) a += w[o * in + i] * x[i];
+        y[o] = a;
+    }
+}
+
+static void report(const char *name, unsigned t) { puts_(name); putc_(' '); putu(t); puts_("\r\n"); }
+
+int main(void)
+{
+    unsigned t, i;
+    for (i = 0; i < 12288u; i++) xbuf[i] = (float)(i % 7u) * 0.25f - 0.5f;
+    start(); t = stop(); report("@empty", t);
+@CASES@
+    puts_("@done\r\n");
+    for (;;) {}
+}
+
+extern unsigned _sidata, _sdata, _edata, _sbss, _ebss, _estack;
+void reset_handler(void)
+{
+    unsigned *s = &_sidata, *d = &_sdata;
+    while (d < &_edata) *d++ = *s++;
+    for (d = &_sbss; d < &_ebss;) *d++ = 0;
+    CPACR |= 0xFu << 20; /* CP10/CP11 full access: enable the FPU */
+    __asm volatile("dsb\n isb");
+    USART1_CR1 = (1u << 13) | (1u << 3); /* UE | TE */
+    main();
+}
+void default_handler(void) { for (;;) {} }
+__attribute__((section(".isr_vector"), used)) void (*const vectors[16])(void) = {
+    (void (*)(void))&_estack, reset_handler, default_handler, default_handler, default_handler,
+    default_handler, default_handler, 0, 0, 0, 0, default_handler, default_handler, 0,
+    default_handler, default_handler,
+};
+"""
+
+LINKER = """
+MEMORY { FLASH (rx) : ORIGIN = 0x08000000, LENGTH = 1024K
+         RAM (rwx) : ORIGIN = 0x20000000, LENGTH = 128K }
+_estack = ORIGIN(RAM) + LENGTH(RAM);
+SECTIONS {
+  .isr_vector : { KEEP(*(.isr_vector)) } > FLASH
+  .text : { *(.text*) *(.rodata*) *(.weights*) . = ALIGN(4); } > FLASH
+  _sidata = LOADADDR(.data);
+  .data : { _sdata = .; *(.data*) . = ALIGN(4); _edata = .; } > RAM AT> FLASH
+  .bss (NOLOAD) : { _sbss = .; *(.bss*) *(COMMON) . = ALIGN(4); _ebss = .; } > RAM
+}
+"""
+
+
+def build(work: Path) -> Path:
+    """Write and cross-compile the harness; returns the ELF."""
+    calls = "\n".join(
+        f'    start(); {c.call}; t = stop(); report("{i}", t);' for i, c in enumerate(CASES)
+    )
+    (work / "bench.c").write_text(HARNESS.replace("@CASES@", calls))
+    (work / "link.ld").write_text(LINKER)
+    elf = work / "bench.elf"
+    srcs = [str(work / "bench.c"), str(KERNELS / "kernels.c"), str(KERNELS / "k_libc.c")]
+    cmd = ["arm-none-eabi-gcc", *CFLAGS, f"-I{KERNELS}", "-T", str(work / "link.ld"),
+           "-o", str(elf), *srcs, "-lgcc"]  # fmt: skip
+    subprocess.run(cmd, check=True)
+    return elf
+
+
+def run(elf: Path, timeout_s: float = 120.0) -> dict[str, int]:
+    """Run the ELF in QEMU until ``@done``; returns ``{label: ticks}``."""
+    cmd = ["qemu-system-arm", "-M", "netduinoplus2", "-icount", "shift=0", "-display", "none",
+           "-monitor", "none", "-serial", "stdio", "-kernel", str(elf)]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    ticks: dict[str, int] = {}
+    deadline = time.monotonic() + timeout_s
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            label, _, value = line.strip().partition(" ")
+            if label == "@done" or time.monotonic() > deadline:
+                break
+            if value.isdigit():
+                ticks[label] = int(value)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    return ticks
+
+
+def measure() -> list[dict[str, object]]:
+    """Instructions per MAC of every case: ``(ticks - empty) / 0.168 / macs``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ticks = run(build(Path(tmp)))
+    if "@empty" not in ticks or len(ticks) != len(CASES) + 1:
+        sys.exit(f"benchmark run incomplete: got {ticks}")
+    rows = []
+    for i, case in enumerate(CASES):
+        instr = (ticks[str(i)] - ticks["@empty"]) / TICKS_PER_INSTRUCTION
+        rows.append({**asdict(case), "ticks": ticks[str(i)], "instructions": round(instr),
+                     "instr_per_mac": round(instr / case.macs, 3)})  # fmt: skip
+    return rows
+
+
+def write(rows: list[dict[str, object]]) -> None:
+    """benchmarks/results/kernels.json and kernels.md."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    gcc = subprocess.run(["arm-none-eabi-gcc", "--version"], capture_output=True, text=True)
+    qemu = subprocess.run(["qemu-system-arm", "--version"], capture_output=True, text=True)
+    meta = {"gcc": gcc.stdout.splitlines()[0], "qemu": qemu.stdout.splitlines()[0],
+            "cflags": " ".join(CFLAGS), "machine": "netduinoplus2 (STM32F405, Cortex-M4F)",
+            "method": "SysTick ticks under -icount shift=0, instructions = ticks / 0.168"}  # fmt: skip
+    (RESULTS / "kernels.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+    lines = [
+        "# Float32 kernel instructions per MAC (Cortex-M4F, QEMU -icount shift=0)",
+        "",
+        f"Generated by `benchmarks/kernels.py`. {meta['gcc']}; {meta['qemu']}.",
+        f"Flags: `{meta['cflags']}`. Instruction counts (not cycles): ticks / 0.168, empty",
+        "measurement subtracted; includes the fused ReLU pass for convolutions.",
+        "",
+        "| kernel | class | MACs | instructions | instr/MAC |",
+        "|---|---|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {r['name']} | {r['op_class']} | {r['macs']} | {r['instructions']} | "
+        f"{r['instr_per_mac']:.2f} |"
+        for r in rows
+    ]
+    (RESULTS / "kernels.md").write_text("\n".join(lines) + "\n")
+
+
+def main() -> None:
+    """Build, run, write the results and print the table."""
+    for tool in ("arm-none-eabi-gcc", "qemu-system-arm"):
+        if shutil.which(tool) is None:
+            sys.exit(f"{tool} missing: apt-get install -y --no-install-recommends "
+                     "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm")  # fmt: skip
+    rows = measure()
+    write(rows)
+    print((RESULTS / "kernels.md").read_text())
+
+
+if __name__ == "__main__":
+    main()
