@@ -56,12 +56,14 @@ IRQ_M3_M7 = {
     "USART6": 71,
     "UART7": 82,
     "UART8": 83,
+    "LPUART1": 70,  # L4 (RM0351 table 58)
 }
 #: Cortex-M0+ parts (RM0444 table 44, G0; RM0091, F0): USART3/4 share one IRQ.
 IRQ_M0 = {"USART1": 27, "USART2": 28, "USART3": 29, "USART4": 29, "LPUART1": 29}
 #: Usual TX/RX alternate-function pins (LQFP64 packages); boards may route others.
 PINS = {
     "USART1": "PA9/PA10",
+    "LPUART1": "PG7/PG8",
     "USART2": "PA2/PA3",
     "USART3": "PB10/PB11",
     "UART4": "PA0/PA1",
@@ -298,7 +300,7 @@ def _target(
     if key not in CPU_FLAGS:
         raise BoardFileError(f"part {part.name}: unsupported core/FPU {core}/{fpu or 'none'}")
     ctxs = tuple(
-        UsartContext(name, f"0x{base:08X}", _irq(core, name, part.name), round(clock_hz / baud))
+        UsartContext(name, f"0x{base:08X}", _irq(core, name, part.name), brr(name, clock_hz, baud))
         for name, base in usarts
     )
     handlers = _irq_handlers(ctxs)
@@ -329,6 +331,13 @@ def _target(
         irq_vectors=tuple(by_irq.get(i, "Default_Handler") for i in range(n_irq)),
         n_vectors=16 + n_irq,
     )
+
+
+def brr(usart: str, clock_hz: int, baud: int) -> int:
+    """Baud-rate register: ``f_ck / baud`` (USART, 16x oversampling: RM0090 30.6.3 / RM0444
+    33.8.5) or ``256 * f_ck / baud`` (LPUART, RM0351 38.4.4)."""
+    scale = 256 if usart.startswith("LPUART") else 1
+    return round(scale * clock_hz / baud)
 
 
 def _irq_handlers(usarts: Sequence[UsartContext]) -> tuple[IrqHandler, ...]:
@@ -501,10 +510,10 @@ def _wires(
                     WireContext(HOST, "USB-serial", "-", d.name, ln.usart, ln.pins, carries)
                 )
             else:
-                assert back is not None
+                assert back is not None and other is not None
                 rows.append(
                     WireContext(
-                        d.name, ln.usart, ln.pins, back.peer, back.usart, back.pins, carries
+                        d.name, ln.usart, ln.pins, other.name, back.usart, back.pins, carries
                     )
                 )
     return tuple(rows)

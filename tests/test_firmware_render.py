@@ -1,0 +1,176 @@
+"""Firmware projects: wiring, render context, templates, atomic output, cross builds."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import jinja2
+import pytest
+
+from codegen import firmware as F
+from splitter.errors import BoardFileError
+from splitter.hardware.catalog import get_part
+from splitter.link.build import check, measure, run_make, section_sizes
+
+GOLDEN = Path(__file__).resolve().parent / "test_firmware_golden"
+
+
+def standin_model(subs: list[tuple[int, int, int, int, int]]) -> dict[str, str]:
+    """A hand-written stand-in of codegen/model_c.py's output: sub-model k computes
+    ``y = 2 x + (k + 1)`` on its input floats; 8 bytes of weights per sub-model."""
+    protos = "\n".join(f"int sm_{k:02d}(float *arena);" for k, *_ in subs)
+    header = f"#ifndef MODEL_H\n#define MODEL_H\nextern float model_arena[];\n{protos}\n#endif\n"
+    weights = "\n".join(
+        f'const float W{k}[2] __attribute__((section(".weights"), aligned(4))) = '
+        f"{{2.0f, {k + 1}.0f}};"
+        for k, *_ in subs
+    )
+    bodies = "\n".join(
+        f"int sm_{k:02d}(float *arena) {{\n"
+        f"    const float *x = arena + {io // 4};\n    float *y = arena + {oo // 4};\n"
+        f"    for (int i = 0; i < {ib // 4}; i++) y[i] = W{k}[0] * x[i] + W{k}[1];\n"
+        "    return 0;\n}"
+        for k, io, ib, oo, _ob in subs
+    )
+    arena = max(oo + ob for _k, _io, _ib, oo, ob in subs)
+    source = (
+        f'#include "model.h"\n{weights}\n'
+        f"float model_arena[{arena // 4}] __attribute__((aligned(8)));\n{bodies}\n"
+    )
+    return {"model.h": header, "model.c": source}
+
+
+def standin_plan(
+    parts: tuple[str, str] = ("STM32F405RG", "STM32G071RB"), n: int = 16
+) -> F.PlanContext:
+    """Sub-models A (d0), B (d1), C (d0) on ``n`` floats: d0 hosts two non-adjacent ones."""
+    nb = 4 * n
+    subs0 = [(0, 0, nb, nb, nb), (2, 0, nb, nb, nb)]
+    subs1 = [(1, 0, nb, nb, nb)]
+    devs = [
+        F.DeviceSpec("d0", 0, get_part(parts[0]), standin_model(subs0), 16, 2 * nb, subs0),
+        F.DeviceSpec("d1", 1, get_part(parts[1]), standin_model(subs1), 8, 2 * nb, subs1),
+    ]
+    return F.build_plan_context(devs, [0, 1, 0], "0123456789abcdef")
+
+
+def test_links_of_a_chain() -> None:
+    assert F.device_links([0, 1]) == {0: [-1, 1], 1: [0, -1]}
+    assert F.device_links([0, 1, 2]) == {0: [-1, 1], 1: [0, 2], 2: [1, -1]}
+    assert F.device_links([0]) == {0: [-1]}
+
+
+def test_links_of_non_adjacent_submodels() -> None:
+    """A on d0, B on d1, C on d0: d0 talks to the host and to d1 over one pair each."""
+    assert F.device_links([0, 1, 0]) == {0: [-1, 1], 1: [0]}
+    assert F.device_links([1, 0, 2, 0]) == {1: [-1, 0], 0: [1, 2, -1], 2: [0]}
+
+
+def test_context_numbers() -> None:
+    ctx = standin_plan()
+    d0, d1 = ctx.devices
+    assert [ln.peer for ln in d0.links] == ["host", "d1"]
+    assert [ln.usart for ln in d0.links] == ["USART1", "USART2"]
+    assert [ln.usart for ln in d1.links] == ["USART2"]  # G071: catalog preference order
+    assert d0.links[1].server and not d1.links[0].server
+    a, c = d0.submodels
+    assert (a.in_link, a.out_link, a.is_last, a.next_index) == (0, 1, False, 1)
+    assert (c.in_link, c.out_link, c.is_last) == (1, 0, True)
+    part, emu = d1.targets
+    assert part.cpu_flags == "-mcpu=cortex-m0plus -mthumb -mfloat-abi=soft"
+    assert part.usart_layout_sr_dr == 0 and emu.usart_layout_sr_dr == 1
+    assert part.usarts[0].brr == round(16_000_000 / 115200)
+    assert emu.usarts[0].brr == round(168_000_000 / 115200)
+    assert part.usarts[0].irq == 28 and emu.usarts[0].irq == 37
+    assert part.ram_bytes == 36 * 1024 and emu.ram_bytes == 128 * 1024
+    assert emu.n_vectors == 16 + 38
+    assert ctx.emulated_as_f405 == "STM32G071RB"
+
+
+def test_cpu_flags_per_core() -> None:
+    for part, flags in (
+        ("STM32H743ZI", "-mcpu=cortex-m7 -mthumb -mfpu=fpv5-d16 -mfloat-abi=hard"),
+        ("STM32F405RG", "-mcpu=cortex-m4 -mthumb -mfpu=fpv4-sp-d16 -mfloat-abi=hard"),
+        ("STM32G071RB", "-mcpu=cortex-m0plus -mthumb -mfloat-abi=soft"),
+    ):
+        ctx = standin_plan((part, "STM32F405RG"))
+        assert ctx.devices[0].targets[0].cpu_flags == flags
+
+
+def test_render_writes_every_file(tmp_path: Path) -> None:
+    fw = F.render_firmware(tmp_path, standin_plan())
+    files = {p.relative_to(fw / "d0").as_posix() for p in (fw / "d0").rglob("*") if p.is_file()}
+    for name in (
+        "main.c",
+        "config.h",
+        "startup.c",
+        "Makefile",
+        "part.ld",
+        "emulator.ld",
+        "proto.c",
+        "uart.c",
+        "timer.c",
+        "libc.c",
+        "model.c",
+        "model.h",
+        "kernels/kernels.h",
+    ):
+        assert name in files
+    wiring = (fw / "WIRING.md").read_text()
+    assert "| d0 | USART2 (PA2/PA3) | d1 | USART2 (PA2/PA3) |" in wiring
+    assert "STM32G071RB is emulated as an F405" in wiring
+    assert "-fno-tree-loop-distribute-patterns" in (fw / "d0" / "Makefile").read_text()
+    assert not list(tmp_path.glob(".firmware-*"))
+
+
+def test_golden_main_and_makefile(tmp_path: Path) -> None:
+    """Rendered main.c and Makefile of the stand-in plan; SPLITTER_REGEN_GOLDEN=1 rewrites."""
+    fw = F.render_firmware(tmp_path, standin_plan())
+    for name in ("main.c", "Makefile"):
+        got = (fw / "d0" / name).read_text()
+        golden = GOLDEN / f"d0_{name}"
+        if os.environ.get("SPLITTER_REGEN_GOLDEN"):
+            golden.parent.mkdir(exist_ok=True)
+            golden.write_text(got)
+        assert got == golden.read_text(), f"{name} changed; review, then SPLITTER_REGEN_GOLDEN=1"
+
+
+def test_template_error_leaves_previous_project(tmp_path: Path) -> None:
+    good = standin_plan()
+    F.render_firmware(tmp_path, good)
+    before = (tmp_path / "firmware" / "d0" / "main.c").read_text()
+    broken_link = dataclasses.replace(good.devices[0].links[0], timeout_message=None)
+    dev = dataclasses.replace(good.devices[0], links=(broken_link, object()))
+    with pytest.raises(jinja2.UndefinedError):
+        F.render_firmware(tmp_path, dataclasses.replace(good, devices=(dev, good.devices[1])))
+    assert (tmp_path / "firmware" / "d0" / "main.c").read_text() == before
+    assert not list(tmp_path.glob(".firmware-*"))
+
+
+def test_too_many_links_is_a_board_error() -> None:
+    subs = [(k, 0, 64, 64, 64) for k in (0, 2, 4)]
+    devs = [F.DeviceSpec("hub", 0, get_part("STM32L412KB"), standin_model(subs), 24, 128, subs)]
+    for i in (1, 2, 3):
+        s = [(2 * i - 1, 0, 64, 64, 64)]
+        devs.append(F.DeviceSpec(f"s{i}", i, get_part("STM32F405RG"), standin_model(s), 8, 128, s))
+    with pytest.raises(BoardFileError, match=r"hub: needs 4 UART links .* lists 2 USARTs"):
+        F.build_plan_context(devs, [0, 1, 0, 2, 0, 3], "00" * 8)
+
+
+@pytest.mark.toolchain
+@pytest.mark.slow
+@pytest.mark.parametrize("part", ["STM32G071RB", "STM32F405RG", "STM32H743ZI"])
+def test_cross_build_sizes_equal_estimates(tmp_path: Path, part: str) -> None:
+    """-Wall -Werror build per core; .weights and .arena sizes equal the context's numbers."""
+    ctx = standin_plan((part, "STM32F405RG"))
+    fw = F.render_firmware(tmp_path, ctx)
+    elf = run_make(fw / "d0")
+    sizes = section_sizes(elf)
+    assert sizes[".weights"] == ctx.devices[0].weights_bytes == 16
+    assert sizes[".arena"] == ctx.devices[0].arena_bytes == 128
+    device = {"name": "d0", "part": part, "weights_bytes": 16, "arena_bytes": 128}
+    build = measure(device, elf, (1 << 20, 1 << 20))
+    check(build)
+    assert build.code_bytes > 1000  # vector table, runtime, protocol
