@@ -353,3 +353,25 @@ def test_concat_with_fused_activation_is_rejected(tmp_path: Path) -> None:
         load_tflite(path)
     with pytest.raises(RuntimeError, match="activation"):
         interpreter(path)
+
+
+def test_fused_tanh_is_rejected(tmp_path: Path) -> None:
+    """TFLite's CONV_2D kernel ignores a fused TANH (outputs leave [-1, 1]), so the importer
+    refuses it rather than guess."""
+    case = Case(
+        "conv_tanh",
+        BO.CONV_2D,
+        (1, 5, 5, 2),
+        (1, 5, 5, 3),
+        (_w(3, 3, 3, 2), _w(3)),
+        _opts("Conv2DOptions", Padding=SAME, StrideH=1, StrideW=1, FusedActivationFunction=4),
+    )
+    path = tmp_path / "conv_tanh.tflite"
+    path.write_bytes(_model(case))
+    with pytest.raises(UnsupportedOpError, match=r"operator #0 \(CONV_2D\): fused activation TANH"):
+        load_tflite(path)
+    it = interpreter(path)
+    (inp,) = it.get_input_details()
+    it.set_tensor(inp["index"], np.full(inp["shape"], 3.0, np.float32))
+    it.invoke()
+    assert np.abs(it.get_tensor(it.get_output_details()[0]["index"])).max() > 1.0

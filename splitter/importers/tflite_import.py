@@ -209,7 +209,8 @@ def _convert_op(
     except ShapeError as e:
         raise ShapeError(f"{p}: {e}") from None
     except UnsupportedOpError as e:
-        raise UnsupportedOpError(f"{p}: {e}") from None
+        where = "" if str(e).startswith("operator #") else f"operator #{o.index} ({o.builtin}): "
+        raise UnsupportedOpError(f"{p}: {where}{e}") from None
     out = tensors[o.outputs[0]]
     if _disagrees(conv.out_shape, out, free):
         raise ShapeError(

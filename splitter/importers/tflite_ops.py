@@ -134,16 +134,24 @@ def spatial_out(
 
 
 def fused_act(code: int) -> dict[str, Any]:
-    """``attrs`` for TFLite's ``ActivationFunctionType`` (RELU_N1_TO_1 is a clip to [-1, 1])."""
+    """``attrs`` for TFLite's ``ActivationFunctionType`` (RELU_N1_TO_1 is a clip to [-1, 1]).
+
+    Fused TANH and SIGN_BIT are rejected: TFLite's kernels do not apply them (CONV_2D and ADD
+    silently compute no activation, FULLY_CONNECTED refuses the model; checked with LiteRT in
+    tests/test_tflite_ops.py), so no faithful reading exists.
+    """
     acts: dict[int, dict[str, Any]] = {
         0: {"act": None},
         1: {"act": "relu"},
         2: {"act": "clip", "act_min": -1.0, "act_max": 1.0},
         3: {"act": "relu6"},
-        4: {"act": "tanh"},
     }
     if code not in acts:
-        raise ShapeError(f"fused activation {code} (SIGN_BIT) is not supported")
+        name = {4: "TANH", 5: "SIGN_BIT"}.get(code, str(code))
+        raise UnsupportedOpError(
+            f"fused activation {name} is not applied by TFLite's kernels; re-export the model "
+            "with a separate activation operator"
+        )
     return dict(acts[code])
 
 
