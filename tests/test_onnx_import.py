@@ -515,3 +515,33 @@ def test_shape_found_only_after_folding_is_resolved(tmp_path: Path) -> None:
     assert [op.kind for op in graph.ops] == ["reshape", "dense"]
     assert graph.tensors["flat"].shape == (24,)
     assert_shapes_match_ort(path, graph)
+
+
+def test_no_fusion_into_a_graph_output(tmp_path: Path) -> None:
+    nodes = [
+        helper.make_node("Conv", ["x", "W"], ["c"]),
+        helper.make_node("Relu", ["c"], ["y"]),
+    ]
+    path = save_model(
+        tmp_path, nodes, {"x": [1, 3, 4, 4]}, ["c", "y"], [const("W", f32(2, 3, 1, 1))]
+    )
+    graph = load_onnx(path)
+    assert [(op.kind, op.outputs) for op in graph.ops] == [("conv2d", ("c",)), ("relu", ("y",))]
+    assert graph.ops[0].attrs["act"] is None and graph.outputs == ("c", "y")
+
+
+@pytest.mark.parametrize("opset", [11, 15, 21])
+def test_accepted_opset_range(tmp_path: Path, opset: int) -> None:
+    nodes = [
+        helper.make_node("Conv", ["x", "W"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("GlobalAveragePool", ["r"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["y"]),
+    ]
+    path = save_model(
+        tmp_path, nodes, {"x": [1, 3, 5, 5]}, ["y"], [const("W", f32(6, 3, 3, 3))], opset=opset
+    )
+    graph = load_onnx(path)
+    assert [op.kind for op in graph.ops] == ["conv2d", "global_avgpool", "reshape"]
+    assert graph.metadata["opset"] == str(opset)
+    assert_shapes_match_ort(path, graph)

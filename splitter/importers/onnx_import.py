@@ -2,11 +2,12 @@
 
 Pipeline (each step a small function below):
 
-1. read and validate the file (``onnx.load`` + ``onnx.checker``), the default-domain opset
-   (11..21) and the graph (nodes, inputs);
+1. read the file, check the default-domain opset (11..21) and that the graph has nodes,
+   inputs and outputs;
 2. list every unsupported op at once, before anything else can fail on it;
-3. apply ``--input-shape`` overrides, reject remaining dynamic input dims, run strict shape
-   inference with data propagation (``onnx.shape_inference.infer_shapes``);
+3. apply ``--input-shape`` overrides, reject remaining dynamic input dims, run
+   ``onnx.checker`` and strict shape inference with data propagation
+   (``onnx.shape_inference.infer_shapes``);
 4. fold constant subgraphs with ``onnx.reference.ReferenceEvaluator`` (``onnx_fold``) and drop
    ``Identity``/``Dropout``;
 5. convert node by node (``onnx_ops.CONVERTERS``), then fold BatchNorm/bias and fuse
@@ -33,7 +34,6 @@ from splitter.importers.onnx_nodes import (
     Shape,
     Unsupported,
     read_nodes,
-    shape_text,
 )
 from splitter.importers.onnx_ops import CONVERTERS
 from splitter.ir import Graph, Op, TensorSpec
@@ -394,6 +394,3 @@ def load_onnx(path: Path, *, input_shapes: Mapping[str, tuple[int, ...]] | None 
         source_path=str(path),
         metadata=_metadata(model, ctx.opset),
     )
-
-
-__all__ = ["load_onnx", "shape_text"]
