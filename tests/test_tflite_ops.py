@@ -375,3 +375,33 @@ def test_fused_tanh_is_rejected(tmp_path: Path) -> None:
     it.set_tensor(inp["index"], np.full(inp["shape"], 3.0, np.float32))
     it.invoke()
     assert np.abs(it.get_tensor(it.get_output_details()[0]["index"])).max() > 1.0
+
+
+def test_float16_weights_dequantize_is_folded(tmp_path: Path) -> None:
+    """float16-quantised models store weights as float16 behind a DEQUANTIZE: the importer folds
+    it into the conv (weights stay float16, source_nodes name both operators) and the conv's
+    NumPy reference on those weights matches LiteRT."""
+    w16 = _w(4, 3, 3, 2).astype(np.float16)
+    tensors = [
+        TensorDef("x", (1, 6, 5, 2)),
+        TensorDef("w16", w16.shape, w16),
+        TensorDef("w", w16.shape),
+        TensorDef("b", (4,), _w(4)),
+        TensorDef("y", (1, 6, 5, 4)),
+    ]
+    conv_t, conv_o = _opts("Conv2DOptions", Padding=SAME, StrideH=1, StrideW=1)
+    ops = [OpDef(BO.DEQUANTIZE, (1,), (2,)), OpDef(BO.CONV_2D, (0, 2, 3), (4,), conv_t, conv_o)]
+    path = tmp_path / "fp16.tflite"
+    path.write_bytes(build_model(tensors, ops, (0,), (4,)))
+    g = load_tflite(path)
+    (op,) = g.ops
+    assert op.kind == "conv2d" and op.inputs == ("x",)
+    assert op.source_nodes == ("op1", "CONV_2D", "op0", "DEQUANTIZE")
+    assert op.weights["W"].dtype == np.float16
+    np.testing.assert_array_equal(op.weights["W"], w16.transpose(0, 3, 1, 2))
+    it = interpreter(path)
+    x = RNG.standard_normal((1, 6, 5, 2)).astype(np.float32)
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    want = it.get_tensor(it.get_output_details()[0]["index"])
+    np.testing.assert_allclose(reference(op, [x]), want, rtol=1e-4, atol=1e-4)

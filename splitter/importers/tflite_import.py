@@ -10,7 +10,9 @@ converter in :mod:`splitter.importers.tflite_ops`. Conventions (see :mod:`splitt
   ``attrs["k_axis"]`` (per-channel axis **in the canonical layout**, else ``None``) and
   ``attrs["weight_tensors"][K]`` is its original tensor name;
 * ``Op.name`` is ``<builtin>_<i>`` and ``Op.source_nodes`` is ``("op<i>", "<BUILTIN>")`` where
-  ``i`` is the operator index in the file;
+  ``i`` is the operator index in the file; a ``DEQUANTIZE`` of a constant (float16 weights) is
+  folded into its consumer, whose weight keeps the stored dtype and whose ``source_nodes`` gain
+  ``("op<j>", "DEQUANTIZE")``;
 * every op's output shape is inferred from its inputs (formulas in ``tflite_ops``) and checked
   against the shape stored in the file.
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -107,11 +110,12 @@ def _convert(p: Path, buf: bytes, input_shapes: Mapping[str, tuple[int, ...]]) -
         raise UnsupportedOpError(str(e).replace("<model>", str(p))) from None
     ops = read_operators(model, sg)
     _check_ops(p, ops, len(tensors))
+    ops, folded = _fold_const_dequantize(tensors, ops)
     g_inputs = [int(i) for i in sg.InputsAsNumpy()] if sg.InputsLength() else []
     g_outputs = [int(i) for i in sg.OutputsAsNumpy()] if sg.OutputsLength() else []
     g_inputs = [i for i in g_inputs if not tensors[i].is_const]
     shapes = _input_shapes(p, tensors, g_inputs, input_shapes)
-    graph_ops = [_convert_op(p, o, tensors, shapes, bool(input_shapes)) for o in ops]
+    graph_ops = [_convert_op(p, o, tensors, shapes, bool(input_shapes), folded) for o in ops]
     for i in g_outputs:
         if i not in shapes:
             raise InputFileError(f"{p}: graph output '{tensors[i].name}' is never computed")
@@ -194,8 +198,34 @@ def _sig(sig: tuple[int, ...]) -> str:
     return "(" + ", ".join("?" if d < 0 else str(d) for d in sig) + ")"
 
 
+def _fold_const_dequantize(
+    tensors: list[TensorInfo], ops: list[OperatorInfo]
+) -> tuple[list[OperatorInfo], dict[int, OperatorInfo]]:
+    """Fold ``DEQUANTIZE(constant)`` (float16 / int8 stored weights) into its consumers.
+
+    The dequantized tensor becomes a constant holding the **stored** data, dtype and
+    quantisation (so FLASH counts the stored bytes); the folded operator is returned by output
+    tensor index so its consumers can list it in ``source_nodes``. Tensors are updated in place.
+    """
+    kept, folded = [], {}
+    for o in ops:
+        src = tensors[o.inputs[0]] if o.inputs and o.inputs[0] >= 0 else None
+        if o.builtin == "DEQUANTIZE" and src is not None and src.data is not None:
+            out = o.outputs[0]
+            tensors[out] = replace(tensors[out], data=src.data, dtype=src.dtype, quant=src.quant)
+            folded[out] = o
+        else:
+            kept.append(o)
+    return kept, folded
+
+
 def _convert_op(
-    p: Path, o: OperatorInfo, tensors: list[TensorInfo], shapes: dict[int, Shape], free: bool
+    p: Path,
+    o: OperatorInfo,
+    tensors: list[TensorInfo],
+    shapes: dict[int, Shape],
+    free: bool,
+    folded: dict[int, OperatorInfo],
 ) -> Op:
     """Convert one operator, check its inferred output shape and record it in ``shapes``."""
     for i in o.inputs:
@@ -218,7 +248,11 @@ def _convert_op(
             f"{out.shape} but computes to {conv.out_shape}; the file is inconsistent, re-export it"
         )
     shapes[o.outputs[0]] = conv.out_shape
-    return _make_op(o, conv, tensors)
+    op = _make_op(o, conv, tensors)
+    extra = [(f"op{folded[i].index}", "DEQUANTIZE") for i in o.inputs if i in folded]
+    if extra:
+        op = replace(op, source_nodes=op.source_nodes + tuple(x for pair in extra for x in pair))
+    return op
 
 
 def _disagrees(inferred: Shape, out: TensorInfo, free: bool) -> bool:
