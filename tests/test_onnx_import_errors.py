@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 from splitter.errors import InputFileError, ShapeError, SplitterError, UnsupportedOpError
@@ -176,3 +178,29 @@ def test_tensor_whose_shape_stays_unknown(tmp_path: Path) -> None:
     onnx.save(model, str(path))
     err = load_error(path)
     assert isinstance(err, ShapeError) and "'y'" in str(err) and "--input-shape" in str(err)
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_random_corruption_is_a_splitter_error_or_loads(
+    tmp_path: Path, data: st.DataObject
+) -> None:
+    """Flipped or deleted bytes anywhere in a valid file: a clean SplitterError or a valid graph,
+    never another exception."""
+    blob = bytearray(good_model_bytes(tmp_path))
+    for _ in range(data.draw(st.integers(1, 4))):
+        pos = data.draw(st.integers(0, len(blob) - 1))
+        if data.draw(st.booleans()):
+            blob[pos] = data.draw(st.integers(0, 255))
+        else:
+            del blob[pos : pos + data.draw(st.integers(1, 16))]
+    path = tmp_path / "fuzzed.onnx"
+    path.write_bytes(bytes(blob))
+    try:
+        graph = load_graph(path)
+    except SplitterError as err:
+        assert str(path) in str(err) and "\n" not in str(err)
+    else:
+        assert graph.ops

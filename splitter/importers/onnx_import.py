@@ -216,7 +216,12 @@ def make_context(model: onnx.ModelProto, inferred: onnx.ModelProto, path: Path) 
     """Constants (every initializer, converted once) and inferred shapes/types."""
     shapes, types = _value_shapes(inferred.graph)
     protos = {init.name: init for init in model.graph.initializer}
-    consts = {name: numpy_helper.to_array(init) for name, init in protos.items()}
+    try:
+        consts = {name: numpy_helper.to_array(init) for name, init in protos.items()}
+    except Exception as exc:  # data size not matching dims, unknown data type...
+        raise InputFileError(
+            f"{path}: an initializer cannot be read ({_first_line(exc)}); export the model again"
+        ) from exc
     return ImportContext(
         path=str(path),
         opset=model_opset(model, path),
@@ -245,6 +250,8 @@ def convert_nodes(nodes: Sequence[OnnxNode], ctx: ImportContext) -> list[Op]:
             ops.extend(CONVERTERS[node.op_type](node, ctx))
         except Unsupported as why:
             problems.append(f"{node.label}: {why}")
+        except (ValueError, IndexError, KeyError, TypeError) as exc:  # malformed attrs/weights
+            problems.append(f"{node.label}: malformed node ({type(exc).__name__}: {exc})")
     if problems:
         raise UnsupportedOpError(
             f"{ctx.path}: {len(problems)} op(s) cannot be mapped: {'; '.join(problems)}; "
