@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 import pytest
 from ai_edge_litert.interpreter import Interpreter
-from test_slice_helpers import sized_boards
+from test_slice_helpers import ensure_model, sized_boards
 
 from splitter.compile import CompileOptions, compile_model
 from splitter.importers import load_chain
@@ -105,6 +105,7 @@ def test_one_device_runs_two_non_adjacent_submodels(tmp_path: Path, name: str) -
 
 
 def test_mobilenet_v2_in_at_least_three_submodels_with_super_nodes(tmp_path: Path) -> None:
+    ensure_model("mobilenet_v2_224")
     result = _compile(tmp_path, "mobilenet_v2_224.onnx", "three")
     assert len(result.submodels) >= 3
     assert any(layer.kind == "super" for layer in result.chain.layers)

@@ -150,3 +150,18 @@ def sized_boards(chain, kind: str) -> str:  # type: ignore[no-untyped-def]
     share = max(0.4 * total, biggest * 1.01)
     devices = [(f"m{k}", share, ram, 80 + 40 * k, 6) for k in range(3)]
     return boards_toml(devices, 921600)
+
+
+def ensure_model(name: str):  # type: ignore[no-untyped-def]
+    """``models/<name>.onnx``, built by ``models/build.py`` when missing (e.g. MobileNetV2)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("models_build", root / "models" / "build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["models_build"] = module  # dataclasses in build.py look their module up
+    spec.loader.exec_module(module)
+    return module.ensure_model(name)
