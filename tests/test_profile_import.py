@@ -197,6 +197,23 @@ def test_multi_profile_file_without_a_name_asks_for_one(
     assert "#NAME" in err and "yamnet_256" in err
 
 
+def test_profile_name_on_a_csv_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, "p.csv", GOOD_CSV)
+    assert "only selects a profile of a JSON file" in _cli_error(capsys, f"{path}#x")
+
+
+def test_shape_spellings(tmp_path: Path) -> None:
+    text = GOOD_CSV.replace("49x10x1,25x5x64", '49 X 10 X 1,"[25, 5, 64]"').replace(
+        '"(1, 1, 64)"', '"(64,)"'
+    )
+    chain = load_profile(str(_write(tmp_path, "p.csv", text)), activation_bytes=None)
+    assert chain.layers[1].input is not None and chain.layers[1].input.shape == (49, 10, 1)
+    assert chain.layers[1].output.shape == (25, 5, 64)
+    assert chain.layers[2].input is not None and chain.layers[2].input.shape == (64,)
+
+
 def test_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     err = _cli_error(capsys, str(tmp_path / "nope.csv"))
     assert "no such file" in err

@@ -36,7 +36,7 @@ JSON_KEYS: Mapping[str, tuple[str, ...]] = {
     "kmacc": ("kmacc", "kmac"),
 }
 _DTYPE_OF_BYTES = {1: "int8", 2: "int16", 4: "float32", 8: "float64"}
-_SHAPE_SEP = re.compile(r"\s*[x,]\s*")
+_SHAPE_SEP = re.compile(r"\s*[xX,]\s*")
 #: (row number, line number or None, {column: value}) of one profile row.
 Row = tuple[int, int | None, dict[str, Any]]
 
@@ -73,6 +73,8 @@ def load_profile(text: str, *, activation_bytes: int | None = None) -> Chain:
         raise InputFileError(f"{path}: the profile is empty; add the header {','.join(HEADER)}")
     if path.suffix.lower() == ".json":
         name, rows, source = _json_rows(path, raw, pick)
+    elif pick:
+        raise InputFileError(f"{path}: '#{pick}' only selects a profile of a JSON file; drop it")
     else:
         name, rows, source = path.stem, _csv_rows(path, raw), str(path)
     layers = _layers(rows, _Where(source), activation_bytes or 4)
