@@ -9,11 +9,20 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+import numpy as np
 import pytest
 import tflite
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_tflite_support import MODELS, opcode_index_of, set_opcode, set_shape_signature
+from test_tflite_support import (
+    MODELS,
+    OpDef,
+    TensorDef,
+    build_model,
+    opcode_index_of,
+    set_opcode,
+    set_shape_signature,
+)
 
 from splitter.errors import InputFileError, ShapeError, SplitterError, UnsupportedOpError
 from splitter.importers.tflite_import import load_tflite
@@ -156,3 +165,14 @@ def test_inconsistent_stored_shape_is_reported(tmp_path: Path) -> None:
     with pytest.raises(ShapeError) as e:
         load_tflite(p)
     assert "(1, 17)" in _one_line(e, p)
+
+
+def test_unsupported_tensor_type(tmp_path: Path) -> None:
+    """A COMPLEX64 constant cannot be held: UnsupportedOpError naming the tensor and type."""
+    c = np.ones((1, 4), np.complex64)
+    tensors = [TensorDef("x", (1, 4)), TensorDef("c", (1, 4), c), TensorDef("y", (1, 4))]
+    path = tmp_path / "complex.tflite"
+    path.write_bytes(build_model(tensors, [OpDef(0, (0, 1), (2,))], (0,), (2,)))  # 0 = ADD
+    with pytest.raises(UnsupportedOpError) as e:
+        load_tflite(path)
+    assert "tensor 'c' has unsupported type COMPLEX64" in _one_line(e, path)

@@ -229,7 +229,7 @@ class OpDef:
     options: Callable[[flatbuffers.Builder], int] | None = None
 
 
-_TYPES = {"float32": 0, "float16": 1, "int32": 2, "int64": 4, "int8": 9}
+_TYPES = {"float32": 0, "float16": 1, "int32": 2, "int64": 4, "complex64": 8, "int8": 9}
 
 
 def _int_vector(b: flatbuffers.Builder, values: tuple[int, ...]) -> int:

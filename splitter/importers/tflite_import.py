@@ -290,7 +290,7 @@ def _make_op(o: OperatorInfo, conv: Converted, tensors: list[TensorInfo]) -> Op:
 
 def _spec(p: Path, t: TensorInfo, shape: Shape) -> TensorSpec:
     if not t.dtype:
-        raise unsupported_dtype_error(t.name, -1, str(p))
+        raise unsupported_dtype_error(t.name, t.type_code, str(p))
     return TensorSpec(t.name, shape, t.dtype, t.quant)
 
 

@@ -54,6 +54,7 @@ class TensorInfo:
     dtype: str
     quant: QuantParams | None
     data: np.ndarray | None
+    type_code: int = 0  # TFLite TensorType enum value
 
     @property
     def is_const(self) -> bool:
@@ -123,8 +124,14 @@ def read_tensors(model: Any, subgraph: Any, buf: bytes) -> list[TensorInfo]:
         raw = _buffer_bytes(model, int(t.Buffer()), buf)
         data = None
         if raw is not None:
+            if t.Sparsity() is not None:
+                raise UnsupportedOpError(
+                    f"<model>: tensor '{names[i]}' is sparse (TFLite sparsity encoding); "
+                    "re-export the model with dense weights"
+                )
             data = _const_array(names[i], raw, dtype, int(t.Type()), shape)
-        out.append(TensorInfo(i, names[i], shape, sig or shape, dtype, _quant(t), data))
+        info = TensorInfo(i, names[i], shape, sig or shape, dtype, _quant(t), data, int(t.Type()))
+        out.append(info)
     return out
 
 
