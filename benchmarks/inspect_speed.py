@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -76,7 +77,7 @@ def main() -> int:
     from splitter.importers import load_chain
 
     chain = load_chain(path, activation_bytes=1)
-    result = {
+    result: dict[str, Any] = {
         "benchmark": "inspect_speed",
         "model": f"models/{MODEL}.onnx",
         "runs": RUNS,

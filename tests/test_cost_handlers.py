@@ -210,14 +210,17 @@ def test_flash_counts_every_weight_array_by_dtype() -> None:
 
 
 def test_flash_of_quantised_weights_adds_scales_and_zero_points() -> None:
-    attrs = {
+    attrs: dict[str, object] = {
         "groups": 1,
         "w_scale": (0.1,) * 8,
         "w_zero_point": (0,) * 8,
         "b_scale": (0.01,) * 8,
         "b_zero_point": (0,) * 8,
     }
-    weights = {"W": np.zeros((8, 3, 3, 3), np.int8), "B": np.zeros(8, np.int32)}
+    weights: dict[str, np.ndarray] = {
+        "W": np.zeros((8, 3, 3, 3), np.int8),
+        "B": np.zeros(8, np.int32),
+    }
     op = Op("q", "conv2d", ("x",), ("y",), attrs, weights)
     # int8 W 216 + scales 8*4 + int8 zero points 8; int32 B 32 + scales 32 + int32 zero points 32
     assert op_flash(op) == 216 + 32 + 8 + 32 + 32 + 32

@@ -53,8 +53,8 @@ def check_chain(graph: Graph, chain: Chain) -> None:
     assert set(graph.outputs) <= last_made, "every graph output comes out of the last layer"
     for j in range(len(chain.layers) - 1):
         assert crossing(chain, j) == {chain.layers[j].output.name}
-        assert chain.layers[j + 1].input is not None
-        assert chain.layers[j + 1].input.name == chain.layers[j].output.name
+        nxt = chain.layers[j + 1].input
+        assert nxt is not None and nxt.name == chain.layers[j].output.name
 
 
 def check_minimal(graph: Graph, chain: Chain) -> None:
