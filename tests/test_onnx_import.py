@@ -545,3 +545,19 @@ def test_accepted_opset_range(tmp_path: Path, opset: int) -> None:
     assert [op.kind for op in graph.ops] == ["conv2d", "global_avgpool", "reshape"]
     assert graph.metadata["opset"] == str(opset)
     assert_shapes_match_ort(path, graph)
+
+
+def test_sum_of_two_is_add(tmp_path: Path) -> None:
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Sum", ["r", "x"], ["s"], name="sum2"),
+        helper.make_node("Sum", ["s"], ["y"], name="sum1"),
+    ]
+    path = save_model(tmp_path, nodes, {"x": [1, 2, 3, 3]}, ["y"])
+    graph = load_onnx(path)
+    assert [(op.kind, op.inputs, op.name) for op in graph.ops] == [
+        ("relu", ("x",), "Relu_0"),
+        ("add", ("r", "x"), "sum2"),
+        ("reshape", ("s",), "sum1"),
+    ]
+    assert_shapes_match_ort(path, graph)

@@ -24,7 +24,7 @@ import onnx
 from onnx import numpy_helper
 from onnx.external_data_helper import load_external_data_for_model, uses_external_data
 
-from splitter.errors import InputFileError, ShapeError, UnsupportedOpError
+from splitter.errors import InputFileError, ShapeError, SplitterError, UnsupportedOpError
 from splitter.importers.onnx_fold import NO_OPS, constant_nodes, fold_constants, remove_no_ops
 from splitter.importers.onnx_fuse import fuse
 from splitter.importers.onnx_nodes import (
@@ -250,6 +250,8 @@ def convert_nodes(nodes: Sequence[OnnxNode], ctx: ImportContext) -> list[Op]:
             ops.extend(CONVERTERS[node.op_type](node, ctx))
         except Unsupported as why:
             problems.append(f"{node.label}: {why}")
+        except SplitterError:  # ShapeError etc. are ValueErrors too: report them as they are
+            raise
         except (ValueError, IndexError, KeyError, TypeError) as exc:  # malformed attrs/weights
             problems.append(f"{node.label}: malformed node ({type(exc).__name__}: {exc})")
     if problems:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -301,6 +302,18 @@ def binary(node: OnnxNode, ctx: ImportContext) -> list[Op]:
     return make_op(node, kind, (a,), {"act": None}, {"C": c})
 
 
+def sum_op(node: OnnxNode, ctx: ImportContext) -> list[Op]:
+    """Sum of two tensors -> add (as exported by old Caffe2/PyTorch converters); of one -> a
+    zero-cost reshape."""
+    present = [i for i in node.inputs if i]
+    if len(present) == 1:
+        x = _single_input(node, ctx)
+        return make_op(node, "reshape", (x,), {"shape": ctx.shape(node.outputs[0])})
+    if len(present) != 2:
+        raise Unsupported(f"Sum of {len(present)} inputs (only 2 map to add)")
+    return binary(replace(node, op_type="Add", inputs=tuple(present)), ctx)
+
+
 def concat(node: OnnxNode, ctx: ImportContext) -> list[Op]:
     """Concat -> concat(axis) with a non-negative axis; every input must be an activation."""
     if any(ctx.is_const(i) for i in node.inputs):
@@ -465,6 +478,7 @@ CONVERTERS: Mapping[str, Converter] = {
     "Sub": binary,
     "Mul": binary,
     "Div": binary,
+    "Sum": sum_op,
     "Concat": concat,
     "Relu": _unary("relu"),
     "Clip": clip,
