@@ -32,6 +32,7 @@ from splitter.slicing.validate import (
     DEFAULT_SAMPLES,
     DEFAULT_SEED,
     ValidationReport,
+    float_range_from_metadata,
     load_input_file,
     require_pass,
     validate_models,
@@ -135,8 +136,10 @@ def compile_model(
     report = None
     if opts.validate:
         with clock("validate", f"validating on {opts.samples}+ inputs"):
-            report = validate_submodels(model, sliced, opts)
+            report = validate_submodels(model, sliced, opts, chain)
     plan_dict = build_plan_dict(plan, chain, boards, sliced)
+    plan_dict["model_path"] = str(Path(model).resolve())
+    plan_dict["boards_path"] = str(Path(target).resolve())
     with clock("write", f"writing {out_dir}"):
         final, firmware = _write(
             out_dir, opts, chain, boards, plan, plan_dict, sliced, report, step
@@ -235,9 +238,14 @@ def slice_model(model: str | Path, chain: Chain, cuts: Sequence[Cut]) -> list[Sl
 
 
 def validate_submodels(
-    model: str | Path, sliced: Sequence[SlicedModel], opts: CompileOptions
+    model: str | Path, sliced: Sequence[SlicedModel], opts: CompileOptions, chain: Chain
 ) -> ValidationReport:
-    """Run the original and the chain; raise :class:`ValidationError` unless it passes."""
+    """Run the original and the chain; raise :class:`ValidationError` unless it passes.
+
+    Float inputs are standard normal unless the model's metadata gives ``input_range``.
+    """
+    metadata = chain.graph.metadata if chain.graph is not None else {}
+    float_range = float_range_from_metadata(metadata, str(model))
     report = validate_models(
         model,
         [(s.file_name, s.data) for s in sliced],
@@ -245,6 +253,7 @@ def validate_submodels(
         count=opts.samples,
         seed=opts.seed,
         input_files=opts.input_files,
+        float_range=float_range,
     )
     require_pass(report, model)
     return report

@@ -21,6 +21,7 @@ from splitter.slicing.onnx_slice import slice_onnx
 from splitter.slicing.tflite_slice import slice_tflite
 from splitter.slicing.validate import (
     compare,
+    float_range_from_metadata,
     load_input_file,
     random_inputs,
     require_pass,
@@ -139,3 +140,11 @@ def test_corrupted_int8_tflite_submodel_fails_validation() -> None:
     assert not report.passed and not report.outputs[0].exact
     with pytest.raises(ValidationError, match="bit-exact required"):
         require_pass(report, path)
+
+
+def test_float_input_range_from_model_metadata() -> None:
+    assert float_range_from_metadata({"input_range": "0,1"}) == (0.0, 1.0)
+    assert float_range_from_metadata({"splitter.input_range": "[-1, 1]"}) == (-1.0, 1.0)
+    assert float_range_from_metadata({"author": "x"}) is None
+    with pytest.raises(InputFileError, match="not 'low,high'"):
+        float_range_from_metadata({"input_range": "1,0"}, "m.onnx")

@@ -222,6 +222,30 @@ def _random_tensor(
     return rng.standard_normal(size=spec.shape).astype(dtype)
 
 
+#: Model metadata keys that give the float input range as ``"low,high"``.
+INPUT_RANGE_KEYS = ("splitter.input_range", "input_range")
+
+
+def float_range_from_metadata(
+    metadata: Mapping[str, str], where: str = "model"
+) -> tuple[float, float] | None:
+    """The float input range a model's metadata states (``input_range = "0,1"``), if any."""
+    for key in INPUT_RANGE_KEYS:
+        if key in metadata:
+            text = metadata[key].strip().strip("[]()")
+            try:
+                low, high = (float(v) for v in text.split(","))
+            except ValueError:
+                low, high = 0.0, -1.0
+            if not low < high:
+                raise InputFileError(
+                    f"{where}: metadata {key}='{metadata[key]}' is not 'low,high' with low < high; "
+                    "fix the model's metadata"
+                )
+            return low, high
+    return None
+
+
 def load_input_file(path: str | Path, spec: TensorSpec) -> list[np.ndarray]:
     """Samples from a ``.npy`` file: one array of ``spec``'s shape, or a stack of them.
 
