@@ -405,3 +405,11 @@ def test_float16_weights_dequantize_is_folded(tmp_path: Path) -> None:
     it.invoke()
     want = it.get_tensor(it.get_output_details()[0]["index"])
     np.testing.assert_allclose(reference(op, [x]), want, rtol=1e-4, atol=1e-4)
+
+
+def test_fully_connected_with_runtime_weights_is_rejected(tmp_path: Path) -> None:
+    tensors = [TensorDef("x", (1, 4)), TensorDef("w", (3, 4)), TensorDef("y", (1, 3))]
+    path = tmp_path / "fc_runtime_w.tflite"
+    path.write_bytes(build_model(tensors, [OpDef(BO.FULLY_CONNECTED, (0, 1), (2,))], (0, 1), (2,)))
+    with pytest.raises(UnsupportedOpError, match=r"operator #0 \(FULLY_CONNECTED\): .*run-time"):
+        load_tflite(path)

@@ -213,7 +213,8 @@ def depthwise_conv_2d(n: Node) -> Converted:
 
 def fully_connected(n: Node) -> Converted:
     """FULLY_CONNECTED: ``W (out, in)``; output ``x.shape[:-1] + (out,)`` with ``keep_num_dims``,
-    else ``(size(x) / in, out)``. A non-constant W makes it a ``matmul``."""
+    else ``(size(x) / in, out)``. A run-time (non-constant) W is rejected: it would be
+    ``x @ W.T`` of two activations, which no canonical kind expresses."""
     o = n.opts(tflite.FullyConnectedOptions)
     act = fused_act(o.FusedActivationFunction() if o else 0)
     keep = bool(o.KeepNumDims()) if o else False
@@ -222,7 +223,10 @@ def fully_connected(n: Node) -> Converted:
     out_f, in_f = wt.shape[0], wt.shape[-1]
     out = (*x[:-1], out_f) if keep else (prod(x) // in_f, out_f)
     if wt.data is None:
-        return Converted("matmul", act, (n.op.inputs[0], n.op.inputs[1]), out)
+        raise UnsupportedOpError(
+            "FULLY_CONNECTED with run-time weights is not supported; re-export with constant "
+            "weights or use BATCH_MATMUL"
+        )
     weights = {"W": _weight(wt)}
     _bias(n, 2, weights)
     return Converted("dense", act, (n.op.inputs[0],), out, weights)
