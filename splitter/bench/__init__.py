@@ -1,0 +1,1 @@
+"""splitter.bench: repeated timed inferences, calibration of the cost model, fault injection."""
