@@ -27,9 +27,18 @@ KERNELS = ROOT / "firmware_templates" / "kernels"
 RESULTS = ROOT / "benchmarks" / "results"
 TICKS_PER_INSTRUCTION = 0.168  # 168 MHz SysTick / 1 GHz icount shift=0 clock
 CFLAGS = [
-    "-mcpu=cortex-m4", "-mthumb", "-mfpu=fpv4-sp-d16", "-mfloat-abi=hard", "-O2", "-std=c99",
-    "-Wall", "-Werror", "-ffreestanding", "-nostdlib", "-fno-tree-loop-distribute-patterns",
-]  # fmt: skip
+    "-mcpu=cortex-m4",
+    "-mthumb",
+    "-mfpu=fpv4-sp-d16",
+    "-mfloat-abi=hard",
+    "-O2",
+    "-std=c99",
+    "-Wall",
+    "-Werror",
+    "-ffreestanding",
+    "-nostdlib",
+    "-fno-tree-loop-distribute-patterns",
+]
 
 
 @dataclass(frozen=True)
@@ -42,8 +51,9 @@ class Case:
     call: str
 
 
-def _conv(name: str, cls: str, c: int, h: int, w: int, o: int, k: tuple[int, int],
-          s: int, p: int, g: int) -> Case:  # fmt: skip
+def _conv(
+    name: str, cls: str, c: int, h: int, w: int, o: int, k: tuple[int, int], s: int, p: int, g: int
+) -> Case:
     """k_conv2d on a (c, h, w) input; MACs = O*OH*OW*(C/g)*kh*kw."""
     kh, kw = k
     oh, ow = (h + 2 * p - kh) // s + 1, (w + 2 * p - kw) // s + 1
@@ -63,11 +73,21 @@ CASES = [
     _conv("pointwise 1x1 16->32 @8x8", "conv", 16, 8, 8, 32, (1, 1), 1, 0, 1),
     _conv("depthwise3x3 64 @16x16 pad1", "depthwise", 64, 16, 16, 64, (3, 3), 1, 1, 64),
     _conv("depthwise3x3 32 @16x16 s2 pad1", "depthwise", 32, 16, 16, 32, (3, 3), 2, 1, 32),
-    Case("dense 1024->64", "dense", 1024 * 64, "k_dense(xbuf, 1024, wbuf, wbuf, ybuf, 64, 0, 0, 0)"),
-    Case("dense 1920->16 (kws_cnn)", "dense", 1920 * 16,
-         "k_dense(xbuf, 1920, wbuf, wbuf, ybuf, 16, 0, 0, 0)"),  # fmt: skip
-    Case("plain dense loop 1024->64 (reference)", "reference", 1024 * 64,
-         "plain_dense(xbuf, 1024, wbuf, ybuf, 64)"),  # fmt: skip
+    Case(
+        "dense 1024->64", "dense", 1024 * 64, "k_dense(xbuf, 1024, wbuf, wbuf, ybuf, 64, 0, 0, 0)"
+    ),
+    Case(
+        "dense 1920->16 (kws_cnn)",
+        "dense",
+        1920 * 16,
+        "k_dense(xbuf, 1920, wbuf, wbuf, ybuf, 16, 0, 0, 0)",
+    ),
+    Case(
+        "plain dense loop 1024->64 (reference)",
+        "reference",
+        1024 * 64,
+        "plain_dense(xbuf, 1024, wbuf, ybuf, 64)",
+    ),
 ]
 
 HARNESS = r"""
@@ -113,7 +133,10 @@ __attribute__((noinline)) void plain_dense(const float *x, int in, const float *
     }
 }
 
-static void report(const char *name, unsigned t) { puts_(name); putc_(' '); putu(t); puts_("\r\n"); }
+static void report(const char *name, unsigned t)
+{
+    puts_(name); putc_(' '); putu(t); puts_("\r\n");
+}
 
 int main(void)
 {
@@ -167,16 +190,38 @@ def build(work: Path) -> Path:
     (work / "link.ld").write_text(LINKER)
     elf = work / "bench.elf"
     srcs = [str(work / "bench.c"), str(KERNELS / "kernels.c"), str(KERNELS / "k_libc.c")]
-    cmd = ["arm-none-eabi-gcc", *CFLAGS, f"-I{KERNELS}", "-T", str(work / "link.ld"),
-           "-o", str(elf), *srcs, "-lgcc"]  # fmt: skip
+    cmd = [
+        "arm-none-eabi-gcc",
+        *CFLAGS,
+        f"-I{KERNELS}",
+        "-T",
+        str(work / "link.ld"),
+        "-o",
+        str(elf),
+        *srcs,
+        "-lgcc",
+    ]
     subprocess.run(cmd, check=True)
     return elf
 
 
 def run(elf: Path, timeout_s: float = 120.0) -> dict[str, int]:
     """Run the ELF in QEMU until ``@done``; returns ``{label: ticks}``."""
-    cmd = ["qemu-system-arm", "-M", "netduinoplus2", "-icount", "shift=0", "-display", "none",
-           "-monitor", "none", "-serial", "stdio", "-kernel", str(elf)]  # fmt: skip
+    cmd = [
+        "qemu-system-arm",
+        "-M",
+        "netduinoplus2",
+        "-icount",
+        "shift=0",
+        "-display",
+        "none",
+        "-monitor",
+        "none",
+        "-serial",
+        "stdio",
+        "-kernel",
+        str(elf),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     ticks: dict[str, int] = {}
     deadline = time.monotonic() + timeout_s
@@ -203,8 +248,14 @@ def measure() -> list[dict[str, object]]:
     rows = []
     for i, case in enumerate(CASES):
         instr = (ticks[str(i)] - ticks["@empty"]) / TICKS_PER_INSTRUCTION
-        rows.append({**asdict(case), "ticks": ticks[str(i)], "instructions": round(instr),
-                     "instr_per_mac": round(instr / case.macs, 3)})  # fmt: skip
+        rows.append(
+            {
+                **asdict(case),
+                "ticks": ticks[str(i)],
+                "instructions": round(instr),
+                "instr_per_mac": round(instr / case.macs, 3),
+            }
+        )
     return rows
 
 
@@ -213,9 +264,13 @@ def write(rows: list[dict[str, object]]) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     gcc = subprocess.run(["arm-none-eabi-gcc", "--version"], capture_output=True, text=True)
     qemu = subprocess.run(["qemu-system-arm", "--version"], capture_output=True, text=True)
-    meta = {"gcc": gcc.stdout.splitlines()[0], "qemu": qemu.stdout.splitlines()[0],
-            "cflags": " ".join(CFLAGS), "machine": "netduinoplus2 (STM32F405, Cortex-M4F)",
-            "method": "SysTick ticks under -icount shift=0, instructions = ticks / 0.168"}  # fmt: skip
+    meta = {
+        "gcc": gcc.stdout.splitlines()[0],
+        "qemu": qemu.stdout.splitlines()[0],
+        "cflags": " ".join(CFLAGS),
+        "machine": "netduinoplus2 (STM32F405, Cortex-M4F)",
+        "method": "SysTick ticks under -icount shift=0, instructions = ticks / 0.168",
+    }
     (RESULTS / "kernels.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
     lines = [
         "# Float32 kernel instructions per MAC (Cortex-M4F, QEMU -icount shift=0)",
@@ -239,8 +294,10 @@ def main() -> None:
     """Build, run, write the results and print the table."""
     for tool in ("arm-none-eabi-gcc", "qemu-system-arm"):
         if shutil.which(tool) is None:
-            sys.exit(f"{tool} missing: apt-get install -y --no-install-recommends "
-                     "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm")  # fmt: skip
+            sys.exit(
+                f"{tool} missing: apt-get install -y --no-install-recommends "
+                "gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
+            )
     rows = measure()
     write(rows)
     print((RESULTS / "kernels.md").read_text())

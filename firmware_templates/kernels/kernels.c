@@ -26,7 +26,7 @@ float k_expf(float x)
     k_fbits s;
     float kf, r, p;
     int k;
-    if (x > 88.3762626f) x = 88.3762626f;
+    if (x > 88.7228317f) return 3.40282347e38f; /* saturate instead of +inf */
     if (x < -87.3365479f) return 0.0f;
     kf = x * log2e;
     k = (int)(kf < 0.0f ? kf - 0.5f : kf + 0.5f);
