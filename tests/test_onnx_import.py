@@ -561,3 +561,18 @@ def test_sum_of_two_is_add(tmp_path: Path) -> None:
         ("reshape", ("s",), "sum1"),
     ]
     assert_shapes_match_ort(path, graph)
+
+
+def test_batchnorm_after_3d_matmul_is_not_folded(tmp_path: Path) -> None:
+    """BN normalises axis 1 (here T=4), not the dense output axis (also 4): no folding."""
+    inits = [const("W", f32(3, 4))] + [
+        const(n, RNG.uniform(0.5, 1.5, 4).astype(np.float32)) for n in "gbmv"
+    ]
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["h"]),
+        helper.make_node("BatchNormalization", ["h", "g", "b", "m", "v"], ["y"]),
+    ]
+    path = save_model(tmp_path, nodes, {"x": [1, 4, 3]}, ["y"], inits)
+    graph = load_onnx(path)
+    assert [op.kind for op in graph.ops] == ["dense", "batchnorm"]
+    assert_shapes_match_ort(path, graph)

@@ -34,7 +34,9 @@ FUSABLE_ACTS = {
     "leaky_relu": ("alpha",),
 }
 
-Rule = Callable[[Op, Op], Op | None]
+#: ``rank(tensor)``: number of dimensions of an activation tensor.
+RankOf = Callable[[str], int]
+Rule = Callable[[Op, Op, RankOf], Op | None]
 
 
 def _merged(producer: Op, follower: Op, **changes: object) -> Op:
@@ -47,14 +49,17 @@ def _merged(producer: Op, follower: Op, **changes: object) -> Op:
     )
 
 
-def fold_batchnorm(producer: Op, follower: Op) -> Op | None:
+def fold_batchnorm(producer: Op, follower: Op, rank: RankOf) -> Op | None:
     """Conv/dense followed by batchnorm: scale the weights, shift the bias.
 
     With ``scale = gamma / sqrt(var + eps)`` and ``shift = beta - mean * scale`` (see
     ``onnx_ops.batchnorm``): ``W'[o] = W[o] * scale[o]`` and
-    ``B' = (B - mean) * scale + beta = B * scale + shift`` (``B = 0`` when absent).
+    ``B' = (B - mean) * scale + beta = B * scale + shift`` (``B = 0`` when absent). BN
+    normalises axis 1, which is a dense layer's output axis only for a 2-D ``(N, out)`` output.
     """
     if follower.kind != "batchnorm" or producer.kind not in ("conv2d", "dense"):
+        return None
+    if producer.kind == "dense" and rank(producer.outputs[0]) != 2:
         return None
     if producer.attrs.get("act") is not None:
         return None
@@ -70,7 +75,7 @@ def fold_batchnorm(producer: Op, follower: Op) -> Op | None:
     return _merged(producer, follower, weights={**producer.weights, "W": w_new, "B": b_new})
 
 
-def fold_bias_add(producer: Op, follower: Op) -> Op | None:
+def fold_bias_add(producer: Op, follower: Op, rank: RankOf) -> Op | None:
     """Conv/dense followed by ``add`` of a per-output-channel constant: fold it into ``B``.
 
     Covers ONNX exporters' ``MatMul + Add`` for linear layers. The constant must have one value
@@ -86,7 +91,7 @@ def fold_bias_add(producer: Op, follower: Op) -> Op | None:
         return None
     if producer.kind == "conv2d" and (c.ndim not in (3, 4) or c.shape[-3] != out):
         return None
-    if producer.kind == "dense" and (c.ndim > 2 or c.shape[-1] != out):
+    if producer.kind == "dense" and (c.ndim > rank(producer.outputs[0]) or c.shape[-1] != out):
         return None
     bias = producer.weights.get("B")
     b_new = c.reshape(-1).astype(producer.weights["W"].dtype)
@@ -95,7 +100,7 @@ def fold_bias_add(producer: Op, follower: Op) -> Op | None:
     return _merged(producer, follower, weights={**producer.weights, "B": b_new})
 
 
-def fuse_activation(producer: Op, follower: Op) -> Op | None:
+def fuse_activation(producer: Op, follower: Op, rank: RankOf) -> Op | None:
     """Element-wise activation after an :data:`ACT_PRODUCERS` op -> the producer's ``act``."""
     if follower.kind not in FUSABLE_ACTS or producer.kind not in ACT_PRODUCERS:
         return None
@@ -109,7 +114,7 @@ def fuse_activation(producer: Op, follower: Op) -> Op | None:
 RULES: tuple[Rule, ...] = (fold_batchnorm, fold_bias_add, fuse_activation)
 
 
-def fuse(ops: Iterable[Op], graph_outputs: Iterable[str]) -> list[Op]:
+def fuse(ops: Iterable[Op], graph_outputs: Iterable[str], rank: RankOf) -> list[Op]:
     """Apply :data:`RULES` in one topological pass and return the new op list."""
     ops = list(ops)
     uses = Counter(i for op in ops for i in op.inputs)
@@ -122,7 +127,9 @@ def fuse(ops: Iterable[Op], graph_outputs: Iterable[str]) -> list[Op]:
             k = producer_at[op.inputs[0]]
             prev = result[k]
             if len(prev.outputs) == 1:
-                merged = next((m for rule in RULES if (m := rule(prev, op)) is not None), None)
+                merged = next(
+                    (m for rule in RULES if (m := rule(prev, op, rank)) is not None), None
+                )
             if merged is not None:
                 result[k] = merged
                 del producer_at[op.inputs[0]]

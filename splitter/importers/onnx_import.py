@@ -343,7 +343,7 @@ def build_ops(
         ops.append(
             Op(node.name, "reshape", (source,), (dst,), {"shape": ctx.shape(dst)}, {}, (node.name,))
         )
-    return fuse(ops, outputs)
+    return fuse(ops, outputs, lambda name: len(ctx.shape(name)))
 
 
 def tensor_specs(
