@@ -133,3 +133,13 @@ def test_shipped_board_files_with_firmware(tmp_path: Path, boards: str) -> None:
     assert result.firmware == "generated in firmware/"
     assert (result.out_dir / "firmware").is_dir()
     _check_output_dir(result)
+
+
+@pytest.mark.parametrize("name", ["resnet8.onnx", "tiny_cnn_int8.tflite"])
+def test_input_layer_alone_on_a_device_passes_the_tensor_through(tmp_path: Path, name: str) -> None:
+    n = len(load_chain(MODELS / name))
+    options = CompileOptions(firmware=False, assignment=(0,) + (1,) * (n - 1))
+    result = _compile(tmp_path, name, "fastslow", options)
+    assert [(s.cut.first, s.cut.last) for s in result.submodels] == [(0, 0), (1, n - 1)]
+    assert result.submodels[0].op_count == 0
+    _check_output_dir(result)

@@ -7,8 +7,8 @@ inputs). Its pitfalls are handled here:
   tensor still lacking a static shape is a :class:`~splitter.errors.ShapeError`;
 * it copies value_info for the sub-model's own inputs/outputs too (duplicates are dropped);
 * it forgets that IR < 4 lists initializers among the graph inputs (they are added back);
-* a sub-model with no node (the input layer alone) would have the same tensor as input and output,
-  which ONNX forbids; it becomes one ``Identity`` node;
+* a sub-model with no node (the input layer alone) has the same tensor as input and output;
+  Extractor would emit it with a duplicate value_info, here it is a clean node-less graph;
 * it never checks that the cut is closed: a node reading a tensor that is neither produced inside,
   an initializer nor a cut input means the plan's boundary does not separate the graph, which is
   reported instead of writing a model onnxruntime rejects.
@@ -144,13 +144,13 @@ def _initializers_as_inputs(sub: onnx.ModelProto) -> None:
 
 
 def _identity_model(ex: onnx.utils.Extractor, cut: Cut) -> onnx.ModelProto:
-    """A one-node model passing the input through (a sub-model holding only the input layer)."""
+    """A node-less model whose output is its input (a sub-model holding only the input layer).
+
+    The tensor keeps its name on both sides so the boundary names of the plan stay the same;
+    the checker and onnxruntime accept a graph output that is a graph input.
+    """
     src = ex.value_infos[cut.input_names[0]]
-    out = onnx.ValueInfoProto()
-    out.CopyFrom(src)
-    out.name = f"{src.name}_passthrough"
-    node = onnx.helper.make_node("Identity", [src.name], [out.name], name=f"{cut.file_stem}_id")
-    graph = onnx.helper.make_graph([node], "identity", [src], [out])
+    graph = onnx.helper.make_graph([], "passthrough", [src], [src])
     return onnx.helper.make_model(graph, opset_imports=list(ex.model.opset_import))
 
 
