@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from splitter.cost.layer import itemsize_function
 from splitter.cost.memory import LayerMemory, plan_layer_memory
 from splitter.graph.builder import GraphBuilder
-from splitter.ir import Op
+from splitter.graph.chain import build_chain
+from splitter.ir import Graph, Layer, Op
 
 
 def _plan(b: GraphBuilder, ops: Sequence[Op], inp: str, out: str, act: int | None = None):
@@ -87,3 +91,79 @@ def test_output_is_above_everything_live_during_the_last_op() -> None:
     top_live = max(m.offsets[t] + m.sizes[t] for t in (u, v))
     assert m.offsets[w] >= top_live
     assert m.size == m.offsets[w] + m.sizes[w] == 4 * 400
+
+
+@st.composite
+def layer_graphs(draw: st.DrawFn) -> Graph:
+    """Random DAGs over (1, n) tensors of random widths: relu, reshape (alias) and add."""
+    b = GraphBuilder((1, draw(st.integers(1, 64))))
+    available = [b.input]
+    for i in range(draw(st.integers(1, 14))):
+        window = available[-draw(st.integers(1, min(5, len(available)))) :]
+        first = draw(st.sampled_from(window))
+        kind = draw(st.sampled_from(["relu", "reshape", "add", "concat"]))
+        if kind == "relu":
+            available.append(b.op("relu", first, name=f"op{i}"))
+        elif kind == "reshape":
+            available.append(b.op("reshape", first, shape=(1, -1), name=f"op{i}"))
+        else:
+            other = draw(st.sampled_from(window))
+            same = b.tensors[other].shape == b.tensors[first].shape
+            if kind == "add" and same:
+                available.append(b.op("add", first, other, name=f"op{i}"))
+            else:
+                available.append(b.op("concat", first, other, axis=1, name=f"op{i}"))
+    return b.build(available[-1])
+
+
+def _aliases(layer: Layer) -> set[str]:
+    """Reshape outputs that alias their source (all but an output that would alias the input)."""
+    life = _intervals(layer)
+    return {op.outputs[0] for op in layer.ops if op.kind == "reshape"} - set(life)
+
+
+def _intervals(layer: Layer) -> dict[str, tuple[int, int]]:
+    """Live interval of every tensor of the layer, recomputed from the ops (aliases merged)."""
+    assert layer.input is not None
+    last = max(len(layer.ops) - 1, 0)
+    root = {op.outputs[0]: op.inputs[0] for op in layer.ops if op.kind == "reshape"}
+
+    def r(t: str) -> str:
+        return r(root[t]) if t in root else t
+
+    if r(layer.output.name) == layer.input.name and any(o.kind != "reshape" for o in layer.ops):
+        del root[layer.output.name]  # the arena rule gives this output its own block (a copy)
+    life = {layer.input.name: [0, 0]}
+    for k, op in enumerate(layer.ops):
+        for t in op.inputs:
+            life[r(t)][1] = max(life[r(t)][1], k)
+        if op.outputs[0] not in root:
+            life[op.outputs[0]] = [k, k]
+    life[r(layer.output.name)][1] = last
+    return {t: (a, b) for t, (a, b) in life.items()}
+
+
+@settings(max_examples=80, deadline=None)
+@given(layer_graphs(), st.sampled_from([None, 1, 2]))
+def test_random_layers_never_overlap_live_tensors(graph: Graph, act: int | None) -> None:
+    chain = build_chain(graph, activation_bytes=act)
+    for layer in chain.layers:
+        assert layer.input is not None
+        m = plan_layer_memory(
+            layer.ops, graph.tensors, layer.input.name, layer.output.name, itemsize_function(act)
+        )
+        assert m.size == layer.cost.ram
+        assert m.offsets[layer.input.name] == 0
+        out = layer.output.name
+        assert m.size == m.offsets[out] + m.sizes[out]
+        assert all(m.offsets[t] + m.sizes[t] <= m.size for t in m.offsets)
+        life = _intervals(layer)
+        names = sorted(life)
+        for i, a in enumerate(names):
+            for b_ in names[i + 1 :]:
+                (s1, e1), (s2, e2) = life[a], life[b_]
+                if s1 <= e2 and s2 <= e1 and m.sizes[a] and m.sizes[b_]:
+                    assert not _overlap(m, a, b_), (layer.name, a, b_)
+        for op in layer.ops:  # an alias shares its source's bytes
+            if op.kind == "reshape" and op.outputs[0] in _aliases(layer):
+                assert m.offsets[op.outputs[0]] == m.offsets[op.inputs[0]]

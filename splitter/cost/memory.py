@@ -8,7 +8,8 @@ both give identical numbers (``/work/notes/arena.md``):
   a tensor is live from the op producing it to its last consumer inside the layer (skip tensors
   stay live; a tensor nobody inside the layer consumes stays live to the end); an op's outputs
   never overlap its inputs (no in-place kernels); zero-copy reshape outputs alias their input
-  (same offset, no extra bytes);
+  (same offset, no extra bytes), except that a layer output which would alias the layer input
+  in a layer doing real work gets its own block (the reshape is then a copy);
 * per-op scratch (``OpHandler.scratch_bytes``) is a block live only during that op;
 * the layer's OUTPUT is placed last, above everything live from its producing op to the end, and
   at least at ``peak - out_bytes`` where ``peak`` is the top of every other block, so that
@@ -82,6 +83,9 @@ def plan_layer_memory(
         while name in alias:
             name = alias[name]
         return name
+
+    if root(output_name) == input_name and any(op.kind not in ZERO_COST_KINDS for op in ops):
+        del alias[output_name]  # output must sit on top, not on the input: a copy, own block
 
     blocks = _live_blocks(ops, input_name, output_name, nbytes, root)
     out_root = root(output_name)
