@@ -55,6 +55,17 @@ def test_depthwise_conv_is_its_own_mac_class() -> None:
     assert op_macs(op, b.tensors)[0] == "depthwise"
 
 
+def test_pointwise_conv_on_a_1x1_map_counts_as_dense() -> None:
+    b = GraphBuilder((1, 256, 1, 1))
+    b.conv(b.input, 1000, 1)
+    _, shape, macs = _last(b)
+    assert shape == (1, 1000, 1, 1)
+    assert macs == 256 * 1000 + 1000  # mobilenet_v1_025 Conv2D_preds row: 257.0 kMAC, no + Cout
+    b2 = GraphBuilder((1, 256, 2, 2))
+    b2.conv(b2.input, 10, 1)
+    assert _last(b2)[2] == 4 * 10 * 256 + 4 * 10 + 10  # a real 2x2 map keeps the + Cout term
+
+
 def test_dilated_conv_shape() -> None:
     b = GraphBuilder((1, 2, 10, 10))
     x = b.conv(b.input, 4, 3)

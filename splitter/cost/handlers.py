@@ -121,7 +121,9 @@ class Conv2DHandler(OpHandler):
     """conv2d, W ``(O, I/groups, kh, kw)``.
 
     MACs ``= Hout*Wout*O*(I/groups)*kh*kw + [bias] Hout*Wout*O + O + act`` (X-CUBE-AI, see the
-    module docstring). Output ``Hout = floor((H + pt + pb - d*(kh-1) - 1)/s) + 1`` (ONNX Conv).
+    module docstring); a 1x1 conv with a 1x1 output is a dense layer to X-CUBE-AI and has no
+    ``+ O`` term (MobileNet v1 ``Conv2D_preds`` 256 -> 1000: 257 000).
+    Output ``Hout = floor((H + pt + pb - d*(kh-1) - 1)/s) + 1`` (ONNX Conv).
     """
 
     op_class = "conv"
@@ -143,10 +145,18 @@ class Conv2DHandler(OpHandler):
     def macs(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec) -> int:
         w = op.weights["W"]
         out_ch, per_group_in, kh, kw = (int(d) for d in w.shape)
-        total = out.size * per_group_in * kh * kw + out_ch
+        total = out.size * per_group_in * kh * kw
+        if not self._is_dense(op, out):
+            total += out_ch
         if "B" in op.weights:
             total += out.size
         return total + _act_macs(op, out, relu_free=True)
+
+    @staticmethod
+    def _is_dense(op: Op, out: TensorSpec) -> bool:
+        """A 1x1 conv producing one value per channel, which X-CUBE-AI runs as a dense layer."""
+        w = op.weights["W"]
+        return int(op.attr("groups", 1)) == 1 and w.shape[2:] == (1, 1) and out.size == w.shape[0]
 
     def mac_class(self, op: Op, ins: Sequence[TensorSpec]) -> str:
         groups = int(op.attr("groups", 1))
