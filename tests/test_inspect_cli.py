@@ -108,3 +108,28 @@ def test_bad_activation_bytes_is_exit_2(capsys: pytest.CaptureFixture[str]) -> N
     with pytest.raises(SystemExit) as info:
         main(["inspect", f"{THESIS}#tiny_cnn", "--activation-bytes", "0"])
     assert info.value.code == 2
+
+
+def test_multi_output_onnx_ends_in_one_sink_layer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 8]) for n in ("p", "q")]
+    nodes = [
+        helper.make_node("Relu", ["x"], ["h"], name="trunk"),
+        helper.make_node("Sigmoid", ["h"], ["p"], name="head_p"),
+        helper.make_node("Tanh", ["h"], ["q"], name="head_q"),
+    ]
+    model = helper.make_model(
+        helper.make_graph(nodes, "two_heads", [x], outs),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    path = tmp_path / "two_heads.onnx"
+    onnx.save(model, path)
+    report = json.loads(run(capsys, str(path), "--format", "json"))
+    check_totals(report)
+    assert [layer["op"] for layer in report["layers"]] == ["input", "relu", "super(2 ops)"]
+    assert report["layers"][-1]["out_bytes"] == 2 * 8 * 4  # both outputs leave the last layer
