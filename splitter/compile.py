@@ -495,6 +495,19 @@ def _validation_lines(report: ValidationReport | None) -> list[str]:
             f"| `{_md(s.name)}` | {s.dtype} | {s.max_abs:.3g} | {s.max_rel:.3g} | {s.rmse:.3g} "
             f"| {s.cosine:.9f} | {'yes' if s.passed else 'NO'} |"
         )
+    if report.boundaries:
+        lines += [
+            "",
+            "Each sub-model's output against the original model's tensor of the same name:",
+            "",
+            "| sub-model | tensor | dtype | max-abs | bit-exact |",
+            "|---:|---|---|---:|---|",
+        ]
+        for b in report.boundaries:
+            lines.append(
+                f"| {b.submodel} | `{_md(b.name)}` | {b.dtype} | {b.max_abs:.3g} "
+                f"| {'yes' if b.exact else 'no'} |"
+            )
     return lines
 
 

@@ -61,7 +61,10 @@ def _check_output_dir(result) -> None:  # type: ignore[no-untyped-def]
     out = result.out_dir
     plan = json.loads((out / "plan.json").read_text())
     assert json.loads((out / "validation.json").read_text())["passed"] is True
-    assert (out / "report.md").read_text().count("| yes |") == len(result.validation.outputs)
+    report = result.validation
+    rows = len(report.outputs) + len(report.boundaries)
+    assert (out / "report.md").read_text().count("| yes |") == rows
+    assert [b.submodel for b in report.boundaries] == list(range(len(result.submodels) - 1))
     subs = plan["submodels"]
     assert len(subs) == len(result.plan.submodels)
     for k, entry in enumerate(subs):

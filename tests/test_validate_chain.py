@@ -112,10 +112,12 @@ def test_corrupted_onnx_submodel_fails_validation(tmp_path: Path) -> None:
     mid = len(chain) // 2
     cuts = cuts_from_ranges(chain, [(0, 0, mid), (1, mid + 1, len(chain) - 1)], ["a", "b"])
     subs = [(s.file_name, s.data) for s in slice_onnx(path, cuts)]
-    require_pass(validate_models(path, subs, suffix=".onnx"), path)  # intact: passes
+    intact = validate_models(path, subs, suffix=".onnx")
+    require_pass(intact, path)
+    assert [(b.submodel, b.max_abs) for b in intact.boundaries] == [(0, 0.0)]
     subs[1] = (subs[1][0], _flip_first_weight_onnx(subs[1][1]))
     report = validate_models(path, subs, suffix=".onnx")
-    assert not report.passed
+    assert not report.passed and report.boundaries[0].passed  # sub-model 0 is still right
     with pytest.raises(ValidationError, match="do not reproduce output") as info:
         require_pass(report, path)
     assert "\n" not in str(info.value)
@@ -138,8 +140,10 @@ def test_corrupted_int8_tflite_submodel_fails_validation() -> None:
     subs[0] = (subs[0][0], bytes(builder.Output()))
     report = validate_models(path, subs, suffix=".tflite")
     assert not report.passed and not report.outputs[0].exact
-    with pytest.raises(ValidationError, match="bit-exact required"):
+    assert not report.boundaries[0].passed and report.boundaries[0].submodel == 0
+    with pytest.raises(ValidationError, match="bit-exact required") as info:
         require_pass(report, path)
+    assert "first divergence: sub-model 00_a.tflite" in str(info.value)
 
 
 def test_float_input_range_from_model_metadata() -> None:

@@ -56,9 +56,12 @@ class OnnxRunner:
     unfused kernels on both sides a correct float split is bit-exact.
     """
 
-    def __init__(self, model: bytes | str | Path) -> None:
+    def __init__(self, model: bytes | str | Path, probes: Sequence[str] = ()) -> None:
         import onnxruntime as ort
 
+        self.probes = tuple(probes)
+        if self.probes:
+            model = _with_extra_outputs(model, self.probes)
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
@@ -67,10 +70,12 @@ class OnnxRunner:
         source = model if isinstance(model, bytes) else str(model)
         self.session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
         self.inputs = tuple(_ort_spec(v) for v in self.session.get_inputs())
-        self.outputs = tuple(_ort_spec(v) for v in self.session.get_outputs())
+        outputs = tuple(_ort_spec(v) for v in self.session.get_outputs())
+        self.outputs = outputs[: len(outputs) - len(self.probes)]
 
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        names = [t.name for t in self.outputs]
+        """Outputs (and probed intermediate tensors) by name."""
+        names = [t.name for t in self.outputs] + list(self.probes)
         values = self.session.run(names, {t.name: feeds[t.name] for t in self.inputs})
         return {n: np.asarray(v) for n, v in zip(names, values, strict=True)}
 
@@ -83,7 +88,7 @@ class TfliteRunner:
     and a sub-model.
     """
 
-    def __init__(self, model: bytes | str | Path) -> None:
+    def __init__(self, model: bytes | str | Path, probes: Sequence[str] = ()) -> None:
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
         source = (
@@ -93,8 +98,10 @@ class TfliteRunner:
             **source,
             num_threads=1,
             experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+            experimental_preserve_all_tensors=bool(probes),
         )
         self.interpreter.allocate_tensors()
+        self._probes = _litert_probe_indices(self.interpreter, probes)
         self._in = self.interpreter.get_input_details()
         self._out = self.interpreter.get_output_details()
         self.inputs = tuple(_litert_spec(d) for d in self._in)
@@ -104,18 +111,51 @@ class TfliteRunner:
         for detail, spec in zip(self._in, self.inputs, strict=True):
             self.interpreter.set_tensor(detail["index"], feeds[spec.name])
         self.interpreter.invoke()
-        return {
+        out = {
             spec.name: np.array(self.interpreter.get_tensor(d["index"]))
             for d, spec in zip(self._out, self.outputs, strict=True)
         }
+        for name, index in self._probes.items():
+            out[name] = np.array(self.interpreter.get_tensor(index))
+        return out
 
 
-def make_runner(model: bytes | str | Path, suffix: str) -> Runner:
-    """A runner for an ``.onnx`` or ``.tflite`` model given as bytes or a path."""
+def _with_extra_outputs(model: bytes | str | Path, names: Sequence[str]) -> bytes:
+    """The ONNX model with ``names`` appended to its graph outputs (types left to the runtime)."""
+    import onnx
+
+    proto = onnx.load_from_string(model) if isinstance(model, bytes) else onnx.load(str(model))
+    known = {v.name for v in proto.graph.output}
+    for name in names:
+        if name not in known:
+            proto.graph.output.append(onnx.ValueInfoProto(name=name))
+    return bytes(proto.SerializeToString())
+
+
+def _litert_probe_indices(interpreter: Any, names: Sequence[str]) -> dict[str, int]:
+    """Tensor index of each probed name, names made unique as the importer does."""
+    if not names:
+        return {}
+    details = sorted(interpreter.get_tensor_details(), key=lambda d: d["index"])
+    raw = [str(d["name"]) for d in details]
+    counts = {n: raw.count(n) for n in set(raw)}
+    unique = {
+        (n if counts[n] == 1 and n else f"{n}:{d['index']}"): int(d["index"])
+        for n, d in zip(raw, details, strict=True)
+    }
+    return {name: unique[name] for name in names if name in unique}
+
+
+def make_runner(model: bytes | str | Path, suffix: str, probes: Sequence[str] = ()) -> Runner:
+    """A runner for an ``.onnx`` or ``.tflite`` model given as bytes or a path.
+
+    ``probes`` are intermediate tensors the runner also returns (the original model's values at
+    the cut points, to locate the first sub-model that diverges).
+    """
     try:
         if suffix == ".onnx":
-            return OnnxRunner(model)
-        return TfliteRunner(model)
+            return OnnxRunner(model, probes)
+        return TfliteRunner(model, probes)
     except Exception as exc:
         what = "runtime" if suffix == ".onnx" else "LiteRT"
         raise ValidationError(
@@ -139,6 +179,8 @@ class OutputStats:
     passed: bool
     #: max_abs per sample, in sample order
     per_sample_max_abs: tuple[float, ...] = ()
+    #: for a boundary tensor: the index of the sub-model that produces it
+    submodel: int | None = None
 
 
 @dataclass(frozen=True)
@@ -151,6 +193,8 @@ class ValidationReport:
     outputs: tuple[OutputStats, ...]
     submodels: tuple[str, ...] = ()
     tolerance: Mapping[str, Any] = field(default_factory=dict)
+    #: each sub-model's output (but the last's) against the original's tensor of that name
+    boundaries: tuple[OutputStats, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (``OUT/validation.json``)."""
@@ -161,6 +205,7 @@ class ValidationReport:
             "samples": list(self.samples),
             "submodels": list(self.submodels),
             "outputs": [_stats_dict(s) for s in self.outputs],
+            "boundaries": [_stats_dict(s) for s in self.boundaries],
         }
 
     def summary(self) -> str:
@@ -186,6 +231,7 @@ def _stats_dict(s: OutputStats) -> dict[str, Any]:
         "exact": s.exact,
         "passed": s.passed,
         "per_sample_max_abs": list(s.per_sample_max_abs),
+        **({} if s.submodel is None else {"submodel": s.submodel}),
     }
 
 
@@ -330,9 +376,17 @@ def validate_chain(
     runtime: str = "",
     submodel_names: Sequence[str] = (),
 ) -> ValidationReport:
-    """Compare the original's outputs with the chain's on every sample."""
+    """Compare the original's outputs with the chain's on every sample.
+
+    When ``original`` was made with the boundary tensors as probes (:func:`make_runner`), every
+    sub-model's output is also compared with the original's value of that tensor, so a failure
+    names the first sub-model that diverges.
+    """
+    probes = boundary_probes(submodels)
     refs: dict[str, list[np.ndarray]] = {t.name: [] for t in original.outputs}
     gots: dict[str, list[np.ndarray]] = {t.name: [] for t in original.outputs}
+    bref: dict[str, list[np.ndarray]] = {name: [] for name, _ in probes}
+    bgot: dict[str, list[np.ndarray]] = {name: [] for name, _ in probes}
     for feeds in samples:
         expected = original.run(feeds)
         env = run_chain(submodels, feeds)
@@ -340,15 +394,34 @@ def validate_chain(
         for pos, spec in enumerate(original.outputs):
             refs[spec.name].append(expected[spec.name])
             gots[spec.name].append(env[spec.name] if spec.name in env else last[pos])
+        for name, _ in probes:
+            if name in expected or name in feeds:
+                bref[name].append(expected[name] if name in expected else feeds[name])
+                bgot[name].append(env[name])
     stats = tuple(compare(n, refs[n], gots[n]) for n in refs)
+    bounds = tuple(
+        _at_submodel(compare(name, bref[name], bgot[name]), k) for name, k in probes if bref[name]
+    )
     return ValidationReport(
-        passed=all(s.passed for s in stats),
+        passed=all(s.passed for s in stats + bounds),
         runtime=runtime,
         samples=tuple(labels),
         outputs=stats,
         submodels=tuple(submodel_names),
         tolerance={"float_max_abs": FLOAT_MAX_ABS, "integer": "bit-exact"},
+        boundaries=bounds,
     )
+
+
+def boundary_probes(submodels: Sequence[Runner]) -> list[tuple[str, int]]:
+    """``(tensor name, sub-model index)`` of every output of every sub-model but the last."""
+    return [(t.name, k) for k, sub in enumerate(submodels[:-1]) for t in sub.outputs]
+
+
+def _at_submodel(stats: OutputStats, k: int) -> OutputStats:
+    from dataclasses import replace
+
+    return replace(stats, submodel=k)
 
 
 def validate_models(
@@ -366,8 +439,8 @@ def validate_models(
     Raises :class:`ValidationError` when any output fails (the report is attached as
     ``exc.report``).
     """
-    ref = make_runner(original, suffix)
     chain = [make_runner(data, suffix) for _, data in submodels]
+    ref = make_runner(original, suffix, [name for name, _ in boundary_probes(chain)])
     samples = random_inputs(ref.inputs, count, seed, float_range)
     labels = [f"random:seed={seed}:{i}" for i in range(count)]
     for path in input_files:
@@ -386,19 +459,32 @@ def validate_models(
 
 
 def require_pass(report: ValidationReport, model: str | Path) -> None:
-    """Raise :class:`ValidationError` (with ``.report``) unless every output passed."""
+    """Raise :class:`ValidationError` (with ``.report``) unless every output passed.
+
+    The message names the first sub-model whose output differs from the original, if any.
+    """
     if report.passed:
         return
+    first = next((b for b in report.boundaries if not b.passed), None)
     bad = [s for s in report.outputs if not s.passed]
-    worst = max(bad, key=lambda s: s.max_abs)
+    worst = max(bad, key=lambda s: s.max_abs) if bad else first
+    assert worst is not None
     rule = "bit-exact" if np.issubdtype(np.dtype(worst.dtype), np.integer) else "max-abs <= 1e-5"
+    where = ""
+    if first is not None and first.submodel is not None:
+        name = _submodel_name(report, first.submodel)
+        where = f"; first divergence: sub-model {name} output '{first.name}'"
     error = ValidationError(
         f"{model}: the sub-models do not reproduce output '{worst.name}' ({rule} required): "
         f"max-abs {worst.max_abs:.3g}, max-rel {worst.max_rel:.3g}, cosine {worst.cosine:.6f} "
-        f"over {len(report.samples)} inputs; the split is wrong, report it"
+        f"over {len(report.samples)} inputs{where}; the split is wrong, report it"
     )
     error.report = report  # type: ignore[attr-defined]
     raise error
+
+
+def _submodel_name(report: ValidationReport, k: int) -> str:
+    return report.submodels[k] if k < len(report.submodels) else str(k)
 
 
 def _ort_spec(value: Any) -> TensorSpec:
