@@ -110,10 +110,10 @@ void proto_answer_stray(int l, const frame_t *f) {
 }
 
 int proto_send(int l, uint8_t type, const uint8_t *head, uint16_t nhead, const uint8_t *body,
-               uint16_t nbody) {
+               uint16_t nbody, int tries) {
     static frame_t reply;
     uint8_t seq = ++tx_seq[l];
-    for (int attempt = 0; attempt < SEND_RETRIES; attempt++) {
+    for (int attempt = 1; attempt <= tries; attempt++) {
         proto_write(l, type, seq, head, nhead, body, nbody);
         uint64_t deadline = timer_now() + ACK_TIMEOUT_TICKS;
         for (;;) {
@@ -122,7 +122,7 @@ int proto_send(int l, uint8_t type, const uint8_t *head, uint16_t nhead, const u
             int r = proto_recv(l, &reply, deadline - now);
             if (r == RX_TIMEOUT) break;
             if (r == RX_BAD) continue;
-            if (reply.type == FT_ACK && reply.seq == seq) return 0;
+            if (reply.type == FT_ACK && reply.seq == seq) return attempt;
             if (reply.type == FT_NACK && reply.seq == seq) break;
             proto_answer_stray(l, &reply);
         }

@@ -38,9 +38,10 @@ int proto_recv(int l, frame_t *f, uint64_t timeout);
 /* Write one frame (payload = head then body, either may be empty); no acknowledgement. */
 void proto_write(int l, uint8_t type, uint8_t seq, const uint8_t *head, uint16_t nhead,
                  const uint8_t *body, uint16_t nbody);
-/* Send with stop-and-wait ARQ: retransmit on NACK or timeout; 0 on ACK, -1 after the retries. */
+/* Send with stop-and-wait ARQ: retransmit on NACK or timeout, at most `tries` times; returns
+ * the number of transmissions it took, or -1 when none was acknowledged. */
 int proto_send(int l, uint8_t type, const uint8_t *head, uint16_t nhead, const uint8_t *body,
-               uint16_t nbody);
+               uint16_t nbody, int tries);
 /* Handle a frame that arrived while not expected (ACK wait): re-ACK duplicates, answer PING. */
 void proto_answer_stray(int l, const frame_t *f);
 /* Acknowledge a data frame; returns 1 when it is new, 0 when it is a duplicate. */

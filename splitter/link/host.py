@@ -132,11 +132,16 @@ class HostLink:
         )
 
     # -- reliable send / receive -------------------------------------------------------------
-    def send(self, ftype: int, payload: bytes) -> None:
-        """Send one data frame, retransmitting on NACK or timeout until ACKed."""
+    def send(self, ftype: int, payload: bytes, tries: int | None = None) -> int:
+        """Send one data frame, retransmitting on NACK or timeout until ACKed.
+
+        Returns the number of transmissions it took; :class:`LinkError` after ``tries``
+        (default: the link's ``retries``).
+        """
+        tries = tries or self.retries
         self._tx_seq = (self._tx_seq + 1) & 0xFF
         frame = P.Frame(ftype, self._tx_seq, payload)
-        for _attempt in range(self.retries):
+        for attempt in range(1, tries + 1):
             self._write(frame)
             deadline = time.monotonic() + self.ack_timeout
             while (got := self._next_raw(deadline)) is not None:
@@ -144,13 +149,13 @@ class HostLink:
                 if status == "bad":
                     continue
                 if reply.type == P.FrameType.ACK and reply.seq == frame.seq:
-                    return
+                    return attempt
                 if reply.type == P.FrameType.NACK and reply.seq == frame.seq:
                     break
                 self._absorb(reply)
         raise LinkError(
             f"{self.url}: device {self.device} did not acknowledge {frame.name} after "
-            f"{self.retries} tries of {self.ack_timeout:.1f} s"
+            f"{tries} tries of {self.ack_timeout:.1f} s"
         )
 
     def _absorb(self, frame: P.Frame) -> None:
@@ -191,11 +196,35 @@ def decode_error(frame: P.Frame) -> str:
     return f"{p[4:].decode('utf-8', 'replace')} (code {p[0]}, device {p[1]}, arg {p[2]})"
 
 
+MIN_CHUNK = 32
+
+
 def send_tensor(link: HostLink, submodel: int, data: bytes) -> None:
-    """An empty TIMING, then the tensor as TENSOR chunks for ``submodel``."""
+    """An empty TIMING, then the tensor as TENSOR chunks for ``submodel``.
+
+    The chunk size adapts to the line (as the firmware does): a chunk that is not ACKed within
+    two transmissions is re-sent as two halves (down to :data:`MIN_CHUNK` bytes, where twice the
+    retry count applies); a chunk ACKed at once doubles the size again.
+    """
     link.send(P.FrameType.TIMING, b"")
-    for payload in P.chunk_payloads(submodel, data):
-        link.send(P.FrameType.TENSOR, payload)
+    size, off = P.CHUNK_DATA, 0
+    while off < len(data) or (off == 0 and not data):
+        part = data[off : off + size]
+        payload = P.CHUNK.pack(submodel, 0, 0, len(data), off) + part
+        small = len(part) <= MIN_CHUNK
+        try:
+            attempts = link.send(
+                P.FrameType.TENSOR, payload, tries=2 * link.retries if small else 2
+            )
+        except LinkError:
+            if small:
+                raise
+            size = len(part) // 2
+            continue
+        off += len(part)
+        size = min(P.CHUNK_DATA, size * 2) if attempts == 1 else size
+        if not data:
+            break
 
 
 def receive_result(link: HostLink, nbytes: int, timeout: float) -> tuple[bytes, list[Timing]]:
@@ -215,8 +244,12 @@ def receive_result(link: HostLink, nbytes: int, timeout: float) -> tuple[bytes, 
                     f"device {link.device}: RESULT of {chunk.total} B, expected {nbytes} B; "
                     "the board runs a different plan"
                 )
+            if chunk.offset == 0:
+                got = 0
+            if chunk.offset > got:
+                raise LinkError(f"device {link.device}: RESULT chunk out of order")
             buf[chunk.offset : chunk.offset + len(chunk.data)] = chunk.data
-            got += len(chunk.data)
+            got = max(got, chunk.offset + len(chunk.data))
             if nbytes == 0:
                 break
     return bytes(buf), timings

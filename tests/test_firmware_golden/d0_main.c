@@ -58,7 +58,7 @@ static void send_error(uint8_t code, uint8_t arg, const char *text) {
     uint8_t head[4] = {code, DEVICE_INDEX, arg, 0};
     uint16_t n = 0;
     while (text[n] && n < 200u) n++;
-    (void)proto_send(0, FT_ERROR, head, 4, (const uint8_t *)text, n);
+    (void)proto_send(0, FT_ERROR, head, 4, (const uint8_t *)text, n, SEND_RETRIES);
 }
 
 static const char *const link_timeout_text[N_LINKS] = {
@@ -66,19 +66,35 @@ static const char *const link_timeout_text[N_LINKS] = {
     "d0: no answer from d1 on link 1 (USART2) after 8 tries",
 };
 
+/* Chunk size per link: halved when a chunk needs retransmissions (a noisy line), doubled
+ * after a chunk goes through at once; the receiver places chunks by offset, so any size works. */
+#define MAX_CHUNK (PROTO_MAX_PAYLOAD - PROTO_CHUNK_HEADER)
+#define MIN_CHUNK 32u
+static uint32_t chunk_size[N_LINKS];
+
 static int send_tensor(int l, uint8_t type, uint8_t sub, const uint8_t *data, uint32_t n) {
     uint8_t head[PROTO_CHUNK_HEADER];
-    if (proto_send(l, FT_TIMING, timing, (uint16_t)(12u * n_timing), 0, 0)) return -1;
+    if (proto_send(l, FT_TIMING, timing, (uint16_t)(12u * n_timing), 0, 0, SEND_RETRIES) < 0) {
+        return -1;
+    }
     n_timing = 0;
-    for (uint32_t off = 0; off < n || off == 0; off += PROTO_MAX_PAYLOAD - PROTO_CHUNK_HEADER) {
-        uint32_t len = n - off;
-        if (len > PROTO_MAX_PAYLOAD - PROTO_CHUNK_HEADER) len = PROTO_MAX_PAYLOAD - PROTO_CHUNK_HEADER;
+    uint32_t off = 0;
+    do {
+        uint32_t cs = chunk_size[l] ? chunk_size[l] : MAX_CHUNK;
+        uint32_t len = n - off < cs ? n - off : cs;
         head[0] = sub; head[1] = 0; head[2] = 0; head[3] = 0;
         put32(head + 4, n);
         put32(head + 8, off);
-        if (proto_send(l, type, head, PROTO_CHUNK_HEADER, data + off, (uint16_t)len)) return -1;
-        if (n == 0) break;
-    }
+        int tries = len > MIN_CHUNK ? 2 : 2 * SEND_RETRIES;
+        int r = proto_send(l, type, head, PROTO_CHUNK_HEADER, data + off, (uint16_t)len, tries);
+        if (r < 0 && len <= MIN_CHUNK) return -1;
+        if (r < 0) {
+            chunk_size[l] = len / 2u;
+            continue;
+        }
+        off += len;
+        chunk_size[l] = (r == 1 && 2u * cs <= MAX_CHUNK) ? 2u * cs : cs;
+    } while (off < n);
     return 0;
 }
 
@@ -106,11 +122,14 @@ static void on_chunk(int l, const frame_t *f) {
     for (uint32_t i = 0; i < N_SUBMODELS; i++) {
         const submodel_t *s = &submodels[i];
         if (s->index != p[0]) continue;
-        if ((int)s->in_link != l || total != s->in_bytes || off + len > total) break;
+        if (off == 0) received[i] = 0;
+        /* chunks come in order; a re-chunked retransmission may overlap what already arrived */
+        if ((int)s->in_link != l || total != s->in_bytes || off + len > total || off > received[i]) {
+            break;
+        }
         uint8_t *dst = (uint8_t *)g_arena + s->in_offset + off;
         for (uint32_t k = 0; k < len; k++) dst[k] = p[PROTO_CHUNK_HEADER + k];
-        if (off == 0) received[i] = 0;
-        received[i] += len;
+        if (off + len > received[i]) received[i] = off + len;
         if (received[i] == total) {
             received[i] = 0;
             run_submodel(s);
@@ -145,7 +164,7 @@ static void on_frame(int l, const frame_t *f) {
     } else if (f->type == FT_TIMING) {
         on_timing(f);
     } else if (f->type == FT_ERROR && l != 0) {
-        (void)proto_send(0, FT_ERROR, f->payload, f->len, 0, 0); /* forward towards the host */
+        (void)proto_send(0, FT_ERROR, f->payload, f->len, 0, 0, SEND_RETRIES); /* to the host */
     } else if (f->type != FT_ERROR) {
         send_error(ERR_BAD_TYPE, f->type, "d0: unexpected frame type");
     }
