@@ -7,8 +7,18 @@
  */
 #include "kernels.h"
 
+/* Unrolled inner loops and fused multiply-add (vfma) even under -std=c99, which otherwise
+ * implies -ffp-contract=off and doubles the FPU instructions per MAC. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("unroll-loops", "fp-contract=fast")
+#endif
+
+/* Hot inner kernels stay separate functions: inlined into their callers they share a register
+ * file with the outer loops and spill. */
+#if defined(__GNUC__)
+#define K_NOINLINE __attribute__((noinline))
+#else
+#define K_NOINLINE
 #endif
 
 /* ---------------------------------------------------------------- math ---- */
@@ -119,7 +129,7 @@ void k_copy(const float *x, float *y, int n)
 /* --------------------------------------------------------- convolution ---- */
 
 /* 1x1, stride 1, no pad, groups 1: Y (O, P) = W (O, C) X (C, P) + b, W packed by 4 rows. */
-static void conv_pointwise(const float *restrict x, int C, int P, const float *restrict wp,
+K_NOINLINE static void conv_pointwise(const float *restrict x, int C, int P, const float *restrict wp,
                            const float *restrict b, float *restrict y, int O)
 {
     int ob = 0, p, c, o;
@@ -171,31 +181,34 @@ static void conv_pointwise(const float *restrict x, int C, int P, const float *r
 }
 
 /* Generic grouped convolution (any groups, weights in ONNX layout), rows o0..o0+On-1 of the
- * output, with per-tap bounds checks: the fallback path. */
-static void conv_generic(const float *restrict x, int C, int H, int W, const float *restrict w,
-                         const float *restrict b, float *restrict y, int o0, int On, int O,
-                         int OH, int OW, int kh, int kw, int sh, int sw, int pt, int pl, int dh,
-                         int dw, int groups)
+ * output: the fallback path. Per output pixel the valid tap ranges [ky0, ky1) x [kx0, kx1) are
+ * computed once (hoisted bounds), so the tap loops run unchecked. */
+K_NOINLINE static void conv_generic(const float *restrict x, int C, int H, int W,
+                                    const float *restrict w, const float *restrict b,
+                                    float *restrict y, int o0, int On, int O, int OH, int OW,
+                                    int kh, int kw, int sh, int sw, int pt, int pl, int dh, int dw,
+                                    int groups)
 {
     int cg = C / groups, og = O / groups, o, oy, ox, c, ky, kx;
     for (o = o0; o < o0 + On; o++) {
         int g = o / og;
         const float *wo = w + (o - o0) * cg * kh * kw;
+        const float *xg = x + g * cg * H * W;
         float bo = b ? b[o] : 0.0f;
         for (oy = 0; oy < OH; oy++) {
+            int iy0 = oy * sh - pt, ky0 = 0, ky1 = kh;
+            while (ky0 < kh && iy0 + ky0 * dh < 0) ky0++;
+            while (ky1 > ky0 && iy0 + (ky1 - 1) * dh >= H) ky1--;
             for (ox = 0; ox < OW; ox++) {
+                int ix0 = ox * sw - pl, kx0 = 0, kx1 = kw;
                 float a = bo;
+                while (kx0 < kw && ix0 + kx0 * dw < 0) kx0++;
+                while (kx1 > kx0 && ix0 + (kx1 - 1) * dw >= W) kx1--;
                 for (c = 0; c < cg; c++) {
-                    const float *xc = x + (g * cg + c) * H * W;
-                    const float *wc = wo + c * kh * kw;
-                    for (ky = 0; ky < kh; ky++) {
-                        int iy = oy * sh - pt + ky * dh;
-                        if (iy < 0 || iy >= H) continue;
-                        for (kx = 0; kx < kw; kx++) {
-                            int ix = ox * sw - pl + kx * dw;
-                            if (ix < 0 || ix >= W) continue;
-                            a += wc[ky * kw + kx] * xc[iy * W + ix];
-                        }
+                    for (ky = ky0; ky < ky1; ky++) {
+                        const float *wr = wo + (c * kh + ky) * kw;
+                        const float *xr = xg + (c * H + iy0 + ky * dh) * W + ix0;
+                        for (kx = kx0; kx < kx1; kx++) a += wr[kx] * xr[kx * dw];
                     }
                 }
                 y[(o * OH + oy) * OW + ox] = a;
@@ -206,7 +219,7 @@ static void conv_generic(const float *restrict x, int C, int H, int W, const flo
 
 /* One output pixel of 4 packed output channels (border pixels): the valid tap ranges
  * [ky0, ky1) x [kx0, kx1) are computed once, then the taps run unchecked. */
-static void conv4_pixel(const float *restrict x, int C, int H, int W, const float *restrict wb,
+K_NOINLINE static void conv4_pixel(const float *restrict x, int C, int H, int W, const float *restrict wb,
                         int kh, int kw, int iy0, int ix0, int dh, int dw, float *acc)
 {
     int c, ky, kx, ky0 = 0, ky1 = kh, kx0 = 0, kx1 = kw;
@@ -231,7 +244,7 @@ static void conv4_pixel(const float *restrict x, int C, int H, int W, const floa
 
 /* Two horizontally adjacent interior output pixels (no bounds checks) of 4 packed channels:
  * per tap 2 input loads + 4 weight loads feed 8 multiply-accumulates. */
-static void conv4_pair(const float *restrict x, int C, int H, int W, const float *restrict wb,
+K_NOINLINE static void conv4_pair(const float *restrict x, int C, int H, int W, const float *restrict wb,
                        int kh, int kw, int iy0, int ix0, int sw, int dh, int dw, int ky0, int ky1,
                        float *acc)
 {
@@ -257,8 +270,37 @@ static void conv4_pair(const float *restrict x, int C, int H, int W, const float
     acc[4] = e0; acc[5] = e1; acc[6] = e2; acc[7] = e3;
 }
 
+/* conv4_pair for kw == 3, dw == 1 (the common 3x3 case): the three taps of a kernel row fully
+ * unrolled with constant offsets, 6 input + 12 weight loads feed 24 multiply-accumulates. */
+K_NOINLINE static void conv4_pair_k3(const float *restrict x, int C, int H, int W,
+                                     const float *restrict wb, int kh, int iy0, int ix0, int sw,
+                                     int dh, int ky0, int ky1, float *acc)
+{
+    int c, ky;
+    float a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    float e0 = acc[4], e1 = acc[5], e2 = acc[6], e3 = acc[7];
+    for (c = 0; c < C; c++) {
+        const float *ru = x + (c * H + iy0 + ky0 * dh) * W + ix0;
+        const float *wk = wb + (c * kh + ky0) * 12;
+        for (ky = ky0; ky < ky1; ky++) {
+            const float *rv = ru + sw;
+            float u0 = ru[0], u1 = ru[1], u2 = ru[2], v0 = rv[0], v1 = rv[1], v2 = rv[2];
+            a0 += wk[0] * u0; a1 += wk[1] * u0; a2 += wk[2] * u0; a3 += wk[3] * u0;
+            e0 += wk[0] * v0; e1 += wk[1] * v0; e2 += wk[2] * v0; e3 += wk[3] * v0;
+            a0 += wk[4] * u1; a1 += wk[5] * u1; a2 += wk[6] * u1; a3 += wk[7] * u1;
+            e0 += wk[4] * v1; e1 += wk[5] * v1; e2 += wk[6] * v1; e3 += wk[7] * v1;
+            a0 += wk[8] * u2; a1 += wk[9] * u2; a2 += wk[10] * u2; a3 += wk[11] * u2;
+            e0 += wk[8] * v2; e1 += wk[9] * v2; e2 += wk[10] * v2; e3 += wk[11] * v2;
+            ru += dh * W;
+            wk += 12;
+        }
+    }
+    acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+    acc[4] = e0; acc[5] = e1; acc[6] = e2; acc[7] = e3;
+}
+
 /* groups == 1, packed weights: 4 output channels at a time. */
-static void conv_blocked(const float *restrict x, int C, int H, int W, const float *restrict wp,
+K_NOINLINE static void conv_blocked(const float *restrict x, int C, int H, int W, const float *restrict wp,
                          const float *restrict b, float *restrict y, int O, int OH, int OW, int kh,
                          int kw, int sh, int sw, int pt, int pl, int dh, int dw)
 {
@@ -277,7 +319,11 @@ static void conv_blocked(const float *restrict x, int C, int H, int W, const flo
                 if (ky1 > ky0) {
                     int last = ix0 + sw + (kw - 1) * dw;
                     if (ox + 1 < OW && ix0 >= 0 && last < W) {
-                        conv4_pair(x, C, H, W, wb, kh, kw, iy0, ix0, sw, dh, dw, ky0, ky1, acc);
+                        if (kw == 3 && dw == 1)
+                            conv4_pair_k3(x, C, H, W, wb, kh, iy0, ix0, sw, dh, ky0, ky1, acc);
+                        else
+                            conv4_pair(x, C, H, W, wb, kh, kw, iy0, ix0, sw, dh, dw, ky0, ky1,
+                                       acc);
                         for (r = 0; r < 4; r++) {
                             y[(ob + r) * P + oy * OW + ox] = acc[r];
                             y[(ob + r) * P + oy * OW + ox + 1] = acc[r + 4];
@@ -298,7 +344,7 @@ static void conv_blocked(const float *restrict x, int C, int H, int W, const flo
 }
 
 /* One depthwise output pixel with bounds checks (border pixels). */
-static float dw_pixel(const float *restrict xc, const float *restrict wc, int H, int W, int iy0,
+K_NOINLINE static float dw_pixel(const float *restrict xc, const float *restrict wc, int H, int W, int iy0,
                       int ix0, int dh, int dw, float a)
 {
     int ky, kx;
@@ -317,7 +363,7 @@ static float dw_pixel(const float *restrict xc, const float *restrict wc, int H,
 /* Depthwise 3x3 (groups == C == O): the 9 weights in registers; per output row the interior
  * column range [lo, hi) is computed once (hoisted bounds), so interior pixels run unchecked
  * with the three input rows walked by pointers; dilation 1 uses constant offsets. */
-static void conv_dw3x3(const float *restrict x, int C, int H, int W, const float *restrict w,
+K_NOINLINE static void conv_dw3x3(const float *restrict x, int C, int H, int W, const float *restrict w,
                        const float *restrict b, float *restrict y, int OH, int OW, int sh, int sw,
                        int pt, int pl, int dh, int dw)
 {
