@@ -122,7 +122,9 @@ def link_transfers(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
         out.append({"from": src, "to": str(sub["device"]), "submodel": k, "bytes": nbytes})
     last = subs[-1]
     nbytes = sum(int(t.get("bytes") or 0) for t in last.get("outputs", []))
-    out.append({"from": str(last["device"]), "to": HOST, "submodel": len(subs) - 1, "bytes": nbytes})
+    out.append(
+        {"from": str(last["device"]), "to": HOST, "submodel": len(subs) - 1, "bytes": nbytes}
+    )
     return out
 
 
@@ -136,7 +138,7 @@ def estimate(
     """The ``estimate`` object of bench.json (see the module docstring for the formulas)."""
     devices, link, source = load_devices(plan, wiring, target)
     costs = list(costs) if costs is not None else submodel_costs(out_dir, plan)
-    subs = []
+    subs: list[dict[str, Any]] = []
     for c in costs:
         dev = _device(devices, c.device, source)
         seconds = compute_seconds(c, dev)

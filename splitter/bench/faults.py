@@ -20,6 +20,7 @@ times). Faults, for the tests of docs/protocol.md's retransmission:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -257,10 +258,8 @@ class LinkProxy:
         """Close every socket and join the relay threads."""
         self._stop.set()
         for s in self._socks:
-            try:
+            with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             s.close()
         for t in self._threads:
             t.join(timeout=2.0)

@@ -41,11 +41,17 @@ from splitter.errors import LinkError, SplitterError
 from splitter.link import protocol as P
 from splitter.link.emulator import load_wiring
 from splitter.link.host import HostLink, Timing, send_tensor
-from splitter.link.run import _host_ports, boundary, check_pong, load_plan
 from splitter.link.protocol import plan_hash
+from splitter.link.run import _host_ports, boundary, check_pong, load_input, load_plan
 
 EMULATED_CLOCK_HZ = 168e6
 BENCH_FILE = "bench.json"
+#: Seconds between checks of the other host links for a board's ERROR while waiting a result.
+WATCH_PERIOD_S = 0.25
+#: How ``HostLink.receive`` words a board's ERROR frame (splitter/link/host.py).
+DEVICE_ERROR_PREFIX = "device error reported via"
+#: ... and a receive timeout (anything else, e.g. a closed port, is raised at once).
+SILENT_MARK = "sent nothing for"
 
 
 @dataclass
@@ -59,6 +65,8 @@ class BenchConfig:
     timeout: float = 60.0
     target: str | Path | None = None
     seed: int = 0
+    #: input array (the model input's shape); default: seeded standard normal
+    input_path: str | Path | None = None
     #: inferences run first and not counted (the first one pays for link start-up)
     warmup: int = 1
     pipeline: bool = True
@@ -95,13 +103,20 @@ class Session:
     emulated: bool
 
 
-def receive_timed(link: HostLink, nbytes: int, timeout: float) -> tuple[bytes, list[Timing], float]:
-    """TIMING then RESULT chunks (as ``host.receive_result``), plus when the first frame came."""
+def receive_timed(
+    link: HostLink, nbytes: int, timeout: float, watch: Sequence[HostLink] = ()
+) -> tuple[bytes, list[Timing], float]:
+    """TIMING then RESULT chunks (as ``host.receive_result``), plus when the first frame came.
+
+    While waiting, the other host links (``watch``) are polled for an ERROR frame: a board that
+    gives up on a board-to-board link reports it towards the host on its link 0, which may not
+    be the link the result comes on; that error (naming the link) is raised at once.
+    """
     buf = bytearray(nbytes)
     got, timings, t_first = 0, [], 0.0
     deadline = time.monotonic() + timeout
     while got < nbytes:
-        frame = link.receive(max(0.01, deadline - time.monotonic()))
+        frame = _receive_watching(link, deadline, watch)
         t_first = t_first or time.monotonic()
         if frame.type == P.FrameType.TIMING:
             timings = [Timing(*rec) for rec in P.decode_timing(frame.payload)]
@@ -117,12 +132,36 @@ def receive_timed(link: HostLink, nbytes: int, timeout: float) -> tuple[bytes, l
     return bytes(buf), timings, t_first
 
 
+def _receive_watching(link: HostLink, deadline: float, watch: Sequence[HostLink]) -> P.Frame:
+    """``link.receive`` until ``deadline``, checking the ``watch`` links for errors meanwhile."""
+    while True:
+        left = deadline - time.monotonic()
+        step = min(max(0.01, left), WATCH_PERIOD_S) if watch else max(0.01, left)
+        try:
+            return link.receive(step)
+        except LinkError as exc:
+            if left <= step or SILENT_MARK not in str(exc):
+                raise
+        for other in watch:
+            _raise_device_error(other)
+
+
+def _raise_device_error(link: HostLink) -> None:
+    """Raise the ERROR a board sent on ``link`` (if any); other frames there are ignored."""
+    try:
+        link.receive(0.01)
+    except LinkError as exc:
+        if str(exc).startswith(DEVICE_ERROR_PREFIX):
+            raise
+
+
 def one_run(s: Session, x: bytes, nbytes: int, timeout: float) -> RunSample:
     """One sequential inference with the host-side timestamps."""
     t0 = time.monotonic()
     send_tensor(s.links[s.first], 0, x)
     t_sent = time.monotonic()
-    data, timings, t_first = receive_timed(s.links[s.last], nbytes, timeout)
+    watch = [ln for name, ln in s.links.items() if name != s.last]
+    data, timings, t_first = receive_timed(s.links[s.last], nbytes, timeout, watch)
     return RunSample(data, timings, t0, t_sent, t_first, time.monotonic())
 
 
@@ -209,9 +248,10 @@ def open_session(stack: ExitStack, out_dir: Path, cfg: BenchConfig, plan: Any) -
     """Start the emulation (if asked), open and PING every host-facing board."""
     wiring = load_wiring(Path(out_dir) / "firmware")
     ports: Mapping[str, str] = cfg.ports
-    note, proxies = "", []
+    note, proxies = "", list[LinkProxy]()
     if cfg.emulate:
-        emu = stack.enter_context(ProxiedEmulation(out_dir, icount=cfg.icount, faults=cfg.faults))
+        emu = ProxiedEmulation(out_dir, icount=cfg.icount, faults=cfg.faults)
+        stack.enter_context(emu)
         ports, note, proxies = emu.endpoints, emu.note, emu.proxies
     urls = _host_ports(wiring, ports)
     links = {
@@ -235,7 +275,11 @@ def bench(out_dir: str | Path, cfg: BenchConfig | None = None) -> dict[str, Any]
     costs = submodel_costs(out, plan)
     est = estimate(out, plan, wiring, target, costs)
     in_spec, out_spec = boundary(plan, "input"), boundary(plan, "output")
-    x = np.random.default_rng(cfg.seed).standard_normal(in_spec.shape).astype("<f4").tobytes()
+    if cfg.input_path is not None:
+        arr = load_input(Path(cfg.input_path), in_spec)
+    else:
+        arr = np.random.default_rng(cfg.seed).standard_normal(in_spec.shape)
+    x = np.ascontiguousarray(arr).astype("<f4").tobytes()
     blocker = pipeline_blocker(plan, wiring)
     with ExitStack() as stack:
         s = open_session(stack, out, cfg, plan)
@@ -313,8 +357,7 @@ def assemble(
 def _measuring_clocks(est: Mapping[str, Any], emulated: bool) -> dict[str, float]:
     """Clock the reported cycles count at: 168 MHz under QEMU, else the device's clock."""
     return {
-        d["device"]: EMULATED_CLOCK_HZ if emulated else float(d["clock_hz"])
-        for d in est["devices"]
+        d["device"]: EMULATED_CLOCK_HZ if emulated else float(d["clock_hz"]) for d in est["devices"]
     }
 
 

@@ -1,0 +1,258 @@
+"""``splitter calibrate``: fit cycles per MAC per device and op class from ``OUT/bench.json``.
+
+Model (the planner's, ``splitter.partition.problem.layer_time``): a sub-model ``k`` on device
+``i`` takes ``c_k = sum_c MAC_kc * CpM_ic`` cycles, ``MAC_kc`` its MACs of class ``c`` (conv,
+depthwise, dense, other; from its file's layer chain). With the measured ``c_k`` (median over the
+runs) of every sub-model of the device as equations, ``CpM_i`` is the non-negative least-squares
+solution of ``A x = c`` (``A[k, c] = MAC_kc``), only over the classes the device's sub-models
+contain. A device with fewer independent equations than classes (one sub-model and two classes,
+the usual case) gets one class-independent ``CpM_i = sum_k c_k / sum_k MAC_k`` for all its
+classes, which reproduces its total exactly; so does the fallback when the class fit misses the
+device total by more than :data:`CLASS_FIT_TOLERANCE`. Every device's report says which fit it got.
+
+NNLS: Lawson & Hanson's active-set algorithm (*Solving Least Squares Problems*, 1974, ch. 23),
+in numpy. scipy.optimize.nnls is the same algorithm, but scipy is not a dependency of splitter
+and the systems here have at most four unknowns, so a 30-line numpy version is enough.
+
+Clock: under QEMU the firmware's cycles are SysTick ticks of the emulated 168 MHz core (with
+``-icount shift=0``: instructions x 0.168). The calibrated file therefore sets
+``clock_mhz = 168`` on emulated devices, so that ``MAC * CpM / f`` is the measured time; on real
+boards the cycles are core cycles at the device's own clock, which is kept.
+
+The calibrated boards file is the original text with, per ``[[device]]``, its ``clock_mhz``,
+``cpm`` and ``cpm_by_class`` lines replaced (comments kept); it is parsed back with the boards
+parser before being written atomically.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from splitter.bench.estimate import find_target, read_json
+from splitter.bench.report import BENCH_FILE, write_atomic
+from splitter.bench.stats import error_pct, median
+from splitter.errors import BoardFileError, InputFileError
+
+CLASSES = ("conv", "depthwise", "dense", "other")
+#: A per-class fit whose device total misses the measurement by more than this (relative) is
+#: replaced by the exact class-independent ratio.
+CLASS_FIT_TOLERANCE = 0.005
+EMULATED_CLOCK_MHZ = 168.0
+REPLACED_KEYS = ("clock_mhz", "cpm", "cpm_by_class")
+
+
+@dataclass
+class DeviceFit:
+    """The fit of one device: its cpm per class, the default cpm, the clock, how it was fit."""
+
+    device: str
+    clock_mhz: float
+    cpm: float
+    cpm_by_class: dict[str, float]
+    method: str
+    measured_cycles: float
+    predicted_cycles: float
+    submodels: list[int] = field(default_factory=list)
+
+    @property
+    def error_pct(self) -> float | None:
+        """Predicted vs measured cycles of the device's sub-models, in %."""
+        return error_pct(self.predicted_cycles, self.measured_cycles)
+
+
+def nnls(a: np.ndarray, b: np.ndarray, max_iter: int = 100) -> np.ndarray:
+    """``argmin ||a x - b||_2`` subject to ``x >= 0`` (Lawson-Hanson active set)."""
+    m, n = a.shape
+    x = np.zeros(n)
+    passive = np.zeros(n, dtype=bool)
+    tol = 1e-10 * max(1.0, float(np.abs(a).max(initial=0.0))) * max(m, n)
+    for _ in range(max_iter):
+        w = a.T @ (b - a @ x)
+        if passive.all() or w[~passive].max(initial=-np.inf) <= tol:
+            break
+        j = int(np.argmax(np.where(passive, -np.inf, w)))
+        passive[j] = True
+        while True:
+            z = np.zeros(n)
+            z[passive] = np.linalg.lstsq(a[:, passive], b, rcond=None)[0]
+            if (z[passive] > 0).all():
+                x = z
+                break
+            neg = passive & (z <= 0)
+            alpha = np.min(x[neg] / (x[neg] - z[neg]))
+            x = x + alpha * (z - x)
+            passive &= x > tol
+    return x
+
+
+def fit_device(device: str, clock_mhz: float, subs: Sequence[Mapping[str, Any]]) -> DeviceFit:
+    """Fit one device from its bench sub-models (``cycles`` per run, ``macs_by_class``)."""
+    cycles = np.array([median(s["cycles"]) for s in subs], dtype=float)
+    macs = np.array([float(s["macs"]) for s in subs])
+    present = [c for c in CLASSES if any(s["macs_by_class"].get(c, 0) for s in subs)]
+    a = np.array([[float(s["macs_by_class"].get(c, 0)) for c in present] for s in subs])
+    ratio = float(cycles.sum() / macs.sum()) if macs.sum() else 0.0
+    index = [int(s["index"]) for s in subs]
+    if present and np.linalg.matrix_rank(a) >= len(present):
+        x = nnls(a, cycles)
+        pred = float((a @ x).sum() + (macs.sum() - a.sum()) * ratio)
+        if all(v > 0 for v in x) and abs(pred - cycles.sum()) <= CLASS_FIT_TOLERANCE * cycles.sum():
+            by_class = {c: float(v) for c, v in zip(present, x, strict=True)}
+            method = f"per-class NNLS over {len(subs)} sub-model(s), classes {', '.join(present)}"
+            return DeviceFit(device, clock_mhz, ratio, by_class, method, cycles.sum(), pred, index)
+        why = "per-class fit missed the total; one cpm for all classes"
+    else:
+        why = (
+            f"{len(subs)} sub-model(s) give too few equations for {len(present)} classes "
+            f"({', '.join(present) or 'none'}); one cpm for all of them"
+        )
+    by_class = {c: ratio for c in present}
+    return DeviceFit(
+        device, clock_mhz, ratio, by_class, why, cycles.sum(), ratio * macs.sum(), index
+    )
+
+
+def fit_all(bench: Mapping[str, Any], boards_clock_mhz: Mapping[str, float]) -> list[DeviceFit]:
+    """One :class:`DeviceFit` per device of bench.json that ran a sub-model."""
+    fits = []
+    for d in bench["devices"]:
+        if not d["submodels"]:
+            continue
+        if bench.get("emulated"):
+            clock = EMULATED_CLOCK_MHZ
+        else:
+            clock = boards_clock_mhz.get(d["device"], float(d["clock_hz"]) / 1e6)
+        fits.append(fit_device(d["device"], clock, d["submodels"]))
+    return fits
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.6g}"
+
+
+def device_lines(fit: DeviceFit) -> list[str]:
+    """The TOML lines the calibration sets in a ``[[device]]`` table."""
+    classes = ", ".join(f"{c} = {_fmt(v)}" for c, v in fit.cpm_by_class.items())
+    return [
+        f"clock_mhz = {_fmt(fit.clock_mhz)}",
+        f"cpm = {_fmt(fit.cpm)}",
+        f"cpm_by_class = {{ {classes} }}",
+        f"# calibrated: {fit.method}",
+    ]
+
+
+_KEY_RE = re.compile(r"^\s*(?P<key>[A-Za-z0-9_-]+)\s*=")
+_NAME_RE = re.compile(r"""^\s*name\s*=\s*["'](?P<name>[^"']+)["']""")
+
+
+def calibrated_text(text: str, fits: Sequence[DeviceFit], header: str) -> str:
+    """The board file ``text`` with every fitted device's clock/cpm/cpm_by_class replaced."""
+    by_name = {f.device: f for f in fits}
+    sections = _split_sections(text.splitlines())
+    out = [header] if header else []
+    for head, body in sections:
+        if head is None or head.strip() != "[[device]]":
+            out += ([head] if head is not None else []) + body
+            continue
+        name = next((m["name"] for ln in body if (m := _NAME_RE.match(ln))), None)
+        fit = by_name.get(name or "")
+        if fit is None:
+            out += [head, *body]
+            continue
+        kept = [ln for ln in body if not ((m := _KEY_RE.match(ln)) and m["key"] in REPLACED_KEYS)]
+        while kept and not kept[-1].strip():
+            kept.pop()
+        out += [head, *kept, *device_lines(fit), ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _split_sections(lines: list[str]) -> list[tuple[str | None, list[str]]]:
+    """``[(header line or None for the preamble, body lines)]`` in file order."""
+    sections: list[tuple[str | None, list[str]]] = [(None, [])]
+    for ln in lines:
+        if ln.lstrip().startswith("["):
+            sections.append((ln, []))
+        else:
+            sections[-1][1].append(ln)
+    return sections
+
+
+@dataclass
+class Calibration:
+    """The result: fits, the calibrated file's text and path, and the re-check per device."""
+
+    fits: list[DeviceFit]
+    text: str
+    source: Path
+    path: Path | None = None
+    check: list[dict[str, Any]] = field(default_factory=list)
+
+
+def calibrate(
+    out_dir: str | Path, output: str | Path | None = None, target: str | Path | None = None
+) -> Calibration:
+    """Fit from ``OUT/bench.json``, write the calibrated board file, re-check the estimates."""
+    from splitter.hardware.boards import boards_from_dict, load_boards
+
+    out = Path(out_dir)
+    bench = read_json(out / BENCH_FILE, "bench results", f"run `splitter bench {out}` first")
+    plan = read_json(out / "plan.json", "plan", f"run `splitter compile MODEL -o {out}`")
+    source = find_target(plan, out, target or bench.get("target"))
+    if source is None:
+        raise InputFileError(
+            f"{out}/bench.json: names no board file; pass --target BOARDS.toml (the one the plan "
+            "was compiled with)"
+        )
+    boards = load_boards(source)
+    fits = fit_all(bench, {d.name: d.clock_hz / 1e6 for d in boards.devices})
+    missing = [f.device for f in fits if f.device not in {d.name for d in boards.devices}]
+    if missing:
+        raise BoardFileError(
+            f"{source}: has no device {missing[0]!r} of the bench; pass the plan's board file"
+        )
+    how = "QEMU: cycles are SysTick ticks at 168 MHz, so clock_mhz = 168"
+    header = (
+        f"# Calibrated by `splitter calibrate` from {out / BENCH_FILE} "
+        f"({how if bench.get('emulated') else 'real boards: cycles at each clock'})."
+    )
+    text = calibrated_text(source.read_text(), fits, header)
+    import tomllib
+
+    calibrated = boards_from_dict(tomllib.loads(text), str(output or source))
+    result = Calibration(fits, text, source)
+    result.check = recheck(out, plan, bench, calibrated)
+    if output is not None:
+        result.path = write_atomic(Path(output), text)
+    return result
+
+
+def recheck(
+    out_dir: Path, plan: Mapping[str, Any], bench: Mapping[str, Any], boards: Any
+) -> list[dict[str, Any]]:
+    """Per device: the planner's compute estimate with ``boards`` vs the measured seconds."""
+    from splitter.bench.estimate import compute_seconds, submodel_costs
+
+    devices = {d.name: d for d in boards.devices}
+    costs = {c.index: c for c in submodel_costs(out_dir, plan)}
+    rows = []
+    for d in bench["devices"]:
+        if not d["submodels"]:
+            continue
+        dev = devices[d["device"]]
+        measured = sum(median(s["cycles"]) for s in d["submodels"]) / float(d["clock_hz"])
+        est = sum(compute_seconds(costs[int(s["index"])], dev) for s in d["submodels"])
+        rows.append(
+            {
+                "device": d["device"],
+                "estimated_s": est,
+                "measured_s": measured,
+                "error_pct": error_pct(est, measured),
+            }
+        )
+    return rows

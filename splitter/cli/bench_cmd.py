@@ -1,0 +1,121 @@
+"""``splitter bench OUT [-n 100] [--port P | --emulate]``: timed inferences vs the estimates."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from splitter.bench.report import comparison_rows, write_bench
+from splitter.bench.runner import BENCH_FILE, BenchConfig, bench
+from splitter.cli.run_cmd import _parse_ports
+
+
+@click.command("bench")
+@click.argument("out", metavar="OUT", type=click.Path(path_type=Path))
+@click.option("-n", "--runs", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option(
+    "--port",
+    "ports",
+    multiple=True,
+    callback=_parse_ports,
+    metavar="[DEVICE=]PORT",
+    help="Serial port or socket:// URL of a host-facing board (repeatable).",
+)
+@click.option("--emulate", is_flag=True, help="Boot the boards in QEMU for the bench.")
+@click.option(
+    "--icount/--no-icount",
+    default=True,
+    show_default=True,
+    help="With --emulate: instruction-counted deterministic cycles.",
+)
+@click.option(
+    "--target",
+    "-t",
+    default=None,
+    metavar="BOARDS.toml",
+    help="Board file of the plan, for the estimates (default: catalog values of the parts).",
+)
+@click.option(
+    "--input",
+    "input_path",
+    default=None,
+    type=click.Path(path_type=Path),
+    metavar="X.npy",
+    help="Input array (default: seeded random of the model input's shape).",
+)
+@click.option("--pipeline/--no-pipeline", default=True, show_default=True)
+@click.option("--timeout", type=float, default=60.0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the bench.json object on stdout.")
+@click.option("--verbose", "-v", is_flag=True, help="Log every frame on stderr.")
+def command(
+    out: Path,
+    runs: int,
+    ports: dict[str, str],
+    emulate: bool,
+    icount: bool,
+    target: str | None,
+    input_path: Path | None,
+    pipeline: bool,
+    timeout: float,
+    as_json: bool,
+    verbose: bool,
+) -> None:
+    """Run OUT's plan RUNS times on the boards; compare cycles and link times with the plan."""
+    if not ports and not emulate:
+        raise click.UsageError("give --port PORT (a board) or --emulate")
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    cfg = BenchConfig(
+        runs=runs,
+        emulate=emulate,
+        ports=ports,
+        icount=icount,
+        timeout=timeout,
+        target=target,
+        input_path=input_path,
+        pipeline=pipeline,
+        log=(lambda text: click.echo(text, err=True)) if verbose else None,
+    )
+    result = bench(out, cfg)
+    path = write_bench(out, result)
+    if as_json:
+        click.echo(json.dumps(result))
+        return
+    render(result, path)
+
+
+def render(result: dict[str, Any], path: Path) -> None:
+    """The estimated-vs-measured table, latency and throughput lines."""
+    console = Console()
+    if result.get("note"):
+        console.print(result["note"])
+    table = Table(title=f"{result.get('model')}: estimated vs measured ({result['runs']} runs)")
+    for col in ("what", "estimated", "measured (median)", "error %"):
+        table.add_column(col, justify="left" if col == "what" else "right")
+    for row in comparison_rows(result):
+        table.add_row(*row)
+    console.print(table)
+    lat = result["latency_summary"]
+    console.print(
+        f"latency: median {lat['p50'] * 1e3:.2f} ms, p95 {lat['p95'] * 1e3:.2f} ms, "
+        f"min {lat['min'] * 1e3:.2f} ms, max {lat['max'] * 1e3:.2f} ms"
+    )
+    tp = result["throughput"]
+    line = f"throughput ({tp['mode']}): {tp['per_s']:.3f} inferences/s"
+    if tp.get("why_not_pipelined"):
+        line += f" (not pipelined: {tp['why_not_pipelined']})"
+    console.print(line)
+    console.print(f"wrote {path}")
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+__all__ = ["BENCH_FILE", "command"]
