@@ -99,6 +99,11 @@ def _require_value_info(ex: onnx.utils.Extractor, names: list[str], cut: Cut) ->
     """Every cut tensor must exist with a static shape after inference."""
     for name in names:
         info = ex.value_infos.get(name)
+        if info is None and name not in ex.outmap:
+            raise ShapeError(
+                f"sub-model {cut.file_stem}: tensor '{name}' is not in {ex.graph.name or 'the'} "
+                "model; the chain and the model file disagree (re-import the model)"
+            )
         if info is None:
             raise ShapeError(
                 f"sub-model {cut.file_stem}: tensor '{name}' has no shape after ONNX shape "
