@@ -1,7 +1,6 @@
 """Helpers for the codegen tests (no tests here).
 
-* :func:`plan_layer_memory_ref`: a conforming implementation of the ARENA RULE, used until
-  ``splitter.cost.memory.plan_layer_memory`` lands (:func:`planner` prefers the real one).
+* :func:`planner`: the cost model's ``plan_layer_memory`` (the ARENA RULE).
 * :class:`Net`: builds one small model twice, as an ONNX graph (for onnxruntime) and as the
   canonical :class:`~splitter.ir.Graph`/:class:`~splitter.ir.Chain` the importer would produce.
 * :func:`build_host` / :func:`run_host`: compile generated C for the host with
@@ -11,9 +10,8 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,102 +25,11 @@ from splitter.ir import Chain, Graph, Layer, LayerCost, Op, TensorSpec
 OPSET = 17
 
 
-# ------------------------------------------------------------------ ARENA RULE (ref) ----
-
-
-@dataclass(frozen=True)
-class LayerMemoryRef:
-    """Same fields as ``splitter.cost.memory.LayerMemory``."""
-
-    size: int
-    offsets: Mapping[str, int]
-    sizes: Mapping[str, int]
-
-
-def _lifetimes(ops: Sequence[Op], input_name: str, output_name: str) -> dict[str, list[int]]:
-    """``name -> [first op index, last op index]`` (input born at -1, output dies at the end)."""
-    life: dict[str, list[int]] = {input_name: [-1, -1]}
-    for i, op in enumerate(ops):
-        for t in op.inputs:
-            if t in life:
-                life[t][1] = max(life[t][1], i)
-        for t in op.outputs:
-            life[t] = [i, i]
-    life[output_name][1] = len(ops)
-    return life
-
-
-def plan_layer_memory_ref(
-    layer_ops: Sequence[Op],
-    tensors: Mapping[str, TensorSpec],
-    input_name: str,
-    output_name: str,
-    itemsize_of: Callable[[TensorSpec], int],
-) -> LayerMemoryRef:
-    """ARENA RULE: input at 0, inner tensors first-fit by liveness, reshape aliases its input,
-    output above everything live during the last op; ``size = output_offset + output_bytes``."""
-    sizes = {n: tensors[n].size * itemsize_of(tensors[n]) for n in _names(layer_ops, input_name)}
-    life = _lifetimes(layer_ops, input_name, output_name)
-    root: dict[str, str] = {input_name: input_name}
-    for op in layer_ops:
-        for t in op.outputs:
-            root[t] = root[op.inputs[0]] if op.kind == "reshape" and t != output_name else t
-    for t, r in root.items():  # an alias keeps its base alive
-        life[r][1] = max(life[r][1], life[t][1]) if t != output_name else life[r][1]
-    offsets: dict[str, int] = {input_name: 0}
-    for op in layer_ops:
-        for t in op.outputs:
-            if t == output_name:
-                continue
-            if root[t] != t:
-                offsets[t] = offsets[root[t]]
-                continue
-            offsets[t] = _first_fit(t, sizes, life, offsets, root)
-    last = len(layer_ops) - 1
-    live_top = max(
-        (offsets[t] + sizes[t] for t in offsets if life[root[t]][0] <= last <= life[root[t]][1]),
-        default=0,
-    )
-    offsets[output_name] = live_top
-    return LayerMemoryRef(live_top + sizes[output_name], offsets, sizes)
-
-
-def _names(ops: Sequence[Op], input_name: str) -> list[str]:
-    names = [input_name]
-    for op in ops:
-        names.extend(t for t in (*op.inputs, *op.outputs) if t not in names)
-    return names
-
-
-def _first_fit(
-    t: str,
-    sizes: Mapping[str, int],
-    life: Mapping[str, list[int]],
-    offsets: Mapping[str, int],
-    root: Mapping[str, str],
-) -> int:
-    """Lowest offset where ``t`` overlaps no placed tensor whose lifetime overlaps its own."""
-    a, b = life[t]
-    busy = sorted(
-        (offsets[u], offsets[u] + sizes[u])
-        for u in offsets
-        if life[root[u]][0] <= b and a <= life[root[u]][1]
-    )
-    off = 0
-    for lo, hi in busy:
-        if off + sizes[t] <= lo:
-            break
-        off = max(off, hi)
-    return off
-
-
 def planner() -> Callable[..., Any]:
-    """The real ``plan_layer_memory`` when it exists, else the reference above."""
-    try:
-        from splitter.cost.memory import plan_layer_memory
-    except ImportError:
-        return plan_layer_memory_ref
-    return plan_layer_memory  # type: ignore[no-any-return]
+    """The ARENA RULE implementation shared with the cost model (``plan_layer_memory``)."""
+    from splitter.cost.memory import plan_layer_memory
+
+    return plan_layer_memory
 
 
 # ------------------------------------------------------------------------- Net ----
