@@ -6,7 +6,11 @@
    reshape right after the graph input joins the input layer.
 3. A maxpool / avgpool / global_avgpool directly after an ordinary conv2d / dense / add layer
    joins it (the thesis's fused conv+pool block; the kind stays the first op's kind).
-4. Layer 0 is the explicit input layer (kind ``"input"``, 0 MAC, 0 FLASH, RAM = OUT = input
+4. A softmax directly after a dense layer joins it: X-CUBE-AI's optimised graph merges a
+   classifier's softmax into its Dense node (thesis Tables 7, 11, 13, 14: the last Dense row's
+   kMACC is ``in*out + out + 15*out``), so Tiny-CNN is Input + 3 conv blocks + dense. After a conv
+   (MobileNet's ``Conv2D_preds``) the softmax stays a layer, as the tables' ``Predictions`` row.
+5. Layer 0 is the explicit input layer (kind ``"input"``, 0 MAC, 0 FLASH, RAM = OUT = input
    bytes); every layer is costed by :func:`splitter.cost.layer.layer_cost`.
 """
 
@@ -23,6 +27,8 @@ from splitter.ir import ZERO_COST_KINDS, Chain, Graph, Layer, Op
 POOL_KINDS = frozenset({"maxpool", "avgpool", "global_avgpool"})
 #: Layer kinds a following pool fuses into.
 POOL_HOST_KINDS = frozenset({"conv2d", "dense", "add"})
+#: Layer kinds a directly following softmax fuses into (see step 4 of the module docstring).
+SOFTMAX_HOST_KINDS = frozenset({"dense"})
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,8 @@ def group_layers(graph: Graph) -> list[_Group]:
             groups[-1] = _merge(prev, region, prev.kind, prev.pooled)
         elif _fuses_pool(prev, region):
             groups[-1] = _merge(prev, region, prev.kind, pooled=True)
+        elif _fuses_softmax(prev, region):
+            groups[-1] = _merge(prev, region, prev.kind, prev.pooled)
         else:
             kind = region.ops[0].kind if len(region.ops) == 1 else "super"
             groups.append(_Group(region.ops, region.input, region.output, kind))
@@ -96,6 +104,16 @@ def _fuses_pool(prev: _Group, region: Region) -> bool:
         and region.ops[0].kind in POOL_KINDS
         and prev.kind in POOL_HOST_KINDS
         and not prev.pooled
+    )
+
+
+def _fuses_softmax(prev: _Group, region: Region) -> bool:
+    """A single softmax op right after a dense layer that has not fused one yet."""
+    return (
+        len(region.ops) == 1
+        and region.ops[0].kind == "softmax"
+        and prev.kind in SOFTMAX_HOST_KINDS
+        and prev.ops[-1].kind != "softmax"
     )
 
 
