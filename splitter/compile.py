@@ -19,7 +19,8 @@ atomically, so a failure anywhere (bad cut, failed validation, disk full) leaves
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,7 +143,7 @@ def compile_model(
     plan_dict["boards_path"] = str(Path(target).resolve())
     with clock("write", f"writing {out_dir}"):
         final, firmware = _write(
-            out_dir, opts, chain, boards, plan, plan_dict, sliced, report, step
+            out_dir, opts, chain, boards, plan, plan_dict, sliced, report, clock
         )
     return CompileResult(
         final, chain, boards, plan, tuple(sliced), report, plan_dict, timings, firmware
@@ -155,16 +156,14 @@ class _Clock:
     def __init__(self, timings: dict[str, float], step: StepCallback) -> None:
         self.timings, self.step = timings, step
 
-    def __call__(self, name: str, text: str) -> _Clock:
-        self.name, self.text = name, text
-        return self
-
-    def __enter__(self) -> None:
-        self.step(self.text)
-        self.start = time.perf_counter()
-
-    def __exit__(self, *exc: object) -> None:
-        self.timings[self.name] = time.perf_counter() - self.start
+    @contextmanager
+    def __call__(self, name: str, text: str) -> Iterator[None]:
+        self.step(text)
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] = time.perf_counter() - start
 
 
 # --- steps --------------------------------------------------------------------------------
@@ -390,7 +389,7 @@ def _write(
     plan_dict: dict[str, Any],
     sliced: Sequence[SlicedModel],
     report: ValidationReport | None,
-    step: StepCallback,
+    clock: _Clock,
 ) -> tuple[Path, str]:
     """Write everything into a temporary directory and swap it into place.
 
@@ -403,8 +402,8 @@ def _write(
         out.write_json("validation.json", report.to_dict() if report else {"skipped": True})
         firmware = "skipped (--no-firmware)"
         if opts.firmware:
-            step("generating firmware")
-            firmware = generate_firmware_hook(out.root, chain, boards, plan, plan_dict)
+            with clock("firmware", "generating the firmware projects"):
+                firmware = generate_firmware_hook(out.root, chain, boards, plan, plan_dict)
         text = render_report(chain, plan, plan_dict, sliced, report, firmware)
         out.write_text("report.md", text)
     return out.target, firmware
