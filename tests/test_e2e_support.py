@@ -1,0 +1,111 @@
+"""Helpers of the end-to-end tests on emulated boards (compile, build, CLI, QEMU PIDs).
+
+Everything is real: ``splitter.compile.compile_model``, ``make EMULATOR=1`` with
+arm-none-eabi-gcc, ``qemu-system-arm``, the CLI in a subprocess. The module holds one test
+itself: that the helper which finds stray QEMU processes sees a QEMU this test starts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from splitter.compile import CompileOptions, compile_model
+from splitter.link.build import run_make
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ROOT / "models"
+BOARDS = MODELS / "boards"
+#: Tolerance of the issue: boards' output vs onnxruntime, max-abs.
+TOL = 1e-4
+
+
+def compile_and_build(model: str, boards: str, out: Path) -> Path:
+    """``splitter compile`` (library) then ``make EMULATOR=1`` for every device; returns OUT."""
+    compile_model(MODELS / model, BOARDS / boards, out, CompileOptions(force=True))
+    wiring = json.loads((out / "firmware" / "wiring.json").read_text())
+    for dev in wiring["devices"]:
+        run_make(out / "firmware" / dev["name"], emulator=True)
+    return out
+
+
+def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> Any:
+    """Run ``python -m splitter ARGS`` from the repository root; the CompletedProcess."""
+    return subprocess.run(
+        [sys.executable, "-m", "splitter", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def qemu_pids(marker: str) -> list[int]:
+    """PIDs of live qemu-system-arm processes whose command line contains ``marker``."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (proc / "stat").read_text().split()[2]
+        except OSError:
+            continue
+        if "qemu-system-arm" in cmd and marker in cmd and state != "Z":
+            pids.append(int(proc.name))
+    return pids
+
+
+def gone(pids: list[int]) -> bool:
+    """Whether none of ``pids`` is a live (non-zombie) process any more."""
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+        except OSError:
+            continue
+        if state != "Z":
+            return False
+    return True
+
+
+def reference(model: str, x: np.ndarray) -> np.ndarray:
+    """onnxruntime's output of ``models/<model>`` for ``x``."""
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(str(MODELS / model), providers=["CPUExecutionProvider"])
+    return np.asarray(sess.run(None, {sess.get_inputs()[0].name: x})[0])
+
+
+def random_input(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
+    """A seeded standard-normal float32 input."""
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def test_qemu_pids_sees_a_running_qemu(tmp_path: Path) -> None:
+    marker = str(tmp_path / "marker.elf")
+    proc = subprocess.Popen(
+        ["qemu-system-arm", "-M", "netduinoplus2", "-display", "none", "-monitor", "none",
+         "-nodefaults", "-kernel", "/dev/null", "-S", "-name", marker],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 5
+        while proc.pid not in qemu_pids(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.pid in qemu_pids(marker)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert qemu_pids(marker) == []
+    assert gone([proc.pid])
+    assert os.getpid() not in qemu_pids("")

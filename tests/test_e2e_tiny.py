@@ -1,0 +1,129 @@
+"""Tiny-CNN over two emulated F405 boards: run vs onnxruntime, deterministic bench, calibration.
+
+One compiled and built OUT per module (models/boards/e2e_tiny2.toml: conv1-2 on ``a``,
+conv3-softmax on ``b``); every CLI call is a real subprocess booting real QEMUs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from splitter.hardware.boards import load_boards
+from splitter.importers import load_chain
+from splitter.partition.problem import evaluate, make_problem
+from test_e2e_support import (
+    BOARDS,
+    MODELS,
+    TOL,
+    cli,
+    compile_and_build,
+    qemu_pids,
+    random_input,
+    reference,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.qemu, pytest.mark.toolchain]
+
+MODEL = "tiny_cnn.onnx"
+BOARD_FILE = "e2e_tiny2.toml"
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return compile_and_build(MODEL, BOARD_FILE, tmp_path_factory.mktemp("tiny") / "out")
+
+
+@pytest.fixture(scope="module")
+def benches(out: Path) -> list[dict[str, Any]]:
+    """Two ``splitter bench --emulate --icount -n 2 --json`` runs (each boots its own QEMUs)."""
+    results = []
+    for _ in range(2):
+        proc = cli("bench", str(out), "--emulate", "--icount", "-n", "2", "--json",
+                   "--target", str(BOARDS / BOARD_FILE))  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        results.append(json.loads(proc.stdout))
+        assert qemu_pids(str(out)) == []
+    return results
+
+
+def test_plan_splits_over_both_boards(out: Path) -> None:
+    plan = json.loads((out / "plan.json").read_text())
+    assert [s["device"] for s in plan["submodels"]] == ["a", "b"]
+
+
+def test_run_equals_onnxruntime(out: Path, tmp_path: Path) -> None:
+    x = random_input((1, 1, 28, 28), seed=3)
+    np.save(tmp_path / "x.npy", x)
+    proc = cli("run", str(out), "--input", str(tmp_path / "x.npy"), "--emulate",
+               "--output", str(tmp_path / "y.npy"), "--model", str(MODELS / MODEL))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    y = np.load(tmp_path / "y.npy")
+    assert float(np.max(np.abs(y - reference(MODEL, x)))) <= TOL
+    assert qemu_pids(str(out)) == []
+
+
+def test_bench_json_shape(out: Path, benches: list[dict[str, Any]]) -> None:
+    b = benches[0]
+    assert b["runs"] == 2 and b["emulated"] is True
+    assert "emulated" in b["note"] and "F405" in b["note"]
+    assert [d["device"] for d in b["devices"]] == ["a", "b"]
+    for d in b["devices"]:
+        for sub in d["submodels"]:
+            assert len(sub["cycles"]) == 2 and all(c > 0 for c in sub["cycles"])
+    pairs = [(ln["from"], ln["to"]) for ln in b["links"]]
+    assert pairs == [("host", "a"), ("a", "b"), ("b", "host")]
+    assert [ln["bytes"] for ln in b["links"]] == [3136, 3200, 40]
+    for ln in b["links"]:
+        assert len(ln["seconds"]) == 2 and all(s > 0 for s in ln["seconds"])
+    assert b["links"][1]["measured_by"] == "proxy"
+    assert len(b["latency_s"]) == 2 and min(b["latency_s"]) > 0
+    assert {"submodels", "links", "latency_s"} <= set(b["estimate"])
+    on_disk = json.loads((out / "bench.json").read_text())
+    assert on_disk["devices"] == benches[1]["devices"]
+
+
+def test_bench_cycles_identical_on_two_runs(benches: list[dict[str, Any]]) -> None:
+    cycles = [[s["cycles"] for d in b["devices"] for s in d["submodels"]] for b in benches]
+    assert cycles[0] == cycles[1]
+    for per_sub in cycles[0]:
+        assert len(set(per_sub)) == 1  # identical within a bench too (-icount shift=0)
+
+
+def test_calibrated_plan_predicts_compute_within_2pct(
+    out: Path, benches: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    cal = tmp_path / "calibrated.toml"
+    proc = cli("calibrate", str(out), "-o", str(cal))
+    assert proc.returncode == 0, proc.stderr
+    assert "cpm_by_class" in cal.read_text()
+    errors = planner_errors(out, cal, MODEL)
+    assert errors and max(abs(e) for e in errors.values()) <= 2.0, errors
+    again = cli("compile", str(MODELS / MODEL), "--target", str(cal), "-o",
+                str(tmp_path / "recompiled"), "--no-validate")  # fmt: skip
+    assert again.returncode == 0, again.stderr
+
+
+def planner_errors(out: Path, calibrated: Path, model: str) -> dict[str, float]:
+    """Per device: the planner's compute time (calibrated boards, plan's assignment) vs bench, %.
+
+    The planner's own code computes it: ``make_problem`` + ``evaluate`` on the original model's
+    chain with the plan's per-layer assignment.
+    """
+    plan = json.loads((out / "plan.json").read_text())
+    bench = json.loads((out / "bench.json").read_text())
+    boards = load_boards(calibrated)
+    index = {d.name: i for i, d in enumerate(boards.devices)}
+    chain = load_chain(MODELS / model)
+    problem = make_problem(chain.costs, boards, [layer.name for layer in chain.layers])
+    ev = evaluate(problem, [index[name] for name in plan["assignment"]])
+    errors = {}
+    for d in bench["devices"]:
+        measured = sum(float(np.median(s["cycles"])) for s in d["submodels"]) / d["clock_hz"]
+        predicted = ev.compute[index[d["device"]]]
+        errors[d["device"]] = 100.0 * (predicted - measured) / measured
+    return errors
