@@ -311,3 +311,70 @@ def test_no_qemu_left_behind() -> None:
             if b"qemu-system-arm" in cmd and b"splitter-emu-" in cmd and ppid == os.getpid():
                 mine.append(d.name)
     assert mine == []
+
+
+class BitFlipper:
+    """Fault function flipping one bit in ~``rate`` of the bytes (seeded)."""
+
+    def __init__(self, rate: float, seed: int) -> None:
+        self.rng, self.rate, self.count = random.Random(seed), rate, 0
+        self.lock = threading.Lock()
+
+    def __call__(self, src: str, dst: str, data: bytes) -> bytes:
+        buf = bytearray(data)
+        with self.lock:
+            for i in range(len(buf)):
+                if self.rng.random() < self.rate:
+                    buf[i] ^= 1 << self.rng.randrange(8)
+                    self.count += 1
+        return bytes(buf)
+
+
+class FrameDropper:
+    """Fault function dropping the ``n``-th frame sent from ``src`` (whole, by its length)."""
+
+    def __init__(self, src: str, n: int) -> None:
+        self.src, self.n, self.seen, self.dropped = src, n, 0, b""
+        self.buf = bytearray()
+
+    def __call__(self, src: str, dst: str, data: bytes) -> bytes:
+        if src != self.src:
+            return data
+        self.buf += data
+        out = bytearray()
+        while len(self.buf) >= 6:
+            if self.buf[:2] != b"\xa5\x5a":
+                out.append(self.buf.pop(0))
+                continue
+            end = 6 + int.from_bytes(self.buf[4:6], "little") + 4
+            if len(self.buf) < end:
+                break
+            frame, self.buf = bytes(self.buf[:end]), self.buf[end:]
+            self.seen += 1
+            if self.seen == self.n:
+                self.dropped = frame
+            else:
+                out += frame
+        return bytes(out)
+
+
+def test_corrupted_board_link_recovers(aba: Path, x_file: Path) -> None:
+    x = np.load(x_file)
+    flipper = BitFlipper(0.01, seed=3)
+    with E.Emulation(aba, link_fault=flipper) as emu, HostLink(emu.endpoints["a"], "a") as link:
+        link.ping(10)
+        res = infer([link], "a", "a", x, 40, timeout=120)
+    assert flipper.count > 5
+    y = np.frombuffer(res.data, "<f4").reshape(1, 10)
+    assert float(np.max(np.abs(y - reference(x_file)))) <= 1e-4
+    assert gone(emu.pids)
+
+
+def test_dropped_board_frame_is_retransmitted(aba: Path, x_file: Path) -> None:
+    dropper = FrameDropper("a", n=3)  # a -> b: TIMING, TENSOR chunk 0, chunk 1 (dropped)
+    with E.Emulation(aba, link_fault=dropper) as emu, HostLink(emu.endpoints["a"], "a") as link:
+        link.ping(10)
+        res = infer([link], "a", "a", np.load(x_file), 40, timeout=60)
+    assert dropper.dropped[2] == 0x03  # a TENSOR frame was lost on the way
+    y = np.frombuffer(res.data, "<f4").reshape(1, 10)
+    assert float(np.max(np.abs(y - reference(x_file)))) <= 1e-4

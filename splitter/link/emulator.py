@@ -19,7 +19,9 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -52,13 +54,18 @@ class Emulation:
     """``with Emulation(out_dir, icount=True) as emu: emu.endpoints -> {device: url}``.
 
     ``build=True`` runs ``make EMULATOR=1`` for a device whose emulator ELF is missing.
+    ``link_fault(src, dst, data) -> data`` (fault injection): every board-to-board link then
+    goes through a Python proxy that passes each block of bytes from ``src`` to ``dst`` through
+    it (both QEMUs listen, the proxy connects to both).
     """
 
     out_dir: Path | str
     icount: bool = True
     build: bool = True
+    link_fault: LinkFault | None = None
     devices: list[EmulatedDevice] = field(default_factory=list)
     wiring: dict[str, Any] = field(default_factory=dict)
+    proxies: list[LinkProxy] = field(default_factory=list)
     _tmp: Path | None = None
 
     # -- public API ------------------------------------------------------------------------
@@ -110,9 +117,24 @@ class Emulation:
             if not elf.exists():
                 raise InputFileError(f"{elf}: missing; run `splitter build {self.out_dir}`")
             self.devices.append(self._start_one(qemu, dev, elf))
+        if self.link_fault is not None:
+            self._start_proxies(self.link_fault)
+
+    def _start_proxies(self, fault: LinkFault) -> None:
+        assert self._tmp is not None
+        names = {d["index"]: d["name"] for d in self.wiring["devices"]}
+        for dev in self.wiring["devices"]:
+            for link in dev["links"]:
+                peer = link["peer_index"]
+                if peer >= 0 and dev["index"] < peer:
+                    a, b = dev["index"], peer
+                    paths = (self._tmp / f"l{a}-{b}-{a}.sock", self._tmp / f"l{a}-{b}-{b}.sock")
+                    self.proxies.append(LinkProxy(names[a], names[b], paths, fault))
 
     def stop(self) -> None:
         """Kill every QEMU started here, by PID, and wait for each to exit."""
+        for p in self.proxies:
+            p.close()
         for d in self.devices:
             if d.process.poll() is None:
                 d.process.kill()
@@ -149,7 +171,10 @@ class Emulation:
             a, b = sorted((dev["index"], link["peer_index"]))
             sock = self._tmp / f"l{a}-{b}.sock"
             cid = f"l{link['index']}"
-            if link["server"]:
+            if self.link_fault is not None:  # both sides listen; the proxy connects to both
+                sock = self._tmp / f"l{a}-{b}-{dev['index']}.sock"
+                cmd += ["-chardev", f"socket,id={cid},path={sock},server=on,wait=off"]
+            elif link["server"]:
                 cmd += ["-chardev", f"socket,id={cid},path={sock},server=on,wait=off"]
             else:
                 wait_for.append(sock)
@@ -165,6 +190,42 @@ class Emulation:
         _wait_started(emu, endpoint)
         self.devices.pop()
         return emu
+
+
+LinkFault = Callable[[str, str, bytes], bytes]
+
+
+class LinkProxy:
+    """Connects two listening QEMU unix sockets and pumps bytes through a fault function."""
+
+    def __init__(self, a: str, b: str, paths: tuple[Path, Path], fault: LinkFault) -> None:
+        self.names, self.fault = (a, b), fault
+        self.socks = [_connect_unix(p, n) for p, n in zip(paths, (a, b), strict=True)]
+        for src, dst in ((0, 1), (1, 0)):
+            threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+
+    def _pump(self, src: int, dst: int) -> None:
+        try:
+            while data := self.socks[src].recv(4096):
+                out = self.fault(self.names[src], self.names[dst], data)
+                if out:
+                    self.socks[dst].sendall(out)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        """Close both connections (the pump threads end)."""
+        for s in self.socks:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
+
+
+def _connect_unix(path: Path, device: str) -> socket.socket:
+    _wait_path(path, device)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(str(path))
+    return s
 
 
 def load_wiring(firmware_dir: Path) -> dict[str, Any]:
