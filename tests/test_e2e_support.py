@@ -18,7 +18,10 @@ from typing import Any
 import numpy as np
 
 from splitter.compile import CompileOptions, compile_model
+from splitter.hardware.boards import load_boards
+from splitter.importers import load_chain
 from splitter.link.build import run_make
+from splitter.partition.problem import evaluate, make_problem
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
@@ -88,6 +91,27 @@ def reference(model: str, x: np.ndarray) -> np.ndarray:
 def random_input(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
     """A seeded standard-normal float32 input."""
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def planner_errors(out: Path, calibrated: Path, model: str) -> dict[str, float]:
+    """Per device: the planner's compute time (calibrated boards, plan's assignment) vs bench, %.
+
+    The planner's own code computes it: ``make_problem`` + ``evaluate`` on the original model's
+    chain with the plan's per-layer assignment.
+    """
+    plan = json.loads((out / "plan.json").read_text())
+    bench = json.loads((out / "bench.json").read_text())
+    boards = load_boards(calibrated)
+    index = {d.name: i for i, d in enumerate(boards.devices)}
+    chain = load_chain(MODELS / model)
+    problem = make_problem(chain.costs, boards, [layer.name for layer in chain.layers])
+    ev = evaluate(problem, [index[name] for name in plan["assignment"]])
+    errors = {}
+    for d in bench["devices"]:
+        measured = sum(float(np.median(s["cycles"])) for s in d["submodels"]) / d["clock_hz"]
+        predicted = ev.compute[index[d["device"]]]
+        errors[d["device"]] = 100.0 * (predicted - measured) / measured
+    return errors
 
 
 def test_qemu_pids_sees_a_running_qemu(tmp_path: Path) -> None:

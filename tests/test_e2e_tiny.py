@@ -13,15 +13,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from splitter.hardware.boards import load_boards
-from splitter.importers import load_chain
-from splitter.partition.problem import evaluate, make_problem
 from test_e2e_support import (
     BOARDS,
     MODELS,
     TOL,
     cli,
     compile_and_build,
+    planner_errors,
     qemu_pids,
     random_input,
     reference,
@@ -106,24 +104,3 @@ def test_calibrated_plan_predicts_compute_within_2pct(
     again = cli("compile", str(MODELS / MODEL), "--target", str(cal), "-o",
                 str(tmp_path / "recompiled"), "--no-validate")  # fmt: skip
     assert again.returncode == 0, again.stderr
-
-
-def planner_errors(out: Path, calibrated: Path, model: str) -> dict[str, float]:
-    """Per device: the planner's compute time (calibrated boards, plan's assignment) vs bench, %.
-
-    The planner's own code computes it: ``make_problem`` + ``evaluate`` on the original model's
-    chain with the plan's per-layer assignment.
-    """
-    plan = json.loads((out / "plan.json").read_text())
-    bench = json.loads((out / "bench.json").read_text())
-    boards = load_boards(calibrated)
-    index = {d.name: i for i, d in enumerate(boards.devices)}
-    chain = load_chain(MODELS / model)
-    problem = make_problem(chain.costs, boards, [layer.name for layer in chain.layers])
-    ev = evaluate(problem, [index[name] for name in plan["assignment"]])
-    errors = {}
-    for d in bench["devices"]:
-        measured = sum(float(np.median(s["cycles"])) for s in d["submodels"]) / d["clock_hz"]
-        predicted = ev.compute[index[d["device"]]]
-        errors[d["device"]] = 100.0 * (predicted - measured) / measured
-    return errors
