@@ -185,3 +185,19 @@ def test_profile_is_not_compilable(
         *run([str(profile), "-t", str(boards), "-o", str(tmp_path / "o")], capsys)[::2]
     )
     assert "needs an .onnx or .tflite model" in line
+
+
+def test_int8_model_takes_int8_input_files(
+    tmp_path: Path, boards: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = MODELS / "tiny_cnn_int8.tflite"
+    good, bad = tmp_path / "q.npy", tmp_path / "f.npy"
+    np.save(good, np.arange(490, dtype=np.int64).astype(np.int8).reshape(1, 49, 10, 1))
+    np.save(bad, np.zeros((1, 49, 10, 1), np.float32))
+    out_dir = tmp_path / "o"
+    base = [str(model), "-t", str(boards), "-o", str(out_dir), "--no-firmware"]
+    code, _, err = run([*base, "--input", str(good)], capsys)
+    assert code == 0, err
+    assert len(json.loads((out_dir / "validation.json").read_text())["samples"]) == 9
+    line = one_line_error(*run([*base, "--input", str(bad)], capsys)[::2])
+    assert "needs dtype int8, the file has float32" in line
