@@ -1,1 +1,14 @@
-"""splitter.slicing."""
+"""Slicing: cut the original model file where the plan says, and prove the cut right.
+
+* :mod:`splitter.slicing.boundaries`: :class:`~splitter.slicing.boundaries.Cut` (a plan's
+  sub-model in tensor-name terms) and :class:`~splitter.slicing.boundaries.SlicedModel` (a
+  sub-model file's bytes and its I/O), built by ``cuts_from_plan(plan, chain, boards)``;
+* :mod:`splitter.slicing.onnx_slice`: ``slice_onnx(model, cuts)`` (onnx.utils.Extractor plus
+  repairs, ``check_model(full_check=True)``);
+* :mod:`splitter.slicing.tflite_slice`: ``slice_tflite(model, cuts)`` (flatbuffers object API);
+* :mod:`splitter.slicing.validate`: ``validate_models(original, submodels, suffix=...)`` runs
+  the original and the chain (onnxruntime / LiteRT) and ``require_pass`` raises
+  :class:`~splitter.errors.ValidationError` on any difference beyond the tolerance.
+
+Slicers return bytes; writing files is :mod:`splitter.outputs`' job (atomic output directory).
+"""
