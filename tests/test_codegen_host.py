@@ -25,6 +25,9 @@ def net_convs() -> Net:
     """Convolutions of every flavour, pools, batchnorm, pad, dense, softmax."""
     n = Net("convs", (1, 3, 11, 11))
     x = n.conv("x", 3, 8, 3, pad=1, act="relu")  # blocked 3x3, 4 oc x 2 px
+    x = n.conv(x, 8, 6, 3, pad=1, groups=2)  # generic grouped, 4-pixel interior path
+    x = n.conv(x, 6, 7, 2, pad=0, dil=2)  # blocked, kw != 3 with dilation, 3 leftover rows
+    x = n.conv(x, 7, 8, 1, act="relu")
     x = n.conv(x, 8, 6, 3, stride=2, pad=1, dil=1, act="relu6")  # remainder rows
     x = n.conv(x, 6, 6, 3, pad=2, dil=2, groups=6, act="clip", act_min=-0.5, act_max=0.7)
     x = n.conv(x, 6, 10, 1, act="leaky_relu", alpha=0.1)  # pointwise, 10 = 2 blocks + 2 rows
@@ -102,12 +105,18 @@ def split3(n_layers: int) -> list[tuple[int, int]]:
     return [(0, a), (a + 1, b), (b + 1, n_layers - 1)]
 
 
-def check_model(net: Net, tmp_path: Path) -> None:
-    """Device 0 hosts sub-models 0 and 2 (shared arena), device 1 hosts sub-model 1."""
+def check_model(net: Net, tmp_path: Path, source: str) -> None:
+    """Device 0 hosts sub-models 0 and 2 (shared arena), device 1 hosts sub-model 1.
+
+    ``source`` ``"hand"`` uses the canonical chain built next to the ONNX graph, ``"importer"``
+    imports the saved ONNX file with ``load_chain`` (folding and fusion included).
+    """
+    from splitter.importers import load_chain
+
     model = net.onnx_model()
     path = tmp_path / f"{net.name}.onnx"
     onnx.save(model, str(path))
-    chain = net.chain(model)
+    chain = net.chain(model) if source == "hand" else load_chain(path)
     ranges = split3(len(chain))
     devices = {"dev0": [(0, *ranges[0]), (2, *ranges[2])], "dev1": [(1, *ranges[1])]}
     exes, rows = {}, {}
@@ -126,9 +135,10 @@ def check_model(net: Net, tmp_path: Path) -> None:
         x = ref
 
 
+@pytest.mark.parametrize("source", ["hand", "importer"])
 @pytest.mark.parametrize("make", [net_convs, net_elementwise], ids=["convs", "elementwise"])
-def test_codegen_host_matches_onnxruntime(make, tmp_path: Path) -> None:
-    check_model(make(), tmp_path)
+def test_codegen_host_matches_onnxruntime(make, source: str, tmp_path: Path) -> None:
+    check_model(make(), tmp_path, source)
 
 
 def test_codegen_host_every_layer_alone(tmp_path: Path) -> None:

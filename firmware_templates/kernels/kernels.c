@@ -202,13 +202,38 @@ K_NOINLINE static void conv_generic(const float *restrict x, int C, int H, int W
             for (ox = 0; ox < OW; ox++) {
                 int ix0 = ox * sw - pl, kx0 = 0, kx1 = kw;
                 float a = bo;
+                if (sw == 1 && dw == 1 && ox + 3 < OW && ix0 >= 0 && ix0 + 2 + kw < W) {
+                    /* four adjacent interior pixels: one weight load feeds 4 MACs */
+                    float a1 = bo, a2 = bo, a3 = bo;
+                    for (c = 0; c < cg; c++) {
+                        for (ky = ky0; ky < ky1; ky++) {
+                            const float *wr = wo + (c * kh + ky) * kw;
+                            const float *xr = xg + (c * H + iy0 + ky * dh) * W + ix0;
+                            for (kx = 0; kx < kw; kx++) {
+                                float wv = wr[kx];
+                                a += wv * xr[kx]; a1 += wv * xr[kx + 1];
+                                a2 += wv * xr[kx + 2]; a3 += wv * xr[kx + 3];
+                            }
+                        }
+                    }
+                    y[(o * OH + oy) * OW + ox] = a;
+                    y[(o * OH + oy) * OW + ox + 1] = a1;
+                    y[(o * OH + oy) * OW + ox + 2] = a2;
+                    y[(o * OH + oy) * OW + ox + 3] = a3;
+                    ox += 3;
+                    continue;
+                }
                 while (kx0 < kw && ix0 + kx0 * dw < 0) kx0++;
                 while (kx1 > kx0 && ix0 + (kx1 - 1) * dw >= W) kx1--;
                 for (c = 0; c < cg; c++) {
                     for (ky = ky0; ky < ky1; ky++) {
                         const float *wr = wo + (c * kh + ky) * kw;
                         const float *xr = xg + (c * H + iy0 + ky * dh) * W + ix0;
-                        for (kx = kx0; kx < kx1; kx++) a += wr[kx] * xr[kx * dw];
+                        if (dw == 1) {
+                            for (kx = kx0; kx < kx1; kx++) a += wr[kx] * xr[kx];
+                        } else {
+                            for (kx = kx0; kx < kx1; kx++) a += wr[kx] * xr[kx * dw];
+                        }
                     }
                 }
                 y[(o * OH + oy) * OW + ox] = a;
@@ -343,19 +368,16 @@ K_NOINLINE static void conv_blocked(const float *restrict x, int C, int H, int W
                      pl, dh, dw, 1);
 }
 
-/* One depthwise output pixel with bounds checks (border pixels). */
-K_NOINLINE static float dw_pixel(const float *restrict xc, const float *restrict wc, int H, int W, int iy0,
-                      int ix0, int dh, int dw, float a)
+/* One depthwise border pixel: rows outside the input already carry zero weights (vv) and a
+ * valid dummy row pointer, so only the columns need checks. */
+static float dw_edge(const float *b0, const float *b1, const float *b2, const float *vv, int ix0,
+                     int dw, int W, float a)
 {
-    int ky, kx;
-    for (ky = 0; ky < 3; ky++) {
-        int iy = iy0 + ky * dh;
-        if (iy < 0 || iy >= H) continue;
-        for (kx = 0; kx < 3; kx++) {
-            int ix = ix0 + kx * dw;
-            if (ix < 0 || ix >= W) continue;
-            a += wc[ky * 3 + kx] * xc[iy * W + ix];
-        }
+    int kx;
+    for (kx = 0; kx < 3; kx++) {
+        int ix = ix0 + kx * dw;
+        if (ix < 0 || ix >= W) continue;
+        a += vv[kx] * b0[ix] + vv[3 + kx] * b1[ix] + vv[6 + kx] * b2[ix];
     }
     return a;
 }
@@ -387,13 +409,38 @@ K_NOINLINE static void conv_dw3x3(const float *restrict x, int C, int H, int W, 
             float v10 = ok1 ? w10 : 0.0f, v11 = ok1 ? w11 : 0.0f, v12 = ok1 ? w12 : 0.0f;
             float v20 = ok2 ? w20 : 0.0f, v21 = ok2 ? w21 : 0.0f, v22 = ok2 ? w22 : 0.0f;
             int base = lo * sw - pl;
-            for (ox = 0; ox < lo; ox++)
-                yr[ox] = dw_pixel(xc, wc, H, W, iy0, ox * sw - pl, dh, dw, bc);
+            const float *b0 = xc + (ok0 ? iy0 * W : 0), *b1 = xc + (ok1 ? (iy0 + dh) * W : 0);
+            const float *b2 = xc + (ok2 ? (iy0 + 2 * dh) * W : 0);
+            float vv[9];
+            vv[0] = v00; vv[1] = v01; vv[2] = v02; vv[3] = v10; vv[4] = v11; vv[5] = v12;
+            vv[6] = v20; vv[7] = v21; vv[8] = v22;
+            for (ox = 0; ox < lo; ox++) yr[ox] = dw_edge(b0, b1, b2, vv, ox * sw - pl, dw, W, bc);
             if (lo < hi) {
-                const float *r0 = xc + (ok0 ? iy0 * W : 0) + base;
-                const float *r1 = xc + (ok1 ? (iy0 + dh) * W : 0) + base;
-                const float *r2 = xc + (ok2 ? (iy0 + 2 * dh) * W : 0) + base;
-                if (dw == 1) {
+                const float *r0 = b0 + base, *r1 = b1 + base, *r2 = b2 + base;
+                if (dw == 1 && sw == 1) {
+                    for (ox = lo; ox + 2 <= hi; ox += 2) {
+                        float p0 = r0[0], p1 = r0[1], p2 = r0[2], p3 = r0[3];
+                        float q0 = r1[0], q1 = r1[1], q2 = r1[2], q3 = r1[3];
+                        float t0 = r2[0], t1 = r2[1], t2 = r2[2], t3 = r2[3];
+                        float a = bc + v00 * p0, e = bc + v00 * p1;
+                        a += v01 * p1; e += v01 * p2; a += v02 * p2; e += v02 * p3;
+                        a += v10 * q0; e += v10 * q1; a += v11 * q1; e += v11 * q2;
+                        a += v12 * q2; e += v12 * q3;
+                        a += v20 * t0; e += v20 * t1; a += v21 * t1; e += v21 * t2;
+                        a += v22 * t2; e += v22 * t3;
+                        yr[ox] = a;
+                        yr[ox + 1] = e;
+                        r0 += 2; r1 += 2; r2 += 2;
+                    }
+                    for (; ox < hi; ox++) {
+                        float a = bc + v00 * r0[0];
+                        a += v01 * r0[1]; a += v02 * r0[2];
+                        a += v10 * r1[0]; a += v11 * r1[1]; a += v12 * r1[2];
+                        a += v20 * r2[0]; a += v21 * r2[1]; a += v22 * r2[2];
+                        yr[ox] = a;
+                        r0 += 1; r1 += 1; r2 += 1;
+                    }
+                } else if (dw == 1) {
                     for (ox = lo; ox < hi; ox++) {
                         float a = bc + v00 * r0[0];
                         a += v01 * r0[1]; a += v02 * r0[2];
@@ -413,8 +460,7 @@ K_NOINLINE static void conv_dw3x3(const float *restrict x, int C, int H, int W, 
                     }
                 }
             }
-            for (ox = hi; ox < OW; ox++)
-                yr[ox] = dw_pixel(xc, wc, H, W, iy0, ox * sw - pl, dh, dw, bc);
+            for (ox = hi; ox < OW; ox++) yr[ox] = dw_edge(b0, b1, b2, vv, ox * sw - pl, dw, W, bc);
         }
     }
 }
