@@ -268,10 +268,11 @@ K_NOINLINE static void conv4_pixel(const float *restrict x, int C, int H, int W,
 }
 
 /* Two horizontally adjacent interior output pixels (no bounds checks) of 4 packed channels:
- * per tap 2 input loads + 4 weight loads feed 8 multiply-accumulates. */
-K_NOINLINE static void conv4_pair(const float *restrict x, int C, int H, int W, const float *restrict wb,
-                       int kh, int kw, int iy0, int ix0, int sw, int dh, int dw, int ky0, int ky1,
-                       float *acc)
+ * per tap 2 input loads + 4 weight loads feed 8 multiply-accumulates. acc[0..3] / acc[4..7]
+ * hold the 4 channels of the left / right pixel. */
+K_NOINLINE static void conv4_pair(const float *restrict x, int C, int H, int W,
+                                  const float *restrict wb, int kh, int kw, int iy0, int ix0,
+                                  int sw, int dh, int dw, int ky0, int ky1, float *acc)
 {
     int c, ky, kx;
     float a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
@@ -295,71 +296,90 @@ K_NOINLINE static void conv4_pair(const float *restrict x, int C, int H, int W, 
     acc[4] = e0; acc[5] = e1; acc[6] = e2; acc[7] = e3;
 }
 
-/* conv4_pair for kw == 3, dw == 1 (the common 3x3 case): the three taps of a kernel row fully
- * unrolled with constant offsets, 6 input + 12 weight loads feed 24 multiply-accumulates. */
-K_NOINLINE static void conv4_pair_k3(const float *restrict x, int C, int H, int W,
-                                     const float *restrict wb, int kh, int iy0, int ix0, int sw,
-                                     int dh, int ky0, int ky1, float *acc)
+/* n pairs of interior pixels from column ix0 on (any kernel), outputs stored straight to the
+ * 4 output planes (plane stride P) at yo. */
+static void conv4_run(const float *restrict x, int C, int H, int W, const float *restrict wb,
+                      const float *restrict b4, int kh, int kw, int iy0, int ix0, int sw, int dh,
+                      int dw, int ky0, int ky1, float *restrict yo, int P, int n)
 {
-    int c, ky;
-    float a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-    float e0 = acc[4], e1 = acc[5], e2 = acc[6], e3 = acc[7];
-    for (c = 0; c < C; c++) {
-        const float *ru = x + (c * H + iy0 + ky0 * dh) * W + ix0;
-        const float *wk = wb + (c * kh + ky0) * 12;
-        for (ky = ky0; ky < ky1; ky++) {
-            const float *rv = ru + sw;
-            float u0 = ru[0], u1 = ru[1], u2 = ru[2], v0 = rv[0], v1 = rv[1], v2 = rv[2];
-            a0 += wk[0] * u0; a1 += wk[1] * u0; a2 += wk[2] * u0; a3 += wk[3] * u0;
-            e0 += wk[0] * v0; e1 += wk[1] * v0; e2 += wk[2] * v0; e3 += wk[3] * v0;
-            a0 += wk[4] * u1; a1 += wk[5] * u1; a2 += wk[6] * u1; a3 += wk[7] * u1;
-            e0 += wk[4] * v1; e1 += wk[5] * v1; e2 += wk[6] * v1; e3 += wk[7] * v1;
-            a0 += wk[8] * u2; a1 += wk[9] * u2; a2 += wk[10] * u2; a3 += wk[11] * u2;
-            e0 += wk[8] * v2; e1 += wk[9] * v2; e2 += wk[10] * v2; e3 += wk[11] * v2;
-            ru += dh * W;
-            wk += 12;
+    int i, r;
+    for (i = 0; i < n; i++, ix0 += 2 * sw, yo += 2) {
+        float acc[8];
+        for (r = 0; r < 4; r++) acc[r] = acc[r + 4] = b4 ? b4[r] : 0.0f;
+        conv4_pair(x, C, H, W, wb, kh, kw, iy0, ix0, sw, dh, dw, ky0, ky1, acc);
+        for (r = 0; r < 4; r++) {
+            yo[r * P] = acc[r];
+            yo[r * P + 1] = acc[r + 4];
         }
     }
-    acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
-    acc[4] = e0; acc[5] = e1; acc[6] = e2; acc[7] = e3;
+}
+
+/* conv4_run for kw == 3, dw == 1 (the common 3x3 case): the three taps of a kernel row fully
+ * unrolled with constant offsets, 6 input + 12 weight loads feed 24 multiply-accumulates. */
+K_NOINLINE static void conv4_run_k3(const float *restrict x, int C, int H, int W,
+                                    const float *restrict wb, const float *restrict b4, int kh,
+                                    int iy0, int ix0, int sw, int dh, int ky0, int ky1,
+                                    float *restrict yo, int P, int n)
+{
+    int i, c, ky;
+    float b0 = b4 ? b4[0] : 0.0f, b1 = b4 ? b4[1] : 0.0f;
+    float b2 = b4 ? b4[2] : 0.0f, b3 = b4 ? b4[3] : 0.0f;
+    for (i = 0; i < n; i++, ix0 += 2 * sw, yo += 2) {
+        float a0 = b0, a1 = b1, a2 = b2, a3 = b3, e0 = b0, e1 = b1, e2 = b2, e3 = b3;
+        for (c = 0; c < C; c++) {
+            const float *ru = x + (c * H + iy0 + ky0 * dh) * W + ix0;
+            const float *wk = wb + (c * kh + ky0) * 12;
+            for (ky = ky0; ky < ky1; ky++) {
+                const float *rv = ru + sw;
+                float u0 = ru[0], u1 = ru[1], u2 = ru[2], v0 = rv[0], v1 = rv[1], v2 = rv[2];
+                a0 += wk[0] * u0; a1 += wk[1] * u0; a2 += wk[2] * u0; a3 += wk[3] * u0;
+                e0 += wk[0] * v0; e1 += wk[1] * v0; e2 += wk[2] * v0; e3 += wk[3] * v0;
+                a0 += wk[4] * u1; a1 += wk[5] * u1; a2 += wk[6] * u1; a3 += wk[7] * u1;
+                e0 += wk[4] * v1; e1 += wk[5] * v1; e2 += wk[6] * v1; e3 += wk[7] * v1;
+                a0 += wk[8] * u2; a1 += wk[9] * u2; a2 += wk[10] * u2; a3 += wk[11] * u2;
+                e0 += wk[8] * v2; e1 += wk[9] * v2; e2 += wk[10] * v2; e3 += wk[11] * v2;
+                ru += dh * W;
+                wk += 12;
+            }
+        }
+        yo[0] = a0; yo[1] = e0; yo[P] = a1; yo[P + 1] = e1;
+        yo[2 * P] = a2; yo[2 * P + 1] = e2; yo[3 * P] = a3; yo[3 * P + 1] = e3;
+    }
 }
 
 /* groups == 1, packed weights: 4 output channels at a time. */
-K_NOINLINE static void conv_blocked(const float *restrict x, int C, int H, int W, const float *restrict wp,
-                         const float *restrict b, float *restrict y, int O, int OH, int OW, int kh,
-                         int kw, int sh, int sw, int pt, int pl, int dh, int dw)
+K_NOINLINE static void conv_blocked(const float *restrict x, int C, int H, int W,
+                                    const float *restrict wp, const float *restrict b,
+                                    float *restrict y, int O, int OH, int OW, int kh, int kw,
+                                    int sh, int sw, int pt, int pl, int dh, int dw)
 {
     int K = C * kh * kw, ob, oy, ox, r;
     int P = OH * OW;
+    /* interior columns [lo, hi): every tap of the pixel lies inside the input row */
+    int lo = (pl + sw - 1) / sw, span = W - 1 - (kw - 1) * dw + pl;
+    int hi = span < 0 ? 0 : span / sw + 1;
+    if (hi > OW) hi = OW;
+    if (lo > hi) lo = hi;
     for (ob = 0; ob + 4 <= O; ob += 4) {
-        const float *wb = wp + ob * K;
+        const float *wb = wp + ob * K, *b4 = b ? b + ob : 0;
         for (oy = 0; oy < OH; oy++) {
-            int iy0 = oy * sh - pt, ky0 = 0, ky1 = kh;
+            int iy0 = oy * sh - pt, ky0 = 0, ky1 = kh, npair = (hi - lo) / 2;
+            float *yo = y + ob * P + oy * OW;
             while (ky0 < kh && iy0 + ky0 * dh < 0) ky0++;
             while (ky1 > ky0 && iy0 + (ky1 - 1) * dh >= H) ky1--;
-            for (ox = 0; ox < OW;) {
-                int ix0 = ox * sw - pl;
-                float acc[8];
-                for (r = 0; r < 4; r++) acc[r] = acc[r + 4] = b ? b[ob + r] : 0.0f;
-                if (ky1 > ky0) {
-                    int last = ix0 + sw + (kw - 1) * dw;
-                    if (ox + 1 < OW && ix0 >= 0 && last < W) {
-                        if (kw == 3 && dw == 1)
-                            conv4_pair_k3(x, C, H, W, wb, kh, iy0, ix0, sw, dh, ky0, ky1, acc);
-                        else
-                            conv4_pair(x, C, H, W, wb, kh, kw, iy0, ix0, sw, dh, dw, ky0, ky1,
-                                       acc);
-                        for (r = 0; r < 4; r++) {
-                            y[(ob + r) * P + oy * OW + ox] = acc[r];
-                            y[(ob + r) * P + oy * OW + ox + 1] = acc[r + 4];
-                        }
-                        ox += 2;
-                        continue;
-                    }
-                    conv4_pixel(x, C, H, W, wb, kh, kw, iy0, ix0, dh, dw, acc);
-                }
-                for (r = 0; r < 4; r++) y[(ob + r) * P + oy * OW + ox] = acc[r];
-                ox += 1;
+            if (kw == 3 && dw == 1)
+                conv4_run_k3(x, C, H, W, wb, b4, kh, iy0, lo * sw - pl, sw, dh, ky0, ky1,
+                             yo + lo, P, npair);
+            else
+                conv4_run(x, C, H, W, wb, b4, kh, kw, iy0, lo * sw - pl, sw, dh, dw, ky0, ky1,
+                          yo + lo, P, npair);
+            for (ox = 0; ox < OW; ox++) {
+                float acc[4];
+                if (ox == lo) ox += 2 * npair;
+                if (ox >= OW) break;
+                for (r = 0; r < 4; r++) acc[r] = b4 ? b4[r] : 0.0f;
+                conv4_pixel(x, C, H, W, wb, kh, kw, iy0, ox * sw - pl, dh, dw, acc);
+                for (r = 0; r < 4; r++) yo[r * P + ox] = acc[r];
             }
         }
     }
