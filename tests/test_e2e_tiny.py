@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from test_e2e_support import (
     BOARDS,
     MODELS,

@@ -101,6 +101,8 @@ class Session:
     proxies: list[LinkProxy]
     note: str
     emulated: bool
+    #: PIDs of the QEMUs this session started (empty with real boards)
+    pids: list[int] = field(default_factory=list)
 
 
 def receive_timed(
@@ -248,11 +250,11 @@ def open_session(stack: ExitStack, out_dir: Path, cfg: BenchConfig, plan: Any) -
     """Start the emulation (if asked), open and PING every host-facing board."""
     wiring = load_wiring(Path(out_dir) / "firmware")
     ports: Mapping[str, str] = cfg.ports
-    note, proxies = "", list[LinkProxy]()
+    note, proxies, pids = "", list[LinkProxy](), list[int]()
     if cfg.emulate:
         emu = ProxiedEmulation(out_dir, icount=cfg.icount, faults=cfg.faults)
         stack.enter_context(emu)
-        ports, note, proxies = emu.endpoints, emu.note, emu.proxies
+        ports, note, proxies, pids = emu.endpoints, emu.note, emu.proxies, emu.pids
     urls = _host_ports(wiring, ports)
     links = {
         n: stack.enter_context(HostLink(u, n, baud=int(wiring["baud"]), log=cfg.log))
@@ -262,7 +264,7 @@ def open_session(stack: ExitStack, out_dir: Path, cfg: BenchConfig, plan: Any) -
     for link in links.values():
         check_pong(link, expected, timeout=min(cfg.timeout, 15.0))
     first, last = str(wiring["first_device"]), str(wiring["last_device"])
-    return Session(links, first, last, proxies, note, cfg.emulate)
+    return Session(links, first, last, proxies, note, cfg.emulate, pids)
 
 
 def bench(out_dir: str | Path, cfg: BenchConfig | None = None) -> dict[str, Any]:
