@@ -85,9 +85,8 @@ CPU_FLAGS = {
 }
 #: Clock after reset (no clock setup): HSI 16 MHz on F0/F2/F4/F7/G0, HSI 64 MHz on H7.
 RESET_CLOCK_HZ = {"cortex-m7-h7": 64_000_000, "default": 16_000_000}
-ACK_TIMEOUT_S = 0.5
-FRAME_TIMEOUT_S = 1.0
-BYTE_TIMEOUT_S = 0.1
+ACK_TIMEOUT_S = 0.25
+BYTE_TIMEOUT_S = 0.05
 SEND_RETRIES = 8
 MIN_STACK_BYTES = 2048
 MAX_TIMING_RECORDS = 32
@@ -143,7 +142,6 @@ class TargetContext:
     has_fpu: int
     has_dwt: int
     ack_timeout_ticks: int
-    frame_timeout_ticks: int
     byte_timeout_ticks: int
     flash_origin_hex: str
     flash_bytes: int
@@ -319,7 +317,6 @@ def _target(
         has_fpu=int(key[1] != ""),
         has_dwt=int(core in ("cortex-m3", "cortex-m4", "cortex-m7")),
         ack_timeout_ticks=int(ACK_TIMEOUT_S * clock_hz),
-        frame_timeout_ticks=int(FRAME_TIMEOUT_S * clock_hz),
         byte_timeout_ticks=int(BYTE_TIMEOUT_S * clock_hz),
         flash_origin_hex=f"0x{flash[0]:08X}",
         flash_bytes=flash[1],

@@ -31,9 +31,12 @@ static int read_byte(int l, uint64_t deadline) {
     return uart_getc(l, deadline);
 }
 
-static int read_n(int l, uint8_t *dst, uint32_t n, uint64_t deadline) {
+/* Read n bytes, each within BYTE_TIMEOUT_TICKS of the previous one: a frame whose length field
+ * was corrupted upwards is abandoned as soon as the sender falls silent (it waits for an ACK),
+ * so the receiver is resynchronised before the retransmission arrives. */
+static int read_n(int l, uint8_t *dst, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) {
-        int c = read_byte(l, deadline);
+        int c = read_byte(l, timer_now() + BYTE_TIMEOUT_TICKS);
         if (c < 0) return 0;
         dst[i] = (uint8_t)c;
     }
@@ -50,14 +53,14 @@ int proto_recv(int l, frame_t *f, uint64_t timeout) {
         if (c == PROTO_SYNC1) break;
     }
     uint8_t hdr[4];
-    if (!read_n(l, hdr, 4, timer_now() + BYTE_TIMEOUT_TICKS)) return RX_TIMEOUT;
+    if (!read_n(l, hdr, 4)) return RX_TIMEOUT;
     f->type = hdr[0];
     f->seq = hdr[1];
     f->len = (uint16_t)(hdr[2] | (hdr[3] << 8));
     if (f->len > PROTO_MAX_PAYLOAD) return RX_TIMEOUT; /* noise: resync on the next call */
     uint8_t tail[4];
-    if (!read_n(l, f->payload, f->len, timer_now() + FRAME_TIMEOUT_TICKS)) return RX_TIMEOUT;
-    if (!read_n(l, tail, 4, timer_now() + BYTE_TIMEOUT_TICKS)) return RX_TIMEOUT;
+    if (!read_n(l, f->payload, f->len)) return RX_TIMEOUT;
+    if (!read_n(l, tail, 4)) return RX_TIMEOUT;
     uint32_t want = (uint32_t)tail[0] | ((uint32_t)tail[1] << 8) | ((uint32_t)tail[2] << 16) |
                     ((uint32_t)tail[3] << 24);
     uint32_t crc = crc32_update(0xFFFFFFFFu, hdr, 4);

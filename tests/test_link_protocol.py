@@ -24,7 +24,6 @@ HARNESS_CONFIG = """
 #define N_SUBMODELS 2u
 #define SEND_RETRIES 3
 #define ACK_TIMEOUT_TICKS 100ull
-#define FRAME_TIMEOUT_TICKS 100000ull
 #define BYTE_TIMEOUT_TICKS 100000ull
 extern const uint8_t plan_hash[8];
 extern const char device_name[DEVICE_NAME_LEN + 1];

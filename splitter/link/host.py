@@ -24,6 +24,8 @@ from splitter.link import protocol as P
 ACK_TIMEOUT_S = 1.0
 RETRIES = 8
 PING_TIMEOUT_S = 0.3
+#: Silence inside a frame after which the rest of it is given up (the sender waits for us).
+BYTE_GAP_S = 0.1
 
 
 @dataclass
@@ -93,15 +95,21 @@ class HostLink:
 
     def _next_raw(self, deadline: float) -> tuple[str, P.Frame] | None:
         """The next decoded ``(status, frame)`` or ``None`` at the deadline."""
+        last = time.monotonic()
         while not self._pending:
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            if now >= deadline:
                 return None
             try:
                 data = self.port.read(max(1, self.port.in_waiting))
             except (serial.SerialException, OSError) as exc:
                 raise LinkError(f"{self.url}: device {self.device} link failed ({exc})") from None
             if data:
+                last = now
                 self._pending.extend(self._decoder.feed(data))
+            elif now - last > BYTE_GAP_S and self._decoder.pending:
+                last = now  # a frame stalled mid-way (corrupted length): resynchronise
+                self._pending.extend(self._decoder.drop_partial())
         status, frame = self._pending.popleft()
         if self.log:
             self.log(

@@ -120,6 +120,11 @@ class FrameDecoder:
     def __init__(self) -> None:
         self._buf = bytearray()
 
+    @property
+    def pending(self) -> int:
+        """Bytes held back waiting for the rest of a frame."""
+        return len(self._buf)
+
     def feed(self, data: bytes) -> Iterator[tuple[str, Frame]]:
         """Yield ``("ok", frame)`` for every good frame and ``("bad", frame)`` for CRC errors."""
         self._buf += data
@@ -147,6 +152,12 @@ class FrameDecoder:
             else:
                 del self._buf[:1]  # resync: the sync word may have been noise
                 yield "bad", frame
+
+    def drop_partial(self) -> Iterator[tuple[str, Frame]]:
+        """Give up on a partial frame (the line went quiet): resync one byte further."""
+        if self._buf:
+            del self._buf[:1]
+        return self.feed(b"")
 
 
 def chunk_payloads(submodel: int, data: bytes) -> list[bytes]:
