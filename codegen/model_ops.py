@@ -107,6 +107,8 @@ def act_args(op: Op) -> str:
         p0, p1 = op.attr("act_min", float("-inf")), op.attr("act_max", float("inf"))
     elif act == "leaky_relu":
         p0 = op.attr("alpha", 0.01)
+    elif act == "hardsigmoid":
+        p0, p1 = op.attr("alpha", 0.2), op.attr("beta", 0.5)
     return f"{ACT_CODES[act]}, {_fmt(p0)}, {_fmt(p1)}"
 
 

@@ -168,3 +168,32 @@ def test_codegen_c_float_round_trips(v: float) -> None:
     )
     if np.isfinite(v):
         assert np.float32(float(text[:-1])) == np.float32(v)
+
+
+def test_codegen_model_c_cross_compiles_warning_free(tmp_path: Path) -> None:
+    """Generated C of a real model builds for the Cortex-M4F with -Wall -Wextra -Werror."""
+    import shutil
+    import subprocess
+
+    from codegen.model_c import KERNELS_DIR
+    from splitter.importers import load_chain
+
+    gcc = shutil.which("arm-none-eabi-gcc")
+    assert gcc, (
+        "apt-get install -y --no-install-recommends gcc-arm-none-eabi libnewlib-arm-none-eabi"
+    )
+    chain = load_chain(MODELS / "resnet8.onnx")
+    gen = generate_device_c(chain, [(0, 0, 2), (2, 4, len(chain) - 1)], "m4")
+    for name, text in gen.files.items():
+        (tmp_path / name).write_text(text)
+    flags = ["-mcpu=cortex-m4", "-mthumb", "-mfpu=fpv4-sp-d16", "-mfloat-abi=hard", "-std=c99",
+             "-O2", "-Wall", "-Wextra", "-Werror", f"-I{KERNELS_DIR}", "-c"]  # fmt: skip
+    cmd = [gcc, *flags, str(tmp_path / "model.c"), "-o", str(tmp_path / "model.o")]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    from elftools.elf.elffile import ELFFile
+
+    with open(tmp_path / "model.o", "rb") as fh:
+        sections = {s.name: s.data_size for s in ELFFile(fh).iter_sections()}
+    assert sections[".weights"] == gen.weights_bytes
+    assert sections[".bss"] >= gen.arena_bytes

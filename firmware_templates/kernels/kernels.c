@@ -129,8 +129,9 @@ void k_copy(const float *x, float *y, int n)
 /* --------------------------------------------------------- convolution ---- */
 
 /* 1x1, stride 1, no pad, groups 1: Y (O, P) = W (O, C) X (C, P) + b, W packed by 4 rows. */
-K_NOINLINE static void conv_pointwise(const float *restrict x, int C, int P, const float *restrict wp,
-                           const float *restrict b, float *restrict y, int O)
+K_NOINLINE static void conv_pointwise(const float *restrict x, int C, int P,
+                                      const float *restrict wp, const float *restrict b,
+                                      float *restrict y, int O)
 {
     int ob = 0, p, c, o;
     for (; ob + 4 <= O; ob += 4) {
@@ -244,8 +245,9 @@ K_NOINLINE static void conv_generic(const float *restrict x, int C, int H, int W
 
 /* One output pixel of 4 packed output channels (border pixels): the valid tap ranges
  * [ky0, ky1) x [kx0, kx1) are computed once, then the taps run unchecked. */
-K_NOINLINE static void conv4_pixel(const float *restrict x, int C, int H, int W, const float *restrict wb,
-                        int kh, int kw, int iy0, int ix0, int dh, int dw, float *acc)
+K_NOINLINE static void conv4_pixel(const float *restrict x, int C, int H, int W,
+                                   const float *restrict wb, int kh, int kw, int iy0, int ix0,
+                                   int dh, int dw, float *acc)
 {
     int c, ky, kx, ky0 = 0, ky1 = kh, kx0 = 0, kx1 = kw;
     float a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
@@ -405,9 +407,10 @@ static float dw_edge(const float *b0, const float *b1, const float *b2, const fl
 /* Depthwise 3x3 (groups == C == O): the 9 weights in registers; per output row the interior
  * column range [lo, hi) is computed once (hoisted bounds), so interior pixels run unchecked
  * with the three input rows walked by pointers; dilation 1 uses constant offsets. */
-K_NOINLINE static void conv_dw3x3(const float *restrict x, int C, int H, int W, const float *restrict w,
-                       const float *restrict b, float *restrict y, int OH, int OW, int sh, int sw,
-                       int pt, int pl, int dh, int dw)
+K_NOINLINE static void conv_dw3x3(const float *restrict x, int C, int H, int W,
+                                  const float *restrict w, const float *restrict b,
+                                  float *restrict y, int OH, int OW, int sh, int sw, int pt,
+                                  int pl, int dh, int dw)
 {
     int c, oy, ox;
     int lo = (pl + sw - 1) / sw, hi = (W - 1 - 2 * dw + pl) / sw + 1;
