@@ -83,8 +83,91 @@ CPU_FLAGS = {
     ("cortex-m7", "fpv5-d16"): "-mcpu=cortex-m7 -mthumb -mfpu=fpv5-d16 -mfloat-abi=hard",
     ("cortex-m7", "fpv5-sp-d16"): "-mcpu=cortex-m7 -mthumb -mfpu=fpv5-sp-d16 -mfloat-abi=hard",
 }
-#: Clock after reset (no clock setup): HSI 16 MHz on F0/F2/F4/F7/G0, HSI 64 MHz on H7.
-RESET_CLOCK_HZ = {"cortex-m7-h7": 64_000_000, "default": 16_000_000}
+#: Clock after reset (no PLL setup): HSI 16 MHz on F2/F4/F7/G0, HSI 64 MHz on H7, MSI 4 MHz
+#: on L4 (RM0090 6.2, RM0410 5.2, RM0444 5.2, RM0433 8.5, RM0351 6.2).
+RESET_CLOCK_HZ = {
+    "F2": 16_000_000,
+    "F4": 16_000_000,
+    "F7": 16_000_000,
+    "G0": 16_000_000,
+    "H7": 64_000_000,
+    "L4": 4_000_000,
+}
+
+
+@dataclass(frozen=True)
+class Family:
+    """RCC/GPIO facts of one STM32 family (reference manual register maps).
+
+    ``gpio_en``: (RCC offset of the GPIO clock-enable register; bit n = port n);
+    ``usart_en``: USART -> (RCC offset, bit); ``af``: USART -> alternate function number.
+    """
+
+    rcc: int
+    gpio: int  # GPIOA base; port n at gpio + 0x400 * n
+    gpio_en: int
+    usart_en: Mapping[str, tuple[int, int]]
+    af: Mapping[str, int]
+    pins: Mapping[str, str]  # TX/RX pins where they differ from PINS
+
+
+_F4_EN = {
+    "USART1": (0x44, 4),
+    "USART6": (0x44, 5),
+    "USART2": (0x40, 17),
+    "USART3": (0x40, 18),
+    "UART4": (0x40, 19),
+    "UART5": (0x40, 20),
+}
+_F4_AF = {"USART1": 7, "USART2": 7, "USART3": 7, "UART4": 8, "UART5": 8, "USART6": 8}
+FAMILIES: Mapping[str, Family] = {
+    # RM0090 6.3.10/6.3.13/6.3.14, 8.4
+    "F4": Family(0x4002_3800, 0x4002_0000, 0x30, _F4_EN, _F4_AF, {}),
+    "F2": Family(0x4002_3800, 0x4002_0000, 0x30, _F4_EN, _F4_AF, {}),
+    # RM0410 5.3.10/5.3.13/5.3.14; Nucleo-144: USART3 on PD8/PD9 (ST-LINK VCP)
+    "F7": Family(0x4002_3800, 0x4002_0000, 0x30, _F4_EN, _F4_AF, {"USART3": "PD8/PD9"}),
+    # RM0433 8.7.43 (AHB4ENR), 8.7.45 (APB1LENR), 8.7.47 (APB2ENR); USART6 is AF7 here
+    "H7": Family(
+        0x5802_4400,
+        0x5802_0000,
+        0xE0,
+        {
+            "USART1": (0xF0, 4),
+            "USART6": (0xF0, 5),
+            "USART2": (0xE8, 17),
+            "USART3": (0xE8, 18),
+            "UART4": (0xE8, 19),
+            "UART5": (0xE8, 20),
+        },
+        {"USART1": 7, "USART2": 7, "USART3": 7, "UART4": 8, "UART5": 8, "USART6": 7},
+        {"USART3": "PD8/PD9"},
+    ),
+    # RM0351 6.4.17 (AHB2ENR), 6.4.19/6.4.20 (APB1ENR1/2), 6.4.21 (APB2ENR)
+    "L4": Family(
+        0x4002_1000,
+        0x4800_0000,
+        0x4C,
+        {
+            "USART1": (0x60, 14),
+            "USART2": (0x58, 17),
+            "USART3": (0x58, 18),
+            "UART4": (0x58, 19),
+            "UART5": (0x58, 20),
+            "LPUART1": (0x5C, 0),
+        },
+        {"USART1": 7, "USART2": 7, "USART3": 7, "UART4": 8, "UART5": 8, "LPUART1": 8},
+        {"LPUART1": "PG7/PG8"},
+    ),
+    # RM0444 5.4.13 (IOPENR), 5.4.15/5.4.16 (APBENR1/2); AF from DS12232 tables 13-14
+    "G0": Family(
+        0x4002_1000,
+        0x5000_0000,
+        0x34,
+        {"USART1": (0x40, 14), "USART2": (0x3C, 17), "USART3": (0x3C, 18), "USART4": (0x3C, 19)},
+        {"USART1": 1, "USART2": 1, "USART3": 4, "USART4": 4},
+        {},
+    ),
+}
 ACK_TIMEOUT_S = 0.25
 BYTE_TIMEOUT_S = 0.05
 SEND_RETRIES = 8
@@ -116,6 +199,16 @@ class UsartContext:
     base_hex: str
     irq: int
     brr: int
+
+
+@dataclass(frozen=True)
+class RegWrite:
+    """``*addr = (*addr & ~clear) | set`` at boot of the real part (RCC and GPIO setup)."""
+
+    addr: str
+    clear: str
+    set: str
+    comment: str
 
 
 @dataclass(frozen=True)
@@ -195,6 +288,7 @@ class DeviceContext:
     name_len: int
     part_name: str
     part_clock_note: str
+    board_init: tuple[RegWrite, ...]
     weights_bytes: int
     arena_bytes: int
     send_retries: int
@@ -273,10 +367,72 @@ def _irq(part_core: str, usart: str, part_name: str) -> int:
     return table[usart]
 
 
+def family_of(part: Part) -> str:
+    """``"F4"``, ``"H7"``... from the part name ``STM32F405RG`` (``""`` when unknown)."""
+    name = part.name.upper().removeprefix("STM32")
+    return name[:2] if name[:2] in FAMILIES else ""
+
+
 def _reset_clock(part: Part) -> int:
-    if part.core == "cortex-m7" and "H7" in part.name.upper():
-        return RESET_CLOCK_HZ["cortex-m7-h7"]
-    return RESET_CLOCK_HZ["default"]
+    return RESET_CLOCK_HZ.get(family_of(part), 16_000_000)
+
+
+def pins_of(part: Part, usart: str) -> str:
+    """TX/RX pins of ``usart`` on ``part`` (family override, else the usual ones)."""
+    fam = FAMILIES.get(family_of(part))
+    return (fam.pins.get(usart) if fam else None) or PINS.get(usart, "see datasheet")
+
+
+def board_init_writes(part: Part, usarts: Sequence[str]) -> tuple[RegWrite, ...]:
+    """Register writes that clock the GPIO ports and USARTs and mux the pins (real part only).
+
+    Per USART: RCC enable bit; per pin: RCC GPIO port bit, MODER = 0b10 (alternate function,
+    ``MODER[2p+1:2p]``), AFR[p / 8] nibble ``p % 8`` = AF (RM0090 8.4.1 / 8.4.9-10, same layout
+    in every family listed in :data:`FAMILIES`).
+    """
+    fam = FAMILIES.get(family_of(part))
+    if fam is None:
+        return ()
+    writes: list[RegWrite] = []
+    for name in usarts:
+        if name not in fam.usart_en:
+            continue
+        off, bit = fam.usart_en[name]
+        writes.append(
+            RegWrite(
+                f"0x{fam.rcc + off:08X}", "0x00000000", f"0x{1 << bit:08X}", f"RCC: clock {name}"
+            )
+        )
+        for pin in pins_of(part, name).split("/"):
+            port, num = ord(pin[1]) - ord("A"), int(pin[2:])
+            base = fam.gpio + 0x400 * port
+            writes.append(
+                RegWrite(
+                    f"0x{fam.rcc + fam.gpio_en:08X}",
+                    "0x00000000",
+                    f"0x{1 << port:08X}",
+                    f"RCC: clock GPIO{pin[1]}",
+                )
+            )
+            writes.append(
+                RegWrite(
+                    f"0x{base:08X}",
+                    f"0x{3 << (2 * num):08X}",
+                    f"0x{2 << (2 * num):08X}",
+                    f"{pin}: alternate function",
+                )
+            )
+            afr = base + 0x20 + 4 * (num // 8)
+            shift = 4 * (num % 8)
+            writes.append(
+                RegWrite(
+                    f"0x{afr:08X}",
+                    f"0x{0xF << shift:08X}",
+                    f"0x{fam.af[name] << shift:08X}",
+                    f"{pin}: AF{fam.af[name]}",
+                )
+            )
+    return tuple(writes)
 
 
 # ---------------------------------------------------------------- targets ------------------
@@ -406,7 +562,7 @@ def _device_context(
             peer=names[p],
             peer_index=p,
             usart=usarts[k][0],
-            pins=PINS.get(usarts[k][0], "see datasheet"),
+            pins=pins_of(d.part, usarts[k][0]),
             emu_usart=EMU_USARTS[k][0],
             server=p >= 0 and d.index < p,
             timeout_message=f"{d.name}: no answer from {names[p]} on link {k} "
@@ -446,6 +602,7 @@ def _device_context(
         name_len=len(d.name.encode()),
         part_name=d.part.name,
         part_clock_note=f"{_reset_clock(d.part)} Hz internal oscillator",
+        board_init=board_init_writes(d.part, [u for u, _ in usarts[: len(peers)]]),
         weights_bytes=d.weights_bytes,
         arena_bytes=d.arena_bytes,
         send_retries=SEND_RETRIES,

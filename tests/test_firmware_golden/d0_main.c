@@ -39,7 +39,7 @@ static uint32_t n_timing;
 static uint32_t received[N_SUBMODELS];
 static frame_t rx;
 
-void clock_init(void);
+void board_init(void);
 
 static void put32(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
@@ -172,7 +172,7 @@ static void on_frame(int l, const frame_t *f) {
 
 int main(void) {
 #if !EMULATOR
-    clock_init();
+    board_init();
 #endif
     timer_init();
     for (int l = 0; l < N_LINKS; l++) proto_reset_rx(l);
