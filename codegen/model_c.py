@@ -178,6 +178,34 @@ class _InputMemory:
         return {self.spec.name: self.size}
 
 
+def check_costs_match(
+    chain: Chain, ranges: Sequence[RangeLike], planner: Planner | None = None
+) -> None:
+    """Raise when a layer's planned RAM_j / FLASH_j is not what the generator allocates.
+
+    The plan's estimates must be the generator's numbers (issue 5); they differ when the chain
+    was costed with ``--activation-bytes`` other than 4, since the float kernels keep float32
+    activations. Layers with zero cost (hand-built chains) are not checked.
+    """
+    plan = planner or default_planner()
+    for _, first, last in _normalise_ranges(ranges):
+        for layer in chain.layers[first : last + 1]:
+            ram = layer_memory(layer, chain, plan).size
+            flash = sum(int(np.asarray(w).nbytes) for op in layer.ops for w in op.weights.values())
+            if layer.cost.ram and layer.cost.ram != ram:
+                raise UnsupportedOpError(
+                    f"{chain.source_path or chain.name}: layer {layer.index} ({layer.name}) is "
+                    f"costed at RAM {layer.cost.ram} B but float32 C needs {ram} B; the float "
+                    "kernels keep 4-byte activations, so plan without --activation-bytes"
+                )
+            if layer.cost.flash and layer.cost.flash != flash:
+                raise UnsupportedOpError(
+                    f"{chain.source_path or chain.name}: layer {layer.index} ({layer.name}) is "
+                    f"costed at FLASH {layer.cost.flash} B but its weights are {flash} B; "
+                    "re-import the model so costs and weights agree"
+                )
+
+
 def device_arena_bytes(
     chain: Chain, layer_ranges: Sequence[RangeLike], planner: Planner | None = None
 ) -> int:
@@ -224,6 +252,7 @@ def generate_device_c(
     check_supported(chain, layer_ranges)
     plan = planner or default_planner()
     ranges = _normalise_ranges(layer_ranges)
+    check_costs_match(chain, ranges, plan)
     arena = device_arena_bytes(chain, ranges, plan)
     weights = model_ops.WeightTable()
     bodies: list[str] = []

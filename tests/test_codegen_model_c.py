@@ -197,3 +197,14 @@ def test_codegen_model_c_cross_compiles_warning_free(tmp_path: Path) -> None:
         sections = {s.name: s.data_size for s in ELFFile(fh).iter_sections()}
     assert sections[".weights"] == gen.weights_bytes
     assert sections[".bss"] >= gen.arena_bytes
+
+
+def test_codegen_rejects_chain_costed_with_other_activation_bytes() -> None:
+    """--activation-bytes 1 makes RAM_j disagree with the float32 arena: fail at compile time."""
+    from splitter.importers import load_chain
+
+    chain = load_chain(MODELS / "tiny_cnn.onnx", activation_bytes=1)
+    with pytest.raises(UnsupportedOpError, match="activation-bytes"):
+        generate_device_c(chain, [(0, len(chain) - 1)], "d")
+    ok = load_chain(MODELS / "tiny_cnn.onnx")
+    assert generate_device_c(ok, [(0, len(ok) - 1)], "d").weights_bytes > 0
