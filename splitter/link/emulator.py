@@ -65,7 +65,7 @@ class Emulation:
     link_fault: LinkFault | None = None
     devices: list[EmulatedDevice] = field(default_factory=list)
     wiring: dict[str, Any] = field(default_factory=dict)
-    proxies: list[LinkProxy] = field(default_factory=list)
+    fault_proxies: list[LinkProxy] = field(default_factory=list)
     _tmp: Path | None = None
 
     # -- public API ------------------------------------------------------------------------
@@ -129,12 +129,13 @@ class Emulation:
                 if peer >= 0 and dev["index"] < peer:
                     a, b = dev["index"], peer
                     paths = (self._tmp / f"l{a}-{b}-{a}.sock", self._tmp / f"l{a}-{b}-{b}.sock")
-                    self.proxies.append(LinkProxy(names[a], names[b], paths, fault))
+                    self.fault_proxies.append(LinkProxy(names[a], names[b], paths, fault))
 
     def stop(self) -> None:
         """Kill every QEMU started here, by PID, and wait for each to exit."""
-        for p in self.proxies:
+        for p in self.fault_proxies:
             p.close()
+        self.fault_proxies = []
         for d in self.devices:
             if d.process.poll() is None:
                 d.process.kill()
