@@ -80,6 +80,9 @@ def test_bench_json_shape(out: Path, benches: list[dict[str, Any]]) -> None:
     assert b["links"][1]["measured_by"] == "proxy"
     assert len(b["latency_s"]) == 2 and min(b["latency_s"]) > 0
     assert {"submodels", "links", "latency_s"} <= set(b["estimate"])
+    # one sub-model per device and distinct first/last boards: inputs are pipelined
+    assert b["throughput"]["mode"] == "pipelined"
+    assert b["throughput"]["pipelined"]["inputs"] == 2 and b["throughput"]["per_s"] > 0
     on_disk = json.loads((out / "bench.json").read_text())
     assert on_disk["devices"] == benches[1]["devices"]
 
