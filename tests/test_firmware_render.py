@@ -11,7 +11,7 @@ import jinja2
 import pytest
 
 from codegen import firmware as F
-from splitter.errors import BoardFileError
+from splitter.errors import BoardFileError, InfeasibleError, ValidationError
 from splitter.hardware.catalog import get_part
 from splitter.link.build import check, measure, run_make, section_sizes
 
@@ -191,3 +191,22 @@ def test_board_init_routes_usart_pins() -> None:
     assert ("0x4002103C", "0x00020000") in g0  # RCC_APBENR1.USART2EN
     assert ("0x50000020", "0x00000100") in g0  # GPIOA_AFRL2 = 1
     assert F.pins_of(get_part("STM32H743ZI"), "USART3") == "PD8/PD9"
+
+
+@pytest.mark.toolchain
+def test_overflow_is_an_infeasible_error_naming_the_device(tmp_path: Path) -> None:
+    """An arena larger than the G071's 36 KiB RAM: a plan error, not a raw linker message."""
+    n = 5000  # floats: 2 x 20000 B of arena
+    ctx = standin_plan(("STM32G071RB", "STM32F405RG"), n=n)
+    fw = F.render_firmware(tmp_path, ctx)
+    with pytest.raises(InfeasibleError, match=r"device d0: firmware overflows its part"):
+        run_make(fw / "d0")
+
+
+@pytest.mark.toolchain
+def test_estimate_mismatch_is_reported(tmp_path: Path) -> None:
+    fw = F.render_firmware(tmp_path, standin_plan())
+    elf = run_make(fw / "d1")
+    device = {"name": "d1", "part": "STM32G071RB", "weights_bytes": 12, "arena_bytes": 128}
+    with pytest.raises(ValidationError, match=r"\.weights is 8 B but the plan estimates 12 B"):
+        check(measure(device, elf, (1 << 20, 1 << 20)))

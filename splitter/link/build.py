@@ -72,11 +72,28 @@ def run_make(device_dir: Path, *, emulator: bool = False) -> Path:
     proc = subprocess.run(args, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         err = (proc.stderr or proc.stdout).strip().splitlines()
+        overflow = next((ln for ln in err if "overflow" in ln.lower()), None)
+        if overflow is not None:
+            raise InfeasibleError(_overflow_message(device_dir, overflow, emulator))
         first = next((ln for ln in err if "error" in ln.lower()), err[-1] if err else "")
         raise ToolchainError(
             f"{device_dir}: make {'EMULATOR=1 ' if emulator else ''}failed: {first}"
         )
     return device_dir / "build" / ("emulator" if emulator else "part") / "firmware.elf"
+
+
+def _overflow_message(device_dir: Path, line: str, emulator: bool) -> str:
+    """The linker's overflow line, said per device with the fix."""
+    what = line.split("error:")[-1].strip().strip("`'")
+    if emulator:
+        return (
+            f"device {device_dir.name}: firmware does not fit the emulated STM32F405 "
+            f"(1 MiB flash, 128 KiB RAM): {what}; emulate a plan with smaller devices"
+        )
+    return (
+        f"device {device_dir.name}: firmware overflows its part: {what}; the code and stack "
+        "need room besides the plan's weights and arena: plan with a reserve (e.g. ram = '-8 KiB')"
+    )
 
 
 def section_sizes(elf: Path) -> dict[str, int]:
