@@ -25,6 +25,7 @@ def net_convs() -> Net:
     """Convolutions of every flavour, pools, batchnorm, pad, dense, softmax."""
     n = Net("convs", (1, 3, 11, 11))
     x = n.conv("x", 3, 8, 3, pad=1, act="relu")  # blocked 3x3, 4 oc x 2 px
+    x = n.conv(x, 8, 8, 3, stride=2, pad=1, groups=8, act="relu")  # depthwise stride 2 pairs
     x = n.conv(x, 8, 6, 3, pad=1, groups=2)  # generic grouped, 4-pixel interior path
     x = n.conv(x, 6, 7, 2, pad=0, dil=2)  # blocked, kw != 3 with dilation, 3 leftover rows
     x = n.conv(x, 7, 8, 1, act="relu")

@@ -463,6 +463,29 @@ K_NOINLINE static void conv_dw3x3(const float *restrict x, int C, int H, int W,
                         yr[ox] = a;
                         r0 += 1; r1 += 1; r2 += 1;
                     }
+                } else if (dw == 1 && sw == 2) {
+                    for (ox = lo; ox + 2 <= hi; ox += 2) { /* column 2 is shared */
+                        float p0 = r0[0], p1 = r0[1], p2 = r0[2], p3 = r0[3], p4 = r0[4];
+                        float q0 = r1[0], q1 = r1[1], q2 = r1[2], q3 = r1[3], q4 = r1[4];
+                        float t0 = r2[0], t1 = r2[1], t2 = r2[2], t3 = r2[3], t4 = r2[4];
+                        float a = bc + v00 * p0, e = bc + v00 * p2;
+                        a += v01 * p1; e += v01 * p3; a += v02 * p2; e += v02 * p4;
+                        a += v10 * q0; e += v10 * q2; a += v11 * q1; e += v11 * q3;
+                        a += v12 * q2; e += v12 * q4;
+                        a += v20 * t0; e += v20 * t2; a += v21 * t1; e += v21 * t3;
+                        a += v22 * t2; e += v22 * t4;
+                        yr[ox] = a;
+                        yr[ox + 1] = e;
+                        r0 += 4; r1 += 4; r2 += 4;
+                    }
+                    for (; ox < hi; ox++) {
+                        float a = bc + v00 * r0[0];
+                        a += v01 * r0[1]; a += v02 * r0[2];
+                        a += v10 * r1[0]; a += v11 * r1[1]; a += v12 * r1[2];
+                        a += v20 * r2[0]; a += v21 * r2[1]; a += v22 * r2[2];
+                        yr[ox] = a;
+                        r0 += 2; r1 += 2; r2 += 2;
+                    }
                 } else if (dw == 1) {
                     for (ox = lo; ox < hi; ox++) {
                         float a = bc + v00 * r0[0];
