@@ -56,10 +56,8 @@ def compile_out(tmp: Path, pattern: str) -> Path:
 
     n = len(load_chain(MODEL))
     assert n >= 4
-    if pattern == "aba":
-        assignment = (0, 0, 1) + (0,) * (n - 3)
-    else:
-        assignment = (0, 0, 0) + (1,) * (n - 3)
+    head = {"aba": (0, 0, 1), "ab": (0, 0, 0)}[pattern]
+    assignment = head + (head[0] if pattern == "aba" else 1,) * (n - 3)
 
     boards = tmp / "boards.toml"
     boards.write_text(BOARDS)
@@ -120,9 +118,7 @@ def test_run_emulated_matches_onnxruntime(aba: Path, x_file: Path, tmp_path: Pat
         "--emulate",
         "--output",
         str(y_file),
-        "--model",
-        str(MODEL),
-    )
+    )  # the original model for the check comes from plan.json's model_path
     assert r.returncode == 0, r.stderr
     assert "STM32G071RB emulated as an F405 with the plan's own code" in r.stdout
     assert "check: max-abs difference to onnxruntime" in r.stdout
