@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from splitter.bench.calibrate import calibrated_text, fit_device, nnls
+from splitter.bench.calibrate import calibrated_text, fit_all, fit_device, nnls
 from splitter.hardware.boards import boards_from_dict, load_boards
 
 BOARDS = Path(__file__).resolve().parents[1] / "models" / "boards"
@@ -95,3 +95,27 @@ def test_calibrated_text_keeps_comments_and_replaces_keys() -> None:
     )
     assert dict(d2.cpm_by_class) == {"conv": 0.5}
     assert d0.flash_bytes == 30 * 1024
+
+
+def test_pooled_fit_gives_class_ratios_to_underdetermined_devices() -> None:
+    true = {"conv": 0.5, "depthwise": 0.9, "dense": 0.4}
+
+    def sub(index: int, **macs: int) -> dict[str, object]:
+        cycles = sum(true[c] * m for c, m in macs.items())
+        return {"index": index, "cycles": [cycles], "macs": sum(macs.values()),
+                "macs_by_class": macs}  # fmt: skip
+
+    bench = {
+        "emulated": True,
+        "devices": [
+            {"device": "x", "clock_hz": 168e6, "submodels": [sub(0, conv=1000, depthwise=300)]},
+            {"device": "y", "clock_hz": 168e6, "submodels": [sub(1, conv=400, dense=2000)]},
+            {"device": "z", "clock_hz": 168e6, "submodels": [sub(2, depthwise=50, dense=70)]},
+        ],
+    }
+    fits = {f.device: f for f in fit_all(bench, {})}
+    for f in fits.values():
+        assert f.clock_mhz == 168.0
+        assert "pooled" in f.method
+        assert f.cpm_by_class == pytest.approx(true, rel=1e-9)  # exact data: scale 1
+        assert f.predicted_cycles == pytest.approx(f.measured_cycles)

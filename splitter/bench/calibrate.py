@@ -6,9 +6,12 @@ depthwise, dense, other; from its file's layer chain). With the measured ``c_k``
 runs) of every sub-model of the device as equations, ``CpM_i`` is the non-negative least-squares
 solution of ``A x = c`` (``A[k, c] = MAC_kc``), only over the classes the device's sub-models
 contain. A device with fewer independent equations than classes (one sub-model and two classes,
-the usual case) gets one class-independent ``CpM_i = sum_k c_k / sum_k MAC_k`` for all its
-classes, which reproduces its total exactly; so does the fallback when the class fit misses the
-device total by more than :data:`CLASS_FIT_TOLERANCE`. Every device's report says which fit it got.
+the usual case) borrows the class *ratios* of a pooled fit over every device with the same core
+(under QEMU all devices are the same emulated F405 running the same kernels), scaled by one
+factor so its own total is exact; when the pool is underdetermined too, it gets one
+class-independent ``CpM_i = sum_k c_k / sum_k MAC_k`` for all its classes (also exact on its
+total). Classes a device did not run get the pooled values scaled the same way, so a re-plan that
+moves layers still has per-class figures. Every device's report says which fit it got.
 
 NNLS: Lawson & Hanson's active-set algorithm (*Solving Least Squares Problems*, 1974, ch. 23),
 in numpy. scipy.optimize.nnls is the same algorithm, but scipy is not a dependency of splitter
@@ -91,45 +94,107 @@ def nnls(a: np.ndarray, b: np.ndarray, max_iter: int = 100) -> np.ndarray:
     return x
 
 
-def fit_device(device: str, clock_mhz: float, subs: Sequence[Mapping[str, Any]]) -> DeviceFit:
-    """Fit one device from its bench sub-models (``cycles`` per run, ``macs_by_class``)."""
-    cycles = np.array([median(s["cycles"]) for s in subs], dtype=float)
-    macs = np.array([float(s["macs"]) for s in subs])
+def _system(subs: Sequence[Mapping[str, Any]]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Classes present, ``A[k, c] = MAC_kc`` and the median cycles ``c_k`` of ``subs``."""
     present = [c for c in CLASSES if any(s["macs_by_class"].get(c, 0) for s in subs)]
     a = np.array([[float(s["macs_by_class"].get(c, 0)) for c in present] for s in subs])
-    ratio = float(cycles.sum() / macs.sum()) if macs.sum() else 0.0
+    cycles = np.array([median(s["cycles"]) for s in subs], dtype=float)
+    return present, a.reshape(len(subs), len(present)), cycles
+
+
+def class_fit(subs: Sequence[Mapping[str, Any]]) -> dict[str, float] | None:
+    """NNLS cycles per MAC per class over ``subs``; ``None`` when underdetermined or a class
+    gets no positive value (a board file needs every ``cpm_by_class`` entry > 0)."""
+    present, a, cycles = _system(subs)
+    if not present or np.linalg.matrix_rank(a) < len(present):
+        return None
+    x = nnls(a, cycles)
+    if not all(v > 0 for v in x):
+        return None
+    return {c: float(v) for c, v in zip(present, x, strict=True)}
+
+
+def fit_device(
+    device: str,
+    clock_mhz: float,
+    subs: Sequence[Mapping[str, Any]],
+    pooled: Mapping[str, float] | None = None,
+    pool_size: str = "",
+) -> DeviceFit:
+    """Fit one device from its bench sub-models (``cycles`` per run, ``macs_by_class``).
+
+    In order: the device's own per-class NNLS (if determined, positive and within
+    :data:`CLASS_FIT_TOLERANCE` of its total); else the ``pooled`` per-class values of devices
+    with the same core, scaled by one factor so the device's total is exact; else one
+    class-independent ``sum c_k / sum MAC_k``. Classes the device did not run get the pooled
+    values scaled the same way (or its default ``cpm``).
+    """
+    present, a, cycles = _system(subs)
+    macs = np.array([float(s["macs"]) for s in subs])
+    total, ratio = float(cycles.sum()), float(cycles.sum() / macs.sum()) if macs.sum() else 0.0
+    unclassified = float(macs.sum() - a.sum())
     index = [int(s["index"]) for s in subs]
-    if present and np.linalg.matrix_rank(a) >= len(present):
-        x = nnls(a, cycles)
-        pred = float((a @ x).sum() + (macs.sum() - a.sum()) * ratio)
-        if all(v > 0 for v in x) and abs(pred - cycles.sum()) <= CLASS_FIT_TOLERANCE * cycles.sum():
-            by_class = {c: float(v) for c, v in zip(present, x, strict=True)}
+    own = class_fit(subs)
+    if own is not None:
+        pred = sum(float(a[:, k].sum()) * own[c] for k, c in enumerate(present))
+        pred += unclassified * ratio
+        if abs(pred - total) <= CLASS_FIT_TOLERANCE * total:
+            by_class = {**_scaled(pooled, a, present, total - unclassified * ratio), **own}
             method = f"per-class NNLS over {len(subs)} sub-model(s), classes {', '.join(present)}"
-            return DeviceFit(device, clock_mhz, ratio, by_class, method, cycles.sum(), pred, index)
-        why = "per-class fit missed the total; one cpm for all classes"
-    else:
-        why = (
-            f"{len(subs)} sub-model(s) give too few equations for {len(present)} classes "
-            f"({', '.join(present) or 'none'}); one cpm for all of them"
-        )
-    by_class = {c: ratio for c in present}
-    return DeviceFit(
-        device, clock_mhz, ratio, by_class, why, cycles.sum(), ratio * macs.sum(), index
+            return DeviceFit(device, clock_mhz, ratio, by_class, method, total, pred, index)
+    why = (
+        f"{len(subs)} sub-model(s) give too few equations for {len(present)} classes "
+        f"({', '.join(present) or 'none'})"
     )
+    if pooled is not None and all(c in pooled for c in present):
+        by_class = _scaled(pooled, a, present, total - unclassified * ratio)
+        method = f"{why}: class ratios of the pooled fit ({pool_size}) scaled to its total"
+        return DeviceFit(device, clock_mhz, ratio, by_class, method, total, total, index)
+    by_class = {c: ratio for c in present}
+    method = f"{why}: one cpm for all of them"
+    return DeviceFit(device, clock_mhz, ratio, by_class, method, total, ratio * macs.sum(), index)
+
+
+def _scaled(
+    pooled: Mapping[str, float] | None, a: np.ndarray, present: Sequence[str], target: float
+) -> dict[str, float]:
+    """``s * pooled_c`` for every pooled class, ``s`` making ``sum_kc MAC_kc s pooled_c`` equal
+    ``target`` (the device's cycles minus those of unclassified MACs)."""
+    if not pooled:
+        return {}
+    base = sum(float(a[:, k].sum()) * pooled.get(c, 0.0) for k, c in enumerate(present))
+    if base <= 0 or target <= 0:
+        return {}
+    return {c: v * target / base for c, v in pooled.items()}
 
 
 def fit_all(bench: Mapping[str, Any], boards_clock_mhz: Mapping[str, float]) -> list[DeviceFit]:
-    """One :class:`DeviceFit` per device of bench.json that ran a sub-model."""
+    """One :class:`DeviceFit` per device of bench.json that ran a sub-model.
+
+    Devices with the same core are pooled (under QEMU every device is the same emulated F405
+    core running the same kernels; on real boards, the same part) for :func:`class_fit`.
+    """
+    emulated = bool(bench.get("emulated"))
+    devices = [d for d in bench["devices"] if d["submodels"]]
+    pools: dict[str, list[Mapping[str, Any]]] = {}
+    for d in devices:
+        pools.setdefault(_pool_key(d, emulated), []).append(d)
     fits = []
-    for d in bench["devices"]:
-        if not d["submodels"]:
-            continue
-        if bench.get("emulated"):
+    for d in devices:
+        members = pools[_pool_key(d, emulated)]
+        subs = [s for m in members for s in m["submodels"]]
+        pooled = class_fit(subs) if len(members) > 1 else None
+        size = f"{len(subs)} sub-models on {len(members)} devices"
+        if emulated:
             clock = EMULATED_CLOCK_MHZ
         else:
             clock = boards_clock_mhz.get(d["device"], float(d["clock_hz"]) / 1e6)
-        fits.append(fit_device(d["device"], clock, d["submodels"]))
+        fits.append(fit_device(d["device"], clock, d["submodels"], pooled, size))
     return fits
+
+
+def _pool_key(device: Mapping[str, Any], emulated: bool) -> str:
+    return "qemu-netduinoplus2" if emulated else str(device.get("part", device["device"]))
 
 
 def _fmt(v: float) -> str:
