@@ -365,16 +365,3 @@ def _source(
         + "\n".join(bodies)
         + f"\nconst model_submodel_t model_submodels[MODEL_NUM_SUBMODELS] = {{\n{table}\n}};\n"
     )
-
-
-def c_float(value: Any) -> str:
-    """A C float literal that round-trips float32 (``%.9g``), infinities clamped to FLT_MAX."""
-    v = float(np.float32(value))
-    if not np.isfinite(v):
-        if np.isnan(v):
-            raise UnsupportedOpError("NaN constant in the model; fix the model")
-        v = 3.4028234663852886e38 if v > 0 else -3.4028234663852886e38
-    s = f"{v:.9g}"
-    if not any(ch in s for ch in ".e"):
-        s += ".0"
-    return s + "f"

@@ -12,6 +12,7 @@ from math import prod
 
 import numpy as np
 
+from splitter.errors import UnsupportedOpError
 from splitter.ir import Op, TensorSpec
 
 ACT_CODES = {
@@ -27,10 +28,32 @@ ACT_CODES = {
 }
 
 
-def _fmt(value: float) -> str:
-    from codegen.model_c import c_float
+FLT_MAX = 3.4028234663852886e38
 
-    return c_float(value)
+
+def c_floats(values: np.ndarray) -> list[str]:
+    """C float literals that round-trip float32 (``%.9g``); infinities clamp to +-FLT_MAX.
+
+    NaN is refused (:class:`UnsupportedOpError`): a model constant should never be NaN.
+    """
+    a = np.asarray(values, dtype=np.float32).ravel()
+    if np.isnan(a).any():
+        raise UnsupportedOpError("NaN constant in the model; fix the model")
+    if not np.isfinite(a).all():
+        a = np.clip(a, -FLT_MAX, FLT_MAX)
+    out = []
+    for v in a.tolist():
+        s = f"{v:.9g}"
+        out.append(s + "f" if "." in s or "e" in s else s + ".0f")
+    return out
+
+
+def c_float(value: float) -> str:
+    """One C float literal, as :func:`c_floats`."""
+    return c_floats(np.array([value]))[0]
+
+
+_fmt = c_float
 
 
 @dataclass
@@ -59,7 +82,7 @@ class WeightTable:
         """C definitions of every array, eight values per line."""
         out = []
         for name, a in self.arrays:
-            vals = [_fmt(v) for v in a.tolist()]
+            vals = c_floats(a)
             lines = ",\n".join("    " + ", ".join(vals[i : i + 8]) for i in range(0, len(vals), 8))
             out.append(f"static const float {name}[{a.size}] WEIGHTS = {{\n{lines}\n}};\n")
         return "\n".join(out)

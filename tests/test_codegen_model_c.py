@@ -12,13 +12,12 @@ from hypothesis import strategies as st
 from test_codegen_support import Net, planner
 
 from codegen.model_c import (
-    c_float,
     device_arena_bytes,
     generate_device_c,
     kernel_sources,
     missing_ops,
 )
-from codegen.model_ops import pack4
+from codegen.model_ops import c_float, pack4
 from splitter.errors import SplitterError, UnsupportedOpError
 from splitter.ir import Chain, Layer, Op, SubModel
 
@@ -208,3 +207,8 @@ def test_codegen_rejects_chain_costed_with_other_activation_bytes() -> None:
         generate_device_c(chain, [(0, len(chain) - 1)], "d")
     ok = load_chain(MODELS / "tiny_cnn.onnx")
     assert generate_device_c(ok, [(0, len(ok) - 1)], "d").weights_bytes > 0
+
+
+def test_codegen_nan_constant_is_an_error() -> None:
+    with pytest.raises(UnsupportedOpError, match="NaN"):
+        c_float(float("nan"))
