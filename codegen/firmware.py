@@ -318,6 +318,7 @@ class PlanContext:
 
     plan_hash: str
     plan_hash_bytes: tuple[str, ...]
+    plan_tag: int  # first two bytes of the hash, little-endian (TENSOR chunk header)
     baud: int
     firmware_version: int
     first_device: str
@@ -532,6 +533,7 @@ def build_plan_context(
     return PlanContext(
         plan_hash=plan_hash,
         plan_hash_bytes=tuple(plan_hash[i : i + 2] for i in range(0, 16, 2)),
+        plan_tag=int(plan_hash[2:4] + plan_hash[0:2], 16),
         baud=baud,
         firmware_version=FIRMWARE_VERSION,
         first_device=names[sub_devices[0]],

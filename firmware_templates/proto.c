@@ -102,9 +102,18 @@ int proto_accept(int l, const frame_t *f) {
     return 1;
 }
 
+stash_t proto_stash;
+volatile int proto_stashed;
+
 void proto_answer_stray(int l, const frame_t *f) {
     if (f->type == FT_PING) {
         proto_send_pong(l);
+    } else if (f->type == FT_ERROR && rx_seq[l] != (int16_t)f->seq && !proto_stashed) {
+        proto_write(l, FT_ACK, f->seq, 0, 0, 0, 0); /* keep it: the error must reach the host */
+        rx_seq[l] = (int16_t)f->seq;
+        proto_stash.len = f->len < PROTO_STASH_MAX ? f->len : (uint16_t)PROTO_STASH_MAX;
+        for (uint16_t i = 0; i < proto_stash.len; i++) proto_stash.payload[i] = f->payload[i];
+        proto_stashed = 1;
     } else if (f->type != FT_ACK && f->type != FT_NACK && f->type != FT_PONG &&
                rx_seq[l] == (int16_t)f->seq) {
         proto_write(l, FT_ACK, f->seq, 0, 0, 0, 0); /* our ACK was lost: repeat it */
@@ -128,6 +137,7 @@ int proto_send(int l, uint8_t type, const uint8_t *head, uint16_t nhead, const u
             if (reply.type == FT_ACK && reply.seq == seq) return attempt;
             if (reply.type == FT_NACK && reply.seq == seq) break;
             proto_answer_stray(l, &reply);
+            if (proto_stashed && type != FT_ERROR) return -2; /* the peer gave up: stop */
         }
     }
     return -1;

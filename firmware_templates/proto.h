@@ -20,7 +20,7 @@ enum {
 enum { RX_OK = 1, RX_TIMEOUT = 0, RX_BAD = -1 };
 
 enum {
-    ERR_BAD_TENSOR = 1, ERR_LINK_TIMEOUT = 2, ERR_MODEL = 3, ERR_BAD_TYPE = 4
+    ERR_BAD_TENSOR = 1, ERR_LINK_TIMEOUT = 2, ERR_MODEL = 3, ERR_BAD_TYPE = 4, ERR_PLAN = 5
 };
 
 typedef struct {
@@ -39,7 +39,8 @@ int proto_recv(int l, frame_t *f, uint64_t timeout);
 void proto_write(int l, uint8_t type, uint8_t seq, const uint8_t *head, uint16_t nhead,
                  const uint8_t *body, uint16_t nbody);
 /* Send with stop-and-wait ARQ: retransmit on NACK or timeout, at most `tries` times; returns
- * the number of transmissions it took, or -1 when none was acknowledged. */
+ * the number of transmissions it took, -1 when none was acknowledged, -2 when the peer sent
+ * an ERROR instead (stashed in proto_stash). */
 int proto_send(int l, uint8_t type, const uint8_t *head, uint16_t nhead, const uint8_t *body,
                uint16_t nbody, int tries);
 /* Handle a frame that arrived while not expected (ACK wait): re-ACK duplicates, answer PING. */
@@ -47,6 +48,14 @@ void proto_answer_stray(int l, const frame_t *f);
 /* Acknowledge a data frame; returns 1 when it is new, 0 when it is a duplicate. */
 int proto_accept(int l, const frame_t *f);
 void proto_send_pong(int l);
+/* An ERROR frame that arrived (and was ACKed) while we waited for an ACK; forwarded later. */
+#define PROTO_STASH_MAX 224u
+typedef struct {
+    uint16_t len;
+    uint8_t payload[PROTO_STASH_MAX];
+} stash_t;
+extern stash_t proto_stash;
+extern volatile int proto_stashed;
 void proto_reset_rx(int l);
 
 #endif

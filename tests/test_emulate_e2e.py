@@ -40,6 +40,7 @@ mcu = "STM32F405RG"
 [[device]]
 name = "b"
 mcu = "STM32G071RB"
+ram = "-4 KiB"  # room for the runtime (UART rings, frame buffers, stack) besides the arena
 """
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain, pytest.mark.qemu]
 
@@ -386,3 +387,19 @@ def test_dropped_board_frame_is_retransmitted(aba: Path, x_file: Path) -> None:
     assert dropper.dropped[2] == 0x03  # a TENSOR frame was lost on the way
     y = np.frombuffer(res.data, "<f4").reshape(1, 10)
     assert float(np.max(np.abs(y - reference(x_file)))) <= 1e-4
+
+
+def test_middle_board_with_another_plan_is_named(aba: Path, x_file: Path, tmp_path: Path) -> None:
+    """b (not host-facing, so never PINGed) runs firmware of another plan: it refuses the
+    TENSOR by its plan tag and the error reaches the host through a."""
+    other = tmp_path / "other"
+    shutil.copytree(aba, other)
+    config = other / "firmware" / "b" / "config.h"
+    text = config.read_text()
+    tag = int(text.split("#define PLAN_TAG ", 1)[1].split("u", 1)[0])
+    config.write_text(text.replace(f"#define PLAN_TAG {tag}u", f"#define PLAN_TAG {tag ^ 1}u"))
+    B.run_make(other / "firmware" / "b", emulator=True)
+    with E.Emulation(other) as emu, HostLink(emu.endpoints["a"], "a") as link:
+        check_pong(link, plan_hash(load_plan(other)), 10)
+        with pytest.raises(LinkError, match=r"b: firmware is for plan .* rebuild and flash"):
+            infer([link], "a", "a", np.load(x_file), 40, timeout=30)

@@ -73,6 +73,8 @@ class HostLink:
         self._inbox: deque[P.Frame] = deque()
         self._tx_seq = 0
         self._rx_seq: int | None = None
+        #: plan tag of the board's firmware (from its PONG), sent in every TENSOR chunk
+        self.plan_tag = 0
 
     def close(self) -> None:
         """Close the port."""
@@ -129,7 +131,9 @@ class HostLink:
                 status, frame = got
                 if status == "ok" and frame.type == P.FrameType.PONG:
                     try:
-                        return P.decode_pong(frame.payload)
+                        pong = P.decode_pong(frame.payload)
+                        self.plan_tag = P.plan_tag(pong.plan_hash)
+                        return pong
                     except ValueError as exc:
                         raise LinkError(
                             f"{self.url}: device {self.device} answered a malformed PONG ({exc})"
@@ -210,6 +214,9 @@ MIN_CHUNK = 32
 def send_tensor(link: HostLink, submodel: int, data: bytes) -> None:
     """An empty TIMING, then the tensor as TENSOR chunks for ``submodel``.
 
+    Every chunk carries the plan tag of the firmware that answered PING; a board running
+    another plan rejects it with an ERROR naming itself.
+
     The chunk size adapts to the line (as the firmware does): a chunk that is not ACKed within
     two transmissions is re-sent as two halves (down to :data:`MIN_CHUNK` bytes, where twice the
     retry count applies); a chunk ACKed at once doubles the size again.
@@ -218,7 +225,7 @@ def send_tensor(link: HostLink, submodel: int, data: bytes) -> None:
     size, off = P.CHUNK_DATA, 0
     while off < len(data) or (off == 0 and not data):
         part = data[off : off + size]
-        payload = P.CHUNK.pack(submodel, 0, 0, len(data), off) + part
+        payload = P.CHUNK.pack(submodel, 0, link.plan_tag, len(data), off) + part
         small = len(part) <= MIN_CHUNK
         try:
             attempts = link.send(

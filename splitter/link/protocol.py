@@ -28,7 +28,7 @@ MAX_PAYLOAD = 1024
 #: Bytes a frame adds around its payload: sync 2 + header 4 + crc 4.
 OVERHEAD = len(SYNC) + HEADER.size + CRC.size
 PROTOCOL_VERSION = 1
-#: TENSOR/RESULT chunk header: sub-model u8, flags u8, reserved u16, total u32, offset u32.
+#: TENSOR/RESULT chunk header: sub-model u8, flags u8, plan tag u16, total u32, offset u32.
 CHUNK = struct.Struct("<BBHII")
 CHUNK_DATA = MAX_PAYLOAD - CHUNK.size
 #: PONG payload head: protocol u8, device index u8, sub-models u8, name length u8, plan hash 8.
@@ -94,6 +94,7 @@ class Chunk:
     total: int
     offset: int
     data: bytes
+    tag: int = 0
 
 
 def crc32(data: bytes) -> int:
@@ -160,12 +161,17 @@ class FrameDecoder:
         return self.feed(b"")
 
 
-def chunk_payloads(submodel: int, data: bytes) -> list[bytes]:
+def plan_tag(plan_hash_hex: str) -> int:
+    """The chunk header's plan tag: the plan hash's first two bytes, little-endian."""
+    return int.from_bytes(bytes.fromhex(plan_hash_hex)[:2], "little")
+
+
+def chunk_payloads(submodel: int, data: bytes, tag: int = 0) -> list[bytes]:
     """Split a tensor into TENSOR/RESULT payloads of at most :data:`MAX_PAYLOAD` bytes."""
     chunks = []
     for offset in range(0, max(len(data), 1), CHUNK_DATA):
         part = data[offset : offset + CHUNK_DATA]
-        chunks.append(CHUNK.pack(submodel, 0, 0, len(data), offset) + part)
+        chunks.append(CHUNK.pack(submodel, 0, tag, len(data), offset) + part)
     return chunks
 
 
@@ -173,8 +179,8 @@ def decode_chunk(payload: bytes) -> Chunk:
     """Decode a TENSOR/RESULT payload."""
     if len(payload) < CHUNK.size:
         raise ValueError(f"chunk payload of {len(payload)} bytes is shorter than its header")
-    sub, _flags, _res, total, offset = CHUNK.unpack_from(payload)
-    return Chunk(sub, total, offset, payload[CHUNK.size :])
+    sub, _flags, tag, total, offset = CHUNK.unpack_from(payload)
+    return Chunk(sub, total, offset, payload[CHUNK.size :], tag)
 
 
 def decode_pong(payload: bytes) -> Pong:

@@ -74,20 +74,19 @@ static uint32_t chunk_size[N_LINKS];
 
 static int send_tensor(int l, uint8_t type, uint8_t sub, const uint8_t *data, uint32_t n) {
     uint8_t head[PROTO_CHUNK_HEADER];
-    if (proto_send(l, FT_TIMING, timing, (uint16_t)(12u * n_timing), 0, 0, SEND_RETRIES) < 0) {
-        return -1;
-    }
+    int rt = proto_send(l, FT_TIMING, timing, (uint16_t)(12u * n_timing), 0, 0, SEND_RETRIES);
+    if (rt < 0) return rt;
     n_timing = 0;
     uint32_t off = 0;
     do {
         uint32_t cs = chunk_size[l] ? chunk_size[l] : MAX_CHUNK;
         uint32_t len = n - off < cs ? n - off : cs;
-        head[0] = sub; head[1] = 0; head[2] = 0; head[3] = 0;
+        head[0] = sub; head[1] = 0; head[2] = (uint8_t)PLAN_TAG; head[3] = (uint8_t)(PLAN_TAG >> 8);
         put32(head + 4, n);
         put32(head + 8, off);
         int tries = len > MIN_CHUNK ? 2 : 2 * SEND_RETRIES;
         int r = proto_send(l, type, head, PROTO_CHUNK_HEADER, data + off, (uint16_t)len, tries);
-        if (r < 0 && len <= MIN_CHUNK) return -1;
+        if (r == -2 || (r < 0 && len <= MIN_CHUNK)) return r;
         if (r < 0) {
             chunk_size[l] = len / 2u;
             continue;
@@ -108,10 +107,10 @@ static void run_submodel(const submodel_t *s) {
         return;
     }
     const uint8_t *out = (const uint8_t *)g_arena + s->out_offset;
-    if (send_tensor(s->out_link, s->out_type, s->next_index, out, s->out_bytes)) {
-        n_timing = 0;
-        send_error(ERR_LINK_TIMEOUT, s->out_link, link_timeout_text[s->out_link]);
-    }
+    int r = send_tensor(s->out_link, s->out_type, s->next_index, out, s->out_bytes);
+    n_timing = 0;
+    if (r == -1) send_error(ERR_LINK_TIMEOUT, s->out_link, link_timeout_text[s->out_link]);
+    /* r == -2: the peer reported an error, forwarded by the main loop */
 }
 
 static void on_chunk(int l, const frame_t *f) {
@@ -119,6 +118,11 @@ static void on_chunk(int l, const frame_t *f) {
     uint32_t total = (uint32_t)p[4] | ((uint32_t)p[5] << 8) | ((uint32_t)p[6] << 16) | ((uint32_t)p[7] << 24);
     uint32_t off = (uint32_t)p[8] | ((uint32_t)p[9] << 8) | ((uint32_t)p[10] << 16) | ((uint32_t)p[11] << 24);
     uint32_t len = (uint32_t)f->len - PROTO_CHUNK_HEADER;
+    if ((uint32_t)(p[2] | (p[3] << 8)) != PLAN_TAG) {
+        if (off != 0) return; /* reported once, at the first chunk */
+        send_error(ERR_PLAN, p[0], "d0: firmware is for plan 0123456789abcdef, the sender runs another plan; rebuild and flash every board");
+        return;
+    }
     for (uint32_t i = 0; i < N_SUBMODELS; i++) {
         const submodel_t *s = &submodels[i];
         if (s->index != p[0]) continue;
@@ -184,6 +188,10 @@ int main(void) {
             proto_write(l, FT_NACK, rx.seq, 0, 0, 0, 0);
         } else if (r == RX_OK) {
             on_frame(l, &rx);
+        }
+        if (proto_stashed) { /* an ERROR that arrived while we were sending: pass it on */
+            proto_stashed = 0;
+            (void)proto_send(0, FT_ERROR, proto_stash.payload, proto_stash.len, 0, 0, SEND_RETRIES);
         }
     }
 }
