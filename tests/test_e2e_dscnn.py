@@ -19,10 +19,10 @@ from test_e2e_support import (
     MODELS,
     TOL,
     cli,
-    compile_and_build,
     qemu_pids,
     random_input,
     reference,
+    shared_build,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.qemu, pytest.mark.toolchain]
@@ -33,7 +33,7 @@ BOARD_FILE = "e2e_dscnn2.toml"
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return compile_and_build(MODEL, BOARD_FILE, tmp_path_factory.mktemp("dscnn") / "out")
+    return shared_build(tmp_path_factory, MODEL, BOARD_FILE, "dscnn")
 
 
 def test_mobilenet_v1_025_does_not_fit_emulated_f405(tmp_path: Path) -> None:

@@ -18,10 +18,10 @@ from test_e2e_support import (
     MODELS,
     TOL,
     cli,
-    compile_and_build,
     planner_errors,
     qemu_pids,
     reference,
+    shared_build,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.qemu, pytest.mark.toolchain]
@@ -32,7 +32,7 @@ BOARD_FILE = "e2e_kws3.toml"
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return compile_and_build(MODEL, BOARD_FILE, tmp_path_factory.mktemp("kws") / "out")
+    return shared_build(tmp_path_factory, MODEL, BOARD_FILE, "kws")
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,10 @@ itself: that the helper which finds stray QEMU processes sees a QEMU this test s
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from splitter.compile import CompileOptions, compile_model
 from splitter.hardware.boards import load_boards
@@ -37,6 +40,27 @@ def compile_and_build(model: str, boards: str, out: Path) -> Path:
     for dev in wiring["devices"]:
         run_make(out / "firmware" / dev["name"], emulator=True)
     return out
+
+
+def shared_build(factory: pytest.TempPathFactory, model: str, boards: str, name: str) -> Path:
+    """A private copy of OUT for ``model`` on ``boards``, compiled and built once per session.
+
+    Under pytest-xdist the workers share the session's base directory: the first worker to get
+    the lock compiles and builds there, the others wait and copy. Each caller gets its own copy,
+    so the QEMU command lines (which contain the ELF paths) tell whose QEMU is whose.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    base = factory.getbasetemp().parent if worker else factory.getbasetemp()
+    shared = base / "e2e-shared" / f"{Path(model).stem}-{Path(boards).stem}"
+    shared.parent.mkdir(parents=True, exist_ok=True)
+    with open(shared.parent / f"{shared.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (shared / ".built").exists():
+            compile_and_build(model, boards, shared / "out")
+            (shared / ".built").write_text("ok")
+    own = factory.mktemp(name) / "out"
+    shutil.copytree(shared / "out", own)
+    return own
 
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> Any:

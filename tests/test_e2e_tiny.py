@@ -17,11 +17,11 @@ from test_e2e_support import (
     MODELS,
     TOL,
     cli,
-    compile_and_build,
     planner_errors,
     qemu_pids,
     random_input,
     reference,
+    shared_build,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.qemu, pytest.mark.toolchain]
@@ -32,7 +32,7 @@ BOARD_FILE = "e2e_tiny2.toml"
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return compile_and_build(MODEL, BOARD_FILE, tmp_path_factory.mktemp("tiny") / "out")
+    return shared_build(tmp_path_factory, MODEL, BOARD_FILE, "tiny")
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_e2e_support import TOL, compile_and_build, gone, random_input, reference
+from test_e2e_support import TOL, gone, random_input, reference, shared_build
 
 from splitter.bench.faults import ByteCorrupter, DropRule, FaultSpec, LinkProxy
 from splitter.bench.runner import BenchConfig, RunSample, one_run, open_session
@@ -42,7 +42,7 @@ def _hits(rate: float, seed: int, nbytes: int) -> bool:
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return compile_and_build(MODEL, "e2e_tiny2.toml", tmp_path_factory.mktemp("fault") / "out")
+    return shared_build(tmp_path_factory, MODEL, "e2e_tiny2.toml", "fault")
 
 
 def run_with_faults(
