@@ -161,19 +161,53 @@ def check(build: DeviceBuild) -> None:
         )
 
 
+def plan_estimates(out_dir: Path) -> dict[str, tuple[int, int]] | None:
+    """The planner's FLASH and RAM estimate per device, from the cost model (SPEC.md (1), (5)).
+
+    ``FLASH_i = sum FLASH_j`` and ``RAM_i = max RAM_j`` over the layers assigned to device ``i``
+    in plan.json, with the layer costs of the original model (plan.json's ``model_path``)
+    recomputed by :func:`splitter.importers.load_chain`. ``None`` when plan.json lacks them.
+    """
+    try:
+        plan = json.loads((Path(out_dir) / "plan.json").read_text())
+        model, assignment = plan["model_path"], plan["assignment"]
+    except (OSError, KeyError, json.JSONDecodeError):
+        return None
+    from splitter.importers import load_chain
+
+    chain = load_chain(model)
+    if len(chain.layers) != len(assignment):
+        raise ValidationError(
+            f"{out_dir}/plan.json: {len(assignment)} layers assigned but {model} has "
+            f"{len(chain.layers)}; re-run `splitter compile`"
+        )
+    out: dict[str, tuple[int, int]] = {}
+    for layer, device in zip(chain.layers, assignment, strict=True):
+        flash, ram = out.get(device, (0, 0))
+        out[device] = (flash + layer.cost.flash, max(ram, layer.cost.ram))
+    return out
+
+
 def build_all(out_dir: Path, *, emulator: bool = True) -> list[DeviceBuild]:
-    """Build every device (and its emulator variant), measure and check each."""
+    """Build every device (and its emulator variant), measure each against the plan.
+
+    The estimates are the planner's (:func:`plan_estimates`) when plan.json allows it, else
+    the generator's numbers recorded in ``firmware/wiring.json``.
+    """
     fw = Path(out_dir) / "firmware"
     wiring_path = fw / "wiring.json"
     if not wiring_path.exists():
         raise InputFileError(f"{wiring_path}: missing; run `splitter compile` first")
     wiring = json.loads(wiring_path.read_text())
     require_toolchain()
+    estimates = plan_estimates(Path(out_dir)) or {}
     builds = []
     for dev in wiring["devices"]:
         ddir = fw / dev["name"]
         elf = run_make(ddir)
         if emulator:
             run_make(ddir, emulator=True)
-        builds.append(measure(dev, elf, _capacities(ddir)))
+        flash, ram = estimates.get(dev["name"], (dev["weights_bytes"], dev["arena_bytes"]))
+        entry = {**dev, "weights_bytes": flash, "arena_bytes": ram}
+        builds.append(measure(entry, elf, _capacities(ddir)))
     return builds
