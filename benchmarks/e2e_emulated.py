@@ -77,6 +77,20 @@ def main() -> None:
         "QEMU netduinoplus2 (STM32F405), 2-core CI-class machine shared with other jobs.",
         "Wall-clock link times depend on host load; cycles are deterministic.",
         "",
+        "Reading these numbers:",
+        "",
+        "- Cycles are SysTick ticks of the emulated 168 MHz core under `-icount shift=0`, i.e.",
+        "  0.168 x instructions (QEMU models no wait states), so ~0.3-0.6 ticks per MAC here vs",
+        "  the catalog's 9 cycles/MAC of a real M4F: the uncalibrated compute estimate is ~20x",
+        "  too high for the emulator (see the error column of `splitter bench`).",
+        "- With one sub-model per device (or too few for its classes) the calibration is exact on",
+        "  each device's total *by construction* (one scale factor per device), so the 0.000 %",
+        "  below only shows the planner reproduces the measurement; it says nothing about",
+        "  predicting other splits. The spread of ticks/MAC across sub-models (0.33-0.57) bounds",
+        "  what a per-class constant can do for a different split: roughly +-25 %.",
+        "- Emulated UART throughput is ~25 KB/s whatever the baud register says, so the link",
+        "  estimate (bytes x 10 / 115200) is ~2x pessimistic in the emulator.",
+        "",
     ]
     with tempfile.TemporaryDirectory() as tmp:
         for model, boards in CASES:
