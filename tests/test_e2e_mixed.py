@@ -1,0 +1,41 @@
+"""A non-F405 part under emulation: the bench says so, calibration uses the emulated clock."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+from test_e2e_support import cli, planner_errors, qemu_pids, shared_build
+
+pytestmark = [pytest.mark.slow, pytest.mark.qemu, pytest.mark.toolchain]
+
+MODEL = "tiny_cnn.onnx"
+BOARD_FILE = "e2e_tiny_mixed.toml"
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return shared_build(tmp_path_factory, MODEL, BOARD_FILE, "mixed")
+
+
+def test_f446_is_benched_as_an_f405_and_calibrated_at_168_mhz(out: Path, tmp_path: Path) -> None:
+    proc = cli("bench", str(out), "--emulate", "-n", "1", "--json", "--no-pipeline")
+    assert proc.returncode == 0, proc.stderr
+    b = json.loads(proc.stdout)
+    assert "STM32F446RE" in b["note"] and "emulated as an F405" in b["note"]
+    assert [d["part"] for d in b["devices"]] == ["STM32F405RG", "STM32F446RE"]
+    assert all(d["clock_hz"] == 168e6 for d in b["devices"])
+    assert b["throughput"]["why_not_pipelined"] == "--no-pipeline"
+    assert qemu_pids(str(out)) == []
+    # the board file came from plan.json (no --target): the estimate uses the F446's 180 MHz
+    est = {d["device"]: d["clock_hz"] for d in b["estimate"]["devices"]}
+    assert est == {"a": 168e6, "b": 180e6}
+    cal = tmp_path / "cal.toml"
+    assert cli("calibrate", str(out), "-o", str(cal)).returncode == 0
+    devices = tomllib.loads(cal.read_text())["device"]
+    assert [d["clock_mhz"] for d in devices] == [168, 168]
+    assert devices[1]["mcu"] == "STM32F446RE"
+    errors = planner_errors(out, cal, MODEL)
+    assert max(abs(e) for e in errors.values()) <= 2.0, errors
