@@ -3,7 +3,8 @@
 Variables: ``x[j][i]`` (layer ``j`` on device ``i``), exactly one per layer, fixed to 0 where the
 layer alone does not fit; constraint (4) ``sum_j FLASH_j x[j][i] <= FLASH_i``; (5) by the fixing.
 Times are integers in units of ``scale`` seconds (``scale`` chosen so the largest possible value
-is about 1e12 units; rounding error per term is at most half a unit).
+is about 1e7 units: CP-SAT stalls on much larger coefficients; rounding error per term is at most
+half a unit, and the exact warm-started polish below removes its effect on the answer).
 
 * latency: ``sum_ij L_ij x_ij + sum_j comm_j b_j`` with ``b_j = [layer j and j+1 differ]``;
 * throughput: exact channelling of ``S_i`` (``x_ji and not x_{j+1,i}``), ``R'_i`` (``x_{j+1,i}``,
@@ -12,8 +13,9 @@ is about 1e12 units; rounding error per term is at most half a unit).
   ``y_i`` (``Q_i`` maximal, strictly above devices of smaller index, as ``argmax``), and
   ``W >= Q_i + L*_i`` when ``y_i``; minimise ``W``.
 
-The answer is re-evaluated in floating point, then the SPEC.md tie rule is applied by a
-Branch-and-Bound run warm-started with it (so every exact solver returns the same plan).
+The answer is re-evaluated in floating point, then ``splitter.partition.solve`` polishes it with an
+exact search warm-started from it (dp for latency, fs or bnb for throughput), which removes the
+integer rounding and applies the SPEC.md tie rule, so every exact solver returns the same plan.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from ortools.sat.python import cp_model
 from splitter.partition.base import SolverResult
 from splitter.partition.problem import Problem
 
-UNITS = 1e12
+UNITS = 1e7
 
 
 def _scale(problem: Problem) -> float:
@@ -102,7 +104,7 @@ def _throughput_objective(m: cp_model.CpModel, x: list, ti: list, ci: list) -> N
     """Minimise ``W`` of eq. 17 as SPEC.md reads it."""
     n, d = len(x), len(x[0])
     s = _sends(m, x)
-    big = sum(max(row) for row in ti) + sum(ci) + 1
+    big = sum(max(row) for row in ti) + 2 * sum(ci) + 1
     q, w_terms = [], []
     for i in range(d):
         col = [x[j][i] for j in range(n)]
