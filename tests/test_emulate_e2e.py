@@ -403,3 +403,26 @@ def test_middle_board_with_another_plan_is_named(aba: Path, x_file: Path, tmp_pa
         check_pong(link, plan_hash(load_plan(other)), 10)
         with pytest.raises(LinkError, match=r"b: firmware is for plan .* rebuild and flash"):
             infer([link], "a", "a", np.load(x_file), 40, timeout=30)
+
+
+def test_killed_host_process_leaves_no_qemu(aba: Path) -> None:
+    """Even SIGKILL of the process that started the emulation takes its QEMUs with it."""
+    code = (
+        "import sys, time\n"
+        "from splitter.link.emulator import Emulation\n"
+        "emu = Emulation(sys.argv[1]).__enter__()\n"
+        "print(' '.join(map(str, emu.pids)), flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(aba)], stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
+    assert proc.stdout is not None
+    pids = [int(p) for p in proc.stdout.readline().split()]
+    assert len(pids) == 2 and not gone(pids)
+    proc.kill()
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while not gone(pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert gone(pids)

@@ -14,8 +14,10 @@ on error and Ctrl-C.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -34,6 +36,7 @@ QEMU_INSTALL = "apt-get install --no-install-recommends qemu-system-arm"
 MACHINE = "netduinoplus2"
 ELF = Path("build/emulator/firmware.elf")
 START_TIMEOUT_S = 10.0
+PORT_ATTEMPTS = 3
 
 
 @dataclass
@@ -156,13 +159,40 @@ class Emulation:
 
     # -- internals ---------------------------------------------------------------------------
     def _start_one(self, qemu: str, dev: dict[str, Any], elf: Path) -> EmulatedDevice:
+        """Start one QEMU; retry with another TCP port if the free one was taken meanwhile."""
+        for attempt in range(PORT_ATTEMPTS):
+            cmd, endpoint = self._command(qemu, dev, elf)
+            log = self._tmp_dir() / f"{dev['name']}.log"
+            with log.open("wb") as fh:
+                proc = subprocess.Popen(
+                    cmd, stdin=subprocess.DEVNULL, stdout=fh, stderr=fh, preexec_fn=_die_with_parent
+                )
+            emu = EmulatedDevice(dev["name"], dev["index"], dev["part"], proc, cmd, endpoint, log)
+            self.devices.append(emu)  # stop() kills it if waiting fails
+            try:
+                _wait_started(emu, endpoint)
+            except LinkError:
+                in_use = proc.poll() is not None and "in use" in log.read_text(errors="replace")
+                if not in_use or attempt == PORT_ATTEMPTS - 1:
+                    raise
+                self.devices.pop()  # exited: try another port
+                continue
+            self.devices.pop()  # the caller appends it
+            return emu
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _tmp_dir(self) -> Path:
         assert self._tmp is not None
+        return self._tmp
+
+    def _command(self, qemu: str, dev: dict[str, Any], elf: Path) -> tuple[list[str], str | None]:
+        """QEMU command line of one device and its host endpoint (if it faces the host)."""
+        tmp = self._tmp_dir()
         cmd = [qemu, "-M", MACHINE, "-display", "none", "-monitor", "none", "-nodefaults"]
         if self.icount:
             cmd += ["-icount", "shift=0"]
         cmd += ["-kernel", str(elf)]
         endpoint = None
-        wait_for: list[Path] = []
         for link in dev["links"]:
             if link["peer_index"] < 0:
                 port = free_port()
@@ -170,27 +200,18 @@ class Emulation:
                 endpoint = f"socket://127.0.0.1:{port}"
                 continue
             a, b = sorted((dev["index"], link["peer_index"]))
-            sock = self._tmp / f"l{a}-{b}.sock"
+            sock = tmp / f"l{a}-{b}.sock"
             cid = f"l{link['index']}"
             if self.link_fault is not None:  # both sides listen; the proxy connects to both
-                sock = self._tmp / f"l{a}-{b}-{dev['index']}.sock"
+                sock = tmp / f"l{a}-{b}-{dev['index']}.sock"
                 cmd += ["-chardev", f"socket,id={cid},path={sock},server=on,wait=off"]
             elif link["server"]:
                 cmd += ["-chardev", f"socket,id={cid},path={sock},server=on,wait=off"]
             else:
-                wait_for.append(sock)
+                _wait_path(sock, dev["name"])
                 cmd += ["-chardev", f"socket,id={cid},path={sock},reconnect=1"]
             cmd += ["-serial", f"chardev:{cid}"]
-        for sock in wait_for:
-            _wait_path(sock, dev["name"])
-        log = self._tmp / f"{dev['name']}.log"
-        with log.open("wb") as fh:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fh, stderr=fh)
-        emu = EmulatedDevice(dev["name"], dev["index"], dev["part"], proc, cmd, endpoint, log)
-        self.devices.append(emu)
-        _wait_started(emu, endpoint)
-        self.devices.pop()
-        return emu
+        return cmd, endpoint
 
 
 LinkFault = Callable[[str, str, bytes], bytes]
@@ -246,6 +267,13 @@ def build_emulator_elf(device_dir: Path) -> None:
     from splitter.link.build import run_make
 
     run_make(device_dir, emulator=True)
+
+
+def _die_with_parent() -> None:
+    """In the QEMU child: get SIGKILL when the parent dies (Linux prctl PR_SET_PDEATHSIG), so
+    even a killed splitter leaves no emulator behind."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
 
 
 def free_port() -> int:
