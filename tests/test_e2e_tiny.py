@@ -17,6 +17,7 @@ from test_e2e_support import (
     MODELS,
     TOL,
     cli,
+    gone,
     planner_errors,
     qemu_pids,
     random_input,
@@ -106,3 +107,22 @@ def test_calibrated_plan_predicts_compute_within_2pct(
     again = cli("compile", str(MODELS / MODEL), "--target", str(cal), "-o",
                 str(tmp_path / "recompiled"), "--no-validate")  # fmt: skip
     assert again.returncode == 0, again.stderr
+
+
+def test_bench_over_ports_derives_board_link_time(out: Path) -> None:
+    """The real-board path (--port): boards already running (here QEMUs started by the test),
+    no proxy between them, so the a -> b time is derived from the latency."""
+    from splitter.link.emulator import Emulation
+
+    with Emulation(out, icount=True) as emu:
+        pids = emu.pids
+        ports = [f"--port={name}={url}" for name, url in emu.endpoints.items()]
+        proc = cli("bench", str(out), "-n", "2", "--json", *ports)
+    assert proc.returncode == 0, proc.stderr
+    assert gone(pids)
+    b = json.loads(proc.stdout)
+    assert b["emulated"] is False
+    link = b["links"][1]
+    assert (link["from"], link["to"], link["measured_by"]) == ("a", "b", "derived")
+    assert all(s is not None and s > 0 for s in link["seconds"])  # 3200 B take time
+    assert all(c > 0 for d in b["devices"] for s in d["submodels"] for c in s["cycles"])
