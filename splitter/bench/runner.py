@@ -432,9 +432,7 @@ def _links(
 def _one_link(
     t: Mapping[str, Any], r: RunSample, events: Sequence[FrameEvent], s: Session
 ) -> tuple[float | None, int | None, str]:
-    n = P.CHUNK_DATA
-    frames = -(-int(t["bytes"]) // n) + 1  # TENSOR chunks + the TIMING frame
-    host_wire = int(t["bytes"]) + frames * (P.CHUNK.size + P.OVERHEAD * 2)
+    host_wire = None  # the host does not count the bytes HostLink puts on the wire
     if t["from"] == HOST:
         return r.t_sent - r.t0, host_wire, "host"
     if t["to"] == HOST:
