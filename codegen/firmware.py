@@ -29,11 +29,11 @@ import jinja2
 
 from splitter.errors import BoardFileError, OutputError
 from splitter.ir import Boards, Chain, Part, Plan
+from splitter.link.protocol import FIRMWARE_VERSION
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "firmware_templates"
 STATIC_FILES = ("proto.c", "proto.h", "timer.c", "timer.h", "uart.c", "uart.h", "libc.c")
 HOST = "host"
-FIRMWARE_VERSION = 1
 #: QEMU 7.2 netduinoplus2 (STM32F405): USARTs in -serial order, fixed 168 MHz core clock.
 EMU_USARTS = (
     ("USART1", 0x40011000),

@@ -85,13 +85,15 @@ void proto_write(int l, uint8_t type, uint8_t seq, const uint8_t *head, uint16_t
 }
 
 void proto_send_pong(int l) {
-    uint8_t p[4 + 8 + DEVICE_NAME_LEN];
+    uint8_t p[4 + 8 + 2 + DEVICE_NAME_LEN];
     p[0] = PROTO_VERSION;
     p[1] = DEVICE_INDEX;
     p[2] = N_SUBMODELS;
     p[3] = DEVICE_NAME_LEN;
     for (int i = 0; i < 8; i++) p[4 + i] = plan_hash[i];
-    for (int i = 0; i < DEVICE_NAME_LEN; i++) p[12 + i] = (uint8_t)device_name[i];
+    p[12] = (uint8_t)FIRMWARE_VERSION;
+    p[13] = (uint8_t)(FIRMWARE_VERSION >> 8);
+    for (int i = 0; i < DEVICE_NAME_LEN; i++) p[14 + i] = (uint8_t)device_name[i];
     proto_write(l, FT_PONG, 0, p, sizeof p, 0, 0);
 }
 

@@ -20,6 +20,7 @@ HARNESS_CONFIG = """
 #include <stdint.h>
 #define N_LINKS 1
 #define DEVICE_INDEX 3u
+#define FIRMWARE_VERSION 258u
 #define DEVICE_NAME_LEN 5
 #define N_SUBMODELS 2u
 #define SEND_RETRIES 3
@@ -149,7 +150,7 @@ def test_chunks_cover_the_tensor() -> None:
 
 
 def test_pong_and_timing_codecs() -> None:
-    pong = P.Pong(1, 2, 3, "00112233aabbccdd", "board-x")
+    pong = P.Pong(1, 2, 3, "00112233aabbccdd", "board-x", 7)
     assert P.decode_pong(P.encode_pong(pong)) == pong
     payload = P.TIMING.pack(0, 1, 0, 2**40 + 5) + P.TIMING.pack(1, 0, 0, 7)
     assert P.decode_timing(payload) == [(0, 1, 2**40 + 5), (1, 0, 7)]
@@ -185,5 +186,6 @@ def test_c_side_matches_python(harness: Path) -> None:
     assert got[2] == frames[1]
     pong = P.decode_pong(got[3].payload)
     assert (pong.device_index, pong.device_name, pong.plan_hash) == (3, "board", "0102030405060708")
+    assert pong.firmware_version == 258
     assert got[4] == frames[2]
     assert out[-8:] == b"cbf43926"

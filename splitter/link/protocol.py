@@ -28,11 +28,14 @@ MAX_PAYLOAD = 1024
 #: Bytes a frame adds around its payload: sync 2 + header 4 + crc 4.
 OVERHEAD = len(SYNC) + HEADER.size + CRC.size
 PROTOCOL_VERSION = 1
+#: Version of the generated firmware runtime (bump when main.c/proto.c behaviour changes).
+FIRMWARE_VERSION = 2
 #: TENSOR/RESULT chunk header: sub-model u8, flags u8, plan tag u16, total u32, offset u32.
 CHUNK = struct.Struct("<BBHII")
 CHUNK_DATA = MAX_PAYLOAD - CHUNK.size
-#: PONG payload head: protocol u8, device index u8, sub-models u8, name length u8, plan hash 8.
-PONG = struct.Struct("<BBBB8s")
+#: PONG payload head: protocol u8, device index u8, sub-models u8, name length u8, plan hash 8,
+#: firmware version u16 (codegen.firmware.FIRMWARE_VERSION); the name follows.
+PONG = struct.Struct("<BBBB8sH")
 #: One TIMING record: sub-model u8, device u8, reserved u16, cycles u64.
 TIMING = struct.Struct("<BBHQ")
 PLAN_HASH_BYTES = 8
@@ -84,6 +87,7 @@ class Pong:
     n_submodels: int
     plan_hash: str
     device_name: str
+    firmware_version: int = 0
 
 
 @dataclass(frozen=True)
@@ -187,16 +191,21 @@ def decode_pong(payload: bytes) -> Pong:
     """Decode a PONG payload (see :data:`PONG`), name bytes follow the fixed head."""
     if len(payload) < PONG.size:
         raise ValueError(f"PONG payload of {len(payload)} bytes is too short")
-    proto, dev, nsub, name_len, phash = PONG.unpack_from(payload)
+    proto, dev, nsub, name_len, phash, fw = PONG.unpack_from(payload)
     name = payload[PONG.size : PONG.size + name_len].decode("utf-8", "replace")
-    return Pong(proto, dev, nsub, phash.hex(), name)
+    return Pong(proto, dev, nsub, phash.hex(), name, fw)
 
 
 def encode_pong(pong: Pong) -> bytes:
     """Encode a PONG payload (the firmware's side; used by tests and the protocol docs)."""
     name = pong.device_name.encode()
     head = PONG.pack(
-        pong.protocol, pong.device_index, pong.n_submodels, len(name), bytes.fromhex(pong.plan_hash)
+        pong.protocol,
+        pong.device_index,
+        pong.n_submodels,
+        len(name),
+        bytes.fromhex(pong.plan_hash),
+        pong.firmware_version,
     )
     return head + name
 

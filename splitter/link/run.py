@@ -20,7 +20,7 @@ import numpy as np
 from splitter.errors import InputFileError, LinkError, ShapeError, ValidationError
 from splitter.link.emulator import Emulation, load_wiring
 from splitter.link.host import HostLink, Timing, infer
-from splitter.link.protocol import PROTOCOL_VERSION, plan_hash
+from splitter.link.protocol import FIRMWARE_VERSION, PROTOCOL_VERSION, plan_hash
 
 CHECK_TOLERANCE = 1e-4
 MODEL_KEYS = ("model_path", "source_path", "model_file", "model")
@@ -101,6 +101,11 @@ def check_pong(link: HostLink, expected_hash: str, timeout: float) -> None:
         raise LinkError(
             f"device {link.device}: firmware speaks protocol {pong.protocol}, host "
             f"{PROTOCOL_VERSION}; rebuild and flash it"
+        )
+    if pong.firmware_version != FIRMWARE_VERSION:
+        raise LinkError(
+            f"device {link.device}: firmware version {pong.firmware_version}, this splitter "
+            f"generates {FIRMWARE_VERSION}; rebuild and flash it (splitter build / flash)"
         )
     if pong.device_name != link.device:
         raise LinkError(
