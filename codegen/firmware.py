@@ -726,6 +726,9 @@ def wiring_json(plan: PlanContext) -> dict[str, object]:
                 "name": d.name,
                 "index": d.index,
                 "part": d.part_name,
+                "clock_hz": {
+                    ("emulator" if t.emulator_flag else "part"): t.core_clock_hz for t in d.targets
+                },
                 "weights_bytes": d.weights_bytes,
                 "arena_bytes": d.arena_bytes,
                 "links": [asdict(ln) for ln in d.links],

@@ -123,6 +123,7 @@ def test_run_emulated_matches_onnxruntime(aba: Path, x_file: Path, tmp_path: Pat
     assert r.returncode == 0, r.stderr
     assert "STM32G071RB emulated as an F405 with the plan's own code" in r.stdout
     assert "check: max-abs difference to onnxruntime" in r.stdout
+    assert "s (cycles / core clock), links and host" in r.stdout
     y = np.load(y_file)
     assert y.shape == (1, 10)
     assert float(np.max(np.abs(y - reference(x_file)))) <= 1e-4

@@ -98,7 +98,10 @@ def command(
         click.echo(res.note)
     for t in res.timings:
         click.echo(f"sub-model {t.submodel} on device {t.device}: {t.cycles} cycles")
-    click.echo(f"round trip {res.seconds:.3f} s")
+    click.echo(
+        f"round trip {res.seconds:.3f} s: compute {res.compute_s:.4f} s (cycles / core clock), "
+        f"links and host {res.seconds - res.compute_s:.3f} s"
+    )
     if output_path is not None:
         try:
             np.save(output_path, res.output)

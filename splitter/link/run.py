@@ -38,13 +38,18 @@ class TensorInfo:
 
 @dataclass
 class RunResult:
-    """Output, the per sub-model cycles the firmware reported, wall time, emulation note."""
+    """Output, the per sub-model cycles the firmware reported, wall time, emulation note.
+
+    ``compute_s`` is ``sum(cycles_k / f_clk(device_k))`` with the device's core clock (168 MHz
+    in the emulator, the part's reset clock on a board); the rest of ``seconds`` is link and
+    host time.
+    """
 
     output: np.ndarray
     timings: list[Timing] = field(default_factory=list)
     seconds: float = 0.0
     note: str = ""
-    max_abs_error: float | None = None
+    compute_s: float = 0.0
 
 
 def load_plan(out_dir: Path) -> dict[str, Any]:
@@ -183,7 +188,15 @@ def run(
             timeout=timeout,
         )
     y = np.frombuffer(res.data, dtype="<f4").reshape(out_spec.shape).astype(np.float32)
-    return RunResult(y, res.timings, res.seconds, note)
+    compute = compute_seconds(wiring, res.timings, emulated=emulate)
+    return RunResult(y, res.timings, res.seconds, note, compute)
+
+
+def compute_seconds(wiring: Mapping[str, Any], timings: list[Timing], *, emulated: bool) -> float:
+    """``sum_k cycles_k / f_clk(device_k)`` over the TIMING records."""
+    key = "emulator" if emulated else "part"
+    clocks = {d["index"]: float(d.get("clock_hz", {}).get(key, 0)) for d in wiring["devices"]}
+    return sum(t.cycles / clocks[t.device] for t in timings if clocks.get(t.device))
 
 
 def _host_ports(wiring: Mapping[str, Any], ports: Mapping[str, str]) -> dict[str, str]:
