@@ -7,6 +7,7 @@ conv3-softmax on ``b``); every CLI call is a real subprocess booting real QEMUs.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -126,3 +127,17 @@ def test_bench_over_ports_derives_board_link_time(out: Path) -> None:
     assert (link["from"], link["to"], link["measured_by"]) == ("a", "b", "derived")
     assert all(s is not None and s > 0 for s in link["seconds"])  # 3200 B take time
     assert all(c > 0 for d in b["devices"] for s in d["submodels"] for c in s["cycles"])
+
+
+def test_bench_and_calibrate_human_output(out: Path, tmp_path: Path) -> None:
+    wide = {**os.environ, "COLUMNS": "120"}  # rich wraps table cells to the terminal width
+    proc = cli("bench", str(out), "--emulate", "-n", "1", "--no-pipeline", env=wide)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    assert "estimated vs measured" in text and "error %" in text
+    assert "sub-model 0 on a (compute)" in text and "link a -> b (3200 B, proxy)" in text
+    assert "throughput (sequential)" in text and "wrote" in text
+    cal = cli("calibrate", str(out), "-o", str(tmp_path / "c.toml"), env=wide)
+    assert cal.returncode == 0, cal.stderr
+    assert "calibrated cycles per MAC" in cal.stdout and "wrote" in cal.stdout
+    assert qemu_pids(str(out)) == []
