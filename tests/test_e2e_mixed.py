@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from test_e2e_support import cli, planner_errors, qemu_pids, shared_build
+from test_e2e_support import cli, gone, planner_errors, qemu_pids, shared_build
 
 pytestmark = [pytest.mark.slow, pytest.mark.qemu, pytest.mark.toolchain]
 
@@ -39,3 +39,20 @@ def test_f446_is_benched_as_an_f405_and_calibrated_at_168_mhz(out: Path, tmp_pat
     assert devices[1]["mcu"] == "STM32F446RE"
     errors = planner_errors(out, cal, MODEL)
     assert max(abs(e) for e in errors.values()) <= 2.0, errors
+
+
+def test_bench_refuses_boards_running_another_plan(
+    out: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The boards (QEMUs of the mixed plan) answer PING with another plan hash than OUT's."""
+    from splitter.link.emulator import Emulation
+
+    tiny = shared_build(tmp_path_factory, MODEL, "e2e_tiny2.toml", "tiny_other")
+    with Emulation(out, icount=True) as emu:
+        pids = emu.pids
+        ports = [f"--port={name}={url}" for name, url in emu.endpoints.items()]
+        proc = cli("bench", str(tiny), "-n", "1", *ports)
+    assert gone(pids)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "firmware is for plan" in lines[0] and "device a" in lines[0]
