@@ -21,13 +21,14 @@ The incumbent comes from a beam run of the same label setting (best labels by ``
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from splitter.partition.base import Incumbent, SolverResult
 from splitter.partition.bnb import cost_to_go
 from splitter.partition.problem import TOL, Problem, value_of
 
-BEAM_WIDTHS = (16, 256)
+BEAM_WIDTHS = (16, 64, 256)
 
 
 @dataclass(slots=True)
@@ -41,26 +42,49 @@ class _Label:
 
 
 def solve_dp(problem: Problem, objective: str, **options: object) -> SolverResult:
-    """Exact minimum latency; ``objective`` must be ``"latency"``."""
+    """Exact minimum latency; ``objective`` must be ``"latency"``.
+
+    Phases: a narrow beam gives an incumbent; Lagrangian multipliers of the binding flash
+    constraints are fitted against it; wider beams guided by the penalised cost-to-go improve the
+    incumbent; the exact label setting then runs with every bound.
+    """
     from splitter.errors import SolverError
 
     if objective != "latency":
         raise SolverError("dp solves latency only; use --solver bnb or cpsat for throughput")
     h = cost_to_go(problem)
+    binding = _binding(problem)
+    plain = [(h, [0.0] * len(binding))]
     nodes = 0
     ub = float("inf")
+    best: tuple[int, ...] | None = None
     start = options.get("incumbent")
     if start is not None:
-        ub = value_of(problem, tuple(start), "latency")  # type: ignore[arg-type]
-    else:
-        for width in BEAM_WIDTHS:
-            found, used = _label_setting(problem, h, ub, beam=width)
-            nodes += used
-            if found is not None:
-                ub = value_of(problem, found, "latency")
-                break
-    found, used = _label_setting(problem, h, ub, beam=None)
+        best = tuple(int(x) for x in start)  # type: ignore[attr-defined]
+        ub = value_of(problem, best, "latency")
+    bounds = plain
+    for width in BEAM_WIDTHS:
+        if not binding and ub < float("inf"):
+            break
+        found, used = _label_setting(problem, bounds, ub, beam=width)
+        nodes += used
+        if found is not None and value_of(problem, found, "latency") < ub:
+            best, ub = found, value_of(problem, found, "latency")
+        if binding and ub < float("inf"):
+            bounds = plain + _lagrangian_bounds(problem, binding, ub)
+    limit = options.get("time_limit")
+    deadline = time.perf_counter() + float(limit) if limit else None  # type: ignore[arg-type]
+    try:
+        found, used = _label_setting(problem, bounds, ub, None, deadline, best)
+    except _Stop as stop:  # time limit: the incumbent, not proved optimal
+        return SolverResult(stop.incumbent, nodes=nodes + stop.nodes, optimal=False)
     return SolverResult(found, nodes=nodes + used, optimal=True)
+
+
+class _Stop(Exception):
+    def __init__(self, incumbent: tuple[int, ...] | None, nodes: int) -> None:
+        super().__init__("time limit")
+        self.incumbent, self.nodes = incumbent, nodes
 
 
 def _binding(problem: Problem) -> list[int]:
@@ -73,10 +97,78 @@ def _binding(problem: Problem) -> list[int]:
     return out
 
 
+def _penalised_cost_to_go(
+    problem: Problem, binding: list[int], lam: list[float]
+) -> tuple[list[list[float]], float, list[int]]:
+    """Cost-to-go with ``L_ij + lam_i FLASH_j`` on binding devices, root value and its path."""
+    n, d, t, comm = problem.n, problem.d, problem.t_list, problem.comm_list
+    pen = [0.0] * d
+    for k, i in enumerate(binding):
+        pen[i] = lam[k]
+    flash = [float(x) for x in problem.flash]
+    inf = float("inf")
+    tp = [[t[j][i] + pen[i] * flash[j] if problem.allowed[j, i] else inf for i in range(d)]
+          for j in range(n)]  # fmt: skip
+    h = [[0.0] * d for _ in range(n)]
+    for j in range(n - 2, -1, -1):
+        nxt = [tp[j + 1][k] + h[j + 1][k] for k in range(d)]
+        best = min(nxt)
+        h[j] = [min(nxt[i], comm[j] + best) for i in range(d)]
+    root = [tp[0][i] + h[0][i] for i in range(d)]
+    path = [min(range(d), key=lambda i: root[i])]
+    for j in range(n - 1):
+        i = path[-1]
+        path.append(
+            min(range(d), key=lambda k: tp[j + 1][k] + h[j + 1][k] + (comm[j] if k != i else 0.0))
+        )
+    return h, min(root), path
+
+
+def _lagrangian_bounds(
+    problem: Problem, binding: list[int], ub: float, iterations: int = 25
+) -> list[tuple[list[list[float]], list[float]]]:
+    """Penalised cost-to-go tables for a few multipliers ``lam >= 0`` found by subgradient ascent.
+
+    For any ``lam >= 0`` and any feasible completion from a label with remaining flash ``rem_i``:
+    ``cost + h_lam[j][i] - sum_i lam_i rem_i`` is a lower bound on the final latency (Lagrangian
+    relaxation of constraint (4)).
+    """
+    caps = [float(problem.dev_flash[i]) for i in binding]
+    flash = [float(x) for x in problem.flash]
+    lam = [0.0] * len(binding)
+    out: list[tuple[list[list[float]], list[float]]] = []
+    best_lb = -float("inf")
+    for _ in range(iterations):
+        h, root, path = _penalised_cost_to_go(problem, binding, lam)
+        lb = root - sum(l * c for l, c in zip(lam, caps, strict=True))
+        if lb > best_lb + 1e-12 * abs(ub):
+            best_lb = lb
+            out.append((h, list(lam)))
+        grad = [-c for c in caps]
+        for j, i in enumerate(path):
+            if i in binding:
+                grad[binding.index(i)] += flash[j]
+        norm = sum(g * g for g in grad)
+        if norm == 0 or best_lb >= ub:
+            break
+        step = (ub - lb) / norm
+        lam = [max(0.0, l + step * g) for l, g in zip(lam, grad, strict=True)]
+    return out[-3:]
+
+
 def _label_setting(
-    problem: Problem, h: list[list[float]], ub: float, beam: int | None
+    problem: Problem,
+    bounds: list[tuple[list[list[float]], list[float]]],
+    ub: float,
+    beam: int | None,
+    deadline: float | None = None,
+    incumbent: tuple[int, ...] | None = None,
 ) -> tuple[tuple[int, ...] | None, int]:
-    """One forward pass; returns the best complete assignment found and the labels created."""
+    """One forward pass; returns the best complete assignment found and the labels created.
+
+    ``bounds`` are ``(h_lam, lam)`` pairs: cost-to-go tables (penalised by ``lam`` on the binding
+    devices, ``lam = 0`` for the plain one); a label is cut when any of them bounds it above UB.
+    """
     n, d, t, comm = problem.n, problem.d, problem.t_list, problem.comm_list
     binding = _binding(problem)
     slot = {dev: k for k, dev in enumerate(binding)}
@@ -84,11 +176,15 @@ def _label_setting(
     flash = [int(x) for x in problem.flash]
     allowed = problem.allowed.tolist()
     limit = ub * (1 + TOL)
+    h = bounds[0][0]
+    extra = [(hb, lam) for hb, lam in bounds[1:] if any(lam)]
     margin = TOL * ub * (1 + TOL) * (1 + 1e-6) if ub < float("inf") else float("inf")
     layers: list[list[_Label]] = []
     labels = [_Label(-1, 0.0, 0, 0, tuple([0] * len(binding)), -1)]
     nodes = 0
     for j in range(n):
+        if deadline is not None and time.perf_counter() > deadline:
+            raise _Stop(incumbent, nodes)
         children: list[_Label] = []
         for pidx, lab in enumerate(labels):
             for i in range(d):
@@ -105,17 +201,56 @@ def _label_setting(
                 cost = lab.cost + t[j][i] + (comm[j - 1] if change else 0.0)
                 if cost + h[j][i] > limit:
                     continue
+                if extra and _lagrange_cut(extra, j, i, cost, fvec, caps, limit):
+                    continue
                 nsub = lab.nsub + (1 if change or j == 0 else 0)
                 children.append(_Label(i, cost, nsub, len(children), fvec, pidx))
         nodes += len(children)
+        if beam is not None:
+            children = _beam_cut(children, bounds[-1], caps, j, 4 * beam)
         labels = _dominance_filter(children, margin)
-        if beam is not None and len(labels) > beam:
-            labels.sort(key=lambda lb: (lb.cost + h[j][lb.dev], lb.rank))
-            labels = sorted(labels[:beam], key=lambda lb: lb.rank)
+        if beam is not None:
+            labels = _beam_cut(labels, bounds[-1], caps, j, beam)
         layers.append(labels)
         if not labels:
             return None, nodes
     return _best_final(problem, layers), nodes
+
+
+def _beam_cut(
+    labels: list[_Label],
+    bound: tuple[list[list[float]], list[float]],
+    caps: list[int],
+    j: int,
+    width: int,
+) -> list[_Label]:
+    """The ``width`` labels of least (penalised) bound, in rank order (beam phases only)."""
+    if len(labels) <= width:
+        return labels
+    hb, lam = bound
+
+    def key(lb: _Label) -> tuple[float, int]:
+        slack = sum(l * (c - u) for l, c, u in zip(lam, caps, lb.fvec, strict=True))
+        return (lb.cost + hb[j][lb.dev] - slack, lb.rank)
+
+    return sorted(sorted(labels, key=key)[:width], key=lambda lb: lb.rank)
+
+
+def _lagrange_cut(
+    extra: list[tuple[list[list[float]], list[float]]],
+    j: int,
+    i: int,
+    cost: float,
+    fvec: tuple[int, ...],
+    caps: list[int],
+    limit: float,
+) -> bool:
+    """``cost + h_lam[j][i] - sum_k lam_k (cap_k - used_k) > UB``: no feasible completion wins."""
+    for hb, lam in extra:
+        slack = sum(l * (c - u) for l, c, u in zip(lam, caps, fvec, strict=True))
+        if cost + hb[j][i] - slack > limit:
+            return True
+    return False
 
 
 def _dominance_filter(children: list[_Label], margin: float) -> list[_Label]:
