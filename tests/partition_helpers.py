@@ -31,7 +31,13 @@ def case_boards_toml(case: dict) -> str:
     """A boards.toml for a reference case (bits_per_byte = 8 as the thesis)."""
     lines = ["[link]", "baud = 115200", "bits_per_byte = 8", ""]
     for k, dev in enumerate(case["devices"]):
-        lines += ["[[device]]", f'name = "d{k}"', f'mcu = "{dev["mcu"]}"', f'flash = "{dev["flash"]}"', ""]
+        lines += [
+            "[[device]]",
+            f'name = "d{k}"',
+            f'mcu = "{dev["mcu"]}"',
+            f'flash = "{dev["flash"]}"',
+            "",
+        ]
     return "\n".join(lines)
 
 

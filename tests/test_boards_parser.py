@@ -51,6 +51,12 @@ def test_catalog_unknown_part_suggests_close_matches() -> None:
     assert get_part("stm32f446re").name == "STM32F446RE"
 
 
+INLINE_PART = (  # a TOML inline table must stay on one line
+    'part = { name = "my-board", flash_kib = 8192, ram_kib = 4096, clock_mhz = 400, cpm = 6, '
+    'core = "cortex-m7" }'
+)
+
+
 def test_full_board_file(tmp_path: Path) -> None:
     path = _write(
         tmp_path,
@@ -81,8 +87,8 @@ mcu = "STM32G071RB"
 
 [[device]]
 name = "custom"
-part = { name = "my-board", flash_kib = 8192, ram_kib = 4096, clock_mhz = 400, cpm = 6, core = "cortex-m7" }
-""",
+@INLINE@
+""".replace("@INLINE@", INLINE_PART),
     )
     boards = load_boards(path)
     assert (boards.link.baud, boards.link.bits_per_byte) == (921600, 8)
@@ -104,8 +110,11 @@ def test_defaults(tmp_path: Path) -> None:
 
 BAD = [
     ('[[device]]\nname = "a"\nmcu = "STM32F999XX"\n', "mcu"),
-    ('[[device]]\nname = "a"\nmcu = "STM32F401RE"\n[[device]]\nname = "a"\nmcu = "STM32F401RB"\n',
-     "duplicates"),
+    (
+        '[[device]]\nname = "a"\nmcu = "STM32F401RE"\n'
+        '[[device]]\nname = "a"\nmcu = "STM32F401RB"\n',
+        "duplicates",
+    ),
     ('[[device]]\nname = "a"\nmcu = "STM32F401RE"\nflash = "75 %"\n', "flash"),
     ('[[device]]\nname = "a"\nmcu = "STM32F401RE"\nflash = "-1 MiB"\n', "512 KiB"),
     ('[[device]]\nname = "a"\nmcu = "STM32F401RE"\nram = "200%"\n', "ram"),

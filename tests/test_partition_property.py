@@ -71,7 +71,9 @@ def test_exact_solvers_agree_with_full_search(inst, heuristic, data) -> None:
         runs.append(("cpsat", {"workers": 1, "time_limit": 5.0}))
         if objective == "latency":
             runs.append(("dp", {}))
-            runs.append(("bnb", {"bound": "thesis", "val_order": data.draw(st.sampled_from(VAL_ORDERS))}))
+            runs.append(
+                ("bnb", {"bound": "thesis", "val_order": data.draw(st.sampled_from(VAL_ORDERS))})
+            )
         for solver, options in runs:
             got = _outcome(problem, objective, solver, **options)
             assert (got is None) == (ref is None), (solver, options, objective)

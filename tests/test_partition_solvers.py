@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-
 from partition_helpers import CASES, case_boards, thesis_costs
+
 from splitter.errors import InfeasibleError, SolverError
 from splitter.ir import Boards, Device, LayerCost, LinkSpec, Part
 from splitter.partition import SOLVERS, evaluate, make_plan, make_problem, solve, verify
@@ -18,7 +18,8 @@ PART = Part("P", 64, 64, 1.0, 1.0)
 
 def _boards(*flash: int, clock: tuple[float, ...] = (), bpb: int = 8, baud: int = 8) -> Boards:
     devs = tuple(
-        Device(f"d{i}", PART, f, 1 << 20, clock[i] if clock else 1.0, 1.0) for i, f in enumerate(flash)
+        Device(f"d{i}", PART, f, 1 << 20, clock[i] if clock else 1.0, 1.0)
+        for i, f in enumerate(flash)
     )
     return Boards(devs, LinkSpec(baud=baud, bits_per_byte=bpb))
 
@@ -57,7 +58,7 @@ def test_layer_time_per_class_cycles() -> None:
 
 
 def test_tie_rule() -> None:
-    assert better(1.0, 3, (0, 1, 0), 1.0 + 1e-12, 1, (0, 0, 0))  is False
+    assert better(1.0, 3, (0, 1, 0), 1.0 + 1e-12, 1, (0, 0, 0)) is False
     assert better(1.0 + 1e-12, 1, (0, 0, 1), 1.0, 2, (0, 0, 0))
     assert better(1.0, 2, (0, 0, 1), 1.0, 2, (0, 1, 1))
     assert better(0.5, 9, (1, 1, 1), 1.0, 1, (0, 0, 0))
@@ -98,7 +99,7 @@ def test_verify_rejects_a_tampered_plan() -> None:
 
 def test_full_search_refuses_large_instances() -> None:
     problem = make_problem([LayerCost(macs=1)] * 40, _boards(100, 100))
-    with pytest.raises(SolverError, match="dp .*bnb or cpsat"):
+    with pytest.raises(SolverError, match=r"dp .*bnb or cpsat"):
         solve(problem, "latency", "fs")
 
 
@@ -125,7 +126,9 @@ def test_dp_agrees_with_cpsat_on_a_longer_chain() -> None:
 
     rng = random.Random(7)
     costs = [
-        LayerCost(flash=rng.randint(0, 400), ram=1, macs=rng.randint(1, 50), out_bytes=rng.randint(1, 9))
+        LayerCost(
+            flash=rng.randint(0, 400), ram=1, macs=rng.randint(1, 50), out_bytes=rng.randint(1, 9)
+        )
         for _ in range(60)
     ]
     total = sum(c.flash for c in costs)

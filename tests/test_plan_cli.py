@@ -8,12 +8,15 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from partition_helpers import CASES, case_boards_toml, profile_csv
+
 from splitter.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-EXACT = {"latency": ("fs", "bnb", "dp", "cpsat", "auto"), "throughput": ("fs", "bnb", "cpsat", "auto")}
+EXACT = {
+    "latency": ("fs", "bnb", "dp", "cpsat", "auto"),
+    "throughput": ("fs", "bnb", "cpsat", "auto"),
+}
 FS_FITS = {"kws_cnn", "tiny_cnn"}  # 2^30 candidates of mobilenet exceed the full-search limit
 
 
@@ -66,7 +69,9 @@ def test_reference_case_through_cli(
     want = [[dev, first, last] for dev, _, first, last in case[f"{objective}_submodels"]]
     got = [[s["device_index"], s["first"], s["last"]] for s in data["submodels"]]
     assert got == want
-    assert [s["mcu"] for s in data["submodels"]] == [m for _, m, _, _ in case[f"{objective}_submodels"]]
+    assert [s["mcu"] for s in data["submodels"]] == [
+        m for _, m, _, _ in case[f"{objective}_submodels"]
+    ]
     assert data["optimal"] is True and data["objective"] == objective
     for key in ("solver", "nodes", "solve_time_s", "throughput_ref9_per_s", "latency_s"):
         assert key in data
@@ -109,8 +114,11 @@ def _bad(tmp_path: Path, text: str) -> Path:
 
 BAD_BOARDS = [
     ('[[device]]\nname = "a"\nmcu = "STM32F4O1RE"\n', "did you mean STM32F401RE"),
-    ('[[device]]\nname = "a"\nmcu = "STM32L433RC"\n[[device]]\nname = "a"\nmcu = "STM32L412KB"\n',
-     "unique"),
+    (
+        '[[device]]\nname = "a"\nmcu = "STM32L433RC"\n'
+        '[[device]]\nname = "a"\nmcu = "STM32L412KB"\n',
+        "unique",
+    ),
     ('[[device]]\nname = "a"\nmcu = "STM32F401RE"\nflash = "75 %"\n', "75 %"),
     ('[[device]]\nname = "a"\nmcu = "STM32F401RE"\nflash = "-1 MiB"\n', "-1 MiB"),
     ('[link]\nbaud = 0\n[[device]]\nname = "a"\nmcu = "STM32F401RE"\n', "baud"),

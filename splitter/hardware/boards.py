@@ -44,7 +44,9 @@ PART_REQUIRED = ("name", "flash_kib", "ram_kib", "clock_mhz", "cpm")
 PART_OPTIONAL = ("core", "fpu", "flash_origin", "ram_regions", "usart_layout", "usarts", "source")
 CPM_CLASSES = ("conv", "depthwise", "dense", "other")
 NAME_RE = re.compile(r"^[a-z0-9_-]+$")
-SIZE_RE = re.compile(r"^(?P<neg>-)?(?P<num>\d+(?:\.\d+)?)(?:(?P<pct>%)|\s?(?P<unit>KiB|KB|MiB|MB))$")
+SIZE_RE = re.compile(
+    r"^(?P<neg>-)?(?P<num>\d+(?:\.\d+)?)(?:(?P<pct>%)|\s?(?P<unit>KiB|KB|MiB|MB))$"
+)
 SIZE_FIX = "write 'NN%' (no space), 'NNN KiB' or '-NN KiB' (part minus a reserve)"
 
 
@@ -87,7 +89,9 @@ def boards_from_dict(data: Mapping[str, Any], where: str = "boards.toml") -> Boa
     return Boards(devices=tuple(devices), link=link, source_path=where)
 
 
-def _no_extra_keys(table: Mapping[str, Any], allowed: tuple[str, ...], where: str, ctx: str) -> None:
+def _no_extra_keys(
+    table: Mapping[str, Any], allowed: tuple[str, ...], where: str, ctx: str
+) -> None:
     extra = [k for k in table if k not in allowed]
     if extra:
         raise BoardFileError(
@@ -144,7 +148,7 @@ def _device_part(raw: Mapping[str, Any], where: str, ctx: str) -> Part:
     has_mcu, has_part = "mcu" in raw, "part" in raw
     if has_mcu == has_part:
         raise BoardFileError(
-            f"{where}: {ctx} needs exactly one of mcu = \"<catalog part>\" or part = {{...}}; "
+            f'{where}: {ctx} needs exactly one of mcu = "<catalog part>" or part = {{...}}; '
             "keep one"
         )
     if has_mcu:
@@ -183,7 +187,8 @@ def _cpm_by_class(value: Any, where: str, ctx: str) -> dict[str, float]:
         return {}
     if not isinstance(value, dict):
         raise BoardFileError(
-            f"{where}: {ctx} cpm_by_class must be an inline table like {{ conv = 5.1, dense = 4.2 }}"
+            f"{where}: {ctx} cpm_by_class must be an inline table like "
+            "{ conv = 5.1, dense = 4.2 }"
         )
     _no_extra_keys(value, CPM_CLASSES, where, f"{ctx} cpm_by_class")
     return {k: _positive_float(v, where, f"{ctx} cpm_by_class.{k}") for k, v in value.items()}

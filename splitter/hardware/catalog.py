@@ -38,7 +38,7 @@ def part_from_table(name: str, table: dict[str, Any], where: str = CATALOG_FILE)
             f"{where}: part {name}: usart_layout '{layout}' unknown; use one of {USART_LAYOUTS}"
         )
     regions = tuple(
-        (str(r[0]), int(r[1]), int(round(float(r[2]) * 1024))) for r in table.get("ram_regions", ())
+        (str(r[0]), int(r[1]), round(float(r[2]) * 1024)) for r in table.get("ram_regions", ())
     )
     return Part(
         name=name,
@@ -74,7 +74,10 @@ def close_matches(name: str) -> list[str]:
 
 
 def get_part(name: str) -> Part:
-    """The catalog part ``name`` (exact, else case-insensitive); BoardFileError with close matches."""
+    """The catalog part ``name`` (exact, else case-insensitive).
+
+    Raises BoardFileError naming close matches when it is unknown.
+    """
     cat = _catalog()
     if name in cat:
         return cat[name]

@@ -65,7 +65,9 @@ def pick_solver(problem: Problem, objective: str) -> str:
     return "bnb" if problem.n <= AUTO_BNB_MAX_LAYERS else "cpsat"
 
 
-def solve(problem: Problem, objective: str = "latency", solver: str = "auto", **options: object) -> Plan:
+def solve(
+    problem: Problem, objective: str = "latency", solver: str = "auto", **options: object
+) -> Plan:
     """Solve ``problem`` for ``objective`` ("latency" | "throughput") with ``solver``.
 
     Raises :class:`InfeasibleError` (with the failing constraint, numbers and fix) when no
@@ -125,8 +127,8 @@ def make_plan(
         solve_time_s=elapsed,
         assignment=ev.assignment,
         submodels=tuple(
-            SubModel(index=k, device_index=dev, first=f, last=l)
-            for k, (dev, f, l) in enumerate(ev.submodels)
+            SubModel(index=k, device_index=dev, first=first, last=last)
+            for k, (dev, first, last) in enumerate(ev.submodels)
         ),
         latency_s=ev.latency_s,
         throughput_per_s=ev.throughput_per_s,

@@ -1,4 +1,4 @@
-"""What every solver returns, and the incumbent every solver keeps (one comparison: SPEC.md Ties)."""
+"""What every solver returns, and the incumbent every solver keeps (SPEC.md Ties)."""
 
 from __future__ import annotations
 

@@ -58,9 +58,7 @@ def cost_to_go(problem: Problem) -> list[list[float]]:
     inf = float("inf")
     h = [[0.0] * d for _ in range(n)]
     for j in range(n - 2, -1, -1):
-        nxt = [
-            t[j + 1][k] + h[j + 1][k] if problem.allowed[j + 1, k] else inf for k in range(d)
-        ]
+        nxt = [t[j + 1][k] + h[j + 1][k] if problem.allowed[j + 1, k] else inf for k in range(d)]
         best_nxt = min(nxt)
         h[j] = [min(nxt[i], comm[j] + best_nxt) for i in range(d)]
     return h
@@ -152,9 +150,12 @@ class BranchAndBound:
         self.nodes += 1
         if self.node_limit and self.nodes > self.node_limit:
             raise _Stop
-        if self.deadline is not None and self.nodes % 1024 == 0:
-            if time.perf_counter() > self.deadline:
-                raise _Stop
+        if (
+            self.deadline is not None
+            and self.nodes % 1024 == 0
+            and time.perf_counter() > self.deadline
+        ):
+            raise _Stop
 
     def _values(self, j: int) -> list[int]:
         """Devices layer ``j`` may take now, in value order."""

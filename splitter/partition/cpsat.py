@@ -40,14 +40,14 @@ def solve_cpsat(problem: Problem, objective: str, **options: object) -> SolverRe
     ti = [[round(problem.t_list[j][i] / scale) for i in range(d)] for j in range(n)]
     ci = [round(c / scale) for c in problem.comm_list]
     m = cp_model.CpModel()
-    x = [[m.NewBoolVar(f"x{j}_{i}") for i in range(d)] for j in range(n)]
+    x = [[m.new_bool_var(f"x{j}_{i}") for i in range(d)] for j in range(n)]
     for j in range(n):
-        m.AddExactlyOne(x[j])
+        m.add_exactly_one(x[j])
         for i in range(d):
             if not problem.allowed[j, i]:
-                m.Add(x[j][i] == 0)
+                m.add(x[j][i] == 0)
     for i in range(d):
-        m.Add(sum(int(problem.flash[j]) * x[j][i] for j in range(n)) <= int(problem.dev_flash[i]))
+        m.add(sum(int(problem.flash[j]) * x[j][i] for j in range(n)) <= int(problem.dev_flash[i]))
     if objective == "latency":
         _latency_objective(m, x, ti, ci)
     else:
@@ -55,17 +55,17 @@ def solve_cpsat(problem: Problem, objective: str, **options: object) -> SolverRe
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = float(options.get("time_limit", 60.0))  # type: ignore[arg-type]
     solver.parameters.num_workers = int(options.get("workers", 2))  # type: ignore[call-overload]
-    status = solver.Solve(m)
-    nodes = int(solver.NumBranches())
+    status = solver.solve(m)
+    nodes = int(solver.num_branches)
     if status == cp_model.INFEASIBLE:
         return SolverResult(None, nodes, optimal=True)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return SolverResult(None, nodes, optimal=False)
-    a = tuple(next(i for i in range(d) if solver.Value(x[j][i])) for j in range(n))
+    a = tuple(next(i for i in range(d) if solver.value(x[j][i])) for j in range(n))
     optimal = status == cp_model.OPTIMAL
     gap = None
     if not optimal:
-        obj, bound = solver.ObjectiveValue(), solver.BestObjectiveBound()
+        obj, bound = solver.objective_value, solver.best_objective_bound
         gap = (obj - bound) / obj if obj > 0 else 0.0
     return SolverResult(a, nodes, optimal=optimal, gap=gap)
 
@@ -73,11 +73,11 @@ def solve_cpsat(problem: Problem, objective: str, **options: object) -> SolverRe
 def _sends(m: cp_model.CpModel, x: list[list[cp_model.IntVar]]) -> list[list[cp_model.IntVar]]:
     """``s[j][i] = x[j][i] and not x[j+1][i]``: device ``i`` sends layer ``j``'s output."""
     n, d = len(x), len(x[0])
-    s = [[m.NewBoolVar(f"s{j}_{i}") for i in range(d)] for j in range(n - 1)]
+    s = [[m.new_bool_var(f"s{j}_{i}") for i in range(d)] for j in range(n - 1)]
     for j in range(n - 1):
         for i in range(d):
-            m.AddBoolAnd([x[j][i], x[j + 1][i].Not()]).OnlyEnforceIf(s[j][i])
-            m.AddBoolOr([x[j][i].Not(), x[j + 1][i]]).OnlyEnforceIf(s[j][i].Not())
+            m.add_bool_and([x[j][i], x[j + 1][i].negated()]).only_enforce_if(s[j][i])
+            m.add_bool_or([x[j][i].negated(), x[j + 1][i]]).only_enforce_if(s[j][i].negated())
     return s
 
 
@@ -87,15 +87,15 @@ def _latency_objective(m: cp_model.CpModel, x: list, ti: list, ci: list) -> None
     s = _sends(m, x)
     compute = sum(ti[j][i] * x[j][i] for j in range(n) for i in range(d))
     transfer = sum(ci[j] * s[j][i] for j in range(n - 1) for i in range(d))
-    m.Minimize(compute + transfer)
+    m.minimize(compute + transfer)
 
 
 def _prefix_or(m: cp_model.CpModel, lits: list, name: str) -> list:
     """``out[k] = lits[0] or ... or lits[k]``."""
     out = [lits[0]]
     for k in range(1, len(lits)):
-        v = m.NewBoolVar(f"{name}{k}")
-        m.AddMaxEquality(v, [out[-1], lits[k]])
+        v = m.new_bool_var(f"{name}{k}")
+        m.add_max_equality(v, [out[-1], lits[k]])
         out.append(v)
     return out
 
@@ -112,23 +112,25 @@ def _throughput_objective(m: cp_model.CpModel, x: list, ti: list, ci: list) -> N
         after = list(reversed(_prefix_or(m, col[::-1], f"a{i}_")))
         recv = []
         for j in range(n - 1):  # R'_i: layer j+1 on i received from j, i used at or before j
-            r = m.NewBoolVar(f"r{j}_{i}")
-            m.AddBoolAnd([x[j + 1][i], x[j][i].Not(), before[j]]).OnlyEnforceIf(r)
-            m.AddBoolOr([x[j + 1][i].Not(), x[j][i], before[j].Not()]).OnlyEnforceIf(r.Not())
+            r = m.new_bool_var(f"r{j}_{i}")
+            m.add_bool_and([x[j + 1][i], x[j][i].negated(), before[j]]).only_enforce_if(r)
+            m.add_bool_or([x[j + 1][i].negated(), x[j][i], before[j].negated()]).only_enforce_if(
+                r.negated()
+            )
             recv.append(r)
         inter = []
         for j in range(n):  # L*_i: layer j between i's first and last, on device k != i
             for k in range(d):
                 if k == i:
                     continue
-                z = m.NewBoolVar(f"z{j}_{i}_{k}")
-                m.AddBoolAnd([before[j], after[j], x[j][k]]).OnlyEnforceIf(z)
-                m.AddBoolOr([before[j].Not(), after[j].Not(), x[j][k].Not()]).OnlyEnforceIf(
-                    z.Not()
-                )
+                z = m.new_bool_var(f"z{j}_{i}_{k}")
+                m.add_bool_and([before[j], after[j], x[j][k]]).only_enforce_if(z)
+                m.add_bool_or(
+                    [before[j].negated(), after[j].negated(), x[j][k].negated()]
+                ).only_enforce_if(z.negated())
                 inter.append(ti[j][k] * z)
-        qi = m.NewIntVar(0, big, f"q{i}")
-        m.Add(
+        qi = m.new_int_var(0, big, f"q{i}")
+        m.add(
             qi
             == sum(ti[j][i] * x[j][i] for j in range(n))
             + sum(ci[j] * s[j][i] for j in range(n - 1))
@@ -136,14 +138,14 @@ def _throughput_objective(m: cp_model.CpModel, x: list, ti: list, ci: list) -> N
         )
         q.append(qi)
         w_terms.append(sum(inter))
-    y = [m.NewBoolVar(f"y{i}") for i in range(d)]
-    m.AddExactlyOne(y)
-    w = m.NewIntVar(0, 2 * big, "W")
+    y = [m.new_bool_var(f"y{i}") for i in range(d)]
+    m.add_exactly_one(y)
+    w = m.new_int_var(0, 2 * big, "W")
     for i in range(d):
         for k in range(d):
             if k < i:
-                m.Add(q[i] >= q[k] + 1).OnlyEnforceIf(y[i])
+                m.add(q[i] >= q[k] + 1).only_enforce_if(y[i])
             elif k > i:
-                m.Add(q[i] >= q[k]).OnlyEnforceIf(y[i])
-        m.Add(w >= q[i] + w_terms[i]).OnlyEnforceIf(y[i])
-    m.Minimize(w)
+                m.add(q[i] >= q[k]).only_enforce_if(y[i])
+        m.add(w >= q[i] + w_terms[i]).only_enforce_if(y[i])
+    m.minimize(w)

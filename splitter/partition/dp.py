@@ -140,7 +140,7 @@ def _lagrangian_bounds(
     best_lb = -float("inf")
     for _ in range(iterations):
         h, root, path = _penalised_cost_to_go(problem, binding, lam)
-        lb = root - sum(l * c for l, c in zip(lam, caps, strict=True))
+        lb = root - sum(lm * c for lm, c in zip(lam, caps, strict=True))
         if lb > best_lb + 1e-12 * abs(ub):
             best_lb = lb
             out.append((h, list(lam)))
@@ -152,7 +152,7 @@ def _lagrangian_bounds(
         if norm == 0 or best_lb >= ub:
             break
         step = (ub - lb) / norm
-        lam = [max(0.0, l + step * g) for l, g in zip(lam, grad, strict=True)]
+        lam = [max(0.0, lm + step * g) for lm, g in zip(lam, grad, strict=True)]
     return out[-3:]
 
 
@@ -230,7 +230,7 @@ def _beam_cut(
     hb, lam = bound
 
     def key(lb: _Label) -> tuple[float, int]:
-        slack = sum(l * (c - u) for l, c, u in zip(lam, caps, lb.fvec, strict=True))
+        slack = sum(lm * (c - u) for lm, c, u in zip(lam, caps, lb.fvec, strict=True))
         return (lb.cost + hb[j][lb.dev] - slack, lb.rank)
 
     return sorted(sorted(labels, key=key)[:width], key=lambda lb: lb.rank)
@@ -247,7 +247,7 @@ def _lagrange_cut(
 ) -> bool:
     """``cost + h_lam[j][i] - sum_k lam_k (cap_k - used_k) > UB``: no feasible completion wins."""
     for hb, lam in extra:
-        slack = sum(l * (c - u) for l, c, u in zip(lam, caps, fvec, strict=True))
+        slack = sum(lm * (c - u) for lm, c, u in zip(lam, caps, fvec, strict=True))
         if cost + hb[j][i] - slack > limit:
             return True
     return False

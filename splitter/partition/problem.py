@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 
@@ -110,7 +111,7 @@ def runs(assignment: Sequence[int]) -> list[tuple[int, int, int]]:
 
 def count_runs(assignment: Sequence[int]) -> int:
     """Number of sub-models of an assignment."""
-    return 1 + sum(1 for a, b in zip(assignment, assignment[1:], strict=False) if a != b)
+    return 1 + sum(1 for a, b in pairwise(assignment) if a != b)
 
 
 # --- the one comparison every solver uses -------------------------------------------------------
@@ -122,7 +123,12 @@ def close(a: float, b: float) -> bool:
 
 
 def better(
-    value_a: float, nsub_a: int, seq_a: Sequence[int], value_b: float, nsub_b: int, seq_b: Sequence[int]
+    value_a: float,
+    nsub_a: int,
+    seq_a: Sequence[int],
+    value_b: float,
+    nsub_b: int,
+    seq_b: Sequence[int],
 ) -> bool:
     """Is candidate A strictly preferred to B? (SPEC.md, Ties.)
 
@@ -193,8 +199,8 @@ def evaluate(problem: Problem, assignment: Sequence[int]) -> Evaluation:
         raise ValueError(f"assignment {a} does not match {problem.n} layers x {problem.d} devices")
     d, t, comm = problem.d, problem.t_list, problem.comm_list
     subs = runs(a)
-    sub_compute = [sum(t[j][dev] for j in range(f, l + 1)) for dev, f, l in subs]
-    sub_transfer = [comm[l] for _, _, l in subs[:-1]] + [0.0]
+    sub_compute = [sum(t[j][dev] for j in range(lo, hi + 1)) for dev, lo, hi in subs]
+    sub_transfer = [comm[hi] for _, _, hi in subs[:-1]] + [0.0]
     compute, send, recv, inter = [0.0] * d, [0.0] * d, [0.0] * d, [0.0] * d
     seen: set[int] = set()
     for k, (dev, _, _) in enumerate(subs):

@@ -1,4 +1,4 @@
-"""Plans as data: ``plan_chain`` (chain + boards -> Plan) and ``plan_to_dict`` (Plan -> JSON-able dict).
+"""Plans as data: ``plan_chain`` (chain + boards -> Plan), ``plan_to_dict`` (Plan -> dict).
 
 ``splitter plan --json`` prints :func:`plan_to_dict`; ``splitter compile`` reuses it. Every figure
 is recomputed from the plan's assignment with :func:`~splitter.partition.problem.evaluate`.
@@ -20,7 +20,11 @@ def chain_problem(chain: Chain, boards: Boards) -> Problem:
 
 
 def plan_chain(
-    chain: Chain, boards: Boards, objective: str = "latency", solver: str = "auto", **options: object
+    chain: Chain,
+    boards: Boards,
+    objective: str = "latency",
+    solver: str = "auto",
+    **options: object,
 ) -> Plan:
     """Solve the placement of ``chain`` on ``boards`` (see :func:`splitter.partition.solve`)."""
     return solve(chain_problem(chain, boards), objective, solver, **options)
