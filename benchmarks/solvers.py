@@ -50,7 +50,7 @@ SYNTH_PARTS = (
     "STM32H743ZI", "STM32F446RE", "STM32L4R5ZI", "STM32F401RE",
     "STM32H723ZG", "STM32L452RE", "STM32L433RC", "STM32G071RB",
 )  # fmt: skip
-TIME_LIMIT = 20.0
+TIME_LIMIT = 10.0
 
 
 def device(name: str, mcu: str, flash_bytes: int | None = None) -> Device:
@@ -128,16 +128,19 @@ def main() -> None:
                     continue
                 rows.append(run_one(name, costs, boards, objective, solver))
                 print(rows[-1], flush=True)
+                write(rows)
     sizes = [(n, d) for n in (50, 200, 1000) for d in (2, 4, 8) if not (args.quick and n == 1000)]
+    name, costs, boards = synthetic(60, 4)
+    for solver in ("ds", "bnb", "cpsat", "auto"):
+        rows.append(run_one(name, costs, boards, "throughput", solver))
+        print(rows[-1], flush=True)
+        write(rows)
     for n, d in sizes:
         name, costs, boards = synthetic(n, d)
         for solver in ("ds", "dp", "cpsat", "auto"):
             rows.append(run_one(name, costs, boards, "latency", solver))
             print(rows[-1], flush=True)
-    name, costs, boards = synthetic(60, 4)
-    for solver in ("ds", "bnb", "cpsat", "auto"):
-        rows.append(run_one(name, costs, boards, "throughput", solver))
-        print(rows[-1], flush=True)
+            write(rows)
     write(rows)
 
 

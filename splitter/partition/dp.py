@@ -206,9 +206,14 @@ def _label_setting(
                 nsub = lab.nsub + (1 if change or j == 0 else 0)
                 children.append(_Label(i, cost, nsub, len(children), fvec, pidx))
         nodes += len(children)
+        if deadline is not None and time.perf_counter() > deadline:
+            raise _Stop(incumbent, nodes)
         if beam is not None:
             children = _beam_cut(children, bounds[-1], caps, j, 4 * beam)
-        labels = _dominance_filter(children, margin)
+        survivors = _dominance_filter(children, margin, deadline)
+        if survivors is None:
+            raise _Stop(incumbent, nodes)
+        labels = survivors
         if beam is not None:
             labels = _beam_cut(labels, bounds[-1], caps, j, beam)
         layers.append(labels)
@@ -253,8 +258,13 @@ def _lagrange_cut(
     return False
 
 
-def _dominance_filter(children: list[_Label], margin: float) -> list[_Label]:
-    """Drop dominated labels (see module docstring); the survivors in rank order."""
+def _dominance_filter(
+    children: list[_Label], margin: float, deadline: float | None = None
+) -> list[_Label] | None:
+    """Drop dominated labels (see module docstring); the survivors in rank order.
+
+    None when ``deadline`` passes during the filter.
+    """
     groups: dict[int, list[_Label]] = {}
     for lab in children:
         groups.setdefault(lab.dev, []).append(lab)
@@ -262,7 +272,9 @@ def _dominance_filter(children: list[_Label], margin: float) -> list[_Label]:
     for group in groups.values():
         group.sort(key=lambda lb: (lb.cost, lb.nsub, lb.rank))
         kept: list[_Label] = []
-        for lab in group:
+        for count, lab in enumerate(group):
+            if deadline is not None and count % 256 == 255 and time.perf_counter() > deadline:
+                return None
             if not any(_dominates(k, lab, margin) for k in kept):
                 kept.append(lab)
         kept_all.extend(kept)
