@@ -31,16 +31,56 @@ ACT_CODES = {
 FLT_MAX = 3.4028234663852886e38
 
 
-def c_floats(values: np.ndarray) -> list[str]:
-    """C float literals that round-trip float32 (``%.9g``); infinities clamp to +-FLT_MAX.
+#: Literals per line of a weights array, and the indent of each line.
+PER_LINE = 8
+INDENT = "    "
+#: Per-value formats: ``%.9g`` prints a float32 with neither ``.`` nor an exponent exactly when
+#: the value is integral and ``|v| < 1e9`` (Python's ``g`` rule with 9 significant digits; a
+#: non-integral float32 never rounds to an integer, since 9 digits resolve ``|v| * 1e-8``, finer
+#: than the float32 spacing ``|v| * 2**-24``); those get ``%.1f``, i.e. the ``N.0`` that
+#: :func:`c_floats` writes.
+_G, _INT = "%.9gf", "%.1ff"
 
-    NaN is refused (:class:`UnsupportedOpError`): a model constant should never be NaN.
-    """
+
+def _finite_float32(values: np.ndarray) -> np.ndarray:
+    """``values`` as flat float32; infinities clamp to +-FLT_MAX, NaN raises."""
     a = np.asarray(values, dtype=np.float32).ravel()
     if np.isnan(a).any():
         raise UnsupportedOpError("NaN constant in the model; fix the model")
     if not np.isfinite(a).all():
         a = np.clip(a, -FLT_MAX, FLT_MAX)
+    return a
+
+
+def c_float_lines(values: np.ndarray, per_line: int = PER_LINE, indent: str = INDENT) -> str:
+    """The literals of :func:`c_floats`, ``", "``-separated, ``per_line`` per indented line.
+
+    Byte-identical to ``",\\n".join(indent + ", ".join(chunk))`` over ``per_line``-chunks of
+    :func:`c_floats`, but with no Python code per value: the format string (one format per
+    value, picked by numpy indexing) is applied by a single C-level ``%``, which renders
+    ``%.9g`` with the same correctly rounded ``PyOS_double_to_string`` as ``format(v, ".9g")``;
+    so every literal is the same text and the same float32 as before.
+    """
+    a = _finite_float32(values)
+    n = int(a.size)
+    if n == 0:
+        return ""
+    brk = ",\n" + indent.replace("%", "%%")
+    variants = np.array([_G + ", ", _INT + ", ", _G + brk, _INT + brk], dtype=object)
+    code = ((a == np.trunc(a)) & (np.abs(a) < 1e9)).astype(np.intp)
+    code[per_line - 1 :: per_line] += 2
+    fmts: list[str] = variants[code].tolist()
+    fmts[-1] = fmts[-1][: len(_G)]  # no separator after the last value
+    return indent + "".join(fmts) % tuple(a.tolist())
+
+
+def c_floats(values: np.ndarray) -> list[str]:
+    """C float literals that round-trip float32 (``%.9g``); infinities clamp to +-FLT_MAX.
+
+    NaN is refused (:class:`UnsupportedOpError`): a model constant should never be NaN.
+    The reference formatting (one f-string per value); :func:`c_float_lines` is the fast path.
+    """
+    a = _finite_float32(values)
     out = []
     for v in a.tolist():
         s = f"{v:.9g}"
@@ -79,11 +119,10 @@ class WeightTable:
         return name
 
     def render(self) -> str:
-        """C definitions of every array, eight values per line."""
+        """C definitions of every array, :data:`PER_LINE` values per line."""
         out = []
         for name, a in self.arrays:
-            vals = c_floats(a)
-            lines = ",\n".join("    " + ", ".join(vals[i : i + 8]) for i in range(0, len(vals), 8))
+            lines = c_float_lines(a)
             out.append(f"static const float {name}[{a.size}] WEIGHTS = {{\n{lines}\n}};\n")
         return "\n".join(out)
 
