@@ -1,22 +1,33 @@
-"""Exact latency by label setting over the layers (a resource-constrained shortest path).
+"""Exact latency: label setting over the layers, pruned by a Lagrangian bound (resource-constrained
+shortest path, the flash of every device being a resource).
 
-A *label* at layer ``j`` is a prefix assignment of layers ``0..j`` summarised by: the device of
-layer ``j``, its latency so far (compute plus transfers, eq. 13), its number of sub-models, its
-lexicographic rank among the prefixes of layer ``j``, and the flash it uses on every *binding*
-device (a device is binding when the layers that fit it need more flash than it has; the others
-can never overflow and are not tracked). Extending a label by layer ``j+1`` on device ``k`` adds
-``L_{j+1,k}`` and, when ``k`` differs, ``comm_j``.
+The latency problem (SPEC.md, objective 1) is a shortest path through the layered graph whose node
+``(j, i)`` means "layer ``j`` on device ``i``" (cost ``L_ij``, eq. 6) with an arc cost ``comm_j``
+wherever consecutive layers change device (eq. 13), subject to the knapsack constraints (4)
+``sum FLASH_j x_ji <= FLASH_i``. Constraint (5) only forbids nodes (``problem.allowed``).
 
-Pruning, both exact:
+**Bound.** For multipliers ``lam >= 0`` (one per *binding* device: a device the layers that fit it
+could overflow), ``h_lam[j][i]`` is the least penalised cost of layers ``j+1..n-1`` after ``(j, i)``
+with ``L_ik + lam_k FLASH_j`` per node (a plain backward DP, :func:`penalised_tables`). A label at
+``(j, i)`` with latency ``c`` and flash ``u_k`` used on device ``k`` can only be completed within
+``w_k <= min(FLASH_k - u_k, R_k)`` more bytes, ``R_k`` being the flash of the remaining layers that
+fit ``k``, so every feasible completion has latency at least
 
-* bound: ``cost + h[j][i]`` (exact cost-to-go ignoring flash, see :func:`bnb.cost_to_go`) above the
-  incumbent ``UB * (1 + 1e-9)`` cannot lead to an optimal (or tied) plan;
-* dominance, within labels ending on the same device: ``A`` dominates ``B`` when ``A`` uses no more
-  flash on any binding device and either ``A`` is no worse on latency, sub-model count and rank
-  (so every completion of ``B`` is matched by a completion of ``A`` that wins or ties under the
-  SPEC.md tie rule), or ``A`` is cheaper by more than the tie tolerance at ``UB``.
+    ``c + h_lam[j][i] - sum_k lam_k (FLASH_k - e_k)``,   ``e_k = max(u_k, FLASH_k - R_k)``
 
-The incumbent comes from a beam run of the same label setting (best labels by ``cost + h``).
+(Lagrangian relaxation of (4); Fisher, "The Lagrangian relaxation method for solving integer
+programming problems", Management Science 27, 1981). ``lam`` is the optimal dual of the path
+formulation, found exactly by column generation over paths with the GLOP LP solver
+(:func:`lagrangian_dual`); its root value is the LP bound.
+
+**Search.** Labels are extended layer by layer (vectorised with numpy). A label is cut when its
+bound exceeds a *limit*; within the labels of one layer on one device, ``A`` dominates ``B`` when
+``e_A <= e_B`` on every binding device and either ``A`` is no worse on latency, sub-model count and
+lexicographic rank (so every completion of ``B`` is matched by one of ``A`` that wins or ties under
+the SPEC.md tie rule) or ``A`` is cheaper by more than the tie tolerance. The limit grows from just
+above the LP bound (iterative deepening: a pass that finds a plan has seen every plan within its
+limit, so its best is optimal) and never exceeds the best plan a heuristic found (Lagrangian
+penalty repair and a beam of the same search), so the last pass always succeeds.
 """
 
 from __future__ import annotations
@@ -24,284 +35,376 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import numpy as np
+from ortools.linear_solver import pywraplp
+
+from splitter.errors import SolverError
 from splitter.partition.base import Incumbent, SolverResult
-from splitter.partition.bnb import cost_to_go
-from splitter.partition.problem import TOL, Problem, value_of
+from splitter.partition.problem import TOL, Problem, count_runs, is_feasible, value_of
 
-BEAM_WIDTHS = (16, 64, 256)
+#: the first deepening limit is ``LB * (1 + FIRST_STEP)``; each failed pass multiplies the step
+FIRST_STEP, STEP_GROWTH = 2e-4, 2.0
+BEAM_WIDTH = 16
+COLGEN_MAX_ITERATIONS = 300
 
 
-@dataclass(slots=True)
-class _Label:
-    dev: int
-    cost: float
-    nsub: int
-    rank: int
-    fvec: tuple[int, ...]
-    parent: int  # index into the previous layer's label list, -1 at layer 0
+@dataclass(frozen=True)
+class Tables:
+    """Everything the passes share: bound tables and the binding-device data."""
+
+    binding: np.ndarray  # (m,) device indices whose flash can overflow
+    caps: np.ndarray  # (m,) their FLASH_i
+    rest: np.ndarray  # (n, m) R_k after layer j: flash of layers > j that fit device k
+    h0: np.ndarray  # (n, d) cost-to-go ignoring flash (lam = 0)
+    hlam: np.ndarray  # (n, d) penalised cost-to-go
+    lam: np.ndarray  # (m,) multipliers of the binding devices
+    onehot: np.ndarray  # (d, m) device i is binding device k
+    lower: float  # max of the Lagrangian root bounds (a lower bound on the optimum)
 
 
 def solve_dp(problem: Problem, objective: str, **options: object) -> SolverResult:
     """Exact minimum latency; ``objective`` must be ``"latency"``.
 
-    Phases: a narrow beam gives an incumbent; Lagrangian multipliers of the binding flash
-    constraints are fitted against it; wider beams guided by the penalised cost-to-go improve the
-    incumbent; the exact label setting then runs with every bound.
+    Options: ``time_limit`` (seconds; the incumbent is returned, not proved optimal, when it
+    passes), ``incumbent`` (a feasible assignment to start from).
     """
-    from splitter.errors import SolverError
-
     if objective != "latency":
         raise SolverError("dp solves latency only; use --solver bnb or cpsat for throughput")
-    h = cost_to_go(problem)
-    binding = _binding(problem)
-    plain = [(h, [0.0] * len(binding))]
-    nodes = 0
-    ub = float("inf")
-    best: tuple[int, ...] | None = None
+    limit_s = options.get("time_limit")
+    deadline = time.perf_counter() + float(limit_s) if limit_s else None  # type: ignore[arg-type]
+    inc = Incumbent()
     start = options.get("incumbent")
-    if start is not None:
-        best = tuple(int(x) for x in start)  # type: ignore[attr-defined]
-        ub = value_of(problem, best, "latency")
-    bounds = plain
-    for width in BEAM_WIDTHS:
-        if not binding and ub < float("inf"):
-            break
-        found, used = _label_setting(problem, bounds, ub, beam=width)
-        nodes += used
-        if found is not None and value_of(problem, found, "latency") < ub:
-            best, ub = found, value_of(problem, found, "latency")
-        if binding and ub < float("inf"):
-            bounds = plain + _lagrangian_bounds(problem, binding, ub)
-    limit = options.get("time_limit")
-    deadline = time.perf_counter() + float(limit) if limit else None  # type: ignore[arg-type]
+    tables, columns = build_tables(problem)
+    search = _Search(problem, tables, deadline)
     try:
-        found, used = _label_setting(problem, bounds, ub, None, deadline, best)
-    except _Stop as stop:  # time limit: the incumbent, not proved optimal
-        return SolverResult(stop.incumbent, nodes=nodes + stop.nodes, optimal=False)
-    return SolverResult(found, nodes=nodes + used, optimal=True)
+        starts = [tuple(int(x) for x in start)] if start is not None else []  # type: ignore[attr-defined]
+        for a in [*starts, *columns, *repair_paths(problem, tables)]:
+            if is_feasible(problem, a):
+                inc.offer(value_of(problem, a, "latency"), a)
+        beam = search.label_pass(float("inf"), beam=BEAM_WIDTH)
+        if beam is not None:
+            inc.offer(value_of(problem, beam, "latency"), beam)
+        found = search.deepen(inc)
+    except _Stop:
+        return SolverResult(inc.assignment, search.nodes, optimal=False, gap=_gap(inc, tables))
+    return SolverResult(found, nodes=search.nodes, optimal=True)
+
+
+def _gap(inc: Incumbent, tables: Tables) -> float | None:
+    if inc.assignment is None or inc.value <= 0:
+        return None
+    return max(0.0, (inc.value - tables.lower) / inc.value)
 
 
 class _Stop(Exception):
-    def __init__(self, incumbent: tuple[int, ...] | None, nodes: int) -> None:
-        super().__init__("time limit")
-        self.incumbent, self.nodes = incumbent, nodes
+    """The time limit passed."""
 
 
-def _binding(problem: Problem) -> list[int]:
-    """Devices whose flash the layers that fit them could overflow."""
-    out = []
-    for i in range(problem.d):
-        need = int(problem.flash[problem.allowed[:, i]].sum())
-        if need > problem.dev_flash[i]:
-            out.append(i)
-    return out
+@dataclass
+class _Search:
+    """The passes over one problem, counting the labels they create (the solver's nodes)."""
 
+    problem: Problem
+    tables: Tables
+    deadline: float | None
+    nodes: int = 0
 
-def _penalised_cost_to_go(
-    problem: Problem, binding: list[int], lam: list[float]
-) -> tuple[list[list[float]], float, list[int]]:
-    """Cost-to-go with ``L_ij + lam_i FLASH_j`` on binding devices, root value and its path."""
-    n, d, t, comm = problem.n, problem.d, problem.t_list, problem.comm_list
-    pen = [0.0] * d
-    for k, i in enumerate(binding):
-        pen[i] = lam[k]
-    flash = [float(x) for x in problem.flash]
-    inf = float("inf")
-    tp = [[t[j][i] + pen[i] * flash[j] if problem.allowed[j, i] else inf for i in range(d)]
-          for j in range(n)]  # fmt: skip
-    h = [[0.0] * d for _ in range(n)]
-    for j in range(n - 2, -1, -1):
-        nxt = [tp[j + 1][k] + h[j + 1][k] for k in range(d)]
-        best = min(nxt)
-        h[j] = [min(nxt[i], comm[j] + best) for i in range(d)]
-    root = [tp[0][i] + h[0][i] for i in range(d)]
-    path = [min(range(d), key=lambda i: root[i])]
-    for j in range(n - 1):
-        i = path[-1]
-        path.append(
-            min(range(d), key=lambda k: tp[j + 1][k] + h[j + 1][k] + (comm[j] if k != i else 0.0))
-        )
-    return h, min(root), path
+    def check_time(self) -> None:
+        """Raise :class:`_Stop` once the deadline has passed."""
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise _Stop
 
+    def deepen(self, inc: Incumbent) -> tuple[int, ...] | None:
+        """Passes with growing limits until one finds a plan within its limit: that is optimal.
 
-def _lagrangian_bounds(
-    problem: Problem, binding: list[int], ub: float, iterations: int = 25
-) -> list[tuple[list[list[float]], list[float]]]:
-    """Penalised cost-to-go tables for a few multipliers ``lam >= 0`` found by subgradient ascent.
-
-    For any ``lam >= 0`` and any feasible completion from a label with remaining flash ``rem_i``:
-    ``cost + h_lam[j][i] - sum_i lam_i rem_i`` is a lower bound on the final latency (Lagrangian
-    relaxation of constraint (4)).
-    """
-    caps = [float(problem.dev_flash[i]) for i in binding]
-    flash = [float(x) for x in problem.flash]
-    lam = [0.0] * len(binding)
-    out: list[tuple[list[list[float]], list[float]]] = []
-    best_lb = -float("inf")
-    for _ in range(iterations):
-        h, root, path = _penalised_cost_to_go(problem, binding, lam)
-        lb = root - sum(lm * c for lm, c in zip(lam, caps, strict=True))
-        if lb > best_lb + 1e-12 * abs(ub):
-            best_lb = lb
-            out.append((h, list(lam)))
-        grad = [-c for c in caps]
-        for j, i in enumerate(path):
-            if i in binding:
-                grad[binding.index(i)] += flash[j]
-        norm = sum(g * g for g in grad)
-        if norm == 0 or best_lb >= ub:
-            break
-        step = (ub - lb) / norm
-        lam = [max(0.0, lm + step * g) for lm, g in zip(lam, grad, strict=True)]
-    return out[-3:]
-
-
-def _label_setting(
-    problem: Problem,
-    bounds: list[tuple[list[list[float]], list[float]]],
-    ub: float,
-    beam: int | None,
-    deadline: float | None = None,
-    incumbent: tuple[int, ...] | None = None,
-) -> tuple[tuple[int, ...] | None, int]:
-    """One forward pass; returns the best complete assignment found and the labels created.
-
-    ``bounds`` are ``(h_lam, lam)`` pairs: cost-to-go tables (penalised by ``lam`` on the binding
-    devices, ``lam = 0`` for the plain one); a label is cut when any of them bounds it above UB.
-    """
-    n, d, t, comm = problem.n, problem.d, problem.t_list, problem.comm_list
-    binding = _binding(problem)
-    slot = {dev: k for k, dev in enumerate(binding)}
-    caps = [int(problem.dev_flash[i]) for i in binding]
-    flash = [int(x) for x in problem.flash]
-    allowed = problem.allowed.tolist()
-    limit = ub * (1 + TOL)
-    h = bounds[0][0]
-    extra = [(hb, lam) for hb, lam in bounds[1:] if any(lam)]
-    margin = TOL * ub * (1 + TOL) * (1 + 1e-6) if ub < float("inf") else float("inf")
-    layers: list[list[_Label]] = []
-    labels = [_Label(-1, 0.0, 0, 0, tuple([0] * len(binding)), -1)]
-    nodes = 0
-    for j in range(n):
-        if deadline is not None and time.perf_counter() > deadline:
-            raise _Stop(incumbent, nodes)
-        children: list[_Label] = []
-        for pidx, lab in enumerate(labels):
-            for i in range(d):
-                if not allowed[j][i]:
-                    continue
-                fvec = lab.fvec
-                if i in slot:
-                    s = slot[i]
-                    used = fvec[s] + flash[j]
-                    if used > caps[s]:
-                        continue
-                    fvec = (*fvec[:s], used, *fvec[s + 1 :])
-                change = lab.dev >= 0 and lab.dev != i
-                cost = lab.cost + t[j][i] + (comm[j - 1] if change else 0.0)
-                if cost + h[j][i] > limit:
-                    continue
-                if extra and _lagrange_cut(extra, j, i, cost, fvec, caps, limit):
-                    continue
-                nsub = lab.nsub + (1 if change or j == 0 else 0)
-                children.append(_Label(i, cost, nsub, len(children), fvec, pidx))
-        nodes += len(children)
-        if deadline is not None and time.perf_counter() > deadline:
-            raise _Stop(incumbent, nodes)
-        if beam is not None:
-            children = _beam_cut(children, bounds[-1], caps, j, 4 * beam)
-        survivors = _dominance_filter(children, margin, deadline)
-        if survivors is None:
-            raise _Stop(incumbent, nodes)
-        labels = survivors
-        if beam is not None:
-            labels = _beam_cut(labels, bounds[-1], caps, j, beam)
-        layers.append(labels)
-        if not labels:
-            return None, nodes
-    return _best_final(problem, layers), nodes
-
-
-def _beam_cut(
-    labels: list[_Label],
-    bound: tuple[list[list[float]], list[float]],
-    caps: list[int],
-    j: int,
-    width: int,
-) -> list[_Label]:
-    """The ``width`` labels of least (penalised) bound, in rank order (beam phases only)."""
-    if len(labels) <= width:
-        return labels
-    hb, lam = bound
-
-    def key(lb: _Label) -> tuple[float, int]:
-        slack = sum(lm * (c - u) for lm, c, u in zip(lam, caps, lb.fvec, strict=True))
-        return (lb.cost + hb[j][lb.dev] - slack, lb.rank)
-
-    return sorted(sorted(labels, key=key)[:width], key=lambda lb: lb.rank)
-
-
-def _lagrange_cut(
-    extra: list[tuple[list[list[float]], list[float]]],
-    j: int,
-    i: int,
-    cost: float,
-    fvec: tuple[int, ...],
-    caps: list[int],
-    limit: float,
-) -> bool:
-    """``cost + h_lam[j][i] - sum_k lam_k (cap_k - used_k) > UB``: no feasible completion wins."""
-    for hb, lam in extra:
-        slack = sum(lm * (c - u) for lm, c, u in zip(lam, caps, fvec, strict=True))
-        if cost + hb[j][i] - slack > limit:
-            return True
-    return False
-
-
-def _dominance_filter(
-    children: list[_Label], margin: float, deadline: float | None = None
-) -> list[_Label] | None:
-    """Drop dominated labels (see module docstring); the survivors in rank order.
-
-    None when ``deadline`` passes during the filter.
-    """
-    groups: dict[int, list[_Label]] = {}
-    for lab in children:
-        groups.setdefault(lab.dev, []).append(lab)
-    kept_all: list[_Label] = []
-    for group in groups.values():
-        group.sort(key=lambda lb: (lb.cost, lb.nsub, lb.rank))
-        kept: list[_Label] = []
-        for count, lab in enumerate(group):
-            if deadline is not None and count % 256 == 255 and time.perf_counter() > deadline:
+        A pass with limit ``L`` explores every label whose bound is at most ``L (1 + 8 TOL)``,
+        so it sees every plan of latency up to that, ties included; if its best plan is within
+        ``L (1 + 3 TOL)``, every plan tied with it was inside the limit too. A pass that finds
+        nothing proves the optimum exceeds ``L``. Once the limit passes ``ceiling`` (no plan
+        costs more) it becomes infinite; finding nothing then proves infeasibility.
+        """
+        problem, lower = self.problem, self.tables.lower
+        t_max = np.where(problem.allowed, problem.t, 0.0).max(axis=1)
+        ceiling = float(t_max.sum() + problem.comm.sum())
+        span = max(abs(lower), 1e-9 * ceiling, 1e-300)
+        step = FIRST_STEP
+        while True:
+            target = min(inc.value, lower + step * span)
+            if inc.assignment is not None and target >= inc.value * (1 - 4 * TOL):
+                target = inc.value
+            if inc.assignment is None and target > ceiling:
+                target = float("inf")
+            found = self.label_pass(target)
+            if found is not None:
+                value = value_of(problem, found, "latency")
+                if value <= target * (1 + 3 * TOL) + 1e-300:
+                    return found
+                inc.offer(value, found)
+                continue
+            if target == float("inf"):
                 return None
-            if not any(_dominates(k, lab, margin) for k in kept):
-                kept.append(lab)
-        kept_all.extend(kept)
-    kept_all.sort(key=lambda lb: lb.rank)
-    return kept_all
+            lower = max(lower, target)
+            step *= STEP_GROWTH
+
+    def label_pass(self, limit: float, beam: int | None = None) -> tuple[int, ...] | None:
+        """One forward pass keeping the labels whose bounds are within ``limit``.
+
+        With ``beam``, also at most ``beam`` labels per layer (those of least bound): a
+        heuristic. Returns the best plan found, None if none.
+        """
+        problem, tables = self.problem, self.tables
+        cut = limit * (1 + 8 * TOL) + 1e-300 if limit < float("inf") else float("inf")
+        m = len(tables.binding)
+        labels = _Labels(
+            np.array([-1]), np.zeros(1), np.zeros(1, dtype=np.int64),
+            np.zeros((1, m), dtype=np.int64), np.array([-1]), np.zeros(1),
+        )  # fmt: skip
+        history: list[_Labels] = []
+        for j in range(problem.n):
+            self.check_time()
+            children = _extend(problem, tables, labels, j, cut)
+            self.nodes += len(children.dev)
+            if beam is not None:
+                children = _least_bound(children, 4 * beam)
+            children = children.take(self.undominated(children, j, TOL * cut))
+            if beam is not None:
+                children = _least_bound(children, beam)
+            if len(children.dev) == 0:
+                return None
+            history.append(children)
+            labels = children
+        return _best_final(problem, history)
+
+    def undominated(self, labels: _Labels, j: int, margin: float) -> np.ndarray:
+        """Positions of the labels no label of the same device dominates (module docstring).
+
+        Dominance is a strict partial order (transitive, irreflexive), so dropping every
+        dominated label at once keeps a dominating label for each dropped one.
+        """
+        eff = np.maximum(labels.used, self.tables.caps - self.tables.rest[j])
+        keep = np.ones(len(labels.dev), dtype=bool)
+        for i in np.unique(labels.dev):
+            g = np.flatnonzero(labels.dev == i)
+            if len(g) < 2:
+                continue
+            c, ns, e = labels.cost[g], labels.nsub[g], eff[g]
+            dominated = np.zeros(len(g), dtype=bool)
+            for lo in range(0, len(g), 256):
+                self.check_time()
+                a = slice(lo, lo + 256)
+                fits = (e[a, None, :] <= e[None, :, :]).all(axis=2)
+                wins = (c[None, :] - c[a, None] > margin) | (
+                    (c[a, None] <= c[None, :])
+                    & (ns[a, None] <= ns[None, :])
+                    & (g[a, None] < g[None, :])
+                )
+                dominated |= (fits & wins).any(axis=0)
+            keep[g[dominated]] = False
+        return np.flatnonzero(keep)
 
 
-def _dominates(a: _Label, b: _Label, margin: float) -> bool:
-    if any(x > y for x, y in zip(a.fvec, b.fvec, strict=True)):
-        return False
-    if b.cost - a.cost > margin:
-        return True
-    return a.cost <= b.cost and a.nsub <= b.nsub and a.rank <= b.rank
+# --- bound tables ------------------------------------------------------------------------------
 
 
-def _best_final(problem: Problem, layers: list[list[_Label]]) -> tuple[int, ...] | None:
+def build_tables(problem: Problem) -> tuple[Tables, list[tuple[int, ...]]]:
+    """Bound tables for ``problem`` and the paths column generation produced."""
+    flash = problem.flash.astype(np.int64)
+    need = (problem.allowed * flash[:, None]).sum(axis=0)
+    binding = np.flatnonzero(need > problem.dev_flash)
+    caps = problem.dev_flash[binding].astype(np.int64)
+    fits = problem.allowed[:, binding] * flash[:, None]  # (n, m)
+    suffix = np.cumsum(fits[::-1], axis=0)[::-1]
+    rest = np.vstack([suffix[1:], np.zeros((1, len(binding)), dtype=np.int64)])
+    h0, root0, _ = penalised_tables(problem, np.zeros(problem.d))
+    lam, lower, columns = lagrangian_dual(problem, binding)
+    pen = np.zeros(problem.d)
+    pen[binding] = lam
+    hlam, _, _ = penalised_tables(problem, pen)
+    onehot = (np.arange(problem.d)[:, None] == binding[None, :]).astype(np.int64)
+    tables = Tables(binding, caps, rest, h0, hlam, lam, onehot, max(root0, lower))
+    return tables, columns
+
+
+def penalised_tables(
+    problem: Problem, pen: np.ndarray
+) -> tuple[np.ndarray, float, tuple[int, ...]]:
+    """Backward DP with node costs ``L_ji + pen_i FLASH_j`` (``inf`` where layer ``j`` alone does
+    not fit device ``i``).
+
+    ``h[j][i] = min_k (comm_j [k != i] + c_{j+1,k} + h[j+1][k])``, ``h[n-1][i] = 0``; returns ``h``,
+    the root value ``min_i (c_0i + h[0][i])`` and a path attaining it (a least penalised path).
+    """
+    n, d = problem.n, problem.d
+    cost = np.where(problem.allowed, problem.t + pen[None, :] * problem.flash[:, None], np.inf)
+    h = np.zeros((n, d))
+    choice = np.zeros((n, d), dtype=np.int64)
+    stay = np.arange(d)
+    for j in range(n - 2, -1, -1):
+        nxt = cost[j + 1] + h[j + 1]
+        k = int(np.argmin(nxt))
+        move = problem.comm[j] + nxt[k]
+        switch = move < nxt
+        h[j] = np.where(switch, move, nxt)
+        choice[j] = np.where(switch, k, stay)
+    root = cost[0] + h[0]
+    i = int(np.argmin(root))
+    path = [i]
+    for j in range(n - 1):
+        i = int(choice[j][i])
+        path.append(i)
+    return h, float(root[path[0]]), tuple(path)
+
+
+def lagrangian_dual(
+    problem: Problem, binding: np.ndarray
+) -> tuple[np.ndarray, float, list[tuple[int, ...]]]:
+    """Optimal multipliers of the binding flash constraints, by column generation over paths.
+
+    Master LP (Dantzig-Wolfe): ``min sum_p c_p z_p`` subject to ``sum_p (U_pk / FLASH_k) z_p <= 1``
+    for every binding device ``k`` and ``sum_p z_p = 1``, ``z >= 0`` (rows scaled by the
+    capacity); a path's flash ``U_pk`` and latency ``c_p``. Pricing is :func:`penalised_tables`
+    with ``pen_k = -pi_k / FLASH_k`` (``pi`` the duals of the capacity rows). Every priced
+    ``lam`` gives the valid bound ``root(lam) - sum_k lam_k FLASH_k``; the best is returned
+    with its ``lam``. Only the strength of the bound depends on the LP's accuracy, not its validity.
+    """
+    m = len(binding)
+    _, root0, path0 = penalised_tables(problem, np.zeros(problem.d))
+    if m == 0:
+        return np.zeros(0), root0, [path0]
+    caps = problem.dev_flash[binding].astype(float)
+    flash = problem.flash.astype(float)
+    lp = pywraplp.Solver.CreateSolver("GLOP")
+    rows = [lp.Constraint(-lp.infinity(), 1.0) for _ in range(m)]
+    convex = lp.Constraint(1.0, 1.0)
+    obj = lp.Objective()
+    artificial = lp.NumVar(0.0, lp.infinity(), "artificial")
+    convex.SetCoefficient(artificial, 1.0)
+    obj.SetCoefficient(artificial, 10.0 * float(problem.t.max(axis=1).sum() + problem.comm.sum()))
+    obj.SetMinimization()
+    best_lam, best_lb, columns = np.zeros(m), root0, [path0]
+    slot = {int(dev): k for k, dev in enumerate(binding)}
+    for it in range(COLGEN_MAX_ITERATIONS):
+        if lp.Solve() != pywraplp.Solver.OPTIMAL:
+            break
+        lam = np.maximum(0.0, -np.array([r.dual_value() for r in rows])) / caps
+        pen = np.zeros(problem.d)
+        pen[binding] = lam
+        _, root, path = penalised_tables(problem, pen)
+        bound = root - float(lam @ caps)
+        if bound > best_lb:
+            best_lam, best_lb = lam, bound
+        reduced = root - convex.dual_value()
+        lp_value = obj.Value()
+        if reduced >= -1e-9 * abs(lp_value) or best_lb >= lp_value - 1e-9 * abs(lp_value):
+            break
+        use = np.zeros(m)
+        for j, dev in enumerate(path):
+            if dev in slot:
+                use[slot[dev]] += flash[j]
+        column = lp.NumVar(0.0, lp.infinity(), f"p{it}")
+        for k in range(m):
+            rows[k].SetCoefficient(column, use[k] / caps[k])
+        convex.SetCoefficient(column, 1.0)
+        obj.SetCoefficient(column, value_of(problem, path, "latency"))
+        columns.append(path)
+    return best_lam, best_lb, columns
+
+
+def repair_paths(problem: Problem, tables: Tables, rounds: int = 40) -> list[tuple[int, ...]]:
+    """Feasible plans from least penalised paths, raising the penalty of overfull devices.
+
+    Starts from ``lam`` (the dual optimum) and multiplies the penalty of every device a path
+    overfills by 1.5 (or sets it to the median layer's latency per byte when it is zero) until
+    the path fits; a cheap primal heuristic (Lagrangian heuristic, Fisher 1981).
+    """
+    pen = np.zeros(problem.d)
+    pen[tables.binding] = tables.lam
+    sized = problem.flash[problem.flash > 0]
+    typical = float(np.median(sized)) if len(sized) else 1.0
+    scale = float(problem.t.mean()) / max(1.0, typical)
+    found = []
+    for _ in range(rounds):
+        _, _, path = penalised_tables(problem, pen)
+        if is_feasible(problem, path):
+            found.append(path)
+            break
+        used = np.zeros(problem.d, dtype=np.int64)
+        np.add.at(used, np.array(path), problem.flash)
+        over = used > problem.dev_flash
+        pen = np.where(over, np.where(pen > 0, pen * 1.5, scale), pen)
+    return found
+
+
+# --- the label pass ----------------------------------------------------------------------------
+
+
+@dataclass
+class _Labels:
+    """The labels of one layer, in lexicographic order of their prefixes (rank = position)."""
+
+    dev: np.ndarray  # (k,)
+    cost: np.ndarray  # (k,) latency of the prefix
+    nsub: np.ndarray  # (k,) sub-models of the prefix
+    used: np.ndarray  # (k, m) flash used on the binding devices
+    parent: np.ndarray  # (k,) index into the previous layer's labels
+    bound: np.ndarray  # (k,) Lagrangian bound of the best completion
+
+    def take(self, idx: np.ndarray) -> _Labels:
+        """The labels at positions ``idx`` (increasing, so the order is kept)."""
+        return _Labels(
+            self.dev[idx], self.cost[idx], self.nsub[idx], self.used[idx], self.parent[idx],
+            self.bound[idx],
+        )  # fmt: skip
+
+
+def _least_bound(labels: _Labels, width: int) -> _Labels:
+    """At most ``width`` labels, those of least bound, in their order (the beam heuristic)."""
+    if len(labels.dev) <= width:
+        return labels
+    return labels.take(np.sort(np.argsort(labels.bound, kind="stable")[:width]))
+
+
+def _extend(problem: Problem, tables: Tables, labels: _Labels, j: int, cut: float) -> _Labels:
+    """Every label extended by layer ``j`` on every device it fits, less those the bounds cut.
+
+    Child cost ``c + L_ji + comm_{j-1} [i != dev]`` (eq. 13); cut when ``c + h0[j][i]`` or the
+    Lagrangian bound (module docstring) exceeds ``cut``, or a binding device overflows. Children
+    come out parent-major, device-minor: lexicographic order again.
+    """
+    d = problem.d
+    devices = np.arange(d)
+    moved = labels.dev[:, None] != devices[None, :]  # (k, d)
+    cost = labels.cost[:, None] + problem.t[j][None, :]
+    if j > 0:
+        cost = cost + moved * problem.comm[j - 1]
+    ok = problem.allowed[j][None, :] & (cost + tables.h0[j][None, :] <= cut)
+    used = labels.used[:, None, :] + tables.onehot * int(problem.flash[j])  # (k, d, m)
+    ok &= (used <= tables.caps).all(axis=2)
+    eff = np.maximum(used, tables.caps - tables.rest[j])
+    bound = cost + tables.hlam[j][None, :] - (tables.caps - eff) @ tables.lam
+    slack_eps = 1e-12 * (abs(cut) + float(tables.lam @ tables.caps)) if cut < np.inf else 0.0
+    ok &= bound <= cut + slack_eps
+    rows, cols = np.nonzero(ok)
+    return _Labels(
+        cols, cost[rows, cols], labels.nsub[rows] + moved[rows, cols], used[rows, cols], rows,
+        bound[rows, cols],
+    )  # fmt: skip
+
+
+def _best_final(problem: Problem, history: list[_Labels]) -> tuple[int, ...] | None:
+    """The best complete plan under the SPEC.md tie rule among the last layer's labels."""
+    last = history[-1]
+    best = float(last.cost.min())
     inc = Incumbent()
-    for idx in range(len(layers[-1])):
-        a = _backtrack(layers, idx)
-        inc.offer(value_of(problem, a, "latency"), a)
+    for idx in np.flatnonzero(last.cost <= best * (1 + 4 * TOL) + 1e-300):
+        a = _backtrack(history, int(idx))
+        inc.offer(value_of(problem, a, "latency"), a, count_runs(a))
     return inc.assignment
 
 
-def _backtrack(layers: list[list[_Label]], idx: int) -> tuple[int, ...]:
+def _backtrack(history: list[_Labels], idx: int) -> tuple[int, ...]:
     out = []
-    for j in range(len(layers) - 1, -1, -1):
-        lab = layers[j][idx]
-        out.append(lab.dev)
-        idx = lab.parent
+    for labels in reversed(history):
+        out.append(int(labels.dev[idx]))
+        idx = int(labels.parent[idx])
     return tuple(reversed(out))
