@@ -48,8 +48,10 @@ class OutputError(SplitterError, OSError):
 
 
 class ToolchainError(SplitterError, RuntimeError):
-    """A required external tool (arm-none-eabi-gcc, qemu-system-arm, st-flash...) is missing or failed."""
+    """A required external tool (arm-none-eabi-gcc, qemu-system-arm, st-flash...) is missing or
+    failed."""
 
 
 class LinkError(SplitterError, RuntimeError):
-    """A serial link to a board failed: no answer, CRC errors past the retry limit, wrong firmware."""
+    """A serial link to a board failed: no answer, CRC errors past the retry limit, wrong
+    firmware."""

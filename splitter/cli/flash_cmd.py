@@ -1,0 +1,110 @@
+"""``splitter flash OUT``: build each device's firmware, then write and verify it over its probe."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from pathlib import Path
+
+import click
+
+from splitter.deploy.flash import TOOLS, FlashTarget, check_probes, choose_tool, flash_all
+from splitter.deploy.targets import FlashJob, load_job
+from splitter.errors import ToolchainError
+from splitter.link.build import build_all, check
+
+#: --tool values: a tool name of :data:`TOOLS` or its executable's name, or ``auto``.
+TOOL_CHOICES: tuple[str, ...] = (
+    "auto",
+    *TOOLS,
+    *(exe for exe in TOOLS.values() if exe not in TOOLS),
+)
+
+#: the tool shown by ``--dry-run --tool auto`` when no tool is installed
+DRY_RUN_DEFAULT = "st-flash"
+
+
+@click.command("flash")
+@click.argument("out", metavar="OUT", type=click.Path(path_type=Path))
+@click.option(
+    "--target",
+    "-t",
+    default=None,
+    metavar="BOARDS.toml",
+    help="Board file with each device's probe serial [the one OUT was compiled with].",
+)
+@click.option(
+    "--tool",
+    type=click.Choice(TOOL_CHOICES),
+    default="auto",
+    show_default=True,
+    help="Flashing tool; auto takes the first installed of st-flash, openocd, cubeprog.",
+)
+@click.option("--dry-run", is_flag=True, help="Build, then print the commands without flashing.")
+def command(out: Path, target: str | None, tool: str, dry_run: bool) -> None:
+    """Build the firmware of every device of OUT and flash it, verified, through its probe."""
+    job = load_job(out, target)
+    requested = tool_name(tool)
+    if dry_run:
+        chosen = _dry_run_tool(requested)
+        _warn_missing_probes(job)
+    else:
+        chosen = choose_tool(requested)  # before the build: no tool, no waiting
+        check_probes(job.targets, str(job.boards_path))
+    _build(job)
+    commands = flash_all(job.targets, chosen, dry_run=dry_run, run=_run_echoed)
+    if dry_run:
+        for flash_target, cmd in zip(job.targets, commands, strict=True):
+            click.echo(f"# {_describe(flash_target)}")
+            click.echo(shlex.join(cmd))
+        return
+    click.echo(f"flashed and verified {len(commands)} device(s) with {chosen}")
+
+
+def tool_name(choice: str) -> str | None:
+    """``None`` for auto, else the :data:`TOOLS` key (``STM32_Programmer_CLI`` -> cubeprog)."""
+    if choice == "auto":
+        return None
+    by_exe = {exe: name for name, exe in TOOLS.items()}
+    return by_exe.get(choice, choice)
+
+
+def _dry_run_tool(requested: str | None) -> str:
+    """The requested tool (installed or not), else the installed one, else st-flash's lines."""
+    if requested is not None:
+        return requested
+    try:
+        return choose_tool(None)
+    except ToolchainError as exc:
+        click.echo(f"note: {exc}; showing {DRY_RUN_DEFAULT} commands", err=True)
+        return DRY_RUN_DEFAULT
+
+
+def _warn_missing_probes(job: FlashJob) -> None:
+    """A dry run still shows the lines, but says what a real run would refuse."""
+    try:
+        check_probes(job.targets, str(job.boards_path))
+    except ToolchainError as exc:
+        click.echo(f"warning: {exc}", err=True)
+
+
+def _build(job: FlashJob) -> None:
+    """``make`` (incremental) every device's part firmware; sizes must match the plan."""
+    click.echo(f"building firmware in {job.out_dir / 'firmware'}", err=True)
+    for build in build_all(job.out_dir, emulator=False):
+        check(build)
+
+
+def _describe(target: FlashTarget) -> str:
+    probe = f"probe {target.probe}" if target.probe else "no probe serial (any attached probe)"
+    return f"{target.device} ({target.mcu}), {probe}"
+
+
+def _run_echoed(cmd: list[str]) -> int:
+    """Say which command runs, run it with the tool's output on the terminal; its exit code."""
+    click.echo(f"$ {shlex.join(cmd)}")
+    try:
+        return subprocess.run(cmd, check=False).returncode
+    except OSError as exc:  # the tool vanished from PATH or is not executable
+        click.echo(f"{cmd[0]}: {exc.strerror}", err=True)
+        return 127

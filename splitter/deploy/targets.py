@@ -1,0 +1,142 @@
+"""Which boards to flash with which images: a compile output ``OUT`` read against boards.toml.
+
+``OUT/plan.json`` (written by ``splitter compile``) names the boards file it was planned for
+(``boards_path``); ``OUT/firmware/wiring.json`` lists the devices that got a firmware project
+and the part each was generated for. The boards file (``--target``, else ``boards_path``) gives
+each device's probe serial. Every device with firmware must be in the boards file with the same
+part, and the link speed must be the one the firmware was generated for; otherwise the images
+would not run on the boards (a mismatch is a one-line error, nothing is flashed).
+
+The images are the part build of each device project (``make`` without ``EMULATOR``):
+``OUT/firmware/<device>/build/part/firmware.elf`` and ``firmware.bin`` (``objcopy -O binary``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from splitter.deploy.flash import FlashTarget
+from splitter.errors import BoardFileError, InputFileError
+from splitter.hardware.boards import load_boards
+from splitter.ir import Boards
+
+#: The part build's images inside a device project (see firmware_templates/Makefile.j2).
+PART_BUILD = Path("build") / "part"
+
+
+@dataclass(frozen=True)
+class FlashJob:
+    """A compile output resolved for flashing: the boards file used and one target per device."""
+
+    out_dir: Path
+    boards_path: Path
+    targets: tuple[FlashTarget, ...]
+
+
+def load_job(out_dir: str | Path, boards_path: str | Path | None = None) -> FlashJob:
+    """Read ``OUT`` and the boards file; one :class:`FlashTarget` per device with firmware."""
+    out = Path(out_dir).absolute()
+    plan = _read_json(out / "plan.json", out, "plan")
+    wiring = _read_json(out / "firmware" / "wiring.json", out, "wiring")
+    boards_file = _boards_file(out, plan, boards_path)
+    boards = load_boards(boards_file)
+    devices = _wired_devices(wiring, out)
+    check_matches(boards, devices, int(wiring.get("baud", boards.link.baud)), out)
+    by_name = {d.name: d for d in boards.devices}
+    targets = []
+    for entry in devices:
+        device = by_name[entry["name"]]
+        images = out / "firmware" / device.name / PART_BUILD
+        targets.append(
+            FlashTarget(
+                device=device.name,
+                mcu=device.part.name,
+                probe=device.probe,
+                elf=images / "firmware.elf",
+                binary=images / "firmware.bin",
+                flash_origin=device.part.flash_origin,
+            )
+        )
+    return FlashJob(out, boards_file, tuple(targets))
+
+
+def _read_json(path: Path, out: Path, what: str) -> dict[str, Any]:
+    """``plan.json`` / ``wiring.json`` of ``OUT`` as a dict, or a one-line error with the fix."""
+    if not out.is_dir():
+        raise InputFileError(
+            f"{out}: no such directory; run `splitter compile MODEL --target BOARDS.toml -o {out}`"
+        )
+    if not path.is_file():
+        if what == "plan":
+            raise InputFileError(
+                f"{path}: missing, so {out} is not a `splitter compile` output; "
+                f"run `splitter compile MODEL --target BOARDS.toml -o {out}`"
+            )
+        raise InputFileError(
+            f"{path}: missing, {out} has no firmware (compiled with --no-firmware?); "
+            "re-run `splitter compile` without --no-firmware"
+        )
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputFileError(f"{path}: unreadable ({exc}); re-run `splitter compile`") from None
+    if not isinstance(data, dict):
+        raise InputFileError(f"{path}: not a JSON object; re-run `splitter compile`")
+    return data
+
+
+def _boards_file(out: Path, plan: dict[str, Any], given: str | Path | None) -> Path:
+    """``--target`` when given, else the boards file plan.json was compiled against."""
+    if given is not None:
+        return Path(given)
+    recorded = plan.get("boards_path")
+    if not isinstance(recorded, str) or not recorded:
+        raise InputFileError(f"{out}/plan.json: names no boards file; pass --target BOARDS.toml")
+    if not Path(recorded).is_file():
+        raise BoardFileError(
+            f"{recorded}: board file {out} was compiled with no longer exists; "
+            "pass --target BOARDS.toml"
+        )
+    return Path(recorded)
+
+
+def _wired_devices(wiring: dict[str, Any], out: Path) -> list[dict[str, Any]]:
+    """The devices of wiring.json (those hosting a sub-model), each with ``name`` and ``part``."""
+    devices = wiring.get("devices")
+    if not isinstance(devices, list) or not devices or not all(map(_is_device, devices)):
+        raise InputFileError(
+            f"{out}/firmware/wiring.json: no devices with name and part; re-run `splitter compile`"
+        )
+    return devices
+
+
+def _is_device(entry: object) -> bool:
+    return isinstance(entry, dict) and "name" in entry and "part" in entry
+
+
+def check_matches(boards: Boards, devices: list[dict[str, Any]], baud: int, out: Path) -> None:
+    """Every device with firmware is in ``boards`` with the same part; the baud rates agree."""
+    where = boards.source_path
+    by_name = {d.name: d for d in boards.devices}
+    missing = [d["name"] for d in devices if d["name"] not in by_name]
+    if missing:
+        raise BoardFileError(
+            f"{where}: no device named {', '.join(missing)}, but {out} has firmware for "
+            f"{', '.join(d['name'] for d in devices)}; pass the boards file {out} was compiled "
+            "with (--target), or re-run `splitter compile` with this one"
+        )
+    for entry in devices:
+        part = by_name[entry["name"]].part.name
+        if part.upper() != str(entry["part"]).upper():
+            raise BoardFileError(
+                f"{where}: device {entry['name']} is a {part}, but {out} was compiled for a "
+                f"{entry['part']}; re-run `splitter compile` with this boards file"
+            )
+    if boards.link.baud != baud:
+        raise BoardFileError(
+            f"{where}: link baud is {boards.link.baud}, but the firmware in {out} talks at "
+            f"{baud}; re-run `splitter compile` with this boards file"
+        )
