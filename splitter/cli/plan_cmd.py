@@ -88,7 +88,8 @@ def _render(data: dict[str, Any]) -> None:
 )
 @click.option("--solver", type=click.Choice(SOLVER_NAMES), default="auto", show_default=True)
 @click.option("--time-limit", type=click.FloatRange(min=0.0, min_open=True), default=None,
-              help="Seconds for cpsat / bnb; stops with the best plan found so far.")  # fmt: skip
+              help="Seconds for dp / cpsat / bnb (default 60 for dp and cpsat); stops "
+                   "with the best plan found so far and reports its gap.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option(
     "--input-shape",

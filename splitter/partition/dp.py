@@ -46,6 +46,7 @@ from splitter.partition.problem import TOL, Problem, count_runs, is_feasible, va
 FIRST_STEP, STEP_GROWTH = 2e-4, 2.0
 BEAM_WIDTH = 16
 COLGEN_MAX_ITERATIONS = 300
+DEFAULT_TIME_LIMIT = 60.0
 
 
 @dataclass(frozen=True)
@@ -65,13 +66,13 @@ class Tables:
 def solve_dp(problem: Problem, objective: str, **options: object) -> SolverResult:
     """Exact minimum latency; ``objective`` must be ``"latency"``.
 
-    Options: ``time_limit`` (seconds; the incumbent is returned, not proved optimal, when it
-    passes), ``incumbent`` (a feasible assignment to start from).
+    Options: ``time_limit`` (seconds, default 60, as cpsat; the incumbent is returned, not proved
+    optimal, when it passes), ``incumbent`` (a feasible assignment to start from).
     """
     if objective != "latency":
         raise SolverError("dp solves latency only; use --solver bnb or cpsat for throughput")
-    limit_s = options.get("time_limit")
-    deadline = time.perf_counter() + float(limit_s) if limit_s else None  # type: ignore[arg-type]
+    limit_s = float(options.get("time_limit") or DEFAULT_TIME_LIMIT)  # type: ignore[arg-type]
+    deadline = time.perf_counter() + limit_s
     inc = Incumbent()
     start = options.get("incumbent")
     tables, columns = build_tables(problem)
