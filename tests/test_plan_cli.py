@@ -168,3 +168,19 @@ def test_plan_subprocess_exit_code(case_files, tmp_path) -> None:
     )  # fmt: skip
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "Traceback" not in proc.stderr and "NOPE" in proc.stderr
+
+
+@pytest.mark.parametrize("solver", ["auto", "fs", "ds", "bnb", "dp", "cpsat"])
+def test_time_limit_is_accepted_by_every_solver(
+    capsys: pytest.CaptureFixture[str], case_files, solver: str
+) -> None:
+    """``--time-limit`` with any solver (auto picks fs here): a plan, never a TypeError."""
+    profile, boards = case_files["kws_cnn"]
+    code, out, err = run_cli(
+        capsys, "plan", str(profile), "--target", str(boards), "--objective", "latency",
+        "--solver", solver, "--time-limit", "5", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan["submodels"] and plan["latency_s"] > 0
+    assert plan["optimal"] is (solver != "ds")

@@ -32,8 +32,13 @@ def ds_node_estimate(n: int, d: int) -> int:
     return d * sum(branching**t for t in range(depth + 1))
 
 
-def solve_ds(problem: Problem, objective: str, *, limit: int = DS_LIMIT) -> SolverResult:
-    """Dichotomic Search; ``assignment`` is None when no visited candidate is feasible."""
+def solve_ds(
+    problem: Problem, objective: str, *, limit: int = DS_LIMIT, time_limit: float | None = None
+) -> SolverResult:
+    """Dichotomic Search; ``assignment`` is None when no visited candidate is feasible.
+
+    ``time_limit`` is accepted for the common solver interface, unused: ``limit`` bounds the work.
+    """
     n, d = problem.n, problem.d
     estimate = ds_node_estimate(n, d)
     if estimate > limit:

@@ -18,8 +18,13 @@ FS_LIMIT = 2_000_000
 BLOCK = 1 << 15
 
 
-def solve_fs(problem: Problem, objective: str, *, limit: int = FS_LIMIT) -> SolverResult:
-    """Exact by enumeration; refuses instances with more than ``limit`` candidates."""
+def solve_fs(
+    problem: Problem, objective: str, *, limit: int = FS_LIMIT, time_limit: float | None = None
+) -> SolverResult:
+    """Exact by enumeration; refuses instances with more than ``limit`` candidates.
+
+    ``time_limit`` is accepted for the common solver interface, unused: ``limit`` bounds the work.
+    """
     n, d = problem.n, problem.d
     total = d**n
     if total > limit:
