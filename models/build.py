@@ -9,6 +9,8 @@ file are the same on every run (seed = CRC-32 of the model name). Opset 13, NCHW
   table's FLASH column. See ``models/README.md`` for how each table was matched.
 * MobileNetV2-1.0 at 224x224 (Sandler et al. 2018, Table 2), not committed (about 14 MB).
 * CIFAR ResNet-8 (He et al. 2016, section 4.2, n = 1).
+* MobileNet v1 0.25 at 64x64 with the paper's FC classifier, small enough for the emulated
+  STM32F405 end-to-end test (``tests/test_e2e_mobilenet.py``).
 
 Usage: ``python models/build.py [--only NAME] [--out DIR] [--force]``. A file already present with
 identical bytes is left alone; a different one is rewritten only with ``--force``.
@@ -246,26 +248,32 @@ def kws_ds_cnn() -> onnx.ModelProto:
     )
 
 
+def _mobilenet_v1_body(net: Net, alpha: float) -> None:
+    """MobileNet v1 (Howard et al. 2017, Table 1) up to the last pointwise block: conv 3x3 s2,
+    13 depthwise-separable blocks, each conv + BN + ReLU6; Keras channel rule int(c * alpha)."""
+    ch = [int(c * alpha) for c in (32, 64, 128, 256, 512, 1024)]
+    blocks = [(ch[1], 1), (ch[2], 2), (ch[2], 1), (ch[3], 2), (ch[3], 1), (ch[4], 2)]
+    blocks += [(ch[4], 1)] * 5 + [(ch[5], 2), (ch[5], 1)]
+    net.conv("conv1", ch[0], (3, 3), (2, 2), same_pads(_hw(net), (3, 3), (2, 2)))
+    net.bn("conv1_bn")
+    net.relu6("conv1_relu")
+    for i, (out, stride) in enumerate(blocks, start=1):
+        pads = same_pads(_hw(net), (3, 3), (stride, stride))
+        net.conv(f"conv_dw_{i}", net.shape[1], (3, 3), (stride, stride), pads, net.shape[1])
+        net.bn(f"conv_dw_{i}_bn")
+        net.relu6(f"conv_dw_{i}_relu")
+        net.conv(f"conv_pw_{i}", out, (1, 1))
+        net.bn(f"conv_pw_{i}_bn")
+        net.relu6(f"conv_pw_{i}_relu")
+
+
 def mobilenet_v1(alpha: float) -> Callable[[], onnx.ModelProto]:
-    """MobileNet v1 (Howard et al. 2017) at 128x128, Keras channel rule int(c * alpha)."""
+    """MobileNet v1 (Howard et al. 2017) at 128x128, Keras layout (1x1 conv classifier)."""
 
     def build() -> onnx.ModelProto:
         tag = f"{round(alpha * 100):03d}"
         net = Net(f"mobilenet_v1_{tag}", (1, 3, 128, 128))
-        ch = [int(c * alpha) for c in (32, 64, 128, 256, 512, 1024)]
-        blocks = [(ch[1], 1), (ch[2], 2), (ch[2], 1), (ch[3], 2), (ch[3], 1), (ch[4], 2)]
-        blocks += [(ch[4], 1)] * 5 + [(ch[5], 2), (ch[5], 1)]
-        net.conv("conv1", ch[0], (3, 3), (2, 2), same_pads(_hw(net), (3, 3), (2, 2)))
-        net.bn("conv1_bn")
-        net.relu6("conv1_relu")
-        for i, (out, stride) in enumerate(blocks, start=1):
-            pads = same_pads(_hw(net), (3, 3), (stride, stride))
-            net.conv(f"conv_dw_{i}", net.shape[1], (3, 3), (stride, stride), pads, net.shape[1])
-            net.bn(f"conv_dw_{i}_bn")
-            net.relu6(f"conv_dw_{i}_relu")
-            net.conv(f"conv_pw_{i}", out, (1, 1))
-            net.bn(f"conv_pw_{i}_bn")
-            net.relu6(f"conv_pw_{i}_relu")
+        _mobilenet_v1_body(net, alpha)
         net.gap("global_average_pooling2d")
         net.conv("conv_preds", 1000, (1, 1))
         net.flatten("reshape_2")
@@ -277,6 +285,26 @@ def mobilenet_v1(alpha: float) -> Callable[[], onnx.ModelProto]:
         )
 
     return build
+
+
+def mobilenet_v1_025_64() -> onnx.ModelProto:
+    """MobileNet v1 0.25 at 64x64 for the emulated end-to-end test (QEMU's F405: 1 MiB flash,
+    128 KiB SRAM). The body is mobilenet_v1_025's (same weight shapes; the global average pool
+    absorbs the resolution), so 64x64 is the largest input whose activations fit: conv_pw_1
+    needs 32 + 64 KiB. The classifier is the paper's FC 256x1000 (Howard et al. Table 1, a Gemm)
+    instead of Keras's 1x1 conv: same 257,000 parameters, but a device holding them (1,028,000
+    B of 1 MiB of flash) keeps room only for firmware that links the dense kernel alone."""
+    net = Net("mobilenet_v1_025_64", (1, 3, 64, 64))
+    _mobilenet_v1_body(net, 0.25)
+    net.gap("global_average_pooling2d")
+    net.flatten("flatten")
+    net.dense("fc", 1000)
+    net.softmax("predictions")
+    return net.model(
+        "Howard et al., MobileNets (arXiv:1704.04861), Table 1 (FC classifier); "
+        "keras.applications.MobileNet layer names for the body",
+        "MobileNet v1 alpha=0.25 64x64 RGB, 1000 classes",
+    )
 
 
 def kws_cnn() -> onnx.ModelProto:
@@ -463,6 +491,7 @@ BUILDERS: dict[str, Callable[[], onnx.ModelProto]] = {
     "voxceleb": voxceleb,
     "mobilenet_v2_224": mobilenet_v2_224,
     "resnet8": resnet8,
+    "mobilenet_v1_025_64": mobilenet_v1_025_64,
 }
 
 THESIS_MODELS = tuple(list(BUILDERS)[:8])
