@@ -9,6 +9,7 @@ naming it.
 
 from __future__ import annotations
 
+import errno
 import socket
 import time
 from collections import deque
@@ -26,6 +27,8 @@ RETRIES = 8
 PING_TIMEOUT_S = 0.3
 #: Silence inside a frame after which the rest of it is given up (the sender waits for us).
 BYTE_GAP_S = 0.1
+#: errno of opening a port another process holds: its flock (EWOULDBLOCK) or TIOCEXCL (EBUSY).
+BUSY_ERRNOS = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EBUSY)
 
 
 @dataclass
@@ -46,6 +49,24 @@ class InferenceResult:
     seconds: float = 0.0
 
 
+def open_port(url: str, device: str, baud: int) -> serial.SerialBase:
+    """Open ``url`` for ``device`` with an exclusive lock (pyserial ``exclusive=True``: flock
+    on POSIX), so a second splitter run/bench or a serial monitor cannot share the port.
+
+    A port another program holds (lock taken: EWOULDBLOCK; opened with TIOCEXCL: EBUSY) is a
+    one-line :class:`LinkError` saying so; any other failure names the port and the cause.
+    """
+    try:
+        return serial.serial_for_url(url, baudrate=baud, timeout=0.02, exclusive=True)
+    except (serial.SerialException, OSError, ValueError) as exc:
+        if getattr(exc, "errno", None) in BUSY_ERRNOS:
+            raise LinkError(
+                f"{url}: port of device {device} is busy (another program holds it: a serial "
+                "monitor, a flasher or another splitter run/bench); close it and retry"
+            ) from None
+        raise LinkError(f"{url}: cannot open the port of device {device} ({exc})") from None
+
+
 class HostLink:
     """One serial endpoint to one device, speaking the splitter frame protocol."""
 
@@ -61,10 +82,7 @@ class HostLink:
     ) -> None:
         self.url, self.device = url, device
         self.ack_timeout, self.retries, self.log = ack_timeout, retries, log
-        try:
-            self.port = serial.serial_for_url(url, baudrate=baud, timeout=0.02)
-        except (serial.SerialException, OSError, ValueError) as exc:
-            raise LinkError(f"{url}: cannot open the port of device {device} ({exc})") from None
+        self.port = open_port(url, device, baud)
         sock = getattr(self.port, "_socket", None)
         if isinstance(sock, socket.socket):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
