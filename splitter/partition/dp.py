@@ -42,10 +42,12 @@ from splitter.errors import SolverError
 from splitter.partition.base import Incumbent, SolverResult
 from splitter.partition.problem import TOL, Problem, count_runs, is_feasible, value_of
 
-#: the first deepening limit is ``LB * (1 + FIRST_STEP)``; each failed pass multiplies the step
-FIRST_STEP, STEP_GROWTH = 2e-4, 2.0
+#: deepening limits (see ``_Search.next_target``): shares of the gap, doubled after each failure
+FIRST_STEP, DEEPEN_SHARE = 2e-4, 1 / 16
 BEAM_WIDTH = 16
 COLGEN_MAX_ITERATIONS = 300
+#: layers with at most this many labels are filtered with one (k, k) dominance matrix
+WHOLE_LAYER_DOMINANCE = 384
 DEFAULT_TIME_LIMIT = 60.0
 
 
@@ -82,7 +84,7 @@ def solve_dp(problem: Problem, objective: str, **options: object) -> SolverResul
         for a in [*starts, *columns, *repair_paths(problem, tables)]:
             if is_feasible(problem, a):
                 inc.offer(value_of(problem, a, "latency"), a)
-        beam = search.label_pass(float("inf"), beam=BEAM_WIDTH)
+        beam = search.label_pass(inc.value, beam=BEAM_WIDTH)
         if beam is not None:
             inc.offer(value_of(problem, beam, "latency"), beam)
         found = search.deepen(inc)
@@ -127,14 +129,9 @@ class _Search:
         problem, lower = self.problem, self.tables.lower
         t_max = np.where(problem.allowed, problem.t, 0.0).max(axis=1)
         ceiling = float(t_max.sum() + problem.comm.sum())
-        span = max(abs(lower), 1e-9 * ceiling, 1e-300)
-        step = FIRST_STEP
+        failed = 0
         while True:
-            target = min(inc.value, lower + step * span)
-            if inc.assignment is not None and target >= inc.value * (1 - 4 * TOL):
-                target = inc.value
-            if inc.assignment is None and target > ceiling:
-                target = float("inf")
+            target = self.next_target(lower, inc, failed, ceiling)
             found = self.label_pass(target)
             if found is not None:
                 value = value_of(problem, found, "latency")
@@ -145,7 +142,23 @@ class _Search:
             if target == float("inf"):
                 return None
             lower = max(lower, target)
-            step *= STEP_GROWTH
+            failed += 1
+
+    @staticmethod
+    def next_target(lower: float, inc: Incumbent, failed: int, ceiling: float) -> float:
+        """The next pass's limit after ``failed`` passes that found nothing.
+
+        With an incumbent: ``lower + DEEPEN_SHARE 2^failed (UB - lower)``, the incumbent itself
+        once that reaches it (that pass always succeeds). Without one:
+        ``lower (1 + FIRST_STEP 2^failed)``, infinite once above ``ceiling`` (no plan costs
+        more).
+        """
+        if inc.assignment is None:
+            span = max(abs(lower), 1e-9 * ceiling, 1e-300)
+            target = lower + FIRST_STEP * 2.0**failed * span
+            return float("inf") if target > ceiling else target
+        target = lower + DEEPEN_SHARE * 2.0**failed * max(inc.value - lower, 0.0)
+        return inc.value if target >= inc.value * (1 - 4 * TOL) else target
 
     def label_pass(self, limit: float, beam: int | None = None) -> tuple[int, ...] | None:
         """One forward pass keeping the labels whose bounds are within ``limit``.
@@ -183,6 +196,13 @@ class _Search:
         dominated label at once keeps a dominating label for each dropped one.
         """
         eff = np.maximum(labels.used, self.tables.caps - self.tables.rest[j])
+        if len(labels.dev) <= WHOLE_LAYER_DOMINANCE:  # one matrix for the layer: fewer calls
+            same = labels.dev[:, None] == labels.dev[None, :]
+            rank = np.arange(len(labels.dev))
+            dominated = (same & _dominance_matrix(labels.cost, labels.nsub, eff, rank, margin)).any(
+                axis=0
+            )
+            return np.flatnonzero(~dominated)
         keep = np.ones(len(labels.dev), dtype=bool)
         for i in np.unique(labels.dev):
             g = np.flatnonzero(labels.dev == i)
@@ -193,13 +213,8 @@ class _Search:
             for lo in range(0, len(g), 256):
                 self.check_time()
                 a = slice(lo, lo + 256)
-                fits = (e[a, None, :] <= e[None, :, :]).all(axis=2)
-                wins = (c[None, :] - c[a, None] > margin) | (
-                    (c[a, None] <= c[None, :])
-                    & (ns[a, None] <= ns[None, :])
-                    & (g[a, None] < g[None, :])
-                )
-                dominated |= (fits & wins).any(axis=0)
+                block = _dominance_matrix(c, ns, e, g, margin, a)
+                dominated |= block.any(axis=0)
             keep[g[dominated]] = False
         return np.flatnonzero(keep)
 
@@ -311,11 +326,11 @@ def lagrangian_dual(
     return best_lam, best_lb, columns
 
 
-def repair_paths(problem: Problem, tables: Tables, rounds: int = 40) -> list[tuple[int, ...]]:
+def repair_paths(problem: Problem, tables: Tables, rounds: int = 12) -> list[tuple[int, ...]]:
     """Feasible plans from least penalised paths, raising the penalty of overfull devices.
 
     Starts from ``lam`` (the dual optimum) and multiplies the penalty of every device a path
-    overfills by 1.5 (or sets it to the median layer's latency per byte when it is zero) until
+    overfills by 2 (or sets it to the median layer's latency per byte when it is zero) until
     the path fits; a cheap primal heuristic (Lagrangian heuristic, Fisher 1981).
     """
     pen = np.zeros(problem.d)
@@ -332,7 +347,7 @@ def repair_paths(problem: Problem, tables: Tables, rounds: int = 40) -> list[tup
         used = np.zeros(problem.d, dtype=np.int64)
         np.add.at(used, np.array(path), problem.flash)
         over = used > problem.dev_flash
-        pen = np.where(over, np.where(pen > 0, pen * 1.5, scale), pen)
+        pen = np.where(over, np.where(pen > 0, pen * 2.0, scale), pen)
     return found
 
 
@@ -390,6 +405,25 @@ def _extend(problem: Problem, tables: Tables, labels: _Labels, j: int, cut: floa
         cols, cost[rows, cols], labels.nsub[rows] + moved[rows, cols], used[rows, cols], rows,
         bound[rows, cols],
     )  # fmt: skip
+
+
+def _dominance_matrix(
+    cost: np.ndarray,
+    nsub: np.ndarray,
+    eff: np.ndarray,
+    rank: np.ndarray,
+    margin: float,
+    rows: slice = slice(None),
+) -> np.ndarray:
+    """``D[a, b]``: label ``rows[a]`` dominates label ``b`` (same device assumed; module
+    docstring): ``eff_a <= eff_b`` everywhere and either ``cost_b - cost_a > margin`` or ``a`` no
+    worse on cost, sub-models and rank."""
+    fits = (eff[rows, None, :] <= eff[None, :, :]).all(axis=2)
+    c, ns, r = cost[rows, None], nsub[rows, None], rank[rows, None]
+    wins = (cost[None, :] - c > margin) | (
+        (c <= cost[None, :]) & (ns <= nsub[None, :]) & (r < rank[None, :])
+    )
+    return fits & wins
 
 
 def _best_final(problem: Problem, history: list[_Labels]) -> tuple[int, ...] | None:
