@@ -1,7 +1,10 @@
 """One C emitter per canonical op kind, registered in :data:`EMITTERS` (used by model_c.py).
 
 Each handler has a ``check(op, tensors) -> reason | None`` (variants the kernels lack) and an
-``emit(op, ctx) -> list[str]`` producing the kernel call(s). Layout is NCHW, batch 1.
+``emit(op, ctx) -> list[str]`` producing the kernel call(s). Layout is NCHW, batch 1, or NHWC
+(TFLite; :attr:`EmitContext.layout`): conv and pools then call the ``*_nhwc`` kernels of
+``kernels_nhwc.c``; every other kernel is layout-free (element-wise, or works on the row-major
+view the model itself defines: pad, concat, mean, softmax, reshape).
 """
 
 from __future__ import annotations
@@ -134,6 +137,8 @@ class EmitContext:
     offsets: Mapping[str, int]
     tensors: Mapping[str, TensorSpec]
     weights: WeightTable
+    #: the graph's layout: ``"NCHW"`` (ONNX) or ``"NHWC"`` (TFLite, the ``*_nhwc`` kernels)
+    layout: str = "NCHW"
 
     def ptr(self, name: str) -> str:
         """``A + <float offset>`` of activation ``name``."""
@@ -214,6 +219,8 @@ def _float_weights(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
 
 
 def _emit_conv(op: Op, ctx: EmitContext) -> list[str]:
+    if ctx.layout == "NHWC":
+        return _emit_conv_nhwc(op, ctx)
     x, y = op.inputs[0], op.outputs[0]
     _, c, h, w = ctx.shape(x)
     _, o, oh, ow = ctx.shape(y)
@@ -229,6 +236,36 @@ def _emit_conv(op: Op, ctx: EmitContext) -> list[str]:
     return [
         f"k_conv2d({ctx.ptr(x)}, {c}, {h}, {w}, {wn}, {bn}, {ctx.ptr(y)}, {o}, {oh}, {ow}, "
         f"{kh}, {kw}, {sh}, {sw}, {pads[0]}, {pads[1]}, {dh}, {dw}, {groups}, {act_args(op)});"
+    ]
+
+
+def _conv_geometry(op: Op) -> str:
+    """``kh, kw, sh, sw, pt, pl, dh, dw, groups`` arguments of a convolution."""
+    kh, kw = np.asarray(op.weights["W"]).shape[2:]
+    sh, sw = op.attr("strides", (1, 1))
+    pads = op.attr("pads", (0, 0, 0, 0))
+    dh, dw = op.attr("dilations", (1, 1))
+    return _ints((kh, kw, sh, sw, pads[0], pads[1], dh, dw, int(op.attr("groups", 1))))
+
+
+def ohwi(w: np.ndarray) -> np.ndarray:
+    """Canonical conv weights ``(O, C/groups, kh, kw)`` as TFLite's ``(O, kh, kw, C/groups)``.
+
+    ``ohwi(w)[o, ky, kx, c] = w[o, c, ky, kx]``: the order ``k_conv2d_nhwc`` reads, so the
+    innermost loop runs over contiguous input channels; same element count (FLASH unchanged).
+    """
+    return np.ascontiguousarray(np.asarray(w).transpose(0, 2, 3, 1))
+
+
+def _emit_conv_nhwc(op: Op, ctx: EmitContext) -> list[str]:
+    x, y = op.inputs[0], op.outputs[0]
+    _, h, w, c = ctx.shape(x)
+    _, oh, ow, o = ctx.shape(y)
+    wn = ctx.const(op, "W", ohwi(np.asarray(op.weights["W"], dtype=np.float32)))
+    bn = ctx.const(op, "B") if "B" in op.weights else "0"
+    return [
+        f"k_conv2d_nhwc({ctx.ptr(x)}, {h}, {w}, {c}, {wn}, {bn}, {ctx.ptr(y)}, {oh}, {ow}, {o}, "
+        f"{_conv_geometry(op)}, {act_args(op)});"
     ]
 
 
@@ -284,16 +321,34 @@ def _pool_geometry(op: Op, ctx: EmitContext) -> tuple[str, str]:
     )
 
 
+def _pool_geometry_nhwc(op: Op, ctx: EmitContext) -> str:
+    """``x, H, W, C, y, OH, OW, kh, kw, sh, sw`` arguments of an NHWC pool."""
+    x, y = op.inputs[0], op.outputs[0]
+    _, h, w, c = ctx.shape(x)
+    _, oh, ow, _ = ctx.shape(y)
+    kh, kw = op.attr("kernel")
+    sh, sw = op.attr("strides", (1, 1))
+    return f"{ctx.ptr(x)}, {h}, {w}, {c}, {ctx.ptr(y)}, {oh}, {ow}, {_ints((kh, kw, sh, sw))}"
+
+
 def _emit_maxpool(op: Op, ctx: EmitContext) -> list[str]:
+    if ctx.layout == "NHWC":
+        pt, pl = op.attr("pads", (0, 0, 0, 0))[:2]
+        geo = _pool_geometry_nhwc(op, ctx)
+        return [f"k_maxpool_nhwc({geo}, {pt}, {pl}, {act_args(op)});"]
     geo, pads = _pool_geometry(op, ctx)
     pt, pl = pads.split(", ")[:2]
     return [f"k_maxpool({geo}, {pt}, {pl}, {act_args(op)});"]
 
 
 def _emit_avgpool(op: Op, ctx: EmitContext) -> list[str]:
+    cip = 1 if op.attr("count_include_pad", 0) else 0
+    if ctx.layout == "NHWC":
+        pads = _ints(op.attr("pads", (0, 0, 0, 0)))
+        geo = _pool_geometry_nhwc(op, ctx)
+        return [f"k_avgpool_nhwc({geo}, {pads}, {cip}, {act_args(op)});"]
     geo, pads = _pool_geometry(op, ctx)
     pt, pl, pb, pr = pads.split(", ")
-    cip = 1 if op.attr("count_include_pad", 0) else 0
     return [f"k_avgpool({geo}, {pt}, {pl}, {pb}, {pr}, {cip}, {act_args(op)});"]
 
 
@@ -406,6 +461,12 @@ def _emit_softmax(op: Op, ctx: EmitContext) -> list[str]:
     return [f"k_softmax({ctx.ptr(x)}, {outer}, {n}, {inner}, {ctx.ptr(y)});"]
 
 
+def _check_softmax(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+    if float(op.attr("beta", 1.0)) != 1.0:
+        return f"softmax beta {op.attr('beta')} (beta 1 only)"
+    return None
+
+
 def _emit_batchnorm(op: Op, ctx: EmitContext) -> list[str]:
     x, y = op.inputs[0], op.outputs[0]
     shape = ctx.shape(x)
@@ -492,7 +553,7 @@ EMITTERS: Mapping[str, Handler] = {
     **{k: Handler(_emit_binary, (_check_binary, _act_ok)) for k in ("add", "sub", "mul", "div")},
     "concat": Handler(_emit_concat, ()),
     **{k: Handler(_emit_unary, ()) for k in _UNARY},
-    "softmax": Handler(_emit_softmax, ()),
+    "softmax": Handler(_emit_softmax, (_check_softmax,)),
     "batchnorm": Handler(_emit_batchnorm, (_check_batchnorm,)),
     "pad": Handler(_emit_pad, (_check_pad,)),
     "reshape": Handler(_emit_reshape, ()),

@@ -1,0 +1,34 @@
+/*
+ * splitter float32 NHWC kernels (C99): the layout of TFLite models.
+ *
+ * A feature map of H rows, W columns and C channels is x[(y * W + x) * C + c] (batch 1).
+ * Conv weights are TFLite's OHWI order, (O, kh, kw, C/groups): the generator transposes the
+ * canonical (O, C/groups, kh, kw) array once (codegen/model_ops.py), same byte count. A
+ * depthwise convolution is groups == C with O = C * depth_multiplier.
+ * Pads: top, left (the kernels never read outside the input; bottom/right come from OH/OW).
+ * Same rules as kernels.h: no malloc, no libc, no scratch; the element-wise and reshape-like
+ * kernels of kernels.h (k_act, k_binary, k_concat_part, k_mean, k_softmax, k_pad, ...) are
+ * layout-free and serve NHWC too.
+ */
+#ifndef SPLITTER_KERNELS_NHWC_H
+#define SPLITTER_KERNELS_NHWC_H
+
+/* y[oy, ox, o] = act(b[o] + sum_{ky, kx, ci} x[iy, ix, g * Cg + ci] * w[o, ky, kx, ci]) with
+ * g = o / (O / groups), Cg = C / groups, iy = oy * sh - pt + ky * dh (taps outside skipped). */
+void k_conv2d_nhwc(const float *restrict x, int H, int W, int C, const float *restrict w,
+                   const float *restrict b, float *restrict y, int OH, int OW, int O, int kh,
+                   int kw, int sh, int sw, int pt, int pl, int dh, int dw, int groups, int act,
+                   float p0, float p1);
+
+/* Max pool over the window's in-bounds taps. */
+void k_maxpool_nhwc(const float *restrict x, int H, int W, int C, float *restrict y, int OH,
+                    int OW, int kh, int kw, int sh, int sw, int pt, int pl, int act, float p0,
+                    float p1);
+
+/* Average pool; count_include_pad counts the pad cells inside [-pt, H + pb) x [-pl, W + pr),
+ * else only the in-bounds taps (TFLite SAME padding). */
+void k_avgpool_nhwc(const float *restrict x, int H, int W, int C, float *restrict y, int OH,
+                    int OW, int kh, int kw, int sh, int sw, int pt, int pl, int pb, int pr,
+                    int count_include_pad, int act, float p0, float p1);
+
+#endif /* SPLITTER_KERNELS_NHWC_H */
