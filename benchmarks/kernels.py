@@ -5,7 +5,7 @@ with the F4 SR/DR registers) together with ``firmware_templates/kernels``, runs 
 ``qemu-system-arm -M netduinoplus2 -icount shift=0`` and reads SysTick tick counts printed per
 kernel call. With ``-icount shift=0`` each instruction takes 1 ns of virtual time and SysTick runs
 at the fixed 168 MHz core clock, so ``instructions = ticks / 0.168`` (see
-``/work/shared/notes/emulated-stm32.md``); the harness subtracts the ticks of an empty
+``../shared/notes/emulated-stm32.md``); the harness subtracts the ticks of an empty
 measurement. These are instruction counts, not cycles (no wait states or FPU latencies modelled).
 
 Usage: ``.venv/bin/python benchmarks/kernels.py`` -> ``benchmarks/results/kernels.{md,json}``.

@@ -35,7 +35,7 @@ from splitter.partition import SOLVERS, make_problem, solve  # noqa: E402
 from splitter.partition.ds import DS_LIMIT, ds_node_estimate  # noqa: E402
 from splitter.partition.fs import FS_LIMIT  # noqa: E402
 
-PROFILES = Path("/work/shared/data/thesis_profiles.json")
+PROFILES = ROOT / "models" / "profiles" / "thesis_profiles.json"
 THESIS_PAIRS = {
     "mobilenet_v1_025": ("STM32H743ZI", "STM32F446RE"),
     "mobilenet_v1_030": ("STM32H743ZI", "STM32F401RE"),

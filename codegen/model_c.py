@@ -4,7 +4,7 @@
 device. Every sub-model becomes ``int sm_<NN>(float *arena)`` calling the float32 kernels of
 ``firmware_templates/kernels`` (NCHW, batch 1; TFLite's NHWC through ``kernels_nhwc.c``) with
 each activation at a byte offset in the
-device's one static arena, laid out by the ARENA RULE (``/work/notes/arena.md``):
+device's one static arena, laid out by the ARENA RULE (``docs/arena.md``):
 
 * layer ``j`` is planned by ``plan_layer_memory`` (input at 0, output last, ``size = RAM_j``);
 * the device arena is ``A = max_j RAM_j`` over the layers it hosts (SPEC.md constraint (5));

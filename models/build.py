@@ -4,7 +4,7 @@ Every model is written with ``onnx.helper`` from seeded numpy random weights, so
 file are the same on every run (seed = CRC-32 of the model name). Opset 13, NCHW, batch 1.
 
 * The thesis's eight models (Neural Network Splitter thesis, Appendix A Tables 7-14, data in
-  ``../shared/data/thesis_profiles.json``): the architectures reproduce the tables' per-layer
+  ``models/profiles/thesis_profiles.json``): the architectures reproduce the tables' per-layer
   shapes, and every conv/dense layer's parameter count (weights + bias, float32) equals the
   table's FLASH column. See ``models/README.md`` for how each table was matched.
 * MobileNetV2-1.0 at 224x224 (Sandler et al. 2018, Table 2), not committed (about 14 MB).

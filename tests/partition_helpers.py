@@ -9,7 +9,7 @@ from pathlib import Path
 from splitter.hardware.boards import boards_from_dict
 from splitter.ir import Boards, LayerCost
 
-DATA = Path("/work/shared/data")
+DATA = Path(__file__).resolve().parents[1] / "models" / "profiles"
 PROFILES = json.loads((DATA / "thesis_profiles.json").read_text())
 CASES = json.loads((DATA / "thesis_reference_cases.json").read_text())["cases"]
 

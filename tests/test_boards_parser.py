@@ -12,7 +12,11 @@ from splitter.hardware.boards import load_boards
 from splitter.hardware.catalog import get_part, parts
 
 ROOT = Path(__file__).resolve().parents[1]
-THESIS = json.loads(Path("/work/shared/data/thesis_profiles.json").read_text())["mcus"]
+THESIS = json.loads(
+    (
+        Path(__file__).resolve().parents[1] / "models" / "profiles" / "thesis_profiles.json"
+    ).read_text()
+)["mcus"]
 
 
 def _write(tmp_path: Path, text: str) -> Path:

@@ -10,7 +10,11 @@ import pytest
 from splitter.importers import load_chain
 
 ROOT = Path(__file__).resolve().parent.parent
-THESIS = json.loads(Path("/work/shared/data/thesis_profiles.json").read_text())["models"]
+THESIS = json.loads(
+    (
+        Path(__file__).resolve().parents[1] / "models" / "profiles" / "thesis_profiles.json"
+    ).read_text()
+)["models"]
 
 
 def _thesis_macs(name: str) -> list[int]:

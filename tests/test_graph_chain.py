@@ -18,7 +18,7 @@ from splitter.ir import Graph
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"
-THESIS = Path("/work/shared/data/thesis_profiles.json")
+THESIS = Path(__file__).resolve().parents[1] / "models" / "profiles" / "thesis_profiles.json"
 
 
 def _models_build() -> ModuleType:

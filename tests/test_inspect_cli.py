@@ -14,7 +14,7 @@ from splitter.cost.report import COLUMNS, chain_report
 from splitter.importers import load_chain
 
 ROOT = Path(__file__).resolve().parent.parent
-THESIS = Path("/work/shared/data/thesis_profiles.json")
+THESIS = Path(__file__).resolve().parents[1] / "models" / "profiles" / "thesis_profiles.json"
 PROFILES = sorted(json.loads(THESIS.read_text())["models"])
 MODEL_FILES = sorted(
     p.name for p in (ROOT / "models").iterdir() if p.suffix in (".onnx", ".tflite")

@@ -19,7 +19,7 @@ import pytest
 from onnx import numpy_helper
 
 ROOT = Path(__file__).resolve().parents[1]
-PROFILES = ROOT.parent / "shared" / "data" / "thesis_profiles.json"
+PROFILES = ROOT / "models" / "profiles" / "thesis_profiles.json"
 
 
 def _load_build() -> ModuleType:

@@ -1,7 +1,7 @@
 """The thesis's eight models rebuilt in models/*.onnx, imported as chains, against Tables 7-14.
 
 For every model the chain (``splitter.importers.load_chain``) is walked next to the thesis table
-(``../shared/data/thesis_profiles.json``, X-CUBE-AI 7.1 "optimized model" rows), row by row:
+(``models/profiles/thesis_profiles.json``, X-CUBE-AI 7.1 "optimized model" rows), row by row:
 
 * ``Conv2D``, ``Conv2D_dw``, ``Conv2D_pw``, ``Conv2D_preds``, ``Dense``: one chain layer whose
   FLASH (weights + bias, float32) equals the row's FLASH (exact parameter counts, compared at
@@ -34,7 +34,7 @@ from splitter.importers import load_chain
 from splitter.ir import Chain, Layer, Op
 
 ROOT = Path(__file__).resolve().parents[1]
-PROFILES = ROOT.parent / "shared" / "data" / "thesis_profiles.json"
+PROFILES = ROOT / "models" / "profiles" / "thesis_profiles.json"
 TABLES: dict[str, list[dict[str, Any]]] = json.loads(PROFILES.read_text())["models"]
 THESIS_MODELS = sorted(TABLES)
 

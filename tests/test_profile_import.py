@@ -14,7 +14,7 @@ from splitter.cli import main
 from splitter.importers import load_chain
 from splitter.importers.profile import HEADER, load_profile
 
-THESIS = Path("/work/shared/data/thesis_profiles.json")
+THESIS = Path(__file__).resolve().parents[1] / "models" / "profiles" / "thesis_profiles.json"
 GOOD_CSV = (
     "name,input_shape,output_shape,flash_kb,ram_kb,kmacc\n"
     'Input,"(49, 10, 1)","(49, 10, 1)",0,1.914,0\n'

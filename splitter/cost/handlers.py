@@ -7,8 +7,8 @@ Every handler answers three questions about one :class:`~splitter.ir.Op`:
 * :meth:`OpHandler.scratch_bytes` - extra working memory the kernel needs while it runs.
 
 MAC convention (X-CUBE-AI, as in the thesis's Appendix A tables). Read off
-``/work/shared/data/thesis_profiles.json``; every conv/dense/pool/BN/softmax row of the eight
-profiles is reproduced exactly by these rules:
+``models/profiles/thesis_profiles.json`` (a copy of ``../shared/data/``); every
+conv/dense/pool/BN/softmax row of the eight profiles is reproduced exactly by these rules:
 
 FLASH (:func:`op_flash`) is the bytes of the op's constant arrays by dtype plus, for quantised
 ones, their per-channel scales (float32) and zero points.

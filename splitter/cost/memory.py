@@ -1,7 +1,7 @@
 """The arena rule: where every activation of one layer lives, and the layer's RAM_j.
 
 Shared by the cost model (RAM_j = :attr:`LayerMemory.size`) and the C generator (the offsets), so
-both give identical numbers (``/work/notes/arena.md``):
+both give identical numbers (``docs/arena.md``):
 
 * the layer's input tensor sits at offset 0;
 * inner tensors (super-nodes, fused conv+pool) are placed first-fit by liveness in schedule order:
