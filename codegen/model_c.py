@@ -26,9 +26,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from codegen import model_ops
+from codegen import model_ops, model_ops_q8
 from splitter.errors import UnsupportedOpError
-from splitter.ir import Chain, Layer, SubModel, TensorSpec
+from splitter.ir import Chain, Layer, Op, SubModel, TensorSpec
 
 #: Where the kernel library lives (copied verbatim into every firmware project).
 KERNELS_DIR = Path(__file__).resolve().parent.parent / "firmware_templates" / "kernels"
@@ -82,8 +82,9 @@ def default_planner() -> Planner:
 
 
 def float_itemsize(spec: TensorSpec) -> int:
-    """Element size the float kernels use: 4 bytes (float32 only)."""
-    return FLOAT_BYTES
+    """Element size the kernels use: 1 byte for int8 tensors (``kernels_q8.c``), else 4 (the
+    float kernels keep float32 activations)."""
+    return 1 if spec.dtype == "int8" else FLOAT_BYTES
 
 
 # --------------------------------------------------------------------------- checks ----
@@ -142,15 +143,36 @@ def _layer_problems(layer: Layer, tensors: Mapping[str, TensorSpec]) -> list[str
     """Unsupported kinds, variants and non-float32 tensors / weights of one layer."""
     problems = []
     for spec in (layer.input, layer.output):
-        if spec is not None and spec.dtype != "float32":
+        if spec is not None and not _tensor_ok(spec):
             problems.append(
-                f"{spec.name}: {spec.dtype} tensor (int8/quantised models need an int8 runtime)"
+                f"{spec.name}: {spec.dtype} tensor (the kernels run float32 and per-tensor int8)"
             )
     for op in layer.ops:
-        reason = model_ops.check(op, tensors)
+        reason = check_op(op, tensors)
         if reason:
             problems.append(f"{op.name} ({op.kind}): {reason}")
     return problems
+
+
+def _tensor_ok(spec: TensorSpec) -> bool:
+    """float32, or int8 quantised per tensor (``kernels_q8.c``)."""
+    if spec.dtype == "int8":
+        return spec.quant is not None and len(spec.quant.scale) == 1
+    return spec.dtype == "float32"
+
+
+def check_op(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+    """Why no kernel runs ``op``: the int8 kernels for quantised ops, else the float ones."""
+    if model_ops_q8.is_quantised(op, tensors):
+        return model_ops_q8.check(op, tensors)
+    return model_ops.check(op, tensors)
+
+
+def emit_op(op: Op, ctx: model_ops.EmitContext) -> list[str]:
+    """The C statements of ``op`` (int8 kernels for quantised ops, else float)."""
+    if model_ops_q8.is_quantised(op, ctx.tensors):
+        return model_ops_q8.emit(op, ctx)
+    return model_ops.emit(op, ctx)
 
 
 def check_supported(chain: Chain, ranges: Sequence[RangeLike]) -> None:
@@ -159,9 +181,9 @@ def check_supported(chain: Chain, ranges: Sequence[RangeLike]) -> None:
     if problems:
         src = chain.source_path or chain.name
         raise UnsupportedOpError(
-            f"{src}: the float32 C kernels cannot run {len(problems)} op(s): "
+            f"{src}: the C kernels cannot run {len(problems)} op(s): "
             + "; ".join(problems)
-            + "; choose a plan without them or a float32 NCHW (ONNX) model"
+            + "; choose a plan without them or a float32 / int8 model of supported ops"
         )
 
 
@@ -187,7 +209,7 @@ class _InputMemory:
 
     @property
     def size(self) -> int:
-        return self.spec.size * FLOAT_BYTES
+        return self.spec.size * float_itemsize(self.spec)
 
     @property
     def offsets(self) -> Mapping[str, int]:
@@ -204,19 +226,21 @@ def check_costs_match(
     """Raise when a layer's planned RAM_j / FLASH_j is not what the generator allocates.
 
     The plan's estimates must be the generator's numbers (issue 5); they differ when the chain
-    was costed with ``--activation-bytes`` other than 4, since the float kernels keep float32
-    activations. Layers with zero cost (hand-built chains) are not checked.
+    was costed with ``--activation-bytes`` other than the dtype's size, since the kernels keep
+    float32 / int8 activations. Layers with zero cost (hand-built chains) are not checked.
+    FLASH_j is what :func:`generate_device_c` emits for the layer (float32 weights as they are;
+    int8 weights, int32 biases and 8 bytes of int32 multiplier + shift per weight scale).
     """
     plan = planner or default_planner()
     for _, first, last in _normalise_ranges(ranges):
         for layer in chain.layers[first : last + 1]:
             ram = layer_memory(layer, chain, plan).size
-            flash = sum(int(np.asarray(w).nbytes) for op in layer.ops for w in op.weights.values())
+            flash = layer_flash(layer)
             if layer.cost.ram and layer.cost.ram != ram:
                 raise UnsupportedOpError(
                     f"{chain.source_path or chain.name}: layer {layer.index} ({layer.name}) is "
-                    f"costed at RAM {layer.cost.ram} B but float32 C needs {ram} B; the float "
-                    "kernels keep 4-byte activations, so plan without --activation-bytes"
+                    f"costed at RAM {layer.cost.ram} B but the C kernels need {ram} B; they keep "
+                    "float32 / int8 activations, so plan without --activation-bytes"
                 )
             if layer.cost.flash and layer.cost.flash != flash:
                 raise UnsupportedOpError(
@@ -224,6 +248,16 @@ def check_costs_match(
                     f"costed at FLASH {layer.cost.flash} B but its weights are {flash} B; "
                     "re-import the model so costs and weights agree"
                 )
+
+
+def layer_flash(layer: Layer) -> int:
+    """Bytes of ``.weights`` arrays the generator emits for ``layer`` (see model_ops_q8)."""
+    total = 0
+    for op in layer.ops:
+        total += sum(int(np.asarray(w).nbytes) for w in op.weights.values())
+        if "W" in op.weights and np.asarray(op.weights["W"]).dtype == np.int8:
+            total += 8 * len(op.attr("w_scale") or ())
+    return total
 
 
 def device_arena_bytes(
@@ -313,16 +347,30 @@ def _submodel_function(
         mem = layer_memory(layer, chain, planner)
         offs = placed_offsets(mem, layer, arena, at_top)
         lines.append(f"    /* layer {j}: {layer.name} ({layer.op_label}), RAM {mem.size} B */")
+        before = weights.nbytes
         for op in layer.ops:
             ctx = model_ops.EmitContext(offs, tensors, weights, chain.graph.layout or "NCHW")
-            lines.extend("    " + s for s in model_ops.emit(op, ctx))
+            lines.extend("    " + s for s in emit_op(op, ctx))
+        _check_emitted_flash(chain, layer, weights.nbytes - before)
         out_off = offs[layer.output.name]
         at_top = not at_top
     out_spec = chain.layers[last].output
     fn = f"int sm_{index:02d}(float *arena)\n{{\n    float *A = arena;\n"
-    fn += "\n".join(lines) + "\n    (void)A;\n    return 0;\n}\n"
-    row = (index, 0, in_spec.size * FLOAT_BYTES, out_off, out_spec.size * FLOAT_BYTES)
+    fn += "    unsigned char *A8 = (unsigned char *)arena;\n"
+    fn += "\n".join(lines) + "\n    (void)A;\n    (void)A8;\n    return 0;\n}\n"
+    in_bytes = in_spec.size * float_itemsize(in_spec)
+    row = (index, 0, in_bytes, out_off, out_spec.size * float_itemsize(out_spec))
     return fn, row
+
+
+def _check_emitted_flash(chain: Chain, layer: Layer, emitted: int) -> None:
+    """FLASH_j estimate == the bytes just emitted for the layer (arena rule)."""
+    if layer.cost.flash and layer.cost.flash != emitted:
+        raise UnsupportedOpError(
+            f"{chain.source_path or chain.name}: layer {layer.index} ({layer.name}) is costed "
+            f"at FLASH {layer.cost.flash} B but the generator emits {emitted} B of weights; "
+            "re-import the model so costs and weights agree"
+        )
 
 
 def _guard(device_name: str) -> str:
@@ -378,7 +426,8 @@ def _source(
     head = (
         f"/* Generated by splitter (codegen/model_c.py) for device {device}, model {chain.name}."
         " Do not edit. */\n"
-        '#include "model.h"\n#include "kernels.h"\n#include "kernels_nhwc.h"\n\n'
+        '#include "model.h"\n#include "kernels.h"\n#include "kernels_nhwc.h"\n'
+        '#include "kernels_q8.h"\n\n'
         '#define WEIGHTS __attribute__((section(".weights"), aligned(4)))\n\n'
     )
     tail = (

@@ -99,35 +99,54 @@ def c_float(value: float) -> str:
 _fmt = c_float
 
 
+#: C element type of each weights dtype the kernels read.
+C_TYPES = {"float32": "float", "int8": "int8_t", "int32": "int32_t"}
+
+
 @dataclass
 class WeightTable:
-    """The ``const float`` arrays of one device, in emission order; ``nbytes`` = FLASH total."""
+    """The ``const`` arrays of one device, in emission order; ``nbytes`` = FLASH total.
+
+    float32 arrays (every float model) plus, for int8 models, int8 weights and int32 biases /
+    requantisation multipliers and shifts.
+    """
 
     arrays: list[tuple[str, np.ndarray]] = field(default_factory=list)
     _names: set[str] = field(default_factory=set)
 
     @property
     def nbytes(self) -> int:
-        """Sum of the emitted arrays' bytes (float32, no padding)."""
-        return sum(int(a.size) * 4 for _, a in self.arrays)
+        """Sum of the emitted arrays' bytes (``size * itemsize``, no padding)."""
+        return sum(int(a.nbytes) for _, a in self.arrays)
 
-    def add(self, hint: str, values: np.ndarray) -> str:
-        """Register an array (flattened, float32) and return its C name."""
+    def add(self, hint: str, values: np.ndarray, dtype: type = np.float32) -> str:
+        """Register an array (flattened, as ``dtype``) and return its C name."""
         base = "w_" + "".join(ch if ch.isalnum() else "_" for ch in hint)
         name, k = base, 1
         while name in self._names:
             name, k = f"{base}_{k}", k + 1
         self._names.add(name)
-        self.arrays.append((name, np.ascontiguousarray(values, dtype=np.float32).ravel()))
+        arr = np.asarray(values)
+        if dtype is not np.float32 and not np.array_equal(arr.astype(dtype), arr):
+            raise UnsupportedOpError(f"{hint}: values do not fit {np.dtype(dtype).name}")
+        self.arrays.append((name, np.ascontiguousarray(arr, dtype=dtype).ravel()))
         return name
 
     def render(self) -> str:
         """C definitions of every array, :data:`PER_LINE` values per line."""
         out = []
         for name, a in self.arrays:
-            lines = c_float_lines(a)
-            out.append(f"static const float {name}[{a.size}] WEIGHTS = {{\n{lines}\n}};\n")
+            ctype = C_TYPES[a.dtype.name]
+            lines = c_float_lines(a) if a.dtype == np.float32 else c_int_lines(a)
+            out.append(f"static const {ctype} {name}[{a.size}] WEIGHTS = {{\n{lines}\n}};\n")
         return "\n".join(out)
+
+
+def c_int_lines(values: np.ndarray, per_line: int = 16, indent: str = INDENT) -> str:
+    """Integer literals, ``per_line`` per indented line (INT32_MIN written as an expression)."""
+    vals = [str(v) if v != -(2**31) else "(-2147483647 - 1)" for v in values.tolist()]
+    rows = [", ".join(vals[i : i + per_line]) for i in range(0, len(vals), per_line)]
+    return ",\n".join(indent + r for r in rows)
 
 
 @dataclass

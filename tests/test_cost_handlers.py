@@ -220,7 +220,7 @@ def test_flash_counts_every_weight_array_by_dtype() -> None:
     assert op_flash(op) == (216 + 8) * 4
 
 
-def test_flash_of_quantised_weights_adds_scales_and_zero_points() -> None:
+def test_flash_of_quantised_weights_adds_requantisation_multipliers() -> None:
     attrs: dict[str, object] = {
         "groups": 1,
         "w_scale": (0.1,) * 8,
@@ -233,8 +233,8 @@ def test_flash_of_quantised_weights_adds_scales_and_zero_points() -> None:
         "B": np.zeros(8, np.int32),
     }
     op = Op("q", "conv2d", ("x",), ("y",), attrs, weights)
-    # int8 W 216 + scales 8*4 + int8 zero points 8; int32 B 32 + scales 32 + int32 zero points 32
-    assert op_flash(op) == 216 + 32 + 8 + 32 + 32 + 32
+    # int8 W 216 + int32 B 32 + per channel an int32 multiplier and an int32 shift (8 * 8)
+    assert op_flash(op) == 216 + 32 + 8 * 8
 
 
 def test_flash_of_a_real_int8_tflite_conv() -> None:
@@ -246,5 +246,5 @@ def test_flash_of_a_real_int8_tflite_conv() -> None:
     conv = load_graph(path).ops[0]
     assert conv.kind == "conv2d" and conv.weights["W"].dtype == np.int8
     n_out = conv.weights["W"].shape[0]
-    expected = conv.weights["W"].size + 4 * n_out + 4 * n_out + n_out + 4 * n_out + 4 * n_out
-    assert op_flash(conv) == expected  # W int8 + B int32 + per-channel scales and zero points
+    expected = conv.weights["W"].size + 4 * n_out + 8 * n_out
+    assert op_flash(conv) == expected  # W int8 + B int32 + per-channel multiplier and shift

@@ -10,8 +10,9 @@ MAC convention (X-CUBE-AI, as in the thesis's Appendix A tables). Read off
 ``models/profiles/thesis_profiles.json`` (a copy of ``../shared/data/``); every
 conv/dense/pool/BN/softmax row of the eight profiles is reproduced exactly by these rules:
 
-FLASH (:func:`op_flash`) is the bytes of the op's constant arrays by dtype plus, for quantised
-ones, their per-channel scales (float32) and zero points.
+FLASH (:func:`op_flash`) is the bytes of the op's constant arrays by dtype plus, for an op with
+quantised int8 weights, 8 bytes per weight scale: the int32 fixed-point multiplier and int32
+shift the int8 kernels requantise each output channel with (codegen/model_ops_q8.py).
 
 * conv2d: ``Hout*Wout*Cout*(Cin/groups)*kh*kw`` products, ``+ Hout*Wout*Cout`` when there is a
   bias, ``+ Cout`` (X-CUBE-AI's per-output-channel term, present with and without bias). Tiny-CNN
@@ -58,20 +59,19 @@ BATCHNORM_MACS_PER_ELEMENT = 2
 
 
 def op_flash(op: Op) -> int:
-    """FLASH of one op: every constant array plus its quantisation parameters.
+    """FLASH of one op: exactly the ``.weights`` arrays the C generator emits for it.
 
-    ``sum(w.nbytes for w in op.weights.values())`` (arena rule, FLASH_j: exactly the const arrays
-    the generator emits for float models), plus, for a quantised weight ``K`` (importer convention
-    ``attrs["k_scale"]``/``attrs["k_zero_point"]``, TFLite), 4 bytes per float32 scale and one
-    element of ``K``'s own dtype per zero point (int8 for int8 weights, int32 for int32 biases).
+    ``sum(w.nbytes for w in op.weights.values())`` (arena rule, FLASH_j: float32 arrays as they
+    are; int8 weights and int32 biases at their own itemsize), plus, when ``W`` is int8
+    (TFLite full-integer models, ``attrs["w_scale"]`` per tensor or per output channel),
+    ``8 * len(w_scale)``: one int32 multiplier and one int32 shift per scale, the
+    requantisation ``in_scale * w_scale[c] / out_scale`` the int8 kernels apply. The scales and
+    zero points themselves are not stored (folded into those multipliers; TFLite fixes weight
+    and bias zero points at 0).
     """
-    total = 0
-    for key, array in op.weights.items():
-        w = np.asarray(array)
-        k = key.lower()
-        total += int(w.nbytes)
-        total += 4 * len(op.attr(f"{k}_scale", ()) or ())
-        total += w.itemsize * len(op.attr(f"{k}_zero_point", ()) or ())
+    total = sum(int(np.asarray(w).nbytes) for w in op.weights.values())
+    if "W" in op.weights and np.asarray(op.weights["W"]).dtype == np.int8:
+        total += 8 * len(op.attr("w_scale", ()) or ())
     return total
 
 

@@ -1,0 +1,317 @@
+/*
+ * splitter int8 kernels (C99), see kernels_q8.h for the quantisation conventions.
+ * Integer arithmetic as TFLite's reference integer kernels; TANH / LOGISTIC / SOFTMAX use
+ * LiteRT's float lookup-table formulas (dequantise, f in float, round to the output scale).
+ */
+#include <string.h>
+
+#include "kernels.h"
+#include "kernels_q8.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("unroll-loops")
+#endif
+
+#define Q_MIN (-128)
+#define Q_MAX 127
+
+static int clampi(int32_t v, int lo, int hi)
+{
+    return v < lo ? lo : (v > hi ? hi : (int)v);
+}
+
+/* gemmlowp::SaturatingRoundingDoublingHighMul: round(a * b / 2^31), saturating. */
+static int32_t srdhm(int32_t a, int32_t b)
+{
+    int64_t ab;
+    int64_t nudge;
+    if (a == b && a == INT32_MIN) return INT32_MAX;
+    ab = (int64_t)a * (int64_t)b;
+    nudge = ab >= 0 ? ((int64_t)1 << 30) : (1 - ((int64_t)1 << 30));
+    return (int32_t)((ab + nudge) / ((int64_t)1 << 31));
+}
+
+/* gemmlowp::RoundingDivideByPOT: x / 2^e rounded half away from zero. */
+static int32_t rdbpot(int32_t x, int e)
+{
+    const int32_t mask = (int32_t)(((int64_t)1 << e) - 1);
+    const int32_t remainder = x & mask;
+    const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (x >> e) + (remainder > threshold ? 1 : 0);
+}
+
+int32_t k_q_mul(int32_t x, int32_t m, int s)
+{
+    const int left = s > 0 ? s : 0, right = s > 0 ? 0 : -s;
+    return rdbpot(srdhm((int32_t)((int64_t)x * ((int64_t)1 << left)), m), right);
+}
+
+/* LiteRT's GEMM path (ruy): rounding doubling high multiply and rounding right shift that both
+ * round ties upward (ARM SQRDMULH + SRSHL semantics; ruy's x86 kernels match them), instead of
+ * gemmlowp's ties-away-from-zero. Used by k_q_conv2d (groups == 1) and k_q_dense when
+ * round_up is set; differs from k_q_mul only on exact ties. */
+int32_t k_q_mul_up(int32_t x, int32_t m, int s)
+{
+    const int left = s > 0 ? s : 0, right = s > 0 ? 0 : -s;
+    const int64_t xl = (int64_t)x * ((int64_t)1 << left);
+    int64_t hi = ((int64_t)(int32_t)xl * m + ((int64_t)1 << 30)) >> 31;
+    if (hi > INT32_MAX) hi = INT32_MAX;
+    if (right > 0) hi = (hi + ((int64_t)1 << (right - 1))) >> right;
+    return (int32_t)hi;
+}
+
+/* std::round (half away from zero) for |x| < 2^31, without libm. */
+static float roundf_away(float x)
+{
+    float t = (float)(int32_t)x;
+    if (x - t >= 0.5f) t += 1.0f;
+    else if (t - x >= 0.5f) t -= 1.0f;
+    return t;
+}
+
+static double round_away(double x)
+{
+    double t = (double)(int64_t)x;
+    if (x - t >= 0.5) t += 1.0;
+    else if (t - x >= 0.5) t -= 1.0;
+    return t;
+}
+
+static void tap_range(int start, int n, int k, int d, int *lo, int *hi)
+{
+    int t0 = 0, t1 = k;
+    while (t0 < k && start + t0 * d < 0) t0++;
+    while (t1 > t0 && start + (t1 - 1) * d >= n) t1--;
+    *lo = t0;
+    *hi = t1;
+}
+
+void k_q_conv2d(const int8_t *restrict x, int H, int W, int C, int in_zp,
+                const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict y,
+                int OH, int OW, int O, int kh, int kw, int sh, int sw, int pt, int pl, int dh,
+                int dw, int groups, const int32_t *mult, const int32_t *shift, int nq,
+                int round_up, int out_zp, int act_min, int act_max)
+{
+    const int cg = C / groups, og = O / groups;
+    int oy, ox, o, ky, kx, ci, ky0, ky1, kx0, kx1;
+    for (oy = 0; oy < OH; oy++) {
+        const int iy0 = oy * sh - pt;
+        tap_range(iy0, H, kh, dh, &ky0, &ky1);
+        for (ox = 0; ox < OW; ox++) {
+            const int ix0 = ox * sw - pl;
+            int8_t *yo = y + ((size_t)oy * OW + ox) * O;
+            tap_range(ix0, W, kw, dw, &kx0, &kx1);
+            for (o = 0; o < O; o++) {
+                const int c0 = (o / og) * cg, q = nq > 1 ? o : 0;
+                int32_t acc = 0;
+                for (ky = ky0; ky < ky1; ky++) {
+                    const int8_t *xr = x + ((size_t)(iy0 + ky * dh) * W) * C + c0;
+                    const int8_t *wr = w + ((size_t)o * kh + ky) * kw * cg;
+                    for (kx = kx0; kx < kx1; kx++) {
+                        const int8_t *xp = xr + (size_t)(ix0 + kx * dw) * C;
+                        const int8_t *wp = wr + (size_t)kx * cg;
+                        for (ci = 0; ci < cg; ci++) acc += (int32_t)wp[ci] * (xp[ci] - in_zp);
+                    }
+                }
+                if (b) acc += b[o];
+                acc = round_up ? k_q_mul_up(acc, mult[q], shift[q])
+                               : k_q_mul(acc, mult[q], shift[q]);
+                yo[o] = (int8_t)clampi(acc + out_zp, act_min, act_max);
+            }
+        }
+    }
+}
+
+void k_q_dense(const int8_t *restrict x, int in, int in_zp, const int8_t *restrict w,
+               const int32_t *restrict b, int8_t *restrict y, int out, const int32_t *mult,
+               const int32_t *shift, int nq, int round_up, int out_zp, int act_min,
+               int act_max)
+{
+    int o, i;
+    for (o = 0; o < out; o++) {
+        const int8_t *wr = w + (size_t)o * in;
+        const int q = nq > 1 ? o : 0;
+        int32_t acc = 0;
+        for (i = 0; i < in; i++) acc += (int32_t)wr[i] * (x[i] - in_zp);
+        if (b) acc += b[o];
+        acc = round_up ? k_q_mul_up(acc, mult[q], shift[q]) : k_q_mul(acc, mult[q], shift[q]);
+        y[o] = (int8_t)clampi(acc + out_zp, act_min, act_max);
+    }
+}
+
+void k_q_add(const int8_t *a, int a_zp, int32_t m1, int s1, const int8_t *b, int b_zp,
+             int32_t m2, int s2, int8_t *y, int n, int32_t mo, int so, int out_zp, int act_min,
+             int act_max)
+{
+    int i;
+    for (i = 0; i < n; i++) {
+        const int32_t va = k_q_mul((a[i] - a_zp) * (1 << 20), m1, s1);
+        const int32_t vb = k_q_mul((b[i] - b_zp) * (1 << 20), m2, s2);
+        y[i] = (int8_t)clampi(k_q_mul(va + vb, mo, so) + out_zp, act_min, act_max);
+    }
+}
+
+void k_q_mul_ew(const int8_t *a, int a_zp, const int8_t *b, int b_zp, int8_t *y, int n,
+                int32_t m, int s, int out_zp, int act_min, int act_max)
+{
+    int i;
+    for (i = 0; i < n; i++) {
+        const int32_t p = (int32_t)(a[i] - a_zp) * (b[i] - b_zp);
+        y[i] = (int8_t)clampi(k_q_mul(p, m, s) + out_zp, act_min, act_max);
+    }
+}
+
+void k_q_requant(const int8_t *x, int in_zp, int8_t *y, int n, int32_t m, int s, int out_zp,
+                 int lo, int hi)
+{
+    int i;
+    for (i = 0; i < n; i++) y[i] = (int8_t)clampi(k_q_mul(x[i] - in_zp, m, s) + out_zp, lo, hi);
+}
+
+void k_q_maxpool(const int8_t *restrict x, int H, int W, int C, int8_t *restrict y, int OH,
+                 int OW, int kh, int kw, int sh, int sw, int pt, int pl, int act_min,
+                 int act_max)
+{
+    int oy, ox, c, ky, kx, ky0, ky1, kx0, kx1;
+    for (oy = 0; oy < OH; oy++) {
+        const int iy0 = oy * sh - pt;
+        tap_range(iy0, H, kh, 1, &ky0, &ky1);
+        for (ox = 0; ox < OW; ox++) {
+            const int ix0 = ox * sw - pl;
+            int8_t *yo = y + ((size_t)oy * OW + ox) * C;
+            tap_range(ix0, W, kw, 1, &kx0, &kx1);
+            for (c = 0; c < C; c++) {
+                int m = Q_MIN;
+                for (ky = ky0; ky < ky1; ky++)
+                    for (kx = kx0; kx < kx1; kx++) {
+                        const int v = x[((size_t)(iy0 + ky) * W + (ix0 + kx)) * C + c];
+                        m = v > m ? v : m;
+                    }
+                yo[c] = (int8_t)clampi(m, act_min, act_max);
+            }
+        }
+    }
+}
+
+void k_q_avgpool(const int8_t *restrict x, int H, int W, int C, int8_t *restrict y, int OH,
+                 int OW, int kh, int kw, int sh, int sw, int pt, int pl, int act_min,
+                 int act_max)
+{
+    int oy, ox, c, ky, kx, ky0, ky1, kx0, kx1;
+    for (oy = 0; oy < OH; oy++) {
+        const int iy0 = oy * sh - pt;
+        tap_range(iy0, H, kh, 1, &ky0, &ky1);
+        for (ox = 0; ox < OW; ox++) {
+            const int ix0 = ox * sw - pl;
+            int8_t *yo = y + ((size_t)oy * OW + ox) * C;
+            int count;
+            tap_range(ix0, W, kw, 1, &kx0, &kx1);
+            count = (ky1 - ky0) * (kx1 - kx0);
+            for (c = 0; c < C; c++) {
+                int32_t acc = 0;
+                for (ky = ky0; ky < ky1; ky++)
+                    for (kx = kx0; kx < kx1; kx++)
+                        acc += x[((size_t)(iy0 + ky) * W + (ix0 + kx)) * C + c];
+                if (count > 0)
+                    acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
+                yo[c] = (int8_t)clampi(acc, act_min, act_max);
+            }
+        }
+    }
+}
+
+void k_q_mean(const int8_t *restrict x, int outer, int red, int inner, int in_zp,
+              int8_t *restrict y, int32_t m, int s, int out_zp)
+{
+    int o, r, i;
+    for (o = 0; o < outer; o++)
+        for (i = 0; i < inner; i++) {
+            int32_t acc = 0;
+            for (r = 0; r < red; r++) acc += x[((size_t)o * red + r) * inner + i];
+            acc -= in_zp * red;
+            y[(size_t)o * inner + i] = (int8_t)clampi(k_q_mul(acc, m, s) + out_zp, Q_MIN, Q_MAX);
+        }
+}
+
+void k_q_lut_act(const int8_t *x, int8_t *y, int n, int fn, float in_scale, int in_zp,
+                 float inv_out_scale, int out_zp)
+{
+    int i;
+    for (i = 0; i < n; i++) {
+        const float v = in_scale * (float)(x[i] - in_zp);
+        const float f = fn == K_ACT_TANH ? k_tanhf(v) : 1.0f / (1.0f + k_expf(-v));
+        const float r = roundf_away(f * inv_out_scale);
+        y[i] = (int8_t)clampi((int32_t)(r + (float)out_zp), Q_MIN, Q_MAX);
+    }
+}
+
+void k_q_softmax(const int8_t *restrict x, int rows, int n, float in_scale_beta,
+                 int8_t *restrict y, float out_scale, int out_zp)
+{
+    int r, j;
+    for (r = 0; r < rows; r++) {
+        const int8_t *xr = x + (size_t)r * n;
+        int8_t *yr = y + (size_t)r * n;
+        int mx = Q_MIN;
+        float sum = 0.0f, inv;
+        for (j = 0; j < n; j++) mx = xr[j] > mx ? xr[j] : mx;
+        for (j = 0; j < n; j++) sum += k_expf(-in_scale_beta * (float)(mx - xr[j]));
+        inv = 1.0f / (sum * out_scale);
+        for (j = 0; j < n; j++) {
+            const float p = k_expf(-in_scale_beta * (float)(mx - xr[j])) * inv;
+            yr[j] = (int8_t)clampi((int32_t)roundf_away(p) + out_zp, Q_MIN, Q_MAX);
+        }
+    }
+}
+
+void k_q_pad(const int8_t *restrict x, const int *xs, int8_t *restrict y, const int *ys,
+             const int *begins, int value)
+{
+    int a, b, c;
+    memset(y, value, (size_t)ys[0] * ys[1] * ys[2] * ys[3]);
+    for (a = 0; a < xs[0]; a++)
+        for (b = 0; b < xs[1]; b++)
+            for (c = 0; c < xs[2]; c++) {
+                const int8_t *xp = x + (((size_t)a * xs[1] + b) * xs[2] + c) * xs[3];
+                int8_t *yp = y + ((((size_t)(a + begins[0]) * ys[1] + (b + begins[1])) * ys[2] +
+                                   (c + begins[2])) * ys[3] + begins[3]);
+                memcpy(yp, xp, (size_t)xs[3]);
+            }
+}
+
+void k_q_concat_part(const int8_t *restrict x, int outer, int xn, int8_t *restrict y, int ytot,
+                     int yoff)
+{
+    int o;
+    for (o = 0; o < outer; o++)
+        memcpy(y + (size_t)o * ytot + yoff, x + (size_t)o * xn, (size_t)xn);
+}
+
+void k_q_quantize(const void *x, int8_t *y, int n, double scale, int zp)
+{
+    const unsigned char *xb = (const unsigned char *)x;
+    int i;
+    for (i = 0; i < n; i++) {
+        float v;
+        double r;
+        memcpy(&v, xb + (size_t)i * 4, 4);
+        r = round_away((double)v / scale);
+        r = r < -1e9 ? -1e9 : (r > 1e9 ? 1e9 : r);
+        y[i] = (int8_t)clampi((int32_t)r + zp, Q_MIN, Q_MAX);
+    }
+}
+
+void k_q_dequantize(const int8_t *x, void *y, int n, float scale, int zp)
+{
+    unsigned char *yb = (unsigned char *)y;
+    int i;
+    for (i = 0; i < n; i++) {
+        const float v = scale * (float)(x[i] - zp);
+        memcpy(yb + (size_t)i * 4, &v, 4);
+    }
+}
+
+void k_q_copy(const int8_t *x, int8_t *y, int n)
+{
+    memmove(y, x, (size_t)n);
+}

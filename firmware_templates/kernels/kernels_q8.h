@@ -1,0 +1,102 @@
+/*
+ * splitter int8 kernels (C99, NHWC, batch 1): TFLite's full-integer quantised models.
+ *
+ * Real values are scale * (q - zero_point). Every kernel follows TFLite's reference integer
+ * kernels (tensorflow/lite/kernels/internal/reference/integer_ops/ and the builtin kernels
+ * LiteRT runs): int32 accumulators, and a real rescale factor M given as a fixed-point
+ * multiplier m (Q0.31, in [2^30, 2^31)) and a power-of-two exponent s with M = m * 2^(s - 31),
+ * applied by k_q_mul (tflite::MultiplyByQuantizedMultiplier: saturating rounding doubling high
+ * multiply, then rounding divide by 2^-s). The generator computes m and s as
+ * tflite::QuantizeMultiplier does (codegen/model_ops.py, quantize_multiplier).
+ * Conv weights are int8 OHWI (O, kh, kw, C/groups), dense weights (out, in), biases int32;
+ * mult/shift arrays hold one entry per output channel (per-channel) or one (per-tensor:
+ * nq == 1). Outputs are clamped to [act_min, act_max] (the fused activation's range).
+ * Float tensors (QUANTIZE input, DEQUANTIZE output) may sit at any byte offset of the arena,
+ * so those kernels read/write them with memcpy.
+ * No malloc, no scratch, no libc beyond memcpy (k_libc.c).
+ */
+#ifndef SPLITTER_KERNELS_Q8_H
+#define SPLITTER_KERNELS_Q8_H
+
+#include <stdint.h>
+
+/* round(x * m * 2^(s - 31)) with TFLite's double rounding (MultiplyByQuantizedMultiplier). */
+int32_t k_q_mul(int32_t x, int32_t m, int s);
+
+/* k_q_mul with LiteRT's GEMM rounding (ties upward in both steps, see kernels_q8.c). */
+int32_t k_q_mul_up(int32_t x, int32_t m, int s);
+
+/* Grouped / depthwise conv (as k_conv2d_nhwc): acc = b[o] + sum w * (x - in_zp);
+ * y = clamp(k_q_mul(acc, mult[o], shift[o]) + out_zp, act_min, act_max), k_q_mul_up when
+ * round_up (the generator sets it for groups == 1, which LiteRT runs as a GEMM). */
+void k_q_conv2d(const int8_t *restrict x, int H, int W, int C, int in_zp,
+                const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict y,
+                int OH, int OW, int O, int kh, int kw, int sh, int sw, int pt, int pl, int dh,
+                int dw, int groups, const int32_t *mult, const int32_t *shift, int nq,
+                int round_up, int out_zp, int act_min, int act_max);
+
+/* Fully connected: y[o] = requant(b[o] + sum_i w[o, i] * (x[i] - in_zp)), round_up as conv. */
+void k_q_dense(const int8_t *restrict x, int in, int in_zp, const int8_t *restrict w,
+               const int32_t *restrict b, int8_t *restrict y, int out, const int32_t *mult,
+               const int32_t *shift, int nq, int round_up, int out_zp, int act_min,
+               int act_max);
+
+/* ADD (reference_integer_ops::Add): both inputs shifted left by 20, rescaled by (m1, s1) and
+ * (m2, s2) to a common scale, summed, rescaled by (mo, so). Same-shape operands. */
+void k_q_add(const int8_t *a, int a_zp, int32_t m1, int s1, const int8_t *b, int b_zp,
+             int32_t m2, int s2, int8_t *y, int n, int32_t mo, int so, int out_zp, int act_min,
+             int act_max);
+
+/* MUL (reference_integer_ops::Mul): y = requant((a - a_zp) * (b - b_zp)). Same shapes. */
+void k_q_mul_ew(const int8_t *a, int a_zp, const int8_t *b, int b_zp, int8_t *y, int n,
+                int32_t m, int s, int out_zp, int act_min, int act_max);
+
+/* y = clamp(k_q_mul(x - in_zp, m, s) + out_zp, lo, hi): QUANTIZE int8 -> int8 (Requantize),
+ * RELU / RELU6 (ReluX). x may equal y. */
+void k_q_requant(const int8_t *x, int in_zp, int8_t *y, int n, int32_t m, int s, int out_zp,
+                 int lo, int hi);
+
+/* Max pool over in-bounds taps, clamped to [act_min, act_max]. */
+void k_q_maxpool(const int8_t *restrict x, int H, int W, int C, int8_t *restrict y, int OH,
+                 int OW, int kh, int kw, int sh, int sw, int pt, int pl, int act_min,
+                 int act_max);
+
+/* Average pool (same scale in and out): sum over in-bounds taps, divided by their count
+ * rounding half away from zero, clamped. */
+void k_q_avgpool(const int8_t *restrict x, int H, int W, int C, int8_t *restrict y, int OH,
+                 int OW, int kh, int kw, int sh, int sw, int pt, int pl, int act_min,
+                 int act_max);
+
+/* MEAN over the middle axis of an (outer, red, inner) view (QuantizedMeanOrSum):
+ * y = clamp(k_q_mul(sum - in_zp * red, m, s) + out_zp) with m, s already including 1/red. */
+void k_q_mean(const int8_t *restrict x, int outer, int red, int inner, int in_zp,
+              int8_t *restrict y, int32_t m, int s, int out_zp);
+
+/* Element-wise function through TFLite's lookup-table rule: v = in_scale * (q - in_zp),
+ * y = clamp(round(f(v) * inv_out_scale) + out_zp); fn K_ACT_TANH or K_ACT_SIGMOID. */
+void k_q_lut_act(const int8_t *x, int8_t *y, int n, int fn, float in_scale, int in_zp,
+                 float inv_out_scale, int out_zp);
+
+/* Softmax over the last axis (rows of n) of int8 codes, TFLite's float-table kernel:
+ * e_j = exp(-in_scale * beta * (max - x_j)), y_j = round(e_j / (sum e * out_scale)) + out_zp. */
+void k_q_softmax(const int8_t *restrict x, int rows, int n, float in_scale_beta,
+                 int8_t *restrict y, float out_scale, int out_zp);
+
+/* Constant pad of a rank-4 int8 tensor (see k_pad), pad value = the zero point. */
+void k_q_pad(const int8_t *restrict x, const int *xs, int8_t *restrict y, const int *ys,
+             const int *begins, int value);
+
+/* Concatenation part (bytes), see k_concat_part. */
+void k_q_concat_part(const int8_t *restrict x, int outer, int xn, int8_t *restrict y, int ytot,
+                     int yoff);
+
+/* QUANTIZE float -> int8: y = clamp(round((double)x / scale) + zp). x is float32 bytes. */
+void k_q_quantize(const void *x, int8_t *y, int n, double scale, int zp);
+
+/* DEQUANTIZE int8 -> float: y = scale * (q - zp). y is float32 bytes. */
+void k_q_dequantize(const int8_t *x, void *y, int n, float scale, int zp);
+
+/* Copy n bytes, regions may overlap (a reshape that ping-pong placement moved). */
+void k_q_copy(const int8_t *x, int8_t *y, int n);
+
+#endif /* SPLITTER_KERNELS_Q8_H */
