@@ -15,13 +15,15 @@ boundary (not seen on these models and inputs).
 from __future__ import annotations
 
 import subprocess
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 import pytest
 from test_codegen_support import HOST_CFLAGS, TEST_MAIN
 
-from codegen.model_c import GeneratedC, generate_device_c, kernel_sources
+from codegen.model_c import GeneratedC, generate_device_c, kernel_sources, missing_ops
+from codegen.model_ops_q8 import quantize_multiplier
 from splitter.ir import Chain, TensorSpec
 from splitter.slicing.boundaries import cuts_from_ranges
 from splitter.slicing.tflite_slice import slice_tflite
@@ -153,3 +155,177 @@ def test_codegen_tflite_every_layer_alone(name: str, tmp_path: Path) -> None:
         got = run(exe, k, x, chain.layers[ranges[k][1]].output, tmp_path / "solo")
         assert_close(got, ref.reshape(got.shape), (name, ranges[k]), is_int8_model(chain))
         x = ref
+
+
+@pytest.mark.parametrize("name", TFLITE_MODELS)
+def test_codegen_tflite_missing_ops_is_empty(name: str) -> None:
+    """Every layer of every TFLite model has a kernel (float NHWC or int8)."""
+    from splitter.importers import load_chain
+
+    chain = load_chain(MODELS_DIR / f"{name}.tflite")
+    assert missing_ops(chain, [(0, len(chain) - 1)]) == []
+
+
+def test_codegen_tflite_int8_flash_is_the_emitted_bytes() -> None:
+    """FLASH_j of an int8 layer = int8 W + int32 B + (int32 multiplier + int32 shift) per scale,
+    exactly the ``.weights`` arrays the generator writes for it (per-channel and per-tensor)."""
+    from splitter.importers import load_chain
+
+    for name, per_channel in (("tiny_cnn_int8", True), ("tiny_cnn_int8_fio", False)):
+        chain = load_chain(MODELS_DIR / f"{name}.tflite")
+        conv = next(layer for layer in chain.layers if layer.kind == "conv2d")
+        (op,) = conv.ops
+        n_out = op.weights["W"].shape[0]
+        n_scales = n_out if per_channel else 1
+        assert len(op.attr("w_scale")) == n_scales
+        assert conv.cost.flash == op.weights["W"].size + 4 * n_out + 8 * n_scales
+        gen = generate_device_c(chain, [(conv.index, conv.index)], "d")
+        assert gen.weights_bytes == conv.cost.flash
+        decls = [ln for ln in gen.files["model.c"].splitlines() if "WEIGHTS = {" in ln]
+        assert [d.split()[2] for d in decls] == ["int8_t", "int32_t", "int32_t", "int32_t"]
+
+
+#: quantize_multiplier vs tflite::QuantizeMultiplier on hand-checked values.
+QM_CASES = [
+    (0.5, (1 << 30, 0)),
+    (1.0, (1 << 30, 1)),
+    (0.75, (3 << 29, 0)),
+    (2.0**-40, (0, 0)),
+    (1e-3, (1099511628, -9)),
+]
+
+
+@pytest.mark.parametrize(("real", "expected"), QM_CASES)
+def test_quantize_multiplier(real: float, expected: tuple[int, int]) -> None:
+    m, s = quantize_multiplier(real)
+    assert (m, s) == expected
+    if m:
+        assert abs(m * 2.0 ** (s - 31) - real) <= real * 2**-30
+
+
+MULT_MAIN = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "kernels_q8.h"
+int main(void)
+{
+    long x, m;
+    int s;
+    while (scanf("%ld %ld %d", &x, &m, &s) == 3)
+        printf("%ld %ld\n", (long)k_q_mul((int32_t)x, (int32_t)m, s),
+               (long)k_q_mul_up((int32_t)x, (int32_t)m, s));
+    return 0;
+}
+"""
+
+
+def _gemmlowp(x: int, m: int, s: int, ties_up: bool) -> int:
+    """Python model of MultiplyByQuantizedMultiplier: rounding doubling high multiply, then a
+    rounding divide by 2^-s; ties away from zero (gemmlowp) or upward (ruy / ARM SQRDMULH)."""
+    x <<= max(s, 0)
+    right = max(-s, 0)
+    prod_ = x * m
+    if ties_up:
+        hi = (prod_ + (1 << 30)) >> 31
+    else:  # (prod + nudge) / 2^31 truncated toward zero, as C's int64 division
+        nudge = (1 << 30) if prod_ >= 0 else 1 - (1 << 30)
+        q = abs(prod_ + nudge) >> 31
+        hi = q if prod_ + nudge >= 0 else -q
+    hi = min(hi, 2**31 - 1)
+    if right == 0:
+        return hi
+    if ties_up:
+        return (hi + (1 << (right - 1))) >> right
+    mask = (1 << right) - 1
+    rem, thr = hi & mask, (mask >> 1) + (1 if hi < 0 else 0)
+    return (hi >> right) + (1 if rem > thr else 0)
+
+
+def test_k_q_mul_matches_the_fixed_point_model(tmp_path: Path) -> None:
+    """k_q_mul / k_q_mul_up (gcc, ASan+UBSan) == the Python model on random and tie cases."""
+    src = tmp_path / "m.c"
+    src.write_text(MULT_MAIN)
+    kdir = Path(__file__).resolve().parent.parent / "firmware_templates" / "kernels"
+    exe = tmp_path / "m"
+    cmd = ["gcc", *HOST_CFLAGS, f"-I{kdir}", "-o", str(exe), str(src)]
+    cmd += [str(kdir / "kernels_q8.c"), str(kdir / "kernels.c"), "-lm"]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    rng = np.random.default_rng(0)
+    cases = [
+        (int(x), int(m), int(s))
+        for x, m, s in zip(
+            rng.integers(-(2**20), 2**20, 3000),
+            rng.integers(2**30, 2**31 - 1, 3000),
+            rng.integers(-20, 2, 3000),
+            strict=True,
+        )
+    ]
+    cases += [(-3 << 9, 1 << 30, -10), (3 << 9, 1 << 30, -10), (-1, 1 << 30, 0), (5, 1 << 30, -1)]
+    cases += [(-5, 1 << 30, -1), (-(2**31), -(2**31), 0)]
+    text = "".join(f"{x} {m} {s}\n" for x, m, s in cases)
+    res = subprocess.run([str(exe)], input=text, capture_output=True, text=True, check=True)
+    got = [tuple(int(v) for v in line.split()) for line in res.stdout.splitlines()]
+    want = [(_gemmlowp(x, m, s, False), _gemmlowp(x, m, s, True)) for x, m, s in cases]
+    assert got == want
+
+
+BOARDS_3 = MODELS_DIR / "boards" / "m0_m4_m7.toml"
+
+
+def three_device_assignment(n: int) -> tuple[int, ...]:
+    """Thirds on g0 (Cortex-M0+), f4 (M4F), h7 (M7); the last layer back on g0, so g0 hosts
+    two non-adjacent sub-models in one arena."""
+    a, b = max(1, n // 3), max(2, 2 * n // 3)
+    return (*(0 if j <= a else 1 if j <= b else 2 for j in range(n - 1)), 0)
+
+
+@pytest.mark.parametrize("name", TFLITE_MODELS)
+def test_compile_tflite_with_firmware(name: str, tmp_path: Path) -> None:
+    """``compile`` with firmware generation on a 3- or 4-sub-model plan over three parts; each
+    device's generated weights / arena bytes equal the planner's FLASH_i / RAM_i."""
+    import json
+
+    from splitter.compile import CompileOptions, compile_model
+    from splitter.importers import load_chain
+
+    chain = load_chain(MODELS_DIR / f"{name}.tflite")
+    assignment = three_device_assignment(len(chain))
+    result = compile_model(
+        MODELS_DIR / f"{name}.tflite",
+        BOARDS_3,
+        tmp_path / "out",
+        CompileOptions(assignment=assignment),
+    )
+    assert result.firmware == "generated in firmware/"
+    runs = 1 + sum(a != b for a, b in pairwise(assignment))
+    assert len(result.submodels) == runs >= 3
+    wiring = json.loads((tmp_path / "out" / "firmware" / "wiring.json").read_text())
+    for k, dev in enumerate(wiring["devices"]):
+        layers = [layer for layer, d in zip(chain.layers, assignment, strict=True) if d == k]
+        assert dev["weights_bytes"] == sum(layer.cost.flash for layer in layers)
+        assert dev["arena_bytes"] == max(layer.cost.ram for layer in layers)
+
+
+@pytest.mark.toolchain
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["tiny_cnn_int8", "tiny_cnn_int8_fio"])
+def test_cross_build_int8_tflite_firmware(name: str, tmp_path: Path) -> None:
+    """arm-none-eabi-gcc -Wall -Werror builds of an int8 plan for Cortex-M0+/M4F/M7; the
+    linked ``.weights`` and ``.arena`` sections are the planner's FLASH_i and RAM_i."""
+    from splitter.compile import CompileOptions, compile_model
+    from splitter.importers import load_chain
+    from splitter.link.build import build_all, check, plan_estimates, section_sizes
+
+    chain = load_chain(MODELS_DIR / f"{name}.tflite")
+    out = tmp_path / "out"
+    options = CompileOptions(assignment=three_device_assignment(len(chain)), validate=False)
+    compile_model(MODELS_DIR / f"{name}.tflite", BOARDS_3, out, options)
+    estimates = plan_estimates(out)
+    assert estimates is not None
+    builds = build_all(out, emulator=False)
+    assert len(builds) == 3
+    for build in builds:
+        check(build)
+        sizes = section_sizes(build.elf)
+        assert (sizes.get(".weights", 0), sizes[".arena"]) == estimates[build.device]
+        assert (build.weights_actual, build.arena_actual) == estimates[build.device]
