@@ -36,7 +36,8 @@ test: system-deps $(STAMP)
 
 demo: system-deps $(STAMP)
 	$(VENV)/bin/splitter compile models/mobilenet_v1_025.onnx --target models/boards/demo.toml -o demo-out --force
-	@echo "results in $$(pwd)/demo-out (plan.json, report.md, submodels/, firmware/)"
+	$(VENV)/bin/splitter build demo-out --no-emulator
+	@echo "results in $$(pwd)/demo-out (plan.json, report.md, submodels/, firmware/<board>/build/)"
 
 check: $(STAMP)
 	$(VENV)/bin/ruff check splitter codegen tests benchmarks
