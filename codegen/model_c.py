@@ -1,10 +1,12 @@
 """Per-device C for the sub-models a device hosts: weights in flash, one function per sub-model.
 
 ``generate_device_c(chain, layer_ranges, device_name)`` renders ``model.h`` / ``model.c`` for one
-device. Every sub-model becomes ``int sm_<NN>(float *arena)`` calling the float32 kernels of
-``firmware_templates/kernels`` (NCHW, batch 1; TFLite's NHWC through ``kernels_nhwc.c``) with
-each activation at a byte offset in the
-device's one static arena, laid out by the ARENA RULE (``docs/arena.md``):
+device. Every sub-model becomes ``int sm_<NN>(float *arena)`` calling the kernels of
+``firmware_templates/kernels``: float32 NCHW (ONNX, batch 1), float32 NHWC (TFLite, through
+``kernels_nhwc.c``) and int8 NHWC (full-integer TFLite, ``kernels_q8.c``, emitted by
+:mod:`codegen.model_ops_q8`), with each activation at a byte offset in the device's one static
+arena (4 bytes per float32 element, 1 per int8 one), laid out by the ARENA RULE
+(``docs/arena.md``):
 
 * layer ``j`` is planned by ``plan_layer_memory`` (input at 0, output last, ``size = RAM_j``);
 * the device arena is ``A = max_j RAM_j`` over the layers it hosts (SPEC.md constraint (5));
@@ -12,9 +14,11 @@ device's one static arena, laid out by the ARENA RULE (``docs/arena.md``):
   ``A - out_bytes``; input at the top -> mirrored offsets ``off' = A - off - bytes`` so the output
   lands at 0; a sub-model's received input sits at offset 0.
 
-The weights bytes are ``sum(nbytes)`` of every ``Op.weights`` array (FLASH_j), emitted as
-``const float`` arrays in section ``.weights`` with no padding; :class:`GeneratedC` reports both
-numbers so the estimator and the build can be compared byte for byte.
+The weights bytes are ``sum(nbytes)`` of every ``Op.weights`` array plus, for int8 weights, an
+int32 multiplier and an int32 shift per weight scale (FLASH_j, ``splitter.cost.handlers.
+op_flash``), emitted as ``const`` arrays in section ``.weights`` with no padding and checked
+layer by layer against the estimate; :class:`GeneratedC` reports both numbers so the estimator
+and the build can be compared byte for byte.
 """
 
 from __future__ import annotations
@@ -67,7 +71,7 @@ class GeneratedC:
 
 
 def kernel_sources() -> dict[str, str]:
-    """The kernel library files (``kernels.h``, ``kernels.c``, ``k_libc.c``) by file name.
+    """The kernel library files (``kernels*.h``, ``kernels*.c``, ``k_libc.c``) by file name.
 
     ``k_libc.c`` holds weak ``memcpy``/``memset``/``memmove`` for ``-nostdlib`` builds only.
     """
