@@ -337,21 +337,16 @@ def test_cross_build_int8_tflite_firmware(name: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["tiny_cnn_int8", "tiny_cnn_int8_fio"])
 def test_int8_plan_on_emulated_boards_equals_litert(name: str, tmp_path: Path) -> None:
     """The int8 firmware of a two-board plan (models/boards/e2e_tiny2.toml, two emulated F405s,
-    Cortex-M4F) fed over the real link protocol returns LiteRT's output of the whole model bit
-    for bit. The tensor bytes go through splitter.link.host's send_tensor / receive_result in
-    the model's own dtype (int8 or float32)."""
+    Cortex-M4F) run by ``splitter run --emulate`` returns LiteRT's output of the whole model bit
+    for bit: tensors cross the links in the model's own dtype (int8 or float32)."""
     import json
-    from contextlib import ExitStack
 
     from ai_edge_litert.interpreter import Interpreter
 
+    from splitter.cli import main
     from splitter.compile import CompileOptions, compile_model
     from splitter.importers import load_chain
     from splitter.link.build import run_make
-    from splitter.link.emulator import Emulation
-    from splitter.link.host import HostLink, receive_result, send_tensor
-    from splitter.link.protocol import plan_hash
-    from splitter.link.run import check_pong
 
     path = MODELS_DIR / f"{name}.tflite"
     chain = load_chain(path)
@@ -364,19 +359,13 @@ def test_int8_plan_on_emulated_boards_equals_litert(name: str, tmp_path: Path) -
     for dev in wiring["devices"]:
         run_make(out / "firmware" / dev["name"], emulator=True)
     x = model_input(chain.layers[0].output, seed=4)
-    y_spec = chain.layers[-1].output
-    with ExitStack() as stack:
-        emu = stack.enter_context(Emulation(out, icount=True))
-        links = {
-            d: stack.enter_context(HostLink(url, d, baud=int(wiring["baud"])))
-            for d, url in emu.endpoints.items()
-        }
-        expected = plan_hash(json.loads((out / "plan.json").read_text()))
-        for link in links.values():
-            check_pong(link, expected, timeout=15.0)
-        send_tensor(links[wiring["first_device"]], 0, x.astype(x.dtype.newbyteorder("<")).tobytes())
-        data, _ = receive_result(links[wiring["last_device"]], y_spec.nbytes, timeout=60.0)
-    got = np.frombuffer(data, dtype=np.dtype(y_spec.dtype).newbyteorder("<"))
+    x_file, y_file = tmp_path / "x.npy", tmp_path / "y.npy"
+    np.save(x_file, x)
+    with pytest.raises(SystemExit) as info:  # the real CLI: checks against LiteRT itself
+        main(["run", str(out), "--emulate", "--input", str(x_file), "--output", str(y_file)])
+    assert info.value.code in (0, None)
+    got = np.load(y_file)
+    assert got.dtype == np.dtype(chain.layers[-1].output.dtype)
     interp = Interpreter(model_path=str(path))
     interp.allocate_tensors()
     interp.set_tensor(interp.get_input_details()[0]["index"], x)

@@ -40,9 +40,16 @@ from splitter.bench.stats import summary
 from splitter.errors import LinkError, SplitterError
 from splitter.link import protocol as P
 from splitter.link.emulator import load_wiring
-from splitter.link.host import HostLink, Timing, send_tensor
+from splitter.link.host import HostLink, Timing, send_tensor, to_wire
 from splitter.link.protocol import plan_hash
-from splitter.link.run import _host_ports, boundary, check_pong, load_input, load_plan
+from splitter.link.run import (
+    TensorInfo,
+    _host_ports,
+    boundary,
+    check_pong,
+    load_input,
+    load_plan,
+)
 
 EMULATED_CLOCK_HZ = 168e6
 BENCH_FILE = "bench.json"
@@ -267,6 +274,16 @@ def open_session(stack: ExitStack, out_dir: Path, cfg: BenchConfig, plan: Any) -
     return Session(links, first, last, proxies, note, cfg.emulate, pids)
 
 
+def random_input(spec: TensorInfo, seed: int) -> np.ndarray:
+    """A seeded input of ``spec``: standard normal floats, or integers over the dtype's range."""
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(spec.dtype)
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, int(info.max) + 1, spec.shape).astype(dtype)
+    return rng.standard_normal(spec.shape).astype(dtype)
+
+
 def bench(out_dir: str | Path, cfg: BenchConfig | None = None) -> dict[str, Any]:
     """Run ``cfg.runs`` inferences; return the bench.json object (not yet written)."""
     cfg = cfg or BenchConfig()
@@ -280,8 +297,8 @@ def bench(out_dir: str | Path, cfg: BenchConfig | None = None) -> dict[str, Any]
     if cfg.input_path is not None:
         arr = load_input(Path(cfg.input_path), in_spec)
     else:
-        arr = np.random.default_rng(cfg.seed).standard_normal(in_spec.shape)
-    x = np.ascontiguousarray(arr).astype("<f4").tobytes()
+        arr = random_input(in_spec, cfg.seed)
+    x = to_wire(arr)
     blocker = pipeline_blocker(plan, wiring)
     with ExitStack() as stack:
         s = open_session(stack, out, cfg, plan)

@@ -288,6 +288,11 @@ def receive_result(link: HostLink, nbytes: int, timeout: float) -> tuple[bytes, 
     return bytes(buf), timings
 
 
+def to_wire(x: np.ndarray) -> bytes:
+    """A tensor as the link sends it: its own dtype, little-endian (docs/protocol.md)."""
+    return np.ascontiguousarray(x).astype(x.dtype.newbyteorder("<")).tobytes()
+
+
 def infer(
     links: Sequence[HostLink],
     first: str,
@@ -300,6 +305,6 @@ def infer(
     """Send ``x`` to device ``first``, return the RESULT of device ``last`` (little-endian)."""
     by_name = {ln.device: ln for ln in links}
     t0 = time.monotonic()
-    send_tensor(by_name[first], 0, np.ascontiguousarray(x).astype("<f4").tobytes())
+    send_tensor(by_name[first], 0, to_wire(x))
     data, timings = receive_result(by_name[last], out_bytes, timeout)
     return InferenceResult(data, timings, time.monotonic() - t0)

@@ -74,7 +74,8 @@ def boundary(plan: Mapping[str, Any], which: str) -> TensorInfo:
         spec = subs[pos][key][0]
         shape = tuple(int(d) for d in spec["shape"])
         dtype = str(spec["dtype"])
-        return TensorInfo(str(spec["name"]), shape, dtype, int(np.prod(shape)) * 4)
+        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        return TensorInfo(str(spec["name"]), shape, dtype, nbytes)
     except (IndexError, KeyError, TypeError, ValueError):
         raise InputFileError(
             f"plan.json: no {which} tensor in submodels[{pos}].{key}; re-run `splitter compile`"
@@ -82,7 +83,7 @@ def boundary(plan: Mapping[str, Any], which: str) -> TensorInfo:
 
 
 def load_input(path: Path, spec: TensorInfo) -> np.ndarray:
-    """The ``.npy`` input, checked against the plan's input shape and dtype (float32)."""
+    """The ``.npy`` input, checked against the plan's input shape and dtype."""
     try:
         x = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
@@ -124,19 +125,35 @@ def check_pong(link: HostLink, expected_hash: str, timeout: float) -> None:
         )
 
 
+def from_wire(data: bytes, spec: TensorInfo) -> np.ndarray:
+    """Inverse of :func:`splitter.link.host.to_wire` for a tensor of ``spec``'s dtype, shape."""
+    wire = np.dtype(spec.dtype).newbyteorder("<")
+    return np.frombuffer(data, dtype=wire).reshape(spec.shape).astype(np.dtype(spec.dtype))
+
+
 def reference_output(
     plan: Mapping[str, Any], out_dir: Path, x: np.ndarray, model: Path | None = None
 ) -> np.ndarray:
-    """onnxruntime's output of the original model (path from plan.json or ``model``)."""
-    import onnxruntime as ort
-
+    """The original model's output (path from plan.json or ``model``): onnxruntime for ONNX,
+    LiteRT for TFLite."""
     path = model or _model_path(plan, out_dir)
     if path is None:
         raise InputFileError(
             f"{out_dir}/plan.json: names no original model file; pass --model or --no-check"
         )
-    if path.suffix.lower() != ".onnx":
-        raise InputFileError(f"{path}: the output check needs an .onnx model; use --no-check")
+    suffix = path.suffix.lower()
+    if suffix == ".tflite":
+        from ai_edge_litert.interpreter import Interpreter
+
+        interp = Interpreter(model_path=str(path))
+        interp.allocate_tensors()
+        interp.set_tensor(interp.get_input_details()[0]["index"], x)
+        interp.invoke()
+        return np.asarray(interp.get_tensor(interp.get_output_details()[0]["index"]))
+    if suffix != ".onnx":
+        raise InputFileError(f"{path}: the output check needs an .onnx or .tflite model")
+    import onnxruntime as ort
+
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     name = sess.get_inputs()[0].name
     return np.asarray(sess.run(None, {name: x})[0])
@@ -187,7 +204,7 @@ def run(
             out_spec.nbytes,
             timeout=timeout,
         )
-    y = np.frombuffer(res.data, dtype="<f4").reshape(out_spec.shape).astype(np.float32)
+    y = from_wire(res.data, out_spec)
     compute = compute_seconds(wiring, res.timings, emulated=emulate)
     return RunResult(y, res.timings, res.seconds, note, compute)
 
@@ -219,7 +236,7 @@ def check_output(y: np.ndarray, ref: np.ndarray, tol: float = CHECK_TOLERANCE) -
     """Max-abs difference to the reference; :class:`ValidationError` above ``tol``."""
     if y.size != ref.size:
         raise ValidationError(f"output has {y.size} values, onnxruntime gives {ref.size}")
-    err = float(np.max(np.abs(y.ravel() - ref.ravel().astype(np.float32))))
+    err = float(np.max(np.abs(y.ravel().astype(np.float64) - ref.ravel().astype(np.float64))))
     if err > tol:
         raise ValidationError(
             f"boards' output differs from onnxruntime by {err:.3g} (max-abs) > {tol:g}; "
