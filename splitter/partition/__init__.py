@@ -107,7 +107,11 @@ def _tie_break(problem: Problem, objective: str, result: SolverResult) -> Solver
     elif problem.d**problem.n <= FS_LIMIT // 8:
         polished = solve_fs(problem, objective)
     else:
-        polished = solve_bnb(problem, objective, incumbent=result.assignment, node_limit=2_000_000)
+        # the incumbent is optimal already: the whole tree under it is searched whatever the
+        # value order, so use the cheapest one ("index": no sorting per node)
+        polished = solve_bnb(
+            problem, objective, incumbent=result.assignment, node_limit=2_000_000, val_order="index"
+        )
     nodes = result.nodes + polished.nodes
     if polished.assignment is None or not polished.optimal:
         # CP-SAT proved optimality on integer-rounded times only: without the exact polish the
