@@ -271,7 +271,12 @@ class BranchAndBound:
         t_j = p.t_list[j]
         comm = p.comm_list[j - 1] if j > 0 else 0.0
         fj, mj = self.flash[j], self.macs[j]
-        for i in self._values(j):
+        if self.val_order == "index":
+            ok = self.allowed[j]
+            values = [i for i in range(len(rem)) if ok[i] and fj <= rem[i]]
+        else:
+            values = self._values(j)
+        for i in values:
             self._tick()
             change = prev >= 0 and prev != i
             k = nsub + (1 if change or j == 0 else 0)
