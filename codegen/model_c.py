@@ -33,6 +33,7 @@ import numpy as np
 from codegen import model_ops, model_ops_q8
 from splitter.errors import UnsupportedOpError
 from splitter.ir import Chain, Layer, Op, SubModel, TensorSpec
+from splitter.ops import kinds_with_kernel
 
 #: Where the kernel library lives (copied verbatim into every firmware project).
 KERNELS_DIR = Path(__file__).resolve().parent.parent / "firmware_templates" / "kernels"
@@ -128,8 +129,8 @@ def missing_ops(chain: Chain, ranges: Sequence[RangeLike]) -> list[str]:
 #: Layouts the kernels handle ("" = unknown, treated as NCHW).
 LAYOUTS = ("NCHW", "NHWC", "")
 
-#: Op kinds whose kernels assume the channel axis 1 (NCHW only).
-NCHW_ONLY_KINDS = frozenset({"batchnorm", "global_avgpool"})
+#: Op kinds whose float kernels assume the channel axis 1 (NCHW only; splitter/ops.py).
+NCHW_ONLY_KINDS = kinds_with_kernel("NCHW", "float32") - kinds_with_kernel("NHWC", "float32")
 
 
 def _layout_problems(layer: Layer, layout: str) -> list[str]:

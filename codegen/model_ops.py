@@ -491,7 +491,10 @@ def _emit_batchnorm(op: Op, ctx: EmitContext) -> list[str]:
     shape = ctx.shape(x)
     c, hw = shape[1], prod(shape[2:])
     sc, sh = ctx.const(op, "scale"), ctx.const(op, "shift")
-    return [f"k_batchnorm({ctx.ptr(x)}, {c}, {hw}, {sc}, {sh}, {ctx.ptr(y)});"]
+    lines = [f"k_batchnorm({ctx.ptr(x)}, {c}, {hw}, {sc}, {sh}, {ctx.ptr(y)});"]
+    if op.attr("act") is not None:  # a fused activation, applied in place
+        lines.append(f"k_act({ctx.ptr(y)}, {ctx.ptr(y)}, {prod(shape)}, {act_args(op)});")
+    return lines
 
 
 def _check_batchnorm(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
@@ -573,7 +576,7 @@ EMITTERS: Mapping[str, Handler] = {
     "concat": Handler(_emit_concat, ()),
     **{k: Handler(_emit_unary, ()) for k in _UNARY},
     "softmax": Handler(_emit_softmax, (_check_softmax,)),
-    "batchnorm": Handler(_emit_batchnorm, (_check_batchnorm,)),
+    "batchnorm": Handler(_emit_batchnorm, (_check_batchnorm, _act_ok)),
     "pad": Handler(_emit_pad, (_check_pad,)),
     "reshape": Handler(_emit_reshape, ()),
     "transpose": Handler(_emit_transpose, (_rank4_or_less,)),

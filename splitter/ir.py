@@ -13,8 +13,9 @@ Conventions (importers must follow them, codegen relies on them):
 * Shapes are the source model's shapes, batch dimension included (``(1, 3, 224, 224)`` for an ONNX
   NCHW image); :attr:`Graph.layout` says ``"NCHW"`` (ONNX) or ``"NHWC"`` (TFLite) or ``""``
   (profiles, unknown).
-* ``Op.kind`` is one of :data:`OP_KINDS`. Weights are numpy arrays in ``Op.weights`` in a canonical
-  form: conv ``W`` is ``(O, I/groups, kh, kw)``, dense ``W`` is ``(out, in)``, biases ``B`` are 1-D.
+* ``Op.kind`` is one of :data:`OP_KINDS` (one ``OpDef`` per kind in :mod:`splitter.ops`).
+  Weights are numpy arrays in ``Op.weights`` in a canonical form: conv ``W`` is
+  ``(O, I/groups, kh, kw)``, dense ``W`` is ``(out, in)``, biases ``B`` are 1-D.
   Attribute names are listed in :data:`OP_KINDS`.
 * A fused element-wise activation is ``attrs["act"]`` in :data:`ACTIVATIONS` (``None`` for none),
   with ``attrs["act_min"]/["act_max"]`` for ``"clip"``. A pooling fused after a conv is a second
@@ -26,49 +27,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from math import prod
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
-#: Canonical op kinds and the attributes each one carries (importers fill exactly these).
-OP_KINDS: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {
-        "conv2d": ("kernel", "strides", "pads", "dilations", "groups", "act"),
-        "dense": ("act",),  # y = x @ W.T + B, W (out, in); x flattened to (1, in)
-        "matmul": ("act",),  # both operands are activations
-        "maxpool": ("kernel", "strides", "pads", "act"),
-        "avgpool": ("kernel", "strides", "pads", "count_include_pad", "act"),
-        "global_avgpool": ("act",),
-        "mean": ("axes", "keepdims", "act"),
-        "add": ("act",),  # broadcast; a constant operand is weights["C"]
-        "sub": ("act",),
-        "mul": ("act",),
-        "div": ("act",),
-        "concat": ("axis",),
-        "relu": (),
-        "relu6": (),
-        "clip": ("act_min", "act_max"),
-        "leaky_relu": ("alpha",),
-        "sigmoid": (),
-        "tanh": (),
-        "hardswish": (),
-        "hardsigmoid": ("alpha", "beta"),
-        "softmax": ("axis",),
-        "batchnorm": (),  # y = x * weights["scale"] + weights["shift"] per channel (unfused BN)
-        "pad": ("pads", "value"),  # pads in ONNX order: begins of every axis, then ends
-        "reshape": ("shape",),  # also Flatten / Squeeze / Unsqueeze: zero-cost
-        "transpose": ("perm",),
-        "quantize": (),
-        "dequantize": (),
-    }
-)
-
-#: Element-wise activations an op may carry in ``attrs["act"]``.
-ACTIVATIONS = ("relu", "relu6", "clip", "sigmoid", "tanh", "hardswish", "leaky_relu")
-
-#: Op kinds whose only effect is a new view of the same bytes (zero cost, zero-copy).
-ZERO_COST_KINDS = frozenset({"reshape"})
+# Op-kind tables, derived from the one definition per kind in splitter/ops.py (re-exported).
+from splitter.ops import ACTIVATIONS as ACTIVATIONS
+from splitter.ops import OP_KINDS as OP_KINDS
+from splitter.ops import ZERO_COST_KINDS as ZERO_COST_KINDS
 
 
 @dataclass(frozen=True)

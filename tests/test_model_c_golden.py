@@ -1,8 +1,8 @@
-"""Golden kernel calls of ``model.c`` for three models of ``models/`` (float NCHW, float NHWC, int8).
+"""Golden kernel calls of ``model.c`` for four models (float NCHW, float NHWC, int8).
 
 The weights arrays are reduced to their declaration line and one SHA-256 of their text, so the
 golden files show every kernel call and parameter record the emitters write and stay small.
-``SPLITTER_REGEN_GOLDEN=1`` rewrites them; review the diff (``git diff tests/test_firmware_golden``).
+``SPLITTER_REGEN_GOLDEN=1`` rewrites them; review ``git diff tests/test_firmware_golden``.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from splitter.errors import ShapeError
 from splitter.importers import load_graph
 from splitter.importers.onnx_import import load_onnx
 from splitter.ir import OP_KINDS, Graph
+from splitter.ops import FUSED_ACT_ATTRS
 
 RNG = np.random.default_rng(1234)
 
@@ -91,7 +92,7 @@ def assert_well_formed(graph: Graph) -> None:
     known = set(graph.inputs)
     for op in graph.ops:
         assert op.kind in OP_KINDS
-        assert set(op.attrs) <= set(OP_KINDS[op.kind]) | {"act", "act_min", "act_max", "alpha"}
+        assert set(op.attrs) <= set(OP_KINDS[op.kind]) | {"act"} | FUSED_ACT_ATTRS
         assert all(i in known for i in op.inputs), op
         known.update(op.outputs)
         assert op.source_nodes
@@ -440,18 +441,22 @@ def test_pooling_mean_softmax_and_more_kinds(tmp_path: Path) -> None:
         ("avgpool", "hardswish"),
         ("maxpool", None),
         ("global_avgpool", "leaky_relu"),
-        ("mean", None),
-        ("hardsigmoid", None),
+        ("mean", "hardsigmoid"),  # hardsigmoid is an activation (splitter/ops.py): it fuses
         ("tanh", None),
         ("softmax", None),
         ("maxpool", None),
     ]
-    avg, pool, gap, mean, hsig, _, soft, gmax = graph.ops
+    avg, pool, gap, mean, _, soft, gmax = graph.ops
     assert avg.attrs["count_include_pad"] is True and avg.attrs["pads"] == (1, 1, 1, 1)
     assert pool.attrs["pads"] == (0, 0, 1, 1)  # ceil_mode as extra end padding: 7 -> 4
     assert gap.attrs["alpha"] == pytest.approx(0.2)
-    assert mean.attrs == {"axes": (2, 3), "keepdims": False, "act": None}
-    assert hsig.attrs == {"alpha": pytest.approx(0.2), "beta": pytest.approx(0.5)}
+    assert mean.attrs == {
+        "axes": (2, 3),
+        "keepdims": False,
+        "act": "hardsigmoid",
+        "alpha": pytest.approx(0.2),
+        "beta": pytest.approx(0.5),
+    }
     assert soft.attrs == {"axis": 1} and gmax.attrs["kernel"] == (7, 7)
     assert_shapes_match_ort(path, graph)
 

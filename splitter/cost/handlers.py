@@ -284,10 +284,11 @@ class SoftmaxHandler(OpHandler):
 
 
 class BatchNormHandler(OpHandler):
-    """Unfused batchnorm ``x*scale + shift``: :data:`BATCHNORM_MACS_PER_ELEMENT` per element."""
+    """Unfused batchnorm ``x*scale + shift``: :data:`BATCHNORM_MACS_PER_ELEMENT` per element
+    ``+ act``."""
 
     def macs(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec) -> int:
-        return BATCHNORM_MACS_PER_ELEMENT * out.size
+        return BATCHNORM_MACS_PER_ELEMENT * out.size + _act_macs(op, out)
 
 
 class PadHandler(OpHandler):

@@ -18,17 +18,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from splitter import ops
 from splitter.cost.layer import itemsize_function, layer_cost
 from splitter.errors import InputFileError, ShapeError
 from splitter.graph.supernodes import Region, find_regions
 from splitter.ir import ZERO_COST_KINDS, Chain, Graph, Layer, Op
 
-#: Pools that fuse into a directly preceding conv2d / dense / add layer.
-POOL_KINDS = frozenset({"maxpool", "avgpool", "global_avgpool"})
-#: Layer kinds a following pool fuses into.
-POOL_HOST_KINDS = frozenset({"conv2d", "dense", "add"})
-#: Layer kinds a directly following softmax fuses into (see step 4 of the module docstring).
-SOFTMAX_HOST_KINDS = frozenset({"dense"})
+#: Pools (splitter/ops.py); each joins a directly preceding layer of a kind in its ``joins``.
+POOL_KINDS = ops.POOL_KINDS
 
 
 @dataclass(frozen=True)
@@ -102,7 +99,7 @@ def _fuses_pool(prev: _Group, region: Region) -> bool:
     return (
         len(region.ops) == 1
         and region.ops[0].kind in POOL_KINDS
-        and prev.kind in POOL_HOST_KINDS
+        and prev.kind in ops.OPS[region.ops[0].kind].joins
         and not prev.pooled
     )
 
@@ -112,7 +109,7 @@ def _fuses_softmax(prev: _Group, region: Region) -> bool:
     return (
         len(region.ops) == 1
         and region.ops[0].kind == "softmax"
-        and prev.kind in SOFTMAX_HOST_KINDS
+        and prev.kind in ops.OPS["softmax"].joins
         and prev.ops[-1].kind != "softmax"
     )
 

@@ -17,22 +17,12 @@ from dataclasses import replace
 import numpy as np
 
 from splitter.ir import Op
+from splitter.ops import ACT_HOSTS, ACTIVATIONS, OPS
 
-#: Ops that may carry a fused activation in ``attrs["act"]``.
-ACT_PRODUCERS = frozenset(
-    {"conv2d", "dense", "add", "sub", "mul", "batchnorm", "avgpool", "maxpool", "global_avgpool",
-     "mean"}
-)  # fmt: skip
+#: Ops that may carry a fused activation in ``attrs["act"]`` (splitter/ops.py).
+ACT_PRODUCERS = ACT_HOSTS
 #: Standalone activation kinds that can be fused, with the attributes they carry along.
-FUSABLE_ACTS = {
-    "relu": (),
-    "relu6": (),
-    "clip": ("act_min", "act_max"),
-    "sigmoid": (),
-    "tanh": (),
-    "hardswish": (),
-    "leaky_relu": ("alpha",),
-}
+FUSABLE_ACTS = {kind: OPS[kind].attrs for kind in ACTIVATIONS}
 
 #: ``rank(tensor)``: number of dimensions of an activation tensor.
 RankOf = Callable[[str], int]

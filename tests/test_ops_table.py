@@ -1,0 +1,71 @@
+"""Every op-kind table of the tree agrees with the one definition per kind in splitter/ops.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pytest
+
+from codegen import model_c, model_ops, model_ops_q8
+from splitter import ir, ops
+from splitter.cost.handlers import HANDLERS
+from splitter.graph import chain
+from splitter.importers import onnx_fuse, onnx_ops, tflite_ops
+
+
+def unknown(keys: Iterable[object]) -> set[object]:
+    """Keys that are not canonical op kinds."""
+    return {k for k in keys if k not in ops.OPS}
+
+
+def test_ir_tables_are_the_ops_tables() -> None:
+    assert ir.OP_KINDS is ops.OP_KINDS and ir.ACTIVATIONS is ops.ACTIVATIONS
+    assert ir.ZERO_COST_KINDS is ops.ZERO_COST_KINDS
+    assert all(d.kind == k for k, d in ops.OPS.items())
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        HANDLERS,
+        onnx_fuse.FUSABLE_ACTS,
+        onnx_fuse.ACT_PRODUCERS,
+        chain.POOL_KINDS,
+        model_c.NCHW_ONLY_KINDS,
+        model_ops.EMITTERS,
+        model_ops_q8.Q8_EMITTERS,
+        {k for k in model_ops.ACT_CODES if k is not None},
+        {j for d in ops.OPS.values() for j in d.joins},
+    ],
+)
+def test_every_table_key_is_a_known_kind(table: Iterable[object]) -> None:
+    assert unknown(table) == set()
+
+
+def test_every_kind_has_a_cost_handler() -> None:
+    assert set(HANDLERS) == set(ops.OPS)
+
+
+def test_activations_agree() -> None:
+    """Every activation fuses, carries its attributes and has a fused-activation code."""
+    assert {k: ops.OPS[k].attrs for k in ops.ACTIVATIONS} == onnx_fuse.FUSABLE_ACTS
+    assert set(model_ops.ACT_CODES) == {None, *ops.ACTIVATIONS}
+    assert {k for k, d in ops.OPS.items() if "act" in d.attrs} == onnx_fuse.ACT_PRODUCERS
+
+
+def test_every_kernel_claim_has_an_emitter() -> None:
+    """float claims <-> float emitters, int8 claims <-> int8 emitters, both ways."""
+    floats = ops.kinds_with_kernel("NCHW", "float32") | ops.kinds_with_kernel("NHWC", "float32")
+    assert set(model_ops.EMITTERS) == floats
+    assert set(model_ops_q8.Q8_EMITTERS) == ops.kinds_with_kernel("NHWC", "int8")
+    assert ops.kinds_with_kernel("NCHW", "int8") == frozenset()
+
+
+def test_importer_op_maps_match_the_source_ops() -> None:
+    """The source operators each OpDef names are exactly the importers' converter tables."""
+    assert set(onnx_ops.CONVERTERS) == {n for d in ops.OPS.values() for n in d.onnx}
+    assert set(tflite_ops.CONVERTERS) == {n for d in ops.OPS.values() for n in d.tflite}
+
+
+def test_fused_activation_attrs() -> None:
+    assert {"act_min", "act_max", "alpha", "beta"} == ops.FUSED_ACT_ATTRS
