@@ -28,9 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import numpy as np
-
 from codegen import model_ops, model_ops_q8
+from splitter.cost.handlers import op_flash
 from splitter.errors import UnsupportedOpError
 from splitter.ir import Chain, Layer, Op, SubModel, TensorSpec
 from splitter.ops import kinds_with_kernel
@@ -256,13 +255,9 @@ def check_costs_match(
 
 
 def layer_flash(layer: Layer) -> int:
-    """Bytes of ``.weights`` arrays the generator emits for ``layer`` (see model_ops_q8)."""
-    total = 0
-    for op in layer.ops:
-        total += sum(int(np.asarray(w).nbytes) for w in op.weights.values())
-        if "W" in op.weights and np.asarray(op.weights["W"]).dtype == np.int8:
-            total += 8 * len(op.attr("w_scale") or ())
-    return total
+    """Bytes of ``.weights`` arrays the generator emits for ``layer``: ``sum(op_flash(op))``, the
+    FLASH_j formula of :func:`splitter.cost.handlers.op_flash` (written there once)."""
+    return sum(op_flash(op) for op in layer.ops)
 
 
 def device_arena_bytes(
