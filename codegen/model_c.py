@@ -4,7 +4,7 @@
 device. Every sub-model becomes ``int sm_<NN>(float *arena)`` calling the kernels of
 ``firmware_templates/kernels``: float32 NCHW (ONNX, batch 1), float32 NHWC (TFLite, through
 ``kernels_nhwc.c``) and int8 NHWC (full-integer TFLite, ``kernels_q8.c``, emitted by
-:mod:`codegen.model_ops_q8`), with each activation at a byte offset in the device's one static
+:mod:`codegen.ops`), with each activation at a byte offset in the device's one static
 arena (4 bytes per float32 element, 1 per int8 one), laid out by the ARENA RULE
 (``docs/arena.md``):
 
@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from codegen import model_ops, model_ops_q8
+from codegen import ops as emitters
+from codegen.ops.base import EmitContext
+from codegen.ops.literals import WeightTable
 from splitter.cost.handlers import op_flash
 from splitter.errors import UnsupportedOpError
 from splitter.ir import Chain, Layer, Op, SubModel, TensorSpec
@@ -167,16 +169,12 @@ def _tensor_ok(spec: TensorSpec) -> bool:
 
 def check_op(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
     """Why no kernel runs ``op``: the int8 kernels for quantised ops, else the float ones."""
-    if model_ops_q8.is_quantised(op, tensors):
-        return model_ops_q8.check(op, tensors)
-    return model_ops.check(op, tensors)
+    return emitters.check(op, tensors)
 
 
-def emit_op(op: Op, ctx: model_ops.EmitContext) -> list[str]:
+def emit_op(op: Op, ctx: EmitContext) -> list[str]:
     """The C statements of ``op`` (int8 kernels for quantised ops, else float)."""
-    if model_ops_q8.is_quantised(op, ctx.tensors):
-        return model_ops_q8.emit(op, ctx)
-    return model_ops.emit(op, ctx)
+    return emitters.emit(op, ctx)
 
 
 def check_supported(chain: Chain, ranges: Sequence[RangeLike]) -> None:
@@ -308,7 +306,7 @@ def generate_device_c(
     ranges = _normalise_ranges(layer_ranges)
     check_costs_match(chain, ranges, plan)
     arena = device_arena_bytes(chain, ranges, plan)
-    weights = model_ops.WeightTable()
+    weights = WeightTable()
     bodies: list[str] = []
     rows: list[tuple[int, int, int, int, int]] = []
     for index, first, last in ranges:
@@ -329,7 +327,7 @@ def _submodel_function(
     last: int,
     arena: int,
     planner: Planner,
-    weights: model_ops.WeightTable,
+    weights: WeightTable,
 ) -> tuple[str, tuple[int, int, int, int, int]]:
     """C function of one sub-model and its ``(index, in_off, in_bytes, out_off, out_bytes)``."""
     assert chain.graph is not None
@@ -349,7 +347,7 @@ def _submodel_function(
         lines.append(f"    /* layer {j}: {layer.name} ({layer.op_label}), RAM {mem.size} B */")
         before = weights.nbytes
         for op in layer.ops:
-            ctx = model_ops.EmitContext(offs, tensors, weights, chain.graph.layout or "NCHW")
+            ctx = EmitContext(offs, tensors, weights, chain.graph.layout or "NCHW")
             lines.extend("    " + s for s in emit_op(op, ctx))
         _check_emitted_flash(chain, layer, weights.nbytes - before)
         out_off = offs[layer.output.name]
@@ -412,7 +410,7 @@ def _source(
     device: str,
     chain: Chain,
     arena: int,
-    weights: model_ops.WeightTable,
+    weights: WeightTable,
     bodies: list[str],
     ranges: list[tuple[int, int, int]],
     rows: list[tuple[int, int, int, int, int]],

@@ -17,7 +17,8 @@ from codegen.model_c import (
     kernel_sources,
     missing_ops,
 )
-from codegen.model_ops import c_float, pack4
+from codegen.ops.conv import pack4
+from codegen.ops.literals import c_float
 from splitter.errors import SplitterError, UnsupportedOpError
 from splitter.ir import Chain, Layer, Op, SubModel
 

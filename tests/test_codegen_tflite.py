@@ -23,7 +23,7 @@ import pytest
 from test_codegen_support import HOST_CFLAGS, TEST_MAIN
 
 from codegen.model_c import GeneratedC, generate_device_c, kernel_sources, missing_ops
-from codegen.model_ops_q8 import quantize_multiplier
+from codegen.ops.quant import quantize_multiplier
 from splitter.ir import Chain, TensorSpec
 from splitter.slicing.boundaries import cuts_from_ranges
 from splitter.slicing.tflite_slice import slice_tflite

@@ -6,7 +6,9 @@ from collections.abc import Iterable
 
 import pytest
 
-from codegen import model_c, model_ops, model_ops_q8
+from codegen import model_c
+from codegen import ops as emitters
+from codegen.ops.base import ACT_CODES
 from splitter import ir, ops
 from splitter.cost.handlers import HANDLERS
 from splitter.graph import chain
@@ -32,9 +34,8 @@ def test_ir_tables_are_the_ops_tables() -> None:
         onnx_fuse.ACT_PRODUCERS,
         chain.POOL_KINDS,
         model_c.NCHW_ONLY_KINDS,
-        model_ops.EMITTERS,
-        model_ops_q8.Q8_EMITTERS,
-        {k for k in model_ops.ACT_CODES if k is not None},
+        emitters.EMITTERS,
+        {k for k in ACT_CODES if k is not None},
         {j for d in ops.OPS.values() for j in d.joins},
     ],
 )
@@ -49,15 +50,18 @@ def test_every_kind_has_a_cost_handler() -> None:
 def test_activations_agree() -> None:
     """Every activation fuses, carries its attributes and has a fused-activation code."""
     assert {k: ops.OPS[k].attrs for k in ops.ACTIVATIONS} == onnx_fuse.FUSABLE_ACTS
-    assert set(model_ops.ACT_CODES) == {None, *ops.ACTIVATIONS}
+    assert set(ACT_CODES) == {None, *ops.ACTIVATIONS}
     assert {k for k, d in ops.OPS.items() if "act" in d.attrs} == onnx_fuse.ACT_PRODUCERS
 
 
 def test_every_kernel_claim_has_an_emitter() -> None:
     """float claims <-> float emitters, int8 claims <-> int8 emitters, both ways."""
     floats = ops.kinds_with_kernel("NCHW", "float32") | ops.kinds_with_kernel("NHWC", "float32")
-    assert set(model_ops.EMITTERS) == floats
-    assert set(model_ops_q8.Q8_EMITTERS) == ops.kinds_with_kernel("NHWC", "int8")
+    assert {k for k, e in emitters.EMITTERS.items() if e.has_float()} == floats
+    assert {k for k, e in emitters.EMITTERS.items() if e.has_int8()} == ops.kinds_with_kernel(
+        "NHWC", "int8"
+    )
+    assert all(e.kind == k for k, e in emitters.EMITTERS.items())
     assert ops.kinds_with_kernel("NCHW", "int8") == frozenset()
 
 

@@ -10,7 +10,7 @@
  * Layout: NCHW with batch 1 (the layout of ONNX models). A feature map of C channels, H rows and
  * W columns is x[(c * H + y) * W + x]. Conv weights are (O, I/groups, kh, kw) as in ONNX; dense
  * weights are (out, in). For groups == 1 convolutions and dense layers the generator repacks the
- * weights "4 rows at a time" (see pack4 in codegen/model_ops.py): rows are taken in blocks of 4
+ * weights "4 rows at a time" (see pack4 in codegen/ops/conv.py): rows are taken in blocks of 4
  * output channels, block b stores element k of its 4 rows interleaved, wp[(b*K + k)*4 + r]; the
  * O % 4 remaining rows follow unchanged (row-major). The byte count is identical to the source
  * weights (no padding).

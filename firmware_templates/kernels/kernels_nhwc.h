@@ -3,7 +3,7 @@
  *
  * A feature map of H rows, W columns and C channels is x[(y * W + x) * C + c] (batch 1).
  * Conv weights are TFLite's OHWI order, (O, kh, kw, C/groups): the generator transposes the
- * canonical (O, C/groups, kh, kw) array once (codegen/model_ops.py), same byte count. A
+ * canonical (O, C/groups, kh, kw) array once (codegen/ops/conv.py, ohwi), same byte count. A
  * depthwise convolution is groups == C with O = C * depth_multiplier.
  * Pads: top, left (the kernels never read outside the input; bottom/right come from OH/OW).
  * Same rules as kernels.h: no malloc, no libc, no scratch; the element-wise and reshape-like

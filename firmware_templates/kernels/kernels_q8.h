@@ -7,7 +7,7 @@
  * multiplier m (Q0.31, in [2^30, 2^31)) and a power-of-two exponent s with M = m * 2^(s - 31),
  * applied by k_q_mul (tflite::MultiplyByQuantizedMultiplier: saturating rounding doubling high
  * multiply, then rounding divide by 2^-s). The generator computes m and s as
- * tflite::QuantizeMultiplier does (codegen/model_ops.py, quantize_multiplier).
+ * tflite::QuantizeMultiplier does (codegen/ops/quant.py, quantize_multiplier).
  * Conv weights are int8 OHWI (O, kh, kw, C/groups), dense weights (out, in), biases int32;
  * mult/shift arrays hold one entry per output channel (per-channel) or one (per-tensor:
  * nq == 1). Outputs are clamped to [act_min, act_max] (the fused activation's range).

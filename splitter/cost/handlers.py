@@ -12,7 +12,7 @@ conv/dense/pool/BN/softmax row of the eight profiles is reproduced exactly by th
 
 FLASH (:func:`op_flash`) is the bytes of the op's constant arrays by dtype plus, for an op with
 quantised int8 weights, 8 bytes per weight scale: the int32 fixed-point multiplier and int32
-shift the int8 kernels requantise each output channel with (codegen/model_ops_q8.py).
+shift the int8 kernels requantise each output channel with (codegen/ops/quant.py).
 
 * conv2d: ``Hout*Wout*Cout*(Cin/groups)*kh*kw`` products, ``+ Hout*Wout*Cout`` when there is a
   bias, ``+ Cout`` (X-CUBE-AI's per-output-channel term, present with and without bias). Tiny-CNN

@@ -1,0 +1,244 @@
+"""The base of every op emitter: the emit context, the shared checks and the dispatch.
+
+An emitter is one small class per canonical op kind (as the ONNX reference evaluator's
+``OpRun``): it overrides :meth:`OpEmitter.emit_float` and / or :meth:`OpEmitter.emit_int8` and
+lists the variant checks each needs in :attr:`OpEmitter.float_checks` /
+:attr:`OpEmitter.int8_checks`. The base picks the path (int8 when any activation of the op is
+int8, :func:`is_quantised`), runs the checks every op of that path needs first (float32 weights;
+per-tensor int8 quantisation), and writes the ``/* name: kind */`` header. Which kinds have
+which kernels is declared once in :data:`splitter.ops.OPS`; ``tests/test_ops_table.py`` checks
+that an emitter overrides exactly the paths its ``OpDef`` claims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from codegen.ops.literals import WeightTable, c_float
+from splitter.ir import Op, TensorSpec
+
+#: ``check(op, tensors) -> reason | None``: why a kernel cannot run ``op`` (``None``: it can).
+Check = Callable[[Op, Mapping[str, TensorSpec]], "str | None"]
+
+#: Fused-activation codes of ``kernels.h`` (``K_ACT_*``); keys are splitter.ops.ACTIVATIONS.
+ACT_CODES = {
+    None: "K_ACT_NONE",
+    "relu": "K_ACT_RELU",
+    "relu6": "K_ACT_RELU6",
+    "clip": "K_ACT_CLIP",
+    "sigmoid": "K_ACT_SIGMOID",
+    "tanh": "K_ACT_TANH",
+    "hardswish": "K_ACT_HARDSWISH",
+    "leaky_relu": "K_ACT_LEAKY",
+    "hardsigmoid": "K_ACT_HARDSIGMOID",
+}
+
+
+@dataclass
+class EmitContext:
+    """Offsets (bytes) of the layer's tensors, the graph's tensor specs and the weight table."""
+
+    offsets: Mapping[str, int]
+    tensors: Mapping[str, TensorSpec]
+    weights: WeightTable
+    #: the graph's layout: ``"NCHW"`` (ONNX) or ``"NHWC"`` (TFLite, the ``*_nhwc`` kernels)
+    layout: str = "NCHW"
+
+    def ptr(self, name: str) -> str:
+        """``A + <float offset>`` of float activation ``name``."""
+        return f"A + {self.offsets[name] // 4}"
+
+    def p8(self, name: str) -> str:
+        """``(int8_t *)(A8 + <byte offset>)`` of int8 activation ``name``."""
+        return f"(int8_t *)(A8 + {self.offsets[name]})"
+
+    def pvoid(self, name: str) -> str:
+        """``(void *)(A8 + <byte offset>)`` of a float activation (any alignment)."""
+        return f"(void *)(A8 + {self.offsets[name]})"
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        """The shape of activation ``name``."""
+        return tuple(self.tensors[name].shape)
+
+    def const(self, op: Op, key: str, values: np.ndarray | None = None) -> str:
+        """Emit ``op.weights[key]`` (or the given repacked ``values``) and return its C name."""
+        arr = op.weights[key] if values is None else values
+        return self.weights.add(f"{op.name}_{key}", arr)
+
+
+def is_quantised(op: Op, tensors: Mapping[str, TensorSpec]) -> bool:
+    """True when any activation of ``op`` is int8 (the op runs on the int8 kernels)."""
+    return any(tensors[n].dtype == "int8" for n in (*op.inputs, *op.outputs) if n in tensors)
+
+
+# ------------------------------------------------------------------ shared formatting ----
+
+
+def ints(values: Sequence[int]) -> str:
+    """``"a, b, c"`` of integers."""
+    return ", ".join(str(int(v)) for v in values)
+
+
+def pad4(shape: Sequence[int]) -> list[int]:
+    """``shape`` left-padded with 1 to rank 4."""
+    return [1] * (4 - len(shape)) + [int(d) for d in shape]
+
+
+def act_params(op: Op, act: str | None) -> tuple[float, float]:
+    """``(p0, p1)`` of activation ``act``: clip bounds, leaky alpha, hardsigmoid alpha / beta."""
+    if act == "clip":
+        return op.attr("act_min", float("-inf")), op.attr("act_max", float("inf"))
+    if act == "leaky_relu":
+        return op.attr("alpha", 0.01), 0.0
+    if act == "hardsigmoid":
+        return op.attr("alpha", 0.2), op.attr("beta", 0.5)
+    return 0.0, 0.0
+
+
+def act_args(op: Op) -> str:
+    """``act, p0, p1`` arguments of a fused activation."""
+    act = op.attr("act")
+    p0, p1 = act_params(op, act)
+    return f"{ACT_CODES[act]}, {c_float(p0)}, {c_float(p1)}"
+
+
+# --------------------------------------------------------------------- shared checks ----
+
+
+def rank4_or_less(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+    """Every tensor of ``op`` has rank <= 4 (the rank-4 strided kernels)."""
+    for name in (*op.inputs, *op.outputs):
+        if name in tensors and len(tensors[name].shape) > 4:
+            return f"tensor {name} has rank {len(tensors[name].shape)} > 4"
+    return None
+
+
+def image_batch1(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+    """Input and output are rank-4 images with batch 1 (NCHW or NHWC by the graph layout)."""
+    for name in (op.inputs[0], op.outputs[0]):
+        shape = tensors[name].shape
+        if len(shape) != 4 or shape[0] != 1:
+            return f"tensor {name} shape {shape} is not NCHW with batch 1"
+    return None
+
+
+def act_ok(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+    """The fused activation has a ``K_ACT_*`` code."""
+    if op.attr("act") not in ACT_CODES:
+        return f"fused activation {op.attr('act')!r}"
+    return None
+
+
+def float_weights(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+    """Every constant is float32 (the float kernels read no other type)."""
+    for key, w in op.weights.items():
+        if np.asarray(w).dtype != np.float32:
+            return f"weights {key} are {np.asarray(w).dtype} (float32 kernels only)"
+    return None
+
+
+def per_tensor_int8(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+    """Tensors are float32 or int8 quantised per tensor (``kernels_q8.c``)."""
+    for name in (*op.inputs, *op.outputs):
+        spec = tensors[name]
+        if spec.dtype not in ("int8", "float32"):
+            return f"tensor {name} is {spec.dtype} (int8 and float32 only)"
+        if spec.dtype == "int8" and (spec.quant is None or len(spec.quant.scale) != 1):
+            return f"int8 tensor {name} is not quantised per tensor"
+    return None
+
+
+def all_int8(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+    """Every activation of the op is int8."""
+    for name in (*op.inputs, *op.outputs):
+        if tensors[name].dtype != "int8":
+            return f"tensor {name} is {tensors[name].dtype} in an int8 op"
+    return None
+
+
+def no_weights(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+    """The int8 element-wise kernels take no constant operand."""
+    return f"constant operand {sorted(op.weights)} of an int8 op" if op.weights else None
+
+
+def q8_act_ok(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+    """int8 kernels clamp: only relu / relu6 / clip fuse."""
+    if op.attr("act") not in (None, "relu", "relu6", "clip"):
+        return f"fused activation {op.attr('act')!r} on an int8 op"
+    return None
+
+
+def same_quant(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+    """Inputs and output share one quantisation (pools, concat)."""
+    quants = {tensors[n].quant for n in (*op.inputs, *op.outputs)}
+    return None if len(quants) == 1 else "inputs and output quantised differently"
+
+
+def nhwc_batch1(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+    """Input and output are rank-4 NHWC with batch 1 (the int8 spatial kernels)."""
+    for name in (op.inputs[0], op.outputs[0]):
+        shape = tensors[name].shape
+        if len(shape) != 4 or shape[0] != 1:
+            return f"tensor {name} shape {shape} is not NHWC with batch 1"
+    return None
+
+
+#: Checks every int8 element-wise op needs.
+Q8_ELEMENTWISE: tuple[Check, ...] = (all_int8, no_weights)
+
+
+# ---------------------------------------------------------------------------- base ----
+
+
+class OpEmitter:
+    """One canonical op kind's float32 and / or int8 code (override the paths it has)."""
+
+    kind: ClassVar[str] = ""
+    #: checks of the float path after :func:`float_weights`
+    float_checks: ClassVar[tuple[Check, ...]] = ()
+    #: checks of the int8 path after :func:`per_tensor_int8`
+    int8_checks: ClassVar[tuple[Check, ...]] = ()
+
+    @classmethod
+    def has_float(cls) -> bool:
+        """True when the class overrides :meth:`emit_float`."""
+        return cls.emit_float is not OpEmitter.emit_float
+
+    @classmethod
+    def has_int8(cls) -> bool:
+        """True when the class overrides :meth:`emit_int8`."""
+        return cls.emit_int8 is not OpEmitter.emit_int8
+
+    def check(self, op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+        """Why no kernel runs ``op`` (``None`` when one does)."""
+        if is_quantised(op, tensors):
+            if not self.has_int8():
+                return "no int8 kernel for this op kind"
+            checks = (per_tensor_int8, *self.int8_checks)
+        else:
+            if not self.has_float():
+                return "no float32 kernel for this op kind"
+            checks = (float_weights, *self.float_checks)
+        for chk in checks:
+            reason = chk(op, tensors)
+            if reason:
+                return reason
+        return None
+
+    def emit(self, op: Op, ctx: EmitContext) -> list[str]:
+        """The C statements running ``op`` with its tensors at ``ctx.offsets``."""
+        if is_quantised(op, ctx.tensors):
+            return [f"/* {op.name}: {op.kind} (int8) */", *self.emit_int8(op, ctx)]
+        return [f"/* {op.name}: {op.kind} */", *self.emit_float(op, ctx)]
+
+    def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
+        """Calls of the float32 kernels (``kernels.c``, ``kernels_nhwc.c``)."""
+        raise NotImplementedError(f"{op.kind}: no float32 kernel")
+
+    def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
+        """Calls of the int8 kernels (``kernels_q8.c``)."""
+        raise NotImplementedError(f"{op.kind}: no int8 kernel")

@@ -1,0 +1,183 @@
+"""Data movement and type conversion: concat, pad, reshape, transpose, quantize, dequantize."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from math import prod
+
+import numpy as np
+
+from codegen.ops.base import (
+    Q8_ELEMENTWISE,
+    EmitContext,
+    OpEmitter,
+    ints,
+    no_weights,
+    pad4,
+    rank4_or_less,
+    same_quant,
+)
+from codegen.ops.literals import c_float
+from codegen.ops.quant import Q_MAX, Q_MIN, qp, requant_call, round_away
+from splitter.ir import Op, TensorSpec
+
+
+class Concat(OpEmitter):
+    """One ``k_concat_part`` per input: ``y[o*ytot + yoff + i] = x[o*xn + i]``."""
+
+    kind = "concat"
+    int8_checks = (*Q8_ELEMENTWISE, same_quant)
+
+    @staticmethod
+    def _parts(op: Op, ctx: EmitContext, fn: str, ptr: str) -> list[str]:
+        y = op.outputs[0]
+        ys = ctx.shape(y)
+        axis = int(op.attr("axis", 1)) % len(ys)
+        outer, ytot, lines, yoff = prod(ys[:axis]), prod(ys[axis:]), [], 0
+        at = getattr(ctx, ptr)
+        for name in op.inputs:
+            xn = prod(ctx.shape(name)[axis:])
+            lines.append(f"{fn}({at(name)}, {outer}, {xn}, {at(y)}, {ytot}, {yoff});")
+            yoff += xn
+        return lines
+
+    def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
+        return self._parts(op, ctx, "k_concat_part", "ptr")
+
+    def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
+        return self._parts(op, ctx, "k_q_concat_part", "p8")
+
+
+def constant_pads(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+    """Non-negative constant padding of a tensor of rank <= 4."""
+    if any(int(p) < 0 for p in op.attr("pads", ())):
+        return "negative pads (cropping)"
+    if op.attr("mode", "constant") != "constant":
+        return f"pad mode {op.attr('mode')!r} (constant only)"
+    return rank4_or_less(op, tensors)
+
+
+def _q8_pads(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+    if any(int(p) < 0 for p in op.attr("pads", ())):
+        return "negative pads (cropping)"
+    if len(tensors[op.inputs[0]].shape) > 4:
+        return "pad of rank > 4"
+    return None
+
+
+class Pad(OpEmitter):
+    """Constant pad of a rank-4 view; int8 pads with the quantised ``value``."""
+
+    kind = "pad"
+    float_checks = (constant_pads,)
+    int8_checks = (*Q8_ELEMENTWISE, _q8_pads)
+
+    @staticmethod
+    def _call(op: Op, ctx: EmitContext, call: str) -> list[str]:
+        x, y = op.inputs[0], op.outputs[0]
+        rank = len(ctx.shape(x))
+        begins = [0] * (4 - rank) + [int(p) for p in op.attr("pads")[:rank]]
+        return [
+            "{",
+            f"    static const int xs[4] = {{{ints(pad4(ctx.shape(x)))}}};",
+            f"    static const int ys[4] = {{{ints(pad4(ctx.shape(y)))}}};",
+            f"    static const int bg[4] = {{{ints(begins)}}};",
+            f"    {call};",
+            "}",
+        ]
+
+    def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
+        x, y = op.inputs[0], op.outputs[0]
+        value = c_float(op.attr("value", 0.0))
+        return self._call(op, ctx, f"k_pad({ctx.ptr(x)}, xs, {ctx.ptr(y)}, ys, bg, {value})")
+
+    def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
+        x, y = op.inputs[0], op.outputs[0]
+        so, zo = qp(ctx.tensors[y])
+        value = zo + round_away(float(np.float32(op.attr("value", 0.0)) / np.float32(so)))
+        value = max(Q_MIN, min(Q_MAX, value))
+        return self._call(op, ctx, f"k_q_pad({ctx.p8(x)}, xs, {ctx.p8(y)}, ys, bg, {value})")
+
+
+class Reshape(OpEmitter):
+    """A view: nothing to do, or a copy when ping-pong placement moved the output."""
+
+    kind = "reshape"
+    int8_checks = Q8_ELEMENTWISE
+
+    def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
+        x, y = op.inputs[0], op.outputs[0]
+        if ctx.offsets[x] == ctx.offsets[y]:
+            return [f"/* {op.name}: reshape, zero-copy */"]
+        n = ctx.tensors[x].size
+        return [f"k_copy({ctx.ptr(x)}, {ctx.ptr(y)}, {n}); /* {op.name}: reshape */"]
+
+    def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
+        x, y = op.inputs[0], op.outputs[0]
+        if ctx.offsets[x] == ctx.offsets[y]:
+            return [f"/* {op.name}: reshape, zero-copy */"]
+        return [f"k_q_copy({ctx.p8(x)}, {ctx.p8(y)}, {ctx.tensors[x].size}); /* reshape */"]
+
+
+class Transpose(OpEmitter):
+    """Rank-4 transpose: ``k_transpose(x, y, ys, xstr)`` with the input's strides permuted."""
+
+    kind = "transpose"
+    float_checks = (rank4_or_less,)
+
+    def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
+        x, y = op.inputs[0], op.outputs[0]
+        xs = pad4(ctx.shape(x))
+        k = 4 - len(ctx.shape(x))
+        perm = list(range(k)) + [int(p) + k for p in op.attr("perm")]
+        xstrides = [prod(xs[d + 1 :]) for d in range(4)]
+        return [
+            "{",
+            f"    static const int ys[4] = {{{ints(pad4(ctx.shape(y)))}}};",
+            f"    static const int xst[4] = {{{ints([xstrides[p] for p in perm])}}};",
+            f"    k_transpose({ctx.ptr(x)}, {ctx.ptr(y)}, ys, xst);",
+            "}",
+        ]
+
+
+def to_int8(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+    """QUANTIZE produces int8."""
+    if tensors[op.outputs[0]].dtype != "int8":
+        return f"quantize to {tensors[op.outputs[0]].dtype} (int8 only)"
+    return None
+
+
+class Quantize(OpEmitter):
+    """float32 -> int8 (``k_q_quantize``), or int8 -> int8 requantisation."""
+
+    kind = "quantize"
+    int8_checks = (no_weights, to_int8)
+
+    def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
+        x, y = op.inputs[0], op.outputs[0]
+        if ctx.tensors[x].dtype == "int8":
+            return requant_call(op, ctx, Q_MIN, Q_MAX)
+        so, zo = qp(ctx.tensors[y])
+        n = ctx.tensors[y].size
+        return [f"k_q_quantize({ctx.pvoid(x)}, {ctx.p8(y)}, {n}, {float(so)!r}, {zo});"]
+
+
+def int8_to_float(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+    """DEQUANTIZE int8 -> float32."""
+    x, y = tensors[op.inputs[0]], tensors[op.outputs[0]]
+    if x.dtype != "int8" or y.dtype != "float32":
+        return f"dequantize {x.dtype} -> {y.dtype} (int8 -> float32 only)"
+    return None
+
+
+class Dequantize(OpEmitter):
+    """int8 -> float32: ``y = s (q - zp)``."""
+
+    kind = "dequantize"
+    int8_checks = (no_weights, int8_to_float)
+
+    def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
+        x, y = op.inputs[0], op.outputs[0]
+        si, zi = qp(ctx.tensors[x])
+        n = ctx.tensors[y].size
+        return [f"k_q_dequantize({ctx.p8(x)}, {ctx.pvoid(y)}, {n}, {c_float(si)}, {zi});"]
