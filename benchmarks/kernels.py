@@ -68,10 +68,11 @@ def _conv(
     kh, kw = k
     oh, ow = (h + 2 * p - kh) // s + 1, (w + 2 * p - kw) // s + 1
     macs = o * oh * ow * (c // g) * kh * kw
-    call = (
-        f"k_conv2d(xbuf, {c}, {h}, {w}, wbuf, wbuf, ybuf, {o}, {oh}, {ow}, {kh}, {kw}, {s}, {s}, "
-        f"{p}, {p}, 1, 1, {g}, K_ACT_{act}, 0.0f, 0.0f)"
+    params = (
+        f"&(const k_window_params){{{c}, {h}, {w}, {o}, {oh}, {ow}, {kh}, {kw}, {s}, {s}, "
+        f"{p}, {p}, {p}, {p}, 1, 1, {g}, 0, {{K_ACT_{act}, 0.0f, 0.0f}}}}"
     )
+    call = f"k_conv2d({params}, xbuf, wbuf, wbuf, ybuf)"
     return Case(name, cls, macs, call)
 
 
@@ -90,13 +91,16 @@ CASES = [
     ),
     _conv("depthwise3x3 32 @16x16 s2 pad1", "depthwise", 32, 16, 16, 32, (3, 3), 2, 1, 32),
     Case(
-        "dense 1024->64", "dense", 1024 * 64, "k_dense(xbuf, 1024, wbuf, wbuf, ybuf, 64, 0, 0, 0)"
+        "dense 1024->64",
+        "dense",
+        1024 * 64,
+        "k_dense(&(const k_dense_params){1024, 64, {0, 0.0f, 0.0f}}, xbuf, wbuf, wbuf, ybuf)",
     ),
     Case(
         "dense 1920->16 (kws_cnn)",
         "dense",
         1920 * 16,
-        "k_dense(xbuf, 1920, wbuf, wbuf, ybuf, 16, 0, 0, 0)",
+        "k_dense(&(const k_dense_params){1920, 16, {0, 0.0f, 0.0f}}, xbuf, wbuf, wbuf, ybuf)",
     ),
     Case(
         "plain dense loop 1024->64 (reference)",

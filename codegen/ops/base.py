@@ -106,6 +106,23 @@ def act_args(op: Op) -> str:
     return f"{ACT_CODES[act]}, {c_float(p0)}, {c_float(p1)}"
 
 
+def record(ctype: str, name: str, rows: Sequence[Sequence[tuple[str, object]]]) -> list[str]:
+    """A ``static const`` parameter record (in flash), one row of designated fields a line."""
+    lines = [f"static const {ctype} {name} = {{"]
+    lines += ["    " + ", ".join(f".{k} = {v}" for k, v in row) + "," for row in rows]
+    return [*lines, "};"]
+
+
+def block(records: Sequence[str], call: str) -> list[str]:
+    """``{ <records> <call>; }``: a kernel call with its parameter records in one C block."""
+    return ["{", *("    " + line for line in records), f"    {call};", "}"]
+
+
+def act_record(op: Op) -> str:
+    """The ``k_act_t`` initialiser ``{K_ACT_*, p0, p1}`` of the op's fused activation."""
+    return f"{{{act_args(op)}}}"
+
+
 # --------------------------------------------------------------------- shared checks ----
 
 

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from codegen.ops.base import (
     EmitContext,
     OpEmitter,
-    act_args,
     act_ok,
+    act_record,
     all_int8,
+    block,
     image_batch1,
-    ints,
     nhwc_batch1,
     q8_act_ok,
+    record,
 )
 from codegen.ops.quant import act_range, bias, gemm_rounding, qp, requant_arrays
 from splitter.ir import Op, TensorSpec
@@ -42,13 +43,52 @@ def ohwi(w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(w).transpose(0, 2, 3, 1))
 
 
-def conv_geometry(op: Op) -> str:
-    """``kh, kw, sh, sw, pt, pl, dh, dw, groups`` arguments of a convolution."""
-    kh, kw = np.asarray(op.weights["W"]).shape[2:]
+def window_record(
+    op: Op,
+    ctx: EmitContext,
+    kernel: Sequence[int],
+    *,
+    groups: int = 1,
+    act: str = "{K_ACT_NONE, 0.0f, 0.0f}",
+) -> list[str]:
+    """The ``k_window_params p`` record of a conv or pool ``op`` (kernels.h).
+
+    Input ``C x H x W`` and output ``O x OH x OW`` are read from the tensors in the graph's
+    layout (NCHW, or NHWC for ``ctx.layout == "NHWC"``); strides, the four pads (top, left,
+    bottom, right), dilations and ``count_include_pad`` from the op's attributes.
+    """
+    nhwc = ctx.layout == "NHWC"
+    x, y = ctx.shape(op.inputs[0]), ctx.shape(op.outputs[0])
+    (_, h, w, c), (_, oh, ow, o) = (x, y) if nhwc else ((x[0], *x[2:], x[1]), (y[0], *y[2:], y[1]))
     sh, sw = op.attr("strides", (1, 1))
-    pads = op.attr("pads", (0, 0, 0, 0))
+    pt, pl, pb, pr = op.attr("pads", (0, 0, 0, 0))
     dh, dw = op.attr("dilations", (1, 1))
-    return ints((kh, kw, sh, sw, pads[0], pads[1], dh, dw, int(op.attr("groups", 1))))
+    cip = 1 if op.attr("count_include_pad", 0) else 0
+    rows: list[list[tuple[str, object]]] = [
+        [("C", c), ("H", h), ("W", w), ("O", o), ("OH", oh), ("OW", ow)],
+        [("kh", int(kernel[0])), ("kw", int(kernel[1])), ("sh", sh), ("sw", sw)],
+        [("pt", pt), ("pl", pl), ("pb", pb), ("pr", pr)],
+        [("dh", dh), ("dw", dw), ("groups", groups), ("count_include_pad", cip)],
+        [("act", act)],
+    ]
+    return record("k_window_params", "p", rows)
+
+
+def q_record(
+    op: Op, ctx: EmitContext, requant: tuple[str, str, int] | None = None, round_up: int = 0
+) -> list[str]:
+    """The ``k_q_params q`` record (kernels_q8.h): zero points, the fused activation's clamp and,
+    for conv / dense, the per-channel multipliers ``requant = (mult, shift, nq)``."""
+    x, y = op.inputs[0], op.outputs[0]
+    _, in_zp = qp(ctx.tensors[x])
+    _, out_zp = qp(ctx.tensors[y])
+    lo, hi = act_range(op, ctx.tensors[y])
+    mult, shift, nq = requant or ("0", "0", 0)
+    rows: list[list[tuple[str, object]]] = [
+        [("in_zp", in_zp), ("out_zp", out_zp), ("act_min", lo), ("act_max", hi)],
+        [("nq", nq), ("round_up", round_up), ("mult", mult), ("shift", shift)],
+    ]
+    return record("k_q_params", "q", rows)
 
 
 def weights_4d(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
@@ -86,50 +126,25 @@ class Conv2D(OpEmitter):
     int8_checks = (all_int8, q8_weights, q8_act_ok, nhwc_batch1)
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
-        if ctx.layout == "NHWC":
-            return self._emit_nhwc(op, ctx)
-        x, y = op.inputs[0], op.outputs[0]
-        _, c, h, w = ctx.shape(x)
-        _, o, oh, ow = ctx.shape(y)
         wt = np.asarray(op.weights["W"], dtype=np.float32)
-        kh, kw = wt.shape[2], wt.shape[3]
         groups = int(op.attr("groups", 1))
-        packed = pack4(wt.reshape(o, -1)) if groups == 1 else wt
-        wn = ctx.const(op, "W", packed)
+        if ctx.layout == "NHWC":
+            fn, wn = "k_conv2d_nhwc", ctx.const(op, "W", ohwi(wt))
+        else:
+            packed = pack4(wt.reshape(wt.shape[0], -1)) if groups == 1 else wt
+            fn, wn = "k_conv2d", ctx.const(op, "W", packed)
         bn = ctx.const(op, "B") if "B" in op.weights else "0"
-        sh, sw = op.attr("strides", (1, 1))
-        pads = op.attr("pads", (0, 0, 0, 0))
-        dh, dw = op.attr("dilations", (1, 1))
-        return [
-            f"k_conv2d({ctx.ptr(x)}, {c}, {h}, {w}, {wn}, {bn}, {ctx.ptr(y)}, {o}, {oh}, {ow}, "
-            f"{kh}, {kw}, {sh}, {sw}, {pads[0]}, {pads[1]}, {dh}, {dw}, {groups}, "
-            f"{act_args(op)});"
-        ]
-
-    @staticmethod
-    def _emit_nhwc(op: Op, ctx: EmitContext) -> list[str]:
-        x, y = op.inputs[0], op.outputs[0]
-        _, h, w, c = ctx.shape(x)
-        _, oh, ow, o = ctx.shape(y)
-        wn = ctx.const(op, "W", ohwi(np.asarray(op.weights["W"], dtype=np.float32)))
-        bn = ctx.const(op, "B") if "B" in op.weights else "0"
-        return [
-            f"k_conv2d_nhwc({ctx.ptr(x)}, {h}, {w}, {c}, {wn}, {bn}, {ctx.ptr(y)}, {oh}, {ow}, "
-            f"{o}, {conv_geometry(op)}, {act_args(op)});"
-        ]
+        params = window_record(op, ctx, wt.shape[2:], groups=groups, act=act_record(op))
+        x, y = ctx.ptr(op.inputs[0]), ctx.ptr(op.outputs[0])
+        return block(params, f"{fn}(&p, {x}, {wn}, {bn}, {y})")
 
     def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
-        x, y = op.inputs[0], op.outputs[0]
-        _, h, w, c = ctx.shape(x)
-        _, oh, ow, o = ctx.shape(y)
-        _, in_zp = qp(ctx.tensors[x])
-        _, out_zp = qp(ctx.tensors[y])
-        wn = ctx.weights.add(f"{op.name}_W", ohwi(np.asarray(op.weights["W"])), np.int8)
+        wt = np.asarray(op.weights["W"])
+        wn = ctx.weights.add(f"{op.name}_W", ohwi(wt), np.int8)
         bn = bias(op, ctx)
-        mult, shift, nq = requant_arrays(op, ctx)
-        lo, hi = act_range(op, ctx.tensors[y])
-        return [
-            f"k_q_conv2d({ctx.p8(x)}, {h}, {w}, {c}, {in_zp}, {wn}, {bn}, {ctx.p8(y)}, {oh}, "
-            f"{ow}, {o}, {conv_geometry(op)}, {mult}, {shift}, {nq}, {gemm_rounding(op)}, "
-            f"{out_zp}, {lo}, {hi});"
-        ]
+        requant = requant_arrays(op, ctx)
+        groups = int(op.attr("groups", 1))
+        params = window_record(op, ctx, wt.shape[2:], groups=groups)
+        params += q_record(op, ctx, requant, gemm_rounding(op))
+        x, y = ctx.p8(op.inputs[0]), ctx.p8(op.outputs[0])
+        return block(params, f"k_q_conv2d(&p, &q, {x}, {wn}, {bn}, {y})")

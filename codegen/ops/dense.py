@@ -7,9 +7,19 @@ from math import prod
 
 import numpy as np
 
-from codegen.ops.base import EmitContext, OpEmitter, act_args, act_ok, all_int8, q8_act_ok
-from codegen.ops.conv import pack4, q8_weights
-from codegen.ops.quant import act_range, bias, gemm_rounding, qp, requant_arrays
+from codegen.ops.base import (
+    EmitContext,
+    OpEmitter,
+    act_args,
+    act_ok,
+    act_record,
+    all_int8,
+    block,
+    q8_act_ok,
+    record,
+)
+from codegen.ops.conv import pack4, q8_weights, q_record
+from codegen.ops.quant import bias, gemm_rounding, requant_arrays
 from splitter.ir import Op, TensorSpec
 
 
@@ -30,27 +40,27 @@ class Dense(OpEmitter):
     int8_checks = (all_int8, q8_weights, q8_act_ok)
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
-        x, y = op.inputs[0], op.outputs[0]
         wt = np.asarray(op.weights["W"], dtype=np.float32)
-        out, inn = wt.shape
         wn = ctx.const(op, "W", pack4(wt))
         bn = ctx.const(op, "B") if "B" in op.weights else "0"
-        return [f"k_dense({ctx.ptr(x)}, {inn}, {wn}, {bn}, {ctx.ptr(y)}, {out}, {act_args(op)});"]
+        x, y = ctx.ptr(op.inputs[0]), ctx.ptr(op.outputs[0])
+        params = dense_record(wt.shape, act_record(op))
+        return block(params, f"k_dense(&p, {x}, {wn}, {bn}, {y})")
 
     def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
-        x, y = op.inputs[0], op.outputs[0]
         wt = np.asarray(op.weights["W"])
-        out, inn = wt.shape
-        _, in_zp = qp(ctx.tensors[x])
-        _, out_zp = qp(ctx.tensors[y])
         wn = ctx.weights.add(f"{op.name}_W", wt, np.int8)
         bn = bias(op, ctx)
-        mult, shift, nq = requant_arrays(op, ctx)
-        lo, hi = act_range(op, ctx.tensors[y])
-        return [
-            f"k_q_dense({ctx.p8(x)}, {inn}, {in_zp}, {wn}, {bn}, {ctx.p8(y)}, {out}, {mult}, "
-            f"{shift}, {nq}, {gemm_rounding(op)}, {out_zp}, {lo}, {hi});"
-        ]
+        params = dense_record(wt.shape)
+        params += q_record(op, ctx, requant_arrays(op, ctx), gemm_rounding(op))
+        x, y = ctx.p8(op.inputs[0]), ctx.p8(op.outputs[0])
+        return block(params, f"k_q_dense(&p, &q, {x}, {wn}, {bn}, {y})")
+
+
+def dense_record(w_shape: tuple[int, ...], act: str = "{K_ACT_NONE, 0.0f, 0.0f}") -> list[str]:
+    """The ``k_dense_params p`` record (kernels.h) of weights ``(out, in)``."""
+    out, inn = (int(d) for d in w_shape)
+    return record("k_dense_params", "p", [[("in", inn), ("out", out), ("act", act)]])
 
 
 def two_unbatched_operands(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:

@@ -11,93 +11,47 @@ from codegen.ops.base import (
     OpEmitter,
     act_args,
     act_ok,
+    act_record,
+    block,
     image_batch1,
-    ints,
     nhwc_batch1,
     q8_act_ok,
     same_quant,
 )
-from codegen.ops.quant import act_range, mean_multiplier, qp
+from codegen.ops.conv import q_record, window_record
+from codegen.ops.quant import mean_multiplier, qp
 from splitter.ir import Op, TensorSpec
 
 
-def _geometry(op: Op, ctx: EmitContext) -> tuple[str, str]:
-    """``x, C, H, W, y, OH, OW, kh, kw, sh, sw`` and the four pads of an NCHW pool."""
-    x, y = op.inputs[0], op.outputs[0]
-    _, c, h, w = ctx.shape(x)
-    _, _, oh, ow = ctx.shape(y)
-    kh, kw = op.attr("kernel")
-    sh, sw = op.attr("strides", (1, 1))
-    return (
-        f"{ctx.ptr(x)}, {c}, {h}, {w}, {ctx.ptr(y)}, {oh}, {ow}, {kh}, {kw}, {sh}, {sw}",
-        ints(op.attr("pads", (0, 0, 0, 0))),
-    )
-
-
-def _geometry_nhwc(op: Op, ctx: EmitContext) -> str:
-    """``x, H, W, C, y, OH, OW, kh, kw, sh, sw`` arguments of an NHWC pool."""
-    x, y = op.inputs[0], op.outputs[0]
-    _, h, w, c = ctx.shape(x)
-    _, oh, ow, _ = ctx.shape(y)
-    kh, kw = op.attr("kernel")
-    sh, sw = op.attr("strides", (1, 1))
-    return f"{ctx.ptr(x)}, {h}, {w}, {c}, {ctx.ptr(y)}, {oh}, {ow}, {ints((kh, kw, sh, sw))}"
-
-
-def _q8_args(op: Op, ctx: EmitContext) -> str:
-    """``x, H, W, C, y, OH, OW, kh, kw, sh, sw, pt, pl, act_min, act_max`` of an int8 pool."""
-    x, y = op.inputs[0], op.outputs[0]
-    _, h, w, c = ctx.shape(x)
-    _, oh, ow, _ = ctx.shape(y)
-    kh, kw = op.attr("kernel")
-    sh, sw = op.attr("strides", (1, 1))
-    pt, pl = op.attr("pads", (0, 0, 0, 0))[:2]
-    lo, hi = act_range(op, ctx.tensors[y])
-    return (
-        f"{ctx.p8(x)}, {h}, {w}, {c}, {ctx.p8(y)}, {oh}, {ow}, "
-        f"{ints((kh, kw, sh, sw, pt, pl, lo, hi))}"
-    )
-
-
 class _Pool(OpEmitter):
+    """A pool over a :func:`~codegen.ops.conv.window_record`: ``<fn>[_nhwc](&p, x, y)`` /
+    ``k_q_<fn>(&p, &q, x, y)``."""
+
+    fn = ""
     float_checks = (image_batch1, act_ok)
     int8_checks = (*Q8_ELEMENTWISE, same_quant, nhwc_batch1, q8_act_ok)
+
+    def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
+        fn = self.fn + ("_nhwc" if ctx.layout == "NHWC" else "")
+        params = window_record(op, ctx, op.attr("kernel"), act=act_record(op))
+        return block(params, f"{fn}(&p, {ctx.ptr(op.inputs[0])}, {ctx.ptr(op.outputs[0])})")
+
+    def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
+        params = window_record(op, ctx, op.attr("kernel")) + q_record(op, ctx)
+        x, y = ctx.p8(op.inputs[0]), ctx.p8(op.outputs[0])
+        return block(params, f"k_q_{self.fn[2:]}(&p, &q, {x}, {y})")
 
 
 class MaxPool(_Pool):
     """Max over the window's in-bounds taps."""
 
-    kind = "maxpool"
-
-    def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
-        if ctx.layout == "NHWC":
-            pt, pl = op.attr("pads", (0, 0, 0, 0))[:2]
-            return [f"k_maxpool_nhwc({_geometry_nhwc(op, ctx)}, {pt}, {pl}, {act_args(op)});"]
-        geo, pads = _geometry(op, ctx)
-        pt, pl = pads.split(", ")[:2]
-        return [f"k_maxpool({geo}, {pt}, {pl}, {act_args(op)});"]
-
-    def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
-        return [f"k_q_maxpool({_q8_args(op, ctx)});"]
+    kind, fn = "maxpool", "k_maxpool"
 
 
 class AvgPool(_Pool):
-    """Average over the window (``count_include_pad`` as ONNX)."""
+    """Average over the window (``count_include_pad`` as ONNX; int8: in-bounds taps, TFLite)."""
 
-    kind = "avgpool"
-
-    def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
-        cip = 1 if op.attr("count_include_pad", 0) else 0
-        if ctx.layout == "NHWC":
-            pads = ints(op.attr("pads", (0, 0, 0, 0)))
-            geo = _geometry_nhwc(op, ctx)
-            return [f"k_avgpool_nhwc({geo}, {pads}, {cip}, {act_args(op)});"]
-        geo, pads = _geometry(op, ctx)
-        pt, pl, pb, pr = pads.split(", ")
-        return [f"k_avgpool({geo}, {pt}, {pl}, {pb}, {pr}, {cip}, {act_args(op)});"]
-
-    def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
-        return [f"k_q_avgpool({_q8_args(op, ctx)});"]
+    kind, fn = "avgpool", "k_avgpool"
 
 
 class GlobalAvgPool(OpEmitter):

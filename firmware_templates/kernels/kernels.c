@@ -555,11 +555,12 @@ K_NOINLINE static void conv_dw3x3(const float *restrict x, int C, int H, int W,
     }
 }
 
-void k_conv2d(const float *restrict x, int C, int H, int W, const float *restrict w,
-              const float *restrict b, float *restrict y, int O, int OH, int OW, int kh, int kw,
-              int sh, int sw, int pt, int pl, int dh, int dw, int groups, int act, float p0,
-              float p1)
+void k_conv2d(const k_window_params *p, const float *restrict x, const float *restrict w,
+              const float *restrict b, float *restrict y)
 {
+    const int C = p->C, H = p->H, W = p->W, O = p->O, OH = p->OH, OW = p->OW;
+    const int kh = p->kh, kw = p->kw, sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl;
+    const int dh = p->dh, dw = p->dw, groups = p->groups;
     if (groups == 1 && kh == 1 && kw == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0 &&
         OH == H && OW == W) {
         conv_pointwise(x, C, H * W, w, b, y, O);
@@ -571,14 +572,15 @@ void k_conv2d(const float *restrict x, int C, int H, int W, const float *restric
         conv_generic(x, C, H, W, w, b, y, 0, O, O, OH, OW, kh, kw, sh, sw, pt, pl, dh, dw,
                      groups);
     }
-    if (act != K_ACT_NONE) k_act(y, y, O * OH * OW, act, p0, p1);
+    if (p->act.code != K_ACT_NONE) k_act(y, y, O * OH * OW, p->act.code, p->act.p0, p->act.p1);
 }
 
 /* ---------------------------------------------------------- dense/matmul ---- */
 
-void k_dense(const float *restrict x, int in, const float *restrict wp, const float *restrict b,
-             float *restrict y, int out, int act, float p0, float p1)
+void k_dense(const k_dense_params *p, const float *restrict x, const float *restrict wp,
+             const float *restrict b, float *restrict y)
 {
+    const int in = p->in, out = p->out;
     int ob = 0, i, o;
     for (; ob + 4 <= out; ob += 4) {
         const float *w = wp + ob * in;
@@ -602,7 +604,7 @@ void k_dense(const float *restrict x, int in, const float *restrict wp, const fl
         for (i = 0; i < in; i++) a += wr[i] * x[i];
         y[o] = a;
     }
-    if (act != K_ACT_NONE) k_act(y, y, out, act, p0, p1);
+    if (p->act.code != K_ACT_NONE) k_act(y, y, out, p->act.code, p->act.p0, p->act.p1);
 }
 
 void k_matmul(const float *restrict a, const float *restrict bm, float *restrict y, int M, int K,
@@ -623,9 +625,10 @@ void k_matmul(const float *restrict a, const float *restrict bm, float *restrict
 
 /* --------------------------------------------------------------- pooling ---- */
 
-void k_maxpool(const float *restrict x, int C, int H, int W, float *restrict y, int OH, int OW,
-               int kh, int kw, int sh, int sw, int pt, int pl, int act, float p0, float p1)
+void k_maxpool(const k_window_params *p, const float *restrict x, float *restrict y)
 {
+    const int C = p->C, H = p->H, W = p->W, OH = p->OH, OW = p->OW;
+    const int kh = p->kh, kw = p->kw, sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl;
     int c, oy, ox, ky, kx;
     for (c = 0; c < C; c++) {
         const float *xc = x + c * H * W;
@@ -645,13 +648,14 @@ void k_maxpool(const float *restrict x, int C, int H, int W, float *restrict y, 
             }
         }
     }
-    if (act != K_ACT_NONE) k_act(y, y, C * OH * OW, act, p0, p1);
+    if (p->act.code != K_ACT_NONE) k_act(y, y, C * OH * OW, p->act.code, p->act.p0, p->act.p1);
 }
 
-void k_avgpool(const float *restrict x, int C, int H, int W, float *restrict y, int OH, int OW,
-               int kh, int kw, int sh, int sw, int pt, int pl, int pb, int pr,
-               int count_include_pad, int act, float p0, float p1)
+void k_avgpool(const k_window_params *p, const float *restrict x, float *restrict y)
 {
+    const int C = p->C, H = p->H, W = p->W, OH = p->OH, OW = p->OW;
+    const int kh = p->kh, kw = p->kw, sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl;
+    const int pb = p->pb, pr = p->pr, count_include_pad = p->count_include_pad;
     int c, oy, ox, ky, kx;
     for (c = 0; c < C; c++) {
         const float *xc = x + c * H * W;
@@ -672,7 +676,7 @@ void k_avgpool(const float *restrict x, int C, int H, int W, float *restrict y, 
             }
         }
     }
-    if (act != K_ACT_NONE) k_act(y, y, C * OH * OW, act, p0, p1);
+    if (p->act.code != K_ACT_NONE) k_act(y, y, C * OH * OW, p->act.code, p->act.p0, p->act.p1);
 }
 
 void k_mean(const float *restrict x, int outer, int red, int inner, float *restrict y, int act,

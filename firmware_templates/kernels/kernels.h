@@ -42,6 +42,34 @@ enum {
 
 enum { K_ADD = 0, K_SUB = 1, K_MUL = 2, K_DIV = 3 };
 
+/* A fused activation: its K_ACT_* code and parameters p0, p1 (see the codes above). */
+typedef struct {
+    int code;
+    float p0, p1;
+} k_act_t;
+
+/* One 2-D window layer (convolution, depthwise convolution, pooling): a static const record in
+ * flash per layer, as CMSIS-NN's cmsis_nn_conv_params / cmsis_nn_pool_params, in place of two
+ * dozen positional ints. Input C x H x W, output O x OH x OW (NCHW or NHWC by the kernel), kernel
+ * kh x kw, strides sh, sw, pads top / left / bottom / right, dilations dh, dw, groups (C for a
+ * depthwise convolution, 1 for pools), count_include_pad (average pool), the fused activation
+ * (float kernels; the int8 ones clamp by their k_q_params). */
+typedef struct {
+    int C, H, W;
+    int O, OH, OW;
+    int kh, kw, sh, sw;
+    int pt, pl, pb, pr;
+    int dh, dw, groups;
+    int count_include_pad;
+    k_act_t act;
+} k_window_params;
+
+/* One dense layer: y (out) = W (out, in) x + b, then the fused activation (float kernels). */
+typedef struct {
+    int in, out;
+    k_act_t act;
+} k_dense_params;
+
 float k_expf(float x);
 float k_sigmoidf(float x);
 float k_tanhf(float x);
@@ -51,26 +79,21 @@ void k_act(const float *x, float *y, int n, int act, float p0, float p1);
 
 /* 2-D convolution, NCHW, weights packed as described above when groups == 1, else ONNX
  * (O, C/groups, kh, kw). b may be NULL. Output size (O, OH, OW) comes from the model. */
-void k_conv2d(const float *restrict x, int C, int H, int W, const float *restrict w,
-              const float *restrict b, float *restrict y, int O, int OH, int OW, int kh, int kw,
-              int sh, int sw, int pt, int pl, int dh, int dw, int groups, int act, float p0,
-              float p1);
+void k_conv2d(const k_window_params *p, const float *restrict x, const float *restrict w,
+              const float *restrict b, float *restrict y);
 
 /* y = W x + b, W packed 4 rows at a time ((out, in) source), b may be NULL. */
-void k_dense(const float *restrict x, int in, const float *restrict wp, const float *restrict b,
-             float *restrict y, int out, int act, float p0, float p1);
+void k_dense(const k_dense_params *p, const float *restrict x, const float *restrict wp,
+             const float *restrict b, float *restrict y);
 
 /* y (M, N) = a (M, K) @ bm (K, N), all activations. */
 void k_matmul(const float *restrict a, const float *restrict bm, float *restrict y, int M, int K,
               int N, int act, float p0, float p1);
 
-void k_maxpool(const float *restrict x, int C, int H, int W, float *restrict y, int OH, int OW,
-               int kh, int kw, int sh, int sw, int pt, int pl, int act, float p0, float p1);
+void k_maxpool(const k_window_params *p, const float *restrict x, float *restrict y);
 
 /* Average pool; count_include_pad counts the pad cells inside [-pt, H + pb) x [-pl, W + pr). */
-void k_avgpool(const float *restrict x, int C, int H, int W, float *restrict y, int OH, int OW,
-               int kh, int kw, int sh, int sw, int pt, int pl, int pb, int pr,
-               int count_include_pad, int act, float p0, float p1);
+void k_avgpool(const k_window_params *p, const float *restrict x, float *restrict y);
 
 /* y[o, i] = mean_r x[o, r, i] over a (outer, red, inner) view (global avgpool: inner = 1). */
 void k_mean(const float *restrict x, int outer, int red, int inner, float *restrict y, int act,

@@ -19,11 +19,12 @@ static void tap_range(int start, int n, int k, int d, int *lo, int *hi)
     *hi = t1;
 }
 
-void k_conv2d_nhwc(const float *restrict x, int H, int W, int C, const float *restrict w,
-                   const float *restrict b, float *restrict y, int OH, int OW, int O, int kh,
-                   int kw, int sh, int sw, int pt, int pl, int dh, int dw, int groups, int act,
-                   float p0, float p1)
+void k_conv2d_nhwc(const k_window_params *p, const float *restrict x, const float *restrict w,
+                   const float *restrict b, float *restrict y)
 {
+    const int C = p->C, H = p->H, W = p->W, O = p->O, OH = p->OH, OW = p->OW;
+    const int kh = p->kh, kw = p->kw, sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl;
+    const int dh = p->dh, dw = p->dw, groups = p->groups;
     const int cg = C / groups, og = O / groups;
     int oy, ox, o, ky, kx, ci, ky0, ky1, kx0, kx1;
     for (oy = 0; oy < OH; oy++) {
@@ -49,13 +50,13 @@ void k_conv2d_nhwc(const float *restrict x, int H, int W, int C, const float *re
             }
         }
     }
-    if (act != K_ACT_NONE) k_act(y, y, OH * OW * O, act, p0, p1);
+    if (p->act.code != K_ACT_NONE) k_act(y, y, OH * OW * O, p->act.code, p->act.p0, p->act.p1);
 }
 
-void k_maxpool_nhwc(const float *restrict x, int H, int W, int C, float *restrict y, int OH,
-                    int OW, int kh, int kw, int sh, int sw, int pt, int pl, int act, float p0,
-                    float p1)
+void k_maxpool_nhwc(const k_window_params *p, const float *restrict x, float *restrict y)
 {
+    const int C = p->C, H = p->H, W = p->W, OH = p->OH, OW = p->OW;
+    const int kh = p->kh, kw = p->kw, sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl;
     int oy, ox, c, ky, kx, ky0, ky1, kx0, kx1;
     for (oy = 0; oy < OH; oy++) {
         const int iy0 = oy * sh - pt;
@@ -72,13 +73,14 @@ void k_maxpool_nhwc(const float *restrict x, int H, int W, int C, float *restric
                 }
         }
     }
-    if (act != K_ACT_NONE) k_act(y, y, OH * OW * C, act, p0, p1);
+    if (p->act.code != K_ACT_NONE) k_act(y, y, OH * OW * C, p->act.code, p->act.p0, p->act.p1);
 }
 
-void k_avgpool_nhwc(const float *restrict x, int H, int W, int C, float *restrict y, int OH,
-                    int OW, int kh, int kw, int sh, int sw, int pt, int pl, int pb, int pr,
-                    int count_include_pad, int act, float p0, float p1)
+void k_avgpool_nhwc(const k_window_params *p, const float *restrict x, float *restrict y)
 {
+    const int C = p->C, H = p->H, W = p->W, OH = p->OH, OW = p->OW;
+    const int kh = p->kh, kw = p->kw, sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl;
+    const int pb = p->pb, pr = p->pr, count_include_pad = p->count_include_pad;
     int oy, ox, c, ky, kx, ky0, ky1, kx0, kx1;
     for (oy = 0; oy < OH; oy++) {
         const int iy0 = oy * sh - pt;
@@ -106,5 +108,5 @@ void k_avgpool_nhwc(const float *restrict x, int H, int W, int C, float *restric
             for (c = 0; c < C; c++) yo[c] *= inv;
         }
     }
-    if (act != K_ACT_NONE) k_act(y, y, OH * OW * C, act, p0, p1);
+    if (p->act.code != K_ACT_NONE) k_act(y, y, OH * OW * C, p->act.code, p->act.p0, p->act.p1);
 }

@@ -13,22 +13,18 @@
 #ifndef SPLITTER_KERNELS_NHWC_H
 #define SPLITTER_KERNELS_NHWC_H
 
+#include "kernels.h" /* k_window_params */
+
 /* y[oy, ox, o] = act(b[o] + sum_{ky, kx, ci} x[iy, ix, g * Cg + ci] * w[o, ky, kx, ci]) with
  * g = o / (O / groups), Cg = C / groups, iy = oy * sh - pt + ky * dh (taps outside skipped). */
-void k_conv2d_nhwc(const float *restrict x, int H, int W, int C, const float *restrict w,
-                   const float *restrict b, float *restrict y, int OH, int OW, int O, int kh,
-                   int kw, int sh, int sw, int pt, int pl, int dh, int dw, int groups, int act,
-                   float p0, float p1);
+void k_conv2d_nhwc(const k_window_params *p, const float *restrict x, const float *restrict w,
+                   const float *restrict b, float *restrict y);
 
 /* Max pool over the window's in-bounds taps. */
-void k_maxpool_nhwc(const float *restrict x, int H, int W, int C, float *restrict y, int OH,
-                    int OW, int kh, int kw, int sh, int sw, int pt, int pl, int act, float p0,
-                    float p1);
+void k_maxpool_nhwc(const k_window_params *p, const float *restrict x, float *restrict y);
 
 /* Average pool; count_include_pad counts the pad cells inside [-pt, H + pb) x [-pl, W + pr),
  * else only the in-bounds taps (TFLite SAME padding). */
-void k_avgpool_nhwc(const float *restrict x, int H, int W, int C, float *restrict y, int OH,
-                    int OW, int kh, int kw, int sh, int sw, int pt, int pl, int pb, int pr,
-                    int count_include_pad, int act, float p0, float p1);
+void k_avgpool_nhwc(const k_window_params *p, const float *restrict x, float *restrict y);
 
 #endif /* SPLITTER_KERNELS_NHWC_H */

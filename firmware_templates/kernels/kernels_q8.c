@@ -86,12 +86,15 @@ static void tap_range(int start, int n, int k, int d, int *lo, int *hi)
     *hi = t1;
 }
 
-void k_q_conv2d(const int8_t *restrict x, int H, int W, int C, int in_zp,
-                const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict y,
-                int OH, int OW, int O, int kh, int kw, int sh, int sw, int pt, int pl, int dh,
-                int dw, int groups, const int32_t *mult, const int32_t *shift, int nq,
-                int round_up, int out_zp, int act_min, int act_max)
+void k_q_conv2d(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
+                const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict y)
 {
+    const int C = p->C, H = p->H, W = p->W, O = p->O, OH = p->OH, OW = p->OW;
+    const int kh = p->kh, kw = p->kw, sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl;
+    const int dh = p->dh, dw = p->dw, groups = p->groups;
+    const int in_zp = q->in_zp, out_zp = q->out_zp, act_min = q->act_min, act_max = q->act_max;
+    const int nq = q->nq, round_up = q->round_up;
+    const int32_t *mult = q->mult, *shift = q->shift;
     const int cg = C / groups, og = O / groups;
     int oy, ox, o, ky, kx, ci, ky0, ky1, kx0, kx1;
     for (oy = 0; oy < OH; oy++) {
@@ -102,7 +105,7 @@ void k_q_conv2d(const int8_t *restrict x, int H, int W, int C, int in_zp,
             int8_t *yo = y + ((size_t)oy * OW + ox) * O;
             tap_range(ix0, W, kw, dw, &kx0, &kx1);
             for (o = 0; o < O; o++) {
-                const int c0 = (o / og) * cg, q = nq > 1 ? o : 0;
+                const int c0 = (o / og) * cg, k = nq > 1 ? o : 0;
                 int32_t acc = 0;
                 for (ky = ky0; ky < ky1; ky++) {
                     const int8_t *xr = x + ((size_t)(iy0 + ky * dh) * W) * C + c0;
@@ -114,27 +117,28 @@ void k_q_conv2d(const int8_t *restrict x, int H, int W, int C, int in_zp,
                     }
                 }
                 if (b) acc += b[o];
-                acc = round_up ? k_q_mul_up(acc, mult[q], shift[q])
-                               : k_q_mul(acc, mult[q], shift[q]);
+                acc = round_up ? k_q_mul_up(acc, mult[k], shift[k])
+                               : k_q_mul(acc, mult[k], shift[k]);
                 yo[o] = (int8_t)clampi(acc + out_zp, act_min, act_max);
             }
         }
     }
 }
 
-void k_q_dense(const int8_t *restrict x, int in, int in_zp, const int8_t *restrict w,
-               const int32_t *restrict b, int8_t *restrict y, int out, const int32_t *mult,
-               const int32_t *shift, int nq, int round_up, int out_zp, int act_min,
-               int act_max)
+void k_q_dense(const k_dense_params *p, const k_q_params *q, const int8_t *restrict x,
+               const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict y)
 {
+    const int in = p->in, out = p->out, in_zp = q->in_zp, out_zp = q->out_zp;
+    const int act_min = q->act_min, act_max = q->act_max, nq = q->nq, round_up = q->round_up;
+    const int32_t *mult = q->mult, *shift = q->shift;
     int o, i;
     for (o = 0; o < out; o++) {
         const int8_t *wr = w + (size_t)o * in;
-        const int q = nq > 1 ? o : 0;
+        const int k = nq > 1 ? o : 0;
         int32_t acc = 0;
         for (i = 0; i < in; i++) acc += (int32_t)wr[i] * (x[i] - in_zp);
         if (b) acc += b[o];
-        acc = round_up ? k_q_mul_up(acc, mult[q], shift[q]) : k_q_mul(acc, mult[q], shift[q]);
+        acc = round_up ? k_q_mul_up(acc, mult[k], shift[k]) : k_q_mul(acc, mult[k], shift[k]);
         y[o] = (int8_t)clampi(acc + out_zp, act_min, act_max);
     }
 }
@@ -168,10 +172,12 @@ void k_q_requant(const int8_t *x, int in_zp, int8_t *y, int n, int32_t m, int s,
     for (i = 0; i < n; i++) y[i] = (int8_t)clampi(k_q_mul(x[i] - in_zp, m, s) + out_zp, lo, hi);
 }
 
-void k_q_maxpool(const int8_t *restrict x, int H, int W, int C, int8_t *restrict y, int OH,
-                 int OW, int kh, int kw, int sh, int sw, int pt, int pl, int act_min,
-                 int act_max)
+void k_q_maxpool(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
+                 int8_t *restrict y)
 {
+    const int C = p->C, H = p->H, W = p->W, OH = p->OH, OW = p->OW;
+    const int kh = p->kh, kw = p->kw, sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl;
+    const int act_min = q->act_min, act_max = q->act_max;
     int oy, ox, c, ky, kx, ky0, ky1, kx0, kx1;
     for (oy = 0; oy < OH; oy++) {
         const int iy0 = oy * sh - pt;
@@ -193,10 +199,12 @@ void k_q_maxpool(const int8_t *restrict x, int H, int W, int C, int8_t *restrict
     }
 }
 
-void k_q_avgpool(const int8_t *restrict x, int H, int W, int C, int8_t *restrict y, int OH,
-                 int OW, int kh, int kw, int sh, int sw, int pt, int pl, int act_min,
-                 int act_max)
+void k_q_avgpool(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
+                 int8_t *restrict y)
 {
+    const int C = p->C, H = p->H, W = p->W, OH = p->OH, OW = p->OW;
+    const int kh = p->kh, kw = p->kw, sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl;
+    const int act_min = q->act_min, act_max = q->act_max;
     int oy, ox, c, ky, kx, ky0, ky1, kx0, kx1;
     for (oy = 0; oy < OH; oy++) {
         const int iy0 = oy * sh - pt;

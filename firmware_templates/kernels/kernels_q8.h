@@ -20,6 +20,20 @@
 
 #include <stdint.h>
 
+#include "kernels.h" /* k_window_params, k_dense_params */
+
+/* Requantisation of one int8 layer, a static const record in flash beside its k_window_params /
+ * k_dense_params (CMSIS-NN's cmsis_nn_per_channel_quant_params with the zero points and
+ * activation clamp of cmsis_nn_conv_params): input and output zero points, the clamp
+ * [act_min, act_max] of the fused activation, nq multipliers mult / shift (1 per tensor or one
+ * per output channel; 0 for pools), round_up for LiteRT's GEMM rounding (k_q_mul_up). */
+typedef struct {
+    int in_zp, out_zp;
+    int act_min, act_max;
+    int nq, round_up;
+    const int32_t *mult, *shift;
+} k_q_params;
+
 /* round(x * m * 2^(s - 31)) with TFLite's double rounding (MultiplyByQuantizedMultiplier). */
 int32_t k_q_mul(int32_t x, int32_t m, int s);
 
@@ -29,17 +43,12 @@ int32_t k_q_mul_up(int32_t x, int32_t m, int s);
 /* Grouped / depthwise conv (as k_conv2d_nhwc): acc = b[o] + sum w * (x - in_zp);
  * y = clamp(k_q_mul(acc, mult[o], shift[o]) + out_zp, act_min, act_max), k_q_mul_up when
  * round_up (the generator sets it for groups == 1, which LiteRT runs as a GEMM). */
-void k_q_conv2d(const int8_t *restrict x, int H, int W, int C, int in_zp,
-                const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict y,
-                int OH, int OW, int O, int kh, int kw, int sh, int sw, int pt, int pl, int dh,
-                int dw, int groups, const int32_t *mult, const int32_t *shift, int nq,
-                int round_up, int out_zp, int act_min, int act_max);
+void k_q_conv2d(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
+                const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict y);
 
 /* Fully connected: y[o] = requant(b[o] + sum_i w[o, i] * (x[i] - in_zp)), round_up as conv. */
-void k_q_dense(const int8_t *restrict x, int in, int in_zp, const int8_t *restrict w,
-               const int32_t *restrict b, int8_t *restrict y, int out, const int32_t *mult,
-               const int32_t *shift, int nq, int round_up, int out_zp, int act_min,
-               int act_max);
+void k_q_dense(const k_dense_params *p, const k_q_params *q, const int8_t *restrict x,
+               const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict y);
 
 /* ADD (reference_integer_ops::Add): both inputs shifted left by 20, rescaled by (m1, s1) and
  * (m2, s2) to a common scale, summed, rescaled by (mo, so). Same-shape operands. */
@@ -57,15 +66,13 @@ void k_q_requant(const int8_t *x, int in_zp, int8_t *y, int n, int32_t m, int s,
                  int lo, int hi);
 
 /* Max pool over in-bounds taps, clamped to [act_min, act_max]. */
-void k_q_maxpool(const int8_t *restrict x, int H, int W, int C, int8_t *restrict y, int OH,
-                 int OW, int kh, int kw, int sh, int sw, int pt, int pl, int act_min,
-                 int act_max);
+void k_q_maxpool(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
+                 int8_t *restrict y);
 
 /* Average pool (same scale in and out): sum over in-bounds taps, divided by their count
  * rounding half away from zero, clamped. */
-void k_q_avgpool(const int8_t *restrict x, int H, int W, int C, int8_t *restrict y, int OH,
-                 int OW, int kh, int kw, int sh, int sw, int pt, int pl, int act_min,
-                 int act_max);
+void k_q_avgpool(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
+                 int8_t *restrict y);
 
 /* MEAN over the middle axis of an (outer, red, inner) view (QuantizedMeanOrSum):
  * y = clamp(k_q_mul(sum - in_zp * red, m, s) + out_zp) with m, s already including 1/red. */

@@ -71,25 +71,88 @@ int sm_00(float *arena)
     /* layer 0: input (input, already at offset 0) */
     /* layer 1: conv1 (conv2d), RAM 33960 B */
     /* conv1: conv2d */
-    k_conv2d(A + 0, 1, 49, 10, w_conv1_W, w_conv1_B, A + 8064, 64, 25, 5, 10, 4, 2, 2, 4, 1, 1, 1, 1, K_ACT_RELU, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 1, .H = 49, .W = 10, .O = 64, .OH = 25, .OW = 5,
+            .kh = 10, .kw = 4, .sh = 2, .sw = 2,
+            .pt = 4, .pl = 1, .pb = 5, .pr = 1,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_RELU, 0.0f, 0.0f},
+        };
+        k_conv2d(&p, A + 0, w_conv1_W, w_conv1_B, A + 8064);
+    }
     /* layer 2: sep1_dw (conv2d), RAM 64000 B */
     /* sep1_dw: conv2d */
-    k_conv2d(A + 8064, 64, 25, 5, w_sep1_dw_W, w_sep1_dw_B, A + 0, 64, 25, 5, 3, 3, 1, 1, 1, 1, 1, 1, 64, K_ACT_NONE, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 64, .H = 25, .W = 5, .O = 64, .OH = 25, .OW = 5,
+            .kh = 3, .kw = 3, .sh = 1, .sw = 1,
+            .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+            .dh = 1, .dw = 1, .groups = 64, .count_include_pad = 0,
+            .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        k_conv2d(&p, A + 8064, w_sep1_dw_W, w_sep1_dw_B, A + 0);
+    }
     /* layer 3: sep1_pw (conv2d), RAM 64000 B */
     /* sep1_pw: conv2d */
-    k_conv2d(A + 0, 64, 25, 5, w_sep1_pw_W, w_sep1_pw_B, A + 8064, 64, 25, 5, 1, 1, 1, 1, 0, 0, 1, 1, 1, K_ACT_RELU, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 64, .H = 25, .W = 5, .O = 64, .OH = 25, .OW = 5,
+            .kh = 1, .kw = 1, .sh = 1, .sw = 1,
+            .pt = 0, .pl = 0, .pb = 0, .pr = 0,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_RELU, 0.0f, 0.0f},
+        };
+        k_conv2d(&p, A + 0, w_sep1_pw_W, w_sep1_pw_B, A + 8064);
+    }
     /* layer 4: conv2 (conv2d), RAM 64000 B */
     /* conv2: conv2d */
-    k_conv2d(A + 8064, 64, 25, 5, w_conv2_W, w_conv2_B, A + 0, 64, 25, 5, 1, 1, 1, 1, 0, 0, 1, 1, 1, K_ACT_RELU, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 64, .H = 25, .W = 5, .O = 64, .OH = 25, .OW = 5,
+            .kh = 1, .kw = 1, .sh = 1, .sw = 1,
+            .pt = 0, .pl = 0, .pb = 0, .pr = 0,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_RELU, 0.0f, 0.0f},
+        };
+        k_conv2d(&p, A + 8064, w_conv2_W, w_conv2_B, A + 0);
+    }
     /* layer 5: sep2_dw (conv2d), RAM 64000 B */
     /* sep2_dw: conv2d */
-    k_conv2d(A + 0, 64, 25, 5, w_sep2_dw_W, w_sep2_dw_B, A + 8064, 64, 25, 5, 3, 3, 1, 1, 1, 1, 1, 1, 64, K_ACT_NONE, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 64, .H = 25, .W = 5, .O = 64, .OH = 25, .OW = 5,
+            .kh = 3, .kw = 3, .sh = 1, .sw = 1,
+            .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+            .dh = 1, .dw = 1, .groups = 64, .count_include_pad = 0,
+            .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        k_conv2d(&p, A + 0, w_sep2_dw_W, w_sep2_dw_B, A + 8064);
+    }
     /* layer 6: sep2_pw (conv2d), RAM 64000 B */
     /* sep2_pw: conv2d */
-    k_conv2d(A + 8064, 64, 25, 5, w_sep2_pw_W, w_sep2_pw_B, A + 0, 64, 25, 5, 1, 1, 1, 1, 0, 0, 1, 1, 1, K_ACT_RELU, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 64, .H = 25, .W = 5, .O = 64, .OH = 25, .OW = 5,
+            .kh = 1, .kw = 1, .sh = 1, .sw = 1,
+            .pt = 0, .pl = 0, .pb = 0, .pr = 0,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_RELU, 0.0f, 0.0f},
+        };
+        k_conv2d(&p, A + 8064, w_sep2_pw_W, w_sep2_pw_B, A + 0);
+    }
     /* layer 7: conv3 (conv2d), RAM 64000 B */
     /* conv3: conv2d */
-    k_conv2d(A + 0, 64, 25, 5, w_conv3_W, w_conv3_B, A + 8064, 64, 25, 5, 1, 1, 1, 1, 0, 0, 1, 1, 1, K_ACT_RELU, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 64, .H = 25, .W = 5, .O = 64, .OH = 25, .OW = 5,
+            .kh = 1, .kw = 1, .sh = 1, .sw = 1,
+            .pt = 0, .pl = 0, .pb = 0, .pr = 0,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_RELU, 0.0f, 0.0f},
+        };
+        k_conv2d(&p, A + 0, w_conv3_W, w_conv3_B, A + 8064);
+    }
     (void)A;
     (void)A8;
     return 0;
@@ -101,29 +164,97 @@ int sm_01(float *arena)
     unsigned char *A8 = (unsigned char *)arena;
     /* layer 8: sep3_dw (conv2d), RAM 64000 B */
     /* sep3_dw: conv2d */
-    k_conv2d(A + 0, 64, 25, 5, w_sep3_dw_W, w_sep3_dw_B, A + 8064, 64, 25, 5, 3, 3, 1, 1, 1, 1, 1, 1, 64, K_ACT_NONE, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 64, .H = 25, .W = 5, .O = 64, .OH = 25, .OW = 5,
+            .kh = 3, .kw = 3, .sh = 1, .sw = 1,
+            .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+            .dh = 1, .dw = 1, .groups = 64, .count_include_pad = 0,
+            .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        k_conv2d(&p, A + 0, w_sep3_dw_W, w_sep3_dw_B, A + 8064);
+    }
     /* layer 9: sep3_pw (conv2d), RAM 64000 B */
     /* sep3_pw: conv2d */
-    k_conv2d(A + 8064, 64, 25, 5, w_sep3_pw_W, w_sep3_pw_B, A + 0, 64, 25, 5, 1, 1, 1, 1, 0, 0, 1, 1, 1, K_ACT_RELU, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 64, .H = 25, .W = 5, .O = 64, .OH = 25, .OW = 5,
+            .kh = 1, .kw = 1, .sh = 1, .sw = 1,
+            .pt = 0, .pl = 0, .pb = 0, .pr = 0,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_RELU, 0.0f, 0.0f},
+        };
+        k_conv2d(&p, A + 8064, w_sep3_pw_W, w_sep3_pw_B, A + 0);
+    }
     /* layer 10: conv4 (conv2d), RAM 64000 B */
     /* conv4: conv2d */
-    k_conv2d(A + 0, 64, 25, 5, w_conv4_W, w_conv4_B, A + 8064, 64, 25, 5, 1, 1, 1, 1, 0, 0, 1, 1, 1, K_ACT_RELU, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 64, .H = 25, .W = 5, .O = 64, .OH = 25, .OW = 5,
+            .kh = 1, .kw = 1, .sh = 1, .sw = 1,
+            .pt = 0, .pl = 0, .pb = 0, .pr = 0,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_RELU, 0.0f, 0.0f},
+        };
+        k_conv2d(&p, A + 0, w_conv4_W, w_conv4_B, A + 8064);
+    }
     /* layer 11: sep4_dw (conv2d), RAM 64000 B */
     /* sep4_dw: conv2d */
-    k_conv2d(A + 8064, 64, 25, 5, w_sep4_dw_W, w_sep4_dw_B, A + 0, 64, 25, 5, 3, 3, 1, 1, 1, 1, 1, 1, 64, K_ACT_NONE, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 64, .H = 25, .W = 5, .O = 64, .OH = 25, .OW = 5,
+            .kh = 3, .kw = 3, .sh = 1, .sw = 1,
+            .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+            .dh = 1, .dw = 1, .groups = 64, .count_include_pad = 0,
+            .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        k_conv2d(&p, A + 8064, w_sep4_dw_W, w_sep4_dw_B, A + 0);
+    }
     /* layer 12: sep4_pw (conv2d), RAM 64000 B */
     /* sep4_pw: conv2d */
-    k_conv2d(A + 0, 64, 25, 5, w_sep4_pw_W, w_sep4_pw_B, A + 8064, 64, 25, 5, 1, 1, 1, 1, 0, 0, 1, 1, 1, K_ACT_RELU, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 64, .H = 25, .W = 5, .O = 64, .OH = 25, .OW = 5,
+            .kh = 1, .kw = 1, .sh = 1, .sw = 1,
+            .pt = 0, .pl = 0, .pb = 0, .pr = 0,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_RELU, 0.0f, 0.0f},
+        };
+        k_conv2d(&p, A + 0, w_sep4_pw_W, w_sep4_pw_B, A + 8064);
+    }
     /* layer 13: conv5 (conv2d), RAM 64256 B */
     /* conv5: conv2d */
-    k_conv2d(A + 8064, 64, 25, 5, w_conv5_W, w_conv5_B, A + 64, 64, 25, 5, 1, 1, 1, 1, 0, 0, 1, 1, 1, K_ACT_RELU, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 64, .H = 25, .W = 5, .O = 64, .OH = 25, .OW = 5,
+            .kh = 1, .kw = 1, .sh = 1, .sw = 1,
+            .pt = 0, .pl = 0, .pb = 0, .pr = 0,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_RELU, 0.0f, 0.0f},
+        };
+        k_conv2d(&p, A + 8064, w_conv5_W, w_conv5_B, A + 64);
+    }
     /* avgpool: avgpool */
-    k_avgpool(A + 64, 64, 25, 5, A + 0, 1, 1, 25, 5, 25, 5, 0, 0, 0, 0, 0, K_ACT_NONE, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 64, .H = 25, .W = 5, .O = 64, .OH = 1, .OW = 1,
+            .kh = 25, .kw = 5, .sh = 25, .sw = 5,
+            .pt = 0, .pl = 0, .pb = 0, .pr = 0,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        k_avgpool(&p, A + 64, A + 0);
+    }
     /* flatten: reshape */
     /* flatten: reshape, zero-copy */
     /* layer 14: dense (dense), RAM 352 B */
     /* dense: dense */
-    k_dense(A + 0, 64, w_dense_W, w_dense_B, A + 64, 12, K_ACT_NONE, 0.0f, 0.0f);
+    {
+        static const k_dense_params p = {
+            .in = 64, .out = 12, .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        k_dense(&p, A + 0, w_dense_W, w_dense_B, A + 64);
+    }
     /* softmax: softmax */
     k_softmax(A + 64, 1, 12, 1, A + 16052);
     (void)A;

@@ -33,16 +33,52 @@ int sm_00(float *arena)
     /* layer 0: serving_default_mfcc:0 (input, already at offset 0) */
     /* layer 1: conv_2d_0 (conv2d), RAM 9960 B */
     /* conv_2d_0: conv2d */
-    k_conv2d_nhwc(A + 0, 49, 10, 1, w_conv_2d_0_W, w_conv_2d_0_B, A + 10000, 25, 10, 8, 3, 3, 2, 1, 1, 1, 1, 1, 1, K_ACT_RELU, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 1, .H = 49, .W = 10, .O = 8, .OH = 25, .OW = 10,
+            .kh = 3, .kw = 3, .sh = 2, .sw = 1,
+            .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_RELU, 0.0f, 0.0f},
+        };
+        k_conv2d_nhwc(&p, A + 0, w_conv_2d_0_W, w_conv_2d_0_B, A + 10000);
+    }
     /* layer 2: depthwise_conv_2d_1 (conv2d), RAM 16000 B */
     /* depthwise_conv_2d_1: conv2d */
-    k_conv2d_nhwc(A + 10000, 25, 10, 8, w_depthwise_conv_2d_1_W, w_depthwise_conv_2d_1_B, A + 0, 25, 10, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8, K_ACT_RELU6, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 8, .H = 25, .W = 10, .O = 8, .OH = 25, .OW = 10,
+            .kh = 3, .kw = 3, .sh = 1, .sw = 1,
+            .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+            .dh = 1, .dw = 1, .groups = 8, .count_include_pad = 0,
+            .act = {K_ACT_RELU6, 0.0f, 0.0f},
+        };
+        k_conv2d_nhwc(&p, A + 10000, w_depthwise_conv_2d_1_W, w_depthwise_conv_2d_1_B, A + 0);
+    }
     /* layer 3: conv_2d_2 (conv2d), RAM 24000 B */
     /* conv_2d_2: conv2d */
-    k_conv2d_nhwc(A + 0, 25, 10, 8, w_conv_2d_2_W, w_conv_2d_2_B, A + 8000, 25, 10, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1, K_ACT_RELU, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 8, .H = 25, .W = 10, .O = 16, .OH = 25, .OW = 10,
+            .kh = 1, .kw = 1, .sh = 1, .sw = 1,
+            .pt = 0, .pl = 0, .pb = 0, .pr = 0,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_RELU, 0.0f, 0.0f},
+        };
+        k_conv2d_nhwc(&p, A + 0, w_conv_2d_2_W, w_conv_2d_2_B, A + 8000);
+    }
     /* layer 4: conv_2d_3..add_4 (super(2 ops)), RAM 48000 B */
     /* conv_2d_3: conv2d */
-    k_conv2d_nhwc(A + 8000, 25, 10, 16, w_conv_2d_3_W, w_conv_2d_3_B, A + 4000, 25, 10, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, K_ACT_NONE, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 16, .H = 25, .W = 10, .O = 16, .OH = 25, .OW = 10,
+            .kh = 3, .kw = 3, .sh = 1, .sw = 1,
+            .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        k_conv2d_nhwc(&p, A + 8000, w_conv_2d_3_W, w_conv_2d_3_B, A + 4000);
+    }
     /* add_4: add */
     {
         static const int as[4] = {4000, 160, 16, 1};
@@ -61,7 +97,16 @@ int sm_01(float *arena)
     unsigned char *A8 = (unsigned char *)arena;
     /* layer 5: max_pool_2d_5..concatenation_11 (super(7 ops)), RAM 40320 B */
     /* max_pool_2d_5: maxpool */
-    k_maxpool_nhwc(A + 0, 25, 10, 16, A + 4000, 12, 5, 2, 2, 2, 2, 0, 0, K_ACT_NONE, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 16, .H = 25, .W = 10, .O = 16, .OH = 12, .OW = 5,
+            .kh = 2, .kw = 2, .sh = 2, .sw = 2,
+            .pt = 0, .pl = 0, .pb = 0, .pr = 0,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        k_maxpool_nhwc(&p, A + 0, A + 4000);
+    }
     /* tanh_6: tanh */
     k_act(A + 4000, A + 4960, 960, K_ACT_TANH, 0.0f, 0.0f);
     /* pad_7: pad */
@@ -72,7 +117,16 @@ int sm_01(float *arena)
         k_pad(A + 0, xs, A + 5920, ys, bg, 0.0f);
     }
     /* average_pool_2d_8: avgpool */
-    k_avgpool_nhwc(A + 5920, 26, 10, 16, A + 0, 12, 5, 3, 2, 2, 2, 0, 0, 0, 0, 0, K_ACT_NONE, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 16, .H = 26, .W = 10, .O = 16, .OH = 12, .OW = 5,
+            .kh = 3, .kw = 2, .sh = 2, .sw = 2,
+            .pt = 0, .pl = 0, .pb = 0, .pr = 0,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        k_avgpool_nhwc(&p, A + 5920, A + 0);
+    }
     /* logistic_9: sigmoid */
     k_act(A + 0, A + 960, 960, K_ACT_SIGMOID, 0.0f, 0.0f);
     /* mul_10: mul */
@@ -93,7 +147,12 @@ int sm_01(float *arena)
     k_act(A + 0, A + 11968, 32, K_ACT_RELU, 0.0f, 0.0f);
     /* layer 8: fully_connected_14 (dense), RAM 224 B */
     /* fully_connected_14: dense */
-    k_dense(A + 11968, 32, w_fully_connected_14_W, 0, A + 11956, 12, K_ACT_NONE, 0.0f, 0.0f);
+    {
+        static const k_dense_params p = {
+            .in = 32, .out = 12, .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        k_dense(&p, A + 11968, w_fully_connected_14_W, 0, A + 11956);
+    }
     /* reshape_15: reshape */
     /* reshape_15: reshape, zero-copy */
     /* softmax_16: softmax */

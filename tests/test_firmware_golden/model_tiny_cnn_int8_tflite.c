@@ -53,16 +53,68 @@ int sm_00(float *arena)
     /* layer 0: serving_default_mfcc:0 (input, already at offset 0) */
     /* layer 1: conv_2d_0 (conv2d), RAM 2490 B */
     /* conv_2d_0: conv2d (int8) */
-    k_q_conv2d((int8_t *)(A8 + 0), 49, 10, 1, -2, w_conv_2d_0_W, w_conv_2d_0_B, (int8_t *)(A8 + 10000), 25, 10, 8, 3, 3, 2, 1, 1, 1, 1, 1, 1, w_conv_2d_0_mult, w_conv_2d_0_shift, 8, 1, -128, -128, 127);
+    {
+        static const k_window_params p = {
+            .C = 1, .H = 49, .W = 10, .O = 8, .OH = 25, .OW = 10,
+            .kh = 3, .kw = 3, .sh = 2, .sw = 1,
+            .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        static const k_q_params q = {
+            .in_zp = -2, .out_zp = -128, .act_min = -128, .act_max = 127,
+            .nq = 8, .round_up = 1, .mult = w_conv_2d_0_mult, .shift = w_conv_2d_0_shift,
+        };
+        k_q_conv2d(&p, &q, (int8_t *)(A8 + 0), w_conv_2d_0_W, w_conv_2d_0_B, (int8_t *)(A8 + 10000));
+    }
     /* layer 2: depthwise_conv_2d_1 (conv2d), RAM 4000 B */
     /* depthwise_conv_2d_1: conv2d (int8) */
-    k_q_conv2d((int8_t *)(A8 + 10000), 25, 10, 8, -128, w_depthwise_conv_2d_1_W, w_depthwise_conv_2d_1_B, (int8_t *)(A8 + 0), 25, 10, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8, w_depthwise_conv_2d_1_mult, w_depthwise_conv_2d_1_shift, 8, 0, -128, -128, 127);
+    {
+        static const k_window_params p = {
+            .C = 8, .H = 25, .W = 10, .O = 8, .OH = 25, .OW = 10,
+            .kh = 3, .kw = 3, .sh = 1, .sw = 1,
+            .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+            .dh = 1, .dw = 1, .groups = 8, .count_include_pad = 0,
+            .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        static const k_q_params q = {
+            .in_zp = -128, .out_zp = -128, .act_min = -128, .act_max = 127,
+            .nq = 8, .round_up = 0, .mult = w_depthwise_conv_2d_1_mult, .shift = w_depthwise_conv_2d_1_shift,
+        };
+        k_q_conv2d(&p, &q, (int8_t *)(A8 + 10000), w_depthwise_conv_2d_1_W, w_depthwise_conv_2d_1_B, (int8_t *)(A8 + 0));
+    }
     /* layer 3: conv_2d_2 (conv2d), RAM 6000 B */
     /* conv_2d_2: conv2d (int8) */
-    k_q_conv2d((int8_t *)(A8 + 0), 25, 10, 8, -128, w_conv_2d_2_W, w_conv_2d_2_B, (int8_t *)(A8 + 8000), 25, 10, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1, w_conv_2d_2_mult, w_conv_2d_2_shift, 16, 1, -128, -128, 127);
+    {
+        static const k_window_params p = {
+            .C = 8, .H = 25, .W = 10, .O = 16, .OH = 25, .OW = 10,
+            .kh = 1, .kw = 1, .sh = 1, .sw = 1,
+            .pt = 0, .pl = 0, .pb = 0, .pr = 0,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        static const k_q_params q = {
+            .in_zp = -128, .out_zp = -128, .act_min = -128, .act_max = 127,
+            .nq = 16, .round_up = 1, .mult = w_conv_2d_2_mult, .shift = w_conv_2d_2_shift,
+        };
+        k_q_conv2d(&p, &q, (int8_t *)(A8 + 0), w_conv_2d_2_W, w_conv_2d_2_B, (int8_t *)(A8 + 8000));
+    }
     /* layer 4: conv_2d_3..add_4 (super(2 ops)), RAM 12000 B */
     /* conv_2d_3: conv2d (int8) */
-    k_q_conv2d((int8_t *)(A8 + 8000), 25, 10, 16, -128, w_conv_2d_3_W, w_conv_2d_3_B, (int8_t *)(A8 + 4000), 25, 10, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, w_conv_2d_3_mult, w_conv_2d_3_shift, 16, 1, -56, -128, 127);
+    {
+        static const k_window_params p = {
+            .C = 16, .H = 25, .W = 10, .O = 16, .OH = 25, .OW = 10,
+            .kh = 3, .kw = 3, .sh = 1, .sw = 1,
+            .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        static const k_q_params q = {
+            .in_zp = -128, .out_zp = -56, .act_min = -128, .act_max = 127,
+            .nq = 16, .round_up = 1, .mult = w_conv_2d_3_mult, .shift = w_conv_2d_3_shift,
+        };
+        k_q_conv2d(&p, &q, (int8_t *)(A8 + 8000), w_conv_2d_3_W, w_conv_2d_3_B, (int8_t *)(A8 + 4000));
+    }
     /* add_4: add (int8) */
     k_q_add((int8_t *)(A8 + 4000), -56, 1073741824, 0, (int8_t *)(A8 + 8000), -128, 1266271354, -1, (int8_t *)(A8 + 0), 4000, 1498196788, -18, -128, -128, 127);
     (void)A;
@@ -76,7 +128,20 @@ int sm_01(float *arena)
     unsigned char *A8 = (unsigned char *)arena;
     /* layer 5: max_pool_2d_5..concatenation_12 (super(8 ops)), RAM 9120 B */
     /* max_pool_2d_5: maxpool (int8) */
-    k_q_maxpool((int8_t *)(A8 + 0), 25, 10, 16, (int8_t *)(A8 + 4000), 12, 5, 2, 2, 2, 2, 0, 0, -128, 127);
+    {
+        static const k_window_params p = {
+            .C = 16, .H = 25, .W = 10, .O = 16, .OH = 12, .OW = 5,
+            .kh = 2, .kw = 2, .sh = 2, .sw = 2,
+            .pt = 0, .pl = 0, .pb = 0, .pr = 0,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        static const k_q_params q = {
+            .in_zp = -128, .out_zp = -128, .act_min = -128, .act_max = 127,
+            .nq = 0, .round_up = 0, .mult = 0, .shift = 0,
+        };
+        k_q_maxpool(&p, &q, (int8_t *)(A8 + 0), (int8_t *)(A8 + 4000));
+    }
     /* tanh_6: tanh (int8) */
     k_q_lut_act((int8_t *)(A8 + 4000), (int8_t *)(A8 + 4960), 960, K_ACT_TANH, 0.00257076626f, -128, 128.0f, 0);
     /* quantize_7: quantize (int8) */
@@ -89,7 +154,20 @@ int sm_01(float *arena)
         k_q_pad((int8_t *)(A8 + 0), xs, (int8_t *)(A8 + 4960), ys, bg, -128);
     }
     /* average_pool_2d_9: avgpool (int8) */
-    k_q_avgpool((int8_t *)(A8 + 4960), 26, 10, 16, (int8_t *)(A8 + 0), 12, 5, 3, 2, 2, 2, 0, 0, -128, 127);
+    {
+        static const k_window_params p = {
+            .C = 16, .H = 26, .W = 10, .O = 16, .OH = 12, .OW = 5,
+            .kh = 3, .kw = 2, .sh = 2, .sw = 2,
+            .pt = 0, .pl = 0, .pb = 0, .pr = 0,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        static const k_q_params q = {
+            .in_zp = -128, .out_zp = -128, .act_min = -128, .act_max = 127,
+            .nq = 0, .round_up = 0, .mult = 0, .shift = 0,
+        };
+        k_q_avgpool(&p, &q, (int8_t *)(A8 + 4960), (int8_t *)(A8 + 0));
+    }
     /* logistic_10: sigmoid (int8) */
     k_q_lut_act((int8_t *)(A8 + 0), (int8_t *)(A8 + 960), 960, K_ACT_SIGMOID, 0.00257076626f, -128, 256.0f, -128);
     /* mul_11: mul (int8) */
@@ -105,7 +183,16 @@ int sm_01(float *arena)
     k_q_requant((int8_t *)(A8 + 0), -128, (int8_t *)(A8 + 11968), 32, 1073741824, 1, -128, -128, 127);
     /* layer 8: fully_connected_15 (dense), RAM 56 B */
     /* fully_connected_15: dense (int8) */
-    k_q_dense((int8_t *)(A8 + 11968), 32, -128, w_fully_connected_15_W, 0, (int8_t *)(A8 + 11956), 12, w_fully_connected_15_mult, w_fully_connected_15_shift, 12, 1, 32, -128, 127);
+    {
+        static const k_dense_params p = {
+            .in = 32, .out = 12, .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        static const k_q_params q = {
+            .in_zp = -128, .out_zp = 32, .act_min = -128, .act_max = 127,
+            .nq = 12, .round_up = 1, .mult = w_fully_connected_15_mult, .shift = w_fully_connected_15_shift,
+        };
+        k_q_dense(&p, &q, (int8_t *)(A8 + 11968), w_fully_connected_15_W, 0, (int8_t *)(A8 + 11956));
+    }
     /* reshape_16: reshape (int8) */
     /* reshape_16: reshape, zero-copy */
     /* softmax_17: softmax (int8) */

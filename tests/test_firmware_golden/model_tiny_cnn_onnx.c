@@ -31,14 +31,50 @@ int sm_00(float *arena)
     /* layer 0: input (input, already at offset 0) */
     /* layer 1: conv1 (conv2d), RAM 57216 B */
     /* conv1: conv2d */
-    k_conv2d(A + 0, 1, 28, 28, w_conv1_W, w_conv1_B, A + 784, 16, 26, 26, 3, 3, 1, 1, 0, 0, 1, 1, 1, K_ACT_RELU, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 1, .H = 28, .W = 28, .O = 16, .OH = 26, .OW = 26,
+            .kh = 3, .kw = 3, .sh = 1, .sw = 1,
+            .pt = 0, .pl = 0, .pb = 0, .pr = 0,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_RELU, 0.0f, 0.0f},
+        };
+        k_conv2d(&p, A + 0, w_conv1_W, w_conv1_B, A + 784);
+    }
     /* pool1: maxpool */
-    k_maxpool(A + 784, 16, 26, 26, A + 11600, 13, 13, 2, 2, 2, 2, 0, 0, K_ACT_NONE, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 16, .H = 26, .W = 26, .O = 16, .OH = 13, .OW = 13,
+            .kh = 2, .kw = 2, .sh = 2, .sw = 2,
+            .pt = 0, .pl = 0, .pb = 0, .pr = 0,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        k_maxpool(&p, A + 784, A + 11600);
+    }
     /* layer 2: conv2 (conv2d), RAM 29504 B */
     /* conv2: conv2d */
-    k_conv2d(A + 11600, 16, 13, 13, w_conv2_W, w_conv2_B, A + 7728, 32, 11, 11, 3, 3, 1, 1, 0, 0, 1, 1, 1, K_ACT_RELU, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 16, .H = 13, .W = 13, .O = 32, .OH = 11, .OW = 11,
+            .kh = 3, .kw = 3, .sh = 1, .sw = 1,
+            .pt = 0, .pl = 0, .pb = 0, .pr = 0,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_RELU, 0.0f, 0.0f},
+        };
+        k_conv2d(&p, A + 11600, w_conv2_W, w_conv2_B, A + 7728);
+    }
     /* pool2: maxpool */
-    k_maxpool(A + 7728, 32, 11, 11, A + 0, 5, 5, 2, 2, 2, 2, 0, 0, K_ACT_NONE, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 32, .H = 11, .W = 11, .O = 32, .OH = 5, .OW = 5,
+            .kh = 2, .kw = 2, .sh = 2, .sw = 2,
+            .pt = 0, .pl = 0, .pb = 0, .pr = 0,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        k_maxpool(&p, A + 7728, A + 0);
+    }
     (void)A;
     (void)A8;
     return 0;
@@ -50,14 +86,37 @@ int sm_01(float *arena)
     unsigned char *A8 = (unsigned char *)arena;
     /* layer 3: conv3 (conv2d), RAM 5120 B */
     /* conv3: conv2d */
-    k_conv2d(A + 0, 32, 5, 5, w_conv3_W, w_conv3_B, A + 800, 48, 3, 3, 3, 3, 1, 1, 0, 0, 1, 1, 1, K_ACT_RELU, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 32, .H = 5, .W = 5, .O = 48, .OH = 3, .OW = 3,
+            .kh = 3, .kw = 3, .sh = 1, .sw = 1,
+            .pt = 0, .pl = 0, .pb = 0, .pr = 0,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_RELU, 0.0f, 0.0f},
+        };
+        k_conv2d(&p, A + 0, w_conv3_W, w_conv3_B, A + 800);
+    }
     /* pool3: maxpool */
-    k_maxpool(A + 800, 48, 3, 3, A + 1232, 1, 1, 2, 2, 2, 2, 0, 0, K_ACT_NONE, 0.0f, 0.0f);
+    {
+        static const k_window_params p = {
+            .C = 48, .H = 3, .W = 3, .O = 48, .OH = 1, .OW = 1,
+            .kh = 2, .kw = 2, .sh = 2, .sw = 2,
+            .pt = 0, .pl = 0, .pb = 0, .pr = 0,
+            .dh = 1, .dw = 1, .groups = 1, .count_include_pad = 0,
+            .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        k_maxpool(&p, A + 800, A + 1232);
+    }
     /* flatten: reshape */
     k_copy(A + 1232, A + 14256, 48); /* flatten: reshape */
     /* layer 4: dense (dense), RAM 272 B */
     /* dense: dense */
-    k_dense(A + 14256, 48, w_dense_W, w_dense_B, A + 14246, 10, K_ACT_NONE, 0.0f, 0.0f);
+    {
+        static const k_dense_params p = {
+            .in = 48, .out = 10, .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        k_dense(&p, A + 14256, w_dense_W, w_dense_B, A + 14246);
+    }
     /* softmax: softmax */
     k_softmax(A + 14246, 1, 10, 1, A + 0);
     (void)A;
