@@ -29,8 +29,9 @@ from pathlib import Path
 import jinja2
 
 from splitter.errors import BoardFileError, OutputError
-from splitter.ir import Boards, Chain, Part, Plan
+from splitter.ir import Boards, Chain, Part
 from splitter.link.protocol import FIRMWARE_VERSION
+from splitter.manifest import PlanManifest
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "firmware_templates"
 STATIC_FILES = ("proto.c", "proto.h", "timer.c", "timer.h", "uart.c", "uart.h", "libc.c")
@@ -777,20 +778,20 @@ def generate_firmware(
     out_dir: str | Path,
     chain: Chain,
     boards: Boards,
-    plan: Plan,
-    plan_json: Mapping[str, object],
+    manifest: PlanManifest,
 ) -> PlanContext:
     """Generate the model C of every device and render ``out_dir/firmware`` (compile's hook).
 
-    ``plan_json`` is the final ``plan.json`` content; its hash (``splitter.link.protocol.
-    plan_hash``) goes into every firmware and comes back in PONG.
+    ``chain`` is the costed chain of the loaded model; ``manifest`` is the plan (``plan.json``):
+    each device runs its sub-models' layer ranges, and the manifest's hash
+    (``splitter.link.protocol.plan_hash``) goes into every firmware and comes back in PONG.
     """
     from codegen.model_c import generate_device_c
     from splitter.link.protocol import plan_hash
 
     specs = []
     for index, device in enumerate(boards.devices):
-        ranges = [(s.index, s.first, s.last) for s in plan.submodels if s.device_index == index]
+        ranges = [(s.index, s.first, s.last) for s in manifest.submodels if s.device_index == index]
         if not ranges:
             continue
         gen = generate_device_c(chain, ranges, device.name)
@@ -805,7 +806,8 @@ def generate_firmware(
                 gen.submodels,
             )
         )
-    sub_devices = [s.device_index for s in plan.submodels]
-    ctx = build_plan_context(specs, sub_devices, plan_hash(plan_json), baud=boards.link.baud)
+    sub_devices = [s.device_index for s in manifest.submodels]
+    plan_tag = plan_hash(manifest.to_dict())
+    ctx = build_plan_context(specs, sub_devices, plan_tag, baud=boards.link.baud)
     render_firmware(out_dir, ctx)
     return ctx

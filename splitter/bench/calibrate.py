@@ -41,6 +41,7 @@ from splitter.bench.estimate import find_target, read_json
 from splitter.bench.report import BENCH_FILE, write_atomic
 from splitter.bench.stats import error_pct, median
 from splitter.errors import BoardFileError, InputFileError
+from splitter.manifest import PlanManifest, read_manifest
 
 CLASSES = ("conv", "depthwise", "dense", "other")
 #: A per-class fit whose device total misses the measurement by more than this (relative) is
@@ -267,8 +268,8 @@ def calibrate(
 
     out = Path(out_dir)
     bench = read_json(out / BENCH_FILE, "bench results", f"run `splitter bench {out}` first")
-    plan = read_json(out / "plan.json", "plan", f"run `splitter compile MODEL -o {out}`")
-    source = find_target(plan, out, target or bench.get("target"))
+    plan = read_manifest(out)
+    source = find_target(plan, target or bench.get("target"))
     if source is None:
         raise InputFileError(
             f"{out}/bench.json: names no board file; pass --target BOARDS.toml (the one the plan "
@@ -298,13 +299,13 @@ def calibrate(
 
 
 def recheck(
-    out_dir: Path, plan: Mapping[str, Any], bench: Mapping[str, Any], boards: Any
+    out_dir: Path, plan: PlanManifest, bench: Mapping[str, Any], boards: Any
 ) -> list[dict[str, Any]]:
     """Per device: the planner's compute estimate with ``boards`` vs the measured seconds."""
     from splitter.bench.estimate import compute_seconds, submodel_costs
 
     devices = {d.name: d for d in boards.devices}
-    costs = {c.index: c for c in submodel_costs(out_dir, plan)}
+    costs = {c.index: c for c in submodel_costs(plan)}
     rows = []
     for d in bench["devices"]:
         if not d["submodels"]:

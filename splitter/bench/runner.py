@@ -38,18 +38,13 @@ from splitter.bench.estimate import HOST, estimate, find_target, link_transfers,
 from splitter.bench.faults import FaultSpec, FrameEvent, LinkProxy, ProxiedEmulation
 from splitter.bench.stats import summary
 from splitter.errors import LinkError, SplitterError
+from splitter.ir import TensorSpec
 from splitter.link import protocol as P
 from splitter.link.emulator import load_wiring
 from splitter.link.host import HostLink, Timing, send_tensor, to_wire
 from splitter.link.protocol import plan_hash
-from splitter.link.run import (
-    TensorInfo,
-    _host_ports,
-    boundary,
-    check_pong,
-    load_input,
-    load_plan,
-)
+from splitter.link.run import _host_ports, check_pong, load_input
+from splitter.manifest import PlanManifest, read_manifest
 
 EMULATED_CLOCK_HZ = 168e6
 BENCH_FILE = "bench.json"
@@ -208,9 +203,9 @@ def pipelined(s: Session, x: bytes, nbytes: int, count: int, timeout: float) -> 
     }
 
 
-def pipeline_blocker(plan: Mapping[str, Any], wiring: Mapping[str, Any]) -> str | None:
+def pipeline_blocker(manifest: PlanManifest, wiring: Mapping[str, Any]) -> str | None:
     """Why inputs cannot be pipelined on this plan, or ``None`` when they can."""
-    devs = [str(sub["device"]) for sub in plan.get("submodels", [])]
+    devs = [sub.device for sub in manifest.submodels]
     twice = sorted({d for d in devs if devs.count(d) > 1})
     if twice:
         return (
@@ -253,7 +248,9 @@ def link_seconds(
     return end - start, wire
 
 
-def open_session(stack: ExitStack, out_dir: Path, cfg: BenchConfig, plan: Any) -> Session:
+def open_session(
+    stack: ExitStack, out_dir: Path, cfg: BenchConfig, manifest: PlanManifest
+) -> Session:
     """Start the emulation (if asked), open and PING every host-facing board."""
     wiring = load_wiring(Path(out_dir) / "firmware")
     ports: Mapping[str, str] = cfg.ports
@@ -267,14 +264,14 @@ def open_session(stack: ExitStack, out_dir: Path, cfg: BenchConfig, plan: Any) -
         n: stack.enter_context(HostLink(u, n, baud=int(wiring["baud"]), log=cfg.log))
         for n, u in urls.items()
     }
-    expected = plan_hash(plan)
+    expected = plan_hash(manifest.to_dict())
     for link in links.values():
         check_pong(link, expected, timeout=min(cfg.timeout, 15.0))
     first, last = str(wiring["first_device"]), str(wiring["last_device"])
     return Session(links, first, last, proxies, note, cfg.emulate, pids)
 
 
-def random_input(spec: TensorInfo, seed: int) -> np.ndarray:
+def random_input(spec: TensorSpec, seed: int) -> np.ndarray:
     """A seeded input of ``spec``: standard normal floats, or integers over the dtype's range."""
     rng = np.random.default_rng(seed)
     dtype = np.dtype(spec.dtype)
@@ -288,12 +285,12 @@ def bench(out_dir: str | Path, cfg: BenchConfig | None = None) -> dict[str, Any]
     """Run ``cfg.runs`` inferences; return the bench.json object (not yet written)."""
     cfg = cfg or BenchConfig()
     out = Path(out_dir)
-    plan = load_plan(out)
+    plan = read_manifest(out)
     wiring = load_wiring(out / "firmware")
-    target = find_target(plan, out, cfg.target)
-    costs = submodel_costs(out, plan)
-    est = estimate(out, plan, wiring, target, costs)
-    in_spec, out_spec = boundary(plan, "input"), boundary(plan, "output")
+    target = find_target(plan, cfg.target)
+    costs = submodel_costs(plan)
+    est = estimate(plan, wiring, target, costs)
+    in_spec, out_spec = plan.input, plan.output
     if cfg.input_path is not None:
         arr = load_input(Path(cfg.input_path), in_spec)
     else:
@@ -344,7 +341,7 @@ def _check_outputs(samples: Sequence[RunSample]) -> None:
 
 
 def assemble(
-    plan: Mapping[str, Any],
+    plan: PlanManifest,
     wiring: Mapping[str, Any],
     est: Mapping[str, Any],
     costs: Sequence[Any],
@@ -364,7 +361,7 @@ def assemble(
         "icount": bool(cfg.icount) if s.emulated else None,
         "note": s.note
         + ("; cycles are SysTick ticks at the emulated 168 MHz" if s.emulated else ""),
-        "model": plan.get("model"),
+        "model": plan.model.name,
         "devices": devices,
         "links": links,
         "latency_s": latency,
@@ -426,7 +423,7 @@ def _cycles(r: RunSample, sub: int, names: Mapping[int, str], device: str) -> in
 
 
 def _links(
-    plan: Mapping[str, Any],
+    plan: PlanManifest,
     samples: Sequence[RunSample],
     events: Sequence[FrameEvent],
     s: Session,

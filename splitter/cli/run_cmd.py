@@ -11,6 +11,7 @@ import numpy as np
 
 from splitter.errors import OutputError
 from splitter.link import run as R
+from splitter.manifest import read_manifest
 
 
 def _parse_ports(
@@ -64,7 +65,7 @@ def _parse_ports(
     "--model",
     type=click.Path(path_type=Path),
     default=None,
-    help="Original .onnx model for the check (default: from plan.json).",
+    help="Original model for the check (default: the one plan.json names).",
 )
 @click.option(
     "--timeout",
@@ -90,8 +91,8 @@ def command(
     if not ports and not emulate:
         raise click.UsageError("give --port PORT (a board) or --emulate")
     signal.signal(signal.SIGTERM, _raise_interrupt)
-    plan = R.load_plan(out)
-    x = R.load_input(input_path, R.boundary(plan, "input"))
+    manifest = read_manifest(out)
+    x = R.load_input(input_path, manifest.input)
     log = (lambda text: click.echo(text, err=True)) if verbose else None
     res = R.run(out, x, ports=ports, emulate=emulate, icount=icount, timeout=timeout, log=log)
     if res.note:
@@ -109,7 +110,7 @@ def command(
             raise OutputError(f"{output_path}: cannot write the output ({exc})") from None
         click.echo(f"output written to {output_path}")
     if not no_check:
-        ref = R.reference_output(plan, out, x, model)
+        ref = R.reference_output(manifest, out, x, model)
         err = R.check_output(res.output, ref)
         click.echo(f"check: max-abs difference to onnxruntime {err:.3g} <= {R.CHECK_TOLERANCE:g}")
 

@@ -31,6 +31,7 @@ import onnx.shape_inference
 import onnx.utils
 
 from splitter.errors import InputFileError, ShapeError, ValidationError
+from splitter.importers import LoadedModel
 from splitter.ir import TensorSpec
 from splitter.slicing.boundaries import Cut, SlicedModel
 
@@ -46,9 +47,13 @@ def load_onnx_model(path: str | Path) -> onnx.ModelProto:
         raise InputFileError(f"{path}: cannot read ONNX model ({exc}); give a valid .onnx") from exc
 
 
-def slice_onnx(model: str | Path | onnx.ModelProto, cuts: Sequence[Cut]) -> list[SlicedModel]:
-    """Serialised sub-models of ``model``, one per cut, each checked with ``full_check``."""
-    proto = model if isinstance(model, onnx.ModelProto) else load_onnx_model(model)
+def slice_onnx(model: LoadedModel, cuts: Sequence[Cut]) -> list[SlicedModel]:
+    """Serialised sub-models of ``model``, one per cut, each checked with ``full_check``.
+
+    ``model`` is the normalised model of :func:`splitter.importers.load_model`, so the user's
+    input-shape overrides hold in every sub-model.
+    """
+    proto = model.onnx_model()
     inferred = _infer(proto)
     extractor = onnx.utils.Extractor(inferred)
     return [_slice_one(proto, extractor, cut) for cut in cuts]
