@@ -199,10 +199,9 @@ class PlanManifest:
         for k, sub in enumerate(subs):
             prev = subs[k - 1].device if k > 0 else HOST
             nxt = subs[k + 1].device if k + 1 < len(subs) else HOST
-            for t in sub.inputs:
-                events[sub.device].append(_event("receive", prev, k, t))
-            for t in sub.outputs:
-                events[sub.device].append(_event("send", nxt, k, t))
+            own = events.setdefault(sub.device, [])
+            own += [_event("receive", prev, k, t) for t in sub.inputs]
+            own += [_event("send", nxt, k, t) for t in sub.outputs]
         return {
             name: {
                 "receives_from": [e["peer"] for e in evs if e["direction"] == "receive"],
@@ -214,11 +213,11 @@ class PlanManifest:
 
     # --- checking ---------------------------------------------------------------------------
 
-    def check(self) -> PlanManifest:
+    def check(self, where: str = MANIFEST_FILE) -> PlanManifest:
         """Raise :class:`ManifestError` naming the first broken invariant; return ``self``."""
         problem = next(iter(_problems(self)), None)
         if problem is not None:
-            raise ManifestError(f"{MANIFEST_FILE}: {problem}; re-run `splitter compile`")
+            raise ManifestError(f"{where}: {problem}; re-run `splitter compile`")
         return self
 
     # --- JSON -------------------------------------------------------------------------------
@@ -276,9 +275,9 @@ class PlanManifest:
             raise ManifestError(
                 f"{where}: malformed plan ({type(exc).__name__}: {exc}); re-run `splitter compile`"
             ) from None
-        if "links" in data and data["links"] != manifest.links():
-            raise ManifestError(f"{where}: links disagree with the sub-models; re-run compile")
         problem = next(iter(_problems(manifest)), None)
+        if problem is None and data.get("links") != manifest.links():
+            problem = "links disagree with the sub-models"
         if problem is not None:
             raise ManifestError(f"{where}: {problem}; re-run `splitter compile`")
         return manifest

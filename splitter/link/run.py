@@ -99,8 +99,7 @@ def reference_output(
     path = model or Path(manifest.model.path)
     if not path.is_file():
         raise InputFileError(
-            f"{path}: the original model of {out_dir}/plan.json is gone; pass --model or "
-            "--no-check"
+            f"{path}: the original model of {out_dir}/plan.json is gone; pass --model or --no-check"
         )
     suffix = path.suffix.lower()
     if suffix == ".tflite":

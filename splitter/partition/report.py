@@ -85,12 +85,12 @@ def build_manifest(
         objective=plan.objective,
         solver=plan.solver,
         optimal=plan.optimal,
-        gap=plan.gap,
-        nodes=plan.nodes,
-        latency_s=plan.latency_s,
-        throughput_per_s=finite_or_none(plan.throughput_per_s),
-        throughput_ref9_per_s=finite_or_none(plan.throughput_ref9_per_s),
-        waiting_s=ev.waiting_s,
+        gap=None if plan.gap is None else float(plan.gap),
+        nodes=int(plan.nodes),
+        latency_s=float(plan.latency_s),
+        throughput_per_s=finite_or_none(float(plan.throughput_per_s)),
+        throughput_ref9_per_s=finite_or_none(float(plan.throughput_ref9_per_s)),
+        waiting_s=float(ev.waiting_s),
         bottleneck_device=boards.devices[ev.bottleneck].name,
         assignment=tuple(plan.assignment),
         devices=tuple(_device(ev, i, dev) for i, dev in enumerate(boards.devices)),
@@ -119,7 +119,7 @@ def _submodel(
     by_class: dict[str, int] = {}
     for j in idx:
         for cls, m in problem.costs[j].macs_by_class:
-            by_class[cls] = by_class.get(cls, 0) + m
+            by_class[cls] = by_class.get(cls, 0) + int(m)
     entering, leaving = submodel_io(chain, sub.first, sub.last)
     return SubModelEntry(
         index=k,
@@ -133,11 +133,11 @@ def _submodel(
         file=None if suffix is None else submodel_file(k, dev.name, suffix),
         flash_bytes=sum(int(problem.flash[j]) for j in idx),
         ram_bytes=max(int(problem.ram[j]) for j in idx),
-        macs=sum(problem.costs[j].macs for j in idx),
+        macs=int(sum(problem.costs[j].macs for j in idx)),
         macs_by_class=tuple(sorted(by_class.items())),
-        out_bytes=problem.costs[sub.last].out_bytes,
-        compute_s=ev.sub_compute[k],
-        transfer_s=ev.sub_transfer[k],
+        out_bytes=int(problem.costs[sub.last].out_bytes),
+        compute_s=float(ev.sub_compute[k]),
+        transfer_s=float(ev.sub_transfer[k]),
         inputs=(entering,),
         outputs=(leaving,),
     )
@@ -149,14 +149,14 @@ def _device(ev: Evaluation, i: int, dev: Device) -> DeviceEntry:
         index=i,
         mcu=dev.part.name,
         port=dev.port,
-        clock_hz=dev.clock_hz,
-        cpm=dev.cpm,
-        flash_budget=dev.flash_bytes,
-        ram_budget=dev.ram_bytes,
+        clock_hz=float(dev.clock_hz),
+        cpm=float(dev.cpm),
+        flash_budget=int(dev.flash_bytes),
+        ram_budget=int(dev.ram_bytes),
         flash_used=int(ev.flash_used[i]),
         ram_used=int(ev.ram_used[i]),
-        compute_s=ev.compute[i],
-        send_s=ev.send[i],
-        recv_s=ev.recv[i],
-        intermediate_s=ev.inter[i],
+        compute_s=float(ev.compute[i]),
+        send_s=float(ev.send[i]),
+        recv_s=float(ev.recv[i]),
+        intermediate_s=float(ev.inter[i]),
     )
