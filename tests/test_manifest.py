@@ -159,7 +159,7 @@ def test_unknown_schema_is_one_line_exit_2(
     compiled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = _tampered(compiled, tmp_path / "bad", {"schema": "splitter.plan/99"})
-    with pytest.raises(ManifestError, match="unknown plan schema 'splitter.plan/99'"):
+    with pytest.raises(ManifestError, match=r"unknown plan schema 'splitter\.plan/99'"):
         read_manifest(bad)
     assert issubclass(ManifestError, InputFileError)
     code, _, err = run_cli(capsys, "flash", str(bad), "--dry-run")
