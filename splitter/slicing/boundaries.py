@@ -12,14 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from splitter.ir import Boards, Chain, Plan, TensorSpec
+from splitter.ir import Chain, TensorSpec
 from splitter.manifest import PlanManifest, safe_name, submodel_io
 
 __all__ = [
     "Cut",
     "SlicedModel",
     "cuts_from_manifest",
-    "cuts_from_plan",
     "cuts_from_ranges",
     "safe_name",
     "submodel_io",
@@ -76,15 +75,6 @@ def cuts_from_manifest(manifest: PlanManifest) -> list[Cut]:
         Cut(s.index, s.device, s.device_index, s.first, s.last, s.inputs, s.outputs)
         for s in manifest.submodels
     ]
-
-
-def cuts_from_plan(plan: Plan, chain: Chain, boards: Boards) -> list[Cut]:
-    """One :class:`Cut` per sub-model of ``plan``, in topological order."""
-    return cuts_from_ranges(
-        chain,
-        [(s.device_index, s.first, s.last) for s in plan.submodels],
-        [d.name for d in boards.devices],
-    )
 
 
 def cuts_from_ranges(
