@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import signal
 import time
 from pathlib import Path
-from types import FrameType
 
 import click
 
+from splitter.cli.options import stop_on_sigterm
 from splitter.link.emulator import Emulation
 
 
@@ -29,7 +28,7 @@ from splitter.link.emulator import Emulation
 )
 def command(out: Path, icount: bool, duration: float | None) -> None:
     """Run the plan's firmware on emulated STM32F405 boards and print the host endpoint(s)."""
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    stop_on_sigterm()
     with Emulation(out, icount=icount) as emu:
         click.echo(emu.note)
         for d in emu.devices:
@@ -47,7 +46,3 @@ def command(out: Path, icount: bool, duration: float | None) -> None:
         while deadline is None or time.monotonic() < deadline:
             emu.check_alive()
             time.sleep(0.2)
-
-
-def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt

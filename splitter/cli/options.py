@@ -2,10 +2,15 @@
 
 ``input_shape_option`` and ``activation_bytes_option`` are the import options of ``inspect``,
 ``plan`` and ``compile``; ``objective_option`` is the planning objective of ``plan`` and
-``compile``. Each is a decorator: ``@input_shape_option`` above the command function.
+``compile``; ``port_option`` and ``verbose_option`` are the link options of ``run`` and
+``bench``. Each is a decorator: ``@input_shape_option`` above the command function.
+:func:`stop_on_sigterm` is how the commands that boot emulators or open ports end cleanly.
 """
 
 from __future__ import annotations
+
+import signal
+from types import FrameType
 
 import click
 
@@ -51,3 +56,38 @@ objective_option = click.option(
     default="latency",
     show_default=True,
 )
+
+
+def parse_ports(
+    ctx: click.Context | None, param: click.Parameter | None, values: tuple[str, ...]
+) -> dict[str, str]:
+    """``[DEVICE=]PORT`` (repeatable) -> {device: url}; an unnamed port gets the key ``""``."""
+    ports: dict[str, str] = {}
+    for v in values:
+        name, sep, url = v.partition("=")
+        if sep and "://" not in name and "/" not in name:
+            ports[name] = url
+        else:
+            ports[""] = v
+    return ports
+
+
+port_option = click.option(
+    "--port",
+    "ports",
+    multiple=True,
+    callback=parse_ports,
+    metavar="[DEVICE=]PORT",
+    help="Serial port or socket:// URL of a host-facing board (repeatable).",
+)
+
+verbose_option = click.option("--verbose", "-v", is_flag=True, help="Log every frame on stderr.")
+
+
+def stop_on_sigterm() -> None:
+    """Turn SIGTERM into KeyboardInterrupt, so emulators and ports are closed on the way out."""
+
+    def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _raise_interrupt)

@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
-from types import FrameType
 
 import click
 import numpy as np
 
+from splitter.cli.options import port_option, stop_on_sigterm, verbose_option
 from splitter.errors import OutputError
 from splitter.link import run as R
 from splitter.manifest import read_manifest
-
-
-def _parse_ports(
-    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
-) -> dict[str, str]:
-    ports: dict[str, str] = {}
-    for v in values:
-        name, sep, url = v.partition("=")
-        if sep and "://" not in name and "/" not in name:
-            ports[name] = url
-        else:
-            ports[""] = v
-    return ports
 
 
 @click.command("run")
@@ -37,14 +23,7 @@ def _parse_ports(
     metavar="X.npy",
     help="Input array (the model input's shape and dtype).",
 )
-@click.option(
-    "--port",
-    "ports",
-    multiple=True,
-    callback=_parse_ports,
-    metavar="[DEVICE=]PORT",
-    help="Serial port or socket:// URL of a host-facing board (repeatable).",
-)
+@port_option
 @click.option("--emulate", is_flag=True, help="Boot the boards in QEMU for this run.")
 @click.option(
     "--icount/--no-icount",
@@ -74,7 +53,7 @@ def _parse_ports(
     show_default=True,
     help="Seconds to wait for the result before naming the silent board.",
 )
-@click.option("--verbose", "-v", is_flag=True, help="Log every frame on stderr.")
+@verbose_option
 def command(
     out: Path,
     input_path: Path,
@@ -90,7 +69,7 @@ def command(
     """Send X.npy to the first board, receive the result of the last one, check it."""
     if not ports and not emulate:
         raise click.UsageError("give --port PORT (a board) or --emulate")
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    stop_on_sigterm()
     manifest = read_manifest(out)
     x = R.load_input(input_path, manifest.input)
     log = (lambda text: click.echo(text, err=True)) if verbose else None
@@ -113,7 +92,3 @@ def command(
         ref = R.reference_output(manifest, out, x, model)
         err = R.check_output(res.output, ref)
         click.echo(f"check: max-abs difference to onnxruntime {err:.3g} <= {R.CHECK_TOLERANCE:g}")
-
-
-def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
