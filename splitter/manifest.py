@@ -102,6 +102,8 @@ class DeviceEntry:
     send_s: float
     recv_s: float
     intermediate_s: float
+    #: calibrated cycles per MAC by op class (sorted by class), empty when not calibrated
+    cpm_by_class: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -436,6 +438,7 @@ def _device_dict(d: DeviceEntry) -> dict[str, Any]:
         "port": d.port,
         "clock_hz": d.clock_hz,
         "cpm": d.cpm,
+        "cpm_by_class": dict(d.cpm_by_class),
         "flash_budget": d.flash_budget,
         "ram_budget": d.ram_budget,
         "flash_used": d.flash_used,
@@ -514,6 +517,7 @@ def _parse_device(d: Mapping[str, Any]) -> DeviceEntry:
         port=None if d["port"] is None else str(d["port"]),
         clock_hz=float(d["clock_hz"]),
         cpm=float(d["cpm"]),
+        cpm_by_class=tuple(sorted((str(k), float(v)) for k, v in dict(d["cpm_by_class"]).items())),
         flash_budget=int(d["flash_budget"]),
         ram_budget=int(d["ram_budget"]),
         flash_used=int(d["flash_used"]),

@@ -257,3 +257,19 @@ def test_hash_of_the_written_manifest_is_the_firmware_s(compiled: Path) -> None:
     built = tiny_manifest()
     assert plan_hash(read_manifest(compiled).to_dict()) == plan_hash(built.to_dict())
     assert json.dumps(read_manifest(compiled).to_dict()) == json.dumps(built.to_dict())
+
+
+def test_bench_estimate_without_the_board_file_uses_the_plan_s_devices(compiled: Path) -> None:
+    """The board file moved away: the estimate takes clock, CpM and link from the manifest."""
+    from splitter.bench.estimate import estimate, find_target
+
+    m = dataclasses.replace(read_manifest(compiled), boards_path="/nonexistent/boards.toml")
+    assert find_target(m, None) is None
+    est = estimate(m, None)
+    assert "plan.json" in est["source"]
+    for sub, entry in zip(est["submodels"], m.submodels, strict=True):
+        dev = m.device(entry.device)
+        assert sub["macs"] == entry.macs
+        assert sub["seconds"] == pytest.approx(entry.macs * dev.cpm / dev.clock_hz)
+    assert est["plan_latency_s"] == m.latency_s
+    assert [ln["bytes"] for ln in est["links"]] == [3136, 3200, 40]

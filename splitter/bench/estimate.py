@@ -10,8 +10,8 @@ board file; nothing is re-imported. The times use the partition engine's own for
   linear in the MACs, so the sum over the layers equals the time of the summed cost);
 * transfer of ``B`` bytes over a link: ``B * bits_per_byte / baud`` (SPEC.md, Links).
 
-Without a board file the parts of ``OUT/firmware/wiring.json`` are looked up in the catalog with
-their default clock and CpM (the estimate then says so).
+Without a board file (``--target``, else the manifest's ``boards_path``) the devices the plan was
+made for are taken from the manifest (the estimate then says so).
 """
 
 from __future__ import annotations
@@ -55,9 +55,13 @@ def find_target(manifest: PlanManifest, target: str | Path | None) -> Path | Non
 
 
 def load_devices(
-    wiring: Mapping[str, Any], target: Path | None
+    manifest: PlanManifest, target: Path | None
 ) -> tuple[dict[str, Device], LinkSpec, str]:
-    """Devices by name, link settings and where they came from (board file or catalog)."""
+    """Devices by name, link settings and where they came from.
+
+    From the board file when there is one (e.g. a calibrated one), else the devices the plan
+    was made for, as the manifest records them (clock, CpM, per-class CpM, budgets).
+    """
     from splitter.hardware.boards import load_boards
 
     if target is not None:
@@ -65,19 +69,21 @@ def load_devices(
         return {d.name: d for d in boards.devices}, boards.link, str(target)
     from splitter.hardware.catalog import get_part
 
-    devices = {}
-    for d in wiring["devices"]:
-        part = get_part(str(d["part"]))
-        devices[d["name"]] = Device(
-            name=d["name"],
-            part=part,
-            flash_bytes=round(part.flash_kib * 1024),
-            ram_bytes=round(part.ram_kib * 1024),
-            clock_hz=part.clock_mhz * 1e6,
-            cpm=part.cpm,
+    devices = {
+        d.name: Device(
+            name=d.name,
+            part=get_part(d.mcu),
+            flash_bytes=d.flash_budget,
+            ram_bytes=d.ram_budget,
+            clock_hz=d.clock_hz,
+            cpm=d.cpm,
+            port=d.port,
+            cpm_by_class=dict(d.cpm_by_class),
         )
-    link = LinkSpec(baud=int(wiring.get("baud", 115200)))
-    return devices, link, "catalog defaults (pass --target BOARDS.toml for the board file's values)"
+        for d in manifest.devices
+    }
+    link = LinkSpec(baud=manifest.baud, bits_per_byte=manifest.bits_per_byte)
+    return devices, link, "the plan's devices in plan.json (its board file is gone)"
 
 
 def submodel_costs(manifest: PlanManifest) -> list[SubModelCost]:
@@ -114,12 +120,11 @@ def link_transfers(manifest: PlanManifest) -> list[dict[str, Any]]:
 
 def estimate(
     manifest: PlanManifest,
-    wiring: Mapping[str, Any],
     target: Path | None,
     costs: Sequence[SubModelCost] | None = None,
 ) -> dict[str, Any]:
     """The ``estimate`` object of bench.json (see the module docstring for the formulas)."""
-    devices, link, source = load_devices(wiring, target)
+    devices, link, source = load_devices(manifest, target)
     costs = list(costs) if costs is not None else submodel_costs(manifest)
     subs: list[dict[str, Any]] = []
     for c in costs:

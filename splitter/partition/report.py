@@ -151,6 +151,7 @@ def _device(ev: Evaluation, i: int, dev: Device) -> DeviceEntry:
         port=dev.port,
         clock_hz=float(dev.clock_hz),
         cpm=float(dev.cpm),
+        cpm_by_class=tuple(sorted((k, float(v)) for k, v in dev.cpm_by_class.items())),
         flash_budget=int(dev.flash_bytes),
         ram_budget=int(dev.ram_bytes),
         flash_used=int(ev.flash_used[i]),
