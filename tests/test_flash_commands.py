@@ -7,12 +7,8 @@ import pytest
 from splitter.deploy.flash import FlashTarget, check_probes, choose_tool, command_line, flash_all
 from splitter.errors import ToolchainError
 
-F4 = FlashTarget(
-    "a", "STM32F446RE", "066DFF3", Path("fw/a/a.elf"), Path("fw/a/a.bin"), family="F4"
-)
-H7 = FlashTarget(
-    "b", "STM32H743ZI", "0670FF5", Path("fw/b/b.elf"), Path("fw/b/b.bin"), family="H7"
-)
+F4 = FlashTarget("a", "STM32F446RE", "066DFF3", Path("fw/a/a.elf"), Path("fw/a/a.bin"), family="F4")
+H7 = FlashTarget("b", "STM32H743ZI", "0670FF5", Path("fw/b/b.elf"), Path("fw/b/b.bin"), family="H7")
 
 
 def test_st_flash_line() -> None:

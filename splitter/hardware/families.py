@@ -163,7 +163,7 @@ class STM32F4(Family):
     name = "F4"
     manual = "RM0090"
     core = "cortex-m4"
-    fpus = ("fpv4-sp-d16",)
+    fpus: ClassVar[tuple[str, ...]] = ("fpv4-sp-d16",)
     usart_layout = "sr_dr"
     reset_clock_hz = 16_000_000
     openocd_target = "target/stm32f4x.cfg"
