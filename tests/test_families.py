@@ -56,8 +56,11 @@ def test_family_facts(name: str) -> None:
     assert fam.openocd_target == f"target/{ocd}.cfg"
     for usart, irq in irqs.items():
         assert fam.irq[usart] == irq
-    keys = set(fam.usart_base)
-    assert keys == set(fam.usart_en) == set(fam.irq) == set(fam.pins) == set(fam.af)
+    for u in fam.usart_table.values():
+        assert all(
+            p[0] == "P" and p[1].isupper() and 0 <= int(p[2:]) < 16 for p in u.pins.split("/")
+        )
+        assert 0 <= u.en_bit < 32 and 0 <= u.af < 16
     assert fam.has_dwt == (core != "cortex-m0plus")
 
 

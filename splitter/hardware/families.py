@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from splitter.errors import BoardFileError
 
@@ -43,13 +43,24 @@ class RegWrite:
     comment: str
 
 
+class Usart(NamedTuple):
+    """One USART of a family: base address, RCC clock-enable register offset and bit, NVIC IRQ
+    number, TX/RX pins (usual LQFP64 / Nucleo routing) and their alternate-function number."""
+
+    base: int
+    en_reg: int
+    en_bit: int
+    irq: int
+    pins: str
+    af: int
+
+
 class Family:
     """Facts of one STM32 family; subclasses set every constant (see the module docstring).
 
-    ``usart_en``: USART -> (RCC register offset, bit); ``gpio_en``: RCC offset of the GPIO
-    clock-enable register (bit n = port n); GPIO port n is at ``gpio + 0x400 * n``. The keys of
-    ``usart_base``, ``usart_en``, ``irq``, ``pins`` and ``af`` are the same set: the USARTs the
-    generator can drive on this family.
+    ``usart_table`` holds one :class:`Usart` row per USART the generator can drive on the
+    family; ``gpio_en`` is the RCC offset of the GPIO clock-enable register (bit n = port n);
+    GPIO port n is at ``gpio + 0x400 * n``.
     """
 
     name: ClassVar[str]
@@ -62,11 +73,7 @@ class Family:
     rcc: ClassVar[int]
     gpio: ClassVar[int]
     gpio_en: ClassVar[int]
-    usart_base: ClassVar[Mapping[str, int]]
-    usart_en: ClassVar[Mapping[str, tuple[int, int]]]
-    irq: ClassVar[Mapping[str, int]]
-    pins: ClassVar[Mapping[str, str]]
-    af: ClassVar[Mapping[str, int]]
+    usart_table: ClassVar[Mapping[str, Usart]]
 
     def __repr__(self) -> str:
         return f"<family {self.name}>"
@@ -74,8 +81,23 @@ class Family:
     # -- facts derived from the constants ------------------------------------------------------
     @property
     def usarts(self) -> tuple[str, ...]:
-        """The USARTs this family's tables cover, in the order of :attr:`usart_base`."""
-        return tuple(self.usart_base)
+        """The USARTs of :attr:`usart_table`, in its order."""
+        return tuple(self.usart_table)
+
+    @property
+    def usart_base(self) -> Mapping[str, int]:
+        """USART -> base address."""
+        return {name: u.base for name, u in self.usart_table.items()}
+
+    @property
+    def irq(self) -> Mapping[str, int]:
+        """USART -> NVIC IRQ number."""
+        return {name: u.irq for name, u in self.usart_table.items()}
+
+    @property
+    def pins(self) -> Mapping[str, str]:
+        """USART -> ``"TX/RX"`` pins."""
+        return {name: u.pins for name, u in self.usart_table.items()}
 
     @property
     def has_dwt(self) -> bool:
@@ -84,7 +106,7 @@ class Family:
 
     def check_usart(self, usart: str, part: str) -> None:
         """Raise BoardFileError unless ``usart`` is one of :attr:`usarts`."""
-        if usart not in self.usart_base:
+        if usart not in self.usart_table:
             raise BoardFileError(
                 f"part {part}: {usart} is not a USART of family {self.name} "
                 f"({self.manual}); use one of {', '.join(self.usarts)}"
@@ -122,10 +144,10 @@ class Family:
         writes: list[RegWrite] = []
         for name in usarts:
             self.check_usart(name, self.name)
-            off, bit = self.usart_en[name]
-            writes.append(_set_bit(self.rcc + off, bit, f"RCC: clock {name}"))
-            for pin in self.pins[name].split("/"):
-                writes += self._pin_writes(pin, self.af[name])
+            u = self.usart_table[name]
+            writes.append(_set_bit(self.rcc + u.en_reg, u.en_bit, f"RCC: clock {name}"))
+            for pin in u.pins.split("/"):
+                writes += self._pin_writes(pin, u.af)
         return tuple(writes)
 
     def _pin_writes(self, pin: str, af: int) -> list[RegWrite]:
@@ -156,8 +178,8 @@ class STM32F4(Family):
     """STM32F401/405/446...: Cortex-M4F, old USART (SR/DR), HSI 16 MHz after reset.
 
     RM0090 rev 19: RCC at 0x4002_3800 (2.3), AHB1ENR 0x30 / APB1ENR 0x40 / APB2ENR 0x44
-    (6.3.10, 6.3.13, 6.3.14), GPIOA at 0x4002_0000 (2.3, 8.4), HSI 16 MHz (6.2.2), USART IRQs
-    (table 61), AF7 USART1-3 / AF8 UART4-5, USART6 (DS8626 table 9).
+    (6.3.10, 6.3.13, 6.3.14), GPIOA at 0x4002_0000 (2.3, 8.4), HSI 16 MHz (6.2.2), USART bases
+    (2.3), IRQs (table 61), AF7 USART1-3 / AF8 UART4-5, USART6 (DS8626 table 9).
     """
 
     name = "F4"
@@ -170,48 +192,26 @@ class STM32F4(Family):
     rcc = 0x4002_3800
     gpio = 0x4002_0000
     gpio_en = 0x30
-    usart_base = MappingProxyType(
-        {
-            "USART1": 0x4001_1000,
-            "USART2": 0x4000_4400,
-            "USART3": 0x4000_4800,
-            "UART4": 0x4000_4C00,
-            "UART5": 0x4000_5000,
-            "USART6": 0x4001_1400,
+    usart_table: ClassVar[Mapping[str, Usart]] = MappingProxyType(
+        {  # base, RCC register, bit, IRQ, TX/RX, AF
+            "USART1": Usart(0x4001_1000, 0x44, 4, 37, "PA9/PA10", 7),
+            "USART2": Usart(0x4000_4400, 0x40, 17, 38, "PA2/PA3", 7),
+            "USART3": Usart(0x4000_4800, 0x40, 18, 39, "PB10/PB11", 7),
+            "UART4": Usart(0x4000_4C00, 0x40, 19, 52, "PA0/PA1", 8),
+            "UART5": Usart(0x4000_5000, 0x40, 20, 53, "PC12/PD2", 8),
+            "USART6": Usart(0x4001_1400, 0x44, 5, 71, "PC6/PC7", 8),
         }
     )
-    usart_en = MappingProxyType(
-        {
-            "USART1": (0x44, 4),
-            "USART2": (0x40, 17),
-            "USART3": (0x40, 18),
-            "UART4": (0x40, 19),
-            "UART5": (0x40, 20),
-            "USART6": (0x44, 5),
-        }
-    )
-    irq = MappingProxyType(
-        {"USART1": 37, "USART2": 38, "USART3": 39, "UART4": 52, "UART5": 53, "USART6": 71}
-    )
-    pins = MappingProxyType(
-        {
-            "USART1": "PA9/PA10",
-            "USART2": "PA2/PA3",
-            "USART3": "PB10/PB11",
-            "UART4": "PA0/PA1",
-            "UART5": "PC12/PD2",
-            "USART6": "PC6/PC7",
-        }
-    )
-    af = MappingProxyType(
-        {"USART1": 7, "USART2": 7, "USART3": 7, "UART4": 8, "UART5": 8, "USART6": 8}
-    )
+
+
+def _nucleo144(table: Mapping[str, Usart]) -> Mapping[str, Usart]:
+    """Nucleo-144 boards route USART3 to PD8/PD9, the ST-LINK virtual COM port (UM1974 6.9)."""
+    return MappingProxyType({**table, "USART3": table["USART3"]._replace(pins="PD8/PD9")})
 
 
 class STM32F7(STM32F4):
     """STM32F7: the F4's RCC, GPIO, USART bases, IRQs and AFs (RM0410 rev 4: 2.2, 5.3.10/13/14,
-    table 40), Cortex-M7, the new USART (ISR/RDR/TDR, RM0410 34.8), HSI 16 MHz (5.2.2).
-    Nucleo-144 routes USART3 to PD8/PD9 (the ST-LINK virtual COM port, UM1974 6.9)."""
+    table 40), Cortex-M7, the new USART (ISR/RDR/TDR, RM0410 34.8), HSI 16 MHz (5.2.2)."""
 
     name = "F7"
     manual = "RM0410"
@@ -219,14 +219,14 @@ class STM32F7(STM32F4):
     fpus = ("fpv5-sp-d16", "fpv5-d16")  # F74x/F75x single, F76x/F77x double precision
     usart_layout = "isr_rdr_tdr"
     openocd_target = "target/stm32f7x.cfg"
-    pins = MappingProxyType({**STM32F4.pins, "USART3": "PD8/PD9"})
+    usart_table = _nucleo144(STM32F4.usart_table)
 
 
 class STM32H7(Family):
     """STM32H7: RM0433 rev 7: RCC at 0x5802_4400, AHB4ENR 0xE0 / APB1LENR 0xE8 / APB2ENR 0xF0
-    (8.7.43, 8.7.45, 8.7.47), GPIOA at 0x5802_0000 (2.3.2), HSI 64 MHz after reset (8.5.2),
-    USART IRQs (table 145, same numbers as the F4), USART6 on AF7 here (DS12110 table 9);
-    Nucleo-144 USART3 on PD8/PD9."""
+    (8.7.43, 8.7.45, 8.7.47), GPIOA at 0x5802_0000 (2.3.2), HSI 64 MHz after reset (8.5.2);
+    the F4's USART bases and IRQ numbers (2.3.2, table 145); USART6 on AF7 here (DS12110
+    table 9); Nucleo-144 USART3 on PD8/PD9."""
 
     name = "H7"
     manual = "RM0433"
@@ -238,27 +238,22 @@ class STM32H7(Family):
     rcc = 0x5802_4400
     gpio = 0x5802_0000
     gpio_en = 0xE0
-    usart_base = STM32F4.usart_base
-    usart_en = MappingProxyType(
+    usart_table = _nucleo144(
         {
-            "USART1": (0xF0, 4),
-            "USART2": (0xE8, 17),
-            "USART3": (0xE8, 18),
-            "UART4": (0xE8, 19),
-            "UART5": (0xE8, 20),
-            "USART6": (0xF0, 5),
+            name: u._replace(
+                en_reg=0xF0 if u.en_reg == 0x44 else 0xE8,  # APB2ENR / APB1LENR, same bits
+                af=7 if name == "USART6" else u.af,
+            )
+            for name, u in STM32F4.usart_table.items()
         }
     )
-    irq = STM32F4.irq
-    pins = MappingProxyType({**STM32F4.pins, "USART3": "PD8/PD9"})
-    af = MappingProxyType({**STM32F4.af, "USART6": 7})
 
 
 class STM32L4(Family):
     """STM32L4 and L4+: RM0351 rev 9 / RM0432: RCC at 0x4002_1000, AHB2ENR 0x4C /
     APB1ENR1 0x58 / APB1ENR2 0x5C / APB2ENR 0x60 (6.4.17, 6.4.19-21), GPIOA at 0x4800_0000,
-    MSI 4 MHz after reset (6.2.3), USART IRQs (table 58), LPUART1 at 0x4000_8000 with
-    ``BRR = 256 f / baud`` (38.4.4), USART1 at 0x4001_3800."""
+    MSI 4 MHz after reset (6.2.3), USART bases (2.2.2), IRQs (table 58); LPUART1 has
+    ``BRR = 256 f / baud`` (38.4.4) and is on PG7/PG8 on the Nucleo-144 (UM2179)."""
 
     name = "L4"
     manual = "RM0351"
@@ -270,41 +265,15 @@ class STM32L4(Family):
     rcc = 0x4002_1000
     gpio = 0x4800_0000
     gpio_en = 0x4C
-    usart_base = MappingProxyType(
-        {
-            "USART1": 0x4001_3800,
-            "USART2": 0x4000_4400,
-            "USART3": 0x4000_4800,
-            "UART4": 0x4000_4C00,
-            "UART5": 0x4000_5000,
-            "LPUART1": 0x4000_8000,
+    usart_table: ClassVar[Mapping[str, Usart]] = MappingProxyType(
+        {  # base, RCC register, bit, IRQ, TX/RX, AF
+            "USART1": Usart(0x4001_3800, 0x60, 14, 37, "PA9/PA10", 7),
+            **{  # APB1ENR1: the F4's bits, IRQs, pins and AFs
+                n: STM32F4.usart_table[n]._replace(en_reg=0x58)
+                for n in ("USART2", "USART3", "UART4", "UART5")
+            },
+            "LPUART1": Usart(0x4000_8000, 0x5C, 0, 70, "PG7/PG8", 8),
         }
-    )
-    usart_en = MappingProxyType(
-        {
-            "USART1": (0x60, 14),
-            "USART2": (0x58, 17),
-            "USART3": (0x58, 18),
-            "UART4": (0x58, 19),
-            "UART5": (0x58, 20),
-            "LPUART1": (0x5C, 0),
-        }
-    )
-    irq = MappingProxyType(
-        {"USART1": 37, "USART2": 38, "USART3": 39, "UART4": 52, "UART5": 53, "LPUART1": 70}
-    )
-    pins = MappingProxyType(
-        {
-            "USART1": "PA9/PA10",
-            "USART2": "PA2/PA3",
-            "USART3": "PB10/PB11",
-            "UART4": "PA0/PA1",
-            "UART5": "PC12/PD2",
-            "LPUART1": "PG7/PG8",  # Nucleo-144 L4R5ZI: ST-LINK virtual COM port (UM2179)
-        }
-    )
-    af = MappingProxyType(
-        {"USART1": 7, "USART2": 7, "USART3": 7, "UART4": 8, "UART5": 8, "LPUART1": 8}
     )
 
 
@@ -324,17 +293,14 @@ class STM32G0(Family):
     rcc = 0x4002_1000
     gpio = 0x5000_0000
     gpio_en = 0x34
-    usart_base = MappingProxyType(
-        {"USART1": 0x4001_3800, "USART2": 0x4000_4400, "USART3": 0x4000_4800, "USART4": 0x4000_4C00}
+    usart_table: ClassVar[Mapping[str, Usart]] = MappingProxyType(
+        {  # base, RCC register, bit, IRQ, TX/RX, AF
+            "USART1": Usart(0x4001_3800, 0x40, 14, 27, "PA9/PA10", 1),
+            "USART2": Usart(0x4000_4400, 0x3C, 17, 28, "PA2/PA3", 1),
+            "USART3": Usart(0x4000_4800, 0x3C, 18, 29, "PB10/PB11", 4),
+            "USART4": Usart(0x4000_4C00, 0x3C, 19, 29, "PA0/PA1", 4),
+        }
     )
-    usart_en = MappingProxyType(
-        {"USART1": (0x40, 14), "USART2": (0x3C, 17), "USART3": (0x3C, 18), "USART4": (0x3C, 19)}
-    )
-    irq = MappingProxyType({"USART1": 27, "USART2": 28, "USART3": 29, "USART4": 29})
-    pins = MappingProxyType(
-        {"USART1": "PA9/PA10", "USART2": "PA2/PA3", "USART3": "PB10/PB11", "USART4": "PA0/PA1"}
-    )
-    af = MappingProxyType({"USART1": 1, "USART2": 1, "USART3": 4, "USART4": 4})
 
 
 #: Every supported family by the name catalog parts give in ``family = "..."``.
