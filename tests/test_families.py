@@ -14,7 +14,7 @@ from splitter.cli import main
 from splitter.errors import BoardFileError
 from splitter.hardware.boards import load_boards
 from splitter.hardware.catalog import part_from_table, parts
-from splitter.hardware.families import FAMILIES, Family, family_for
+from splitter.hardware.families import FAMILIES, USART_LAYOUTS, Family, family_for
 from splitter.hardware.qemu import EMULATOR
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,7 +53,7 @@ def test_family_facts(name: str) -> None:
     fam = family_for(name)
     core, layout, reset, ocd, irqs = FACTS[name]
     assert (fam.name, fam.core, fam.usart_layout, fam.reset_clock_hz) == (name, core, layout, reset)
-    assert fam.openocd_target == f"target/{ocd}.cfg"
+    assert fam.openocd_target == f"target/{ocd}.cfg" and fam.usart_layout in USART_LAYOUTS
     for usart, irq in irqs.items():
         assert fam.irq[usart] == irq
     for u in fam.usart_table.values():
