@@ -27,8 +27,6 @@ from splitter.ir import Boards, Chain, Device, LinkSpec
 
 #: plan.json keys that may name the board file compile used (newest first).
 TARGET_KEYS = ("target", "boards_path", "boards")
-#: Core clock of QEMU's netduinoplus2: SysTick counts at this rate whatever the part.
-EMULATED_CLOCK_HZ = 168e6
 HOST = "host"
 
 

@@ -38,6 +38,7 @@ from splitter.bench.estimate import HOST, estimate, find_target, link_transfers,
 from splitter.bench.faults import FaultSpec, FrameEvent, LinkProxy, ProxiedEmulation
 from splitter.bench.stats import summary
 from splitter.errors import LinkError, SplitterError
+from splitter.hardware.qemu import EMULATOR
 from splitter.link import protocol as P
 from splitter.link.emulator import load_wiring
 from splitter.link.host import HostLink, Timing, send_tensor, to_wire
@@ -51,7 +52,7 @@ from splitter.link.run import (
     load_plan,
 )
 
-EMULATED_CLOCK_HZ = 168e6
+EMULATED_CLOCK_HZ = float(EMULATOR.clock_hz)
 BENCH_FILE = "bench.json"
 #: Seconds between checks of the other host links for a board's ERROR while waiting a result.
 WATCH_PERIOD_S = 0.25
@@ -363,7 +364,11 @@ def assemble(
         "emulated": s.emulated,
         "icount": bool(cfg.icount) if s.emulated else None,
         "note": s.note
-        + ("; cycles are SysTick ticks at the emulated 168 MHz" if s.emulated else ""),
+        + (
+            f"; cycles are SysTick ticks at the emulated {EMULATED_CLOCK_HZ / 1e6:g} MHz"
+            if s.emulated
+            else ""
+        ),
         "model": plan.get("model"),
         "devices": devices,
         "links": links,
