@@ -33,7 +33,18 @@ from splitter.ir import Boards, Chain, Part, Plan
 from splitter.link.protocol import FIRMWARE_VERSION
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "firmware_templates"
-STATIC_FILES = ("proto.c", "proto.h", "timer.c", "timer.h", "uart.c", "uart.h", "libc.c")
+STATIC_FILES = (
+    "proto.c",
+    "proto.h",
+    "runtime.c",
+    "runtime.h",
+    "link.h",
+    "timer.c",
+    "timer.h",
+    "uart.c",
+    "uart.h",
+    "libc.c",
+)
 HOST = "host"
 #: QEMU 7.2 netduinoplus2 (STM32F405): USARTs in -serial order, fixed 168 MHz core clock.
 EMU_USARTS = (
