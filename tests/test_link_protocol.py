@@ -30,8 +30,8 @@ extern const uint8_t plan_hash[8];
 extern const char device_name[DEVICE_NAME_LEN + 1];
 """
 
-# Host stand-ins for the link (link.h) and the clock: bytes come from stdin, go to stdout; every read
-# advances the clock by one tick, so an exhausted input is a timeout.
+# Host stand-ins for the link (link.h) and the clock: bytes come from stdin, go to stdout;
+# every read advances the clock by one tick, so an exhausted input is a timeout.
 HARNESS_MAIN = r"""
 #include <stdio.h>
 #include "proto.h"
