@@ -18,6 +18,7 @@ from splitter.link.transport import (
     LoggingTransport,
     SerialTransport,
     SocketTransport,
+    Transport,
     TransportError,
     open_transport,
 )
@@ -45,7 +46,7 @@ def echo_server() -> Iterator[tuple[str, int]]:
     th.join(2.0)
 
 
-def read_exactly(t: SocketTransport | SerialTransport, n: int, timeout: float = 2.0) -> bytes:
+def read_exactly(t: Transport, n: int, timeout: float = 2.0) -> bytes:
     out = b""
     deadline = time.monotonic() + timeout
     while len(out) < n and time.monotonic() < deadline:
@@ -60,7 +61,7 @@ def test_echo_over_a_local_tcp_server(echo_server: tuple[str, int], scheme: str)
         assert isinstance(t, SocketTransport if scheme == "tcp" else SerialTransport)
         payload = bytes(range(256)) * 8
         t.write(payload)
-        assert read_exactly(t, len(payload)) == payload  # type: ignore[arg-type]
+        assert read_exactly(t, len(payload)) == payload
 
 
 def test_read_timeout_returns_nothing_in_time(echo_server: tuple[str, int]) -> None:
@@ -91,7 +92,7 @@ def test_nobody_listening_is_a_one_line_error() -> None:
 def test_serial_loop_url() -> None:
     with open_transport("loop://") as t:
         t.write(b"hello")
-        assert read_exactly(t, 5) == b"hello"  # type: ignore[arg-type]
+        assert read_exactly(t, 5) == b"hello"
 
 
 def test_logging_transport_logs_both_directions() -> None:
