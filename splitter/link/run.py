@@ -180,7 +180,8 @@ def run(
     timeout: float = 60.0,
     log: Callable[[str], None] | None = None,
 ) -> RunResult:
-    """One inference: over ``ports`` (device name -> pyserial URL) or a fresh emulation."""
+    """One inference: over ``ports`` (device name -> transport URL, see ``open_transport``) or
+    a fresh emulation."""
     plan = load_plan(out_dir)
     wiring = load_wiring(Path(out_dir) / "firmware")
     out_spec = boundary(plan, "output")
