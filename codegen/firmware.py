@@ -37,7 +37,18 @@ from splitter.ir import Boards, Chain, Part, Plan
 from splitter.link.protocol import FIRMWARE_VERSION
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "firmware_templates"
-STATIC_FILES = ("proto.c", "proto.h", "timer.c", "timer.h", "uart.c", "uart.h", "libc.c")
+STATIC_FILES = (
+    "proto.c",
+    "proto.h",
+    "runtime.c",
+    "runtime.h",
+    "link.h",
+    "timer.c",
+    "timer.h",
+    "uart.c",
+    "uart.h",
+    "libc.c",
+)
 HOST = "host"
 ACK_TIMEOUT_S = 0.25
 BYTE_TIMEOUT_S = 0.05

@@ -26,7 +26,7 @@ from splitter.cli.run_cmd import _parse_ports
     multiple=True,
     callback=_parse_ports,
     metavar="[DEVICE=]PORT",
-    help="Serial port or socket:// URL of a host-facing board (repeatable).",
+    help="Serial port, socket:// or tcp:// URL of a host-facing board (repeatable).",
 )
 @click.option("--emulate", is_flag=True, help="Boot the boards in QEMU for the bench.")
 @click.option(

@@ -42,7 +42,7 @@ def _parse_ports(
     multiple=True,
     callback=_parse_ports,
     metavar="[DEVICE=]PORT",
-    help="Serial port or socket:// URL of a host-facing board (repeatable).",
+    help="Serial port, socket:// or tcp:// URL of a host-facing board (repeatable).",
 )
 @click.option("--emulate", is_flag=True, help="Boot the boards in QEMU for this run.")
 @click.option(
