@@ -41,13 +41,14 @@ from splitter.bench.estimate import find_target, read_json
 from splitter.bench.report import BENCH_FILE, write_atomic
 from splitter.bench.stats import error_pct, median
 from splitter.errors import BoardFileError, InputFileError
+from splitter.hardware.qemu import EMULATOR
 from splitter.manifest import PlanManifest, read_manifest
 
 CLASSES = ("conv", "depthwise", "dense", "other")
 #: A per-class fit whose device total misses the measurement by more than this (relative) is
 #: replaced by the exact class-independent ratio.
 CLASS_FIT_TOLERANCE = 0.005
-EMULATED_CLOCK_MHZ = 168.0
+EMULATED_CLOCK_MHZ = EMULATOR.clock_hz / 1e6
 REPLACED_KEYS = ("clock_mhz", "cpm", "cpm_by_class")
 
 
@@ -195,7 +196,7 @@ def fit_all(bench: Mapping[str, Any], boards_clock_mhz: Mapping[str, float]) -> 
 
 
 def _pool_key(device: Mapping[str, Any], emulated: bool) -> str:
-    return "qemu-netduinoplus2" if emulated else str(device.get("part", device["device"]))
+    return f"qemu-{EMULATOR.machine}" if emulated else str(device.get("part", device["device"]))
 
 
 def _fmt(v: float) -> str:
@@ -282,7 +283,8 @@ def calibrate(
         raise BoardFileError(
             f"{source}: has no device {missing[0]!r} of the bench; pass the plan's board file"
         )
-    how = "QEMU: cycles are SysTick ticks at 168 MHz, so clock_mhz = 168"
+    mhz = f"{EMULATED_CLOCK_MHZ:g}"
+    how = f"QEMU: cycles are SysTick ticks at {mhz} MHz, so clock_mhz = {mhz}"
     header = (
         f"# Calibrated by `splitter calibrate` from {out / BENCH_FILE} "
         f"({how if bench.get('emulated') else 'real boards: cycles at each clock'})."

@@ -26,8 +26,6 @@ from splitter.errors import InputFileError
 from splitter.ir import Boards, Device, LayerCost, LinkSpec
 from splitter.manifest import PlanManifest, tensor_bytes
 
-#: Core clock of QEMU's netduinoplus2: SysTick counts at this rate whatever the part.
-EMULATED_CLOCK_HZ = 168e6
 HOST = "host"
 
 

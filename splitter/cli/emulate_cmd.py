@@ -8,10 +8,15 @@ from pathlib import Path
 import click
 
 from splitter.cli.options import stop_on_sigterm
+from splitter.hardware.qemu import EMULATOR
 from splitter.link.emulator import Emulation
 
 
-@click.command("emulate")
+@click.command(
+    "emulate",
+    help=f"Run the plan's firmware on emulated {EMULATOR.chip} boards ({EMULATOR.title}) "
+    "and print the host endpoint(s).",
+)
 @click.argument("out", metavar="OUT", type=click.Path(path_type=Path))
 @click.option(
     "--icount/--no-icount",
@@ -27,7 +32,7 @@ from splitter.link.emulator import Emulation
     help="Stop after this many seconds (default: until Ctrl-C).",
 )
 def command(out: Path, icount: bool, duration: float | None) -> None:
-    """Run the plan's firmware on emulated STM32F405 boards and print the host endpoint(s)."""
+    """Boot :data:`~splitter.hardware.qemu.EMULATOR` per device until Ctrl-C or ``duration``."""
     stop_on_sigterm()
     with Emulation(out, icount=icount) as emu:
         click.echo(emu.note)

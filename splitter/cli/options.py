@@ -78,7 +78,7 @@ port_option = click.option(
     multiple=True,
     callback=parse_ports,
     metavar="[DEVICE=]PORT",
-    help="Serial port or socket:// URL of a host-facing board (repeatable).",
+    help="Serial port, socket:// or tcp:// URL of a host-facing board (repeatable).",
 )
 
 verbose_option = click.option("--verbose", "-v", is_flag=True, help="Log every frame on stderr.")

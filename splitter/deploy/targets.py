@@ -61,6 +61,7 @@ def load_job(out_dir: str | Path, boards_path: str | Path | None = None) -> Flas
                 elf=images / "firmware.elf",
                 binary=images / "firmware.bin",
                 flash_origin=device.part.flash_origin,
+                family=device.part.family,
             )
         )
     return FlashJob(out, boards_file, tuple(targets))

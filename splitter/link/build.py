@@ -18,6 +18,7 @@ from typing import Any
 from elftools.elf.elffile import ELFFile
 
 from splitter.errors import InfeasibleError, InputFileError, ToolchainError, ValidationError
+from splitter.hardware.qemu import EMULATOR
 from splitter.manifest import read_manifest
 
 GCC = "arm-none-eabi-gcc"
@@ -88,8 +89,9 @@ def _overflow_message(device_dir: Path, line: str, emulator: bool) -> str:
     what = line.split("error:")[-1].strip().strip("`'")
     if emulator:
         return (
-            f"device {device_dir.name}: firmware does not fit the emulated STM32F405 "
-            f"(1 MiB flash, 128 KiB RAM): {what}; emulate a plan with smaller devices"
+            f"device {device_dir.name}: firmware does not fit the emulated {EMULATOR.chip} "
+            f"({EMULATOR.flash[1] >> 20} MiB flash, {EMULATOR.ram[1] >> 10} KiB RAM): "
+            f"{what}; emulate a plan with smaller devices"
         )
     return (
         f"device {device_dir.name}: firmware overflows its part: {what}; the code and stack "

@@ -21,6 +21,7 @@ from splitter.ir import TensorSpec
 from splitter.link.emulator import Emulation, load_wiring
 from splitter.link.host import HostLink, Timing, infer
 from splitter.link.protocol import FIRMWARE_VERSION, PROTOCOL_VERSION, plan_hash
+from splitter.link.transport import open_transport
 from splitter.manifest import PlanManifest, read_manifest
 
 CHECK_TOLERANCE = 1e-4
@@ -129,7 +130,8 @@ def run(
     timeout: float = 60.0,
     log: Callable[[str], None] | None = None,
 ) -> RunResult:
-    """One inference: over ``ports`` (device name -> pyserial URL) or a fresh emulation."""
+    """One inference: over ``ports`` (device name -> transport URL, see ``open_transport``) or
+    a fresh emulation."""
     manifest = read_manifest(out_dir)
     wiring = load_wiring(Path(out_dir) / "firmware")
     out_spec = manifest.output
@@ -141,7 +143,7 @@ def run(
             ports, note = emu.endpoints, emu.note
         urls = _host_ports(wiring, ports or {})
         links = [
-            stack.enter_context(HostLink(u, n, baud=int(wiring["baud"]), log=log))
+            stack.enter_context(open_host_link(u, n, int(wiring["baud"]), log))
             for n, u in urls.items()
         ]
         for link in links:
@@ -157,6 +159,13 @@ def run(
     y = from_wire(res.data, out_spec)
     compute = compute_seconds(wiring, res.timings, emulated=emulate)
     return RunResult(y, res.timings, res.seconds, note, compute)
+
+
+def open_host_link(
+    url: str, device: str, baud: int, log: Callable[[str], None] | None = None
+) -> HostLink:
+    """A :class:`HostLink` to ``device`` over the transport of ``url`` (``open_transport``)."""
+    return HostLink(open_transport(url, baud=baud, peer=f"device {device}"), device, log=log)
 
 
 def compute_seconds(wiring: Mapping[str, Any], timings: list[Timing], *, emulated: bool) -> float:
