@@ -62,7 +62,7 @@ def boards_for(model: Path, out: Path) -> Path:
             "[[device]]",
             f'name = "m{k}"',
             f'part = {{ name = "M{k}", flash_kib = {share / 1024:.3f}, ram_kib = {ram / 1024:.3f},'
-            f" clock_mhz = {80 + 40 * k}, cpm = 6 }}",
+            f' clock_mhz = {80 + 40 * k}, cpm = 6, family = "F4" }}',
         ]
     path = out / "boards.toml"
     path.write_text("\n".join(lines) + "\n")

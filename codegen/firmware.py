@@ -11,7 +11,9 @@ Wiring rule: every pair of endpoints that exchanges data (host, devices) gets on
 full-duplex UART pair. A device's link 0 is the one its first sub-model's input arrives on (so
 link 0 always leads towards the host, and errors travel on it); further links follow in plan
 order. Link ``k`` uses the part's ``k``-th USART (catalog preference order) and, in the
-emulator, the F405's ``k``-th USART = the ``k``-th ``-serial`` of QEMU.
+emulator, :data:`splitter.hardware.qemu.EMULATOR`'s ``k``-th USART = the ``k``-th ``-serial`` of
+QEMU. Register addresses, IRQs, pins and clocks come from the part's family
+(``splitter/hardware/families.py``).
 """
 
 from __future__ import annotations
@@ -29,146 +31,26 @@ from pathlib import Path
 import jinja2
 
 from splitter.errors import BoardFileError, OutputError
-from splitter.ir import Boards, Chain, Part, Plan
+from splitter.hardware.families import Family, RegWrite, family_for
+from splitter.hardware.qemu import EMULATOR
+from splitter.ir import Boards, Chain, Part
 from splitter.link.protocol import FIRMWARE_VERSION
+from splitter.manifest import PlanManifest
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "firmware_templates"
-STATIC_FILES = ("proto.c", "proto.h", "timer.c", "timer.h", "uart.c", "uart.h", "libc.c")
-HOST = "host"
-#: QEMU 7.2 netduinoplus2 (STM32F405): USARTs in -serial order, fixed 168 MHz core clock.
-EMU_USARTS = (
-    ("USART1", 0x40011000),
-    ("USART2", 0x40004400),
-    ("USART3", 0x40004800),
-    ("UART4", 0x40004C00),
-    ("UART5", 0x40005000),
-    ("USART6", 0x40011400),
+STATIC_FILES = (
+    "proto.c",
+    "proto.h",
+    "runtime.c",
+    "runtime.h",
+    "link.h",
+    "timer.c",
+    "timer.h",
+    "uart.c",
+    "uart.h",
+    "libc.c",
 )
-EMU_CLOCK_HZ = 168_000_000
-EMU_FLASH = (0x0800_0000, 1024 * 1024)
-EMU_RAM = (0x2000_0000, 128 * 1024)  # SRAM1 112 KiB + SRAM2 16 KiB, contiguous
-#: NVIC IRQ numbers of the USARTs (RM0090 table 61; RM0410, RM0433, RM0351 use the same numbers).
-IRQ_M3_M7 = {
-    "USART1": 37,
-    "USART2": 38,
-    "USART3": 39,
-    "UART4": 52,
-    "UART5": 53,
-    "USART6": 71,
-    "UART7": 82,
-    "UART8": 83,
-    "LPUART1": 70,  # L4 (RM0351 table 58)
-}
-#: Cortex-M0+ parts (RM0444 table 44, G0; RM0091, F0): USART3/4 share one IRQ.
-IRQ_M0 = {"USART1": 27, "USART2": 28, "USART3": 29, "USART4": 29, "LPUART1": 29}
-#: Usual TX/RX alternate-function pins (LQFP64 packages); boards may route others.
-PINS = {
-    "USART1": "PA9/PA10",
-    "LPUART1": "PG7/PG8",
-    "USART2": "PA2/PA3",
-    "USART3": "PB10/PB11",
-    "UART4": "PA0/PA1",
-    "USART4": "PA0/PA1",
-    "UART5": "PC12/PD2",
-    "USART6": "PC6/PC7",
-    "UART7": "PE8/PE7",
-    "UART8": "PE1/PE0",
-}
-CPU_FLAGS = {
-    ("cortex-m0plus", ""): "-mcpu=cortex-m0plus -mthumb -mfloat-abi=soft",
-    ("cortex-m0", ""): "-mcpu=cortex-m0 -mthumb -mfloat-abi=soft",
-    ("cortex-m3", ""): "-mcpu=cortex-m3 -mthumb -mfloat-abi=soft",
-    ("cortex-m4", ""): "-mcpu=cortex-m4 -mthumb -mfloat-abi=soft",
-    ("cortex-m4", "fpv4-sp-d16"): "-mcpu=cortex-m4 -mthumb -mfpu=fpv4-sp-d16 -mfloat-abi=hard",
-    ("cortex-m7", ""): "-mcpu=cortex-m7 -mthumb -mfloat-abi=soft",
-    ("cortex-m7", "fpv5-d16"): "-mcpu=cortex-m7 -mthumb -mfpu=fpv5-d16 -mfloat-abi=hard",
-    ("cortex-m7", "fpv5-sp-d16"): "-mcpu=cortex-m7 -mthumb -mfpu=fpv5-sp-d16 -mfloat-abi=hard",
-}
-#: Clock after reset (no PLL setup): HSI 16 MHz on F2/F4/F7/G0, HSI 64 MHz on H7, MSI 4 MHz
-#: on L4 (RM0090 6.2, RM0410 5.2, RM0444 5.2, RM0433 8.5, RM0351 6.2).
-RESET_CLOCK_HZ = {
-    "F2": 16_000_000,
-    "F4": 16_000_000,
-    "F7": 16_000_000,
-    "G0": 16_000_000,
-    "H7": 64_000_000,
-    "L4": 4_000_000,
-}
-
-
-@dataclass(frozen=True)
-class Family:
-    """RCC/GPIO facts of one STM32 family (reference manual register maps).
-
-    ``gpio_en``: (RCC offset of the GPIO clock-enable register; bit n = port n);
-    ``usart_en``: USART -> (RCC offset, bit); ``af``: USART -> alternate function number.
-    """
-
-    rcc: int
-    gpio: int  # GPIOA base; port n at gpio + 0x400 * n
-    gpio_en: int
-    usart_en: Mapping[str, tuple[int, int]]
-    af: Mapping[str, int]
-    pins: Mapping[str, str]  # TX/RX pins where they differ from PINS
-
-
-_F4_EN = {
-    "USART1": (0x44, 4),
-    "USART6": (0x44, 5),
-    "USART2": (0x40, 17),
-    "USART3": (0x40, 18),
-    "UART4": (0x40, 19),
-    "UART5": (0x40, 20),
-}
-_F4_AF = {"USART1": 7, "USART2": 7, "USART3": 7, "UART4": 8, "UART5": 8, "USART6": 8}
-FAMILIES: Mapping[str, Family] = {
-    # RM0090 6.3.10/6.3.13/6.3.14, 8.4
-    "F4": Family(0x4002_3800, 0x4002_0000, 0x30, _F4_EN, _F4_AF, {}),
-    "F2": Family(0x4002_3800, 0x4002_0000, 0x30, _F4_EN, _F4_AF, {}),
-    # RM0410 5.3.10/5.3.13/5.3.14; Nucleo-144: USART3 on PD8/PD9 (ST-LINK VCP)
-    "F7": Family(0x4002_3800, 0x4002_0000, 0x30, _F4_EN, _F4_AF, {"USART3": "PD8/PD9"}),
-    # RM0433 8.7.43 (AHB4ENR), 8.7.45 (APB1LENR), 8.7.47 (APB2ENR); USART6 is AF7 here
-    "H7": Family(
-        0x5802_4400,
-        0x5802_0000,
-        0xE0,
-        {
-            "USART1": (0xF0, 4),
-            "USART6": (0xF0, 5),
-            "USART2": (0xE8, 17),
-            "USART3": (0xE8, 18),
-            "UART4": (0xE8, 19),
-            "UART5": (0xE8, 20),
-        },
-        {"USART1": 7, "USART2": 7, "USART3": 7, "UART4": 8, "UART5": 8, "USART6": 7},
-        {"USART3": "PD8/PD9"},
-    ),
-    # RM0351 6.4.17 (AHB2ENR), 6.4.19/6.4.20 (APB1ENR1/2), 6.4.21 (APB2ENR)
-    "L4": Family(
-        0x4002_1000,
-        0x4800_0000,
-        0x4C,
-        {
-            "USART1": (0x60, 14),
-            "USART2": (0x58, 17),
-            "USART3": (0x58, 18),
-            "UART4": (0x58, 19),
-            "UART5": (0x58, 20),
-            "LPUART1": (0x5C, 0),
-        },
-        {"USART1": 7, "USART2": 7, "USART3": 7, "UART4": 8, "UART5": 8, "LPUART1": 8},
-        {"LPUART1": "PG7/PG8"},
-    ),
-    # RM0444 5.4.13 (IOPENR), 5.4.15/5.4.16 (APBENR1/2); AF from DS12232 tables 13-14
-    "G0": Family(
-        0x4002_1000,
-        0x5000_0000,
-        0x34,
-        {"USART1": (0x40, 14), "USART2": (0x3C, 17), "USART3": (0x3C, 18), "USART4": (0x3C, 19)},
-        {"USART1": 1, "USART2": 1, "USART3": 4, "USART4": 4},
-        {},
-    ),
-}
+HOST = "host"
 ACK_TIMEOUT_S = 0.25
 BYTE_TIMEOUT_S = 0.05
 SEND_RETRIES = 8
@@ -203,16 +85,6 @@ class UsartContext:
 
 
 @dataclass(frozen=True)
-class RegWrite:
-    """``*addr = (*addr & ~clear) | set`` at boot of the real part (RCC and GPIO setup)."""
-
-    addr: str
-    clear: str
-    set: str
-    comment: str
-
-
-@dataclass(frozen=True)
 class IrqHandler:
     """An interrupt handler serving the links whose USARTs share ``name``'s IRQ."""
 
@@ -223,7 +95,7 @@ class IrqHandler:
 
 @dataclass(frozen=True)
 class TargetContext:
-    """One build variant of a device: the part itself (EMULATOR=0) or QEMU's F405 (EMULATOR=1)."""
+    """One build variant of a device: the part itself (EMULATOR=0) or QEMU's board (EMULATOR=1)."""
 
     emulator_flag: int
     description: str
@@ -326,8 +198,11 @@ class PlanContext:
     last_device: str
     devices: tuple[DeviceContext, ...]
     wires: tuple[WireContext, ...]
-    emulated_as_f405: str
+    emulated_as_f405: str  # the parts that run as the emulated chip with their own code
     emulated_as_f405_count: int
+    emulator_machine: str  # splitter.hardware.qemu.EMULATOR, for the templates
+    emulator_chip: str
+    emulator_short: str
 
 
 # ---------------------------------------------------------------- wiring -------------------
@@ -349,131 +224,47 @@ def device_links(sub_devices: Sequence[int]) -> dict[int, list[int]]:
 
 
 def _usart_list(part: Part) -> tuple[tuple[str, int], ...]:
-    if part.usarts:
-        return part.usarts
-    if part.usart_layout == "sr_dr":
-        return EMU_USARTS
-    raise BoardFileError(
-        f"part {part.name}: no 'usarts' in the catalog entry; add usarts = [[name, base], ...] "
-        "(ISR/RDR/TDR parts place their USARTs differently per family)"
-    )
-
-
-def _irq(part_core: str, usart: str, part_name: str) -> int:
-    table = IRQ_M0 if part_core.startswith("cortex-m0") else IRQ_M3_M7
-    if usart not in table:
-        raise BoardFileError(
-            f"part {part_name}: no IRQ number known for {usart}; list a USART from "
-            f"{sorted(table)} first in its 'usarts'"
-        )
-    return table[usart]
-
-
-def family_of(part: Part) -> str:
-    """``"F4"``, ``"H7"``... from the part name ``STM32F405RG`` (``""`` when unknown)."""
-    name = part.name.upper().removeprefix("STM32")
-    return name[:2] if name[:2] in FAMILIES else ""
-
-
-def _reset_clock(part: Part) -> int:
-    return RESET_CLOCK_HZ.get(family_of(part), 16_000_000)
-
-
-def pins_of(part: Part, usart: str) -> str:
-    """TX/RX pins of ``usart`` on ``part`` (family override, else the usual ones)."""
-    fam = FAMILIES.get(family_of(part))
-    return (fam.pins.get(usart) if fam else None) or PINS.get(usart, "see datasheet")
-
-
-def board_init_writes(part: Part, usarts: Sequence[str]) -> tuple[RegWrite, ...]:
-    """Register writes that clock the GPIO ports and USARTs and mux the pins (real part only).
-
-    Per USART: RCC enable bit; per pin: RCC GPIO port bit, MODER = 0b10 (alternate function,
-    ``MODER[2p+1:2p]``), AFR[p / 8] nibble ``p % 8`` = AF (RM0090 8.4.1 / 8.4.9-10, same layout
-    in every family listed in :data:`FAMILIES`).
-    """
-    fam = FAMILIES.get(family_of(part))
-    if fam is None:
-        return ()
-    writes: list[RegWrite] = []
-    for name in usarts:
-        if name not in fam.usart_en:
-            continue
-        off, bit = fam.usart_en[name]
-        writes.append(
-            RegWrite(
-                f"0x{fam.rcc + off:08X}", "0x00000000", f"0x{1 << bit:08X}", f"RCC: clock {name}"
-            )
-        )
-        for pin in pins_of(part, name).split("/"):
-            port, num = ord(pin[1]) - ord("A"), int(pin[2:])
-            base = fam.gpio + 0x400 * port
-            writes.append(
-                RegWrite(
-                    f"0x{fam.rcc + fam.gpio_en:08X}",
-                    "0x00000000",
-                    f"0x{1 << port:08X}",
-                    f"RCC: clock GPIO{pin[1]}",
-                )
-            )
-            writes.append(
-                RegWrite(
-                    f"0x{base:08X}",
-                    f"0x{3 << (2 * num):08X}",
-                    f"0x{2 << (2 * num):08X}",
-                    f"{pin}: alternate function",
-                )
-            )
-            afr = base + 0x20 + 4 * (num // 8)
-            shift = 4 * (num % 8)
-            writes.append(
-                RegWrite(
-                    f"0x{afr:08X}",
-                    f"0x{0xF << shift:08X}",
-                    f"0x{fam.af[name] << shift:08X}",
-                    f"{pin}: AF{fam.af[name]}",
-                )
-            )
-    return tuple(writes)
+    """The part's USARTs ``(name, base)`` in preference order, each known to its family."""
+    family = family_for(part.family)
+    for name, _base in part.usarts:
+        family.check_usart(name, part.name)
+    return part.usarts or tuple(family.usart_base.items())
 
 
 # ---------------------------------------------------------------- targets ------------------
 def _target(
     *,
     emulator: bool,
-    part: Part,
-    usarts: Sequence[tuple[str, int]],
-    core: str,
+    name: str,
+    family: Family,
     fpu: str,
+    usarts: Sequence[tuple[str, int]],
     clock_hz: int,
     flash: tuple[int, int],
     ram: tuple[int, int],
     baud: int,
-    layout: str,
 ) -> TargetContext:
     """One build target; ticks = ``seconds * f_clk`` (SysTick counts core clock cycles)."""
-    key = (core, fpu if fpu in ("fpv4-sp-d16", "fpv5-d16", "fpv5-sp-d16") else "")
-    if key not in CPU_FLAGS:
-        raise BoardFileError(f"part {part.name}: unsupported core/FPU {core}/{fpu or 'none'}")
     ctxs = tuple(
-        UsartContext(name, f"0x{base:08X}", _irq(core, name, part.name), brr(name, clock_hz, baud))
-        for name, base in usarts
+        UsartContext(u, f"0x{base:08X}", _irq(family, u, name), family.brr(u, clock_hz, baud))
+        for u, base in usarts
     )
     handlers = _irq_handlers(ctxs)
     n_irq = max(u.irq for u in ctxs) + 1
     by_irq = {h.irq: h.name for h in handlers}
-    what = "QEMU netduinoplus2 (STM32F405)" if emulator else part.name
+    layout = family.usart_layout
     return TargetContext(
         emulator_flag=int(emulator),
-        description=f"{what}: {core}, {clock_hz} Hz, {layout} USARTs",
-        part_name="STM32F405 (QEMU netduinoplus2)" if emulator else part.name,
-        cpu_flags=CPU_FLAGS[key],
+        description=f"{EMULATOR.title if emulator else name}: {family.core}, {clock_hz} Hz, "
+        f"{layout} USARTs",
+        part_name=f"{EMULATOR.chip} (QEMU {EMULATOR.machine})" if emulator else name,
+        cpu_flags=family.cpu_flags(fpu),
         ldscript="emulator.ld" if emulator else "part.ld",
         build_dir="emulator" if emulator else "part",
         core_clock_hz=clock_hz,
         usart_layout_sr_dr=int(layout == "sr_dr"),
-        has_fpu=int(key[1] != ""),
-        has_dwt=int(core in ("cortex-m3", "cortex-m4", "cortex-m7")),
+        has_fpu=int(fpu != ""),
+        has_dwt=int(family.has_dwt),
         ack_timeout_ticks=int(ACK_TIMEOUT_S * clock_hz),
         byte_timeout_ticks=int(BYTE_TIMEOUT_S * clock_hz),
         flash_origin_hex=f"0x{flash[0]:08X}",
@@ -488,11 +279,9 @@ def _target(
     )
 
 
-def brr(usart: str, clock_hz: int, baud: int) -> int:
-    """Baud-rate register: ``f_ck / baud`` (USART, 16x oversampling: RM0090 30.6.3 / RM0444
-    33.8.5) or ``256 * f_ck / baud`` (LPUART, RM0351 38.4.4)."""
-    scale = 256 if usart.startswith("LPUART") else 1
-    return round(scale * clock_hz / baud)
+def _irq(family: Family, usart: str, part_name: str) -> int:
+    family.check_usart(usart, part_name)
+    return family.irq[usart]
 
 
 def _irq_handlers(usarts: Sequence[UsartContext]) -> tuple[IrqHandler, ...]:
@@ -530,7 +319,7 @@ def build_plan_context(
         for d in devices
         if d.index in links
     )
-    others = sorted({d.part.name for d in devices if "F405" not in d.part.name.upper()})
+    others = sorted({d.part.name for d in devices if not EMULATOR.is_native(d.part)})
     return PlanContext(
         plan_hash=plan_hash,
         plan_hash_bytes=tuple(plan_hash[i : i + 2] for i in range(0, 16, 2)),
@@ -543,6 +332,9 @@ def build_plan_context(
         wires=_wires(dev_ctx, by_index, sub_devices, names),
         emulated_as_f405=", ".join(others),
         emulated_as_f405_count=len(others),
+        emulator_machine=EMULATOR.machine,
+        emulator_chip=EMULATOR.chip,
+        emulator_short=EMULATOR.short,
     )
 
 
@@ -554,7 +346,8 @@ def _device_context(
     baud: int,
 ) -> DeviceContext:
     usarts = _usart_list(d.part)
-    if len(peers) > min(len(usarts), len(EMU_USARTS)):
+    family = family_for(d.part.family)
+    if len(peers) > min(len(usarts), len(EMULATOR.usarts)):
         raise BoardFileError(
             f"device {d.name}: needs {len(peers)} UART links but part {d.part.name} lists "
             f"{len(usarts)} USARTs; host fewer non-adjacent sub-models on it"
@@ -565,8 +358,8 @@ def _device_context(
             peer=names[p],
             peer_index=p,
             usart=usarts[k][0],
-            pins=pins_of(d.part, usarts[k][0]),
-            emu_usart=EMU_USARTS[k][0],
+            pins=family.pins[usarts[k][0]],
+            emu_usart=EMULATOR.usarts[k][0],
             server=p >= 0 and d.index < p,
             timeout_message=f"{d.name}: no answer from {names[p]} on link {k} "
             f"({usarts[k][0]}) after {SEND_RETRIES} tries",
@@ -574,38 +367,35 @@ def _device_context(
         for k, p in enumerate(peers)
     )
     subs = tuple(_sub_context(d, row, peers, sub_devices, names) for row in d.submodels)
-    ram = _part_ram(d.part)
     part_t = _target(
         emulator=False,
-        part=d.part,
-        usarts=usarts[: len(peers)],
-        core=d.part.core,
+        name=d.part.name,
+        family=family,
         fpu=d.part.fpu,
-        clock_hz=_reset_clock(d.part),
+        usarts=usarts[: len(peers)],
+        clock_hz=family.reset_clock_hz,
         flash=(d.part.flash_origin, int(d.part.flash_kib * 1024)),
-        ram=ram,
+        ram=_part_ram(d.part),
         baud=baud,
-        layout=d.part.usart_layout,
     )
     emu_t = _target(
         emulator=True,
-        part=d.part,
-        usarts=EMU_USARTS[: len(peers)],
-        core="cortex-m4",
-        fpu="fpv4-sp-d16",
-        clock_hz=EMU_CLOCK_HZ,
-        flash=EMU_FLASH,
-        ram=EMU_RAM,
+        name=d.part.name,
+        family=EMULATOR.family,
+        fpu=EMULATOR.fpu,
+        usarts=EMULATOR.usarts[: len(peers)],
+        clock_hz=EMULATOR.clock_hz,
+        flash=EMULATOR.flash,
+        ram=EMULATOR.ram,
         baud=baud,
-        layout="sr_dr",
     )
     return DeviceContext(
         name=d.name,
         index=d.index,
         name_len=len(d.name.encode()),
         part_name=d.part.name,
-        part_clock_note=f"{_reset_clock(d.part)} Hz internal oscillator",
-        board_init=board_init_writes(d.part, [u for u, _ in usarts[: len(peers)]]),
+        part_clock_note=f"{family.reset_clock_hz} Hz internal oscillator",
+        board_init=family.board_init_writes([u for u, _ in usarts[: len(peers)]]),
         weights_bytes=d.weights_bytes,
         arena_bytes=d.arena_bytes,
         send_retries=SEND_RETRIES,
@@ -777,20 +567,20 @@ def generate_firmware(
     out_dir: str | Path,
     chain: Chain,
     boards: Boards,
-    plan: Plan,
-    plan_json: Mapping[str, object],
+    manifest: PlanManifest,
 ) -> PlanContext:
     """Generate the model C of every device and render ``out_dir/firmware`` (compile's hook).
 
-    ``plan_json`` is the final ``plan.json`` content; its hash (``splitter.link.protocol.
-    plan_hash``) goes into every firmware and comes back in PONG.
+    ``chain`` is the costed chain of the loaded model; ``manifest`` is the plan (``plan.json``):
+    each device runs its sub-models' layer ranges, and the manifest's hash
+    (``splitter.link.protocol.plan_hash``) goes into every firmware and comes back in PONG.
     """
     from codegen.model_c import generate_device_c
     from splitter.link.protocol import plan_hash
 
     specs = []
     for index, device in enumerate(boards.devices):
-        ranges = [(s.index, s.first, s.last) for s in plan.submodels if s.device_index == index]
+        ranges = [(s.index, s.first, s.last) for s in manifest.submodels if s.device_index == index]
         if not ranges:
             continue
         gen = generate_device_c(chain, ranges, device.name)
@@ -805,7 +595,8 @@ def generate_firmware(
                 gen.submodels,
             )
         )
-    sub_devices = [s.device_index for s in plan.submodels]
-    ctx = build_plan_context(specs, sub_devices, plan_hash(plan_json), baud=boards.link.baud)
+    sub_devices = [s.device_index for s in manifest.submodels]
+    plan_tag = plan_hash(manifest.to_dict())
+    ctx = build_plan_context(specs, sub_devices, plan_tag, baud=boards.link.baud)
     render_firmware(out_dir, ctx)
     return ctx

@@ -1,6 +1,6 @@
 /* splitter link protocol, device side: CRC-32, framing, stop-and-wait ARQ (docs/protocol.md). */
 #include "proto.h"
-#include "uart.h"
+#include "link.h"
 #include "timer.h"
 
 /* CRC-32/IEEE (reflected 0xEDB88320, init/xorout 0xFFFFFFFF), nibble table: 64 bytes of flash. */
@@ -28,7 +28,7 @@ static int16_t rx_seq[N_LINKS];
 void proto_reset_rx(int l) { rx_seq[l] = -1; }
 
 static int read_byte(int l, uint64_t deadline) {
-    return uart_getc(l, deadline);
+    return link_read_byte(l, deadline);
 }
 
 /* Read n bytes, each within BYTE_TIMEOUT_TICKS of the previous one: a frame whose length field
@@ -78,10 +78,10 @@ void proto_write(int l, uint8_t type, uint8_t seq, const uint8_t *head, uint16_t
     crc = crc32_update(crc, body, nbody) ^ 0xFFFFFFFFu;
     uint8_t tail[4] = {(uint8_t)crc, (uint8_t)(crc >> 8), (uint8_t)(crc >> 16),
                        (uint8_t)(crc >> 24)};
-    uart_write(l, hdr, 6);
-    uart_write(l, head, nhead);
-    uart_write(l, body, nbody);
-    uart_write(l, tail, 4);
+    link_write(l, hdr, 6);
+    link_write(l, head, nhead);
+    link_write(l, body, nbody);
+    link_write(l, tail, 4);
 }
 
 void proto_send_pong(int l) {

@@ -1,5 +1,5 @@
-/* UART driver: F1/F2/F4 SR/DR layout or F0/F3/F7/G0/H7/L4 ISR/RDR/TDR layout (config.h).
- * Reception is interrupt driven into one ring buffer per link; the CPU sleeps with wfi while
+/* UART driver: F1/F2/F4 SR/DR layout or F0/F3/F7/G0/H7/L4 ISR/RDR/TDR layout (config.h); the
+ * link.h transport of the firmware. Reception is interrupt driven into one ring buffer per link; the CPU sleeps with wfi while
  * it waits, so an idle emulated board costs ~0 % host CPU. */
 #include "uart.h"
 #include "config.h"
@@ -35,7 +35,7 @@ static volatile uint8_t ring[N_LINKS][RING];
 static volatile uint32_t head[N_LINKS];
 static volatile uint32_t tail[N_LINKS];
 
-void uart_init(void) {
+void link_init(void) {
     for (int l = 0; l < N_LINKS; l++) {
         uint32_t b = link_base[l];
         REG(b, R_CR1) = 0;
@@ -66,7 +66,7 @@ void uart_irq(int l) {
 static inline void irq_off(void) { __asm volatile("cpsid i" ::: "memory"); }
 static inline void irq_on(void) { __asm volatile("cpsie i" ::: "memory"); }
 
-int uart_getc(int l, uint64_t deadline) {
+int link_read_byte(int l, uint64_t deadline) {
     for (;;) {
         irq_off();
         if (head[l] != tail[l]) {
@@ -84,7 +84,7 @@ int uart_getc(int l, uint64_t deadline) {
     }
 }
 
-int uart_wait_any(void) {
+int link_wait_any(void) {
     for (;;) {
         irq_off();
         for (int l = 0; l < N_LINKS; l++) {
@@ -98,7 +98,7 @@ int uart_wait_any(void) {
     }
 }
 
-void uart_write(int l, const uint8_t *data, uint32_t n) {
+void link_write(int l, const uint8_t *data, uint32_t n) {
     uint32_t b = link_base[l];
     for (uint32_t i = 0; i < n; i++) {
         while (!(REG(b, R_SR) & SR_TXE)) {

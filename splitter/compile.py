@@ -5,10 +5,9 @@ parses arguments and renders. The output directory (:mod:`splitter.outputs`) is 
 atomically, so a failure anywhere (bad cut, failed validation, disk full) leaves a previous
 ``OUT`` untouched:
 
-* ``plan.json``: the plan as ``plan --json`` prints it, plus per sub-model its file and the name,
-  shape, dtype and byte size of every tensor crossing its boundaries, and per device its links
-  (which device it receives from / sends to, in order; ``"host"`` feeds the first sub-model and
-  reads the last);
+* ``plan.json``: the plan manifest (:class:`splitter.manifest.PlanManifest`), the same object
+  ``plan --json`` prints: per sub-model its device, layers, file, FLASH, RAM, MACs and boundary
+  tensors, per device budgets and totals, and per device its links;
 * ``submodels/NN_<device>.onnx|.tflite``;
 * ``validation.json`` (``{"skipped": true}`` with ``--no-validate``);
 * ``report.md``: layer table, plan table, estimates, validation;
@@ -25,10 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from splitter.errors import InputFileError, SolverError, UnsupportedOpError
-from splitter.ir import Boards, Chain, Plan, SubModel, TensorSpec
+from splitter.errors import InputFileError, SolverError, UnsupportedOpError, ValidationError
+from splitter.importers import LoadedModel
+from splitter.ir import Boards, Chain, Plan, SubModel
+from splitter.manifest import MANIFEST_FILE, PlanManifest
 from splitter.outputs import OutputDir, check_target
-from splitter.slicing.boundaries import Cut, SlicedModel, cuts_from_plan
+from splitter.slicing.boundaries import Cut, SlicedModel, cuts_from_manifest
 from splitter.slicing.validate import (
     DEFAULT_SAMPLES,
     DEFAULT_SEED,
@@ -38,9 +39,6 @@ from splitter.slicing.validate import (
     require_pass,
     validate_models,
 )
-
-#: Peer name of the host that sends the graph input and reads the graph output.
-HOST = "host"
 
 #: Step callback: called with a short description when a (possibly slow) step starts.
 StepCallback = Callable[[str], None]
@@ -75,7 +73,7 @@ class CompileResult:
     plan: Plan
     submodels: tuple[SlicedModel, ...]
     validation: ValidationReport | None
-    plan_dict: dict[str, Any]
+    manifest: PlanManifest
     timings: dict[str, float] = field(default_factory=dict)
     firmware: str = ""  # "generated in firmware/", or why not
 
@@ -127,26 +125,22 @@ def compile_model(
     clock = _Clock(timings, step)
 
     with clock("import", f"importing {Path(model).name}"):
-        chain, boards = _load(model, target, opts)
+        loaded, chain, boards = _load(model, target, opts)
         check_input_files(chain, opts.input_files)
     with clock("plan", "solving the partition"):
         plan = make_plan(chain, boards, opts)
-    cuts = cuts_from_plan(plan, chain, boards)
+    manifest = make_manifest(plan, chain, boards, model, target, opts)
+    cuts = cuts_from_manifest(manifest)
     with clock("slice", f"slicing into {len(cuts)} sub-models"):
-        sliced = slice_model(model, chain, cuts)
+        sliced = slice_model(loaded, cuts)
     report = None
     if opts.validate:
         with clock("validate", f"validating on {opts.samples}+ inputs"):
-            report = validate_submodels(model, sliced, opts, chain)
-    plan_dict = build_plan_dict(plan, chain, boards, sliced)
-    plan_dict["model_path"] = str(Path(model).resolve())
-    plan_dict["boards_path"] = str(Path(target).resolve())
+            report = validate_submodels(loaded, sliced, opts)
     with clock("write", f"writing {out_dir}"):
-        final, firmware = _write(
-            out_dir, opts, chain, boards, plan, plan_dict, sliced, report, clock
-        )
+        final, firmware = _write(out_dir, opts, chain, boards, manifest, sliced, report, clock)
     return CompileResult(
-        final, chain, boards, plan, tuple(sliced), report, plan_dict, timings, firmware
+        final, chain, boards, plan, tuple(sliced), report, manifest, timings, firmware
     )
 
 
@@ -169,20 +163,22 @@ class _Clock:
 # --- steps --------------------------------------------------------------------------------
 
 
-def _load(model: str | Path, target: str | Path, opts: CompileOptions) -> tuple[Chain, Boards]:
-    """Import the model as a chain and parse the board file."""
+def _load(
+    model: str | Path, target: str | Path, opts: CompileOptions
+) -> tuple[LoadedModel, Chain, Boards]:
+    """Read the model once (:func:`load_model`), cost it as a chain, parse the board file."""
+    from splitter.graph.chain import build_chain
     from splitter.hardware.boards import load_boards
-    from splitter.importers import MODEL_SUFFIXES, load_chain
+    from splitter.importers import MODEL_SUFFIXES, load_model
 
     if Path(model).suffix.lower() not in MODEL_SUFFIXES:
         raise InputFileError(
             f"{model}: compile needs an .onnx or .tflite model (a layer profile has no weights "
             "to slice); use 'splitter plan' for profiles"
         )
-    chain = load_chain(
-        model, input_shapes=opts.input_shapes, activation_bytes=opts.activation_bytes
-    )
-    return chain, load_boards(target)
+    loaded = load_model(model, input_shapes=opts.input_shapes)
+    chain = build_chain(loaded.graph, activation_bytes=opts.activation_bytes)
+    return loaded, chain, load_boards(target)
 
 
 def check_input_files(chain: Chain, input_files: Sequence[str | Path]) -> None:
@@ -225,156 +221,73 @@ def plan_from_assignment(
     )
 
 
-def slice_model(model: str | Path, chain: Chain, cuts: Sequence[Cut]) -> list[SlicedModel]:
-    """Sub-model files' contents for ``cuts`` (format from the model's suffix)."""
-    if Path(model).suffix.lower() == ".onnx":
+def make_manifest(
+    plan: Plan,
+    chain: Chain,
+    boards: Boards,
+    model: str | Path,
+    target: str | Path,
+    opts: CompileOptions,
+) -> PlanManifest:
+    """The plan manifest, exactly as ``splitter plan --json`` prints it for the same inputs."""
+    from splitter.partition.report import build_manifest
+
+    return build_manifest(
+        plan,
+        chain,
+        boards,
+        model_path=model,
+        boards_path=target,
+        input_shapes=opts.input_shapes,
+        activation_bytes=opts.activation_bytes,
+    )
+
+
+def slice_model(model: LoadedModel, cuts: Sequence[Cut]) -> list[SlicedModel]:
+    """Sub-model files' contents for ``cuts``; each file exposes the cut's boundary tensors."""
+    if model.format == "onnx":
         from splitter.slicing.onnx_slice import slice_onnx
 
-        return slice_onnx(model, cuts)
-    from splitter.slicing.tflite_slice import slice_tflite
+        sliced = slice_onnx(model, cuts)
+    else:
+        from splitter.slicing.tflite_slice import slice_tflite
 
-    return slice_tflite(model, cuts)
+        sliced = slice_tflite(model, cuts)
+    for sub in sliced:
+        _check_io(sub)
+    return sliced
+
+
+def _check_io(sub: SlicedModel) -> None:
+    """The file's inputs/outputs are the manifest's boundary tensors (names and shapes)."""
+    cut = sub.cut
+    for want, got in ((cut.inputs, sub.inputs), (cut.outputs, sub.outputs)):
+        if [(t.name, t.shape) for t in want] != [(t.name, t.shape) for t in got]:
+            raise ValidationError(
+                f"sub-model {sub.file_name}: file exposes "
+                f"{[(t.name, t.shape) for t in got]} but the plan says "
+                f"{[(t.name, t.shape) for t in want]}; the cut is wrong, report it"
+            )
 
 
 def validate_submodels(
-    model: str | Path, sliced: Sequence[SlicedModel], opts: CompileOptions, chain: Chain
+    model: LoadedModel, sliced: Sequence[SlicedModel], opts: CompileOptions
 ) -> ValidationReport:
     """Run the original and the chain; raise :class:`ValidationError` unless it passes.
 
     Float inputs are standard normal unless the model's metadata gives ``input_range``.
     """
-    metadata = chain.graph.metadata if chain.graph is not None else {}
-    float_range = float_range_from_metadata(metadata, str(model))
+    float_range = float_range_from_metadata(model.graph.metadata, str(model.path))
     report = validate_models(
         model,
         [(s.file_name, s.data) for s in sliced],
-        suffix=Path(model).suffix.lower(),
         count=opts.samples,
         seed=opts.seed,
         input_files=opts.input_files,
         float_range=float_range,
     )
-    require_pass(report, model)
+    require_pass(report, model.path)
     return report
-
-
-# --- plan.json ----------------------------------------------------------------------------
-
-
-def build_plan_dict(
-    plan: Plan, chain: Chain, boards: Boards, sliced: Sequence[SlicedModel]
-) -> dict[str, Any]:
-    """``plan --json`` output plus per sub-model files/boundary tensors and per device links."""
-    data = _base_plan_dict(plan, chain, boards)
-    entries = data.get("submodels")
-    if not isinstance(entries, list) or len(entries) != len(sliced):
-        entries = [{} for _ in sliced]
-    for entry, sub in zip(entries, sliced, strict=True):
-        entry.update(_submodel_entry(sub))
-    data["submodels"] = entries
-    data["links"] = device_links(sliced, [d.name for d in boards.devices])
-    return data
-
-
-def _base_plan_dict(plan: Plan, chain: Chain, boards: Boards) -> dict[str, Any]:
-    """What ``plan --json`` prints (the partition engine's ``plan_to_dict`` when available)."""
-    from splitter import partition
-
-    plan_to_dict = getattr(partition, "plan_to_dict", None)
-    if plan_to_dict is None:
-        return _fallback_plan_dict(plan, chain, boards)
-    result: dict[str, Any] = plan_to_dict(plan, chain, boards)
-    return result
-
-
-def _fallback_plan_dict(plan: Plan, chain: Chain, boards: Boards) -> dict[str, Any]:
-    """The plan's own fields, used only while ``plan_to_dict`` is unavailable."""
-    return {
-        "model": chain.name,
-        "objective": plan.objective,
-        "solver": plan.solver,
-        "optimal": plan.optimal,
-        "nodes": plan.nodes,
-        "solve_time_s": plan.solve_time_s,
-        "latency_s": plan.latency_s,
-        "throughput_per_s": plan.throughput_per_s,
-        "throughput_ref9_per_s": plan.throughput_ref9_per_s,
-        "assignment": [boards.devices[i].name for i in plan.assignment],
-        "submodels": [
-            {
-                "index": s.index,
-                "device": boards.devices[s.device_index].name,
-                "first_layer": s.first,
-                "last_layer": s.last,
-            }
-            for s in plan.submodels
-        ],
-    }
-
-
-def _submodel_entry(sub: SlicedModel) -> dict[str, Any]:
-    return {
-        "file": f"submodels/{sub.file_name}",
-        "file_bytes": len(sub.data),
-        "inputs": [tensor_dict(t) for t in sub.inputs],
-        "outputs": [tensor_dict(t) for t in sub.outputs],
-    }
-
-
-def tensor_dict(spec: TensorSpec) -> dict[str, Any]:
-    """Name, shape, dtype, bytes (``prod(shape) * itemsize``) and quantisation of a tensor."""
-    entry: dict[str, Any] = {
-        "name": spec.name,
-        "shape": list(spec.shape),
-        "dtype": spec.dtype,
-        "bytes": spec.nbytes if _known_dtype(spec.dtype) else None,
-    }
-    if spec.quant is not None:
-        entry["quant"] = {
-            "scale": list(spec.quant.scale),
-            "zero_point": list(spec.quant.zero_point),
-            "axis": spec.quant.axis,
-        }
-    return entry
-
-
-def device_links(sliced: Sequence[SlicedModel], device_names: Sequence[str]) -> dict[str, Any]:
-    """Per device, in execution order, what it receives and sends and from/to whom.
-
-    Sub-model ``k`` receives its inputs from the device of sub-model ``k - 1`` (the host for
-    ``k = 0``) and sends its outputs to the device of ``k + 1`` (the host for the last).
-    """
-    links: dict[str, list[dict[str, Any]]] = {name: [] for name in device_names}
-    for k, sub in enumerate(sliced):
-        prev = sliced[k - 1].cut.device if k > 0 else HOST
-        nxt = sliced[k + 1].cut.device if k + 1 < len(sliced) else HOST
-        events = links[sub.cut.device]
-        for t in sub.inputs:
-            events.append(_event("receive", prev, k, t))
-        for t in sub.outputs:
-            events.append(_event("send", nxt, k, t))
-    return {
-        name: {
-            "receives_from": [e["peer"] for e in events if e["direction"] == "receive"],
-            "sends_to": [e["peer"] for e in events if e["direction"] == "send"],
-            "events": events,
-        }
-        for name, events in links.items()
-    }
-
-
-def _event(direction: str, peer: str, submodel: int, spec: TensorSpec) -> dict[str, Any]:
-    return {
-        "direction": direction,
-        "peer": peer,
-        "submodel": submodel,
-        "tensor": spec.name,
-        "bytes": spec.nbytes if _known_dtype(spec.dtype) else None,
-    }
-
-
-def _known_dtype(dtype: str) -> bool:
-    return not dtype.startswith("tflite_type_")
 
 
 # --- writing ------------------------------------------------------------------------------
@@ -385,8 +298,7 @@ def _write(
     opts: CompileOptions,
     chain: Chain,
     boards: Boards,
-    plan: Plan,
-    plan_dict: dict[str, Any],
+    manifest: PlanManifest,
     sliced: Sequence[SlicedModel],
     report: ValidationReport | None,
     clock: _Clock,
@@ -398,20 +310,18 @@ def _write(
     with OutputDir(out_dir, force=opts.force) as out:
         for sub in sliced:
             out.write_bytes(f"submodels/{sub.file_name}", sub.data)
-        out.write_json("plan.json", plan_dict)
+        out.write_text(MANIFEST_FILE, manifest.to_json() + "\n")
         out.write_json("validation.json", report.to_dict() if report else {"skipped": True})
         firmware = "skipped (--no-firmware)"
         if opts.firmware:
             with clock("firmware", "generating the firmware projects"):
-                firmware = generate_firmware_hook(out.root, chain, boards, plan, plan_dict)
-        text = render_report(chain, plan, plan_dict, sliced, report, firmware)
+                firmware = generate_firmware_hook(out.root, chain, boards, manifest)
+        text = render_report(chain, manifest, sliced, report, firmware)
         out.write_text("report.md", text)
     return out.target, firmware
 
 
-def generate_firmware_hook(
-    root: Path, chain: Chain, boards: Boards, plan: Plan, plan_dict: Mapping[str, Any]
-) -> str:
+def generate_firmware_hook(root: Path, chain: Chain, boards: Boards, manifest: PlanManifest) -> str:
     """The one firmware hook: ``codegen.firmware.generate_firmware`` writes ``root/firmware``.
 
     The sub-models stand on their own for other deployment tools, so a model the C generator
@@ -421,7 +331,7 @@ def generate_firmware_hook(
     from codegen.firmware import generate_firmware
 
     try:
-        generate_firmware(root, chain, boards, plan, plan_dict)
+        generate_firmware(root, chain, boards, manifest)
     except UnsupportedOpError as exc:
         return f"not generated: {' '.join(str(exc).split())}"
     return "generated in firmware/"
@@ -429,8 +339,7 @@ def generate_firmware_hook(
 
 def render_report(
     chain: Chain,
-    plan: Plan,
-    plan_dict: Mapping[str, Any],
+    manifest: PlanManifest,
     sliced: Sequence[SlicedModel],
     report: ValidationReport | None,
     firmware: str = "",
@@ -461,21 +370,25 @@ def render_report(
             f"| {sub.cut.index} | {sub.cut.device} | {sub.cut.first}..{sub.cut.last} "
             f"| `submodels/{sub.file_name}` | {len(sub.data)} | {ins} | {outs} |"
         )
-    lines += ["", "## Estimates", "", *_estimate_lines(plan)]
+    lines += ["", "## Estimates", "", *_estimate_lines(manifest)]
     lines += ["", "## Validation", "", *_validation_lines(report)]
     lines += ["", "## Firmware", "", firmware or "not requested"]
     return "\n".join(lines) + "\n"
 
 
-def _estimate_lines(plan: Plan) -> list[str]:
-    gap = "" if plan.gap is None else f" (gap {plan.gap:.2%})"
+def _estimate_lines(m: PlanManifest) -> list[str]:
+    gap = "" if m.gap is None else f" (gap {m.gap:.2%})"
     return [
-        f"- objective: {plan.objective}, solver {plan.solver}, "
-        f"{'proved optimal' if plan.optimal else 'not proved optimal'}{gap}, {plan.nodes} nodes",
-        f"- latency (SPEC.md eq. 13): {plan.latency_s * 1e3:.3f} ms",
-        f"- throughput (eq. 17): {plan.throughput_per_s:.3f} inferences/s; "
-        f"reference [9]: {plan.throughput_ref9_per_s:.3f} inferences/s",
+        f"- objective: {m.objective}, solver {m.solver}, "
+        f"{'proved optimal' if m.optimal else 'not proved optimal'}{gap}, {m.nodes} nodes",
+        f"- latency (SPEC.md eq. 13): {m.latency_s * 1e3:.3f} ms",
+        f"- throughput (eq. 17): {_rate(m.throughput_per_s)} inferences/s; "
+        f"reference [9]: {_rate(m.throughput_ref9_per_s)} inferences/s",
     ]
+
+
+def _rate(x: float | None) -> str:
+    return "inf" if x is None else f"{x:.3f}"
 
 
 def _validation_lines(report: ValidationReport | None) -> list[str]:

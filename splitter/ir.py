@@ -190,8 +190,9 @@ class Part:
     """An MCU part: catalog entry or inline ``part = {...}`` in boards.toml.
 
     ``flash_kib``/``ram_kib``/``clock_mhz``/``cpm`` are the thesis's Table 2 figures for thesis
-    parts. ``ram_regions`` is ``((name, origin, size_bytes), ...)`` with the region the arena goes
-    in first; ``usart_layout`` is ``"sr_dr"`` (F1/F2/F4) or ``"isr_rdr_tdr"`` (F0/F3/F7/G0/H7/L4).
+    parts. ``family`` names the part's STM32 family (``"F4"``, ``"H7"``...; the core, USART
+    layout, IRQs and pins come from ``splitter.hardware.families``). ``ram_regions`` is
+    ``((name, origin, size_bytes), ...)`` with the region the arena goes in first.
     """
 
     name: str
@@ -199,11 +200,10 @@ class Part:
     ram_kib: float
     clock_mhz: float
     cpm: float
-    core: str = "cortex-m4"  # "cortex-m0plus" | "cortex-m4" | "cortex-m7"
+    family: str
     fpu: str = ""  # "" (none) | "fpv4-sp-d16" | "fpv5-d16" | "fpv5-sp-d16"
     flash_origin: int = 0x0800_0000
     ram_regions: tuple[tuple[str, int, int], ...] = ()
-    usart_layout: str = "sr_dr"
     usarts: tuple[tuple[str, int], ...] = ()  # ((name, base address), ...) in preference order
     source: str = ""  # datasheet / reference manual the numbers come from
 

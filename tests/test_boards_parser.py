@@ -39,14 +39,12 @@ def test_catalog_extra_parts_and_layouts() -> None:
     assert (f405.flash_kib, f405.ram_kib, f405.clock_mhz, f405.cpm) == (1024, 192, 168, 9)
     assert f405.ram_regions[0] == ("SRAM12", 0x2000_0000, 128 * 1024)
     assert ("CCM", 0x1000_0000, 64 * 1024) in f405.ram_regions
-    assert f405.usarts[0] == ("USART1", 0x4001_1000) and f405.usart_layout == "sr_dr"
-    assert get_part("STM32F767ZI").core == "cortex-m7"
-    assert get_part("STM32G071RB").core == "cortex-m0plus" and get_part("STM32G071RB").fpu == ""
+    assert f405.usarts[0] == ("USART1", 0x4001_1000) and f405.family == "F4"
+    assert get_part("STM32F767ZI").family == "F7"
+    assert get_part("STM32G071RB").family == "G0" and get_part("STM32G071RB").fpu == ""
     for part in parts():
         assert part.source and part.ram_regions and part.usarts
-        family = part.name[5:7]
-        expected = "sr_dr" if family in ("F2", "F4") else "isr_rdr_tdr"
-        assert part.usart_layout == expected, part.name
+        assert part.family == ("L4" if part.name.startswith("STM32L4") else part.name[5:7])
 
 
 def test_catalog_unknown_part_suggests_close_matches() -> None:
@@ -57,7 +55,7 @@ def test_catalog_unknown_part_suggests_close_matches() -> None:
 
 INLINE_PART = (  # a TOML inline table must stay on one line
     'part = { name = "my-board", flash_kib = 8192, ram_kib = 4096, clock_mhz = 400, cpm = 6, '
-    'core = "cortex-m7" }'
+    'family = "H7" }'
 )
 
 

@@ -24,6 +24,7 @@ from test_codegen_support import HOST_CFLAGS, TEST_MAIN
 
 from codegen.model_c import GeneratedC, generate_device_c, kernel_sources, missing_ops
 from codegen.ops.quant import quantize_multiplier
+from splitter.importers import load_model
 from splitter.ir import Chain, TensorSpec
 from splitter.slicing.boundaries import cuts_from_ranges
 from splitter.slicing.tflite_slice import slice_tflite
@@ -109,7 +110,7 @@ def check_tflite_model(chain: Chain, path: Path, ranges: list[tuple[int, int]], 
         rows.update({sm: (dev, k) for k, (sm, _, _) in enumerate(rs)})
     owner = [int(rows[k][0] == "dev1") for k in range(len(ranges))]
     cuts = cuts_from_ranges(chain, [(owner[k], *r) for k, r in enumerate(ranges)], list(devices))
-    subs = slice_tflite(path, cuts)
+    subs = slice_tflite(load_model(path), cuts)
     x = model_input(chain.layers[0].output, seed=11)
     for sm, sub in enumerate(subs):
         runner = TfliteRunner(sub.data)
@@ -147,7 +148,9 @@ def test_codegen_tflite_every_layer_alone(name: str, tmp_path: Path) -> None:
     ranges = [(0, 1)] + [(j, j) for j in range(2, len(chain))]
     gen = generate_device_c(chain, [(k, a, b) for k, (a, b) in enumerate(ranges)], "solo")
     exe = build(gen, tmp_path / "solo")
-    subs = slice_tflite(path, cuts_from_ranges(chain, [(0, a, b) for a, b in ranges], ["solo"]))
+    subs = slice_tflite(
+        load_model(path), cuts_from_ranges(chain, [(0, a, b) for a, b in ranges], ["solo"])
+    )
     x = model_input(chain.layers[0].output, seed=5)
     for k, sub in enumerate(subs):
         runner = TfliteRunner(sub.data)

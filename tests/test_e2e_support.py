@@ -24,6 +24,7 @@ from splitter.compile import CompileOptions, compile_model
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
 from splitter.link.build import run_make
+from splitter.manifest import read_manifest
 from splitter.partition.problem import evaluate, make_problem
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,13 +124,13 @@ def planner_errors(out: Path, calibrated: Path, model: str) -> dict[str, float]:
     The planner's own code computes it: ``make_problem`` + ``evaluate`` on the original model's
     chain with the plan's per-layer assignment.
     """
-    plan = json.loads((out / "plan.json").read_text())
+    plan = read_manifest(out)
     bench = json.loads((out / "bench.json").read_text())
     boards = load_boards(calibrated)
     index = {d.name: i for i, d in enumerate(boards.devices)}
     chain = load_chain(MODELS / model)
     problem = make_problem(chain.costs, boards, [layer.name for layer in chain.layers])
-    ev = evaluate(problem, [index[name] for name in plan["assignment"]])
+    ev = evaluate(problem, [index[plan.devices[i].name] for i in plan.assignment])
     errors = {}
     for d in bench["devices"]:
         measured = sum(float(np.median(s["cycles"])) for s in d["submodels"]) / d["clock_hz"]

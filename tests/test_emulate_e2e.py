@@ -24,7 +24,8 @@ from splitter.link import build as B
 from splitter.link import emulator as E
 from splitter.link.host import HostLink, infer
 from splitter.link.protocol import plan_hash
-from splitter.link.run import check_pong, load_plan
+from splitter.link.run import check_pong
+from splitter.manifest import read_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "models" / "tiny_cnn.onnx"
@@ -65,7 +66,7 @@ def compile_out(tmp: Path, pattern: str) -> Path:
     opts = CompileOptions(assignment=assignment, validate=False, force=True)
     res = compile_model(MODEL, boards, tmp / "out", opts)
     if not (res.out_dir / "firmware" / "wiring.json").exists():  # compile's hook not wired yet
-        generate_firmware(res.out_dir, res.chain, res.boards, res.plan, res.plan_dict)
+        generate_firmware(res.out_dir, res.chain, res.boards, res.manifest)
     return res.out_dir
 
 
@@ -135,7 +136,7 @@ def run_once(out: Path, x: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int,
         links = [HostLink(u, n) for n, u in emu.endpoints.items()]
         try:
             for ln in links:
-                check_pong(ln, plan_hash(load_plan(out)), 10)
+                check_pong(ln, plan_hash(read_manifest(out).to_dict()), 10)
             res = infer(links, wiring["first_device"], wiring["last_device"], x, 40, timeout=30)
         finally:
             for ln in links:
@@ -401,7 +402,7 @@ def test_middle_board_with_another_plan_is_named(aba: Path, x_file: Path, tmp_pa
     config.write_text(text.replace(f"#define PLAN_TAG {tag}u", f"#define PLAN_TAG {tag ^ 1}u"))
     B.run_make(other / "firmware" / "b", emulator=True)
     with E.Emulation(other) as emu, HostLink(emu.endpoints["a"], "a") as link:
-        check_pong(link, plan_hash(load_plan(other)), 10)
+        check_pong(link, plan_hash(read_manifest(other).to_dict()), 10)
         with pytest.raises(LinkError, match=r"b: firmware is for plan .* rebuild and flash"):
             infer([link], "a", "a", np.load(x_file), 40, timeout=30)
 

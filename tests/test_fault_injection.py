@@ -19,7 +19,7 @@ from splitter.bench.faults import ByteCorrupter, DropRule, FaultSpec, LinkProxy
 from splitter.bench.runner import BenchConfig, RunSample, one_run, open_session
 from splitter.errors import LinkError
 from splitter.link import protocol as P
-from splitter.link.run import load_plan
+from splitter.manifest import read_manifest
 
 pytestmark = [pytest.mark.slow, pytest.mark.qemu, pytest.mark.toolchain]
 
@@ -52,7 +52,7 @@ def run_with_faults(
     cfg = BenchConfig(runs=1, emulate=True, faults={("a", "b"): spec}, timeout=TIMEOUT_S)
     result: Any
     with ExitStack() as stack:
-        s = open_session(stack, out, cfg, load_plan(out))
+        s = open_session(stack, out, cfg, read_manifest(out))
         pids, proxy = s.pids, s.proxies[0]
         t0 = time.monotonic()
         try:

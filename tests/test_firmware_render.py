@@ -13,6 +13,7 @@ import pytest
 from codegen import firmware as F
 from splitter.errors import BoardFileError, InfeasibleError, ValidationError
 from splitter.hardware.catalog import get_part
+from splitter.hardware.families import family_for
 from splitter.link.build import check, measure, run_make, section_sizes
 
 GOLDEN = Path(__file__).resolve().parent / "test_firmware_golden"
@@ -179,18 +180,16 @@ def test_cross_build_sizes_equal_estimates(tmp_path: Path, part: str) -> None:
 
 def test_board_init_routes_usart_pins() -> None:
     """F405 USART1 on PA9/PA10 AF7 (RM0090 8.4.10, DS8626 table 9); G071 USART2 PA2/PA3 AF1."""
-    f4 = {
-        (w.addr, w.clear, w.set) for w in F.board_init_writes(get_part("STM32F405RG"), ["USART1"])
-    }
+    f4 = {(w.addr, w.clear, w.set) for w in family_for("F4").board_init_writes(["USART1"])}
     assert ("0x40023844", "0x00000000", "0x00000010") in f4  # RCC_APB2ENR.USART1EN
     assert ("0x40023830", "0x00000000", "0x00000001") in f4  # RCC_AHB1ENR.GPIOAEN
     assert ("0x40020000", "0x000C0000", "0x00080000") in f4  # GPIOA_MODER9 = AF
     assert ("0x40020024", "0x000000F0", "0x00000070") in f4  # GPIOA_AFRH9 = 7
     assert ("0x40020024", "0x00000F00", "0x00000700") in f4  # GPIOA_AFRH10 = 7
-    g0 = {(w.addr, w.set) for w in F.board_init_writes(get_part("STM32G071RB"), ["USART2"])}
+    g0 = {(w.addr, w.set) for w in family_for("G0").board_init_writes(["USART2"])}
     assert ("0x4002103C", "0x00020000") in g0  # RCC_APBENR1.USART2EN
     assert ("0x50000020", "0x00000100") in g0  # GPIOA_AFRL2 = 1
-    assert F.pins_of(get_part("STM32H743ZI"), "USART3") == "PD8/PD9"
+    assert family_for(get_part("STM32H743ZI").family).pins["USART3"] == "PD8/PD9"
 
 
 @pytest.mark.toolchain

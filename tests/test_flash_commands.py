@@ -7,8 +7,8 @@ import pytest
 from splitter.deploy.flash import FlashTarget, check_probes, choose_tool, command_line, flash_all
 from splitter.errors import ToolchainError
 
-F4 = FlashTarget("a", "STM32F446RE", "066DFF3", Path("fw/a/a.elf"), Path("fw/a/a.bin"))
-H7 = FlashTarget("b", "STM32H743ZI", "0670FF5", Path("fw/b/b.elf"), Path("fw/b/b.bin"))
+F4 = FlashTarget("a", "STM32F446RE", "066DFF3", Path("fw/a/a.elf"), Path("fw/a/a.bin"), family="F4")
+H7 = FlashTarget("b", "STM32H743ZI", "0670FF5", Path("fw/b/b.elf"), Path("fw/b/b.bin"), family="H7")
 
 
 def test_st_flash_line() -> None:
@@ -67,7 +67,7 @@ def test_first_installed_tool_is_chosen() -> None:
 
 
 def test_missing_probe_with_several_devices() -> None:
-    no_probe = FlashTarget("c", "STM32L4R5ZI", None, Path("c.elf"), Path("c.bin"))
+    no_probe = FlashTarget("c", "STM32L4R5ZI", None, Path("c.elf"), Path("c.bin"), family="L4")
     with pytest.raises(ToolchainError, match=r"boards.toml: device\(s\) c have no probe"):
         check_probes([F4, no_probe], "boards.toml")
     check_probes([no_probe], "boards.toml")  # a single board needs no serial
@@ -79,7 +79,7 @@ def test_flash_all_runs_in_order_and_stops_on_failure(tmp_path: Path) -> None:
         elf, binary = tmp_path / f"{t.device}.elf", tmp_path / f"{t.device}.bin"
         elf.write_bytes(b"\x7fELF")
         binary.write_bytes(b"\0")
-        targets.append(FlashTarget(t.device, t.mcu, t.probe, elf, binary))
+        targets.append(FlashTarget(t.device, t.mcu, t.probe, elf, binary, family=t.family))
     ran: list[list[str]] = []
     flash_all(targets, "st-flash", run=lambda cmd: ran.append(cmd) or 0)
     assert [cmd[2] for cmd in ran] == ["066DFF3", "0670FF5"]

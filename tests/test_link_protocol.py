@@ -30,25 +30,25 @@ extern const uint8_t plan_hash[8];
 extern const char device_name[DEVICE_NAME_LEN + 1];
 """
 
-# Host stand-ins for the UART and the clock: bytes come from stdin, go to stdout; every read
-# advances the clock by one tick, so an exhausted input is a timeout.
+# Host stand-ins for the link (link.h) and the clock: bytes come from stdin, go to stdout;
+# every read advances the clock by one tick, so an exhausted input is a timeout.
 HARNESS_MAIN = r"""
 #include <stdio.h>
 #include "proto.h"
-#include "uart.h"
+#include "link.h"
 #include "timer.h"
 const uint8_t plan_hash[8] = {1, 2, 3, 4, 5, 6, 7, 8};
 const char device_name[DEVICE_NAME_LEN + 1] = "board";
 static uint64_t now;
 uint64_t timer_now(void) { return now; }
-int uart_getc(int l, uint64_t deadline) {
+int link_read_byte(int l, uint64_t deadline) {
     (void)l;
     int c = getchar();
     now++;
     if (c == EOF) { now = deadline; return -1; }
     return c;
 }
-void uart_write(int l, const uint8_t *data, uint32_t n) { (void)l; fwrite(data, 1, n, stdout); }
+void link_write(int l, const uint8_t *data, uint32_t n) { (void)l; fwrite(data, 1, n, stdout); }
 int main(void) {
     static frame_t f;
     for (;;) {

@@ -34,7 +34,7 @@ def instances(draw: st.DrawFn) -> tuple[list[LayerCost], Boards]:
     for i in range(d):
         flash = draw(st.integers(20, 260)) * 256
         ram = draw(st.integers(12, 48)) * 256
-        part = Part(f"P{i}", flash / 1024, ram / 1024, 80.0, 9.0)
+        part = Part(f"P{i}", flash / 1024, ram / 1024, 80.0, 9.0, "F4")
         devices.append(
             Device(
                 name=f"d{i}",
@@ -94,7 +94,7 @@ def test_exact_solvers_agree_with_full_search(inst, heuristic, data) -> None:
 
 def test_fs_ties_prefer_fewer_submodels_then_lexicographic() -> None:
     """Two identical devices: the tie rule picks one sub-model on device 0."""
-    part = Part("P", 64, 64, 80.0, 9.0)
+    part = Part("P", 64, 64, 80.0, 9.0, "F4")
     dev = [Device(f"d{i}", part, 65536, 65536, 80e6, 9.0) for i in range(2)]
     boards = Boards(tuple(dev), LinkSpec())
     problem = make_problem([LayerCost(flash=10, ram=10, macs=1000, out_bytes=4)] * 4, boards)
@@ -107,7 +107,7 @@ def test_fs_ties_prefer_fewer_submodels_then_lexicographic() -> None:
 @pytest.mark.parametrize("var_order", VAR_ORDERS)
 def test_bnb_heuristics_return_tie_ranked_plan_on_prefix_ties(var_order: str) -> None:
     """Every variable order finds the optimum value on a case with a forced split."""
-    part = Part("P", 64, 64, 80.0, 9.0)
+    part = Part("P", 64, 64, 80.0, 9.0, "F4")
     dev = [Device(f"d{i}", part, 3000, 65536, 80e6 * (i + 1), 9.0) for i in range(2)]
     problem = make_problem(
         [LayerCost(flash=1000, ram=10, macs=5000 * (j + 1), out_bytes=8) for j in range(5)],

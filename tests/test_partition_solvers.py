@@ -13,7 +13,7 @@ from splitter.partition import SOLVERS, evaluate, make_plan, make_problem, solve
 from splitter.partition.base import SolverResult
 from splitter.partition.problem import better, layer_time
 
-PART = Part("P", 64, 64, 1.0, 1.0)
+PART = Part("P", 64, 64, 1.0, 1.0, "F4")
 
 
 def _boards(*flash: int, clock: tuple[float, ...] = (), bpb: int = 8, baud: int = 8) -> Boards:

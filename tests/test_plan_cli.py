@@ -73,7 +73,7 @@ def test_reference_case_through_cli(
         m for _, m, _, _ in case[f"{objective}_submodels"]
     ]
     assert data["optimal"] is True and data["objective"] == objective
-    for key in ("solver", "nodes", "solve_time_s", "throughput_ref9_per_s", "latency_s"):
+    for key in ("schema", "solver", "nodes", "throughput_ref9_per_s", "latency_s"):
         assert key in data
     assert data["nodes"] > 0
 

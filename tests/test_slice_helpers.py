@@ -126,7 +126,7 @@ def boards_toml(devices: list[tuple[str, float, float, float, float]], baud: int
             "[[device]]",
             f'name = "{name}"',
             f'part = {{ name = "{name.upper()}", flash_kib = {flash / 1024:.4f}, '
-            f"ram_kib = {ram / 1024:.4f}, clock_mhz = {clock}, cpm = {cpm} }}",
+            f'ram_kib = {ram / 1024:.4f}, clock_mhz = {clock}, cpm = {cpm}, family = "F4" }}',
             "",
         ]
     return "\n".join(lines)

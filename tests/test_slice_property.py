@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from splitter.compile import slice_model
-from splitter.importers import load_chain
+from splitter.importers import load_chain, load_model
 from splitter.partition.problem import runs
 from splitter.slicing.boundaries import cuts_from_ranges
 from splitter.slicing.validate import require_pass, validate_models
@@ -25,14 +25,13 @@ def test_any_assignment_slices_into_an_exact_chain(data: st.DataObject, name: st
     assignment = data.draw(st.lists(st.integers(0, 2), min_size=len(chain), max_size=len(chain)))
     ranges = runs(assignment)
     cuts = cuts_from_ranges(chain, ranges, ["a", "b", "c"])
-    subs = slice_model(MODELS / name, chain, cuts)
+    subs = slice_model(load_model(MODELS / name), cuts)
     assert [(s.cut.first, s.cut.last) for s in subs] == [(f, last) for _, f, last in ranges]
     for prev, nxt in itertools.pairwise(subs):
         assert [t.name for t in prev.outputs] == [t.name for t in nxt.inputs]
     report = validate_models(
-        MODELS / name,
+        load_model(MODELS / name),
         [(s.file_name, s.data) for s in subs],
-        suffix=MODELS.joinpath(name).suffix,
         count=2,
     )
     require_pass(report, name)

@@ -13,7 +13,7 @@ from test_slice_helpers import tflite_cut_points
 from tflite.Model import Model
 
 from splitter.errors import ValidationError
-from splitter.importers import load_chain
+from splitter.importers import load_chain, load_model
 from splitter.importers.tflite_reader import tensor_names as importer_tensor_names
 from splitter.ir import TensorSpec
 from splitter.slicing.boundaries import Cut, cuts_from_ranges
@@ -54,14 +54,14 @@ def test_cut_at_every_boundary_runs_in_litert_and_is_bit_exact(name: str) -> Non
     path = MODELS / name
     cuts = _cuts_at_every_point(path)
     assert len(cuts) >= 2
-    subs = slice_tflite(path, cuts)
+    subs = slice_tflite(load_model(path), cuts)
     for sub in subs:
         interpreter = Interpreter(model_content=sub.data)
         interpreter.allocate_tensors()
         runner = interpreter.get_signature_runner("serving_default")
         assert list(runner.get_input_details()) == [t.name for t in sub.inputs]
         assert list(runner.get_output_details()) == [t.name for t in sub.outputs]
-    report = validate_models(path, [(s.file_name, s.data) for s in subs], suffix=".tflite")
+    report = validate_models(load_model(path), [(s.file_name, s.data) for s in subs])
     require_pass(report, path)
     assert all(s.exact for s in report.outputs)
 
@@ -69,7 +69,7 @@ def test_cut_at_every_boundary_runs_in_litert_and_is_bit_exact(name: str) -> Non
 @pytest.mark.parametrize("name", TFLITE)
 def test_summed_submodel_size_stays_close_to_the_original(name: str) -> None:
     path = MODELS / name
-    subs = slice_tflite(path, _cuts_at_every_point(path))
+    subs = slice_tflite(load_model(path), _cuts_at_every_point(path))
     total = sum(len(s.data) for s in subs)
     assert total <= path.stat().st_size * (1 + SIZE_SLACK) + SIZE_PER_FILE * len(subs)
 
@@ -77,7 +77,7 @@ def test_summed_submodel_size_stays_close_to_the_original(name: str) -> None:
 def test_submodel_structure_codes_buffers_quant_and_metadata() -> None:
     path = MODELS / "tiny_cnn_int8.tflite"
     _, original = load_tflite_model(path)
-    subs = slice_tflite(path, _cuts_at_every_point(path))
+    subs = slice_tflite(load_model(path), _cuts_at_every_point(path))
     orig_codes = {
         (c.builtinCode, c.deprecatedBuiltinCode, c.version) for c in original.operatorCodes
     }
@@ -119,9 +119,9 @@ def test_int8_model_in_two_bit_exact_submodels_from_the_chain() -> None:
     chain = load_chain(path)
     half = len(chain) // 2
     cuts = cuts_from_ranges(chain, [(0, 0, half), (1, half + 1, len(chain) - 1)], ["a", "b"])
-    subs = slice_tflite(path, cuts)
+    subs = slice_tflite(load_model(path), cuts)
     assert subs[0].outputs[0].dtype == "int8"
-    report = validate_models(path, [(s.file_name, s.data) for s in subs], suffix=".tflite")
+    report = validate_models(load_model(path), [(s.file_name, s.data) for s in subs])
     require_pass(report, path)
     assert report.outputs[0].exact and report.outputs[0].dtype == "int8"
 
@@ -140,4 +140,4 @@ def test_cut_inside_a_branch_is_rejected() -> None:
             (TensorSpec(names[graph.outputs[0]], ()),)),
     ]  # fmt: skip
     with pytest.raises(ValidationError, match="does not separate the graph"):
-        slice_tflite(path, cuts)
+        slice_tflite(load_model(path), cuts)

@@ -14,7 +14,7 @@ from onnx import numpy_helper
 from test_slice_helpers import RESIDUAL_CUTS, cuts_between, residual_cnn
 
 from splitter.errors import InputFileError, ValidationError
-from splitter.importers import load_chain
+from splitter.importers import load_chain, load_model
 from splitter.ir import TensorSpec
 from splitter.slicing.boundaries import cuts_from_ranges
 from splitter.slicing.onnx_slice import slice_onnx
@@ -89,9 +89,9 @@ def test_user_input_files_are_added_to_the_samples(tmp_path: Path) -> None:
     onnx.save(residual_cnn(), str(path))
     extra = tmp_path / "in.npy"
     np.save(extra, np.ones((2, 3, 8, 8), np.float32))
-    subs = slice_onnx(path, cuts_between(RESIDUAL_CUTS, [0, 1, 0, 1, 0]))
+    subs = slice_onnx(load_model(path), cuts_between(RESIDUAL_CUTS, [0, 1, 0, 1, 0]))
     report = validate_models(
-        path, [(s.file_name, s.data) for s in subs], suffix=".onnx", input_files=[extra]
+        load_model(path), [(s.file_name, s.data) for s in subs], input_files=[extra]
     )
     assert len(report.samples) == 10 and report.samples[-1].startswith("file:")
     assert report.to_dict()["outputs"][0]["per_sample_max_abs"] == [0.0] * 10
@@ -111,12 +111,12 @@ def test_corrupted_onnx_submodel_fails_validation(tmp_path: Path) -> None:
     chain = load_chain(path)
     mid = len(chain) // 2
     cuts = cuts_from_ranges(chain, [(0, 0, mid), (1, mid + 1, len(chain) - 1)], ["a", "b"])
-    subs = [(s.file_name, s.data) for s in slice_onnx(path, cuts)]
-    intact = validate_models(path, subs, suffix=".onnx")
+    subs = [(s.file_name, s.data) for s in slice_onnx(load_model(path), cuts)]
+    intact = validate_models(load_model(path), subs)
     require_pass(intact, path)
     assert [(b.submodel, b.max_abs) for b in intact.boundaries] == [(0, 0.0)]
     subs[1] = (subs[1][0], _flip_first_weight_onnx(subs[1][1]))
-    report = validate_models(path, subs, suffix=".onnx")
+    report = validate_models(load_model(path), subs)
     assert not report.passed and report.boundaries[0].passed  # sub-model 0 is still right
     with pytest.raises(ValidationError, match="do not reproduce output") as info:
         require_pass(report, path)
@@ -127,8 +127,8 @@ def test_corrupted_int8_tflite_submodel_fails_validation() -> None:
     path = MODELS / "tiny_cnn_int8.tflite"
     chain = load_chain(path)
     cuts = cuts_from_ranges(chain, [(0, 0, 2), (1, 3, len(chain) - 1)], ["a", "b"])
-    subs = [(s.file_name, s.data) for s in slice_tflite(path, cuts)]
-    require_pass(validate_models(path, subs, suffix=".tflite"), path)
+    subs = [(s.file_name, s.data) for s in slice_tflite(load_model(path), cuts)]
+    require_pass(validate_models(load_model(path), subs), path)
     # negate the int8 weights of the first operator (a convolution) of the first sub-model
     model = schema.ModelT.InitFromPackedBuf(subs[0][1], 0)
     graph = model.subgraphs[0]
@@ -138,7 +138,7 @@ def test_corrupted_int8_tflite_submodel_fails_validation() -> None:
     builder = flatbuffers.Builder(1024)
     builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
     subs[0] = (subs[0][0], bytes(builder.Output()))
-    report = validate_models(path, subs, suffix=".tflite")
+    report = validate_models(load_model(path), subs)
     assert not report.passed and not report.outputs[0].exact
     assert not report.boundaries[0].passed and report.boundaries[0].submodel == 0
     with pytest.raises(ValidationError, match="bit-exact required") as info:

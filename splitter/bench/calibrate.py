@@ -41,12 +41,14 @@ from splitter.bench.estimate import find_target, read_json
 from splitter.bench.report import BENCH_FILE, write_atomic
 from splitter.bench.stats import error_pct, median
 from splitter.errors import BoardFileError, InputFileError
+from splitter.hardware.qemu import EMULATOR
+from splitter.manifest import PlanManifest, read_manifest
 
 CLASSES = ("conv", "depthwise", "dense", "other")
 #: A per-class fit whose device total misses the measurement by more than this (relative) is
 #: replaced by the exact class-independent ratio.
 CLASS_FIT_TOLERANCE = 0.005
-EMULATED_CLOCK_MHZ = 168.0
+EMULATED_CLOCK_MHZ = EMULATOR.clock_hz / 1e6
 REPLACED_KEYS = ("clock_mhz", "cpm", "cpm_by_class")
 
 
@@ -194,7 +196,7 @@ def fit_all(bench: Mapping[str, Any], boards_clock_mhz: Mapping[str, float]) -> 
 
 
 def _pool_key(device: Mapping[str, Any], emulated: bool) -> str:
-    return "qemu-netduinoplus2" if emulated else str(device.get("part", device["device"]))
+    return f"qemu-{EMULATOR.machine}" if emulated else str(device.get("part", device["device"]))
 
 
 def _fmt(v: float) -> str:
@@ -267,8 +269,8 @@ def calibrate(
 
     out = Path(out_dir)
     bench = read_json(out / BENCH_FILE, "bench results", f"run `splitter bench {out}` first")
-    plan = read_json(out / "plan.json", "plan", f"run `splitter compile MODEL -o {out}`")
-    source = find_target(plan, out, target or bench.get("target"))
+    plan = read_manifest(out)
+    source = find_target(plan, target or bench.get("target"))
     if source is None:
         raise InputFileError(
             f"{out}/bench.json: names no board file; pass --target BOARDS.toml (the one the plan "
@@ -281,7 +283,8 @@ def calibrate(
         raise BoardFileError(
             f"{source}: has no device {missing[0]!r} of the bench; pass the plan's board file"
         )
-    how = "QEMU: cycles are SysTick ticks at 168 MHz, so clock_mhz = 168"
+    mhz = f"{EMULATED_CLOCK_MHZ:g}"
+    how = f"QEMU: cycles are SysTick ticks at {mhz} MHz, so clock_mhz = {mhz}"
     header = (
         f"# Calibrated by `splitter calibrate` from {out / BENCH_FILE} "
         f"({how if bench.get('emulated') else 'real boards: cycles at each clock'})."
@@ -298,13 +301,13 @@ def calibrate(
 
 
 def recheck(
-    out_dir: Path, plan: Mapping[str, Any], bench: Mapping[str, Any], boards: Any
+    out_dir: Path, plan: PlanManifest, bench: Mapping[str, Any], boards: Any
 ) -> list[dict[str, Any]]:
     """Per device: the planner's compute estimate with ``boards`` vs the measured seconds."""
     from splitter.bench.estimate import compute_seconds, submodel_costs
 
     devices = {d.name: d for d in boards.devices}
-    costs = {c.index: c for c in submodel_costs(out_dir, plan)}
+    costs = {c.index: c for c in submodel_costs(plan)}
     rows = []
     for d in bench["devices"]:
         if not d["submodels"]:

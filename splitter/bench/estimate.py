@@ -1,17 +1,17 @@
 """The planner's estimates for a compiled plan: per sub-model compute, per link transfer.
 
-Everything comes from ``OUT`` itself plus the board file: the sub-model files
-(``OUT/submodels/NN_<device>.onnx``) are imported with :func:`splitter.importers.load_chain`,
-which gives each layer's :class:`~splitter.ir.LayerCost` (MACs split by op class), and the times
-use the partition engine's own formulas:
+Everything comes from the plan manifest (``OUT/plan.json``, :mod:`splitter.manifest`: per
+sub-model the planner's MACs, total and split by op class, and the boundary tensors) plus the
+board file; nothing is re-imported. The times use the partition engine's own formulas:
 
-* compute of sub-model ``k`` on device ``i``: ``sum_j layer_time(cost_j, device_i)``, i.e.
-  ``MAC_j * CpM_i / f_i`` (thesis eq. 6) or, with a calibrated ``cpm_by_class``,
-  ``sum_c MAC_jc * CpM_ic / f_i`` (``splitter.partition.problem.layer_time``);
+* compute of sub-model ``k`` on device ``i``: ``layer_time(cost_k, device_i)`` with ``cost_k`` the
+  sub-model's summed MACs, i.e. ``MAC_k * CpM_i / f_i`` (thesis eq. 6) or, with a calibrated
+  ``cpm_by_class``, ``sum_c MAC_kc * CpM_ic / f_i`` (``splitter.partition.problem.layer_time``,
+  linear in the MACs, so the sum over the layers equals the time of the summed cost);
 * transfer of ``B`` bytes over a link: ``B * bits_per_byte / baud`` (SPEC.md, Links).
 
-Without a board file the parts of ``OUT/firmware/wiring.json`` are looked up in the catalog with
-their default clock and CpM (the estimate then says so).
+Without a board file (``--target``, else the manifest's ``boards_path``) the devices the plan was
+made for are taken from the manifest (the estimate then says so).
 """
 
 from __future__ import annotations
@@ -23,43 +23,43 @@ from pathlib import Path
 from typing import Any
 
 from splitter.errors import InputFileError
-from splitter.ir import Boards, Chain, Device, LinkSpec
+from splitter.ir import Boards, Device, LayerCost, LinkSpec
+from splitter.manifest import PlanManifest, tensor_bytes
 
-#: plan.json keys that may name the board file compile used (newest first).
-TARGET_KEYS = ("target", "boards_path", "boards")
-#: Core clock of QEMU's netduinoplus2: SysTick counts at this rate whatever the part.
-EMULATED_CLOCK_HZ = 168e6
 HOST = "host"
 
 
 @dataclass(frozen=True)
 class SubModelCost:
-    """MACs of one sub-model (total and by op class) from its file's layer chain."""
+    """MACs of one sub-model (total and by op class), as the planner counted them."""
 
     index: int
     device: str
     macs: int
     macs_by_class: dict[str, int]
-    chain: Chain
+
+    @property
+    def cost(self) -> LayerCost:
+        """The sub-model's summed MACs as a :class:`LayerCost` (for ``layer_time``)."""
+        return LayerCost(macs=self.macs, macs_by_class=tuple(sorted(self.macs_by_class.items())))
 
 
-def find_target(plan: Mapping[str, Any], out_dir: Path, target: str | Path | None) -> Path | None:
-    """The board file: ``target`` if given, else the one plan.json names (if it still exists)."""
+def find_target(manifest: PlanManifest, target: str | Path | None) -> Path | None:
+    """The board file: ``target`` if given, else the manifest's (if it still exists)."""
     if target is not None:
         return Path(target)
-    for key in TARGET_KEYS:
-        value = plan.get(key)
-        if isinstance(value, str) and value:
-            for cand in (Path(value), Path(out_dir) / value):
-                if cand.is_file():
-                    return cand
-    return None
+    recorded = Path(manifest.boards_path)
+    return recorded if recorded.is_file() else None
 
 
 def load_devices(
-    plan: Mapping[str, Any], wiring: Mapping[str, Any], target: Path | None
+    manifest: PlanManifest, target: Path | None
 ) -> tuple[dict[str, Device], LinkSpec, str]:
-    """Devices by name, link settings and where they came from (board file or catalog)."""
+    """Devices by name, link settings and where they came from.
+
+    From the board file when there is one (e.g. a calibrated one), else the devices the plan
+    was made for, as the manifest records them (clock, CpM, per-class CpM, budgets).
+    """
     from splitter.hardware.boards import load_boards
 
     if target is not None:
@@ -67,77 +67,63 @@ def load_devices(
         return {d.name: d for d in boards.devices}, boards.link, str(target)
     from splitter.hardware.catalog import get_part
 
-    devices = {}
-    for d in wiring["devices"]:
-        part = get_part(str(d["part"]))
-        devices[d["name"]] = Device(
-            name=d["name"],
-            part=part,
-            flash_bytes=round(part.flash_kib * 1024),
-            ram_bytes=round(part.ram_kib * 1024),
-            clock_hz=part.clock_mhz * 1e6,
-            cpm=part.cpm,
+    devices = {
+        d.name: Device(
+            name=d.name,
+            part=get_part(d.mcu),
+            flash_bytes=d.flash_budget,
+            ram_bytes=d.ram_budget,
+            clock_hz=d.clock_hz,
+            cpm=d.cpm,
+            port=d.port,
+            cpm_by_class=dict(d.cpm_by_class),
         )
-    link = LinkSpec(baud=int(wiring.get("baud", 115200)))
-    return devices, link, "catalog defaults (pass --target BOARDS.toml for the board file's values)"
+        for d in manifest.devices
+    }
+    link = LinkSpec(baud=manifest.baud, bits_per_byte=manifest.bits_per_byte)
+    return devices, link, "the plan's devices in plan.json (its board file is gone)"
 
 
-def submodel_costs(out_dir: Path, plan: Mapping[str, Any]) -> list[SubModelCost]:
-    """Per sub-model MACs from ``OUT/submodels/*`` (layer 0 of each file is its input)."""
-    from splitter.importers import load_chain
-
-    costs = []
-    for sub in plan.get("submodels", []):
-        path = Path(out_dir) / str(sub.get("file", ""))
-        if not path.is_file():
-            raise InputFileError(f"{path}: sub-model file missing; re-run `splitter compile`")
-        chain = load_chain(path)
-        by_class: dict[str, int] = {}
-        for layer in chain.layers:
-            for cls, m in layer.cost.macs_by_class:
-                by_class[cls] = by_class.get(cls, 0) + m
-        macs = sum(layer.cost.macs for layer in chain.layers)
-        costs.append(SubModelCost(int(sub["index"]), str(sub["device"]), macs, by_class, chain))
-    return costs
+def submodel_costs(manifest: PlanManifest) -> list[SubModelCost]:
+    """Per sub-model MACs (total and by op class) from the manifest."""
+    return [
+        SubModelCost(s.index, s.device, s.macs, dict(s.macs_by_class)) for s in manifest.submodels
+    ]
 
 
 def compute_seconds(cost: SubModelCost, device: Device) -> float:
-    """``sum_j layer_time(cost_j, device)`` over the sub-model's layers (planner's formula)."""
+    """``layer_time(cost_k, device)`` (planner's formula, see the module docstring)."""
     from splitter.partition.problem import layer_time
 
-    return sum(layer_time(layer.cost, device) for layer in cost.chain.layers)
+    return layer_time(cost.cost, device)
 
 
-def link_transfers(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
+def link_transfers(manifest: PlanManifest) -> list[dict[str, Any]]:
     """Every transfer of one inference in order: host -> first, k -> k+1, last -> host.
 
     Each entry: ``from``, ``to``, ``submodel`` (the receiving sub-model; the last one's own index
-    for the result) and ``bytes`` (the boundary tensor's size from plan.json).
+    for the result) and ``bytes`` (the boundary tensors' size from the manifest).
     """
-    subs = plan.get("submodels", [])
+    subs = manifest.submodels
     out = []
     for k, sub in enumerate(subs):
-        nbytes = sum(int(t.get("bytes") or 0) for t in sub.get("inputs", []))
-        src = HOST if k == 0 else str(subs[k - 1]["device"])
-        out.append({"from": src, "to": str(sub["device"]), "submodel": k, "bytes": nbytes})
+        nbytes = sum(tensor_bytes(t) or 0 for t in sub.inputs)
+        src = HOST if k == 0 else subs[k - 1].device
+        out.append({"from": src, "to": sub.device, "submodel": k, "bytes": nbytes})
     last = subs[-1]
-    nbytes = sum(int(t.get("bytes") or 0) for t in last.get("outputs", []))
-    out.append(
-        {"from": str(last["device"]), "to": HOST, "submodel": len(subs) - 1, "bytes": nbytes}
-    )
+    nbytes = sum(tensor_bytes(t) or 0 for t in last.outputs)
+    out.append({"from": last.device, "to": HOST, "submodel": len(subs) - 1, "bytes": nbytes})
     return out
 
 
 def estimate(
-    out_dir: Path,
-    plan: Mapping[str, Any],
-    wiring: Mapping[str, Any],
+    manifest: PlanManifest,
     target: Path | None,
     costs: Sequence[SubModelCost] | None = None,
 ) -> dict[str, Any]:
     """The ``estimate`` object of bench.json (see the module docstring for the formulas)."""
-    devices, link, source = load_devices(plan, wiring, target)
-    costs = list(costs) if costs is not None else submodel_costs(out_dir, plan)
+    devices, link, source = load_devices(manifest, target)
+    costs = list(costs) if costs is not None else submodel_costs(manifest)
     subs: list[dict[str, Any]] = []
     for c in costs:
         dev = _device(devices, c.device, source)
@@ -153,7 +139,8 @@ def estimate(
             }
         )
     links = [
-        {**t, "seconds": t["bytes"] * link.bits_per_byte / link.baud} for t in link_transfers(plan)
+        {**t, "seconds": t["bytes"] * link.bits_per_byte / link.baud}
+        for t in link_transfers(manifest)
     ]
     return {
         "source": source,
@@ -170,8 +157,8 @@ def estimate(
         "submodels": subs,
         "links": links,
         "latency_s": sum(s["seconds"] for s in subs) + sum(ln["seconds"] for ln in links),
-        "plan_latency_s": plan.get("latency_s"),
-        "plan_throughput_per_s": plan.get("throughput_per_s"),
+        "plan_latency_s": manifest.latency_s,
+        "plan_throughput_per_s": manifest.throughput_per_s,
     }
 
 

@@ -38,27 +38,17 @@ from splitter.bench.estimate import HOST, estimate, find_target, link_transfers,
 from splitter.bench.faults import FaultSpec, FrameEvent, LinkProxy, ProxiedEmulation
 from splitter.bench.stats import summary
 from splitter.errors import LinkError, SplitterError
+from splitter.hardware.qemu import EMULATOR
+from splitter.ir import TensorSpec
 from splitter.link import protocol as P
 from splitter.link.emulator import load_wiring
-from splitter.link.host import HostLink, Timing, send_tensor, to_wire
+from splitter.link.host import HostLink, Timing, receive_result, send_tensor, to_wire
 from splitter.link.protocol import plan_hash
-from splitter.link.run import (
-    TensorInfo,
-    _host_ports,
-    boundary,
-    check_pong,
-    load_input,
-    load_plan,
-)
+from splitter.link.run import _host_ports, check_pong, load_input, open_host_link
+from splitter.manifest import PlanManifest, read_manifest
 
-EMULATED_CLOCK_HZ = 168e6
+EMULATED_CLOCK_HZ = float(EMULATOR.clock_hz)
 BENCH_FILE = "bench.json"
-#: Seconds between checks of the other host links for a board's ERROR while waiting a result.
-WATCH_PERIOD_S = 0.25
-#: How ``HostLink.receive`` words a board's ERROR frame (splitter/link/host.py).
-DEVICE_ERROR_PREFIX = "device error reported via"
-#: ... and a receive timeout (anything else, e.g. a closed port, is raised at once).
-SILENT_MARK = "sent nothing for"
 
 
 @dataclass
@@ -112,65 +102,13 @@ class Session:
     pids: list[int] = field(default_factory=list)
 
 
-def receive_timed(
-    link: HostLink, nbytes: int, timeout: float, watch: Sequence[HostLink] = ()
-) -> tuple[bytes, list[Timing], float]:
-    """TIMING then RESULT chunks (as ``host.receive_result``), plus when the first frame came.
-
-    While waiting, the other host links (``watch``) are polled for an ERROR frame: a board that
-    gives up on a board-to-board link reports it towards the host on its link 0, which may not
-    be the link the result comes on; that error (naming the link) is raised at once.
-    """
-    buf = bytearray(nbytes)
-    got, timings, t_first = 0, [], 0.0
-    deadline = time.monotonic() + timeout
-    while got < nbytes:
-        frame = _receive_watching(link, deadline, watch)
-        t_first = t_first or time.monotonic()
-        if frame.type == P.FrameType.TIMING:
-            timings = [Timing(*rec) for rec in P.decode_timing(frame.payload)]
-        elif frame.type == P.FrameType.RESULT:
-            chunk = P.decode_chunk(frame.payload)
-            if chunk.total != nbytes or chunk.offset + len(chunk.data) > nbytes:
-                raise LinkError(
-                    f"device {link.device}: RESULT of {chunk.total} B, expected {nbytes} B; "
-                    "the board runs a different plan"
-                )
-            buf[chunk.offset : chunk.offset + len(chunk.data)] = chunk.data
-            got += len(chunk.data)
-    return bytes(buf), timings, t_first
-
-
-def _receive_watching(link: HostLink, deadline: float, watch: Sequence[HostLink]) -> P.Frame:
-    """``link.receive`` until ``deadline``, checking the ``watch`` links for errors meanwhile."""
-    while True:
-        left = deadline - time.monotonic()
-        step = min(max(0.01, left), WATCH_PERIOD_S) if watch else max(0.01, left)
-        try:
-            return link.receive(step)
-        except LinkError as exc:
-            if left <= step or SILENT_MARK not in str(exc):
-                raise
-        for other in watch:
-            _raise_device_error(other)
-
-
-def _raise_device_error(link: HostLink) -> None:
-    """Raise the ERROR a board sent on ``link`` (if any); other frames there are ignored."""
-    try:
-        link.receive(0.01)
-    except LinkError as exc:
-        if str(exc).startswith(DEVICE_ERROR_PREFIX):
-            raise
-
-
 def one_run(s: Session, x: bytes, nbytes: int, timeout: float) -> RunSample:
     """One sequential inference with the host-side timestamps."""
     t0 = time.monotonic()
     send_tensor(s.links[s.first], 0, x)
     t_sent = time.monotonic()
     watch = [ln for name, ln in s.links.items() if name != s.last]
-    data, timings, t_first = receive_timed(s.links[s.last], nbytes, timeout, watch)
+    data, timings, t_first = receive_result(s.links[s.last], nbytes, timeout, watch)
     return RunSample(data, timings, t0, t_sent, t_first, time.monotonic())
 
 
@@ -182,7 +120,7 @@ def pipelined(s: Session, x: bytes, nbytes: int, count: int, timeout: float) -> 
     def collect() -> None:
         try:
             for _ in range(count):
-                receive_timed(s.links[s.last], nbytes, timeout)
+                receive_result(s.links[s.last], nbytes, timeout)
                 done.append(time.monotonic())
         except BaseException as exc:  # reported by the caller
             errors.append(exc)
@@ -208,9 +146,9 @@ def pipelined(s: Session, x: bytes, nbytes: int, count: int, timeout: float) -> 
     }
 
 
-def pipeline_blocker(plan: Mapping[str, Any], wiring: Mapping[str, Any]) -> str | None:
+def pipeline_blocker(manifest: PlanManifest, wiring: Mapping[str, Any]) -> str | None:
     """Why inputs cannot be pipelined on this plan, or ``None`` when they can."""
-    devs = [str(sub["device"]) for sub in plan.get("submodels", [])]
+    devs = [sub.device for sub in manifest.submodels]
     twice = sorted({d for d in devs if devs.count(d) > 1})
     if twice:
         return (
@@ -253,7 +191,9 @@ def link_seconds(
     return end - start, wire
 
 
-def open_session(stack: ExitStack, out_dir: Path, cfg: BenchConfig, plan: Any) -> Session:
+def open_session(
+    stack: ExitStack, out_dir: Path, cfg: BenchConfig, manifest: PlanManifest
+) -> Session:
     """Start the emulation (if asked), open and PING every host-facing board."""
     wiring = load_wiring(Path(out_dir) / "firmware")
     ports: Mapping[str, str] = cfg.ports
@@ -264,17 +204,17 @@ def open_session(stack: ExitStack, out_dir: Path, cfg: BenchConfig, plan: Any) -
         ports, note, proxies, pids = emu.endpoints, emu.note, emu.proxies, emu.pids
     urls = _host_ports(wiring, ports)
     links = {
-        n: stack.enter_context(HostLink(u, n, baud=int(wiring["baud"]), log=cfg.log))
+        n: stack.enter_context(open_host_link(u, n, int(wiring["baud"]), cfg.log))
         for n, u in urls.items()
     }
-    expected = plan_hash(plan)
+    expected = plan_hash(manifest.to_dict())
     for link in links.values():
         check_pong(link, expected, timeout=min(cfg.timeout, 15.0))
     first, last = str(wiring["first_device"]), str(wiring["last_device"])
     return Session(links, first, last, proxies, note, cfg.emulate, pids)
 
 
-def random_input(spec: TensorInfo, seed: int) -> np.ndarray:
+def random_input(spec: TensorSpec, seed: int) -> np.ndarray:
     """A seeded input of ``spec``: standard normal floats, or integers over the dtype's range."""
     rng = np.random.default_rng(seed)
     dtype = np.dtype(spec.dtype)
@@ -288,12 +228,12 @@ def bench(out_dir: str | Path, cfg: BenchConfig | None = None) -> dict[str, Any]
     """Run ``cfg.runs`` inferences; return the bench.json object (not yet written)."""
     cfg = cfg or BenchConfig()
     out = Path(out_dir)
-    plan = load_plan(out)
+    plan = read_manifest(out)
     wiring = load_wiring(out / "firmware")
-    target = find_target(plan, out, cfg.target)
-    costs = submodel_costs(out, plan)
-    est = estimate(out, plan, wiring, target, costs)
-    in_spec, out_spec = boundary(plan, "input"), boundary(plan, "output")
+    target = find_target(plan, cfg.target)
+    costs = submodel_costs(plan)
+    est = estimate(plan, target, costs)
+    in_spec, out_spec = plan.input, plan.output
     if cfg.input_path is not None:
         arr = load_input(Path(cfg.input_path), in_spec)
     else:
@@ -344,7 +284,7 @@ def _check_outputs(samples: Sequence[RunSample]) -> None:
 
 
 def assemble(
-    plan: Mapping[str, Any],
+    plan: PlanManifest,
     wiring: Mapping[str, Any],
     est: Mapping[str, Any],
     costs: Sequence[Any],
@@ -363,8 +303,12 @@ def assemble(
         "emulated": s.emulated,
         "icount": bool(cfg.icount) if s.emulated else None,
         "note": s.note
-        + ("; cycles are SysTick ticks at the emulated 168 MHz" if s.emulated else ""),
-        "model": plan.get("model"),
+        + (
+            f"; cycles are SysTick ticks at the emulated {EMULATED_CLOCK_HZ / 1e6:g} MHz"
+            if s.emulated
+            else ""
+        ),
+        "model": plan.model.name,
         "devices": devices,
         "links": links,
         "latency_s": latency,
@@ -426,7 +370,7 @@ def _cycles(r: RunSample, sub: int, names: Mapping[int, str], device: str) -> in
 
 
 def _links(
-    plan: Mapping[str, Any],
+    plan: PlanManifest,
     samples: Sequence[RunSample],
     events: Sequence[FrameEvent],
     s: Session,

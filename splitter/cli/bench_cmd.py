@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import signal
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import click
@@ -14,20 +12,13 @@ from rich.table import Table
 
 from splitter.bench.report import comparison_rows, write_bench
 from splitter.bench.runner import BENCH_FILE, BenchConfig, bench
-from splitter.cli.run_cmd import _parse_ports
+from splitter.cli.options import port_option, stop_on_sigterm, verbose_option
 
 
 @click.command("bench")
 @click.argument("out", metavar="OUT", type=click.Path(path_type=Path))
 @click.option("-n", "--runs", type=click.IntRange(min=1), default=100, show_default=True)
-@click.option(
-    "--port",
-    "ports",
-    multiple=True,
-    callback=_parse_ports,
-    metavar="[DEVICE=]PORT",
-    help="Serial port or socket:// URL of a host-facing board (repeatable).",
-)
+@port_option
 @click.option("--emulate", is_flag=True, help="Boot the boards in QEMU for the bench.")
 @click.option(
     "--icount/--no-icount",
@@ -53,7 +44,7 @@ from splitter.cli.run_cmd import _parse_ports
 @click.option("--pipeline/--no-pipeline", default=True, show_default=True)
 @click.option("--timeout", type=float, default=60.0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the bench.json object on stdout.")
-@click.option("--verbose", "-v", is_flag=True, help="Log every frame on stderr.")
+@verbose_option
 def command(
     out: Path,
     runs: int,
@@ -70,7 +61,7 @@ def command(
     """Run OUT's plan RUNS times on the boards; compare cycles and link times with the plan."""
     if not ports and not emulate:
         raise click.UsageError("give --port PORT (a board) or --emulate")
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    stop_on_sigterm()
     cfg = BenchConfig(
         runs=runs,
         emulate=emulate,
@@ -112,10 +103,6 @@ def render(result: dict[str, Any], path: Path) -> None:
         line += f" (not pipelined: {tp['why_not_pipelined']})"
     console.print(line)
     console.print(f"wrote {path}")
-
-
-def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
 
 
 __all__ = ["BENCH_FILE", "command"]

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 import click
 from rich.console import Console
 
-from splitter.cli.inspect_cmd import _parse_input_shape
+from splitter.cli.options import activation_bytes_option, input_shape_option, objective_option
 from splitter.compile import CompileOptions, CompileResult, StepCallback, compile_model
 
 
@@ -19,12 +19,7 @@ from splitter.compile import CompileOptions, CompileResult, StepCallback, compil
     "--target", "-t", required=True, metavar="BOARDS.toml", help="Board file to split over."
 )
 @click.option("-o", "--out", default=None, metavar="OUT", help="Output directory [MODEL-split].")
-@click.option(
-    "--objective",
-    type=click.Choice(["latency", "throughput"]),
-    default="latency",
-    show_default=True,
-)
+@objective_option
 @click.option("--solver", default=None, metavar="NAME", help="Partition solver (default: auto).")
 @click.option(
     "--input",
@@ -39,20 +34,8 @@ from splitter.compile import CompileOptions, CompileResult, StepCallback, compil
 )
 @click.option("--force", is_flag=True, help="Replace OUT even if splitter did not write it.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
-@click.option(
-    "--input-shape",
-    "input_shapes",
-    multiple=True,
-    callback=_parse_input_shape,
-    metavar="NAME=1x49x10x1",
-    help="Static shape of a dynamic model input (repeatable).",
-)
-@click.option(
-    "--activation-bytes",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Bytes per activation element (e.g. 1 for int8); default: the tensors' dtype.",
-)
+@input_shape_option
+@activation_bytes_option
 def command(
     model: str,
     target: str,

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-import signal
 import time
 from pathlib import Path
-from types import FrameType
 
 import click
 
+from splitter.cli.options import stop_on_sigterm
+from splitter.hardware.qemu import EMULATOR
 from splitter.link.emulator import Emulation
 
 
-@click.command("emulate")
+@click.command(
+    "emulate",
+    help=f"Run the plan's firmware on emulated {EMULATOR.chip} boards ({EMULATOR.title}) "
+    "and print the host endpoint(s).",
+)
 @click.argument("out", metavar="OUT", type=click.Path(path_type=Path))
 @click.option(
     "--icount/--no-icount",
@@ -28,8 +32,8 @@ from splitter.link.emulator import Emulation
     help="Stop after this many seconds (default: until Ctrl-C).",
 )
 def command(out: Path, icount: bool, duration: float | None) -> None:
-    """Run the plan's firmware on emulated STM32F405 boards and print the host endpoint(s)."""
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    """Boot :data:`~splitter.hardware.qemu.EMULATOR` per device until Ctrl-C or ``duration``."""
+    stop_on_sigterm()
     with Emulation(out, icount=icount) as emu:
         click.echo(emu.note)
         for d in emu.devices:
@@ -47,7 +51,3 @@ def command(out: Path, icount: bool, duration: float | None) -> None:
         while deadline is None or time.monotonic() < deadline:
             emu.check_alive()
             time.sleep(0.2)
-
-
-def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt

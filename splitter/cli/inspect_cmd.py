@@ -6,46 +6,16 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from splitter.cli.options import activation_bytes_option, input_shape_option
 from splitter.cost.report import chain_report, report_csv, report_json, shape_text
 from splitter.importers import load_chain
 from splitter.ir import Chain
 
 
-def _parse_input_shape(
-    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
-) -> dict[str, tuple[int, ...]]:
-    """``NAME=1x49x10x1`` (repeatable) -> {name: shape}."""
-    shapes: dict[str, tuple[int, ...]] = {}
-    for value in values:
-        name, sep, dims = value.rpartition("=")
-        try:
-            shape = tuple(int(d) for d in dims.lower().split("x"))
-        except ValueError:
-            shape = ()
-        if not sep or not name or not shape or min(shape) <= 0:
-            raise click.BadParameter(
-                f"'{value}' is not NAME=DIMS; write e.g. input_1=1x49x10x1", param=param
-            )
-        shapes[name] = shape
-    return shapes
-
-
 @click.command("inspect")
 @click.argument("model", metavar="MODEL")
-@click.option(
-    "--input-shape",
-    "input_shapes",
-    multiple=True,
-    callback=_parse_input_shape,
-    metavar="NAME=1x49x10x1",
-    help="Static shape of a dynamic model input (repeatable).",
-)
-@click.option(
-    "--activation-bytes",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Bytes per activation element (e.g. 1 for int8); default: the tensors' dtype.",
-)
+@input_shape_option
+@activation_bytes_option
 @click.option(
     "--format",
     "fmt",

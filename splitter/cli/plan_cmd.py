@@ -2,109 +2,72 @@
 
 from __future__ import annotations
 
-import json
 import shutil
-from typing import Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
+from splitter.cli.options import activation_bytes_option, input_shape_option, objective_option
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
+from splitter.ir import Plan
+from splitter.manifest import PlanManifest
 from splitter.partition import SOLVER_NAMES
-from splitter.partition.report import plan_chain, plan_to_dict
-
-
-def _parse_input_shape(
-    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
-) -> dict[str, tuple[int, ...]]:
-    """``NAME=1x49x10x1`` (repeatable) -> {name: shape}."""
-    shapes: dict[str, tuple[int, ...]] = {}
-    for value in values:
-        name, sep, dims = value.rpartition("=")
-        try:
-            shape = tuple(int(d) for d in dims.lower().split("x"))
-        except ValueError:
-            shape = ()
-        if not sep or not name or not shape or min(shape) <= 0:
-            raise click.BadParameter(
-                f"'{value}' is not NAME=DIMS; write e.g. input_1=1x49x10x1", param=param
-            )
-        shapes[name] = shape
-    return shapes
+from splitter.partition.report import build_manifest, plan_chain
 
 
 def _kib(n: int) -> str:
     return f"{n / 1024:.1f}"
 
 
-def _render(data: dict[str, Any]) -> None:
+def _render(m: PlanManifest, plan: Plan) -> None:
     """The human table: one row per sub-model, then the objective values."""
-    devices = {d["name"]: d for d in data["devices"]}
     table = Table(
-        title=f"{data['model']}: {data['objective']} plan ({data['solver']})",
+        title=f"{m.model.name}: {m.objective} plan ({m.solver})",
         caption="FLASH: sub-model (device used/usable); RAM: sub-model peak/device usable",
     )
     for col in ("#", "device", "mcu", "layers", "FLASH KiB", "RAM KiB", "compute s", "transfer s"):
         table.add_column(col, justify="left" if col in ("device", "mcu", "layers") else "right")
-    for s in data["submodels"]:
-        dev = devices[s["device"]]
+    for s in m.submodels:
+        dev = m.devices[s.device_index]
         table.add_row(
-            str(s["index"]),
-            s["device"],
-            s["mcu"],
-            f"{s['first']}-{s['last']} ({s['first_name']}..{s['last_name']})",
-            f"{_kib(s['flash_bytes'])} ({_kib(dev['flash_used'])}/{_kib(dev['flash_bytes'])})",
-            f"{_kib(s['ram_bytes'])}/{_kib(dev['ram_bytes'])}",
-            f"{s['compute_s']:.6f}",
-            f"{s['transfer_s']:.6f}",
+            str(s.index),
+            s.device,
+            s.mcu,
+            f"{s.first}-{s.last} ({s.first_name}..{s.last_name})",
+            f"{_kib(s.flash_bytes)} ({_kib(dev.flash_used)}/{_kib(dev.flash_budget)})",
+            f"{_kib(s.ram_bytes)}/{_kib(dev.ram_budget)}",
+            f"{s.compute_s:.6f}",
+            f"{s.transfer_s:.6f}",
         )
     console = Console(width=max(132, shutil.get_terminal_size().columns))
     console.print(table)
-    thr = data["throughput_per_s"]
-    ref9 = data["throughput_ref9_per_s"]
-    proof = "proved optimal" if data["optimal"] else "not proved optimal"
-    if data["gap"] is not None:
-        proof += f", gap {100 * data['gap']:.2f}%"
+    thr, ref9 = m.throughput_per_s, m.throughput_ref9_per_s
+    proof = "proved optimal" if m.optimal else "not proved optimal"
+    if m.gap is not None:
+        proof += f", gap {100 * m.gap:.2f}%"
     console.print(
-        f"latency {data['latency_s']:.6f} s | throughput (eq. 17) "
+        f"latency {m.latency_s:.6f} s | throughput (eq. 17) "
         f"{'inf' if thr is None else f'{thr:.6f}'} /s | throughput (ref. [9]) "
-        f"{'inf' if ref9 is None else f'{ref9:.6f}'} /s | bottleneck {data['bottleneck_device']}"
+        f"{'inf' if ref9 is None else f'{ref9:.6f}'} /s | bottleneck {m.bottleneck_device}"
     )
-    console.print(
-        f"solver {data['solver']}: {proof}, {data['nodes']} nodes, {data['solve_time_s']:.3f} s"
-    )
+    console.print(f"solver {m.solver}: {proof}, {m.nodes} nodes, {plan.solve_time_s:.3f} s")
 
 
 @click.command("plan")
 @click.argument("input_path", metavar="INPUT")
 @click.option("--target", "target", required=True, metavar="BOARDS.toml", help="Board file.")
-@click.option(
-    "--objective",
-    type=click.Choice(["latency", "throughput"]),
-    default="latency",
-    show_default=True,
-)
+@objective_option
 @click.option("--solver", type=click.Choice(SOLVER_NAMES), default="auto", show_default=True)
 @click.option("--time-limit", type=click.FloatRange(min=0.0, min_open=True), default=None,
               help="Seconds for dp / cpsat / bnb (default 60 for dp and cpsat); stops "
                    "with the best plan found so far and reports its gap.")  # fmt: skip
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option(
-    "--input-shape",
-    "input_shapes",
-    multiple=True,
-    callback=_parse_input_shape,
-    metavar="NAME=1x49x10x1",
-    help="Static shape of a dynamic model input (repeatable).",
+    "--json", "as_json", is_flag=True, help="Print the plan manifest (what compile writes)."
 )
-@click.option(
-    "--activation-bytes",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Bytes per activation element (e.g. 1 for int8); default: the tensors' dtype.",
-)
+@input_shape_option
+@activation_bytes_option
 def command(
     input_path: str,
     target: str,
@@ -124,8 +87,16 @@ def command(
     if time_limit is not None:
         options["time_limit"] = time_limit
     plan = plan_chain(chain, boards, objective, solver, **options)
-    data = plan_to_dict(plan, chain, boards)
+    manifest = build_manifest(
+        plan,
+        chain,
+        boards,
+        model_path=input_path,
+        boards_path=target,
+        input_shapes=input_shapes,
+        activation_bytes=activation_bytes,
+    )
     if as_json:
-        click.echo(json.dumps(data))
+        click.echo(manifest.to_json())
     else:
-        _render(data)
+        _render(manifest, plan)

@@ -2,28 +2,15 @@
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
-from types import FrameType
 
 import click
 import numpy as np
 
+from splitter.cli.options import port_option, stop_on_sigterm, verbose_option
 from splitter.errors import OutputError
 from splitter.link import run as R
-
-
-def _parse_ports(
-    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
-) -> dict[str, str]:
-    ports: dict[str, str] = {}
-    for v in values:
-        name, sep, url = v.partition("=")
-        if sep and "://" not in name and "/" not in name:
-            ports[name] = url
-        else:
-            ports[""] = v
-    return ports
+from splitter.manifest import read_manifest
 
 
 @click.command("run")
@@ -36,14 +23,7 @@ def _parse_ports(
     metavar="X.npy",
     help="Input array (the model input's shape and dtype).",
 )
-@click.option(
-    "--port",
-    "ports",
-    multiple=True,
-    callback=_parse_ports,
-    metavar="[DEVICE=]PORT",
-    help="Serial port or socket:// URL of a host-facing board (repeatable).",
-)
+@port_option
 @click.option("--emulate", is_flag=True, help="Boot the boards in QEMU for this run.")
 @click.option(
     "--icount/--no-icount",
@@ -64,7 +44,7 @@ def _parse_ports(
     "--model",
     type=click.Path(path_type=Path),
     default=None,
-    help="Original .onnx model for the check (default: from plan.json).",
+    help="Original model for the check (default: the one plan.json names).",
 )
 @click.option(
     "--timeout",
@@ -73,7 +53,7 @@ def _parse_ports(
     show_default=True,
     help="Seconds to wait for the result before naming the silent board.",
 )
-@click.option("--verbose", "-v", is_flag=True, help="Log every frame on stderr.")
+@verbose_option
 def command(
     out: Path,
     input_path: Path,
@@ -89,9 +69,9 @@ def command(
     """Send X.npy to the first board, receive the result of the last one, check it."""
     if not ports and not emulate:
         raise click.UsageError("give --port PORT (a board) or --emulate")
-    signal.signal(signal.SIGTERM, _raise_interrupt)
-    plan = R.load_plan(out)
-    x = R.load_input(input_path, R.boundary(plan, "input"))
+    stop_on_sigterm()
+    manifest = read_manifest(out)
+    x = R.load_input(input_path, manifest.input)
     log = (lambda text: click.echo(text, err=True)) if verbose else None
     res = R.run(out, x, ports=ports, emulate=emulate, icount=icount, timeout=timeout, log=log)
     if res.note:
@@ -109,10 +89,6 @@ def command(
             raise OutputError(f"{output_path}: cannot write the output ({exc})") from None
         click.echo(f"output written to {output_path}")
     if not no_check:
-        ref = R.reference_output(plan, out, x, model)
+        ref = R.reference_output(manifest, out, x, model)
         err = R.check_output(res.output, ref)
         click.echo(f"check: max-abs difference to onnxruntime {err:.3g} <= {R.CHECK_TOLERANCE:g}")
-
-
-def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt

@@ -6,7 +6,8 @@ check the exact lines):
 * ``st-flash`` (stlink-tools): ``st-flash --serial SN --reset write FW.bin 0x08000000`` writes and
   verifies (it reads the flash back after writing);
 * ``openocd``: ``openocd -f interface/stlink.cfg -c "adapter serial SN" -f target/<family>.cfg
-  -c "program FW.elf verify reset exit"`` (``program ... verify`` compares the flash with the ELF);
+  -c "program FW.elf verify reset exit"`` (``program ... verify`` compares the flash with the ELF;
+  the target script is the part family's ``openocd_target``, ``splitter/hardware/families.py``);
 * ``cubeprog`` (STM32CubeProgrammer): ``STM32_Programmer_CLI -c port=SWD sn=SN -w FW.elf -v -rst``
   (``-v`` verifies).
 
@@ -19,10 +20,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from splitter.errors import ToolchainError
+from splitter.hardware.families import family_for
 
 #: tool name -> executable
 TOOLS: dict[str, str] = {
@@ -38,24 +40,10 @@ INSTALL_HINTS: dict[str, str] = {
     "cubeprog": "install STM32CubeProgrammer from st.com and put STM32_Programmer_CLI on PATH",
 }
 
-#: part-name prefix -> OpenOCD target configuration (files shipped by the openocd package)
-OPENOCD_TARGETS: dict[str, str] = {
-    "STM32F0": "target/stm32f0x.cfg",
-    "STM32F1": "target/stm32f1x.cfg",
-    "STM32F2": "target/stm32f2x.cfg",
-    "STM32F4": "target/stm32f4x.cfg",
-    "STM32F7": "target/stm32f7x.cfg",
-    "STM32G0": "target/stm32g0x.cfg",
-    "STM32G4": "target/stm32g4x.cfg",
-    "STM32H7": "target/stm32h7x.cfg",
-    "STM32L0": "target/stm32l0.cfg",
-    "STM32L4": "target/stm32l4x.cfg",
-}
-
 
 @dataclass(frozen=True)
 class FlashTarget:
-    """One device to flash: its name, part, probe serial and firmware images."""
+    """One device to flash: its name, part, probe serial, firmware images and part family."""
 
     device: str
     mcu: str
@@ -63,17 +51,7 @@ class FlashTarget:
     elf: Path
     binary: Path
     flash_origin: int = 0x0800_0000
-
-
-def openocd_target(mcu: str, device: str) -> str:
-    """The OpenOCD target script for a part, by family prefix (``STM32F4`` -> stm32f4x.cfg)."""
-    for prefix, cfg in OPENOCD_TARGETS.items():
-        if mcu.upper().startswith(prefix):
-            return cfg
-    raise ToolchainError(
-        f"device {device}: no OpenOCD target known for part {mcu}; "
-        "use --tool st-flash or --tool cubeprog"
-    )
+    family: str = field(kw_only=True)  # a key of splitter.hardware.families.FAMILIES
 
 
 def command_line(tool: str, target: FlashTarget) -> list[str]:
@@ -87,7 +65,7 @@ def command_line(tool: str, target: FlashTarget) -> list[str]:
         cmd = ["openocd", "-f", "interface/stlink.cfg"]
         if target.probe:
             cmd += ["-c", f"adapter serial {target.probe}"]
-        cfg = openocd_target(target.mcu, target.device)
+        cfg = family_for(target.family).openocd_target
         return [*cmd, "-f", cfg, "-c", f"program {target.elf} verify reset exit"]
     if tool == "cubeprog":
         connect = "port=SWD" + (f" sn={target.probe}" if target.probe else "")

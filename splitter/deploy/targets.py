@@ -1,6 +1,7 @@
 """Which boards to flash with which images: a compile output ``OUT`` read against boards.toml.
 
-``OUT/plan.json`` (written by ``splitter compile``) names the boards file it was planned for
+The plan manifest ``OUT/plan.json`` (written by ``splitter compile``, read with
+:func:`splitter.manifest.read_manifest`) names the boards file it was planned for
 (``boards_path``); ``OUT/firmware/wiring.json`` lists the devices that got a firmware project
 and the part each was generated for. The boards file (``--target``, else ``boards_path``) gives
 each device's probe serial. Every device with firmware must be in the boards file with the same
@@ -22,6 +23,7 @@ from splitter.deploy.flash import FlashTarget
 from splitter.errors import BoardFileError, InputFileError
 from splitter.hardware.boards import load_boards
 from splitter.ir import Boards
+from splitter.manifest import PlanManifest, read_manifest
 
 #: The part build's images inside a device project (see firmware_templates/Makefile.j2).
 PART_BUILD = Path("build") / "part"
@@ -39,8 +41,9 @@ class FlashJob:
 def load_job(out_dir: str | Path, boards_path: str | Path | None = None) -> FlashJob:
     """Read ``OUT`` and the boards file; one :class:`FlashTarget` per device with firmware."""
     out = Path(out_dir).absolute()
-    plan = _read_json(out / "plan.json", out, "plan")
-    wiring = _read_json(out / "firmware" / "wiring.json", out, "wiring")
+    _require_dir(out)
+    plan = read_manifest(out)
+    wiring = _read_json(out / "firmware" / "wiring.json", out)
     boards_file = _boards_file(out, plan, boards_path)
     boards = load_boards(boards_file)
     devices = _wired_devices(wiring, out)
@@ -58,23 +61,22 @@ def load_job(out_dir: str | Path, boards_path: str | Path | None = None) -> Flas
                 elf=images / "firmware.elf",
                 binary=images / "firmware.bin",
                 flash_origin=device.part.flash_origin,
+                family=device.part.family,
             )
         )
     return FlashJob(out, boards_file, tuple(targets))
 
 
-def _read_json(path: Path, out: Path, what: str) -> dict[str, Any]:
-    """``plan.json`` / ``wiring.json`` of ``OUT`` as a dict, or a one-line error with the fix."""
+def _require_dir(out: Path) -> None:
     if not out.is_dir():
         raise InputFileError(
             f"{out}: no such directory; run `splitter compile MODEL --target BOARDS.toml -o {out}`"
         )
+
+
+def _read_json(path: Path, out: Path) -> dict[str, Any]:
+    """``wiring.json`` of ``OUT`` as a dict, or a one-line error with the fix."""
     if not path.is_file():
-        if what == "plan":
-            raise InputFileError(
-                f"{path}: missing, so {out} is not a `splitter compile` output; "
-                f"run `splitter compile MODEL --target BOARDS.toml -o {out}`"
-            )
         raise InputFileError(
             f"{path}: missing, {out} has no firmware (compiled with --no-firmware?); "
             "re-run `splitter compile` without --no-firmware"
@@ -88,13 +90,11 @@ def _read_json(path: Path, out: Path, what: str) -> dict[str, Any]:
     return data
 
 
-def _boards_file(out: Path, plan: dict[str, Any], given: str | Path | None) -> Path:
+def _boards_file(out: Path, plan: PlanManifest, given: str | Path | None) -> Path:
     """``--target`` when given, else the boards file plan.json was compiled against."""
     if given is not None:
         return Path(given)
-    recorded = plan.get("boards_path")
-    if not isinstance(recorded, str) or not recorded:
-        raise InputFileError(f"{out}/plan.json: names no boards file; pass --target BOARDS.toml")
+    recorded = plan.boards_path
     if not Path(recorded).is_file():
         raise BoardFileError(
             f"{recorded}: board file {out} was compiled with no longer exists; "

@@ -9,7 +9,7 @@ Shape (every other key is an error naming the key)::
     [[device]]
     name = "h7"              # unique, [a-z0-9_-]+
     mcu = "STM32H743ZI"      # a catalog part, or instead: part = { name = ..., flash_kib = ...,
-                             #   ram_kib = ..., clock_mhz = ..., cpm = ..., core = ... }
+                             #   ram_kib = ..., clock_mhz = ..., cpm = ..., family = "H7" }
     flash = "75%"            # optional, default "100%"
     ram = "100%"             # optional, default "100%"
     clock_mhz = 480          # optional override of the part's clock
@@ -40,8 +40,8 @@ LINK_KEYS = ("baud", "bits_per_byte")
 DEVICE_KEYS = (
     "name", "mcu", "part", "flash", "ram", "clock_mhz", "cpm", "cpm_by_class", "port", "probe",
 )  # fmt: skip
-PART_REQUIRED = ("name", "flash_kib", "ram_kib", "clock_mhz", "cpm")
-PART_OPTIONAL = ("core", "fpu", "flash_origin", "ram_regions", "usart_layout", "usarts", "source")
+PART_REQUIRED = ("name", "flash_kib", "ram_kib", "clock_mhz", "cpm", "family")
+PART_OPTIONAL = ("fpu", "flash_origin", "ram_regions", "usarts", "source")
 CPM_CLASSES = ("conv", "depthwise", "dense", "other")
 NAME_RE = re.compile(r"^[a-z0-9_-]+$")
 SIZE_RE = re.compile(

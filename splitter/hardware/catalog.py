@@ -1,7 +1,9 @@
 """The MCU catalog: ``catalog.toml`` (data, one table per part) loaded into :class:`Part` objects.
 
-Boards are data (esptool's ``CHIP_DEFS``): adding a part is adding a table to ``catalog.toml``
-with its datasheet / reference-manual citation; no code changes.
+Boards are data (esptool's ``CHIP_DEFS``): adding a part of a known family is adding a table to
+``catalog.toml`` with its ``family`` and its datasheet / reference-manual citation; no code
+changes. Family facts (core, USART layout and bases, IRQs, pins) live in
+``splitter/hardware/families.py``.
 """
 
 from __future__ import annotations
@@ -13,11 +15,10 @@ from importlib import resources
 from typing import Any
 
 from splitter.errors import BoardFileError
+from splitter.hardware.families import FAMILIES, Family, family_for
 from splitter.ir import Part
 
 CATALOG_FILE = "catalog.toml"
-CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7")
-USART_LAYOUTS = ("sr_dr", "isr_rdr_tdr")
 
 
 @cache
@@ -28,15 +29,26 @@ def _catalog() -> dict[str, Part]:
 
 
 def part_from_table(name: str, table: dict[str, Any], where: str = CATALOG_FILE) -> Part:
-    """Build a :class:`Part` from a catalog table (sizes in KiB, region sizes in KiB)."""
-    core = str(table.get("core", "cortex-m4"))
-    if core not in CORES:
-        raise BoardFileError(f"{where}: part {name}: core '{core}' unknown; use one of {CORES}")
-    layout = str(table.get("usart_layout", "sr_dr"))
-    if layout not in USART_LAYOUTS:
+    """Build a :class:`Part` from a catalog table (sizes in KiB, region sizes in KiB).
+
+    ``family`` is required and must be a key of :data:`~splitter.hardware.families.FAMILIES`;
+    ``fpu`` defaults to the family's (``""`` = none); ``usarts`` lists USART names in
+    preference order (default: every USART of the family), their bases come from the family.
+    """
+    family = _family(name, table, where)
+    fpu = str(table.get("fpu", family.fpus[0]))
+    usarts = table.get("usarts", family.usarts)
+    if not all(isinstance(u, str) for u in usarts):
         raise BoardFileError(
-            f"{where}: part {name}: usart_layout '{layout}' unknown; use one of {USART_LAYOUTS}"
+            f"{where}: part {name}: usarts = {usarts!r}; list USART names in preference order, "
+            f'e.g. ["{family.usarts[1]}", "{family.usarts[0]}"] (the family gives their bases)'
         )
+    try:
+        family.check_fpu(fpu, name)
+        for usart in usarts:
+            family.check_usart(str(usart), name)
+    except BoardFileError as exc:
+        raise BoardFileError(f"{where}: {exc}") from None
     regions = tuple(
         (str(r[0]), int(r[1]), round(float(r[2]) * 1024)) for r in table.get("ram_regions", ())
     )
@@ -46,14 +58,25 @@ def part_from_table(name: str, table: dict[str, Any], where: str = CATALOG_FILE)
         ram_kib=float(table["ram_kib"]),
         clock_mhz=float(table["clock_mhz"]),
         cpm=float(table["cpm"]),
-        core=core,
-        fpu=str(table.get("fpu", "")),
+        family=family.name,
+        fpu=fpu,
         flash_origin=int(table.get("flash_origin", 0x0800_0000)),
         ram_regions=regions,
-        usart_layout=layout,
-        usarts=tuple((str(u[0]), int(u[1])) for u in table.get("usarts", ())),
+        usarts=tuple((u, family.usart_base[u]) for u in usarts),
         source=str(table.get("source", "")),
     )
+
+
+def _family(name: str, table: dict[str, Any], where: str) -> Family:
+    """The part's family, or a one-line BoardFileError naming the file, part and families."""
+    if "family" not in table:
+        raise BoardFileError(
+            f"{where}: part {name}: no family; add family = one of {', '.join(FAMILIES)}"
+        )
+    try:
+        return family_for(str(table["family"]))
+    except BoardFileError as exc:
+        raise BoardFileError(f"{where}: part {name}: {exc}") from None
 
 
 def parts() -> list[Part]:

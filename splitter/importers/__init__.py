@@ -1,6 +1,10 @@
 """Importers: ONNX, TFLite and layer profiles (CSV/JSON) to a :class:`~splitter.ir.Chain`.
 
-:func:`load_chain` is the one entry point the CLI and the rest of the library use. The input
+:func:`load_model` reads a model file once: it returns a :class:`LoadedModel`, the normalised
+model (the user's ``--input-shape`` overrides applied, shapes inferred) with its
+:class:`~splitter.ir.Graph`. Slicing, validation, code generation and build take that object,
+never the path, so no later stage re-reads the file without the user's options.
+:func:`load_chain` is the entry point for a costed chain (models and layer profiles). The input
 format is chosen from the file suffix; ``FILE.json#name`` selects one profile of a multi-profile
 JSON such as the thesis's ``thesis_profiles.json``.
 """
@@ -8,13 +12,58 @@ JSON such as the thesis's ``thesis_profiles.json``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from splitter.errors import InputFileError
 from splitter.ir import Chain, Graph
 
 MODEL_SUFFIXES = (".onnx", ".tflite")
 PROFILE_SUFFIXES = (".csv", ".json")
+
+
+@dataclass(frozen=True, eq=False)
+class LoadedModel:
+    """A model file read once: its normalised serialised form and its canonical graph.
+
+    ``data`` is the ONNX ``ModelProto`` after the user's input-shape overrides and shape
+    inference (serialised), or the TFLite flatbuffer. ``graph`` is what the importer made of it
+    (constants folded, no-ops removed, activations fused).
+    """
+
+    path: Path
+    format: str  # "onnx" | "tflite"
+    data: bytes
+    graph: Graph
+    input_shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+
+    @property
+    def suffix(self) -> str:
+        """``.onnx`` or ``.tflite``: the suffix of the model's (and its sub-models') files."""
+        return f".{self.format}"
+
+    def onnx_model(self) -> Any:
+        """The normalised ONNX ``ModelProto`` (parsed from :attr:`data`)."""
+        import onnx
+
+        return onnx.load_model_from_string(self.data)
+
+
+def load_model(
+    path: str | Path, *, input_shapes: Mapping[str, tuple[int, ...]] | None = None
+) -> LoadedModel:
+    """Read an ONNX or TFLite model once (see :class:`LoadedModel`)."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    shapes = dict(input_shapes or {})
+    if suffix == ".onnx":
+        from splitter.importers.onnx_import import import_onnx
+
+        proto, graph = import_onnx(p, input_shapes=shapes)
+        return LoadedModel(p, "onnx", proto.SerializeToString(), graph, shapes)
+    graph = load_graph(p, input_shapes=shapes)
+    return LoadedModel(p, "tflite", p.read_bytes(), graph, shapes)
 
 
 def load_graph(

@@ -375,6 +375,18 @@ def load_onnx(path: Path, *, input_shapes: Mapping[str, tuple[int, ...]] | None 
     the declared shapes. Raises InputFileError (unreadable file, opset out of 11..21, empty
     graph), UnsupportedOpError (listing every unsupported node) or ShapeError (dynamic shapes).
     """
+    return import_onnx(path, input_shapes=input_shapes)[1]
+
+
+def import_onnx(
+    path: Path, *, input_shapes: Mapping[str, tuple[int, ...]] | None = None
+) -> tuple[onnx.ModelProto, Graph]:
+    """:func:`load_onnx` plus the normalised model it imported.
+
+    The model is the file's (external data loaded) with ``input_shapes`` written into its graph
+    inputs and shapes inferred (``value_info`` filled), so later stages (slicing, validation)
+    see the shapes the graph was imported with.
+    """
     path = Path(path)
     model, data = read_model(path)
     model_opset(model, path)
@@ -384,7 +396,8 @@ def load_onnx(path: Path, *, input_shapes: Mapping[str, tuple[int, ...]] | None 
     changed = apply_input_shapes(model, input_shapes or {}, path)
     blob = data if data is not None and not changed else model.SerializeToString()
     check_model(blob, path)
-    ctx = make_context(model, infer(blob, path), path)
+    inferred = infer(blob, path)
+    ctx = make_context(model, inferred, path)
     ops = build_ops(model, nodes, ctx, path)
     inputs, outputs = _graph_io(model)
     tensors = tensor_specs(ops, inputs, ctx)
@@ -392,7 +405,7 @@ def load_onnx(path: Path, *, input_shapes: Mapping[str, tuple[int, ...]] | None 
     lost = [o for o in outputs if o not in produced]
     if lost:
         raise InputFileError(f"{path}: graph output(s) {lost} are not computed by any node")
-    return Graph(
+    return inferred, Graph(
         name=model.graph.name or path.stem,
         ops=tuple(ops),
         tensors=tensors,

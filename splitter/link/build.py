@@ -18,6 +18,8 @@ from typing import Any
 from elftools.elf.elffile import ELFFile
 
 from splitter.errors import InfeasibleError, InputFileError, ToolchainError, ValidationError
+from splitter.hardware.qemu import EMULATOR
+from splitter.manifest import read_manifest
 
 GCC = "arm-none-eabi-gcc"
 TOOLCHAIN_INSTALL = (
@@ -87,8 +89,9 @@ def _overflow_message(device_dir: Path, line: str, emulator: bool) -> str:
     what = line.split("error:")[-1].strip().strip("`'")
     if emulator:
         return (
-            f"device {device_dir.name}: firmware does not fit the emulated STM32F405 "
-            f"(1 MiB flash, 128 KiB RAM): {what}; emulate a plan with smaller devices"
+            f"device {device_dir.name}: firmware does not fit the emulated {EMULATOR.chip} "
+            f"({EMULATOR.flash[1] >> 20} MiB flash, {EMULATOR.ram[1] >> 10} KiB RAM): "
+            f"{what}; emulate a plan with smaller devices"
         )
     return (
         f"device {device_dir.name}: firmware overflows its part: {what}; the code and stack "
@@ -161,38 +164,19 @@ def check(build: DeviceBuild) -> None:
         )
 
 
-def plan_estimates(out_dir: Path) -> dict[str, tuple[int, int]] | None:
-    """The planner's FLASH and RAM estimate per device, from the cost model (SPEC.md (1), (5)).
+def plan_estimates(out_dir: Path) -> dict[str, tuple[int, int]]:
+    """The planner's FLASH and RAM estimate per device name, from the plan manifest.
 
-    ``FLASH_i = sum FLASH_j`` and ``RAM_i = max RAM_j`` over the layers assigned to device ``i``
-    in plan.json, with the layer costs of the original model (plan.json's ``model_path``)
-    recomputed by :func:`splitter.importers.load_chain`. ``None`` when plan.json lacks them.
+    ``FLASH_i = sum FLASH_j`` and ``RAM_i = max RAM_j`` over the layers of the sub-models on
+    device ``i`` (SPEC.md (4), (5)), as the manifest records them per sub-model.
     """
-    try:
-        plan = json.loads((Path(out_dir) / "plan.json").read_text())
-        model, assignment = plan["model_path"], plan["assignment"]
-    except (OSError, KeyError, json.JSONDecodeError):
-        return None
-    from splitter.importers import load_chain
-
-    chain = load_chain(model)
-    if len(chain.layers) != len(assignment):
-        raise ValidationError(
-            f"{out_dir}/plan.json: {len(assignment)} layers assigned but {model} has "
-            f"{len(chain.layers)}; re-run `splitter compile`"
-        )
-    out: dict[str, tuple[int, int]] = {}
-    for layer, device in zip(chain.layers, assignment, strict=True):
-        flash, ram = out.get(device, (0, 0))
-        out[device] = (flash + layer.cost.flash, max(ram, layer.cost.ram))
-    return out
+    return read_manifest(out_dir).device_totals()
 
 
 def build_all(out_dir: Path, *, emulator: bool = True) -> list[DeviceBuild]:
     """Build every device (and its emulator variant), measure each against the plan.
 
-    The estimates are the planner's (:func:`plan_estimates`) when plan.json allows it, else
-    the generator's numbers recorded in ``firmware/wiring.json``.
+    The estimates are the planner's (:func:`plan_estimates`, from the plan manifest).
     """
     fw = Path(out_dir) / "firmware"
     wiring_path = fw / "wiring.json"
@@ -200,14 +184,19 @@ def build_all(out_dir: Path, *, emulator: bool = True) -> list[DeviceBuild]:
         raise InputFileError(f"{wiring_path}: missing; run `splitter compile` first")
     wiring = json.loads(wiring_path.read_text())
     require_toolchain()
-    estimates = plan_estimates(Path(out_dir)) or {}
+    estimates = plan_estimates(Path(out_dir))
     builds = []
     for dev in wiring["devices"]:
         ddir = fw / dev["name"]
         elf = run_make(ddir)
         if emulator:
             run_make(ddir, emulator=True)
-        flash, ram = estimates.get(dev["name"], (dev["weights_bytes"], dev["arena_bytes"]))
+        if dev["name"] not in estimates:
+            raise InputFileError(
+                f"{wiring_path}: device {dev['name']} runs no sub-model of plan.json; "
+                "re-run `splitter compile`"
+            )
+        flash, ram = estimates[dev["name"]]
         entry = {**dev, "weights_bytes": flash, "arena_bytes": ram}
         builds.append(measure(entry, elf, _capacities(ddir)))
     return builds

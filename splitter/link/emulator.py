@@ -1,4 +1,4 @@
-"""Boot one QEMU ``netduinoplus2`` (STM32F405) per device and wire them as WIRING.md says.
+"""Boot one QEMU :data:`~splitter.hardware.qemu.EMULATOR` per device, wired as WIRING.md says.
 
 The n-th link of a device is its firmware's n-th USART, which is QEMU's n-th ``-serial``
 (USART1, USART2, USART3, UART4, UART5, USART6; see ../shared/notes/emulated-stm32.md).
@@ -30,10 +30,11 @@ from types import TracebackType
 from typing import Any
 
 from splitter.errors import InputFileError, LinkError, ToolchainError
+from splitter.hardware.qemu import EMULATOR
 
 QEMU = "qemu-system-arm"
 QEMU_INSTALL = "apt-get install --no-install-recommends qemu-system-arm"
-MACHINE = "netduinoplus2"
+MACHINE = EMULATOR.machine
 ELF = Path("build/emulator/firmware.elf")
 START_TIMEOUT_S = 10.0
 PORT_ATTEMPTS = 3
@@ -84,10 +85,11 @@ class Emulation:
 
     @property
     def note(self) -> str:
-        """The sentence every report prints about non-F405 parts."""
+        """The sentence every report prints about parts other than the emulated chip."""
         others = self.wiring.get("emulated_as_f405", "")
-        base = f"emulated on QEMU {MACHINE} (STM32F405)"
-        return f"{base}; {others} emulated as an F405 with the plan's own code" if others else base
+        base = f"emulated on {EMULATOR.title}"
+        own = f"emulated as an {EMULATOR.short} with the plan's own code"
+        return f"{base}; {others} {own}" if others else base
 
     def __enter__(self) -> Emulation:
         try:

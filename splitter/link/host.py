@@ -1,34 +1,43 @@
-"""Host side of the link: a reliable frame session per serial endpoint, and one inference.
+"""Host side of the link: a reliable frame session per board endpoint, and one inference.
 
-:class:`HostLink` wraps a pyserial port (``/dev/ttyUSB0`` or ``socket://127.0.0.1:PORT``) with
-the stop-and-wait ARQ of docs/protocol.md: every data frame is retransmitted until ACKed (NACK
-or timeout), received data frames are ACKed (duplicates re-ACKed and dropped), CRC errors are
-NACKed. Nothing here blocks longer than its timeout: a silent board raises :class:`LinkError`
-naming it.
+:class:`HostLink` runs over a byte :class:`~splitter.link.transport.Transport` (a serial port
+``/dev/ttyUSB0``, QEMU's ``socket://127.0.0.1:PORT``, ``tcp://HOST:PORT``; see
+``splitter/link/transport.py``) with the stop-and-wait ARQ of docs/protocol.md: every data
+frame is retransmitted until ACKed (NACK or timeout), received data frames are ACKed
+(duplicates re-ACKed and dropped), CRC errors are NACKed. Nothing here blocks longer than its
+timeout: a silent board raises :class:`LinkError` naming it.
 """
 
 from __future__ import annotations
 
-import errno
-import socket
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import serial
 
 from splitter.errors import LinkError
 from splitter.link import protocol as P
+from splitter.link.transport import Transport, open_transport
 
 ACK_TIMEOUT_S = 1.0
 RETRIES = 8
 PING_TIMEOUT_S = 0.3
 #: Silence inside a frame after which the rest of it is given up (the sender waits for us).
 BYTE_GAP_S = 0.1
-#: errno of opening a port another process holds: its flock (EWOULDBLOCK) or TIOCEXCL (EBUSY).
-BUSY_ERRNOS = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EBUSY)
+#: Longest single transport read while waiting (s): the granularity of the byte-gap check.
+POLL_S = 0.02
+#: Seconds between checks of the other host links for a board's ERROR while waiting a result.
+WATCH_PERIOD_S = 0.25
+
+
+class DeviceError(LinkError):
+    """A board sent an ERROR frame (its text names the board and what failed)."""
+
+
+class SilentError(LinkError):
+    """A board sent no data frame within the receive timeout."""
 
 
 @dataclass
@@ -49,30 +58,16 @@ class InferenceResult:
     seconds: float = 0.0
 
 
-def open_port(url: str, device: str, baud: int) -> serial.SerialBase:
-    """Open ``url`` for ``device`` with an exclusive lock (pyserial ``exclusive=True``: flock
-    on POSIX), so a second splitter run/bench or a serial monitor cannot share the port.
-
-    A port another program holds (lock taken: EWOULDBLOCK; opened with TIOCEXCL: EBUSY) is a
-    one-line :class:`LinkError` saying so; any other failure names the port and the cause.
-    """
-    try:
-        return serial.serial_for_url(url, baudrate=baud, timeout=0.02, exclusive=True)
-    except (serial.SerialException, OSError, ValueError) as exc:
-        if getattr(exc, "errno", None) in BUSY_ERRNOS:
-            raise LinkError(
-                f"{url}: port of device {device} is busy (another program holds it: a serial "
-                "monitor, a flasher or another splitter run/bench); close it and retry"
-            ) from None
-        raise LinkError(f"{url}: cannot open the port of device {device} ({exc})") from None
-
-
 class HostLink:
-    """One serial endpoint to one device, speaking the splitter frame protocol."""
+    """One endpoint to one device, speaking the splitter frame protocol over a transport.
+
+    ``port`` is a URL for :func:`~splitter.link.transport.open_transport` (opened here) or an
+    opened :class:`~splitter.link.transport.Transport` (closed by :meth:`close`).
+    """
 
     def __init__(
         self,
-        url: str,
+        port: str | Transport,
         device: str,
         *,
         baud: int = 115200,
@@ -80,12 +75,12 @@ class HostLink:
         retries: int = RETRIES,
         log: Callable[[str], None] | None = None,
     ) -> None:
-        self.url, self.device = url, device
+        self.device = device
         self.ack_timeout, self.retries, self.log = ack_timeout, retries, log
-        self.port = open_port(url, device, baud)
-        sock = getattr(self.port, "_socket", None)
-        if isinstance(sock, socket.socket):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if isinstance(port, str):
+            port = open_transport(port, baud=baud, peer=f"device {device}")
+        self.transport = port
+        self.url = port.url
         self._decoder = P.FrameDecoder()
         self._pending: deque[tuple[str, P.Frame]] = deque()
         self._inbox: deque[P.Frame] = deque()
@@ -95,8 +90,8 @@ class HostLink:
         self.plan_tag = 0
 
     def close(self) -> None:
-        """Close the port."""
-        self.port.close()
+        """Close the transport."""
+        self.transport.close()
 
     def __enter__(self) -> HostLink:
         return self
@@ -108,10 +103,7 @@ class HostLink:
     def _write(self, frame: P.Frame) -> None:
         if self.log:
             self.log(f"-> {self.device} {frame.name} seq={frame.seq} len={len(frame.payload)}")
-        try:
-            self.port.write(frame.encode())
-        except (serial.SerialException, OSError) as exc:
-            raise LinkError(f"{self.url}: write to device {self.device} failed ({exc})") from None
+        self.transport.write(frame.encode())
 
     def _next_raw(self, deadline: float) -> tuple[str, P.Frame] | None:
         """The next decoded ``(status, frame)`` or ``None`` at the deadline."""
@@ -120,10 +112,7 @@ class HostLink:
             now = time.monotonic()
             if now >= deadline:
                 return None
-            try:
-                data = self.port.read(max(1, self.port.in_waiting))
-            except (serial.SerialException, OSError) as exc:
-                raise LinkError(f"{self.url}: device {self.device} link failed ({exc})") from None
+            data = self.transport.read(P.MAX_PAYLOAD, min(POLL_S, deadline - now))
             if data:
                 last = now
                 self._pending.extend(self._decoder.feed(data))
@@ -203,7 +192,7 @@ class HostLink:
         while not self._inbox:
             got = self._next_raw(deadline)
             if got is None:
-                raise LinkError(
+                raise SilentError(
                     f"{self.url}: device {self.device} sent nothing for {timeout:.1f} s "
                     "(it stopped answering)"
                 )
@@ -214,7 +203,7 @@ class HostLink:
                 self._absorb(frame)
         frame = self._inbox.popleft()
         if frame.type == P.FrameType.ERROR:
-            raise LinkError(f"device error reported via {self.device}: {decode_error(frame)}")
+            raise DeviceError(f"device error reported via {self.device}: {decode_error(frame)}")
         return frame
 
 
@@ -260,14 +249,25 @@ def send_tensor(link: HostLink, submodel: int, data: bytes) -> None:
             break
 
 
-def receive_result(link: HostLink, nbytes: int, timeout: float) -> tuple[bytes, list[Timing]]:
-    """TIMING then RESULT chunks from the last device, reassembled."""
+def receive_result(
+    link: HostLink, nbytes: int, timeout: float, watch: Sequence[HostLink] = ()
+) -> tuple[bytes, list[Timing], float]:
+    """TIMING then RESULT chunks from the last device, reassembled; with the monotonic time
+    the first frame arrived (the start of the result's transfer, for ``splitter bench``).
+
+    Chunks arrive in order but a re-chunked retransmission may overlap bytes already received,
+    so progress is the highest byte received (``got = max(got, offset + len)``), never a sum;
+    a chunk at offset 0 restarts the tensor. While waiting, the other host links (``watch``)
+    are polled for an ERROR frame: a board that gives up on a board-to-board link reports it on
+    its link 0, which may not be the link the result comes on; that error is raised at once.
+    """
     buf = bytearray(nbytes)
-    got = 0
+    got, t_first = 0, 0.0
     timings: list[Timing] = []
     deadline = time.monotonic() + timeout
     while got < nbytes or nbytes == 0:
-        frame = link.receive(max(0.01, deadline - time.monotonic()))
+        frame = _receive_watching(link, deadline, watch)
+        t_first = t_first or time.monotonic()
         if frame.type == P.FrameType.TIMING:
             timings = [Timing(*rec) for rec in P.decode_timing(frame.payload)]
         elif frame.type == P.FrameType.RESULT:
@@ -285,7 +285,26 @@ def receive_result(link: HostLink, nbytes: int, timeout: float) -> tuple[bytes, 
             got = max(got, chunk.offset + len(chunk.data))
             if nbytes == 0:
                 break
-    return bytes(buf), timings
+    return bytes(buf), timings, t_first
+
+
+def _receive_watching(link: HostLink, deadline: float, watch: Sequence[HostLink]) -> P.Frame:
+    """``link.receive`` until ``deadline``, checking the ``watch`` links for errors meanwhile."""
+    while True:
+        left = deadline - time.monotonic()
+        step = min(max(0.01, left), WATCH_PERIOD_S) if watch else max(0.01, left)
+        try:
+            return link.receive(step)
+        except SilentError:
+            if left <= step:
+                raise
+        for other in watch:
+            try:
+                other.receive(0.01)  # other frames there are dropped: only errors matter
+            except DeviceError:
+                raise
+            except LinkError:
+                pass
 
 
 def to_wire(x: np.ndarray) -> bytes:
@@ -306,5 +325,5 @@ def infer(
     by_name = {ln.device: ln for ln in links}
     t0 = time.monotonic()
     send_tensor(by_name[first], 0, to_wire(x))
-    data, timings = receive_result(by_name[last], out_bytes, timeout)
+    data, timings, _ = receive_result(by_name[last], out_bytes, timeout)
     return InferenceResult(data, timings, time.monotonic() - t0)

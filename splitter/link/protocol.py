@@ -28,7 +28,7 @@ MAX_PAYLOAD = 1024
 #: Bytes a frame adds around its payload: sync 2 + header 4 + crc 4.
 OVERHEAD = len(SYNC) + HEADER.size + CRC.size
 PROTOCOL_VERSION = 1
-#: Version of the generated firmware runtime (bump when main.c/proto.c behaviour changes).
+#: Version of the generated firmware runtime (bump when runtime.c/proto.c behaviour changes).
 FIRMWARE_VERSION = 2
 #: TENSOR/RESULT chunk header: sub-model u8, flags u8, plan tag u16, total u32, offset u32.
 CHUNK = struct.Struct("<BBHII")
@@ -36,7 +36,8 @@ CHUNK_DATA = MAX_PAYLOAD - CHUNK.size
 #: PONG payload head: protocol u8, device index u8, sub-models u8, name length u8, plan hash 8,
 #: firmware version u16 (codegen.firmware.FIRMWARE_VERSION); the name follows.
 PONG = struct.Struct("<BBBB8sH")
-#: One TIMING record: sub-model u8, device u8, reserved u16, cycles u64.
+#: One TIMING record: sub-model u8, device u8, reserved u16, cycles u64 (12 bytes; the C side's
+#: ``PROTO_TIMING_*`` in firmware_templates/proto.h, checked by tests/test_runtime_host.py).
 TIMING = struct.Struct("<BBHQ")
 PLAN_HASH_BYTES = 8
 
@@ -213,7 +214,9 @@ def encode_pong(pong: Pong) -> bytes:
 def decode_timing(payload: bytes) -> list[tuple[int, int, int]]:
     """Decode a TIMING payload into ``(submodel, device, cycles)`` records."""
     if len(payload) % TIMING.size:
-        raise ValueError(f"TIMING payload of {len(payload)} bytes is not a multiple of 12")
+        raise ValueError(
+            f"TIMING payload of {len(payload)} bytes is not a multiple of {TIMING.size}"
+        )
     return [
         (sub, dev, cycles)
         for sub, dev, _res, cycles in (

@@ -1,14 +1,13 @@
 """One inference over the boards of a compiled plan (``splitter run`` as a library call).
 
-Reads ``OUT/plan.json`` (input/output tensors of the first/last sub-model, the original model)
-and ``OUT/firmware/wiring.json`` (which devices face the host). Connects to every host-facing
-device, checks its PONG (device name, plan hash of plan.json), sends the input to the first
-device and reads the RESULT of the last one.
+Reads the plan manifest ``OUT/plan.json`` (:func:`splitter.manifest.read_manifest`: the graph
+input and output tensors, the original model) and ``OUT/firmware/wiring.json`` (which devices
+face the host). Connects to every host-facing device, checks its PONG (device name, plan hash of
+plan.json), sends the input to the first device and reads the RESULT of the last one.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -18,22 +17,14 @@ from typing import Any
 import numpy as np
 
 from splitter.errors import InputFileError, LinkError, ShapeError, ValidationError
+from splitter.ir import TensorSpec
 from splitter.link.emulator import Emulation, load_wiring
 from splitter.link.host import HostLink, Timing, infer
 from splitter.link.protocol import FIRMWARE_VERSION, PROTOCOL_VERSION, plan_hash
+from splitter.link.transport import open_transport
+from splitter.manifest import PlanManifest, read_manifest
 
 CHECK_TOLERANCE = 1e-4
-MODEL_KEYS = ("model_path", "source_path", "model_file", "model")
-
-
-@dataclass(frozen=True)
-class TensorInfo:
-    """Name, shape and dtype of a boundary tensor from plan.json."""
-
-    name: str
-    shape: tuple[int, ...]
-    dtype: str
-    nbytes: int
 
 
 @dataclass
@@ -52,37 +43,7 @@ class RunResult:
     compute_s: float = 0.0
 
 
-def load_plan(out_dir: Path) -> dict[str, Any]:
-    """``OUT/plan.json`` as a dict, or an :class:`InputFileError` saying to compile."""
-    path = Path(out_dir) / "plan.json"
-    try:
-        data: dict[str, Any] = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputFileError(
-            f"{path}: missing; run `splitter compile MODEL -o {out_dir}`"
-        ) from None
-    except json.JSONDecodeError as exc:
-        raise InputFileError(f"{path}: not valid JSON ({exc}); re-run `splitter compile`") from None
-    return data
-
-
-def boundary(plan: Mapping[str, Any], which: str) -> TensorInfo:
-    """The graph input (``which="input"``) or output tensor from plan.json's sub-models."""
-    subs = plan.get("submodels") or []
-    key, pos = ("inputs", 0) if which == "input" else ("outputs", -1)
-    try:
-        spec = subs[pos][key][0]
-        shape = tuple(int(d) for d in spec["shape"])
-        dtype = str(spec["dtype"])
-        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
-        return TensorInfo(str(spec["name"]), shape, dtype, nbytes)
-    except (IndexError, KeyError, TypeError, ValueError):
-        raise InputFileError(
-            f"plan.json: no {which} tensor in submodels[{pos}].{key}; re-run `splitter compile`"
-        ) from None
-
-
-def load_input(path: Path, spec: TensorInfo) -> np.ndarray:
+def load_input(path: Path, spec: TensorSpec) -> np.ndarray:
     """The ``.npy`` input, checked against the plan's input shape and dtype."""
     try:
         x = np.load(path, allow_pickle=False)
@@ -125,21 +86,21 @@ def check_pong(link: HostLink, expected_hash: str, timeout: float) -> None:
         )
 
 
-def from_wire(data: bytes, spec: TensorInfo) -> np.ndarray:
+def from_wire(data: bytes, spec: TensorSpec) -> np.ndarray:
     """Inverse of :func:`splitter.link.host.to_wire` for a tensor of ``spec``'s dtype, shape."""
     wire = np.dtype(spec.dtype).newbyteorder("<")
     return np.frombuffer(data, dtype=wire).reshape(spec.shape).astype(np.dtype(spec.dtype))
 
 
 def reference_output(
-    plan: Mapping[str, Any], out_dir: Path, x: np.ndarray, model: Path | None = None
+    manifest: PlanManifest, out_dir: Path, x: np.ndarray, model: Path | None = None
 ) -> np.ndarray:
-    """The original model's output (path from plan.json or ``model``): onnxruntime for ONNX,
-    LiteRT for TFLite."""
-    path = model or _model_path(plan, out_dir)
-    if path is None:
+    """The original model's output (``model``, else the manifest's model path): onnxruntime for
+    ONNX, LiteRT for TFLite."""
+    path = model or Path(manifest.model.path)
+    if not path.is_file():
         raise InputFileError(
-            f"{out_dir}/plan.json: names no original model file; pass --model or --no-check"
+            f"{path}: the original model of {out_dir}/plan.json is gone; pass --model or --no-check"
         )
     suffix = path.suffix.lower()
     if suffix == ".tflite":
@@ -159,16 +120,6 @@ def reference_output(
     return np.asarray(sess.run(None, {name: x})[0])
 
 
-def _model_path(plan: Mapping[str, Any], out_dir: Path) -> Path | None:
-    for key in MODEL_KEYS:
-        value = plan.get(key)
-        if isinstance(value, str) and value:
-            for cand in (Path(value), Path(out_dir) / value):
-                if cand.is_file():
-                    return cand
-    return None
-
-
 def run(
     out_dir: Path,
     x: np.ndarray,
@@ -179,11 +130,12 @@ def run(
     timeout: float = 60.0,
     log: Callable[[str], None] | None = None,
 ) -> RunResult:
-    """One inference: over ``ports`` (device name -> pyserial URL) or a fresh emulation."""
-    plan = load_plan(out_dir)
+    """One inference: over ``ports`` (device name -> transport URL, see ``open_transport``) or
+    a fresh emulation."""
+    manifest = read_manifest(out_dir)
     wiring = load_wiring(Path(out_dir) / "firmware")
-    out_spec = boundary(plan, "output")
-    expected = plan_hash(plan)
+    out_spec = manifest.output
+    expected = plan_hash(manifest.to_dict())
     with ExitStack() as stack:
         note = ""
         if emulate:
@@ -191,7 +143,7 @@ def run(
             ports, note = emu.endpoints, emu.note
         urls = _host_ports(wiring, ports or {})
         links = [
-            stack.enter_context(HostLink(u, n, baud=int(wiring["baud"]), log=log))
+            stack.enter_context(open_host_link(u, n, int(wiring["baud"]), log))
             for n, u in urls.items()
         ]
         for link in links:
@@ -207,6 +159,13 @@ def run(
     y = from_wire(res.data, out_spec)
     compute = compute_seconds(wiring, res.timings, emulated=emulate)
     return RunResult(y, res.timings, res.seconds, note, compute)
+
+
+def open_host_link(
+    url: str, device: str, baud: int, log: Callable[[str], None] | None = None
+) -> HostLink:
+    """A :class:`HostLink` to ``device`` over the transport of ``url`` (``open_transport``)."""
+    return HostLink(open_transport(url, baud=baud, peer=f"device {device}"), device, log=log)
 
 
 def compute_seconds(wiring: Mapping[str, Any], timings: list[Timing], *, emulated: bool) -> float:

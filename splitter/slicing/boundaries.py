@@ -9,13 +9,20 @@ tensor names, so the slicers can cut the original file without knowing the chain
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from splitter.ir import Boards, Chain, Plan, TensorSpec
+from splitter.ir import Chain, TensorSpec
+from splitter.manifest import PlanManifest, safe_name, submodel_io
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+__all__ = [
+    "Cut",
+    "SlicedModel",
+    "cuts_from_manifest",
+    "cuts_from_ranges",
+    "safe_name",
+    "submodel_io",
+]
 
 
 @dataclass(frozen=True)
@@ -62,25 +69,12 @@ class Cut:
         }
 
 
-def safe_name(text: str) -> str:
-    """``text`` with every run of characters outside ``[A-Za-z0-9_.-]`` replaced by ``_``."""
-    return _UNSAFE.sub("_", text).strip("_") or "device"
-
-
-def submodel_io(chain: Chain, first: int, last: int) -> tuple[TensorSpec, TensorSpec]:
-    """The tensors entering and leaving layers ``first..last`` of ``chain``."""
-    head = chain.layers[first]
-    entering = head.input if first > 0 and head.input is not None else chain.layers[0].output
-    return entering, chain.layers[last].output
-
-
-def cuts_from_plan(plan: Plan, chain: Chain, boards: Boards) -> list[Cut]:
-    """One :class:`Cut` per sub-model of ``plan``, in topological order."""
-    return cuts_from_ranges(
-        chain,
-        [(s.device_index, s.first, s.last) for s in plan.submodels],
-        [d.name for d in boards.devices],
-    )
+def cuts_from_manifest(manifest: PlanManifest) -> list[Cut]:
+    """One :class:`Cut` per sub-model of the plan manifest (its boundary tensors included)."""
+    return [
+        Cut(s.index, s.device, s.device_index, s.first, s.last, s.inputs, s.outputs)
+        for s in manifest.submodels
+    ]
 
 
 def cuts_from_ranges(

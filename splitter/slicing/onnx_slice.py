@@ -21,7 +21,6 @@ Each sub-model keeps the original IR version, opset imports, local functions, pr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import onnx
@@ -30,7 +29,8 @@ import onnx.helper
 import onnx.shape_inference
 import onnx.utils
 
-from splitter.errors import InputFileError, ShapeError, ValidationError
+from splitter.errors import ShapeError, ValidationError
+from splitter.importers import LoadedModel
 from splitter.ir import TensorSpec
 from splitter.slicing.boundaries import Cut, SlicedModel
 
@@ -38,17 +38,13 @@ from splitter.slicing.boundaries import Cut, SlicedModel
 _IR_INITIALIZERS_NOT_INPUTS = 4
 
 
-def load_onnx_model(path: str | Path) -> onnx.ModelProto:
-    """Load ``path`` (external data included) or raise a one-line :class:`InputFileError`."""
-    try:
-        return onnx.load(str(path), load_external_data=True)
-    except Exception as exc:  # protobuf DecodeError, OSError, onnx errors
-        raise InputFileError(f"{path}: cannot read ONNX model ({exc}); give a valid .onnx") from exc
+def slice_onnx(model: LoadedModel, cuts: Sequence[Cut]) -> list[SlicedModel]:
+    """Serialised sub-models of ``model``, one per cut, each checked with ``full_check``.
 
-
-def slice_onnx(model: str | Path | onnx.ModelProto, cuts: Sequence[Cut]) -> list[SlicedModel]:
-    """Serialised sub-models of ``model``, one per cut, each checked with ``full_check``."""
-    proto = model if isinstance(model, onnx.ModelProto) else load_onnx_model(model)
+    ``model`` is the normalised model of :func:`splitter.importers.load_model`, so the user's
+    input-shape overrides hold in every sub-model.
+    """
+    proto = model.onnx_model()
     inferred = _infer(proto)
     extractor = onnx.utils.Extractor(inferred)
     return [_slice_one(proto, extractor, cut) for cut in cuts]

@@ -32,6 +32,7 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
 from splitter.errors import InputFileError, ShapeError, UnsupportedOpError, ValidationError
+from splitter.importers import LoadedModel
 from splitter.ir import QuantParams, TensorSpec
 from splitter.slicing.boundaries import Cut, SlicedModel
 
@@ -95,10 +96,12 @@ def tensor_names(subgraph: Any) -> list[str]:
     return [f"{n}:{i}" if (counts[n] > 1 or not n) else n for i, n in enumerate(raw)]
 
 
-def load_tflite_model(path: str | Path) -> tuple[bytes, Any]:
-    """Bytes and unpacked ``ModelT`` of ``path``, or a one-line :class:`InputFileError`."""
+def load_tflite_model(path: str | Path, data: bytes | None = None) -> tuple[bytes, Any]:
+    """Bytes and unpacked ``ModelT`` of ``path`` (or of ``data`` read from it), or a one-line
+    :class:`InputFileError`."""
     try:
-        data = Path(path).read_bytes()
+        if data is None:
+            data = Path(path).read_bytes()
         if data[4:8] != _FILE_IDENTIFIER:
             raise ValueError("no TFL3 file identifier")
         return data, schema.ModelT.InitFromPackedBuf(data, 0)
@@ -108,14 +111,15 @@ def load_tflite_model(path: str | Path) -> tuple[bytes, Any]:
         ) from exc
 
 
-def slice_tflite(model: str | Path, cuts: Sequence[Cut]) -> list[SlicedModel]:
-    """Serialised sub-model flatbuffers of ``model``, one per cut."""
-    src = _source(model)
+def slice_tflite(model: LoadedModel, cuts: Sequence[Cut]) -> list[SlicedModel]:
+    """Serialised sub-model flatbuffers of ``model`` (see :func:`splitter.importers.load_model`),
+    one per cut."""
+    src = _source(model.path, model.data)
     return [_slice_one(src, cut) for cut in cuts]
 
 
-def _source(path: str | Path) -> _Source:
-    _, model = load_tflite_model(path)
+def _source(path: str | Path, data: bytes) -> _Source:
+    _, model = load_tflite_model(path, data)
     if not model.subgraphs:
         raise InputFileError(f"{path}: TFLite model has no subgraph; give a converted model")
     if len(model.subgraphs) > 1:

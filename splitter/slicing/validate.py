@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from splitter.errors import InputFileError, ValidationError
+from splitter.importers import LoadedModel
 from splitter.ir import TensorSpec
 
 #: Default number of seeded random input samples (issue 4: at least 8).
@@ -425,28 +426,29 @@ def _at_submodel(stats: OutputStats, k: int) -> OutputStats:
 
 
 def validate_models(
-    original: str | Path,
+    original: LoadedModel,
     submodels: Sequence[tuple[str, bytes]],
     *,
-    suffix: str,
     count: int = DEFAULT_SAMPLES,
     seed: int = DEFAULT_SEED,
     input_files: Sequence[str | Path] = (),
     float_range: tuple[float, float] | None = None,
 ) -> ValidationReport:
-    """Validate sub-models ``(name, bytes)`` against the model file ``original``.
+    """Validate sub-models ``(name, bytes)`` against the normalised model ``original``
+    (:func:`splitter.importers.load_model`: the user's input shapes hold in the reference too).
 
     Raises :class:`ValidationError` when any output fails (the report is attached as
     ``exc.report``).
     """
+    suffix = original.suffix
     chain = [make_runner(data, suffix) for _, data in submodels]
-    ref = make_runner(original, suffix, [name for name, _ in boundary_probes(chain)])
+    ref = make_runner(original.data, suffix, [name for name, _ in boundary_probes(chain)])
     samples = random_inputs(ref.inputs, count, seed, float_range)
     labels = [f"random:seed={seed}:{i}" for i in range(count)]
     for path in input_files:
         if len(ref.inputs) != 1:
             raise InputFileError(
-                f"{path}: --input needs a single-input model, {original} has {len(ref.inputs)}"
+                f"{path}: --input needs a single-input model, {original.path} has {len(ref.inputs)}"
             )
         arrays = load_input_file(path, ref.inputs[0])
         samples += [{ref.inputs[0].name: a} for a in arrays]

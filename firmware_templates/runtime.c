@@ -1,0 +1,188 @@
+/* splitter firmware runtime (docs/protocol.md): receive -> run sub-model -> send, for every
+ * hosted sub-model; errors travel towards the host on link 0. Static file: the per-device
+ * tables (submodels, runtime_text) are generated in main.c. */
+#include "runtime.h"
+#include "link.h"
+#include "proto.h"
+#include "timer.h"
+
+/* Chunk size per link: halved when a chunk needs retransmissions (a noisy line), doubled
+ * after a chunk goes through at once; the receiver places chunks by offset, so any size works. */
+#define MAX_CHUNK (PROTO_MAX_PAYLOAD - PROTO_CHUNK_HEADER)
+#define MIN_CHUNK 32u
+
+static uint8_t timing[MAX_TIMING_RECORDS * PROTO_TIMING_RECORD];
+static uint32_t n_timing;
+static uint32_t received[N_SUBMODELS];
+static uint32_t chunk_size[N_LINKS];
+static frame_t rx;
+
+void board_init(void);
+
+static void put32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+}
+
+static uint32_t get32(const uint8_t *p) {
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+/* Append (sub-model, device, cycles) to the record list; records past MAX_TIMING_RECORDS drop. */
+static void add_timing(uint8_t sub, uint8_t dev, uint64_t cycles) {
+    if (n_timing >= MAX_TIMING_RECORDS) return;
+    uint8_t *p = timing + PROTO_TIMING_RECORD * n_timing++;
+    for (uint32_t b = 0; b < PROTO_TIMING_RECORD; b++) p[b] = 0;
+    p[PROTO_TIMING_SUB] = sub;
+    p[PROTO_TIMING_DEV] = dev;
+    put32(p + PROTO_TIMING_CYCLES, (uint32_t)cycles);
+    put32(p + PROTO_TIMING_CYCLES + 4u, (uint32_t)(cycles >> 32));
+}
+
+/* Report an error towards the host: link 0 faces the host or the device feeding us. */
+static void send_error(uint8_t code, uint8_t arg, const char *text) {
+    uint8_t head[4] = {code, DEVICE_INDEX, arg, 0};
+    uint16_t n = 0;
+    while (text[n] && n < 200u) n++;
+    (void)proto_send(0, FT_ERROR, head, 4, (const uint8_t *)text, n, SEND_RETRIES);
+}
+
+/* The TIMING list, then `n` bytes as TENSOR/RESULT chunks; 0, or proto_send's -1/-2. */
+static int send_tensor(int l, uint8_t type, uint8_t sub, const uint8_t *data, uint32_t n) {
+    uint8_t head[PROTO_CHUNK_HEADER];
+    int rt = proto_send(l, FT_TIMING, timing, (uint16_t)(PROTO_TIMING_RECORD * n_timing), 0, 0,
+                        SEND_RETRIES);
+    if (rt < 0) return rt;
+    n_timing = 0;
+    uint32_t off = 0;
+    do {
+        uint32_t cs = chunk_size[l] ? chunk_size[l] : MAX_CHUNK;
+        uint32_t len = n - off < cs ? n - off : cs;
+        head[0] = sub; head[1] = 0; head[2] = (uint8_t)PLAN_TAG; head[3] = (uint8_t)(PLAN_TAG >> 8);
+        put32(head + 4, n);
+        put32(head + 8, off);
+        int tries = len > MIN_CHUNK ? 2 : 2 * SEND_RETRIES;
+        int r = proto_send(l, type, head, PROTO_CHUNK_HEADER, data + off, (uint16_t)len, tries);
+        if (r == -2 || (r < 0 && len <= MIN_CHUNK)) return r;
+        if (r < 0) {
+            chunk_size[l] = len / 2u;
+            continue;
+        }
+        off += len;
+        chunk_size[l] = (r == 1 && 2u * cs <= MAX_CHUNK) ? 2u * cs : cs;
+    } while (off < n);
+    return 0;
+}
+
+static void run_submodel(const submodel_t *s) {
+    cycles_start();
+    int rc = s->run(model_arena);
+    uint64_t cycles = cycles_stop();
+    add_timing(s->index, DEVICE_INDEX, cycles);
+    if (rc != 0) {
+        send_error(ERR_MODEL, s->index, runtime_text.model_error);
+        return;
+    }
+    const uint8_t *out = (const uint8_t *)model_arena + s->out_offset;
+    int r = send_tensor(s->out_link, s->out_type, s->next_index, out, s->out_bytes);
+    n_timing = 0;
+    if (r == -1) send_error(ERR_LINK_TIMEOUT, s->out_link, runtime_text.link_timeout[s->out_link]);
+    /* r == -2: the peer reported an error, forwarded by the main loop */
+}
+
+static void on_chunk(int l, const frame_t *f) {
+    const uint8_t *p = f->payload;
+    uint32_t total = get32(p + 4);
+    uint32_t off = get32(p + 8);
+    uint32_t len = (uint32_t)f->len - PROTO_CHUNK_HEADER;
+    if ((uint32_t)(p[2] | (p[3] << 8)) != PLAN_TAG) {
+        if (off != 0) return; /* reported once, at the first chunk */
+        send_error(ERR_PLAN, p[0], runtime_text.plan_mismatch);
+        return;
+    }
+    for (uint32_t i = 0; i < N_SUBMODELS; i++) {
+        const submodel_t *s = &submodels[i];
+        if (s->index != p[0]) continue;
+        if (off == 0) received[i] = 0;
+        /* chunks come in order; a re-chunked retransmission may overlap what already arrived */
+        if ((int)s->in_link != l || total != s->in_bytes || off + len > total || off > received[i]) {
+            break;
+        }
+        uint8_t *dst = (uint8_t *)model_arena + s->in_offset + off;
+        for (uint32_t k = 0; k < len; k++) dst[k] = p[PROTO_CHUNK_HEADER + k];
+        if (off + len > received[i]) received[i] = off + len;
+        if (received[i] == total) {
+            received[i] = 0;
+            run_submodel(s);
+        }
+        return;
+    }
+    send_error(ERR_BAD_TENSOR, p[0], runtime_text.bad_tensor);
+}
+
+/* The received record list replaces ours (whole records only, at most MAX_TIMING_RECORDS). */
+static void on_timing(const frame_t *f) {
+    n_timing = 0;
+    for (uint32_t k = 0; k + PROTO_TIMING_RECORD <= f->len && n_timing < MAX_TIMING_RECORDS;
+         k += PROTO_TIMING_RECORD) {
+        for (uint32_t b = 0; b < PROTO_TIMING_RECORD; b++) {
+            timing[PROTO_TIMING_RECORD * n_timing + b] = f->payload[k + b];
+        }
+        n_timing++;
+    }
+}
+
+static void on_frame(int l, const frame_t *f) {
+    switch (f->type) {
+    case FT_PING:
+        proto_reset_rx(l);
+        proto_send_pong(l);
+        return;
+    case FT_ACK: case FT_NACK: case FT_PONG:
+        return; /* stale answers to frames we no longer wait for */
+    default:
+        break;
+    }
+    if (!proto_accept(l, f)) return; /* duplicate after a lost ACK */
+    if (f->type == FT_TENSOR && f->len >= PROTO_CHUNK_HEADER) {
+        on_chunk(l, f);
+    } else if (f->type == FT_TIMING) {
+        on_timing(f);
+    } else if (f->type == FT_ERROR && l != 0) {
+        (void)proto_send(0, FT_ERROR, f->payload, f->len, 0, 0, SEND_RETRIES); /* to the host */
+    } else if (f->type != FT_ERROR) {
+        send_error(ERR_BAD_TYPE, f->type, runtime_text.bad_type);
+    }
+}
+
+void runtime_init(void) {
+    timer_init();
+    n_timing = 0;
+    for (int l = 0; l < N_LINKS; l++) {
+        proto_reset_rx(l);
+        chunk_size[l] = 0;
+    }
+    for (uint32_t i = 0; i < N_SUBMODELS; i++) received[i] = 0;
+    link_init();
+}
+
+void runtime_poll(void) {
+    int l = link_wait_any();
+    int r = proto_recv(l, &rx, BYTE_TIMEOUT_TICKS);
+    if (r == RX_BAD) {
+        proto_write(l, FT_NACK, rx.seq, 0, 0, 0, 0);
+    } else if (r == RX_OK) {
+        on_frame(l, &rx);
+    }
+    if (proto_stashed) { /* an ERROR that arrived while we were sending: pass it on */
+        proto_stashed = 0;
+        (void)proto_send(0, FT_ERROR, proto_stash.payload, proto_stash.len, 0, 0, SEND_RETRIES);
+    }
+}
+
+void runtime_main(void) {
+#if !EMULATOR
+    board_init();
+#endif
+    runtime_init();
+    for (;;) runtime_poll();
+}

@@ -1,0 +1,40 @@
+/* splitter firmware runtime: the main loop, frame handling, chunked tensors and timing records
+ * (docs/protocol.md). Static file, compiled for the part and, in tests/test_runtime_host.py, for
+ * the host. The generated main.c defines only the tables declared here. */
+#ifndef SPLITTER_RUNTIME_H
+#define SPLITTER_RUNTIME_H
+#include <stdint.h>
+#include "config.h"
+
+/* A hosted sub-model: where its input and output live in the arena and which links they use. */
+typedef struct {
+    uint8_t index;      /* plan sub-model index */
+    uint8_t in_link;    /* link its input arrives on */
+    uint8_t out_link;   /* link its output leaves on */
+    uint8_t out_type;   /* FT_TENSOR (to the next device) or FT_RESULT (to the host) */
+    uint8_t next_index; /* sub-model the output feeds (its own index for RESULT) */
+    uint32_t in_offset, in_bytes, out_offset, out_bytes;
+    int (*run)(float *arena);
+} submodel_t;
+
+/* Error texts, each starting with the device name (generated in main.c). */
+typedef struct {
+    const char *model_error;   /* ERR_MODEL: a sub-model returned non-zero */
+    const char *plan_mismatch; /* ERR_PLAN: a chunk's plan tag is not this firmware's */
+    const char *bad_tensor;    /* ERR_BAD_TENSOR: wrong sub-model, link or size */
+    const char *bad_type;      /* ERR_BAD_TYPE: unexpected frame type */
+    const char *link_timeout[N_LINKS]; /* ERR_LINK_TIMEOUT, per link: who stopped answering */
+} runtime_text_t;
+
+extern const submodel_t submodels[N_SUBMODELS];
+extern const runtime_text_t runtime_text;
+/* The one arena shared by every hosted sub-model (model.c). */
+extern float model_arena[];
+
+/* Reset the protocol state and bring up the links. */
+void runtime_init(void);
+/* Wait for a frame on any link and handle it (run a sub-model when its input is complete). */
+void runtime_poll(void);
+/* Board setup, runtime_init, then runtime_poll forever. */
+void runtime_main(void);
+#endif

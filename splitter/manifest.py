@@ -1,0 +1,586 @@
+"""The plan manifest: the one record every stage after planning reads (``plan.json``).
+
+``splitter plan --json`` prints it and ``splitter compile`` writes it as ``OUT/plan.json``; for
+the same inputs both are the same object. ``build``, ``run``, ``bench``, ``calibrate`` and
+``flash`` read it with :func:`read_manifest` and take every number the planner had from it
+(no key guessing, no re-import of the model).
+
+A manifest is frozen and versioned (:data:`SCHEMA`). :meth:`PlanManifest.check` re-checks its
+own invariants without trusting the writer: sub-model layer ranges are contiguous and cover the
+chain (layer 0, the input layer, to ``n - 1``), every device index exists, per-device totals are
+the sums (FLASH, SPEC.md (4)) and maxima (RAM, SPEC.md (5)) of their sub-models and fit the
+device's budget, and the boundary tensors chain (sub-model ``k``'s output is ``k + 1``'s input).
+An unknown schema or a failing check is a :class:`ManifestError` (one line, exit code 2).
+
+Timing of the solver run (``solve_time_s``) is deliberately not part of the manifest: the
+manifest is a pure function of the model, the boards and the options, so its hash (the firmware's
+plan tag, :func:`splitter.link.protocol.plan_hash`) is reproducible.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from splitter.errors import InputFileError
+from splitter.ir import Chain, QuantParams, TensorSpec
+
+#: Schema name and version of the manifest; a reader refuses any other.
+SCHEMA = "splitter.plan/1"
+#: File name of the manifest inside a compile output directory.
+MANIFEST_FILE = "plan.json"
+#: Peer name of the host that sends the graph input and reads the graph output.
+HOST = "host"
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class ManifestError(InputFileError):
+    """``plan.json`` has an unknown schema version, is malformed or fails its own check."""
+
+
+def safe_name(text: str) -> str:
+    """``text`` with every run of characters outside ``[A-Za-z0-9_.-]`` replaced by ``_``."""
+    return _UNSAFE.sub("_", text).strip("_") or "device"
+
+
+def submodel_io(chain: Chain, first: int, last: int) -> tuple[TensorSpec, TensorSpec]:
+    """The tensors entering and leaving layers ``first..last`` of ``chain``.
+
+    The input is ``layers[first].input`` (for ``first == 0`` the graph input, which is
+    ``layers[0].output``) and the output is ``layers[last].output``. A layer profile has no
+    tensor names linking its rows, so there the input is ``layers[first - 1].output``, the
+    tensor whose ``OUT_j`` bytes the planner sends over the link.
+    """
+    head = chain.layers[first]
+    if first == 0 or head.input is None:
+        entering = chain.layers[0].output
+    elif chain.graph is None:
+        entering = chain.layers[first - 1].output
+    else:
+        entering = head.input
+    return entering, chain.layers[last].output
+
+
+# --- records --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """The model the plan is for: name, resolved path, format and the user's import options."""
+
+    name: str
+    path: str
+    format: str  # "onnx" | "tflite" | "profile"
+    layers: int
+    layout: str = ""
+    input_shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    activation_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class DeviceEntry:
+    """One device of the board file: budgets (usable FLASH_i, RAM_i), totals and times."""
+
+    name: str
+    index: int
+    mcu: str
+    port: str | None
+    clock_hz: float
+    cpm: float
+    flash_budget: int
+    ram_budget: int
+    flash_used: int
+    ram_used: int
+    compute_s: float
+    send_s: float
+    recv_s: float
+    intermediate_s: float
+    #: calibrated cycles per MAC by op class (sorted by class), empty when not calibrated
+    cpm_by_class: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class SubModelEntry:
+    """One sub-model: where it runs, which layers, its costs and its boundary tensors.
+
+    ``flash_bytes = sum FLASH_j``, ``ram_bytes = max RAM_j`` and ``macs = sum MAC_j`` over layers
+    ``first..last``; ``macs_by_class`` splits ``macs`` by op class (``conv``, ``depthwise``,
+    ``dense``, ``other``); ``compute_s`` is eq. 7 and ``transfer_s`` the time to send its output.
+    """
+
+    index: int
+    device: str
+    device_index: int
+    mcu: str
+    first: int
+    last: int
+    first_name: str
+    last_name: str
+    file: str | None
+    flash_bytes: int
+    ram_bytes: int
+    macs: int
+    macs_by_class: tuple[tuple[str, int], ...]
+    out_bytes: int
+    compute_s: float
+    transfer_s: float
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+
+    @property
+    def layers(self) -> int:
+        """Number of layers, ``last - first + 1``."""
+        return self.last - self.first + 1
+
+
+@dataclass(frozen=True)
+class PlanManifest:
+    """The plan as every later stage sees it; see the module docstring."""
+
+    model: ModelInfo
+    boards_path: str
+    baud: int
+    bits_per_byte: int
+    objective: str
+    solver: str
+    optimal: bool
+    gap: float | None
+    nodes: int
+    latency_s: float
+    throughput_per_s: float | None  # None: unbounded (zero waiting time)
+    throughput_ref9_per_s: float | None
+    waiting_s: float
+    bottleneck_device: str
+    assignment: tuple[int, ...]
+    devices: tuple[DeviceEntry, ...]
+    submodels: tuple[SubModelEntry, ...]
+    schema: str = field(default=SCHEMA)
+
+    # --- views ------------------------------------------------------------------------------
+
+    @property
+    def input(self) -> TensorSpec:
+        """The graph input: the first sub-model's first input."""
+        return self.submodels[0].inputs[0]
+
+    @property
+    def output(self) -> TensorSpec:
+        """The graph output: the last sub-model's first output."""
+        return self.submodels[-1].outputs[0]
+
+    def device(self, name: str) -> DeviceEntry:
+        """The device called ``name`` (ManifestError when the plan has none)."""
+        for dev in self.devices:
+            if dev.name == name:
+                return dev
+        raise ManifestError(f"{MANIFEST_FILE}: no device {name!r}; re-run `splitter compile`")
+
+    def device_totals(self) -> dict[str, tuple[int, int]]:
+        """Per device name with sub-models: ``(FLASH_i, RAM_i)`` = (sum, max) over them."""
+        out: dict[str, tuple[int, int]] = {}
+        for sub in self.submodels:
+            flash, ram = out.get(sub.device, (0, 0))
+            out[sub.device] = (flash + sub.flash_bytes, max(ram, sub.ram_bytes))
+        return out
+
+    def links(self) -> dict[str, Any]:
+        """Per device, in execution order, what it receives and sends and from/to whom.
+
+        Sub-model ``k`` receives its inputs from the device of ``k - 1`` (the host for ``k = 0``)
+        and sends its outputs to the device of ``k + 1`` (the host for the last).
+        """
+        subs = self.submodels
+        events: dict[str, list[dict[str, Any]]] = {d.name: [] for d in self.devices}
+        for k, sub in enumerate(subs):
+            prev = subs[k - 1].device if k > 0 else HOST
+            nxt = subs[k + 1].device if k + 1 < len(subs) else HOST
+            own = events.setdefault(sub.device, [])
+            own += [_event("receive", prev, k, t) for t in sub.inputs]
+            own += [_event("send", nxt, k, t) for t in sub.outputs]
+        return {
+            name: {
+                "receives_from": [e["peer"] for e in evs if e["direction"] == "receive"],
+                "sends_to": [e["peer"] for e in evs if e["direction"] == "send"],
+                "events": evs,
+            }
+            for name, evs in events.items()
+        }
+
+    # --- checking ---------------------------------------------------------------------------
+
+    def check(self, where: str = MANIFEST_FILE) -> PlanManifest:
+        """Raise :class:`ManifestError` naming the first broken invariant; return ``self``."""
+        problem = next(iter(_problems(self)), None)
+        if problem is not None:
+            raise ManifestError(f"{where}: {problem}; re-run `splitter compile`")
+        return self
+
+    # --- JSON -------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object (key order fixed; ``links`` derived for readers of the file)."""
+        m = self.model
+        return {
+            "schema": self.schema,
+            "model": {
+                "name": m.name,
+                "path": m.path,
+                "format": m.format,
+                "layers": m.layers,
+                "layout": m.layout,
+                "input_shapes": {k: list(v) for k, v in m.input_shapes},
+                "activation_bytes": m.activation_bytes,
+            },
+            "boards_path": self.boards_path,
+            "link": {"baud": self.baud, "bits_per_byte": self.bits_per_byte},
+            "objective": self.objective,
+            "solver": self.solver,
+            "optimal": self.optimal,
+            "gap": self.gap,
+            "nodes": self.nodes,
+            "latency_s": self.latency_s,
+            "throughput_per_s": self.throughput_per_s,
+            "throughput_ref9_per_s": self.throughput_ref9_per_s,
+            "waiting_s": self.waiting_s,
+            "bottleneck_device": self.bottleneck_device,
+            "assignment": list(self.assignment),
+            "devices": [_device_dict(d) for d in self.devices],
+            "submodels": [_submodel_dict(s) for s in self.submodels],
+            "links": self.links(),
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """:meth:`to_dict` as JSON text (what ``plan --json`` prints and ``plan.json`` holds)."""
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str = MANIFEST_FILE) -> PlanManifest:
+        """Parse and :meth:`check` a manifest object; ManifestError on any problem."""
+        if not isinstance(data, Mapping):
+            raise ManifestError(f"{where}: not a JSON object; re-run `splitter compile`")
+        schema = data.get("schema")
+        if schema != SCHEMA:
+            raise ManifestError(
+                f"{where}: unknown plan schema {schema!r} (this splitter reads {SCHEMA!r}); "
+                "re-run `splitter compile` with this version"
+            )
+        try:
+            manifest = _parse(data)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise ManifestError(
+                f"{where}: malformed plan ({type(exc).__name__}: {exc}); re-run `splitter compile`"
+            ) from None
+        problem = next(iter(_problems(manifest)), None)
+        if problem is None and data.get("links") != manifest.links():
+            problem = "links disagree with the sub-models"
+        if problem is not None:
+            raise ManifestError(f"{where}: {problem}; re-run `splitter compile`")
+        return manifest
+
+    @classmethod
+    def from_json(cls, text: str, where: str = MANIFEST_FILE) -> PlanManifest:
+        """Parse JSON text (see :meth:`from_dict`)."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ManifestError(
+                f"{where}: not valid JSON ({exc}); re-run `splitter compile`"
+            ) from None
+        return cls.from_dict(data, where)
+
+
+def read_manifest(out_dir: str | Path) -> PlanManifest:
+    """``OUT/plan.json`` as a checked :class:`PlanManifest`, or a one-line error with the fix."""
+    path = Path(out_dir) / MANIFEST_FILE
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ManifestError(
+            f"{path}: missing, so {out_dir} is not a `splitter compile` output; "
+            f"run `splitter compile MODEL --target BOARDS.toml -o {out_dir}`"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"{path}: unreadable ({exc}); re-run `splitter compile`") from None
+    return PlanManifest.from_json(text, str(path))
+
+
+# --- invariants ------------------------------------------------------------------------------
+
+
+def _problems(m: PlanManifest) -> list[str]:
+    """Every broken invariant of ``m`` (empty when it is consistent)."""
+    out = _range_problems(m)
+    if out:
+        return out
+    n_dev = len(m.devices)
+    for d in m.devices:
+        if m.devices[d.index] is not d:
+            out.append(f"device {d.name} has index {d.index}, listed at another position")
+    for s in m.submodels:
+        if not 0 <= s.device_index < n_dev or m.devices[s.device_index].name != s.device:
+            out.append(f"sub-model {s.index}: device {s.device!r} is not device {s.device_index}")
+    if out:
+        return out
+    totals = m.device_totals()
+    for d in m.devices:
+        flash, ram = totals.get(d.name, (0, 0))
+        if (d.flash_used, d.ram_used) != (flash, ram):
+            out.append(
+                f"device {d.name}: totals {d.flash_used} B FLASH / {d.ram_used} B RAM but its "
+                f"sub-models sum to {flash} / {ram}"
+            )
+        if flash > d.flash_budget or ram > d.ram_budget:
+            out.append(
+                f"device {d.name}: needs {flash} B FLASH / {ram} B RAM, budget "
+                f"{d.flash_budget} / {d.ram_budget}"
+            )
+    out += _boundary_problems(m)
+    return out
+
+
+def _range_problems(m: PlanManifest) -> list[str]:
+    """Sub-models numbered in order, contiguous, covering ``0..layers-1``; assignment agrees."""
+    n = m.model.layers
+    if not m.submodels:
+        return ["no sub-models"]
+    expect = 0
+    for k, s in enumerate(m.submodels):
+        if s.index != k or s.first != expect or s.last < s.first:
+            return [f"sub-model {k}: layers {s.first}..{s.last}, expected to start at {expect}"]
+        if sum(c for _, c in s.macs_by_class) > s.macs:
+            return [f"sub-model {k}: MACs by class exceed its {s.macs} MACs"]
+        expect = s.last + 1
+    if expect != n:
+        return [f"sub-models cover layers 0..{expect - 1} of {n}"]
+    per_layer = [s.device_index for s in m.submodels for _ in range(s.layers)]
+    if list(m.assignment) != per_layer:
+        return ["assignment disagrees with the sub-models' layer ranges"]
+    return []
+
+
+def _boundary_problems(m: PlanManifest) -> list[str]:
+    """Every sub-model has boundary tensors; ``k``'s outputs are ``k + 1``'s inputs."""
+    subs = m.submodels
+    for s in subs:
+        if not s.inputs or not s.outputs:
+            return [f"sub-model {s.index}: no boundary tensors"]
+    for a, b in itertools.pairwise(subs):
+        if [t.name for t in a.outputs] != [t.name for t in b.inputs]:
+            return [f"sub-model {a.index} sends {a.outputs[0].name!r}, {b.index} reads another"]
+    return []
+
+
+# --- (de)serialisation helpers ----------------------------------------------------------------
+
+
+def _event(direction: str, peer: str, submodel: int, spec: TensorSpec) -> dict[str, Any]:
+    return {
+        "direction": direction,
+        "peer": peer,
+        "submodel": submodel,
+        "tensor": spec.name,
+        "bytes": tensor_bytes(spec),
+    }
+
+
+def tensor_bytes(spec: TensorSpec) -> int | None:
+    """``prod(shape) * itemsize``, or ``None`` for a dtype numpy does not know."""
+    return None if spec.dtype.startswith("tflite_type_") else spec.nbytes
+
+
+def tensor_dict(spec: TensorSpec) -> dict[str, Any]:
+    """Name, shape, dtype, bytes and quantisation (scale, zero point, axis) of a tensor."""
+    quant = None
+    if spec.quant is not None:
+        quant = {
+            "scale": list(spec.quant.scale),
+            "zero_point": list(spec.quant.zero_point),
+            "axis": spec.quant.axis,
+        }
+    return {
+        "name": spec.name,
+        "shape": list(spec.shape),
+        "dtype": spec.dtype,
+        "bytes": tensor_bytes(spec),
+        "quant": quant,
+    }
+
+
+def _tensor(data: Mapping[str, Any]) -> TensorSpec:
+    q = data.get("quant")
+    quant = None
+    if q is not None:
+        axis = q.get("axis")
+        quant = QuantParams(
+            tuple(float(s) for s in q["scale"]),
+            tuple(int(z) for z in q["zero_point"]),
+            None if axis is None else int(axis),
+        )
+    spec = TensorSpec(str(data["name"]), tuple(int(d) for d in data["shape"]), str(data["dtype"]))
+    spec = TensorSpec(spec.name, spec.shape, spec.dtype, quant)
+    if data.get("bytes") != tensor_bytes(spec):
+        raise ValueError(f"tensor {spec.name}: bytes {data.get('bytes')} != shape x itemsize")
+    return spec
+
+
+def _device_dict(d: DeviceEntry) -> dict[str, Any]:
+    return {
+        "name": d.name,
+        "index": d.index,
+        "mcu": d.mcu,
+        "port": d.port,
+        "clock_hz": d.clock_hz,
+        "cpm": d.cpm,
+        "cpm_by_class": dict(d.cpm_by_class),
+        "flash_budget": d.flash_budget,
+        "ram_budget": d.ram_budget,
+        "flash_used": d.flash_used,
+        "ram_used": d.ram_used,
+        "compute_s": d.compute_s,
+        "send_s": d.send_s,
+        "recv_s": d.recv_s,
+        "intermediate_s": d.intermediate_s,
+    }
+
+
+def _submodel_dict(s: SubModelEntry) -> dict[str, Any]:
+    return {
+        "index": s.index,
+        "device": s.device,
+        "device_index": s.device_index,
+        "mcu": s.mcu,
+        "first": s.first,
+        "last": s.last,
+        "first_name": s.first_name,
+        "last_name": s.last_name,
+        "layers": s.layers,
+        "file": s.file,
+        "flash_bytes": s.flash_bytes,
+        "ram_bytes": s.ram_bytes,
+        "macs": s.macs,
+        "macs_by_class": dict(s.macs_by_class),
+        "out_bytes": s.out_bytes,
+        "compute_s": s.compute_s,
+        "transfer_s": s.transfer_s,
+        "inputs": [tensor_dict(t) for t in s.inputs],
+        "outputs": [tensor_dict(t) for t in s.outputs],
+    }
+
+
+def _parse(data: Mapping[str, Any]) -> PlanManifest:
+    m = data["model"]
+    model = ModelInfo(
+        name=str(m["name"]),
+        path=str(m["path"]),
+        format=str(m["format"]),
+        layers=int(m["layers"]),
+        layout=str(m["layout"]),
+        input_shapes=tuple(
+            (str(k), tuple(int(d) for d in v)) for k, v in dict(m["input_shapes"]).items()
+        ),
+        activation_bytes=None if m["activation_bytes"] is None else int(m["activation_bytes"]),
+    )
+    return PlanManifest(
+        model=model,
+        boards_path=str(data["boards_path"]),
+        baud=int(data["link"]["baud"]),
+        bits_per_byte=int(data["link"]["bits_per_byte"]),
+        objective=str(data["objective"]),
+        solver=str(data["solver"]),
+        optimal=bool(data["optimal"]),
+        gap=_opt_float(data["gap"]),
+        nodes=int(data["nodes"]),
+        latency_s=float(data["latency_s"]),
+        throughput_per_s=_opt_float(data["throughput_per_s"]),
+        throughput_ref9_per_s=_opt_float(data["throughput_ref9_per_s"]),
+        waiting_s=float(data["waiting_s"]),
+        bottleneck_device=str(data["bottleneck_device"]),
+        assignment=tuple(int(a) for a in data["assignment"]),
+        devices=tuple(_parse_device(d) for d in data["devices"]),
+        submodels=tuple(_parse_submodel(s) for s in data["submodels"]),
+        schema=str(data["schema"]),
+    )
+
+
+def _parse_device(d: Mapping[str, Any]) -> DeviceEntry:
+    return DeviceEntry(
+        name=str(d["name"]),
+        index=int(d["index"]),
+        mcu=str(d["mcu"]),
+        port=None if d["port"] is None else str(d["port"]),
+        clock_hz=float(d["clock_hz"]),
+        cpm=float(d["cpm"]),
+        cpm_by_class=tuple(sorted((str(k), float(v)) for k, v in dict(d["cpm_by_class"]).items())),
+        flash_budget=int(d["flash_budget"]),
+        ram_budget=int(d["ram_budget"]),
+        flash_used=int(d["flash_used"]),
+        ram_used=int(d["ram_used"]),
+        compute_s=float(d["compute_s"]),
+        send_s=float(d["send_s"]),
+        recv_s=float(d["recv_s"]),
+        intermediate_s=float(d["intermediate_s"]),
+    )
+
+
+def _parse_submodel(s: Mapping[str, Any]) -> SubModelEntry:
+    entry = SubModelEntry(
+        index=int(s["index"]),
+        device=str(s["device"]),
+        device_index=int(s["device_index"]),
+        mcu=str(s["mcu"]),
+        first=int(s["first"]),
+        last=int(s["last"]),
+        first_name=str(s["first_name"]),
+        last_name=str(s["last_name"]),
+        file=None if s["file"] is None else str(s["file"]),
+        flash_bytes=int(s["flash_bytes"]),
+        ram_bytes=int(s["ram_bytes"]),
+        macs=int(s["macs"]),
+        macs_by_class=tuple(sorted((str(k), int(v)) for k, v in dict(s["macs_by_class"]).items())),
+        out_bytes=int(s["out_bytes"]),
+        compute_s=float(s["compute_s"]),
+        transfer_s=float(s["transfer_s"]),
+        inputs=tuple(_tensor(t) for t in s["inputs"]),
+        outputs=tuple(_tensor(t) for t in s["outputs"]),
+    )
+    if int(s["layers"]) != entry.layers:
+        raise ValueError(f"sub-model {entry.index}: layers {s['layers']} != last - first + 1")
+    return entry
+
+
+def _opt_float(x: Any) -> float | None:
+    return None if x is None else float(x)
+
+
+def finite_or_none(x: float) -> float | None:
+    """JSON has no infinity: an unbounded throughput (zero waiting time) becomes ``None``."""
+    return None if math.isinf(x) or math.isnan(x) else x
+
+
+def submodel_file(index: int, device: str, suffix: str) -> str:
+    """``submodels/NN_<device><suffix>``: where compile writes sub-model ``index``."""
+    return f"submodels/{index:02d}_{safe_name(device)}{suffix}"
+
+
+def model_format(chain: Chain) -> str:
+    """``"onnx"``, ``"tflite"`` or ``"profile"`` (a layer profile has no graph)."""
+    return chain.graph.source_format if chain.graph is not None else "profile"
+
+
+def file_suffix(fmt: str) -> str | None:
+    """Sub-model file suffix for a model format (``None``: profiles are not sliced)."""
+    return {"onnx": ".onnx", "tflite": ".tflite"}.get(fmt)
+
+
+def input_shapes_tuple(
+    shapes: Mapping[str, Sequence[int]] | None,
+) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """The user's ``--input-shape`` overrides in a canonical (sorted, hashable) form."""
+    return tuple(sorted((k, tuple(int(d) for d in v)) for k, v in (shapes or {}).items()))
