@@ -139,6 +139,14 @@ _DEFS = (
     _act("tanh", onnx=("Tanh",), tflite=("TANH",), kernels=ALL),
     _act("hardswish", onnx=("HardSwish",), tflite=("HARD_SWISH",)),
     _act("hardsigmoid", ("alpha", "beta"), onnx=("HardSigmoid",)),
+    # y = x / (bias + alpha / size * sum of x^2 over `size` neighbours along `axis`) ** beta
+    OpDef(
+        "lrn",
+        ("size", "alpha", "beta", "bias", "axis"),
+        onnx=("LRN",),
+        tflite=("LOCAL_RESPONSE_NORMALIZATION",),
+        kernels=ALL,
+    ),
     OpDef(
         "softmax",
         ("axis",),

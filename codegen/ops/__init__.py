@@ -30,6 +30,7 @@ from codegen.ops.elementwise import (
     Sub,
     Tanh,
 )
+from codegen.ops.lrn import LRN
 from codegen.ops.pool import AvgPool, GlobalAvgPool, MaxPool, Mean
 from codegen.ops.shape import Concat, Dequantize, Pad, Quantize, Reshape, Transpose
 from codegen.ops.softmax import Softmax
@@ -56,6 +57,7 @@ _CLASSES: tuple[type[OpEmitter], ...] = (
     Tanh,
     HardSwish,
     HardSigmoid,
+    LRN,
     Softmax,
     BatchNorm,
     Pad,

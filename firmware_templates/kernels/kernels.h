@@ -73,6 +73,7 @@ typedef struct {
 float k_expf(float x);
 float k_sigmoidf(float x);
 float k_tanhf(float x);
+float k_logf(float x);
 
 /* y[i] = act(x[i]); x may equal y (element-wise, same index). */
 void k_act(const float *x, float *y, int n, int act, float p0, float p1);
@@ -124,5 +125,18 @@ void k_transpose(const float *restrict x, float *restrict y, const int *ys, cons
 
 /* Copy n floats, regions may overlap (zero-copy reshape that ping-pong placement moved). */
 void k_copy(const float *x, float *y, int n);
+
+/* Local response normalisation over the middle axis of an (outer, C, inner) view (ONNX LRN,
+ * TFLite LOCAL_RESPONSE_NORMALIZATION; NCHW: outer 1, inner H*W; NHWC: outer H*W, inner 1):
+ * y[c] = x[c] * (bias + alpha_over_size * sum_{c' = c - lo}^{c + hi} x[c']^2)^-beta, the window
+ * clipped to [0, C). in_scale, in_zp, out_inv_scale, out_zp are read by k_q_lrn only. */
+typedef struct {
+    int outer, C, inner, lo, hi;
+    float alpha_over_size, beta, bias;
+    float in_scale, out_inv_scale;
+    int in_zp, out_zp;
+} k_lrn_params;
+
+void k_lrn(const k_lrn_params *p, const float *restrict x, float *restrict y);
 
 #endif /* SPLITTER_KERNELS_H */

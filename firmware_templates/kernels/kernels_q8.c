@@ -323,3 +323,29 @@ void k_q_copy(const int8_t *x, int8_t *y, int n)
 {
     memmove(y, x, (size_t)n);
 }
+
+void k_q_lrn(const k_lrn_params *p, const int8_t *restrict x, int8_t *restrict y)
+{
+    const int C = p->C, inner = p->inner;
+    int o, c, i, k;
+    for (o = 0; o < p->outer; o++) {
+        const int8_t *xo = x + (size_t)o * C * inner;
+        int8_t *yo = y + (size_t)o * C * inner;
+        for (c = 0; c < C; c++) {
+            const int k0 = c - p->lo < 0 ? 0 : c - p->lo;
+            const int k1 = c + p->hi >= C ? C - 1 : c + p->hi;
+            for (i = 0; i < inner; i++) {
+                float sq = 0.0f, v, r;
+                for (k = k0; k <= k1; k++) {
+                    v = p->in_scale * (float)(xo[k * inner + i] - p->in_zp);
+                    sq += v * v;
+                }
+                v = p->in_scale * (float)(xo[c * inner + i] - p->in_zp);
+                v *= k_expf(-p->beta * k_logf(p->bias + p->alpha_over_size * sq));
+                r = roundf_away(v * p->out_inv_scale);
+                r = r > 512.0f ? 512.0f : (r < -512.0f ? -512.0f : r); /* no int overflow */
+                yo[c * inner + i] = (int8_t)clampi((int32_t)(r + (float)p->out_zp), Q_MIN, Q_MAX);
+            }
+        }
+    }
+}

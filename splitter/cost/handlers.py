@@ -283,6 +283,15 @@ class SoftmaxHandler(OpHandler):
         return SOFTMAX_MACS_PER_ELEMENT * out.size
 
 
+class LRNHandler(OpHandler):
+    """lrn: ``size`` MAC-equivalents per output element for the window's sum of squares plus
+    one for the scaling ``x * (bias + alpha / size * sum)^-beta`` (the element-wise rule):
+    MACs ``= out * (size + 1)``. No thesis profile has an LRN row; this is splitter's rule."""
+
+    def macs(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec) -> int:
+        return out.size * (int(op.attr("size")) + 1)
+
+
 class BatchNormHandler(OpHandler):
     """Unfused batchnorm ``x*scale + shift``: :data:`BATCHNORM_MACS_PER_ELEMENT` per element
     ``+ act``."""
@@ -358,6 +367,7 @@ HANDLERS: Mapping[str, OpHandler] = MappingProxyType(
         "tanh": _UNARY,
         "hardswish": _UNARY,
         "hardsigmoid": _UNARY,
+        "lrn": LRNHandler(),
         "softmax": SoftmaxHandler(),
         "batchnorm": BatchNormHandler(),
         "pad": PadHandler(),

@@ -464,6 +464,24 @@ def cast(node: OnnxNode, ctx: ImportContext) -> list[Op]:
     return make_op(node, "reshape", (x,), {"shape": ctx.shape(node.outputs[0])})
 
 
+def lrn(node: OnnxNode, ctx: ImportContext) -> list[Op]:
+    """LRN over the channel axis 1 -> lrn(size, alpha, beta, bias, axis=1):
+    ``y = x / (bias + alpha / size * sum x[c']^2)^beta`` over
+    ``c' in [c - floor((size - 1) / 2), c + ceil((size - 1) / 2)]`` (ONNX LRN, opset 13);
+    defaults alpha 1e-4, beta 0.75, bias 1."""
+    x = _single_input(node, ctx)
+    if len(ctx.shape(x)) < 3:
+        raise Unsupported(f"LRN of a rank-{len(ctx.shape(x))} tensor (N, C, D1, ... expected)")
+    attrs = {
+        "size": int(node.attr("size")),
+        "alpha": float(node.attr("alpha", 1e-4)),
+        "beta": float(node.attr("beta", 0.75)),
+        "bias": float(node.attr("bias", 1.0)),
+        "axis": 1,
+    }
+    return make_op(node, "lrn", (x,), attrs)
+
+
 #: The supported ONNX op types (default domain) and their converters.
 CONVERTERS: Mapping[str, Converter] = {
     "Conv": conv,
@@ -486,6 +504,7 @@ CONVERTERS: Mapping[str, Converter] = {
     "Tanh": _unary("tanh"),
     "HardSwish": _unary("hardswish"),
     "HardSigmoid": hard_sigmoid,
+    "LRN": lrn,
     "LeakyRelu": leaky_relu,
     "PRelu": prelu,
     "Softmax": softmax,

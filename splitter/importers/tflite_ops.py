@@ -408,6 +408,20 @@ def transpose(n: Node) -> Converted:
     return Converted("transpose", {"perm": perm}, (n.op.inputs[0],), tuple(x[p] for p in perm))
 
 
+def local_response_normalization(n: Node) -> Converted:
+    """LOCAL_RESPONSE_NORMALIZATION over the last axis, ``y = x / (bias + alpha * sum x^2)^beta``
+    over ``[c - radius, c + radius]`` (TFLite's reference kernel) -> lrn(size = 2 radius + 1,
+    alpha = alpha * size): the canonical alpha is divided by the window size, as ONNX's."""
+    o = n.opts(tflite.LocalResponseNormalizationOptions)
+    x = n.shape(0)
+    radius, bias, alpha, beta = (
+        (int(o.Radius()), float(o.Bias()), float(o.Alpha()), float(o.Beta())) if o else (0, 0, 0, 0)
+    )
+    size = 2 * radius + 1
+    attrs = {"size": size, "alpha": alpha * size, "beta": beta, "bias": bias, "axis": len(x) - 1}
+    return Converted("lrn", attrs, (n.op.inputs[0],), x)
+
+
 def _t(n: Node, k: int) -> TensorInfo:
     t = n.t(k)
     if t is None:
@@ -439,6 +453,7 @@ CONVERTERS: Mapping[str, Callable[[Node], Converted]] = {
     "RELU_N1_TO_1": _unary("clip", act_min=-1.0, act_max=1.0),
     "HARD_SWISH": _unary("hardswish"),
     "LEAKY_RELU": leaky_relu,
+    "LOCAL_RESPONSE_NORMALIZATION": local_response_normalization,
     "PAD": pad,
     "PADV2": pad,
     "TRANSPOSE": transpose,
