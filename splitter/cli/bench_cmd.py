@@ -12,11 +12,11 @@ from rich.table import Table
 
 from splitter.bench.report import comparison_rows, write_bench
 from splitter.bench.runner import BENCH_FILE, BenchConfig, bench
-from splitter.cli.options import port_option, stop_on_sigterm, verbose_option
+from splitter.cli.options import out_argument, port_option, stop_on_sigterm, verbose_option
 
 
 @click.command("bench")
-@click.argument("out", metavar="OUT", type=click.Path(path_type=Path))
+@out_argument
 @click.option("-n", "--runs", type=click.IntRange(min=1), default=100, show_default=True)
 @port_option
 @click.option("--emulate", is_flag=True, help="Boot the boards in QEMU for the bench.")

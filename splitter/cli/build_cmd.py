@@ -8,11 +8,12 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from splitter.cli.options import out_argument
 from splitter.link.build import DeviceBuild, build_all, check
 
 
 @click.command("build")
-@click.argument("out", metavar="OUT", type=click.Path(path_type=Path))
+@out_argument
 @click.option(
     "--emulator/--no-emulator",
     default=True,

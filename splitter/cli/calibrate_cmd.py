@@ -10,10 +10,11 @@ from rich.console import Console
 from rich.table import Table
 
 from splitter.bench.calibrate import Calibration, calibrate
+from splitter.cli.options import out_argument
 
 
 @click.command("calibrate")
-@click.argument("out", metavar="OUT", type=click.Path(path_type=Path))
+@out_argument
 @click.option(
     "-o",
     "--output",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from splitter.cli.options import stop_on_sigterm
+from splitter.cli.options import out_argument, stop_on_sigterm
 from splitter.hardware.qemu import EMULATOR
 from splitter.link.emulator import Emulation
 
@@ -17,7 +17,7 @@ from splitter.link.emulator import Emulation
     help=f"Run the plan's firmware on emulated {EMULATOR.chip} boards ({EMULATOR.title}) "
     "and print the host endpoint(s).",
 )
-@click.argument("out", metavar="OUT", type=click.Path(path_type=Path))
+@out_argument
 @click.option(
     "--icount/--no-icount",
     default=True,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from splitter.cli.options import out_argument
 from splitter.deploy.flash import TOOLS, FlashTarget, check_probes, choose_tool, flash_all
 from splitter.deploy.targets import FlashJob, load_job
 from splitter.errors import ToolchainError
@@ -25,7 +26,7 @@ DRY_RUN_DEFAULT = "st-flash"
 
 
 @click.command("flash")
-@click.argument("out", metavar="OUT", type=click.Path(path_type=Path))
+@out_argument
 @click.option(
     "--target",
     "-t",

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 from types import FrameType
 
 import click
@@ -33,6 +34,9 @@ def parse_input_shape(
         shapes[name] = shape
     return shapes
 
+
+#: ``OUT``: the output directory of ``splitter compile`` (every command after ``compile``).
+out_argument = click.argument("out", metavar="OUT", type=click.Path(path_type=Path))
 
 input_shape_option = click.option(
     "--input-shape",

@@ -7,14 +7,14 @@ from pathlib import Path
 import click
 import numpy as np
 
-from splitter.cli.options import port_option, stop_on_sigterm, verbose_option
+from splitter.cli.options import out_argument, port_option, stop_on_sigterm, verbose_option
 from splitter.errors import OutputError
 from splitter.link import run as R
 from splitter.manifest import read_manifest
 
 
 @click.command("run")
-@click.argument("out", metavar="OUT", type=click.Path(path_type=Path))
+@out_argument
 @click.option(
     "--input",
     "input_path",
