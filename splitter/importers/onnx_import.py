@@ -24,7 +24,14 @@ import onnx
 from onnx import numpy_helper
 from onnx.external_data_helper import load_external_data_for_model, uses_external_data
 
-from splitter.errors import InputFileError, ShapeError, SplitterError, UnsupportedOpError
+from splitter.errors import (
+    InputFileError,
+    ShapeError,
+    SplitterError,
+    UnsupportedOpError,
+    escaped,
+    quoted,
+)
 from splitter.importers.onnx_fold import NO_OPS, constant_nodes, fold_constants, remove_no_ops
 from splitter.importers.onnx_fuse import fuse
 from splitter.importers.onnx_nodes import (
@@ -103,11 +110,14 @@ def check_nonempty(model: onnx.ModelProto, path: Path) -> None:
     """Reject graphs without nodes, inputs or outputs."""
     graph = model.graph
     if not graph.node:
-        raise InputFileError(f"{path}: graph '{graph.name}' has no nodes; export the model again")
+        raise InputFileError(
+            f"{path}: graph {quoted(graph.name)} has no nodes; export the model again"
+        )
     inits = {i.name for i in graph.initializer}
     if not [i for i in graph.input if i.name not in inits] or not graph.output:
         raise InputFileError(
-            f"{path}: graph '{graph.name}' has no inputs or no outputs; export the model again"
+            f"{path}: graph {quoted(graph.name)} has no inputs or no outputs; "
+            "export the model again"
         )
 
 
@@ -154,14 +164,16 @@ def apply_input_shapes(
     for name in overrides:
         if name not in names:
             raise ShapeError(
-                f"{path}: --input-shape names unknown input '{name}'; inputs are {names}"
+                f"{path}: --input-shape names unknown input {quoted(name)}; inputs are {names}"
             )
     for value in inputs:
         tensor_type = value.type.tensor_type
         if value.name in overrides:
             shape = tuple(int(d) for d in overrides[value.name])
             if any(d <= 0 for d in shape):
-                raise ShapeError(f"{path}: --input-shape {value.name} has a non-positive dim")
+                raise ShapeError(
+                    f"{path}: --input-shape {escaped(value.name)} has a non-positive dim"
+                )
             tensor_type.shape.ClearField("dim")
             for d in shape:
                 tensor_type.shape.dim.add().dim_value = d
@@ -170,8 +182,9 @@ def apply_input_shapes(
         if dims is None or any(not d.HasField("dim_value") or d.dim_value <= 0 for d in dims):
             got = "unknown" if dims is None else _dims_text(dims)
             raise ShapeError(
-                f"{path}: input '{value.name}' has dynamic or unknown shape {got}; give a static "
-                f"shape with --input-shape {value.name}=1x49x10x1 (your real dims, batch first)"
+                f"{path}: input {quoted(value.name)} has dynamic or unknown shape {got}; give a "
+                f"static shape with --input-shape {escaped(value.name)}=1x49x10x1 (your real dims, "
+                "batch first)"
             )
     return bool(overrides)
 
