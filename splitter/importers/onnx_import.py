@@ -32,7 +32,13 @@ from splitter.errors import (
     escaped,
     quoted,
 )
-from splitter.importers.onnx_fold import NO_OPS, constant_nodes, fold_constants, remove_no_ops
+from splitter.importers.onnx_fold import (
+    NO_OPS,
+    constant_nodes,
+    fold_constants,
+    folded_model,
+    remove_no_ops,
+)
 from splitter.importers.onnx_fuse import fuse
 from splitter.importers.onnx_nodes import (
     DEFAULT_DOMAINS,
@@ -336,11 +342,13 @@ def reinfer(
 
 def build_ops(
     model: onnx.ModelProto, nodes: list[OnnxNode], ctx: ImportContext, path: Path
-) -> list[Op]:
-    """Fold constants, drop no-ops, convert and fuse: the canonical op list."""
+) -> tuple[list[Op], list[onnx.NodeProto]]:
+    """Fold constants, drop no-ops, convert and fuse: the canonical op list, and the protos of
+    the nodes that did not fold (in file order, no-ops included)."""
     protos = dict(zip((n.name for n in nodes), model.graph.node, strict=True))
     inputs, outputs = _graph_io(model)
     remaining = fold_all(model, nodes, protos, ctx, path)
+    kept = [protos[n.name] for n in remaining]
     constant_outputs = [o for o in outputs if o in ctx.consts]
     if constant_outputs:
         raise InputFileError(
@@ -356,7 +364,7 @@ def build_ops(
         ops.append(
             Op(node.name, "reshape", (source,), (dst,), {"shape": ctx.shape(dst)}, {}, (node.name,))
         )
-    return fuse(ops, outputs, lambda name: len(ctx.shape(name)))
+    return fuse(ops, outputs, lambda name: len(ctx.shape(name))), kept
 
 
 def tensor_specs(
@@ -388,7 +396,7 @@ def load_onnx(path: Path, *, input_shapes: Mapping[str, tuple[int, ...]] | None 
     the declared shapes. Raises InputFileError (unreadable file, opset out of 11..21, empty
     graph), UnsupportedOpError (listing every unsupported node) or ShapeError (dynamic shapes).
     """
-    return import_onnx(path, input_shapes=input_shapes)[1]
+    return _import(Path(path), input_shapes)[1]
 
 
 def import_onnx(
@@ -397,10 +405,21 @@ def import_onnx(
     """:func:`load_onnx` plus the normalised model it imported.
 
     The model is the file's (external data loaded) with ``input_shapes`` written into its graph
-    inputs and shapes inferred (``value_info`` filled), so later stages (slicing, validation)
-    see the shapes the graph was imported with.
+    inputs, every node the importer folded replaced by an initializer of its value
+    (:func:`~splitter.importers.onnx_fold.folded_model`; tensor names kept) and shapes inferred
+    again (``value_info`` filled), so later stages (slicing, validation, code generation) see
+    the model the graph was imported from.
     """
-    path = Path(path)
+    inferred, graph, kept, ctx = _import(Path(path), input_shapes)
+    folded = folded_model(inferred, kept, ctx.consts, ctx.elem_types)
+    return infer(folded, Path(path)), graph
+
+
+def _import(
+    path: Path, input_shapes: Mapping[str, tuple[int, ...]] | None
+) -> tuple[onnx.ModelProto, Graph, list[onnx.NodeProto], ImportContext]:
+    """The inferred model, its graph, the protos of the unfolded nodes and the import context
+    (constants, inferred types)."""
     model, data = read_model(path)
     model_opset(model, path)
     nodes = read_nodes(model.graph)
@@ -411,14 +430,14 @@ def import_onnx(
     check_model(blob, path)
     inferred = infer(blob, path)
     ctx = make_context(model, inferred, path)
-    ops = build_ops(model, nodes, ctx, path)
+    ops, kept = build_ops(model, nodes, ctx, path)
     inputs, outputs = _graph_io(model)
     tensors = tensor_specs(ops, inputs, ctx)
     produced = set(tensors)
     lost = [o for o in outputs if o not in produced]
     if lost:
         raise InputFileError(f"{path}: graph output(s) {lost} are not computed by any node")
-    return inferred, Graph(
+    graph = Graph(
         name=model.graph.name or path.stem,
         ops=tuple(ops),
         tensors=tensors,
@@ -429,3 +448,4 @@ def import_onnx(
         source_path=str(path),
         metadata=_metadata(model, ctx.opset),
     )
+    return inferred, graph, kept, ctx
