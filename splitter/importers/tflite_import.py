@@ -49,9 +49,10 @@ from splitter.importers.tflite_reader import (
     tensor_names,
     unsupported_dtype_error,
 )
+from splitter.importers.tflite_writer import with_tensor_shapes
 from splitter.ir import OP_KINDS, Graph, Op, TensorSpec
 
-__all__ = ["SUPPORTED_OPS", "load_tflite", "tensor_names"]
+__all__ = ["SUPPORTED_OPS", "import_tflite", "load_tflite", "tensor_names"]
 
 #: Builtin operator names this importer converts.
 SUPPORTED_OPS = tuple(sorted(CONVERTERS))
@@ -78,10 +79,29 @@ def load_tflite(
     Raises :class:`InputFileError` (missing, corrupt, truncated, not TFLite),
     :class:`UnsupportedOpError` (listing every unsupported operator) or :class:`ShapeError`.
     """
+    return import_tflite(path, input_shapes=input_shapes, normalise=False)[1]
+
+
+def import_tflite(
+    path: str | Path,
+    *,
+    input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+    normalise: bool = True,
+) -> tuple[bytes, Graph]:
+    """:func:`load_tflite` plus the normalised flatbuffer it imported.
+
+    The flatbuffer is the file's with the shapes the importer computed from ``input_shapes``
+    written into every graph input and operator output whose stored shape differs
+    (:func:`~splitter.importers.tflite_writer.with_tensor_shapes`); the file's own bytes when
+    none does (or ``normalise`` is False).
+    """
     p = Path(path)
     buf = _read_bytes(p)
     try:
-        return _convert(p, buf, input_shapes or {})
+        graph, shapes = _convert(p, buf, input_shapes or {})
+        if not normalise:
+            return buf, graph
+        return with_tensor_shapes(buf, _changed(_tensor_shapes(buf), shapes), str(p)), graph
     except SplitterError:
         raise
     except _CORRUPT as e:
@@ -106,7 +126,24 @@ def _read_bytes(p: Path) -> bytes:
     return buf
 
 
-def _convert(p: Path, buf: bytes, input_shapes: Mapping[str, tuple[int, ...]]) -> Graph:
+def _changed(stored: list[Shape], shapes: Mapping[int, Shape]) -> dict[int, Shape]:
+    """The entries of ``shapes`` that differ from the ``stored`` shape of their tensor."""
+    return {i: s for i, s in shapes.items() if tuple(stored[i]) != tuple(s)}
+
+
+def _tensor_shapes(buf: bytes) -> list[Shape]:
+    """The stored ``shape`` of every tensor of subgraph 0."""
+    sg = tflite.Model.GetRootAs(buf, 0).Subgraphs(0)
+    return [
+        tuple(int(d) for d in sg.Tensors(i).ShapeAsNumpy()) if sg.Tensors(i).ShapeLength() else ()
+        for i in range(sg.TensorsLength())
+    ]
+
+
+def _convert(
+    p: Path, buf: bytes, input_shapes: Mapping[str, tuple[int, ...]]
+) -> tuple[Graph, dict[int, Shape]]:
+    """The graph and the static shape of every graph input and operator output, by index."""
     model = tflite.Model.GetRootAs(buf, 0)
     if model.SubgraphsLength() == 0:
         raise InputFileError(f"{p}: TFLite model has no subgraph; re-export the model")
@@ -127,7 +164,7 @@ def _convert(p: Path, buf: bytes, input_shapes: Mapping[str, tuple[int, ...]]) -
         if i not in shapes:
             raise InputFileError(f"{p}: graph output {quoted(tensors[i].name)} is never computed")
     specs = {tensors[i].name: _spec(p, tensors[i], s) for i, s in shapes.items()}
-    return Graph(
+    graph = Graph(
         name=p.stem,
         ops=tuple(graph_ops),
         tensors=specs,
@@ -138,6 +175,7 @@ def _convert(p: Path, buf: bytes, input_shapes: Mapping[str, tuple[int, ...]]) -
         source_path=str(p),
         metadata=_metadata(model, sg),
     )
+    return graph, shapes
 
 
 def _check_ops(p: Path, ops: list[OperatorInfo], n_tensors: int) -> None:
