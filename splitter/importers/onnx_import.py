@@ -11,7 +11,10 @@ Pipeline (each step a small function below):
 4. fold constant subgraphs with ``onnx.reference.ReferenceEvaluator`` (``onnx_fold``) and drop
    ``Identity``/``Dropout``;
 5. convert node by node (``onnx_ops.CONVERTERS``), then fold BatchNorm/bias and fuse
-   activations (``onnx_fuse``).
+   activations (``onnx_fuse``);
+6. (:func:`import_onnx`) write the folded values back as initializers in place of the folded
+   nodes (``onnx_fold.folded_model``) and infer shapes again: the normalised model that slicing
+   and validation read.
 """
 
 from __future__ import annotations
