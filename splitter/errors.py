@@ -55,3 +55,17 @@ class ToolchainError(SplitterError, RuntimeError):
 class LinkError(SplitterError, RuntimeError):
     """A serial link to a board failed: no answer, CRC errors past the retry limit, wrong
     firmware."""
+
+
+def quoted(name: object) -> str:
+    """``name`` (a tensor, node, input or column name read from a user's file or command line) as
+    an error message shows it: Python's ``repr`` of its text, so ``'conv_1'`` as before, while a
+    newline, quote or control character is escaped (``'in\\nput'``) and the message stays one
+    line."""
+    return repr(str(name))
+
+
+def escaped(text: object) -> str:
+    """``text`` with newlines and control characters escaped, without quotes (for labels such as
+    ``Conv (conv_1)`` that already bracket the name)."""
+    return quoted(text)[1:-1]

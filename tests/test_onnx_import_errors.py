@@ -204,3 +204,32 @@ def test_random_corruption_is_a_splitter_error_or_loads(
         assert str(path) in str(err) and "\n" not in str(err)
     else:
         assert graph.ops
+
+
+def test_names_with_newlines_stay_on_one_line(tmp_path: Path) -> None:
+    """Regression (hypothesis found it): a tensor name holding a newline, in the dynamic-shape
+    error, is printed escaped (``repr``), so the message stays one line and names the input."""
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["in\nput"], ["y"])],
+        "nl",
+        [helper.make_tensor_value_info("in\nput", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "nl.onnx"
+    path.write_bytes(model.SerializeToString())
+    err = load_error(path)
+    assert isinstance(err, ShapeError) and r"'in\nput'" in str(err)
+    err = load_error(path, input_shapes={"in\nput": (0, 4)})
+    assert isinstance(err, ShapeError) and r"in\nput" in str(err)
+    err = load_error(path, input_shapes={"x\ry": (1, 4)})
+    assert r"'x\ry'" in str(err)
+
+
+def test_unsupported_op_with_newline_in_its_name(tmp_path: Path) -> None:
+    """Node names and op types from the file are escaped in the unsupported-op list."""
+    node = helper.make_node("Foo\nBar", ["x"], ["y"], name="bad\nnode", domain="my\ndomain")
+    path = save(tmp_path, [node], opsets=[("", 17), ("my\ndomain", 1)])
+    err = load_error(path)
+    assert isinstance(err, UnsupportedOpError) and r"bad\nnode" in str(err)

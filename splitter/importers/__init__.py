@@ -1,7 +1,7 @@
 """Importers: ONNX, TFLite and layer profiles (CSV/JSON) to a :class:`~splitter.ir.Chain`.
 
 :func:`load_model` reads a model file once: it returns a :class:`LoadedModel`, the normalised
-model (the user's ``--input-shape`` overrides applied, shapes inferred) with its
+model (the user's ``--input-shape`` overrides applied, shapes inferred, constants folded) with its
 :class:`~splitter.ir.Graph`. Slicing, validation, code generation and build take that object,
 never the path, so no later stage re-reads the file without the user's options.
 :func:`load_chain` is the entry point for a costed chain (models and layer profiles). The input
@@ -27,9 +27,11 @@ PROFILE_SUFFIXES = (".csv", ".json")
 class LoadedModel:
     """A model file read once: its normalised serialised form and its canonical graph.
 
-    ``data`` is the ONNX ``ModelProto`` after the user's input-shape overrides and shape
-    inference (serialised), or the TFLite flatbuffer. ``graph`` is what the importer made of it
-    (constants folded, no-ops removed, activations fused).
+    ``data`` is the ONNX ``ModelProto`` after the user's input-shape overrides, with the nodes
+    the importer folded replaced by initializers and shapes inferred (serialised), or the TFLite
+    flatbuffer with the overridden and propagated shapes written into its tensors (the file's
+    bytes when they already match). Tensor names are the file's, so the graph's names hold in
+    it. ``graph`` is what the importer made of it (no-ops removed, activations fused).
     """
 
     path: Path
@@ -62,8 +64,12 @@ def load_model(
 
         proto, graph = import_onnx(p, input_shapes=shapes)
         return LoadedModel(p, "onnx", proto.SerializeToString(), graph, shapes)
-    graph = load_graph(p, input_shapes=shapes)
-    return LoadedModel(p, "tflite", p.read_bytes(), graph, shapes)
+    if suffix == ".tflite":
+        from splitter.importers.tflite_import import import_tflite
+
+        data, graph = import_tflite(p, input_shapes=shapes)
+        return LoadedModel(p, "tflite", data, graph, shapes)
+    raise _unknown_format(p)
 
 
 def load_graph(
@@ -80,8 +86,12 @@ def load_graph(
         from splitter.importers.tflite_import import load_tflite
 
         return load_tflite(p, input_shapes=input_shapes)
-    raise InputFileError(
-        f"{p}: unknown model format '{suffix}'; give an .onnx or .tflite model "
+    raise _unknown_format(p)
+
+
+def _unknown_format(p: Path) -> InputFileError:
+    return InputFileError(
+        f"{p}: unknown model format '{p.suffix.lower()}'; give an .onnx or .tflite model "
         "(or a .csv/.json layer profile)"
     )
 

@@ -165,3 +165,59 @@ def remove_no_ops(
         rename[root] = out
         fixed.add(root)
     return kept, rename, copies
+
+
+#: IR version from which initializers need not be listed as graph inputs (onnx IR.md).
+IR_INITIALIZERS_NOT_INPUTS = 4
+
+
+def folded_model(
+    model: onnx.ModelProto,
+    kept: Iterable[onnx.NodeProto],
+    consts: Mapping[str, np.ndarray],
+    elem_types: Mapping[str, int] | None = None,
+) -> onnx.ModelProto:
+    """``model`` with the folded nodes replaced by initializers holding their values.
+
+    ``kept`` are the node protos that did not fold, in file order; every tensor they read that
+    folding computed (``consts``) becomes an initializer of the same name, so tensor names, and
+    with them the :class:`~splitter.ir.Graph`'s boundary names, stay. Initializers only folded
+    nodes read are dropped (and, for IR < 4, their graph-input entries); value_info keeps only
+    tensors the kept nodes compute. Graph inputs stay even when only ``Shape`` read them.
+    A value is stored with the element type shape inference gave its tensor (``elem_types``),
+    should the reference evaluator have returned another numpy dtype.
+    """
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    graph = out.graph
+    nodes = list(kept)
+    read = [i for n in nodes for i in n.input if i]
+    needed = dict.fromkeys(read)  # first-use order, for a deterministic file
+    inits = [t for t in graph.initializer if t.name in needed]
+    dropped = {t.name for t in graph.initializer} - set(needed)
+    have = {t.name for t in inits}
+    new = [
+        onnx.numpy_helper.from_array(_typed(consts[n], (elem_types or {}).get(n)), n)
+        for n in needed
+        if n in consts and n not in have
+    ]
+    produced = {o for n in nodes for o in n.output}
+    values = [v for v in graph.value_info if v.name in produced]
+    inputs = [v for v in graph.input if v.name not in dropped]
+    if out.ir_version < IR_INITIALIZERS_NOT_INPUTS:
+        inputs += [helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in new]
+    del graph.node[:], graph.initializer[:], graph.value_info[:], graph.input[:]
+    graph.node.extend(nodes)
+    graph.initializer.extend([*inits, *new])
+    graph.value_info.extend(values)
+    graph.input.extend(inputs)
+    return out
+
+
+def _typed(value: np.ndarray, elem_type: int | None) -> np.ndarray:
+    """``value`` cast to ONNX element type ``elem_type`` when given and different."""
+    array = np.asarray(value)
+    if not elem_type:
+        return array
+    dtype = helper.tensor_dtype_to_np_dtype(elem_type)
+    return array if array.dtype == dtype else array.astype(dtype)

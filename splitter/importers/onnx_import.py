@@ -11,7 +11,10 @@ Pipeline (each step a small function below):
 4. fold constant subgraphs with ``onnx.reference.ReferenceEvaluator`` (``onnx_fold``) and drop
    ``Identity``/``Dropout``;
 5. convert node by node (``onnx_ops.CONVERTERS``), then fold BatchNorm/bias and fuse
-   activations (``onnx_fuse``).
+   activations (``onnx_fuse``);
+6. (:func:`import_onnx`) write the folded values back as initializers in place of the folded
+   nodes (``onnx_fold.folded_model``) and infer shapes again: the normalised model that slicing
+   and validation read.
 """
 
 from __future__ import annotations
@@ -24,8 +27,21 @@ import onnx
 from onnx import numpy_helper
 from onnx.external_data_helper import load_external_data_for_model, uses_external_data
 
-from splitter.errors import InputFileError, ShapeError, SplitterError, UnsupportedOpError
-from splitter.importers.onnx_fold import NO_OPS, constant_nodes, fold_constants, remove_no_ops
+from splitter.errors import (
+    InputFileError,
+    ShapeError,
+    SplitterError,
+    UnsupportedOpError,
+    escaped,
+    quoted,
+)
+from splitter.importers.onnx_fold import (
+    NO_OPS,
+    constant_nodes,
+    fold_constants,
+    folded_model,
+    remove_no_ops,
+)
 from splitter.importers.onnx_fuse import fuse
 from splitter.importers.onnx_nodes import (
     DEFAULT_DOMAINS,
@@ -103,11 +119,14 @@ def check_nonempty(model: onnx.ModelProto, path: Path) -> None:
     """Reject graphs without nodes, inputs or outputs."""
     graph = model.graph
     if not graph.node:
-        raise InputFileError(f"{path}: graph '{graph.name}' has no nodes; export the model again")
+        raise InputFileError(
+            f"{path}: graph {quoted(graph.name)} has no nodes; export the model again"
+        )
     inits = {i.name for i in graph.initializer}
     if not [i for i in graph.input if i.name not in inits] or not graph.output:
         raise InputFileError(
-            f"{path}: graph '{graph.name}' has no inputs or no outputs; export the model again"
+            f"{path}: graph {quoted(graph.name)} has no inputs or no outputs; "
+            "export the model again"
         )
 
 
@@ -154,14 +173,16 @@ def apply_input_shapes(
     for name in overrides:
         if name not in names:
             raise ShapeError(
-                f"{path}: --input-shape names unknown input '{name}'; inputs are {names}"
+                f"{path}: --input-shape names unknown input {quoted(name)}; inputs are {names}"
             )
     for value in inputs:
         tensor_type = value.type.tensor_type
         if value.name in overrides:
             shape = tuple(int(d) for d in overrides[value.name])
             if any(d <= 0 for d in shape):
-                raise ShapeError(f"{path}: --input-shape {value.name} has a non-positive dim")
+                raise ShapeError(
+                    f"{path}: --input-shape {escaped(value.name)} has a non-positive dim"
+                )
             tensor_type.shape.ClearField("dim")
             for d in shape:
                 tensor_type.shape.dim.add().dim_value = d
@@ -170,8 +191,9 @@ def apply_input_shapes(
         if dims is None or any(not d.HasField("dim_value") or d.dim_value <= 0 for d in dims):
             got = "unknown" if dims is None else _dims_text(dims)
             raise ShapeError(
-                f"{path}: input '{value.name}' has dynamic or unknown shape {got}; give a static "
-                f"shape with --input-shape {value.name}=1x49x10x1 (your real dims, batch first)"
+                f"{path}: input {quoted(value.name)} has dynamic or unknown shape {got}; give a "
+                f"static shape with --input-shape {escaped(value.name)}=1x49x10x1 (your real dims, "
+                "batch first)"
             )
     return bool(overrides)
 
@@ -323,11 +345,13 @@ def reinfer(
 
 def build_ops(
     model: onnx.ModelProto, nodes: list[OnnxNode], ctx: ImportContext, path: Path
-) -> list[Op]:
-    """Fold constants, drop no-ops, convert and fuse: the canonical op list."""
+) -> tuple[list[Op], list[onnx.NodeProto]]:
+    """Fold constants, drop no-ops, convert and fuse: the canonical op list, and the protos of
+    the nodes that did not fold (in file order, no-ops included)."""
     protos = dict(zip((n.name for n in nodes), model.graph.node, strict=True))
     inputs, outputs = _graph_io(model)
     remaining = fold_all(model, nodes, protos, ctx, path)
+    kept = [protos[n.name] for n in remaining]
     constant_outputs = [o for o in outputs if o in ctx.consts]
     if constant_outputs:
         raise InputFileError(
@@ -343,7 +367,7 @@ def build_ops(
         ops.append(
             Op(node.name, "reshape", (source,), (dst,), {"shape": ctx.shape(dst)}, {}, (node.name,))
         )
-    return fuse(ops, outputs, lambda name: len(ctx.shape(name)))
+    return fuse(ops, outputs, lambda name: len(ctx.shape(name))), kept
 
 
 def tensor_specs(
@@ -375,7 +399,7 @@ def load_onnx(path: Path, *, input_shapes: Mapping[str, tuple[int, ...]] | None 
     the declared shapes. Raises InputFileError (unreadable file, opset out of 11..21, empty
     graph), UnsupportedOpError (listing every unsupported node) or ShapeError (dynamic shapes).
     """
-    return import_onnx(path, input_shapes=input_shapes)[1]
+    return _import(Path(path), input_shapes)[1]
 
 
 def import_onnx(
@@ -384,10 +408,21 @@ def import_onnx(
     """:func:`load_onnx` plus the normalised model it imported.
 
     The model is the file's (external data loaded) with ``input_shapes`` written into its graph
-    inputs and shapes inferred (``value_info`` filled), so later stages (slicing, validation)
-    see the shapes the graph was imported with.
+    inputs, every node the importer folded replaced by an initializer of its value
+    (:func:`~splitter.importers.onnx_fold.folded_model`; tensor names kept) and shapes inferred
+    again (``value_info`` filled), so later stages (slicing, validation, code generation) see
+    the model the graph was imported from.
     """
-    path = Path(path)
+    inferred, graph, kept, ctx = _import(Path(path), input_shapes)
+    folded = folded_model(inferred, kept, ctx.consts, ctx.elem_types)
+    return infer(folded, Path(path)), graph
+
+
+def _import(
+    path: Path, input_shapes: Mapping[str, tuple[int, ...]] | None
+) -> tuple[onnx.ModelProto, Graph, list[onnx.NodeProto], ImportContext]:
+    """The inferred model, its graph, the protos of the unfolded nodes and the import context
+    (constants, inferred types)."""
     model, data = read_model(path)
     model_opset(model, path)
     nodes = read_nodes(model.graph)
@@ -398,14 +433,14 @@ def import_onnx(
     check_model(blob, path)
     inferred = infer(blob, path)
     ctx = make_context(model, inferred, path)
-    ops = build_ops(model, nodes, ctx, path)
+    ops, kept = build_ops(model, nodes, ctx, path)
     inputs, outputs = _graph_io(model)
     tensors = tensor_specs(ops, inputs, ctx)
     produced = set(tensors)
     lost = [o for o in outputs if o not in produced]
     if lost:
         raise InputFileError(f"{path}: graph output(s) {lost} are not computed by any node")
-    return inferred, Graph(
+    graph = Graph(
         name=model.graph.name or path.stem,
         ops=tuple(ops),
         tensors=tensors,
@@ -416,3 +451,4 @@ def import_onnx(
         source_path=str(path),
         metadata=_metadata(model, ctx.opset),
     )
+    return inferred, graph, kept, ctx

@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from splitter.errors import ShapeError
+from splitter.errors import ShapeError, escaped, quoted
 
 #: ONNX's default operator-set domain, spelled both ways the spec allows.
 DEFAULT_DOMAINS = frozenset({"", "ai.onnx"})
@@ -42,7 +42,7 @@ class OnnxNode:
     def label(self) -> str:
         """``OpType (node name)`` as error messages list it."""
         op = self.op_type if self.domain in DEFAULT_DOMAINS else f"{self.domain}.{self.op_type}"
-        return f"{op} ({self.name})"
+        return f"{escaped(op)} ({escaped(self.name)})"
 
     def attr(self, key: str, default: Any = None) -> Any:
         """Attribute ``key`` (strings decoded to ``str``) or ``default``."""
@@ -122,7 +122,7 @@ class ImportContext:
         try:
             return self.consts[name]
         except KeyError:
-            raise Unsupported(f"input '{name}' must be a constant") from None
+            raise Unsupported(f"input {quoted(name)} must be a constant") from None
 
     def is_static(self, name: str) -> bool:
         """True when tensor ``name`` is a constant or has a fully known inferred shape."""
@@ -136,7 +136,7 @@ class ImportContext:
         shape = self.shapes.get(name)
         if shape is None or any(d is None for d in shape):
             raise ShapeError(
-                f"{self.path}: shape of tensor '{name}' is unknown after shape inference "
+                f"{self.path}: shape of tensor {quoted(name)} is unknown after shape inference "
                 f"(got {shape_text(shape)}); shapes must follow from static input shapes "
                 "and constant shape arguments: give --input-shape NAME=1x49x10x1"
             )

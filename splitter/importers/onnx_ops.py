@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from splitter.errors import ShapeError
+from splitter.errors import ShapeError, quoted
 from splitter.importers.onnx_nodes import ImportContext, OnnxNode, Unsupported
 from splitter.ir import Op
 
@@ -101,8 +101,8 @@ def check_features(node: OnnxNode, ctx: ImportContext, x: str, got: int, want: i
     """ShapeError when input ``x`` has ``got`` channels/features but the weights need ``want``."""
     if got != want:
         raise ShapeError(
-            f"{ctx.path}: {node.label}: input '{x}' has {got} channels/features but the weights "
-            f"expect {want}; fix --input-shape or the model"
+            f"{ctx.path}: {node.label}: input {quoted(x)} has {got} channels/features but the "
+            f"weights expect {want}; fix --input-shape or the model"
         )
 
 
@@ -444,7 +444,7 @@ def reshape(node: OnnxNode, ctx: ImportContext) -> list[Op]:
     shape = ctx.shape(node.outputs[0])  # ShapeError names the tensor when it stayed dynamic
     for extra in node.inputs[1:]:
         if extra and not ctx.is_const(extra):
-            raise Unsupported(f"shape/axes input '{extra}' is not constant")
+            raise Unsupported(f"shape/axes input {quoted(extra)} is not constant")
     return make_op(node, "reshape", (x,), {"shape": shape})
 
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from splitter.errors import InputFileError
+from splitter.errors import InputFileError, quoted
 from splitter.ir import Chain, Layer, LayerCost, TensorSpec
 
 HEADER = ("name", "input_shape", "output_shape", "flash_kb", "ram_kb", "kmacc")
@@ -52,7 +52,7 @@ class _Where:
         return f"{self.source}: {at}"
 
     def fail(self, row: int, line: int | None, column: str, problem: str, fix: str) -> NoReturn:
-        raise InputFileError(f"{self.row(row, line)}, column '{column}': {problem}; {fix}")
+        raise InputFileError(f"{self.row(row, line)}, column {quoted(column)}: {problem}; {fix}")
 
 
 def load_profile(text: str, *, activation_bytes: int | None = None) -> Chain:
@@ -154,7 +154,7 @@ def _pick(path: Path, models: Mapping[str, Any], pick: str) -> tuple[str, Any]:
     if not pick:
         raise InputFileError(f"{path}: holds several profiles; pick one with {path}#NAME ({names})")
     if pick not in models:
-        raise InputFileError(f"{path}: no profile named '{pick}'; available: {names}")
+        raise InputFileError(f"{path}: no profile named {quoted(pick)}; available: {names}")
     return pick, models[pick]
 
 
@@ -164,7 +164,7 @@ def _json_row(where: _Where, row: int, item: Mapping[str, Any]) -> dict[str, Any
     for column, keys in JSON_KEYS.items():
         key = next((k for k in keys if k in item), None)
         if key is None:
-            where.fail(row, None, column, "missing", f"add '{keys[0]}' to every layer object")
+            where.fail(row, None, column, "missing", f"add {quoted(keys[0])} to every layer object")
         out[column] = item[key]
     return out
 

@@ -31,7 +31,14 @@ from typing import Any
 
 import tflite
 
-from splitter.errors import InputFileError, ShapeError, SplitterError, UnsupportedOpError
+from splitter.errors import (
+    InputFileError,
+    ShapeError,
+    SplitterError,
+    UnsupportedOpError,
+    escaped,
+    quoted,
+)
 from splitter.importers.tflite_ops import CONVERTERS, Converted, Node, Shape
 from splitter.importers.tflite_reader import (
     OperatorInfo,
@@ -42,9 +49,10 @@ from splitter.importers.tflite_reader import (
     tensor_names,
     unsupported_dtype_error,
 )
+from splitter.importers.tflite_writer import with_tensor_shapes
 from splitter.ir import OP_KINDS, Graph, Op, TensorSpec
 
-__all__ = ["SUPPORTED_OPS", "load_tflite", "tensor_names"]
+__all__ = ["SUPPORTED_OPS", "import_tflite", "load_tflite", "tensor_names"]
 
 #: Builtin operator names this importer converts.
 SUPPORTED_OPS = tuple(sorted(CONVERTERS))
@@ -71,10 +79,29 @@ def load_tflite(
     Raises :class:`InputFileError` (missing, corrupt, truncated, not TFLite),
     :class:`UnsupportedOpError` (listing every unsupported operator) or :class:`ShapeError`.
     """
+    return import_tflite(path, input_shapes=input_shapes, normalise=False)[1]
+
+
+def import_tflite(
+    path: str | Path,
+    *,
+    input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+    normalise: bool = True,
+) -> tuple[bytes, Graph]:
+    """:func:`load_tflite` plus the normalised flatbuffer it imported.
+
+    The flatbuffer is the file's with the shapes the importer computed from ``input_shapes``
+    written into every graph input and operator output whose stored shape differs
+    (:func:`~splitter.importers.tflite_writer.with_tensor_shapes`); the file's own bytes when
+    none does (or ``normalise`` is False).
+    """
     p = Path(path)
     buf = _read_bytes(p)
     try:
-        return _convert(p, buf, input_shapes or {})
+        graph, shapes = _convert(p, buf, input_shapes or {})
+        if not normalise:
+            return buf, graph
+        return with_tensor_shapes(buf, _changed(_tensor_shapes(buf), shapes), str(p)), graph
     except SplitterError:
         raise
     except _CORRUPT as e:
@@ -99,7 +126,24 @@ def _read_bytes(p: Path) -> bytes:
     return buf
 
 
-def _convert(p: Path, buf: bytes, input_shapes: Mapping[str, tuple[int, ...]]) -> Graph:
+def _changed(stored: list[Shape], shapes: Mapping[int, Shape]) -> dict[int, Shape]:
+    """The entries of ``shapes`` that differ from the ``stored`` shape of their tensor."""
+    return {i: s for i, s in shapes.items() if tuple(stored[i]) != tuple(s)}
+
+
+def _tensor_shapes(buf: bytes) -> list[Shape]:
+    """The stored ``shape`` of every tensor of subgraph 0."""
+    sg = tflite.Model.GetRootAs(buf, 0).Subgraphs(0)
+    return [
+        tuple(int(d) for d in sg.Tensors(i).ShapeAsNumpy()) if sg.Tensors(i).ShapeLength() else ()
+        for i in range(sg.TensorsLength())
+    ]
+
+
+def _convert(
+    p: Path, buf: bytes, input_shapes: Mapping[str, tuple[int, ...]]
+) -> tuple[Graph, dict[int, Shape]]:
+    """The graph and the static shape of every graph input and operator output, by index."""
     model = tflite.Model.GetRootAs(buf, 0)
     if model.SubgraphsLength() == 0:
         raise InputFileError(f"{p}: TFLite model has no subgraph; re-export the model")
@@ -118,9 +162,9 @@ def _convert(p: Path, buf: bytes, input_shapes: Mapping[str, tuple[int, ...]]) -
     graph_ops = [_convert_op(p, o, tensors, shapes, bool(input_shapes), folded) for o in ops]
     for i in g_outputs:
         if i not in shapes:
-            raise InputFileError(f"{p}: graph output '{tensors[i].name}' is never computed")
+            raise InputFileError(f"{p}: graph output {quoted(tensors[i].name)} is never computed")
     specs = {tensors[i].name: _spec(p, tensors[i], s) for i, s in shapes.items()}
-    return Graph(
+    graph = Graph(
         name=p.stem,
         ops=tuple(graph_ops),
         tensors=specs,
@@ -131,13 +175,16 @@ def _convert(p: Path, buf: bytes, input_shapes: Mapping[str, tuple[int, ...]]) -
         source_path=str(p),
         metadata=_metadata(model, sg),
     )
+    return graph, shapes
 
 
 def _check_ops(p: Path, ops: list[OperatorInfo], n_tensors: int) -> None:
     """Raise once listing every unsupported operator; reject empty graphs and bad indices."""
     if not ops:
         raise InputFileError(f"{p}: subgraph 0 has no operators (empty graph); give a real model")
-    bad = [f"{o.builtin} (operator #{o.index})" for o in ops if o.builtin not in CONVERTERS]
+    bad = [
+        f"{escaped(o.builtin)} (operator #{o.index})" for o in ops if o.builtin not in CONVERTERS
+    ]
     if bad:
         raise UnsupportedOpError(
             f"{p}: unsupported TFLite operators: {', '.join(bad)}; supported are "
@@ -146,7 +193,7 @@ def _check_ops(p: Path, ops: list[OperatorInfo], n_tensors: int) -> None:
     for o in ops:
         if any(i >= n_tensors for i in o.inputs + o.outputs) or len(o.outputs) != 1:
             raise InputFileError(
-                f"{p}: operator #{o.index} ({o.builtin}) has bad tensor indices or "
+                f"{p}: operator #{o.index} ({escaped(o.builtin)}) has bad tensor indices or "
                 f"{len(o.outputs)} outputs; the file is corrupt, re-export the model"
             )
 
@@ -175,7 +222,7 @@ def _input_shapes(
         if (dynamic and dynamic != [0]) or any(d <= 0 for d in t.shape[1:]):
             example = "x".join(str(d if d > 0 else 1) for d in t.signature)
             raise ShapeError(
-                f"{p}: input '{name}' has dynamic shape {_sig(t.signature)}; give "
+                f"{p}: input {quoted(name)} has dynamic shape {_sig(t.signature)}; give "
                 f"--input-shape {name}={example} (with your real sizes)"
             )
         shapes[i] = (max(t.shape[0], 1), *t.shape[1:]) if t.shape else ()
@@ -188,7 +235,7 @@ def _checked_override(p: Path, t: TensorInfo, shape: Shape) -> Shape:
     )
     if not ok:
         raise ShapeError(
-            f"{p}: --input-shape {t.name}={'x'.join(map(str, shape))} does not fit the "
+            f"{p}: --input-shape {escaped(t.name)}={'x'.join(map(str, shape))} does not fit the "
             f"model's shape {_sig(t.signature)}; only dimensions shown as ? may change"
         )
     return shape
@@ -231,21 +278,27 @@ def _convert_op(
     for i in o.inputs:
         if i >= 0 and not tensors[i].is_const and i not in shapes:
             raise InputFileError(
-                f"{p}: operator #{o.index} ({o.builtin}) reads tensor '{tensors[i].name}' that "
-                "is neither a constant, a graph input nor computed before; re-export the model"
+                f"{p}: operator #{o.index} ({escaped(o.builtin)}) reads tensor "
+                f"{quoted(tensors[i].name)} that is neither a constant, a graph input nor computed "
+                "before; re-export the model"
             )
     try:
         conv = CONVERTERS[o.builtin](Node(o, tensors, shapes))
     except ShapeError as e:
         raise ShapeError(f"{p}: {e}") from None
     except UnsupportedOpError as e:
-        where = "" if str(e).startswith("operator #") else f"operator #{o.index} ({o.builtin}): "
+        where = (
+            ""
+            if str(e).startswith("operator #")
+            else f"operator #{o.index} ({escaped(o.builtin)}): "
+        )
         raise UnsupportedOpError(f"{p}: {where}{e}") from None
     out = tensors[o.outputs[0]]
     if _disagrees(conv.out_shape, out, free):
         raise ShapeError(
-            f"{p}: operator #{o.index} ({o.builtin}) output '{out.name}' is stored as "
-            f"{out.shape} but computes to {conv.out_shape}; the file is inconsistent, re-export it"
+            f"{p}: operator #{o.index} ({escaped(o.builtin)}) output {quoted(out.name)} is "
+            f"stored as {out.shape} but computes to {conv.out_shape}; the file is inconsistent, "
+            "re-export it"
         )
     shapes[o.outputs[0]] = conv.out_shape
     op = _make_op(o, conv, tensors)

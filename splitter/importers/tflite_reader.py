@@ -16,7 +16,7 @@ import numpy as np
 import tflite
 from tflite.utils import BUILTIN_OPCODE2NAME
 
-from splitter.errors import UnsupportedOpError
+from splitter.errors import UnsupportedOpError, quoted
 from splitter.ir import QuantParams
 
 #: TFLite ``TensorType`` enum value -> numpy dtype name (types splitter can hold as numpy arrays).
@@ -126,7 +126,7 @@ def read_tensors(model: Any, subgraph: Any, buf: bytes) -> list[TensorInfo]:
         if raw is not None:
             if t.Sparsity() is not None:
                 raise UnsupportedOpError(
-                    f"<model>: tensor '{names[i]}' is sparse (TFLite sparsity encoding); "
+                    f"<model>: tensor {quoted(names[i])} is sparse (TFLite sparsity encoding); "
                     "re-export the model with dense weights"
                 )
             data = _const_array(names[i], raw, dtype, int(t.Type()), shape)
@@ -139,7 +139,7 @@ def unsupported_dtype_error(tensor_name: str, type_code: int, path: str) -> Unsu
     """Error for a tensor type numpy/splitter cannot hold (INT4, STRING, RESOURCE...)."""
     tname = TENSOR_TYPE_NAMES.get(type_code, str(type_code))
     return UnsupportedOpError(
-        f"{path}: tensor '{tensor_name}' has unsupported type {tname}; "
+        f"{path}: tensor {quoted(tensor_name)} has unsupported type {tname}; "
         "re-export the model with float32 or int8 tensors"
     )
 
@@ -180,7 +180,7 @@ def _const_array(
     expected = int(np.prod(shape)) if shape else 1
     if arr.size != expected:
         raise ValueError(
-            f"constant '{name}' holds {arr.size} values, shape {shape} needs {expected}"
+            f"constant {quoted(name)} holds {arr.size} values, shape {shape} needs {expected}"
         )
     return arr.astype(dtype).reshape(shape)
 

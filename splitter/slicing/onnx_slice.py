@@ -42,7 +42,8 @@ def slice_onnx(model: LoadedModel, cuts: Sequence[Cut]) -> list[SlicedModel]:
     """Serialised sub-models of ``model``, one per cut, each checked with ``full_check``.
 
     ``model`` is the normalised model of :func:`splitter.importers.load_model`, so the user's
-    input-shape overrides hold in every sub-model.
+    input-shape overrides hold in every sub-model and constant subgraphs the importer folded
+    are initializers there, not nodes.
     """
     proto = model.onnx_model()
     inferred = _infer(proto)

@@ -27,18 +27,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import flatbuffers
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
 from splitter.errors import InputFileError, ShapeError, UnsupportedOpError, ValidationError
 from splitter.importers import LoadedModel
+from splitter.importers.tflite_writer import BUFFER_ALIGNMENT, pack_model
+from splitter.importers.tflite_writer import FILE_IDENTIFIER as _FILE_IDENTIFIER
+from splitter.importers.tflite_writer import AlignedBufferT as _AlignedBufferT
 from splitter.ir import QuantParams, TensorSpec
 from splitter.slicing.boundaries import Cut, SlicedModel
 
-#: Alignment of constant buffers; the TFLite converter aligns them to 16 bytes.
-BUFFER_ALIGNMENT = 16
-_FILE_IDENTIFIER = b"TFL3"
+__all__ = ["BUFFER_ALIGNMENT", "load_tflite_model", "slice_tflite", "tensor_names"]
+
 _SIGNATURE_KEY = "serving_default"
 #: TensorType enum value -> numpy dtype name (schema.fbs TensorType)
 _DTYPES = {
@@ -54,23 +55,6 @@ _DTYPES = {
     schema.TensorType.UINT32: "uint32",
     schema.TensorType.UINT16: "uint16",
 }
-
-
-class _AlignedBufferT(schema.BufferT):
-    """A ``BufferT`` whose data vector is aligned to :data:`BUFFER_ALIGNMENT` bytes."""
-
-    def Pack(self, builder: flatbuffers.Builder) -> int:
-        data = None
-        if self.data is not None and len(self.data):
-            raw = np.ascontiguousarray(self.data, dtype=np.uint8).tobytes()
-            builder.StartVector(1, len(raw), BUFFER_ALIGNMENT)
-            builder.head = builder.head - len(raw)
-            builder.Bytes[builder.head : builder.head + len(raw)] = raw
-            data = builder.EndVector()
-        schema.BufferStart(builder)
-        if data is not None:
-            schema.BufferAddData(builder, data)
-        return int(schema.BufferEnd(builder))
 
 
 @dataclass(frozen=True)
@@ -146,9 +130,7 @@ def _slice_one(src: _Source, cut: Cut) -> SlicedModel:
     ops = _reachable_ops(src, ins, outs)
     _check_closed(src, ops, set(ins), cut)
     model = _build_model(src, ops, ins, outs, cut)
-    builder = flatbuffers.Builder(1024)
-    builder.Finish(model.Pack(builder), file_identifier=_FILE_IDENTIFIER)
-    data = bytes(builder.Output())
+    data = pack_model(model)
     sub = model.subgraphs[0]
     names = [_decode(t.name) for t in sub.tensors]
     return SlicedModel(

@@ -12,13 +12,18 @@ pass-through sub-model renamed it). Per graph output, over all samples (``a`` = 
 * ``cosine = <a, b> / (||a|| ||b||)`` (1 when both are zero), as vendor validate tools report.
 
 Pass (issue 4): float outputs ``max_abs <= 1e-5``; integer (quantised) outputs bit-exact.
+
+The reference is the normalised model the importer returned (:class:`~splitter.importers.
+LoadedModel`: ``--input-shape`` written in, constants folded into initializers). Once per
+validation that model is itself compared, on the same samples and with the same rule, with the
+file it came from (:func:`normalisation_stats`), so the importer's folding is validated too.
 A failure is a :class:`~splitter.errors.ValidationError`, never a warning.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -109,6 +114,7 @@ class TfliteRunner:
         self.outputs = tuple(_litert_spec(d) for d in self._out)
 
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        self._fit([np.shape(feeds[spec.name]) for spec in self.inputs])
         for detail, spec in zip(self._in, self.inputs, strict=True):
             self.interpreter.set_tensor(detail["index"], feeds[spec.name])
         self.interpreter.invoke()
@@ -119,6 +125,19 @@ class TfliteRunner:
         for name, index in self._probes.items():
             out[name] = np.array(self.interpreter.get_tensor(index))
         return out
+
+    def _fit(self, shapes: Sequence[tuple[int, ...]]) -> None:
+        """Resize the inputs to ``shapes`` when they differ from the model's stored shapes (the
+        model file run against its normalised form, whose ``--input-shape`` may differ)."""
+        if all(tuple(s) == spec.shape for s, spec in zip(shapes, self.inputs, strict=True)):
+            return
+        for detail, shape in zip(self._in, shapes, strict=True):
+            self.interpreter.resize_tensor_input(detail["index"], list(shape))
+        self.interpreter.allocate_tensors()
+        self._in = self.interpreter.get_input_details()
+        self._out = self.interpreter.get_output_details()
+        self.inputs = tuple(_litert_spec(d) for d in self._in)
+        self.outputs = tuple(_litert_spec(d) for d in self._out)
 
 
 def _with_extra_outputs(model: bytes | str | Path, names: Sequence[str]) -> bytes:
@@ -196,6 +215,8 @@ class ValidationReport:
     tolerance: Mapping[str, Any] = field(default_factory=dict)
     #: each sub-model's output (but the last's) against the original's tensor of that name
     boundaries: tuple[OutputStats, ...] = ()
+    #: the normalised model's outputs against the model file's (empty: the bytes are the file's)
+    normalisation: tuple[OutputStats, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (``OUT/validation.json``)."""
@@ -207,6 +228,7 @@ class ValidationReport:
             "submodels": list(self.submodels),
             "outputs": [_stats_dict(s) for s in self.outputs],
             "boundaries": [_stats_dict(s) for s in self.boundaries],
+            "normalisation": [_stats_dict(s) for s in self.normalisation],
         }
 
     def summary(self) -> str:
@@ -420,8 +442,6 @@ def boundary_probes(submodels: Sequence[Runner]) -> list[tuple[str, int]]:
 
 
 def _at_submodel(stats: OutputStats, k: int) -> OutputStats:
-    from dataclasses import replace
-
     return replace(stats, submodel=k)
 
 
@@ -457,7 +477,42 @@ def validate_models(
     report = validate_chain(
         ref, chain, samples, labels, runtime=runtime, submodel_names=[n for n, _ in submodels]
     )
-    return report
+    normalised = normalisation_stats(original, ref, samples)
+    return replace(
+        report,
+        passed=report.passed and all(s.passed for s in normalised),
+        normalisation=normalised,
+    )
+
+
+def normalisation_stats(
+    original: LoadedModel, ref: Runner, samples: Sequence[Mapping[str, np.ndarray]]
+) -> tuple[OutputStats, ...]:
+    """The normalised model (``ref``, running ``original.data``) against the model file at
+    ``original.path`` on ``samples``, per output (:func:`compare`, file = reference).
+
+    Empty when the normalised bytes are the file's (nothing to check) or the file is gone.
+    """
+    path = Path(original.path)
+    if not path.is_file() or path.read_bytes() == original.data:
+        return ()
+    try:
+        source = make_runner(path, original.suffix)
+    except Exception as exc:  # the runtime rejects the file the importer accepted
+        raise ValidationError(
+            f"{path}: {original.suffix[1:]} runtime cannot load the model file "
+            f"({' '.join(str(exc).split())[:200]}); the normalised model cannot be checked "
+            "against it"
+        ) from exc
+    refs: dict[str, list[np.ndarray]] = {t.name: [] for t in ref.outputs}
+    gots: dict[str, list[np.ndarray]] = {t.name: [] for t in ref.outputs}
+    for feeds in samples:
+        expected, got = source.run(feeds), ref.run(feeds)
+        for pos, spec in enumerate(ref.outputs):
+            name = spec.name if spec.name in expected else source.outputs[pos].name
+            refs[spec.name].append(expected[name])
+            gots[spec.name].append(got[spec.name])
+    return tuple(compare(name, refs[name], gots[name]) for name in refs)
 
 
 def require_pass(report: ValidationReport, model: str | Path) -> None:
@@ -467,6 +522,16 @@ def require_pass(report: ValidationReport, model: str | Path) -> None:
     """
     if report.passed:
         return
+    changed = next((s for s in report.normalisation if not s.passed), None)
+    if changed is not None:
+        error = ValidationError(
+            f"{model}: the normalised model (--input-shape applied, constants folded) does not "
+            f"reproduce the file's output '{changed.name}': max-abs {changed.max_abs:.3g}, "
+            f"exact {changed.exact}, over {len(report.samples)} inputs; the importer's "
+            "normalisation is wrong, report it"
+        )
+        error.report = report  # type: ignore[attr-defined]
+        raise error
     first = next((b for b in report.boundaries if not b.passed), None)
     bad = [s for s in report.outputs if not s.passed]
     worst = max(bad, key=lambda s: s.max_abs) if bad else first
