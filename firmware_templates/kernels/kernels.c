@@ -637,9 +637,10 @@ void k_dense(const k_dense_params *p, const float *restrict x, const float *rest
     if (p->act.code != K_ACT_NONE) k_act(y, y, out, p->act.code, p->act.p0, p->act.p1);
 }
 
-void k_matmul(const float *restrict a, const float *restrict bm, float *restrict y, int M, int K,
-              int N, int act, float p0, float p1)
+void k_matmul(const k_matmul_params *p, const float *restrict a, const float *restrict bm,
+              float *restrict y)
 {
+    const int M = p->M, K = p->K, N = p->N;
     int m, n, k;
     for (m = 0; m < M; m++) {
         for (n = 0; n < N; n++) y[m * N + n] = 0.0f;
@@ -650,7 +651,7 @@ void k_matmul(const float *restrict a, const float *restrict bm, float *restrict
             for (n = 0; n < N; n++) yr[n] += av * br[n];
         }
     }
-    if (act != K_ACT_NONE) k_act(y, y, M * N, act, p0, p1);
+    if (p->act.code != K_ACT_NONE) k_act(y, y, M * N, p->act.code, p->act.p0, p->act.p1);
 }
 
 /* --------------------------------------------------------------- pooling ---- */
@@ -709,9 +710,9 @@ void k_avgpool(const k_window_params *p, const float *restrict x, float *restric
     if (p->act.code != K_ACT_NONE) k_act(y, y, C * OH * OW, p->act.code, p->act.p0, p->act.p1);
 }
 
-void k_mean(const float *restrict x, int outer, int red, int inner, float *restrict y, int act,
-            float p0, float p1)
+void k_mean(const k_reduce_params *p, const float *restrict x, float *restrict y)
 {
+    const int outer = p->outer, red = p->red, inner = p->inner;
     int o, r, i;
     float inv = 1.0f / (float)red;
     for (o = 0; o < outer; o++) {
@@ -722,14 +723,15 @@ void k_mean(const float *restrict x, int outer, int red, int inner, float *restr
             y[o * inner + i] = s * inv;
         }
     }
-    if (act != K_ACT_NONE) k_act(y, y, outer * inner, act, p0, p1);
+    if (p->act.code != K_ACT_NONE)
+        k_act(y, y, outer * inner, p->act.code, p->act.p0, p->act.p1);
 }
 
 /* ------------------------------------------------------------ element-wise ---- */
 
-void k_binary(int op, const float *a, const int *as, const float *b, const int *bs, float *y,
-              const int *ys, int act, float p0, float p1)
+void k_binary(const k_binary_params *p, const float *a, const float *b, float *y)
 {
+    const int op = p->op, *as = p->as, *bs = p->bs, *ys = p->ys;
     int i0, i1, i2, i3, n = 0;
     for (i0 = 0; i0 < ys[0]; i0++)
         for (i1 = 0; i1 < ys[1]; i1++)
@@ -747,7 +749,7 @@ void k_binary(int op, const float *a, const int *as, const float *b, const int *
                     y[n++] = r;
                 }
             }
-    if (act != K_ACT_NONE) k_act(y, y, n, act, p0, p1);
+    if (p->act.code != K_ACT_NONE) k_act(y, y, n, p->act.code, p->act.p0, p->act.p1);
 }
 
 void k_concat_part(const float *restrict x, int outer, int xn, float *restrict y, int ytot,
@@ -788,9 +790,10 @@ void k_batchnorm(const float *restrict x, int C, int HW, const float *restrict s
     }
 }
 
-void k_pad(const float *restrict x, const int *xs, float *restrict y, const int *ys,
-           const int *begins, float value)
+void k_pad(const k_pad_params *p, const float *restrict x, float *restrict y)
 {
+    const int *xs = p->xs, *ys = p->ys, *begins = p->begins;
+    const float value = p->value;
     int i0, i1, i2, i3, n = ys[0] * ys[1] * ys[2] * ys[3];
     for (i0 = 0; i0 < n; i0++) y[i0] = value;
     for (i0 = 0; i0 < xs[0]; i0++)

@@ -143,10 +143,11 @@ void k_q_dense(const k_dense_params *p, const k_q_params *q, const int8_t *restr
     }
 }
 
-void k_q_add(const int8_t *a, int a_zp, int32_t m1, int s1, const int8_t *b, int b_zp,
-             int32_t m2, int s2, int8_t *y, int n, int32_t mo, int so, int out_zp, int act_min,
-             int act_max)
+void k_q_add(const k_q_requant_params *q, const int8_t *a, const int8_t *b, int8_t *y)
 {
+    const int n = q->n, a_zp = q->a_zp, b_zp = q->b_zp, out_zp = q->out_zp;
+    const int32_t m1 = q->a_m, m2 = q->b_m, mo = q->m;
+    const int s1 = q->a_s, s2 = q->b_s, so = q->s, act_min = q->act_min, act_max = q->act_max;
     int i;
     for (i = 0; i < n; i++) {
         const int32_t va = k_q_mul((a[i] - a_zp) * (1 << 20), m1, s1);
@@ -155,9 +156,11 @@ void k_q_add(const int8_t *a, int a_zp, int32_t m1, int s1, const int8_t *b, int
     }
 }
 
-void k_q_mul_ew(const int8_t *a, int a_zp, const int8_t *b, int b_zp, int8_t *y, int n,
-                int32_t m, int s, int out_zp, int act_min, int act_max)
+void k_q_mul_ew(const k_q_requant_params *q, const int8_t *a, const int8_t *b, int8_t *y)
 {
+    const int n = q->n, a_zp = q->a_zp, b_zp = q->b_zp, out_zp = q->out_zp;
+    const int32_t m = q->m;
+    const int s = q->s, act_min = q->act_min, act_max = q->act_max;
     int i;
     for (i = 0; i < n; i++) {
         const int32_t p = (int32_t)(a[i] - a_zp) * (b[i] - b_zp);
@@ -165,9 +168,11 @@ void k_q_mul_ew(const int8_t *a, int a_zp, const int8_t *b, int b_zp, int8_t *y,
     }
 }
 
-void k_q_requant(const int8_t *x, int in_zp, int8_t *y, int n, int32_t m, int s, int out_zp,
-                 int lo, int hi)
+void k_q_requant(const k_q_requant_params *q, const int8_t *x, int8_t *y)
 {
+    const int n = q->n, in_zp = q->a_zp, out_zp = q->out_zp, lo = q->act_min, hi = q->act_max;
+    const int32_t m = q->m;
+    const int s = q->s;
     int i;
     for (i = 0; i < n; i++) y[i] = (int8_t)clampi(k_q_mul(x[i] - in_zp, m, s) + out_zp, lo, hi);
 }
@@ -228,22 +233,28 @@ void k_q_avgpool(const k_window_params *p, const k_q_params *q, const int8_t *re
     }
 }
 
-void k_q_mean(const int8_t *restrict x, int outer, int red, int inner, int in_zp,
-              int8_t *restrict y, int32_t m, int s, int out_zp)
+void k_q_mean(const k_reduce_params *p, const k_q_requant_params *q, const int8_t *restrict x,
+              int8_t *restrict y)
 {
+    const int outer = p->outer, red = p->red, inner = p->inner;
+    const int in_zp = q->a_zp, out_zp = q->out_zp, act_min = q->act_min, act_max = q->act_max;
+    const int32_t m = q->m;
+    const int s = q->s;
     int o, r, i;
     for (o = 0; o < outer; o++)
         for (i = 0; i < inner; i++) {
             int32_t acc = 0;
             for (r = 0; r < red; r++) acc += x[((size_t)o * red + r) * inner + i];
             acc -= in_zp * red;
-            y[(size_t)o * inner + i] = (int8_t)clampi(k_q_mul(acc, m, s) + out_zp, Q_MIN, Q_MAX);
+            acc = k_q_mul(acc, m, s) + out_zp;
+            y[(size_t)o * inner + i] = (int8_t)clampi(acc, act_min, act_max);
         }
 }
 
-void k_q_lut_act(const int8_t *x, int8_t *y, int n, int fn, float in_scale, int in_zp,
-                 float inv_out_scale, int out_zp)
+void k_q_lut_act(const k_q_float_params *p, const int8_t *x, int8_t *y)
 {
+    const int n = p->n, fn = p->fn, in_zp = p->in_zp, out_zp = p->out_zp;
+    const float in_scale = p->in_scale, inv_out_scale = p->out_inv_scale;
     int i;
     for (i = 0; i < n; i++) {
         const float v = in_scale * (float)(x[i] - in_zp);
@@ -253,9 +264,10 @@ void k_q_lut_act(const int8_t *x, int8_t *y, int n, int fn, float in_scale, int 
     }
 }
 
-void k_q_softmax(const int8_t *restrict x, int rows, int n, float in_scale_beta,
-                 int8_t *restrict y, float out_scale, int out_zp)
+void k_q_softmax(const k_q_float_params *p, const int8_t *restrict x, int8_t *restrict y)
 {
+    const int rows = p->rows, n = p->n, out_zp = p->out_zp;
+    const float in_scale_beta = p->in_scale, out_scale = p->out_scale;
     int r, j;
     for (r = 0; r < rows; r++) {
         const int8_t *xr = x + (size_t)r * n;
@@ -272,11 +284,11 @@ void k_q_softmax(const int8_t *restrict x, int rows, int n, float in_scale_beta,
     }
 }
 
-void k_q_pad(const int8_t *restrict x, const int *xs, int8_t *restrict y, const int *ys,
-             const int *begins, int value)
+void k_q_pad(const k_pad_params *p, const int8_t *restrict x, int8_t *restrict y)
 {
+    const int *xs = p->xs, *ys = p->ys, *begins = p->begins;
     int a, b, c;
-    memset(y, value, (size_t)ys[0] * ys[1] * ys[2] * ys[3]);
+    memset(y, p->qvalue, (size_t)ys[0] * ys[1] * ys[2] * ys[3]);
     for (a = 0; a < xs[0]; a++)
         for (b = 0; b < xs[1]; b++)
             for (c = 0; c < xs[2]; c++) {
