@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "k_window.h"
 #include "kernels.h"
 #include "kernels_q8.h"
 
@@ -77,50 +78,30 @@ static double round_away(double x)
     return t;
 }
 
-static void tap_range(int start, int n, int k, int d, int *lo, int *hi)
-{
-    int t0 = 0, t1 = k;
-    while (t0 < k && start + t0 * d < 0) t0++;
-    while (t1 > t0 && start + (t1 - 1) * d >= n) t1--;
-    *lo = t0;
-    *hi = t1;
-}
-
 void k_q_conv2d(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
                 const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict y)
 {
-    const int C = p->C, H = p->H, W = p->W, O = p->O, OH = p->OH, OW = p->OW;
-    const int kh = p->kh, kw = p->kw, sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl;
-    const int dh = p->dh, dw = p->dw, groups = p->groups;
+    const int O = p->O, kh = p->kh, kw = p->kw, dh = p->dh, dw = p->dw;
+    const int cg = p->C / p->groups, og = O / p->groups;
     const int in_zp = q->in_zp, out_zp = q->out_zp, act_min = q->act_min, act_max = q->act_max;
     const int nq = q->nq, round_up = q->round_up;
     const int32_t *mult = q->mult, *shift = q->shift;
-    const int cg = C / groups, og = O / groups;
-    int oy, ox, o, ky, kx, ci, ky0, ky1, kx0, kx1;
-    for (oy = 0; oy < OH; oy++) {
-        const int iy0 = oy * sh - pt;
-        tap_range(iy0, H, kh, dh, &ky0, &ky1);
-        for (ox = 0; ox < OW; ox++) {
-            const int ix0 = ox * sw - pl;
-            int8_t *yo = y + ((size_t)oy * OW + ox) * O;
-            tap_range(ix0, W, kw, dw, &kx0, &kx1);
-            for (o = 0; o < O; o++) {
-                const int c0 = (o / og) * cg, k = nq > 1 ? o : 0;
-                int32_t acc = 0;
-                for (ky = ky0; ky < ky1; ky++) {
-                    const int8_t *xr = x + ((size_t)(iy0 + ky * dh) * W) * C + c0;
-                    const int8_t *wr = w + ((size_t)o * kh + ky) * kw * cg;
-                    for (kx = kx0; kx < kx1; kx++) {
-                        const int8_t *xp = xr + (size_t)(ix0 + kx * dw) * C;
-                        const int8_t *wp = wr + (size_t)kx * cg;
-                        for (ci = 0; ci < cg; ci++) acc += (int32_t)wp[ci] * (xp[ci] - in_zp);
-                    }
+    int o, ky, kx, ci;
+    k_pixel t;
+    for (k_pixel_first(p, dh, dw, &t); t.oy < p->OH; k_pixel_next(p, dh, dw, &t)) {
+        int8_t *yo = y + ((size_t)t.oy * p->OW + t.ox) * O;
+        for (o = 0; o < O; o++) {
+            const int8_t *xo = x + (o / og) * cg, *wo = w + (size_t)o * kh * kw * cg;
+            const int k = nq > 1 ? o : 0;
+            int32_t acc = b ? b[o] : 0;
+            for (ky = t.ky0; ky < t.ky1; ky++)
+                for (kx = t.kx0; kx < t.kx1; kx++) {
+                    const int8_t *xp = xo + k_tap_at(p, &t, ky, kx, dh, dw);
+                    const int8_t *wp = wo + ((size_t)ky * kw + kx) * cg;
+                    for (ci = 0; ci < cg; ci++) acc += (int32_t)wp[ci] * (xp[ci] - in_zp);
                 }
-                if (b) acc += b[o];
-                acc = round_up ? k_q_mul_up(acc, mult[k], shift[k])
-                               : k_q_mul(acc, mult[k], shift[k]);
-                yo[o] = (int8_t)clampi(acc + out_zp, act_min, act_max);
-            }
+            acc = round_up ? k_q_mul_up(acc, mult[k], shift[k]) : k_q_mul(acc, mult[k], shift[k]);
+            yo[o] = (int8_t)clampi(acc + out_zp, act_min, act_max);
         }
     }
 }
@@ -177,58 +158,45 @@ void k_q_requant(const k_q_requant_params *q, const int8_t *x, int8_t *y)
     for (i = 0; i < n; i++) y[i] = (int8_t)clampi(k_q_mul(x[i] - in_zp, m, s) + out_zp, lo, hi);
 }
 
+/* Max pool with the channel loop innermost (contiguous NHWC reads), the running maximum kept in
+ * the output itself, then clamped. */
 void k_q_maxpool(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
                  int8_t *restrict y)
 {
-    const int C = p->C, H = p->H, W = p->W, OH = p->OH, OW = p->OW;
-    const int kh = p->kh, kw = p->kw, sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl;
-    const int act_min = q->act_min, act_max = q->act_max;
-    int oy, ox, c, ky, kx, ky0, ky1, kx0, kx1;
-    for (oy = 0; oy < OH; oy++) {
-        const int iy0 = oy * sh - pt;
-        tap_range(iy0, H, kh, 1, &ky0, &ky1);
-        for (ox = 0; ox < OW; ox++) {
-            const int ix0 = ox * sw - pl;
-            int8_t *yo = y + ((size_t)oy * OW + ox) * C;
-            tap_range(ix0, W, kw, 1, &kx0, &kx1);
-            for (c = 0; c < C; c++) {
-                int m = Q_MIN;
-                for (ky = ky0; ky < ky1; ky++)
-                    for (kx = kx0; kx < kx1; kx++) {
-                        const int v = x[((size_t)(iy0 + ky) * W + (ix0 + kx)) * C + c];
-                        m = v > m ? v : m;
-                    }
-                yo[c] = (int8_t)clampi(m, act_min, act_max);
+    const int C = p->C, act_min = q->act_min, act_max = q->act_max;
+    int c, ky, kx;
+    k_pixel t;
+    for (k_pixel_first(p, 1, 1, &t); t.oy < p->OH; k_pixel_next(p, 1, 1, &t)) {
+        int8_t *yo = y + ((size_t)t.oy * p->OW + t.ox) * C;
+        memset(yo, Q_MIN, (size_t)C);
+        for (ky = t.ky0; ky < t.ky1; ky++)
+            for (kx = t.kx0; kx < t.kx1; kx++) {
+                const int8_t *xp = x + k_tap_at(p, &t, ky, kx, 1, 1);
+                for (c = 0; c < C; c++) yo[c] = xp[c] > yo[c] ? xp[c] : yo[c];
             }
-        }
+        for (c = 0; c < C; c++) yo[c] = (int8_t)clampi(yo[c], act_min, act_max);
     }
 }
 
+/* Average pool: per channel the int32 sum over the in-bounds taps, divided by their count
+ * rounding half away from zero, clamped. */
 void k_q_avgpool(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
                  int8_t *restrict y)
 {
-    const int C = p->C, H = p->H, W = p->W, OH = p->OH, OW = p->OW;
-    const int kh = p->kh, kw = p->kw, sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl;
-    const int act_min = q->act_min, act_max = q->act_max;
-    int oy, ox, c, ky, kx, ky0, ky1, kx0, kx1;
-    for (oy = 0; oy < OH; oy++) {
-        const int iy0 = oy * sh - pt;
-        tap_range(iy0, H, kh, 1, &ky0, &ky1);
-        for (ox = 0; ox < OW; ox++) {
-            const int ix0 = ox * sw - pl;
-            int8_t *yo = y + ((size_t)oy * OW + ox) * C;
-            int count;
-            tap_range(ix0, W, kw, 1, &kx0, &kx1);
-            count = (ky1 - ky0) * (kx1 - kx0);
-            for (c = 0; c < C; c++) {
-                int32_t acc = 0;
-                for (ky = ky0; ky < ky1; ky++)
-                    for (kx = kx0; kx < kx1; kx++)
-                        acc += x[((size_t)(iy0 + ky) * W + (ix0 + kx)) * C + c];
-                if (count > 0)
-                    acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
-                yo[c] = (int8_t)clampi(acc, act_min, act_max);
+    const int C = p->C, act_min = q->act_min, act_max = q->act_max;
+    int c, ky, kx;
+    k_pixel t;
+    for (k_pixel_first(p, 1, 1, &t); t.oy < p->OH; k_pixel_next(p, 1, 1, &t)) {
+        int8_t *yo = y + ((size_t)t.oy * p->OW + t.ox) * C;
+        const int n = k_taps(&t);
+        for (c = 0; c < C; c++) {
+            int32_t acc = 0;
+            for (ky = t.ky0; ky < t.ky1; ky++) {
+                const int8_t *xr = x + k_tap_at(p, &t, ky, 0, 1, 1) + c;
+                for (kx = t.kx0; kx < t.kx1; kx++) acc += xr[(size_t)kx * C];
             }
+            if (n > 0) acc = acc > 0 ? (acc + n / 2) / n : (acc - n / 2) / n;
+            yo[c] = (int8_t)clampi(acc, act_min, act_max);
         }
     }
 }
