@@ -17,14 +17,14 @@ void k_conv2d_nhwc(const k_window_params *p, const float *restrict x, const floa
     const int cg = p->C / p->groups, og = O / p->groups;
     int o, ky, kx, ci;
     k_pixel t;
-    for (k_pixel_first(p, dh, dw, &t); t.oy < p->OH; k_pixel_next(p, dh, dw, &t)) {
+    for (k_pixel_first(p, dh, dw, &t); t.oy < p->OH; k_pixel_next(p, &t)) {
         float *yo = y + ((size_t)t.oy * p->OW + t.ox) * O;
         for (o = 0; o < O; o++) {
             const float *xo = x + (o / og) * cg, *wo = w + (size_t)o * kh * kw * cg;
             float acc = b ? b[o] : 0.0f;
             for (ky = t.ky0; ky < t.ky1; ky++)
                 for (kx = t.kx0; kx < t.kx1; kx++) {
-                    const float *xp = xo + k_tap_at(p, &t, ky, kx, dh, dw);
+                    const float *xp = xo + k_tap_at(&t, ky, kx);
                     const float *wp = wo + ((size_t)ky * kw + kx) * cg;
                     for (ci = 0; ci < cg; ci++) acc += xp[ci] * wp[ci];
                 }
@@ -44,12 +44,12 @@ K_INLINE void pool_nhwc(const k_window_params *p, const float *restrict x, float
     const int C = p->C;
     int c, ky, kx;
     k_pixel t;
-    for (k_pixel_first(p, 1, 1, &t); t.oy < p->OH; k_pixel_next(p, 1, 1, &t)) {
+    for (k_pixel_first(p, 1, 1, &t); t.oy < p->OH; k_pixel_next(p, &t)) {
         float *yo = y + ((size_t)t.oy * p->OW + t.ox) * C;
         for (c = 0; c < C; c++) yo[c] = avg ? 0.0f : -3.40282347e38f;
         for (ky = t.ky0; ky < t.ky1; ky++)
             for (kx = t.kx0; kx < t.kx1; kx++) {
-                const float *xp = x + k_tap_at(p, &t, ky, kx, 1, 1);
+                const float *xp = x + k_tap_at(&t, ky, kx);
                 if (avg)
                     for (c = 0; c < C; c++) yo[c] += xp[c];
                 else

@@ -78,30 +78,43 @@ static double round_away(double x)
     return t;
 }
 
+/* Explicit row / column loops rather than the k_pixel walk (k_window.h): with int8 stores, which
+ * may alias any object, the walk's state costs 1-3 % more instructions here. */
 void k_q_conv2d(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
                 const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict y)
 {
-    const int O = p->O, kh = p->kh, kw = p->kw, dh = p->dh, dw = p->dw;
-    const int cg = p->C / p->groups, og = O / p->groups;
+    const int C = p->C, H = p->H, W = p->W, O = p->O, OH = p->OH, OW = p->OW;
+    const int kh = p->kh, kw = p->kw, sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl;
+    const int dh = p->dh, dw = p->dw, groups = p->groups;
     const int in_zp = q->in_zp, out_zp = q->out_zp, act_min = q->act_min, act_max = q->act_max;
     const int nq = q->nq, round_up = q->round_up;
     const int32_t *mult = q->mult, *shift = q->shift;
-    int o, ky, kx, ci;
-    k_pixel t;
-    for (k_pixel_first(p, dh, dw, &t); t.oy < p->OH; k_pixel_next(p, dh, dw, &t)) {
-        int8_t *yo = y + ((size_t)t.oy * p->OW + t.ox) * O;
-        for (o = 0; o < O; o++) {
-            const int8_t *xo = x + (o / og) * cg, *wo = w + (size_t)o * kh * kw * cg;
-            const int k = nq > 1 ? o : 0;
-            int32_t acc = b ? b[o] : 0;
-            for (ky = t.ky0; ky < t.ky1; ky++)
-                for (kx = t.kx0; kx < t.kx1; kx++) {
-                    const int8_t *xp = xo + k_tap_at(p, &t, ky, kx, dh, dw);
-                    const int8_t *wp = wo + ((size_t)ky * kw + kx) * cg;
-                    for (ci = 0; ci < cg; ci++) acc += (int32_t)wp[ci] * (xp[ci] - in_zp);
+    const int cg = C / groups, og = O / groups;
+    int oy, ox, o, ky, kx, ci, ky0, ky1, kx0, kx1;
+    for (oy = 0; oy < OH; oy++) {
+        const int iy0 = oy * sh - pt;
+        k_tap_range(iy0, H, kh, dh, &ky0, &ky1);
+        for (ox = 0; ox < OW; ox++) {
+            const int ix0 = ox * sw - pl;
+            int8_t *yo = y + ((size_t)oy * OW + ox) * O;
+            k_tap_range(ix0, W, kw, dw, &kx0, &kx1);
+            for (o = 0; o < O; o++) {
+                const int c0 = (o / og) * cg, k = nq > 1 ? o : 0;
+                int32_t acc = 0;
+                for (ky = ky0; ky < ky1; ky++) {
+                    const int8_t *xr = x + ((size_t)(iy0 + ky * dh) * W) * C + c0;
+                    const int8_t *wr = w + ((size_t)o * kh + ky) * kw * cg;
+                    for (kx = kx0; kx < kx1; kx++) {
+                        const int8_t *xp = xr + (size_t)(ix0 + kx * dw) * C;
+                        const int8_t *wp = wr + (size_t)kx * cg;
+                        for (ci = 0; ci < cg; ci++) acc += (int32_t)wp[ci] * (xp[ci] - in_zp);
+                    }
                 }
-            acc = round_up ? k_q_mul_up(acc, mult[k], shift[k]) : k_q_mul(acc, mult[k], shift[k]);
-            yo[o] = (int8_t)clampi(acc + out_zp, act_min, act_max);
+                if (b) acc += b[o];
+                acc = round_up ? k_q_mul_up(acc, mult[k], shift[k])
+                               : k_q_mul(acc, mult[k], shift[k]);
+                yo[o] = (int8_t)clampi(acc + out_zp, act_min, act_max);
+            }
         }
     }
 }
@@ -166,12 +179,12 @@ void k_q_maxpool(const k_window_params *p, const k_q_params *q, const int8_t *re
     const int C = p->C, act_min = q->act_min, act_max = q->act_max;
     int c, ky, kx;
     k_pixel t;
-    for (k_pixel_first(p, 1, 1, &t); t.oy < p->OH; k_pixel_next(p, 1, 1, &t)) {
+    for (k_pixel_first(p, 1, 1, &t); t.oy < p->OH; k_pixel_next(p, &t)) {
         int8_t *yo = y + ((size_t)t.oy * p->OW + t.ox) * C;
         memset(yo, Q_MIN, (size_t)C);
         for (ky = t.ky0; ky < t.ky1; ky++)
             for (kx = t.kx0; kx < t.kx1; kx++) {
-                const int8_t *xp = x + k_tap_at(p, &t, ky, kx, 1, 1);
+                const int8_t *xp = x + k_tap_at(&t, ky, kx);
                 for (c = 0; c < C; c++) yo[c] = xp[c] > yo[c] ? xp[c] : yo[c];
             }
         for (c = 0; c < C; c++) yo[c] = (int8_t)clampi(yo[c], act_min, act_max);
@@ -186,13 +199,13 @@ void k_q_avgpool(const k_window_params *p, const k_q_params *q, const int8_t *re
     const int C = p->C, act_min = q->act_min, act_max = q->act_max;
     int c, ky, kx;
     k_pixel t;
-    for (k_pixel_first(p, 1, 1, &t); t.oy < p->OH; k_pixel_next(p, 1, 1, &t)) {
+    for (k_pixel_first(p, 1, 1, &t); t.oy < p->OH; k_pixel_next(p, &t)) {
         int8_t *yo = y + ((size_t)t.oy * p->OW + t.ox) * C;
         const int n = k_taps(&t);
         for (c = 0; c < C; c++) {
             int32_t acc = 0;
             for (ky = t.ky0; ky < t.ky1; ky++) {
-                const int8_t *xr = x + k_tap_at(p, &t, ky, 0, 1, 1) + c;
+                const int8_t *xr = x + k_tap_at(&t, ky, 0) + c;
                 for (kx = t.kx0; kx < t.kx1; kx++) acc += xr[(size_t)kx * C];
             }
             if (n > 0) acc = acc > 0 ? (acc + n / 2) / n : (acc - n / 2) / n;
