@@ -236,20 +236,30 @@ def check_costs_match(
     plan = planner or default_planner()
     for _, first, last in _normalise_ranges(ranges):
         for layer in chain.layers[first : last + 1]:
-            ram = layer_memory(layer, chain, plan).size
-            flash = layer_flash(layer)
-            if layer.cost.ram and layer.cost.ram != ram:
-                raise UnsupportedOpError(
-                    f"{chain.source_path or chain.name}: layer {layer.index} ({layer.name}) is "
-                    f"costed at RAM {layer.cost.ram} B but the C kernels need {ram} B; they keep "
-                    "float32 / int8 activations, so plan without --activation-bytes"
-                )
-            if layer.cost.flash and layer.cost.flash != flash:
-                raise UnsupportedOpError(
-                    f"{chain.source_path or chain.name}: layer {layer.index} ({layer.name}) is "
-                    f"costed at FLASH {layer.cost.flash} B but its weights are {flash} B; "
-                    "re-import the model so costs and weights agree"
-                )
+            _check_cost(chain, layer, "RAM", layer_memory(layer, chain, plan).size, _RAM_BUT)
+            _check_cost(
+                chain, layer, "FLASH", layer_flash(layer), "its weights are {} B; " + _REIMPORT
+            )
+
+
+#: What the generator allocates when a layer's RAM_j estimate differs, and why.
+_RAM_BUT = (
+    "the C kernels need {} B; they keep float32 / int8 activations, so plan without "
+    "--activation-bytes"
+)
+#: The remedy when a layer's FLASH_j estimate is not the generator's weight bytes.
+_REIMPORT = "re-import the model so costs and weights agree"
+
+
+def _check_cost(chain: Chain, layer: Layer, what: str, actual: int, but: str) -> None:
+    """Raise when the layer's planned ``what`` (``"RAM"`` / ``"FLASH"``, bytes) is set and is not
+    ``actual``; ``but`` (with ``{}`` for ``actual``) says what the generator has instead."""
+    costed = layer.cost.ram if what == "RAM" else layer.cost.flash
+    if costed and costed != actual:
+        raise UnsupportedOpError(
+            f"{chain.source_path or chain.name}: layer {layer.index} ({layer.name}) is costed "
+            f"at {what} {costed} B but {but.format(actual)}"
+        )
 
 
 def layer_flash(layer: Layer) -> int:
@@ -363,12 +373,7 @@ def _submodel_function(
 
 def _check_emitted_flash(chain: Chain, layer: Layer, emitted: int) -> None:
     """FLASH_j estimate == the bytes just emitted for the layer (arena rule)."""
-    if layer.cost.flash and layer.cost.flash != emitted:
-        raise UnsupportedOpError(
-            f"{chain.source_path or chain.name}: layer {layer.index} ({layer.name}) is costed "
-            f"at FLASH {layer.cost.flash} B but the generator emits {emitted} B of weights; "
-            "re-import the model so costs and weights agree"
-        )
+    _check_cost(chain, layer, "FLASH", emitted, "the generator emits {} B of weights; " + _REIMPORT)
 
 
 def _guard(device_name: str) -> str:

@@ -10,7 +10,6 @@ import numpy as np
 from codegen.ops.base import (
     EmitContext,
     OpEmitter,
-    act_args,
     act_ok,
     act_record,
     all_int8,
@@ -84,6 +83,6 @@ class MatMul(OpEmitter):
         a, b, y = op.inputs[0], op.inputs[1], op.outputs[0]
         m, k = ctx.shape(a)[-2:]
         n = ctx.shape(b)[-1]
-        return [
-            f"k_matmul({ctx.ptr(a)}, {ctx.ptr(b)}, {ctx.ptr(y)}, {m}, {k}, {n}, {act_args(op)});"
-        ]
+        row = [("M", m), ("K", k), ("N", n), ("act", act_record(op))]
+        params = record("k_matmul_params", "p", [row])
+        return block(params, f"k_matmul(&p, {ctx.ptr(a)}, {ctx.ptr(b)}, {ctx.ptr(y)})")

@@ -15,13 +15,16 @@ from codegen.ops.base import (
     act_args,
     act_ok,
     act_params,
+    act_record,
+    block,
     ints,
     pad4,
     q8_act_ok,
     rank4_or_less,
+    record,
 )
 from codegen.ops.literals import c_float
-from codegen.ops.quant import act_range, qp, quantize_multiplier, requant_call
+from codegen.ops.quant import act_range, qp, quantize_multiplier, requant_call, requant_record
 from splitter.ir import Op, TensorSpec
 
 
@@ -73,35 +76,51 @@ class _Binary(OpEmitter):
         y = op.outputs[0]
         ys = pad4(ctx.shape(y))
         (a, ash), (b, bsh) = _operands(op, ctx)
-        return [
-            "{",
-            f"    static const int as[4] = {{{ints(bcast_strides(ash, ys))}}};",
-            f"    static const int bs[4] = {{{ints(bcast_strides(bsh, ys))}}};",
-            f"    static const int ys[4] = {{{ints(ys)}}};",
-            f"    k_binary({self.code}, {a}, as, {b}, bs, {ctx.ptr(y)}, ys, {act_args(op)});",
-            "}",
+        rows: list[list[tuple[str, object]]] = [
+            [("op", self.code)],
+            [("as", f"{{{ints(bcast_strides(ash, ys))}}}")],
+            [("bs", f"{{{ints(bcast_strides(bsh, ys))}}}")],
+            [("ys", f"{{{ints(ys)}}}")],
+            [("act", act_record(op))],
         ]
+        params = record("k_binary_params", "p", rows)
+        return block(params, f"k_binary(&p, {a}, {b}, {ctx.ptr(y)})")
 
 
-class Add(_Binary):
-    """ADD; int8 as reference_integer_ops::Add (inputs shifted left by 20, rescaled)."""
+class _QBinary(_Binary):
+    """A binary op with an int8 kernel ``q_fn(&q, a, b, y)``: the operands' and the output's
+    zero points, the rescales of :meth:`rescales` and the fused activation's clamp."""
 
-    kind, code = "add", "K_ADD"
+    q_fn = ""
+
+    def rescales(self, sa: float, sb: float, so: float) -> dict[str, int]:
+        """The ``k_q_requant_params`` rescale fields of operand scales ``sa``, ``sb`` (float32)
+        and output scale ``so``."""
+        raise NotImplementedError
 
     def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
         a, b, y = op.inputs[0], op.inputs[1], op.outputs[0]
         (sa, za), (sb, zb) = qp(ctx.tensors[a]), qp(ctx.tensors[b])
         so, zo = qp(ctx.tensors[y])
+        fields = {"n": ctx.tensors[y].size, "a_zp": za, "b_zp": zb, "out_zp": zo}
+        q = requant_record({**fields, **self.rescales(sa, sb, so)}, act_range(op, ctx.tensors[y]))
+        return block(q, f"{self.q_fn}(&q, {ctx.p8(a)}, {ctx.p8(b)}, {ctx.p8(y)})")
+
+
+class Add(_QBinary):
+    """ADD; int8 as reference_integer_ops::Add (inputs shifted left by 20, rescaled):
+    ``M_i = s_i / (2 max(s_1, s_2))``, ``M_out = 2 max(s_1, s_2) / (2^20 s_out)`` (add.cc)."""
+
+    kind, code, q_fn = "add", "K_ADD", "k_q_add"
+
+    def rescales(self, sa: float, sb: float, so: float) -> dict[str, int]:
         twice_max = 2.0 * max(sa, sb)
-        m1, s1 = quantize_multiplier(sa / twice_max)
-        m2, s2 = quantize_multiplier(sb / twice_max)
+        (m1, s1), (m2, s2) = (
+            quantize_multiplier(sa / twice_max),
+            quantize_multiplier(sb / twice_max),
+        )
         mo, s_o = quantize_multiplier(twice_max / float(np.float32(2**20) * np.float32(so)))
-        lo, hi = act_range(op, ctx.tensors[y])
-        n = ctx.tensors[y].size
-        return [
-            f"k_q_add({ctx.p8(a)}, {za}, {m1}, {s1}, {ctx.p8(b)}, {zb}, {m2}, {s2}, "
-            f"{ctx.p8(y)}, {n}, {mo}, {s_o}, {zo}, {lo}, {hi});"
-        ]
+        return {"a_m": m1, "a_s": s1, "b_m": m2, "b_s": s2, "m": mo, "s": s_o}
 
 
 class Sub(_Binary):
@@ -110,22 +129,14 @@ class Sub(_Binary):
     kind, code = "sub", "K_SUB"
 
 
-class Mul(_Binary):
+class Mul(_QBinary):
     """MUL; int8 ``M = s_1 s_2 / s_out`` in float32 (mul.cc)."""
 
-    kind, code = "mul", "K_MUL"
+    kind, code, q_fn = "mul", "K_MUL", "k_q_mul_ew"
 
-    def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
-        a, b, y = op.inputs[0], op.inputs[1], op.outputs[0]
-        (sa, za), (sb, zb) = qp(ctx.tensors[a]), qp(ctx.tensors[b])
-        so, zo = qp(ctx.tensors[y])
+    def rescales(self, sa: float, sb: float, so: float) -> dict[str, int]:
         m, s = quantize_multiplier(float(np.float32(sa) * np.float32(sb) / np.float32(so)))
-        lo, hi = act_range(op, ctx.tensors[y])
-        n = ctx.tensors[y].size
-        return [
-            f"k_q_mul_ew({ctx.p8(a)}, {za}, {ctx.p8(b)}, {zb}, {ctx.p8(y)}, {n}, {m}, {s}, "
-            f"{zo}, {lo}, {hi});"
-        ]
+        return {"m": m, "s": s}
 
 
 class Div(_Binary):
@@ -167,59 +178,31 @@ class _LutActivation(_Activation):
         si, zi = qp(ctx.tensors[x])
         so, zo = qp(ctx.tensors[y])
         inv = float(np.float32(1.0) / np.float32(so))
-        n = ctx.tensors[y].size
-        return [
-            f"k_q_lut_act({ctx.p8(x)}, {ctx.p8(y)}, {n}, {ACT_CODES[op.kind]}, {c_float(si)}, "
-            f"{zi}, {c_float(inv)}, {zo});"
+        rows: list[list[tuple[str, object]]] = [
+            [("n", ctx.tensors[y].size), ("fn", ACT_CODES[op.kind])],
+            [("in_scale", c_float(si)), ("in_zp", zi)],
+            [("out_inv_scale", c_float(inv)), ("out_zp", zo)],
         ]
+        params = record("k_q_float_params", "p", rows)
+        return block(params, f"k_q_lut_act(&p, {ctx.p8(x)}, {ctx.p8(y)})")
 
 
-class Relu(_ClampActivation):
-    """``max(x, 0)``."""
-
-    kind = "relu"
-
-
-class Relu6(_ClampActivation):
-    """``min(max(x, 0), 6)``."""
-
-    kind = "relu6"
+def _activation(name: str, kind: str, base: type[_Activation], formula: str) -> type[_Activation]:
+    """The emitter class ``name`` of standalone activation ``kind``: ``formula`` on the float path,
+    the int8 path (if any) of ``base``."""
+    return type(name, (base,), {"kind": kind, "__doc__": formula, "__module__": __name__})
 
 
-class Clip(_Activation):
-    """``min(max(x, act_min), act_max)``."""
-
-    kind = "clip"
-
-
-class LeakyRelu(_Activation):
-    """``x if x > 0 else alpha * x``."""
-
-    kind = "leaky_relu"
-
-
-class Sigmoid(_LutActivation):
-    """``1 / (1 + exp(-x))``."""
-
-    kind = "sigmoid"
-
-
-class Tanh(_LutActivation):
-    """``tanh(x)``."""
-
-    kind = "tanh"
-
-
-class HardSwish(_Activation):
-    """``x * clip(x / 6 + 1/2, 0, 1)``."""
-
-    kind = "hardswish"
-
-
-class HardSigmoid(_Activation):
-    """``clip(alpha * x + beta, 0, 1)``."""
-
-    kind = "hardsigmoid"
+Relu = _activation("Relu", "relu", _ClampActivation, "``max(x, 0)``.")
+Relu6 = _activation("Relu6", "relu6", _ClampActivation, "``min(max(x, 0), 6)``.")
+Clip = _activation("Clip", "clip", _Activation, "``min(max(x, act_min), act_max)``.")
+LeakyRelu = _activation("LeakyRelu", "leaky_relu", _Activation, "``x if x > 0 else alpha * x``.")
+Sigmoid = _activation("Sigmoid", "sigmoid", _LutActivation, "``1 / (1 + exp(-x))``.")
+Tanh = _activation("Tanh", "tanh", _LutActivation, "``tanh(x)``.")
+HardSwish = _activation("HardSwish", "hardswish", _Activation, "``x * clip(x / 6 + 1/2, 0, 1)``.")
+HardSigmoid = _activation(
+    "HardSigmoid", "hardsigmoid", _Activation, "``clip(alpha * x + beta, 0, 1)``."
+)
 
 
 def scale_and_shift(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:

@@ -9,17 +9,17 @@ from codegen.ops.base import (
     Q8_ELEMENTWISE,
     EmitContext,
     OpEmitter,
-    act_args,
     act_ok,
     act_record,
     block,
     image_batch1,
     nhwc_batch1,
     q8_act_ok,
+    record,
     same_quant,
 )
 from codegen.ops.conv import q_record, window_record
-from codegen.ops.quant import mean_multiplier, qp
+from codegen.ops.quant import mean_multiplier, qp, requant_record
 from splitter.ir import Op, TensorSpec
 
 
@@ -61,12 +61,21 @@ class GlobalAvgPool(OpEmitter):
     float_checks = (act_ok,)
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
-        x, y = op.inputs[0], op.outputs[0]
-        shape = ctx.shape(x)
-        return [
-            f"k_mean({ctx.ptr(x)}, {prod(shape[:2])}, {prod(shape[2:])}, 1, {ctx.ptr(y)}, "
-            f"{act_args(op)});"
-        ]
+        shape = ctx.shape(op.inputs[0])
+        return _mean_float(op, ctx, (prod(shape[:2]), prod(shape[2:]), 1))
+
+
+def reduce_record(view: tuple[int, int, int], act: str = "{K_ACT_NONE, 0.0f, 0.0f}") -> list[str]:
+    """The ``k_reduce_params p`` record (kernels.h) of an ``(outer, red, inner)`` view."""
+    outer, red, inner = view
+    row = [("outer", outer), ("red", red), ("inner", inner), ("act", act)]
+    return record("k_reduce_params", "p", [row])
+
+
+def _mean_float(op: Op, ctx: EmitContext, view: tuple[int, int, int]) -> list[str]:
+    """``k_mean(&p, x, y)`` over ``view`` with the op's fused activation."""
+    x, y = ctx.ptr(op.inputs[0]), ctx.ptr(op.outputs[0])
+    return block(reduce_record(view, act_record(op)), f"k_mean(&p, {x}, {y})")
 
 
 def _axes(op: Op, tensors: Mapping[str, TensorSpec]) -> list[int]:
@@ -98,16 +107,14 @@ class Mean(OpEmitter):
     int8_checks = (*Q8_ELEMENTWISE, contiguous_axes)
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
-        x, y = op.inputs[0], op.outputs[0]
-        outer, red, inner = _view(op, ctx)
-        return [f"k_mean({ctx.ptr(x)}, {outer}, {red}, {inner}, {ctx.ptr(y)}, {act_args(op)});"]
+        return _mean_float(op, ctx, _view(op, ctx))
 
     def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
         x, y = op.inputs[0], op.outputs[0]
-        outer, red, inner = _view(op, ctx)
+        view = _view(op, ctx)
         si, zi = qp(ctx.tensors[x])
         so, zo = qp(ctx.tensors[y])
-        m, s = mean_multiplier(si, so, red)
-        return [
-            f"k_q_mean({ctx.p8(x)}, {outer}, {red}, {inner}, {zi}, {ctx.p8(y)}, {m}, {s}, {zo});"
-        ]
+        m, s = mean_multiplier(si, so, view[1])
+        fields = {"a_zp": zi, "out_zp": zo, "m": m, "s": s}
+        params = reduce_record(view) + requant_record(fields)
+        return block(params, f"k_q_mean(&p, &q, {ctx.p8(x)}, {ctx.p8(y)})")

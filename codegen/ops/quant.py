@@ -20,10 +20,11 @@ Requantisation follows TFLite (``tensorflow/lite/kernels``, the builtin kernels 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
-from codegen.ops.base import EmitContext
+from codegen.ops.base import EmitContext, block, record
 from splitter.ir import Op, TensorSpec
 
 Q_MIN, Q_MAX = -128, 127
@@ -111,11 +112,25 @@ def mean_multiplier(in_scale: float, out_scale: float, n: int) -> tuple[int, int
     return (m << shift) // n, s - shift
 
 
+#: The fields of ``k_q_requant_params`` (kernels_q8.h), a row of the record each.
+_REQUANT_ROWS = (("n", "a_zp", "b_zp", "out_zp"), ("a_m", "a_s", "b_m", "b_s", "m", "s"))
+
+
+def requant_record(fields: Mapping[str, int], clamp: tuple[int, int] = (Q_MIN, Q_MAX)) -> list[str]:
+    """The ``k_q_requant_params q`` record (kernels_q8.h) of the ``fields`` the kernel reads
+    (``n``, zero points ``a_zp`` / ``b_zp`` / ``out_zp``, rescales ``(a_m, a_s)``, ``(b_m, b_s)``,
+    ``(m, s)``; the others stay 0) and the clamp ``[act_min, act_max]``."""
+    rows = [[(k, fields[k]) for k in row if k in fields] for row in _REQUANT_ROWS]
+    rows.append([("act_min", clamp[0]), ("act_max", clamp[1])])
+    return record("k_q_requant_params", "q", [row for row in rows if row])
+
+
 def requant_call(op: Op, ctx: EmitContext, lo: int, hi: int) -> list[str]:
     """``k_q_requant`` of ``x`` into ``y``: ``M = s_in / s_out``, clamped to ``[lo, hi]``."""
     x, y = op.inputs[0], op.outputs[0]
     si, zi = qp(ctx.tensors[x])
     so, zo = qp(ctx.tensors[y])
     m, s = quantize_multiplier(si / so)
-    n = ctx.tensors[y].size
-    return [f"k_q_requant({ctx.p8(x)}, {zi}, {ctx.p8(y)}, {n}, {m}, {s}, {zo}, {lo}, {hi});"]
+    fields = {"n": ctx.tensors[y].size, "a_zp": zi, "out_zp": zo, "m": m, "s": s}
+    q = requant_record(fields, (lo, hi))
+    return block(q, f"k_q_requant(&q, {ctx.p8(x)}, {ctx.p8(y)})")

@@ -9,12 +9,15 @@ import numpy as np
 
 from codegen.ops.base import (
     Q8_ELEMENTWISE,
+    Check,
     EmitContext,
     OpEmitter,
+    block,
     ints,
     no_weights,
     pad4,
     rank4_or_less,
+    record,
     same_quant,
 )
 from codegen.ops.literals import c_float
@@ -73,30 +76,28 @@ class Pad(OpEmitter):
     int8_checks = (*Q8_ELEMENTWISE, _q8_pads)
 
     @staticmethod
-    def _call(op: Op, ctx: EmitContext, call: str) -> list[str]:
+    def _call(op: Op, ctx: EmitContext, fn: str, ptr: str, value: tuple[str, object]) -> list[str]:
+        """``fn(&p, x, y)`` with the ``k_pad_params p`` record and its pad ``value`` field."""
         x, y = op.inputs[0], op.outputs[0]
         rank = len(ctx.shape(x))
         begins = [0] * (4 - rank) + [int(p) for p in op.attr("pads")[:rank]]
-        return [
-            "{",
-            f"    static const int xs[4] = {{{ints(pad4(ctx.shape(x)))}}};",
-            f"    static const int ys[4] = {{{ints(pad4(ctx.shape(y)))}}};",
-            f"    static const int bg[4] = {{{ints(begins)}}};",
-            f"    {call};",
-            "}",
+        rows: list[list[tuple[str, object]]] = [
+            [("xs", f"{{{ints(pad4(ctx.shape(x)))}}}")],
+            [("ys", f"{{{ints(pad4(ctx.shape(y)))}}}")],
+            [("begins", f"{{{ints(begins)}}}")],
+            [value],
         ]
+        at = getattr(ctx, ptr)
+        return block(record("k_pad_params", "p", rows), f"{fn}(&p, {at(x)}, {at(y)})")
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
-        x, y = op.inputs[0], op.outputs[0]
-        value = c_float(op.attr("value", 0.0))
-        return self._call(op, ctx, f"k_pad({ctx.ptr(x)}, xs, {ctx.ptr(y)}, ys, bg, {value})")
+        value = ("value", c_float(op.attr("value", 0.0)))
+        return self._call(op, ctx, "k_pad", "ptr", value)
 
     def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
-        x, y = op.inputs[0], op.outputs[0]
-        so, zo = qp(ctx.tensors[y])
+        so, zo = qp(ctx.tensors[op.outputs[0]])
         value = zo + round_away(float(np.float32(op.attr("value", 0.0)) / np.float32(so)))
-        value = max(Q_MIN, min(Q_MAX, value))
-        return self._call(op, ctx, f"k_q_pad({ctx.p8(x)}, xs, {ctx.p8(y)}, ys, bg, {value})")
+        return self._call(op, ctx, "k_q_pad", "p8", ("qvalue", max(Q_MIN, min(Q_MAX, value))))
 
 
 class Reshape(OpEmitter):
@@ -140,44 +141,41 @@ class Transpose(OpEmitter):
         ]
 
 
-def to_int8(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
-    """QUANTIZE produces int8."""
-    if tensors[op.outputs[0]].dtype != "int8":
-        return f"quantize to {tensors[op.outputs[0]].dtype} (int8 only)"
-    return None
+def dtypes(x: str | None, y: str) -> Check:
+    """A check that the op converts ``x`` (``None``: float32 or int8) to ``y``."""
+
+    def check(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+        src, dst = tensors[op.inputs[0]].dtype, tensors[op.outputs[0]].dtype
+        if (x is None or src == x) and dst == y:
+            return None
+        return f"{op.kind} {src} -> {dst} ({x or 'any'} -> {y} only)"
+
+    return check
 
 
 class Quantize(OpEmitter):
     """float32 -> int8 (``k_q_quantize``), or int8 -> int8 requantisation."""
 
     kind = "quantize"
-    int8_checks = (no_weights, to_int8)
+    int8_checks = (no_weights, dtypes(None, "int8"))
 
     def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
         x, y = op.inputs[0], op.outputs[0]
         if ctx.tensors[x].dtype == "int8":
             return requant_call(op, ctx, Q_MIN, Q_MAX)
         so, zo = qp(ctx.tensors[y])
-        n = ctx.tensors[y].size
-        return [f"k_q_quantize({ctx.pvoid(x)}, {ctx.p8(y)}, {n}, {float(so)!r}, {zo});"]
-
-
-def int8_to_float(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
-    """DEQUANTIZE int8 -> float32."""
-    x, y = tensors[op.inputs[0]], tensors[op.outputs[0]]
-    if x.dtype != "int8" or y.dtype != "float32":
-        return f"dequantize {x.dtype} -> {y.dtype} (int8 -> float32 only)"
-    return None
+        args = f"{ctx.tensors[y].size}, {float(so)!r}, {zo}"
+        return [f"k_q_quantize({ctx.pvoid(x)}, {ctx.p8(y)}, {args});"]
 
 
 class Dequantize(OpEmitter):
     """int8 -> float32: ``y = s (q - zp)``."""
 
     kind = "dequantize"
-    int8_checks = (no_weights, int8_to_float)
+    int8_checks = (no_weights, dtypes("int8", "float32"))
 
     def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
         x, y = op.inputs[0], op.outputs[0]
         si, zi = qp(ctx.tensors[x])
-        n = ctx.tensors[y].size
-        return [f"k_q_dequantize({ctx.p8(x)}, {ctx.pvoid(y)}, {n}, {c_float(si)}, {zi});"]
+        args = f"{ctx.tensors[y].size}, {c_float(si)}, {zi}"
+        return [f"k_q_dequantize({ctx.p8(x)}, {ctx.pvoid(y)}, {args});"]

@@ -7,7 +7,7 @@ from math import prod
 
 import numpy as np
 
-from codegen.ops.base import Q8_ELEMENTWISE, EmitContext, OpEmitter
+from codegen.ops.base import Q8_ELEMENTWISE, EmitContext, OpEmitter, block, record
 from codegen.ops.literals import c_float
 from codegen.ops.quant import qp
 from splitter.ir import Op, TensorSpec
@@ -49,7 +49,10 @@ class Softmax(OpEmitter):
         so, zo = qp(ctx.tensors[y])
         beta = float(np.float32(si) * np.float32(op.attr("beta", 1.0)))
         n = shape[-1]
-        return [
-            f"k_q_softmax({ctx.p8(x)}, {prod(shape) // n}, {n}, {c_float(beta)}, {ctx.p8(y)}, "
-            f"{c_float(so)}, {zo});"
+        rows: list[list[tuple[str, object]]] = [
+            [("rows", prod(shape) // n), ("n", n)],
+            [("in_scale", c_float(beta))],
+            [("out_scale", c_float(so)), ("out_zp", zo)],
         ]
+        params = record("k_q_float_params", "p", rows)
+        return block(params, f"k_q_softmax(&p, {ctx.p8(x)}, {ctx.p8(y)})")

@@ -17,8 +17,10 @@
  * file with the outer loops and spill. */
 #if defined(__GNUC__)
 #define K_NOINLINE __attribute__((noinline))
+#define K_INLINE static inline __attribute__((always_inline))
 #else
 #define K_NOINLINE
+#define K_INLINE static inline
 #endif
 
 /* ---------------------------------------------------------------- math ---- */
@@ -478,6 +480,37 @@ static float dw_edge(const float *b0, const float *b1, const float *b2, const fl
     return a;
 }
 
+/* The 9 weights of a depthwise 3x3 channel (zero for a row outside the input) and its bias. */
+typedef struct {
+    float v00, v01, v02, v10, v11, v12, v20, v21, v22, bc;
+} dw3_taps;
+
+/* One interior output: bc + the 3x3 taps at r0, r1, r2 (kernel rows), columns 0, d, 2d. */
+K_INLINE float dw3_at(const dw3_taps *k, const float *r0, const float *r1, const float *r2, int d)
+{
+    float a = k->bc + k->v00 * r0[0];
+    a += k->v01 * r0[d]; a += k->v02 * r0[2 * d];
+    a += k->v10 * r1[0]; a += k->v11 * r1[d]; a += k->v12 * r1[2 * d];
+    a += k->v20 * r2[0]; a += k->v21 * r2[d]; a += k->v22 * r2[2 * d];
+    return a;
+}
+
+/* n interior outputs of one row at stride s, dilation d, two at a time (their shared input
+ * columns loaded once). Called with constant (s, d) for the common cases, so the inlined copy
+ * uses constant offsets with the weights in registers. */
+K_INLINE void dw3_run(const dw3_taps *k, const float *r0, const float *r1, const float *r2,
+                      int s, int d, float *restrict yr, int n)
+{
+    int i;
+    for (i = 0; i + 2 <= n; i += 2) {
+        const float a = dw3_at(k, r0, r1, r2, d), e = dw3_at(k, r0 + s, r1 + s, r2 + s, d);
+        yr[i] = a;
+        yr[i + 1] = e;
+        r0 += 2 * s; r1 += 2 * s; r2 += 2 * s;
+    }
+    if (i < n) yr[i] = dw3_at(k, r0, r1, r2, d);
+}
+
 /* Depthwise 3x3 (groups == C == O): the 9 weights in registers; per output row the interior
  * column range [lo, hi) is computed once (hoisted bounds), so interior pixels run unchecked
  * with the three input rows walked by pointers; dilation 1 uses constant offsets. */
@@ -514,71 +547,10 @@ K_NOINLINE static void conv_dw3x3(const float *restrict x, int C, int H, int W,
             for (ox = 0; ox < lo; ox++) yr[ox] = dw_edge(b0, b1, b2, vv, ox * sw - pl, dw, W, bc);
             if (lo < hi) {
                 const float *r0 = b0 + base, *r1 = b1 + base, *r2 = b2 + base;
-                if (dw == 1 && sw == 1) {
-                    for (ox = lo; ox + 2 <= hi; ox += 2) {
-                        float p0 = r0[0], p1 = r0[1], p2 = r0[2], p3 = r0[3];
-                        float q0 = r1[0], q1 = r1[1], q2 = r1[2], q3 = r1[3];
-                        float t0 = r2[0], t1 = r2[1], t2 = r2[2], t3 = r2[3];
-                        float a = bc + v00 * p0, e = bc + v00 * p1;
-                        a += v01 * p1; e += v01 * p2; a += v02 * p2; e += v02 * p3;
-                        a += v10 * q0; e += v10 * q1; a += v11 * q1; e += v11 * q2;
-                        a += v12 * q2; e += v12 * q3;
-                        a += v20 * t0; e += v20 * t1; a += v21 * t1; e += v21 * t2;
-                        a += v22 * t2; e += v22 * t3;
-                        yr[ox] = a;
-                        yr[ox + 1] = e;
-                        r0 += 2; r1 += 2; r2 += 2;
-                    }
-                    for (; ox < hi; ox++) {
-                        float a = bc + v00 * r0[0];
-                        a += v01 * r0[1]; a += v02 * r0[2];
-                        a += v10 * r1[0]; a += v11 * r1[1]; a += v12 * r1[2];
-                        a += v20 * r2[0]; a += v21 * r2[1]; a += v22 * r2[2];
-                        yr[ox] = a;
-                        r0 += 1; r1 += 1; r2 += 1;
-                    }
-                } else if (dw == 1 && sw == 2) {
-                    for (ox = lo; ox + 2 <= hi; ox += 2) { /* column 2 is shared */
-                        float p0 = r0[0], p1 = r0[1], p2 = r0[2], p3 = r0[3], p4 = r0[4];
-                        float q0 = r1[0], q1 = r1[1], q2 = r1[2], q3 = r1[3], q4 = r1[4];
-                        float t0 = r2[0], t1 = r2[1], t2 = r2[2], t3 = r2[3], t4 = r2[4];
-                        float a = bc + v00 * p0, e = bc + v00 * p2;
-                        a += v01 * p1; e += v01 * p3; a += v02 * p2; e += v02 * p4;
-                        a += v10 * q0; e += v10 * q2; a += v11 * q1; e += v11 * q3;
-                        a += v12 * q2; e += v12 * q4;
-                        a += v20 * t0; e += v20 * t2; a += v21 * t1; e += v21 * t3;
-                        a += v22 * t2; e += v22 * t4;
-                        yr[ox] = a;
-                        yr[ox + 1] = e;
-                        r0 += 4; r1 += 4; r2 += 4;
-                    }
-                    for (; ox < hi; ox++) {
-                        float a = bc + v00 * r0[0];
-                        a += v01 * r0[1]; a += v02 * r0[2];
-                        a += v10 * r1[0]; a += v11 * r1[1]; a += v12 * r1[2];
-                        a += v20 * r2[0]; a += v21 * r2[1]; a += v22 * r2[2];
-                        yr[ox] = a;
-                        r0 += 2; r1 += 2; r2 += 2;
-                    }
-                } else if (dw == 1) {
-                    for (ox = lo; ox < hi; ox++) {
-                        float a = bc + v00 * r0[0];
-                        a += v01 * r0[1]; a += v02 * r0[2];
-                        a += v10 * r1[0]; a += v11 * r1[1]; a += v12 * r1[2];
-                        a += v20 * r2[0]; a += v21 * r2[1]; a += v22 * r2[2];
-                        yr[ox] = a;
-                        r0 += sw; r1 += sw; r2 += sw;
-                    }
-                } else {
-                    for (ox = lo; ox < hi; ox++) {
-                        float a = bc + v00 * r0[0];
-                        a += v01 * r0[dw]; a += v02 * r0[2 * dw];
-                        a += v10 * r1[0]; a += v11 * r1[dw]; a += v12 * r1[2 * dw];
-                        a += v20 * r2[0]; a += v21 * r2[dw]; a += v22 * r2[2 * dw];
-                        yr[ox] = a;
-                        r0 += sw; r1 += sw; r2 += sw;
-                    }
-                }
+                const dw3_taps k = {v00, v01, v02, v10, v11, v12, v20, v21, v22, bc};
+                if (dw == 1 && sw == 1) dw3_run(&k, r0, r1, r2, 1, 1, yr + lo, hi - lo);
+                else if (dw == 1 && sw == 2) dw3_run(&k, r0, r1, r2, 2, 1, yr + lo, hi - lo);
+                else dw3_run(&k, r0, r1, r2, sw, dw, yr + lo, hi - lo);
             }
             for (ox = hi; ox < OW; ox++) yr[ox] = dw_edge(b0, b1, b2, vv, ox * sw - pl, dw, W, bc);
         }
@@ -637,9 +609,10 @@ void k_dense(const k_dense_params *p, const float *restrict x, const float *rest
     if (p->act.code != K_ACT_NONE) k_act(y, y, out, p->act.code, p->act.p0, p->act.p1);
 }
 
-void k_matmul(const float *restrict a, const float *restrict bm, float *restrict y, int M, int K,
-              int N, int act, float p0, float p1)
+void k_matmul(const k_matmul_params *p, const float *restrict a, const float *restrict bm,
+              float *restrict y)
 {
+    const int M = p->M, K = p->K, N = p->N;
     int m, n, k;
     for (m = 0; m < M; m++) {
         for (n = 0; n < N; n++) y[m * N + n] = 0.0f;
@@ -650,38 +623,16 @@ void k_matmul(const float *restrict a, const float *restrict bm, float *restrict
             for (n = 0; n < N; n++) yr[n] += av * br[n];
         }
     }
-    if (act != K_ACT_NONE) k_act(y, y, M * N, act, p0, p1);
+    if (p->act.code != K_ACT_NONE) k_act(y, y, M * N, p->act.code, p->act.p0, p->act.p1);
 }
 
 /* --------------------------------------------------------------- pooling ---- */
 
-void k_maxpool(const k_window_params *p, const float *restrict x, float *restrict y)
-{
-    const int C = p->C, H = p->H, W = p->W, OH = p->OH, OW = p->OW;
-    const int kh = p->kh, kw = p->kw, sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl;
-    int c, oy, ox, ky, kx;
-    for (c = 0; c < C; c++) {
-        const float *xc = x + c * H * W;
-        for (oy = 0; oy < OH; oy++) {
-            int iy0 = oy * sh - pt;
-            int ya = iy0 < 0 ? 0 : iy0, yb = iy0 + kh > H ? H : iy0 + kh;
-            for (ox = 0; ox < OW; ox++) {
-                int ix0 = ox * sw - pl;
-                int xa = ix0 < 0 ? 0 : ix0, xb = ix0 + kw > W ? W : ix0 + kw;
-                float m = -3.40282347e38f;
-                for (ky = ya; ky < yb; ky++)
-                    for (kx = xa; kx < xb; kx++) {
-                        float v = xc[ky * W + kx];
-                        m = v > m ? v : m;
-                    }
-                y[(c * OH + oy) * OW + ox] = m;
-            }
-        }
-    }
-    if (p->act.code != K_ACT_NONE) k_act(y, y, C * OH * OW, p->act.code, p->act.p0, p->act.p1);
-}
-
-void k_avgpool(const k_window_params *p, const float *restrict x, float *restrict y)
+/* Max (avg == 0) or average (avg == 1) over each window's in-bounds taps, one channel plane at a
+ * time; the average divides by the taps counted as count_include_pad says. Inlined with a
+ * constant avg into each pool below. */
+K_INLINE void pool_nchw(const k_window_params *p, const float *restrict x, float *restrict y,
+                        int avg)
 {
     const int C = p->C, H = p->H, W = p->W, OH = p->OH, OW = p->OW;
     const int kh = p->kh, kw = p->kw, sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl;
@@ -697,21 +648,36 @@ void k_avgpool(const k_window_params *p, const float *restrict x, float *restric
                 int ix0 = ox * sw - pl;
                 int xa = ix0 < 0 ? 0 : ix0, xb = ix0 + kw > W ? W : ix0 + kw;
                 int qa = ix0 < -pl ? -pl : ix0, qz = ix0 + kw > W + pr ? W + pr : ix0 + kw;
-                float s = 0.0f;
-                int n;
+                float s = avg ? 0.0f : -3.40282347e38f;
                 for (ky = ya; ky < yb; ky++)
-                    for (kx = xa; kx < xb; kx++) s += xc[ky * W + kx];
-                n = count_include_pad ? (pz - pa) * (qz - qa) : (yb - ya) * (xb - xa);
-                y[(c * OH + oy) * OW + ox] = n > 0 ? s / (float)n : 0.0f;
+                    for (kx = xa; kx < xb; kx++) {
+                        float v = xc[ky * W + kx];
+                        s = avg ? s + v : (v > s ? v : s);
+                    }
+                if (avg) {
+                    int n = count_include_pad ? (pz - pa) * (qz - qa) : (yb - ya) * (xb - xa);
+                    s = n > 0 ? s / (float)n : 0.0f;
+                }
+                y[(c * OH + oy) * OW + ox] = s;
             }
         }
     }
     if (p->act.code != K_ACT_NONE) k_act(y, y, C * OH * OW, p->act.code, p->act.p0, p->act.p1);
 }
 
-void k_mean(const float *restrict x, int outer, int red, int inner, float *restrict y, int act,
-            float p0, float p1)
+void k_maxpool(const k_window_params *p, const float *restrict x, float *restrict y)
 {
+    pool_nchw(p, x, y, 0);
+}
+
+void k_avgpool(const k_window_params *p, const float *restrict x, float *restrict y)
+{
+    pool_nchw(p, x, y, 1);
+}
+
+void k_mean(const k_reduce_params *p, const float *restrict x, float *restrict y)
+{
+    const int outer = p->outer, red = p->red, inner = p->inner;
     int o, r, i;
     float inv = 1.0f / (float)red;
     for (o = 0; o < outer; o++) {
@@ -722,14 +688,15 @@ void k_mean(const float *restrict x, int outer, int red, int inner, float *restr
             y[o * inner + i] = s * inv;
         }
     }
-    if (act != K_ACT_NONE) k_act(y, y, outer * inner, act, p0, p1);
+    if (p->act.code != K_ACT_NONE)
+        k_act(y, y, outer * inner, p->act.code, p->act.p0, p->act.p1);
 }
 
 /* ------------------------------------------------------------ element-wise ---- */
 
-void k_binary(int op, const float *a, const int *as, const float *b, const int *bs, float *y,
-              const int *ys, int act, float p0, float p1)
+void k_binary(const k_binary_params *p, const float *a, const float *b, float *y)
 {
+    const int op = p->op, *as = p->as, *bs = p->bs, *ys = p->ys;
     int i0, i1, i2, i3, n = 0;
     for (i0 = 0; i0 < ys[0]; i0++)
         for (i1 = 0; i1 < ys[1]; i1++)
@@ -747,7 +714,7 @@ void k_binary(int op, const float *a, const int *as, const float *b, const int *
                     y[n++] = r;
                 }
             }
-    if (act != K_ACT_NONE) k_act(y, y, n, act, p0, p1);
+    if (p->act.code != K_ACT_NONE) k_act(y, y, n, p->act.code, p->act.p0, p->act.p1);
 }
 
 void k_concat_part(const float *restrict x, int outer, int xn, float *restrict y, int ytot,
@@ -788,9 +755,10 @@ void k_batchnorm(const float *restrict x, int C, int HW, const float *restrict s
     }
 }
 
-void k_pad(const float *restrict x, const int *xs, float *restrict y, const int *ys,
-           const int *begins, float value)
+void k_pad(const k_pad_params *p, const float *restrict x, float *restrict y)
 {
+    const int *xs = p->xs, *ys = p->ys, *begins = p->begins;
+    const float value = p->value;
     int i0, i1, i2, i3, n = ys[0] * ys[1] * ys[2] * ys[3];
     for (i0 = 0; i0 < n; i0++) y[i0] = value;
     for (i0 = 0; i0 < xs[0]; i0++)

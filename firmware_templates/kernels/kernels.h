@@ -70,6 +70,36 @@ typedef struct {
     k_act_t act;
 } k_dense_params;
 
+/* One matmul: y (M, N) = a (M, K) @ bm (K, N), then the fused activation. */
+typedef struct {
+    int M, K, N;
+    k_act_t act;
+} k_matmul_params;
+
+/* A reduction over the middle axis of an (outer, red, inner) view (mean, global average pool),
+ * then the fused activation (float kernel; k_q_mean takes its clamp from k_q_requant_params). */
+typedef struct {
+    int outer, red, inner;
+    k_act_t act;
+} k_reduce_params;
+
+/* An element-wise binary op with numpy broadcasting over a rank-4 view: op K_ADD / K_SUB /
+ * K_MUL / K_DIV, output shape ys, element strides as and bs of the operands (0 on broadcast
+ * axes), then the fused activation. */
+typedef struct {
+    int op;
+    int as[4], bs[4], ys[4];
+    k_act_t act;
+} k_binary_params;
+
+/* A constant pad of a rank-4 tensor of shape xs into shape ys, begins the leading pad per axis;
+ * the pad value is value (k_pad) or the int8 code qvalue (k_q_pad). */
+typedef struct {
+    int xs[4], ys[4], begins[4];
+    float value;
+    int qvalue;
+} k_pad_params;
+
 float k_expf(float x);
 float k_sigmoidf(float x);
 float k_tanhf(float x);
@@ -88,8 +118,8 @@ void k_dense(const k_dense_params *p, const float *restrict x, const float *rest
              const float *restrict b, float *restrict y);
 
 /* y (M, N) = a (M, K) @ bm (K, N), all activations. */
-void k_matmul(const float *restrict a, const float *restrict bm, float *restrict y, int M, int K,
-              int N, int act, float p0, float p1);
+void k_matmul(const k_matmul_params *p, const float *restrict a, const float *restrict bm,
+              float *restrict y);
 
 void k_maxpool(const k_window_params *p, const float *restrict x, float *restrict y);
 
@@ -97,13 +127,10 @@ void k_maxpool(const k_window_params *p, const float *restrict x, float *restric
 void k_avgpool(const k_window_params *p, const float *restrict x, float *restrict y);
 
 /* y[o, i] = mean_r x[o, r, i] over a (outer, red, inner) view (global avgpool: inner = 1). */
-void k_mean(const float *restrict x, int outer, int red, int inner, float *restrict y, int act,
-            float p0, float p1);
+void k_mean(const k_reduce_params *p, const float *restrict x, float *restrict y);
 
-/* Element-wise a OP b with numpy broadcasting over a rank-4 view: shape ys[4], element strides
- * as[4] and bs[4] (0 on broadcast axes). a/b may alias y only element for element. */
-void k_binary(int op, const float *a, const int *as, const float *b, const int *bs, float *y,
-              const int *ys, int act, float p0, float p1);
+/* Element-wise a OP b broadcast as the record says. a/b may alias y only element for element. */
+void k_binary(const k_binary_params *p, const float *a, const float *b, float *y);
 
 /* Concatenation part: y[o*ytot + yoff + i] = x[o*xn + i] for o < outer, i < xn. */
 void k_concat_part(const float *restrict x, int outer, int xn, float *restrict y, int ytot,
@@ -116,9 +143,8 @@ void k_softmax(const float *restrict x, int outer, int n, int inner, float *rest
 void k_batchnorm(const float *restrict x, int C, int HW, const float *restrict scale,
                  const float *restrict shift, float *restrict y);
 
-/* Constant pad of a rank-4 tensor xs[4] into ys[4], begins[4] leading pad per axis. */
-void k_pad(const float *restrict x, const int *xs, float *restrict y, const int *ys,
-           const int *begins, float value);
+/* Constant pad of a rank-4 tensor (see k_pad_params), pad value p->value. */
+void k_pad(const k_pad_params *p, const float *restrict x, float *restrict y);
 
 /* Rank-4 transpose: y has shape ys[4]; xstr[d] is the element stride in x of output axis d. */
 void k_transpose(const float *restrict x, float *restrict y, const int *ys, const int *xstr);

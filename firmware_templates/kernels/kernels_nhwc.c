@@ -3,110 +3,74 @@
  * Direct loops; the channel loop is innermost so weights and inputs are read contiguously.
  */
 #include "kernels_nhwc.h"
+#include "k_window.h"
 #include "kernels.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("unroll-loops", "fp-contract=fast")
 #endif
 
-/* Clamp [lo, hi) of the kernel taps that land inside [0, n): first/last valid tap index. */
-static void tap_range(int start, int n, int k, int d, int *lo, int *hi)
-{
-    int t0 = 0, t1 = k;
-    while (t0 < k && start + t0 * d < 0) t0++;
-    while (t1 > t0 && start + (t1 - 1) * d >= n) t1--;
-    *lo = t0;
-    *hi = t1;
-}
-
 void k_conv2d_nhwc(const k_window_params *p, const float *restrict x, const float *restrict w,
                    const float *restrict b, float *restrict y)
 {
-    const int C = p->C, H = p->H, W = p->W, O = p->O, OH = p->OH, OW = p->OW;
-    const int kh = p->kh, kw = p->kw, sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl;
-    const int dh = p->dh, dw = p->dw, groups = p->groups;
-    const int cg = C / groups, og = O / groups;
-    int oy, ox, o, ky, kx, ci, ky0, ky1, kx0, kx1;
-    for (oy = 0; oy < OH; oy++) {
-        const int iy0 = oy * sh - pt;
-        tap_range(iy0, H, kh, dh, &ky0, &ky1);
-        for (ox = 0; ox < OW; ox++) {
-            const int ix0 = ox * sw - pl;
-            float *yo = y + ((size_t)oy * OW + ox) * O;
-            tap_range(ix0, W, kw, dw, &kx0, &kx1);
-            for (o = 0; o < O; o++) {
-                const int c0 = (o / og) * cg;
-                float acc = b ? b[o] : 0.0f;
-                for (ky = ky0; ky < ky1; ky++) {
-                    const float *xr = x + ((size_t)(iy0 + ky * dh) * W) * C + c0;
-                    const float *wr = w + ((size_t)o * kh + ky) * kw * cg;
-                    for (kx = kx0; kx < kx1; kx++) {
-                        const float *xp = xr + (size_t)(ix0 + kx * dw) * C;
-                        const float *wp = wr + (size_t)kx * cg;
-                        for (ci = 0; ci < cg; ci++) acc += xp[ci] * wp[ci];
-                    }
+    const int O = p->O, kh = p->kh, kw = p->kw, dh = p->dh, dw = p->dw;
+    const int cg = p->C / p->groups, og = O / p->groups;
+    int o, ky, kx, ci;
+    k_pixel t;
+    for (k_pixel_first(p, dh, dw, &t); t.oy < p->OH; k_pixel_next(p, &t)) {
+        float *yo = y + ((size_t)t.oy * p->OW + t.ox) * O;
+        for (o = 0; o < O; o++) {
+            const float *xo = x + (o / og) * cg, *wo = w + (size_t)o * kh * kw * cg;
+            float acc = b ? b[o] : 0.0f;
+            for (ky = t.ky0; ky < t.ky1; ky++)
+                for (kx = t.kx0; kx < t.kx1; kx++) {
+                    const float *xp = xo + k_tap_at(&t, ky, kx);
+                    const float *wp = wo + ((size_t)ky * kw + kx) * cg;
+                    for (ci = 0; ci < cg; ci++) acc += xp[ci] * wp[ci];
                 }
-                yo[o] = acc;
-            }
+            yo[o] = acc;
         }
     }
-    if (p->act.code != K_ACT_NONE) k_act(y, y, OH * OW * O, p->act.code, p->act.p0, p->act.p1);
+    if (p->act.code != K_ACT_NONE)
+        k_act(y, y, p->OH * p->OW * O, p->act.code, p->act.p0, p->act.p1);
+}
+
+/* Max (avg == 0) or average (avg == 1) over each window's in-bounds taps, the channel loop
+ * innermost; the average divides by the taps counted as count_include_pad says. Inlined with a
+ * constant avg into each pool below. */
+K_INLINE void pool_nhwc(const k_window_params *p, const float *restrict x, float *restrict y,
+                        int avg)
+{
+    const int C = p->C;
+    int c, ky, kx;
+    k_pixel t;
+    for (k_pixel_first(p, 1, 1, &t); t.oy < p->OH; k_pixel_next(p, &t)) {
+        float *yo = y + ((size_t)t.oy * p->OW + t.ox) * C;
+        for (c = 0; c < C; c++) yo[c] = avg ? 0.0f : -3.40282347e38f;
+        for (ky = t.ky0; ky < t.ky1; ky++)
+            for (kx = t.kx0; kx < t.kx1; kx++) {
+                const float *xp = x + k_tap_at(&t, ky, kx);
+                if (avg)
+                    for (c = 0; c < C; c++) yo[c] += xp[c];
+                else
+                    for (c = 0; c < C; c++) yo[c] = xp[c] > yo[c] ? xp[c] : yo[c];
+            }
+        if (avg) {
+            const int n = p->count_include_pad ? k_padded_taps(p, &t) : k_taps(&t);
+            const float inv = n > 0 ? 1.0f / (float)n : 0.0f;
+            for (c = 0; c < C; c++) yo[c] *= inv;
+        }
+    }
+    if (p->act.code != K_ACT_NONE)
+        k_act(y, y, p->OH * p->OW * C, p->act.code, p->act.p0, p->act.p1);
 }
 
 void k_maxpool_nhwc(const k_window_params *p, const float *restrict x, float *restrict y)
 {
-    const int C = p->C, H = p->H, W = p->W, OH = p->OH, OW = p->OW;
-    const int kh = p->kh, kw = p->kw, sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl;
-    int oy, ox, c, ky, kx, ky0, ky1, kx0, kx1;
-    for (oy = 0; oy < OH; oy++) {
-        const int iy0 = oy * sh - pt;
-        tap_range(iy0, H, kh, 1, &ky0, &ky1);
-        for (ox = 0; ox < OW; ox++) {
-            const int ix0 = ox * sw - pl;
-            float *yo = y + ((size_t)oy * OW + ox) * C;
-            tap_range(ix0, W, kw, 1, &kx0, &kx1);
-            for (c = 0; c < C; c++) yo[c] = -3.40282347e38f;
-            for (ky = ky0; ky < ky1; ky++)
-                for (kx = kx0; kx < kx1; kx++) {
-                    const float *xp = x + ((size_t)(iy0 + ky) * W + (ix0 + kx)) * C;
-                    for (c = 0; c < C; c++) yo[c] = xp[c] > yo[c] ? xp[c] : yo[c];
-                }
-        }
-    }
-    if (p->act.code != K_ACT_NONE) k_act(y, y, OH * OW * C, p->act.code, p->act.p0, p->act.p1);
+    pool_nhwc(p, x, y, 0);
 }
 
 void k_avgpool_nhwc(const k_window_params *p, const float *restrict x, float *restrict y)
 {
-    const int C = p->C, H = p->H, W = p->W, OH = p->OH, OW = p->OW;
-    const int kh = p->kh, kw = p->kw, sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl;
-    const int pb = p->pb, pr = p->pr, count_include_pad = p->count_include_pad;
-    int oy, ox, c, ky, kx, ky0, ky1, kx0, kx1;
-    for (oy = 0; oy < OH; oy++) {
-        const int iy0 = oy * sh - pt;
-        tap_range(iy0, H, kh, 1, &ky0, &ky1);
-        for (ox = 0; ox < OW; ox++) {
-            const int ix0 = ox * sw - pl;
-            float *yo = y + ((size_t)oy * OW + ox) * C;
-            float inv;
-            int n;
-            tap_range(ix0, W, kw, 1, &kx0, &kx1);
-            if (count_include_pad) {
-                int a0 = iy0 < -pt ? -pt : iy0, a1 = iy0 + kh > H + pb ? H + pb : iy0 + kh;
-                int b0 = ix0 < -pl ? -pl : ix0, b1 = ix0 + kw > W + pr ? W + pr : ix0 + kw;
-                n = (a1 - a0) * (b1 - b0);
-            } else {
-                n = (ky1 - ky0) * (kx1 - kx0);
-            }
-            inv = n > 0 ? 1.0f / (float)n : 0.0f;
-            for (c = 0; c < C; c++) yo[c] = 0.0f;
-            for (ky = ky0; ky < ky1; ky++)
-                for (kx = kx0; kx < kx1; kx++) {
-                    const float *xp = x + ((size_t)(iy0 + ky) * W + (ix0 + kx)) * C;
-                    for (c = 0; c < C; c++) yo[c] += xp[c];
-                }
-            for (c = 0; c < C; c++) yo[c] *= inv;
-        }
-    }
-    if (p->act.code != K_ACT_NONE) k_act(y, y, OH * OW * C, p->act.code, p->act.p0, p->act.p1);
+    pool_nhwc(p, x, y, 1);
 }

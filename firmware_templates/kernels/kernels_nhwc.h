@@ -8,7 +8,8 @@
  * Pads: top, left (the kernels never read outside the input; bottom/right come from OH/OW).
  * Same rules as kernels.h: no malloc, no libc, no scratch; the element-wise and reshape-like
  * kernels of kernels.h (k_act, k_binary, k_concat_part, k_mean, k_softmax, k_pad, ...) are
- * layout-free and serve NHWC too.
+ * layout-free and serve NHWC too. The window walk (output pixels, in-bounds taps) is shared with
+ * the int8 kernels in k_window.h.
  */
 #ifndef SPLITTER_KERNELS_NHWC_H
 #define SPLITTER_KERNELS_NHWC_H

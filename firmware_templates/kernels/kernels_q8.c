@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "k_window.h"
 #include "kernels.h"
 #include "kernels_q8.h"
 
@@ -77,15 +78,8 @@ static double round_away(double x)
     return t;
 }
 
-static void tap_range(int start, int n, int k, int d, int *lo, int *hi)
-{
-    int t0 = 0, t1 = k;
-    while (t0 < k && start + t0 * d < 0) t0++;
-    while (t1 > t0 && start + (t1 - 1) * d >= n) t1--;
-    *lo = t0;
-    *hi = t1;
-}
-
+/* Explicit row / column loops rather than the k_pixel walk (k_window.h): with int8 stores, which
+ * may alias any object, the walk's state costs 1-3 % more instructions here. */
 void k_q_conv2d(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
                 const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict y)
 {
@@ -99,11 +93,11 @@ void k_q_conv2d(const k_window_params *p, const k_q_params *q, const int8_t *res
     int oy, ox, o, ky, kx, ci, ky0, ky1, kx0, kx1;
     for (oy = 0; oy < OH; oy++) {
         const int iy0 = oy * sh - pt;
-        tap_range(iy0, H, kh, dh, &ky0, &ky1);
+        k_tap_range(iy0, H, kh, dh, &ky0, &ky1);
         for (ox = 0; ox < OW; ox++) {
             const int ix0 = ox * sw - pl;
             int8_t *yo = y + ((size_t)oy * OW + ox) * O;
-            tap_range(ix0, W, kw, dw, &kx0, &kx1);
+            k_tap_range(ix0, W, kw, dw, &kx0, &kx1);
             for (o = 0; o < O; o++) {
                 const int c0 = (o / og) * cg, k = nq > 1 ? o : 0;
                 int32_t acc = 0;
@@ -143,10 +137,11 @@ void k_q_dense(const k_dense_params *p, const k_q_params *q, const int8_t *restr
     }
 }
 
-void k_q_add(const int8_t *a, int a_zp, int32_t m1, int s1, const int8_t *b, int b_zp,
-             int32_t m2, int s2, int8_t *y, int n, int32_t mo, int so, int out_zp, int act_min,
-             int act_max)
+void k_q_add(const k_q_requant_params *q, const int8_t *a, const int8_t *b, int8_t *y)
 {
+    const int n = q->n, a_zp = q->a_zp, b_zp = q->b_zp, out_zp = q->out_zp;
+    const int32_t m1 = q->a_m, m2 = q->b_m, mo = q->m;
+    const int s1 = q->a_s, s2 = q->b_s, so = q->s, act_min = q->act_min, act_max = q->act_max;
     int i;
     for (i = 0; i < n; i++) {
         const int32_t va = k_q_mul((a[i] - a_zp) * (1 << 20), m1, s1);
@@ -155,9 +150,11 @@ void k_q_add(const int8_t *a, int a_zp, int32_t m1, int s1, const int8_t *b, int
     }
 }
 
-void k_q_mul_ew(const int8_t *a, int a_zp, const int8_t *b, int b_zp, int8_t *y, int n,
-                int32_t m, int s, int out_zp, int act_min, int act_max)
+void k_q_mul_ew(const k_q_requant_params *q, const int8_t *a, const int8_t *b, int8_t *y)
 {
+    const int n = q->n, a_zp = q->a_zp, b_zp = q->b_zp, out_zp = q->out_zp;
+    const int32_t m = q->m;
+    const int s = q->s, act_min = q->act_min, act_max = q->act_max;
     int i;
     for (i = 0; i < n; i++) {
         const int32_t p = (int32_t)(a[i] - a_zp) * (b[i] - b_zp);
@@ -165,85 +162,80 @@ void k_q_mul_ew(const int8_t *a, int a_zp, const int8_t *b, int b_zp, int8_t *y,
     }
 }
 
-void k_q_requant(const int8_t *x, int in_zp, int8_t *y, int n, int32_t m, int s, int out_zp,
-                 int lo, int hi)
+void k_q_requant(const k_q_requant_params *q, const int8_t *x, int8_t *y)
 {
+    const int n = q->n, in_zp = q->a_zp, out_zp = q->out_zp, lo = q->act_min, hi = q->act_max;
+    const int32_t m = q->m;
+    const int s = q->s;
     int i;
     for (i = 0; i < n; i++) y[i] = (int8_t)clampi(k_q_mul(x[i] - in_zp, m, s) + out_zp, lo, hi);
 }
 
+/* Max pool with the channel loop innermost (contiguous NHWC reads), the running maximum kept in
+ * the output itself, then clamped. */
 void k_q_maxpool(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
                  int8_t *restrict y)
 {
-    const int C = p->C, H = p->H, W = p->W, OH = p->OH, OW = p->OW;
-    const int kh = p->kh, kw = p->kw, sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl;
-    const int act_min = q->act_min, act_max = q->act_max;
-    int oy, ox, c, ky, kx, ky0, ky1, kx0, kx1;
-    for (oy = 0; oy < OH; oy++) {
-        const int iy0 = oy * sh - pt;
-        tap_range(iy0, H, kh, 1, &ky0, &ky1);
-        for (ox = 0; ox < OW; ox++) {
-            const int ix0 = ox * sw - pl;
-            int8_t *yo = y + ((size_t)oy * OW + ox) * C;
-            tap_range(ix0, W, kw, 1, &kx0, &kx1);
-            for (c = 0; c < C; c++) {
-                int m = Q_MIN;
-                for (ky = ky0; ky < ky1; ky++)
-                    for (kx = kx0; kx < kx1; kx++) {
-                        const int v = x[((size_t)(iy0 + ky) * W + (ix0 + kx)) * C + c];
-                        m = v > m ? v : m;
-                    }
-                yo[c] = (int8_t)clampi(m, act_min, act_max);
+    const int C = p->C, act_min = q->act_min, act_max = q->act_max;
+    int c, ky, kx;
+    k_pixel t;
+    for (k_pixel_first(p, 1, 1, &t); t.oy < p->OH; k_pixel_next(p, &t)) {
+        int8_t *yo = y + ((size_t)t.oy * p->OW + t.ox) * C;
+        memset(yo, Q_MIN, (size_t)C);
+        for (ky = t.ky0; ky < t.ky1; ky++)
+            for (kx = t.kx0; kx < t.kx1; kx++) {
+                const int8_t *xp = x + k_tap_at(&t, ky, kx);
+                for (c = 0; c < C; c++) yo[c] = xp[c] > yo[c] ? xp[c] : yo[c];
             }
-        }
+        for (c = 0; c < C; c++) yo[c] = (int8_t)clampi(yo[c], act_min, act_max);
     }
 }
 
+/* Average pool: per channel the int32 sum over the in-bounds taps, divided by their count
+ * rounding half away from zero, clamped. */
 void k_q_avgpool(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
                  int8_t *restrict y)
 {
-    const int C = p->C, H = p->H, W = p->W, OH = p->OH, OW = p->OW;
-    const int kh = p->kh, kw = p->kw, sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl;
-    const int act_min = q->act_min, act_max = q->act_max;
-    int oy, ox, c, ky, kx, ky0, ky1, kx0, kx1;
-    for (oy = 0; oy < OH; oy++) {
-        const int iy0 = oy * sh - pt;
-        tap_range(iy0, H, kh, 1, &ky0, &ky1);
-        for (ox = 0; ox < OW; ox++) {
-            const int ix0 = ox * sw - pl;
-            int8_t *yo = y + ((size_t)oy * OW + ox) * C;
-            int count;
-            tap_range(ix0, W, kw, 1, &kx0, &kx1);
-            count = (ky1 - ky0) * (kx1 - kx0);
-            for (c = 0; c < C; c++) {
-                int32_t acc = 0;
-                for (ky = ky0; ky < ky1; ky++)
-                    for (kx = kx0; kx < kx1; kx++)
-                        acc += x[((size_t)(iy0 + ky) * W + (ix0 + kx)) * C + c];
-                if (count > 0)
-                    acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
-                yo[c] = (int8_t)clampi(acc, act_min, act_max);
+    const int C = p->C, act_min = q->act_min, act_max = q->act_max;
+    int c, ky, kx;
+    k_pixel t;
+    for (k_pixel_first(p, 1, 1, &t); t.oy < p->OH; k_pixel_next(p, &t)) {
+        int8_t *yo = y + ((size_t)t.oy * p->OW + t.ox) * C;
+        const int n = k_taps(&t);
+        for (c = 0; c < C; c++) {
+            int32_t acc = 0;
+            for (ky = t.ky0; ky < t.ky1; ky++) {
+                const int8_t *xr = x + k_tap_at(&t, ky, 0) + c;
+                for (kx = t.kx0; kx < t.kx1; kx++) acc += xr[(size_t)kx * C];
             }
+            if (n > 0) acc = acc > 0 ? (acc + n / 2) / n : (acc - n / 2) / n;
+            yo[c] = (int8_t)clampi(acc, act_min, act_max);
         }
     }
 }
 
-void k_q_mean(const int8_t *restrict x, int outer, int red, int inner, int in_zp,
-              int8_t *restrict y, int32_t m, int s, int out_zp)
+void k_q_mean(const k_reduce_params *p, const k_q_requant_params *q, const int8_t *restrict x,
+              int8_t *restrict y)
 {
+    const int outer = p->outer, red = p->red, inner = p->inner;
+    const int in_zp = q->a_zp, out_zp = q->out_zp, act_min = q->act_min, act_max = q->act_max;
+    const int32_t m = q->m;
+    const int s = q->s;
     int o, r, i;
     for (o = 0; o < outer; o++)
         for (i = 0; i < inner; i++) {
             int32_t acc = 0;
             for (r = 0; r < red; r++) acc += x[((size_t)o * red + r) * inner + i];
             acc -= in_zp * red;
-            y[(size_t)o * inner + i] = (int8_t)clampi(k_q_mul(acc, m, s) + out_zp, Q_MIN, Q_MAX);
+            acc = k_q_mul(acc, m, s) + out_zp;
+            y[(size_t)o * inner + i] = (int8_t)clampi(acc, act_min, act_max);
         }
 }
 
-void k_q_lut_act(const int8_t *x, int8_t *y, int n, int fn, float in_scale, int in_zp,
-                 float inv_out_scale, int out_zp)
+void k_q_lut_act(const k_q_float_params *p, const int8_t *x, int8_t *y)
 {
+    const int n = p->n, fn = p->fn, in_zp = p->in_zp, out_zp = p->out_zp;
+    const float in_scale = p->in_scale, inv_out_scale = p->out_inv_scale;
     int i;
     for (i = 0; i < n; i++) {
         const float v = in_scale * (float)(x[i] - in_zp);
@@ -253,9 +245,10 @@ void k_q_lut_act(const int8_t *x, int8_t *y, int n, int fn, float in_scale, int 
     }
 }
 
-void k_q_softmax(const int8_t *restrict x, int rows, int n, float in_scale_beta,
-                 int8_t *restrict y, float out_scale, int out_zp)
+void k_q_softmax(const k_q_float_params *p, const int8_t *restrict x, int8_t *restrict y)
 {
+    const int rows = p->rows, n = p->n, out_zp = p->out_zp;
+    const float in_scale_beta = p->in_scale, out_scale = p->out_scale;
     int r, j;
     for (r = 0; r < rows; r++) {
         const int8_t *xr = x + (size_t)r * n;
@@ -272,11 +265,11 @@ void k_q_softmax(const int8_t *restrict x, int rows, int n, float in_scale_beta,
     }
 }
 
-void k_q_pad(const int8_t *restrict x, const int *xs, int8_t *restrict y, const int *ys,
-             const int *begins, int value)
+void k_q_pad(const k_pad_params *p, const int8_t *restrict x, int8_t *restrict y)
 {
+    const int *xs = p->xs, *ys = p->ys, *begins = p->begins;
     int a, b, c;
-    memset(y, value, (size_t)ys[0] * ys[1] * ys[2] * ys[3]);
+    memset(y, p->qvalue, (size_t)ys[0] * ys[1] * ys[2] * ys[3]);
     for (a = 0; a < xs[0]; a++)
         for (b = 0; b < xs[1]; b++)
             for (c = 0; c < xs[2]; c++) {

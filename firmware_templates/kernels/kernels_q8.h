@@ -20,7 +20,7 @@
 
 #include <stdint.h>
 
-#include "kernels.h" /* k_window_params, k_dense_params */
+#include "kernels.h" /* k_window_params, k_dense_params, k_reduce_params, k_pad_params */
 
 /* Requantisation of one int8 layer, a static const record in flash beside its k_window_params /
  * k_dense_params (CMSIS-NN's cmsis_nn_per_channel_quant_params with the zero points and
@@ -33,6 +33,30 @@ typedef struct {
     int nq, round_up;
     const int32_t *mult, *shift;
 } k_q_params;
+
+/* Per-tensor requantisation of an element-wise or reduction int8 op, a static const record in
+ * flash: n elements (element-wise ops), the zero points of the operands a, b and the output,
+ * the rescales (a_m, a_s), (b_m, b_s) of the operands (ADD only) and (m, s) of the result, and
+ * the clamp [act_min, act_max] of the fused activation (int8 range when there is none). */
+typedef struct {
+    int n;
+    int a_zp, b_zp, out_zp;
+    int32_t a_m, b_m, m;
+    int a_s, b_s, s;
+    int act_min, act_max;
+} k_q_requant_params;
+
+/* An int8 op computed in float, LiteRT's lookup-table rule (TANH, LOGISTIC, SOFTMAX):
+ * v = in_scale * (q - in_zp), then the function, then the output rescale. n elements
+ * (k_q_lut_act) or the row length (k_q_softmax, rows rows); fn K_ACT_TANH or K_ACT_SIGMOID
+ * (k_q_lut_act); out_scale (k_q_softmax) and its float32 inverse out_inv_scale (k_q_lut_act). */
+typedef struct {
+    int n, rows, fn;
+    float in_scale;
+    int in_zp;
+    float out_scale, out_inv_scale;
+    int out_zp;
+} k_q_float_params;
 
 /* round(x * m * 2^(s - 31)) with TFLite's double rounding (MultiplyByQuantizedMultiplier). */
 int32_t k_q_mul(int32_t x, int32_t m, int s);
@@ -50,20 +74,16 @@ void k_q_conv2d(const k_window_params *p, const k_q_params *q, const int8_t *res
 void k_q_dense(const k_dense_params *p, const k_q_params *q, const int8_t *restrict x,
                const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict y);
 
-/* ADD (reference_integer_ops::Add): both inputs shifted left by 20, rescaled by (m1, s1) and
- * (m2, s2) to a common scale, summed, rescaled by (mo, so). Same-shape operands. */
-void k_q_add(const int8_t *a, int a_zp, int32_t m1, int s1, const int8_t *b, int b_zp,
-             int32_t m2, int s2, int8_t *y, int n, int32_t mo, int so, int out_zp, int act_min,
-             int act_max);
+/* ADD (reference_integer_ops::Add): both inputs shifted left by 20, rescaled by (a_m, a_s) and
+ * (b_m, b_s) to a common scale, summed, rescaled by (m, s). Same-shape operands. */
+void k_q_add(const k_q_requant_params *q, const int8_t *a, const int8_t *b, int8_t *y);
 
 /* MUL (reference_integer_ops::Mul): y = requant((a - a_zp) * (b - b_zp)). Same shapes. */
-void k_q_mul_ew(const int8_t *a, int a_zp, const int8_t *b, int b_zp, int8_t *y, int n,
-                int32_t m, int s, int out_zp, int act_min, int act_max);
+void k_q_mul_ew(const k_q_requant_params *q, const int8_t *a, const int8_t *b, int8_t *y);
 
-/* y = clamp(k_q_mul(x - in_zp, m, s) + out_zp, lo, hi): QUANTIZE int8 -> int8 (Requantize),
- * RELU / RELU6 (ReluX). x may equal y. */
-void k_q_requant(const int8_t *x, int in_zp, int8_t *y, int n, int32_t m, int s, int out_zp,
-                 int lo, int hi);
+/* y = clamp(k_q_mul(x - a_zp, m, s) + out_zp, act_min, act_max): QUANTIZE int8 -> int8
+ * (Requantize), RELU / RELU6 (ReluX). x may equal y. */
+void k_q_requant(const k_q_requant_params *q, const int8_t *x, int8_t *y);
 
 /* Max pool over in-bounds taps, clamped to [act_min, act_max]. */
 void k_q_maxpool(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
@@ -74,24 +94,23 @@ void k_q_maxpool(const k_window_params *p, const k_q_params *q, const int8_t *re
 void k_q_avgpool(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
                  int8_t *restrict y);
 
-/* MEAN over the middle axis of an (outer, red, inner) view (QuantizedMeanOrSum):
- * y = clamp(k_q_mul(sum - in_zp * red, m, s) + out_zp) with m, s already including 1/red. */
-void k_q_mean(const int8_t *restrict x, int outer, int red, int inner, int in_zp,
-              int8_t *restrict y, int32_t m, int s, int out_zp);
+/* MEAN over the middle axis of the (outer, red, inner) view of r (QuantizedMeanOrSum):
+ * y = clamp(k_q_mul(sum - a_zp * red, m, s) + out_zp, act_min, act_max) with m, s already
+ * including 1/red. */
+void k_q_mean(const k_reduce_params *r, const k_q_requant_params *q, const int8_t *restrict x,
+              int8_t *restrict y);
 
 /* Element-wise function through TFLite's lookup-table rule: v = in_scale * (q - in_zp),
- * y = clamp(round(f(v) * inv_out_scale) + out_zp); fn K_ACT_TANH or K_ACT_SIGMOID. */
-void k_q_lut_act(const int8_t *x, int8_t *y, int n, int fn, float in_scale, int in_zp,
-                 float inv_out_scale, int out_zp);
+ * y = clamp(round(f(v) * out_inv_scale) + out_zp); fn K_ACT_TANH or K_ACT_SIGMOID. */
+void k_q_lut_act(const k_q_float_params *p, const int8_t *x, int8_t *y);
 
-/* Softmax over the last axis (rows of n) of int8 codes, TFLite's float-table kernel:
- * e_j = exp(-in_scale * beta * (max - x_j)), y_j = round(e_j / (sum e * out_scale)) + out_zp. */
-void k_q_softmax(const int8_t *restrict x, int rows, int n, float in_scale_beta,
-                 int8_t *restrict y, float out_scale, int out_zp);
+/* Softmax over the last axis (rows of n) of int8 codes, TFLite's float-table kernel, in_scale
+ * already multiplied by beta: e_j = exp(-in_scale * (max - x_j)),
+ * y_j = round(e_j / (sum e * out_scale)) + out_zp. */
+void k_q_softmax(const k_q_float_params *p, const int8_t *restrict x, int8_t *restrict y);
 
-/* Constant pad of a rank-4 int8 tensor (see k_pad), pad value = the zero point. */
-void k_q_pad(const int8_t *restrict x, const int *xs, int8_t *restrict y, const int *ys,
-             const int *begins, int value);
+/* Constant pad of a rank-4 int8 tensor (see k_pad_params), pad value p->qvalue. */
+void k_q_pad(const k_pad_params *p, const int8_t *restrict x, int8_t *restrict y);
 
 /* Concatenation part (bytes), see k_concat_part. */
 void k_q_concat_part(const int8_t *restrict x, int outer, int xn, int8_t *restrict y, int ytot,

@@ -81,10 +81,14 @@ int sm_00(float *arena)
     }
     /* add_4: add */
     {
-        static const int as[4] = {4000, 160, 16, 1};
-        static const int bs[4] = {4000, 160, 16, 1};
-        static const int ys[4] = {1, 25, 10, 16};
-        k_binary(K_ADD, A + 4000, as, A + 8000, bs, A + 0, ys, K_ACT_RELU, 0.0f, 0.0f);
+        static const k_binary_params p = {
+            .op = K_ADD,
+            .as = {4000, 160, 16, 1},
+            .bs = {4000, 160, 16, 1},
+            .ys = {1, 25, 10, 16},
+            .act = {K_ACT_RELU, 0.0f, 0.0f},
+        };
+        k_binary(&p, A + 4000, A + 8000, A + 0);
     }
     (void)A;
     (void)A8;
@@ -111,10 +115,13 @@ int sm_01(float *arena)
     k_act(A + 4000, A + 4960, 960, K_ACT_TANH, 0.0f, 0.0f);
     /* pad_7: pad */
     {
-        static const int xs[4] = {1, 25, 10, 16};
-        static const int ys[4] = {1, 26, 10, 16};
-        static const int bg[4] = {0, 1, 0, 0};
-        k_pad(A + 0, xs, A + 5920, ys, bg, 0.0f);
+        static const k_pad_params p = {
+            .xs = {1, 25, 10, 16},
+            .ys = {1, 26, 10, 16},
+            .begins = {0, 1, 0, 0},
+            .value = 0.0f,
+        };
+        k_pad(&p, A + 0, A + 5920);
     }
     /* average_pool_2d_8: avgpool */
     {
@@ -131,17 +138,26 @@ int sm_01(float *arena)
     k_act(A + 0, A + 960, 960, K_ACT_SIGMOID, 0.0f, 0.0f);
     /* mul_10: mul */
     {
-        static const int as[4] = {960, 80, 16, 1};
-        static const int bs[4] = {960, 80, 16, 1};
-        static const int ys[4] = {1, 12, 5, 16};
-        k_binary(K_MUL, A + 0, as, A + 960, bs, A + 1920, ys, K_ACT_NONE, 0.0f, 0.0f);
+        static const k_binary_params p = {
+            .op = K_MUL,
+            .as = {960, 80, 16, 1},
+            .bs = {960, 80, 16, 1},
+            .ys = {1, 12, 5, 16},
+            .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        k_binary(&p, A + 0, A + 960, A + 1920);
     }
     /* concatenation_11: concat */
     k_concat_part(A + 4960, 60, 16, A + 10080, 32, 0);
     k_concat_part(A + 1920, 60, 16, A + 10080, 32, 16);
     /* layer 6: mean_12 (mean), RAM 7808 B */
     /* mean_12: mean */
-    k_mean(A + 10080, 1, 60, 32, A + 0, K_ACT_NONE, 0.0f, 0.0f);
+    {
+        static const k_reduce_params p = {
+            .outer = 1, .red = 60, .inner = 32, .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        k_mean(&p, A + 10080, A + 0);
+    }
     /* layer 7: relu_13 (relu), RAM 256 B */
     /* relu_13: relu */
     k_act(A + 0, A + 11968, 32, K_ACT_RELU, 0.0f, 0.0f);

@@ -116,7 +116,14 @@ int sm_00(float *arena)
         k_q_conv2d(&p, &q, (int8_t *)(A8 + 8000), w_conv_2d_3_W, w_conv_2d_3_B, (int8_t *)(A8 + 4000));
     }
     /* add_4: add (int8) */
-    k_q_add((int8_t *)(A8 + 4000), -56, 1073741824, 0, (int8_t *)(A8 + 8000), -128, 1266271354, -1, (int8_t *)(A8 + 0), 4000, 1498196788, -18, -128, -128, 127);
+    {
+        static const k_q_requant_params q = {
+            .n = 4000, .a_zp = -56, .b_zp = -128, .out_zp = -128,
+            .a_m = 1073741824, .a_s = 0, .b_m = 1266271354, .b_s = -1, .m = 1498196788, .s = -18,
+            .act_min = -128, .act_max = 127,
+        };
+        k_q_add(&q, (int8_t *)(A8 + 4000), (int8_t *)(A8 + 8000), (int8_t *)(A8 + 0));
+    }
     (void)A;
     (void)A8;
     return 0;
@@ -143,15 +150,32 @@ int sm_01(float *arena)
         k_q_maxpool(&p, &q, (int8_t *)(A8 + 0), (int8_t *)(A8 + 4000));
     }
     /* tanh_6: tanh (int8) */
-    k_q_lut_act((int8_t *)(A8 + 4000), (int8_t *)(A8 + 4960), 960, K_ACT_TANH, 0.00257076626f, -128, 128.0f, 0);
+    {
+        static const k_q_float_params p = {
+            .n = 960, .fn = K_ACT_TANH,
+            .in_scale = 0.00257076626f, .in_zp = -128,
+            .out_inv_scale = 128.0f, .out_zp = 0,
+        };
+        k_q_lut_act(&p, (int8_t *)(A8 + 4000), (int8_t *)(A8 + 4960));
+    }
     /* quantize_7: quantize (int8) */
-    k_q_requant((int8_t *)(A8 + 4960), 0, (int8_t *)(A8 + 4000), 960, 1858817648, 2, -128, -128, 127);
+    {
+        static const k_q_requant_params q = {
+            .n = 960, .a_zp = 0, .out_zp = -128,
+            .m = 1858817648, .s = 2,
+            .act_min = -128, .act_max = 127,
+        };
+        k_q_requant(&q, (int8_t *)(A8 + 4960), (int8_t *)(A8 + 4000));
+    }
     /* pad_8: pad (int8) */
     {
-        static const int xs[4] = {1, 25, 10, 16};
-        static const int ys[4] = {1, 26, 10, 16};
-        static const int bg[4] = {0, 1, 0, 0};
-        k_q_pad((int8_t *)(A8 + 0), xs, (int8_t *)(A8 + 4960), ys, bg, -128);
+        static const k_pad_params p = {
+            .xs = {1, 25, 10, 16},
+            .ys = {1, 26, 10, 16},
+            .begins = {0, 1, 0, 0},
+            .qvalue = -128,
+        };
+        k_q_pad(&p, (int8_t *)(A8 + 0), (int8_t *)(A8 + 4960));
     }
     /* average_pool_2d_9: avgpool (int8) */
     {
@@ -169,18 +193,49 @@ int sm_01(float *arena)
         k_q_avgpool(&p, &q, (int8_t *)(A8 + 4960), (int8_t *)(A8 + 0));
     }
     /* logistic_10: sigmoid (int8) */
-    k_q_lut_act((int8_t *)(A8 + 0), (int8_t *)(A8 + 960), 960, K_ACT_SIGMOID, 0.00257076626f, -128, 256.0f, -128);
+    {
+        static const k_q_float_params p = {
+            .n = 960, .fn = K_ACT_SIGMOID,
+            .in_scale = 0.00257076626f, .in_zp = -128,
+            .out_inv_scale = 256.0f, .out_zp = -128,
+        };
+        k_q_lut_act(&p, (int8_t *)(A8 + 0), (int8_t *)(A8 + 960));
+    }
     /* mul_11: mul (int8) */
-    k_q_mul_ew((int8_t *)(A8 + 0), -128, (int8_t *)(A8 + 960), -128, (int8_t *)(A8 + 1920), 960, 1223317888, -7, -128, -128, 127);
+    {
+        static const k_q_requant_params q = {
+            .n = 960, .a_zp = -128, .b_zp = -128, .out_zp = -128,
+            .m = 1223317888, .s = -7,
+            .act_min = -128, .act_max = 127,
+        };
+        k_q_mul_ew(&q, (int8_t *)(A8 + 0), (int8_t *)(A8 + 960), (int8_t *)(A8 + 1920));
+    }
     /* concatenation_12: concat (int8) */
     k_q_concat_part((int8_t *)(A8 + 4000), 60, 16, (int8_t *)(A8 + 10080), 32, 0);
     k_q_concat_part((int8_t *)(A8 + 1920), 60, 16, (int8_t *)(A8 + 10080), 32, 16);
     /* layer 6: mean_13 (mean), RAM 1952 B */
     /* mean_13: mean (int8) */
-    k_q_mean((int8_t *)(A8 + 10080), 1, 60, 32, -128, (int8_t *)(A8 + 0), 1074191774, -4, -128);
+    {
+        static const k_reduce_params p = {
+            .outer = 1, .red = 60, .inner = 32, .act = {K_ACT_NONE, 0.0f, 0.0f},
+        };
+        static const k_q_requant_params q = {
+            .a_zp = -128, .out_zp = -128,
+            .m = 1074191774, .s = -4,
+            .act_min = -128, .act_max = 127,
+        };
+        k_q_mean(&p, &q, (int8_t *)(A8 + 10080), (int8_t *)(A8 + 0));
+    }
     /* layer 7: relu_14 (relu), RAM 64 B */
     /* relu_14: relu (int8) */
-    k_q_requant((int8_t *)(A8 + 0), -128, (int8_t *)(A8 + 11968), 32, 1073741824, 1, -128, -128, 127);
+    {
+        static const k_q_requant_params q = {
+            .n = 32, .a_zp = -128, .out_zp = -128,
+            .m = 1073741824, .s = 1,
+            .act_min = -128, .act_max = 127,
+        };
+        k_q_requant(&q, (int8_t *)(A8 + 0), (int8_t *)(A8 + 11968));
+    }
     /* layer 8: fully_connected_15 (dense), RAM 56 B */
     /* fully_connected_15: dense (int8) */
     {
@@ -196,7 +251,14 @@ int sm_01(float *arena)
     /* reshape_16: reshape (int8) */
     /* reshape_16: reshape, zero-copy */
     /* softmax_17: softmax (int8) */
-    k_q_softmax((int8_t *)(A8 + 11956), 2, 6, 0.001568657f, (int8_t *)(A8 + 11944), 0.00390625f, -128);
+    {
+        static const k_q_float_params p = {
+            .rows = 2, .n = 6,
+            .in_scale = 0.001568657f,
+            .out_scale = 0.00390625f, .out_zp = -128,
+        };
+        k_q_softmax(&p, (int8_t *)(A8 + 11956), (int8_t *)(A8 + 11944));
+    }
     /* reshape_18: reshape (int8) */
     k_q_copy((int8_t *)(A8 + 11944), (int8_t *)(A8 + 0), 12); /* reshape */
     (void)A;
