@@ -22,10 +22,12 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from splitter.hardware.qemu import EMULATOR
+
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "firmware_templates" / "kernels"
 RESULTS = ROOT / "benchmarks" / "results"
-TICKS_PER_INSTRUCTION = 0.168  # 168 MHz SysTick / 1 GHz icount shift=0 clock
+TICKS_PER_INSTRUCTION = EMULATOR.clock_hz / 1e9  # SysTick at the core clock / 1 GHz icount clock
 CFLAGS = [
     "-mcpu=cortex-m4",
     "-mthumb",
@@ -230,7 +232,7 @@ def run(elf: Path, timeout_s: float = 120.0) -> dict[str, int]:
     cmd = [
         "qemu-system-arm",
         "-M",
-        "netduinoplus2",
+        EMULATOR.machine,
         "-icount",
         "shift=0",
         "-display",
@@ -288,7 +290,7 @@ def write(rows: list[dict[str, object]]) -> None:
         "gcc": gcc.stdout.splitlines()[0],
         "qemu": qemu.stdout.splitlines()[0],
         "cflags": " ".join(CFLAGS),
-        "machine": "netduinoplus2 (STM32F405, Cortex-M4F)",
+        "machine": f"{EMULATOR.machine} ({EMULATOR.chip}, Cortex-M4F)",
         "method": "SysTick ticks under -icount shift=0, instructions = ticks / 0.168",
     }
     (RESULTS / "kernels.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
