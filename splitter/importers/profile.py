@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from splitter.errors import InputFileError, quoted
+from splitter.inputs import parse_json, read_input_text
 from splitter.ir import Chain, Layer, LayerCost, TensorSpec
 
 HEADER = ("name", "input_shape", "output_shape", "flash_kb", "ram_kb", "kmacc")
@@ -61,14 +61,7 @@ def load_profile(text: str, *, activation_bytes: int | None = None) -> Chain:
     path = Path(path_text)
     if activation_bytes is not None and activation_bytes < 1:
         raise InputFileError(f"{path}: activation bytes must be >= 1, got {activation_bytes}")
-    try:
-        raw = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputFileError(
-            f"{path}: no such file; give the path of a .csv/.json profile"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputFileError(f"{path}: cannot read the profile ({exc}); check the file") from None
+    raw = read_input_text(path, "profile")
     if not raw.strip():
         raise InputFileError(f"{path}: the profile is empty; add the header {','.join(HEADER)}")
     if path.suffix.lower() == ".json":
@@ -115,12 +108,7 @@ def _csv_rows(path: Path, raw: str) -> list[Row]:
 
 def _json_rows(path: Path, raw: str, pick: str) -> tuple[str, list[Row], str]:
     """(profile name, rows, source label) of a JSON profile (list, or ``{"models": ...}``)."""
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InputFileError(
-            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); fix it"
-        ) from None
+    data = parse_json(raw, str(path))
     name, source = path.stem, str(path)
     if isinstance(data, dict) and isinstance(data.get("models"), dict):
         name, data = _pick(path, data["models"], pick)
