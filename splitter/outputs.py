@@ -129,7 +129,18 @@ class OutputDir:
 
 
 def check_target(target: Path, *, force: bool = False) -> None:
-    """Refuse targets that are files or foreign directories, before any work is done."""
+    """Refuse targets that are files or foreign directories, before any work is done.
+
+    An OS failure while looking (a name longer than NAME_MAX, a loop of symlinks, no
+    permission) is an :class:`OutputError` too.
+    """
+    try:
+        _check_target(target, force)
+    except OSError as exc:
+        raise _os_error(target, "inspect it", exc) from None
+
+
+def _check_target(target: Path, force: bool) -> None:
     if target.is_symlink() and not target.is_dir():
         raise OutputError(f"{target}: is a symbolic link, not a directory; choose another -o")
     if target.exists() and not target.is_dir():
@@ -182,6 +193,7 @@ def _os_error(target: Path, action: str, exc: OSError) -> OutputError:
         errno.EPERM: "check permissions or choose another -o",
         errno.EROFS: "the filesystem is read-only; choose another -o",
         errno.ENOTDIR: "a parent of the path is a file; choose another -o",
+        errno.ENAMETOOLONG: "a name in the path is too long; choose a shorter -o",
     }
     fix = fixes.get(exc.errno or 0, "choose another -o")
     reason = exc.strerror or str(exc)

@@ -63,6 +63,11 @@ def main(argv: list[str] | None = None) -> None:
         cli.main(args=argv, prog_name="splitter", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except click.UsageError as exc:  # one line, like every other error
+        hint = f"; see '{exc.ctx.command_path} --help'" if exc.ctx is not None else ""
+        message = _one_line(exc.format_message()).rstrip(".")
+        click.echo(f"splitter: error: {message}{hint}", err=True)
+        sys.exit(2)
     except click.ClickException as exc:
         exc.show()
         sys.exit(2)

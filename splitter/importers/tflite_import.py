@@ -157,6 +157,11 @@ def _convert(
     shapes = _input_shapes(p, tensors, g_inputs, input_shapes)
     graph_ops = [_convert_op(p, o, tensors, shapes, bool(input_shapes), folded) for o in ops]
     for i in g_outputs:
+        if i in g_inputs:
+            raise InputFileError(
+                f"{p}: graph output {quoted(tensors[i].name)} is a graph input, so the model "
+                "computes nothing for it; re-export the model"
+            )
         if i not in shapes:
             raise InputFileError(f"{p}: graph output {quoted(tensors[i].name)} is never computed")
     specs = {tensors[i].name: _spec(p, tensors[i], s) for i, s in shapes.items()}
