@@ -12,11 +12,15 @@ An existing ``OUT`` is replaced only when splitter made it (it holds the marker 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -105,6 +109,11 @@ class OutputDir:
         from splitter import __version__
 
         self.write_text(MARKER, f"splitter {__version__}\n")
+        with sigint_deferred():  # Ctrl-C between the two renames would leave no OUT at all
+            return self._swap()
+
+    def _swap(self) -> Path:
+        """Rename the previous ``OUT`` aside and the new one into place."""
         aside = None
         try:
             if self.target.exists():
@@ -126,6 +135,24 @@ class OutputDir:
         """Delete the temporary directory (the previous ``OUT`` is untouched)."""
         if self._entered and self.root != self.target:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def sigint_deferred() -> Iterator[None]:
+    """Hold back SIGINT (Ctrl-C) for the duration of the block; one that arrived meanwhile is
+    raised as :class:`KeyboardInterrupt` when the block ends (only in the main thread, the only
+    one Python delivers signals to)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def check_target(target: Path, *, force: bool = False) -> None:
