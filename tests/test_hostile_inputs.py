@@ -216,12 +216,19 @@ def test_boards_link_numbers(tmp_path: Path, link: str) -> None:
     assert_one_line_error(compile_(TINY, boards, tmp_path / "out"), link.split()[0])
 
 
-@pytest.mark.parametrize("value", ["nan", "inf", "1e400", "-1"])
+@pytest.mark.parametrize("value", ["nan", "inf", "1e400", "1e300", "-1"])
 def test_profile_numbers(tmp_path: Path, value: str) -> None:
     profile = tmp_path / "p.csv"
     header = "name,input_shape,output_shape,flash_kb,ram_kb,kmacc\n"
     profile.write_text(header + f"conv,1x8x8x1,1x8x8x4,{value},1,1\n")
     assert_one_line_error(splitter("plan", profile, "--target", BOARDS), "flash_kb")
+
+
+def test_profile_huge_shape(tmp_path: Path) -> None:
+    profile = tmp_path / "p.csv"
+    header = "name,input_shape,output_shape,flash_kb,ram_kb,kmacc\n"
+    profile.write_text(header + "conv,1x8x8x1,1x99999999999x99999999999,1,1,1\n")
+    assert_one_line_error(splitter("plan", profile, "--target", BOARDS), "too large")
 
 
 # --- corrupt models and odd command lines (used to be internal errors) --------------------------

@@ -37,6 +37,11 @@ JSON_KEYS: Mapping[str, tuple[str, ...]] = {
 }
 _DTYPE_OF_BYTES = {1: "int8", 2: "int16", 4: "float32", 8: "float64"}
 _SHAPE_SEP = re.compile(r"\s*[xX,]\s*")
+#: Largest value of each numeric column (4 GiB of FLASH or RAM, 10^15 MACs): beyond any MCU,
+#: they keep the planner's arithmetic finite.
+MAXIMA = {"flash_kb": float(1 << 22), "ram_kb": float(1 << 22), "kmacc": 1e12}
+#: Largest number of elements of a layer's input or output tensor (2^32).
+MAX_ELEMENTS = 1 << 32
 #: (row number, line number or None, {column: value}) of one profile row.
 Row = tuple[int, int | None, dict[str, Any]]
 
@@ -212,11 +217,19 @@ def _shape(where: _Where, row: int, line: int | None, column: str, value: Any) -
         dims.append(int(dim))
     if not dims:
         where.fail(row, line, column, f"bad shape {value!r}", "write it as 49x10x1 or (49, 10, 1)")
+    if math.prod(dims) > MAX_ELEMENTS:
+        where.fail(
+            row,
+            line,
+            column,
+            f"shape {value!r} is too large",
+            f"a tensor has at most {MAX_ELEMENTS} elements",
+        )
     return tuple(dims)
 
 
 def _number(where: _Where, row: int, line: int | None, column: str, value: Any) -> float:
-    """A finite, non-negative number."""
+    """A finite number in ``[0, MAXIMA[column]]``."""
     try:
         if isinstance(value, bool):
             raise ValueError
@@ -231,4 +244,8 @@ def _number(where: _Where, row: int, line: int | None, column: str, value: Any) 
         )
     if number < 0:
         where.fail(row, line, column, f"negative size {value!r}", "sizes and MACs must be >= 0")
+    if number > MAXIMA[column]:
+        where.fail(
+            row, line, column, f"{value!r} is out of range", f"give at most {MAXIMA[column]:.15g}"
+        )
     return number
