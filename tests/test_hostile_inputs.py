@@ -140,6 +140,17 @@ def test_fifo_or_device_as_input_npy(tmp_path: Path, fifo: Path, target: str) ->
     assert_one_line_error(r, str(x), "not a regular file")
 
 
+def test_onnx_external_data_is_a_fifo(tmp_path: Path) -> None:
+    import onnx
+
+    model = tmp_path / "m.onnx"
+    onnx.save(onnx.load(str(TINY)), str(model), save_as_external_data=True,
+              all_tensors_to_one_file=True, location="w.bin", size_threshold=0)  # fmt: skip
+    (tmp_path / "w.bin").unlink()
+    os.mkfifo(tmp_path / "w.bin")
+    assert_one_line_error(splitter("inspect", model), "w.bin", "not regular file")
+
+
 # --- size limits ---------------------------------------------------------------------------------
 
 
