@@ -337,6 +337,11 @@ BIG = MODELS / "mobilenet_v1_025.onnx"
 BIG_BOARDS = MODELS / "boards" / "m0_m4_m7.toml"
 
 
+def _default_sigint() -> None:
+    """In the child: SIGINT as a terminal gives it, whatever the test runner's own handling."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt_compile(out: Path, when: str) -> subprocess.CompletedProcess[str]:
     """SIGINT a real ``splitter compile`` of MobileNet: after 0.3 s (importing/planning) or as
     soon as its temporary output directory appears (writing OUT)."""
@@ -344,6 +349,7 @@ def _interrupt_compile(out: Path, when: str) -> subprocess.CompletedProcess[str]
         [sys.executable, "-m", "splitter", "compile", str(BIG), "--target", str(BIG_BOARDS),
          "-o", str(out)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_default_sigint,
     )  # fmt: skip
     deadline = time.monotonic() + TIMEOUT
     if when == "early":
@@ -436,6 +442,7 @@ def _start(out: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "splitter", *args, "--verbose"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_default_sigint,
     )  # fmt: skip
 
 

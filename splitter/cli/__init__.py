@@ -62,11 +62,12 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the CLI, map errors to one line and exit code 2.
 
-    Ctrl-C (SIGINT) is exit code 130 with one line; once the command is over a late SIGINT is
-    ignored, so it cannot turn a finished run into a death by signal.
+    Ctrl-C (SIGINT) is exit code 130 with one line. Run as the ``splitter`` command (``argv``
+    None), a SIGINT arriving once the command is over is ignored, so it cannot turn a finished
+    run into a death by signal; a caller passing ``argv`` (tests) keeps its own SIGINT handler.
     """
     code = _run(argv)
-    if threading.current_thread() is threading.main_thread():
+    if argv is None and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.exit(code)
 
