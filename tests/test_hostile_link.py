@@ -452,3 +452,15 @@ def test_error_text_with_ansi_escapes_reaches_the_terminal_escaped(
     line = one_line_error(code, err)
     assert "\x1b" not in err and "\x07" not in err and "\u202e" not in err
     assert "\\x1b[2J" in line and "(code 3, device 0, arg 0)" in line
+
+
+def test_cli_error_line_escapes_control_characters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Defence in depth: whatever text an error carries (here a path), the CLI's one error line
+    has its control characters escaped (click strips some ANSI only when not on a terminal)."""
+    out = tmp_path / "o\x1b[31mut\x07"
+    with pytest.raises(SystemExit) as info:
+        main(["run", str(out), "--input", str(tmp_path / "x.npy"), "--emulate"])
+    line = one_line_error(int(info.value.code or 0), capsys.readouterr().err)
+    assert "o\\x1b[31mut\\x07" in line
