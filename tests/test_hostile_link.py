@@ -23,6 +23,7 @@ import pytest
 
 from splitter.cli import main
 from splitter.errors import LinkError, ValidationError
+from splitter.link import host as H
 from splitter.link import protocol as P
 from splitter.link import run as R
 from splitter.link import transport as T
@@ -33,6 +34,7 @@ from splitter.link.host import (
     MalformedFrameError,
     SilentError,
     receive_result,
+    send_tensor,
 )
 from splitter.link.transport import SocketTransport, TransportError
 from splitter.manifest import read_manifest
@@ -464,3 +466,17 @@ def test_cli_error_line_escapes_control_characters(
         main(["run", str(out), "--input", str(tmp_path / "x.npy"), "--emulate"])
     line = one_line_error(int(info.value.code or 0), capsys.readouterr().err)
     assert "o\\x1b[31mut\\x07" in line
+
+
+def test_flood_while_the_host_sends_is_bounded(
+    pair: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Data frames arriving while the host waits for an ACK are kept for later: a flood of
+    them is a LinkError past MAX_INBOX frames, not unbounded memory."""
+    monkeypatch.setattr(H, "MAX_INBOX", 50)
+    link, _board = pair(flood, reads=False)  # floods, never ACKs the host's frames
+    t0 = time.monotonic()
+    with pytest.raises(LinkError) as info:
+        send_tensor(link, 0, b"\x00" * 100)
+    assert time.monotonic() - t0 < 8 * 0.2 + SLACK
+    assert "flooded the host with more than 50 data frames" in assert_project_error(info.value)

@@ -30,6 +30,10 @@ BYTE_GAP_S = 0.1
 POLL_S = 0.02
 #: Seconds between checks of the other host links for a board's ERROR while waiting a result.
 WATCH_PERIOD_S = 0.25
+#: Most data frames kept unread (received while sending): a board flooding the host while it
+#: sends is a LinkError, not unbounded memory. A legitimate backlog is one output tensor's
+#: RESULT chunks (a 1 MiB output is ~1040 chunks of 1012 B) plus its TIMING and ERROR.
+MAX_INBOX = 4096
 
 
 class DeviceError(LinkError):
@@ -189,6 +193,11 @@ class HostLink:
         """A data frame arriving out of turn: ACK it and keep it (re-ACK duplicates)."""
         if frame.type in P.UNACKED:
             return
+        if frame.seq != self._rx_seq and len(self._inbox) >= MAX_INBOX:
+            raise LinkError(
+                f"{self.url}: device {self.device} flooded the host with more than {MAX_INBOX} "
+                "data frames it did not read yet; check its firmware (splitter build / flash)"
+            )
         self._write(P.Frame(P.FrameType.ACK, frame.seq))
         if frame.seq != self._rx_seq:
             self._rx_seq = frame.seq
