@@ -77,12 +77,24 @@ def md_text(text: object) -> str:
     return _MD_SPECIAL.sub(r"\\\1", _printable_ascii(text))
 
 
+def md_code(text: object) -> str:
+    """``text`` as a Markdown code span (inside a table cell): the printable-ASCII line
+    (:func:`_printable_ascii`) between backtick fences one longer than its longest backtick run,
+    padded with a space when it starts or ends with a backtick (CommonMark code spans); ``|`` is
+    written ``\\|`` so it cannot end a GFM table cell."""
+    s = _printable_ascii(text).replace("|", "\\|")
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", s)), default=0) + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
 FILTERS: dict[str, Callable[[object], str]] = {
     "c_string": c_string,
     "c_comment": c_comment,
     "ld_comment": c_comment,
     "make_comment": make_comment,
     "md": md_text,
+    "md_code": md_code,
 }
 
 

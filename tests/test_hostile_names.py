@@ -339,3 +339,16 @@ def test_malformed_manifests_are_one_line_errors(
         one_line_error(code, err)
     no_pwned(tmp_path)
     assert not list(out.rglob("firmware.elf"))  # nothing was built
+
+
+@pytest.mark.parametrize(
+    "payload", [MAKE_PAYLOAD, COMMENT_PAYLOAD, DEVICE_PAYLOAD, "`a|b`\r\x1b[2J"]
+)
+def test_markdown_escapes_keep_one_cell(payload: str) -> None:
+    """report.md / WIRING.md cells: one line, no bare '|', no HTML, code spans closed."""
+    from codegen.escape import md_code
+
+    for text in (md_text(payload), md_code(payload)):
+        assert "\n" not in text and "\r" not in text and "\x1b" not in text
+        assert "|" not in text.replace("\\|", "")
+    assert "<" not in md_text(payload).replace("\\<", "")
