@@ -463,11 +463,12 @@ def _problems(m: PlanManifest) -> list[str]:
 
 
 def _name_problems(m: PlanManifest) -> list[str]:
-    """Device and part names fully matching :mod:`splitter.names`; sub-model files only
+    """Device and part names and ports fully matching :mod:`splitter.names`; sub-model files only
     ``submodels/<file>`` (a path that cannot leave ``OUT``)."""
     found = [
         names.problem(names.DEVICE_NAME, d.name, f"device {d.index} name")
         or names.problem(names.PART_NAME, d.mcu, f"device {d.index} mcu")
+        or (None if d.port is None else names.problem(names.PORT, d.port, f"device {d.index} port"))
         for d in m.devices
     ]
     found += [
