@@ -8,7 +8,6 @@ RAM (``.data``, ``.bss``, the minimum stack) is runtime overhead, reported separ
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -19,7 +18,8 @@ from elftools.elf.elffile import ELFFile
 
 from splitter.errors import InfeasibleError, InputFileError, ToolchainError, ValidationError
 from splitter.hardware.qemu import EMULATOR
-from splitter.manifest import read_manifest
+from splitter.manifest import WIRING_FILE, read_manifest, read_wiring
+from splitter.outputs import contained
 
 GCC = "arm-none-eabi-gcc"
 TOOLCHAIN_INSTALL = (
@@ -132,13 +132,19 @@ def measure(device: dict[str, Any], elf: Path, capacities: tuple[int, int]) -> D
 
 def _capacities(device_dir: Path) -> tuple[int, int]:
     """FLASH and RAM lengths from the device's part linker script."""
-    text = (device_dir / "part.ld").read_text()
+    path = device_dir / "part.ld"
     found: dict[str, int] = {}
-    for line in text.splitlines():
-        parts = line.split()
-        if parts and parts[0] in ("FLASH", "RAM") and "LENGTH" in line:
-            found[parts[0]] = int(line.rsplit("=", 1)[1].strip())
-    return found["FLASH"], found["RAM"]
+    try:
+        for line in path.read_text("utf-8").splitlines():
+            parts = line.split()
+            if parts and parts[0] in ("FLASH", "RAM") and "LENGTH" in line:
+                found[parts[0]] = int(line.rsplit("=", 1)[1].strip())
+        return found["FLASH"], found["RAM"]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError) as exc:
+        raise InputFileError(
+            f"{path}: no readable FLASH and RAM LENGTH ({type(exc).__name__}); "
+            "re-run `splitter compile`"
+        ) from None
 
 
 def check(build: DeviceBuild) -> None:
@@ -177,25 +183,28 @@ def build_all(out_dir: Path, *, emulator: bool = True) -> list[DeviceBuild]:
     """Build every device (and its emulator variant), measure each against the plan.
 
     The estimates are the planner's (:func:`plan_estimates`, from the plan manifest).
+    Both manifests are validated first (:func:`~splitter.manifest.read_wiring`,
+    :func:`~splitter.manifest.read_manifest`) and every device directory is resolved inside
+    ``OUT`` (:func:`~splitter.outputs.contained`) before any ``make`` runs.
     """
-    fw = Path(out_dir) / "firmware"
-    wiring_path = fw / "wiring.json"
-    if not wiring_path.exists():
-        raise InputFileError(f"{wiring_path}: missing; run `splitter compile` first")
-    wiring = json.loads(wiring_path.read_text())
-    require_toolchain()
+    wiring = read_wiring(out_dir)
     estimates = plan_estimates(Path(out_dir))
-    builds = []
+    wiring_path = Path(out_dir) / WIRING_FILE
+    dirs = {}
     for dev in wiring["devices"]:
-        ddir = fw / dev["name"]
-        elf = run_make(ddir)
-        if emulator:
-            run_make(ddir, emulator=True)
         if dev["name"] not in estimates:
             raise InputFileError(
                 f"{wiring_path}: device {dev['name']} runs no sub-model of plan.json; "
                 "re-run `splitter compile`"
             )
+        dirs[dev["name"]] = contained(out_dir, f"firmware/{dev['name']}")
+    require_toolchain()
+    builds = []
+    for dev in wiring["devices"]:
+        ddir = dirs[dev["name"]]
+        elf = run_make(ddir)
+        if emulator:
+            run_make(ddir, emulator=True)
         flash, ram = estimates[dev["name"]]
         entry = {**dev, "weights_bytes": flash, "arena_bytes": ram}
         builds.append(measure(entry, elf, _capacities(ddir)))
