@@ -151,6 +151,16 @@ def test_onnx_external_data_is_a_fifo(tmp_path: Path) -> None:
     assert_one_line_error(splitter("inspect", model), "w.bin", "not regular file")
 
 
+@pytest.mark.parametrize("name", ["plan.json", "firmware/wiring.json"])
+def test_fifo_in_a_compile_output(tmp_path: Path, name: str) -> None:
+    out = tmp_path / "out"
+    r = splitter("compile", TINY, "--target", BOARDS, "-o", out)
+    assert r.returncode == 0, r.stderr
+    (out / name).unlink()
+    os.mkfifo(out / name)
+    assert_one_line_error(splitter("build", out), name, "FIFO")
+
+
 # --- size limits ---------------------------------------------------------------------------------
 
 

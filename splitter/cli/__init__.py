@@ -18,7 +18,7 @@ import traceback
 import click
 
 from splitter import __version__
-from splitter.errors import SplitterError
+from splitter.errors import SplitterError, escaped
 
 #: command name -> module under splitter.cli that defines ``command`` (a click.Command).
 COMMANDS: dict[str, str] = {
@@ -118,4 +118,8 @@ def _invoke(argv: list[str] | None) -> None:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """``text`` on one line, whitespace runs collapsed, and every other non-printable character
+    (ANSI escapes from a board's ERROR text or a QEMU log, ...) escaped as ``\\x1b``, so an
+    error line cannot drive the terminal."""
+    line = " ".join(text.split())
+    return "".join(ch if ch.isprintable() else escaped(ch) for ch in line)

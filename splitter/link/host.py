@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from splitter.errors import LinkError
+from splitter.errors import LinkError, escaped
 from splitter.link import protocol as P
 from splitter.link.transport import Transport, open_transport
 
@@ -30,6 +30,10 @@ BYTE_GAP_S = 0.1
 POLL_S = 0.02
 #: Seconds between checks of the other host links for a board's ERROR while waiting a result.
 WATCH_PERIOD_S = 0.25
+#: Most data frames kept unread (received while sending): a board flooding the host while it
+#: sends is a LinkError, not unbounded memory. A legitimate backlog is one output tensor's
+#: RESULT chunks (a 1 MiB output is ~1040 chunks of 1012 B) plus its TIMING and ERROR.
+MAX_INBOX = 4096
 
 
 class DeviceError(LinkError):
@@ -38,6 +42,14 @@ class DeviceError(LinkError):
 
 class SilentError(LinkError):
     """A board sent no data frame within the receive timeout."""
+
+
+class DeadlineError(SilentError):
+    """A board kept sending but did not complete the awaited data before the deadline."""
+
+
+class MalformedFrameError(LinkError):
+    """A board sent a frame whose payload breaks docs/protocol.md (size, offsets, type)."""
 
 
 @dataclass
@@ -181,6 +193,11 @@ class HostLink:
         """A data frame arriving out of turn: ACK it and keep it (re-ACK duplicates)."""
         if frame.type in P.UNACKED:
             return
+        if frame.seq != self._rx_seq and len(self._inbox) >= MAX_INBOX:
+            raise LinkError(
+                f"{self.url}: device {self.device} flooded the host with more than {MAX_INBOX} "
+                "data frames it did not read yet; check its firmware (splitter build / flash)"
+            )
         self._write(P.Frame(P.FrameType.ACK, frame.seq))
         if frame.seq != self._rx_seq:
             self._rx_seq = frame.seq
@@ -208,11 +225,69 @@ class HostLink:
 
 
 def decode_error(frame: P.Frame) -> str:
-    """Text of an ERROR frame: code, device index, argument, message."""
+    """Text of an ERROR frame: code, device index, argument, message.
+
+    The message is device text: control characters (ANSI escapes, newlines, BEL...) are
+    escaped as ``\\x1b`` etc. (:func:`device_text`) so a board cannot drive the terminal.
+    """
     p = frame.payload
     if len(p) < 4:
-        return "malformed ERROR frame"
-    return f"{p[4:].decode('utf-8', 'replace')} (code {p[0]}, device {p[1]}, arg {p[2]})"
+        return f"malformed ERROR frame of {len(p)} bytes"
+    return f"{device_text(p[4:])} (code {p[0]}, device {p[1]}, arg {p[2]})"
+
+
+def device_text(raw: bytes) -> str:
+    """Bytes a board sent as text, safe to print: decoded as UTF-8 (invalid bytes become
+    U+FFFD), then every non-printable character escaped (``repr`` escapes: ``\\x1b``,
+    ``\\n``, ``\\u202e``), so no control sequence reaches a terminal."""
+    return escaped(raw.decode("utf-8", "replace"))
+
+
+def _malformed(link: HostLink, frame: P.Frame, why: str) -> MalformedFrameError:
+    """The error for a frame breaking docs/protocol.md, naming the board, link and frame."""
+    return MalformedFrameError(
+        f"{link.url}: device {link.device} sent a malformed {frame.name} frame "
+        f"(seq {frame.seq}, {len(frame.payload)} B): {why}; check its firmware (splitter build "
+        "/ flash)"
+    )
+
+
+def decode_timing(link: HostLink, frame: P.Frame) -> list[Timing]:
+    """The TIMING records of ``frame`` (12 bytes each); :class:`MalformedFrameError` when the
+    payload is not a whole number of records."""
+    try:
+        return [Timing(*rec) for rec in P.decode_timing(frame.payload)]
+    except ValueError as exc:
+        raise _malformed(link, frame, str(exc)) from None
+
+
+def decode_result_chunk(link: HostLink, frame: P.Frame, nbytes: int, got: int) -> P.Chunk:
+    """A RESULT chunk of an ``nbytes`` tensor of which ``[0, got)`` arrived, checked.
+
+    Accepted: ``total == nbytes``, ``offset + len(data) <= nbytes``, ``offset <= got`` (chunks
+    arrive in order; a re-chunked retransmission may overlap what arrived, docs/protocol.md),
+    non-empty data unless the tensor is empty. Anything else is a :class:`LinkError`.
+    """
+    try:
+        chunk = P.decode_chunk(frame.payload)
+    except ValueError as exc:
+        raise _malformed(link, frame, str(exc)) from None
+    if chunk.total != nbytes:
+        raise LinkError(
+            f"device {link.device}: RESULT of {chunk.total} B, expected {nbytes} B; "
+            "the board runs a different plan"
+        )
+    end = chunk.offset + len(chunk.data)
+    if end > nbytes:
+        raise _malformed(link, frame, f"chunk [{chunk.offset}, {end}) beyond {nbytes} B")
+    if not chunk.data and nbytes:
+        raise _malformed(link, frame, f"empty chunk at offset {chunk.offset}")
+    if chunk.offset > got:
+        raise LinkError(
+            f"device {link.device}: RESULT chunk out of order (offset {chunk.offset}, "
+            f"{got} B received)"
+        )
+    return chunk
 
 
 MIN_CHUNK = 32
@@ -265,27 +340,37 @@ def receive_result(
     got, t_first = 0, 0.0
     timings: list[Timing] = []
     deadline = time.monotonic() + timeout
+    frames = 0
     while got < nbytes or nbytes == 0:
+        _check_deadline(link, deadline, timeout, frames, got, nbytes)
         frame = _receive_watching(link, deadline, watch)
+        frames += 1
         t_first = t_first or time.monotonic()
         if frame.type == P.FrameType.TIMING:
-            timings = [Timing(*rec) for rec in P.decode_timing(frame.payload)]
+            timings = decode_timing(link, frame)
         elif frame.type == P.FrameType.RESULT:
-            chunk = P.decode_chunk(frame.payload)
-            if chunk.total != nbytes or chunk.offset + len(chunk.data) > nbytes:
-                raise LinkError(
-                    f"device {link.device}: RESULT of {chunk.total} B, expected {nbytes} B; "
-                    "the board runs a different plan"
-                )
+            chunk = decode_result_chunk(link, frame, nbytes, got)
             if chunk.offset == 0:
                 got = 0
-            if chunk.offset > got:
-                raise LinkError(f"device {link.device}: RESULT chunk out of order")
             buf[chunk.offset : chunk.offset + len(chunk.data)] = chunk.data
             got = max(got, chunk.offset + len(chunk.data))
             if nbytes == 0:
                 break
+        else:
+            raise _malformed(link, frame, "a board sends the host only TIMING, RESULT or ERROR")
     return bytes(buf), timings, t_first
+
+
+def _check_deadline(
+    link: HostLink, deadline: float, timeout: float, frames: int, got: int, nbytes: int
+) -> None:
+    """:class:`DeadlineError` once ``deadline`` passed: the deadline is absolute from the start
+    of the wait, so frames that keep arriving (a board flooding TIMING) never extend it."""
+    if time.monotonic() >= deadline:
+        raise DeadlineError(
+            f"{link.url}: device {link.device} did not deliver the result within "
+            f"{timeout:.1f} s ({frames} frames, {got} of {nbytes} B received)"
+        )
 
 
 def _receive_watching(link: HostLink, deadline: float, watch: Sequence[HostLink]) -> P.Frame:

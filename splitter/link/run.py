@@ -190,9 +190,15 @@ def _host_ports(wiring: Mapping[str, Any], ports: Mapping[str, str]) -> dict[str
 
 
 def check_output(y: np.ndarray, ref: np.ndarray, tol: float = CHECK_TOLERANCE) -> float:
-    """Max-abs difference to the reference; :class:`ValidationError` above ``tol``."""
+    """Max-abs difference to the reference; :class:`ValidationError` above ``tol``.
+
+    A non-finite value (NaN, +-Inf) in the boards' output or the reference fails the check:
+    ``|NaN - r| > tol`` is false, so without this a NaN result would pass as correct.
+    """
     if y.size != ref.size:
         raise ValidationError(f"output has {y.size} values, onnxruntime gives {ref.size}")
+    _check_finite(y, "boards' output")
+    _check_finite(ref, "reference output (onnxruntime)")
     err = float(np.max(np.abs(y.ravel().astype(np.float64) - ref.ravel().astype(np.float64))))
     if err > tol:
         raise ValidationError(
@@ -200,3 +206,15 @@ def check_output(y: np.ndarray, ref: np.ndarray, tol: float = CHECK_TOLERANCE) -
             "rebuild the firmware and check the plan"
         )
     return err
+
+
+def _check_finite(x: np.ndarray, what: str) -> None:
+    """:class:`ValidationError` naming how many values of ``x`` are NaN or infinite, and the
+    first one's flat index."""
+    bad = np.flatnonzero(~np.isfinite(x.ravel()))
+    if bad.size:
+        raise ValidationError(
+            f"{what} has {bad.size} non-finite value(s) (NaN/Inf), the first at flat index "
+            f"{int(bad[0])} ({x.ravel()[bad[0]]}); the check fails: rebuild the firmware and "
+            "check the plan"
+        )

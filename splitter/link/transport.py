@@ -35,6 +35,9 @@ BUSY_ERRNOS = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EBUSY)
 TCP_SCHEME = "tcp://"
 #: Largest read handed back at once (bytes).
 READ_CHUNK = 4096
+#: Longest a write may block (s): a board that stops reading (its receive buffer full while it
+#: floods us) fails the write instead of hanging the host; 1 KiB frames at 9600 baud take ~1 s.
+WRITE_TIMEOUT_S = 5.0
 
 
 class TransportError(LinkError):
@@ -92,7 +95,13 @@ class SerialTransport(Transport):
         if self._port is not None:
             return
         try:
-            port = serial.serial_for_url(self.url, baudrate=self.baud, timeout=0, exclusive=True)
+            port = serial.serial_for_url(
+                self.url,
+                baudrate=self.baud,
+                timeout=0,
+                write_timeout=WRITE_TIMEOUT_S,
+                exclusive=True,
+            )
         except (serial.SerialException, OSError, ValueError) as exc:
             if getattr(exc, "errno", None) in BUSY_ERRNOS:
                 raise TransportError(
@@ -195,9 +204,9 @@ class SocketTransport(Transport):
         return data
 
     def write(self, data: bytes) -> None:
-        """``sendall``."""
+        """``sendall`` within :data:`WRITE_TIMEOUT_S` (a peer that stops reading is an error)."""
         try:
-            self._opened().settimeout(None)
+            self._opened().settimeout(WRITE_TIMEOUT_S)
             self._opened().sendall(data)
         except OSError as exc:
             raise TransportError(f"{self.url}: write to {self.peer} failed ({exc})") from None
