@@ -519,19 +519,7 @@ def test_killed_board_is_named_with_its_link(tiny_out: Path, x_npy: Path, device
 
 
 @e2e
-@pytest.mark.parametrize(
-    "device",
-    [
-        "b",
-        pytest.param(
-            "a",
-            marks=pytest.mark.xfail(
-                strict=False,
-                reason="host link: TENSOR retries (16 x 1 s) ignore --timeout; issue 18 item 4",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("device", ["a", "b"])
 def test_stopped_board_is_named_with_its_link(tiny_out: Path, x_npy: Path, device: str) -> None:
     r, elapsed = _fault(tiny_out, x_npy, device, signal.SIGSTOP)
     assert r.returncode == 2, r.stderr
