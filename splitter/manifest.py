@@ -30,6 +30,7 @@ from typing import Any
 
 from splitter import names
 from splitter.errors import InputFileError
+from splitter.inputs import read_input_text
 from splitter.ir import Chain, QuantParams, TensorSpec
 
 #: Schema name and version of the manifest; a reader refuses any other.
@@ -300,15 +301,12 @@ class PlanManifest:
 def read_manifest(out_dir: str | Path) -> PlanManifest:
     """``OUT/plan.json`` as a checked :class:`PlanManifest`, or a one-line error with the fix."""
     path = Path(out_dir) / MANIFEST_FILE
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
+    if not path.exists():
         raise ManifestError(
             f"{path}: missing, so {out_dir} is not a `splitter compile` output; "
             f"run `splitter compile MODEL --target BOARDS.toml -o {out_dir}`"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"{path}: unreadable ({exc}); re-run `splitter compile`") from None
+        )
+    text = read_input_text(path, "plan", error=ManifestError)
     return PlanManifest.from_json(text, str(path))
 
 
@@ -333,15 +331,12 @@ def read_wiring(out_dir: str | Path) -> dict[str, Any]:
     device name).
     """
     path = Path(out_dir) / WIRING_FILE
-    try:
-        text = path.read_text("utf-8")
-    except FileNotFoundError:
+    if not path.exists():
         raise ManifestError(
             f"{path}: missing, {out_dir} has no firmware (compiled with --no-firmware?); "
             "re-run `splitter compile` without --no-firmware"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"{path}: unreadable ({exc}); re-run `splitter compile`") from None
+        )
+    text = read_input_text(path, "wiring description", error=ManifestError)
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
