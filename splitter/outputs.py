@@ -12,11 +12,15 @@ An existing ``OUT`` is replaced only when splitter made it (it holds the marker 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -105,6 +109,11 @@ class OutputDir:
         from splitter import __version__
 
         self.write_text(MARKER, f"splitter {__version__}\n")
+        with sigint_deferred():  # Ctrl-C between the two renames would leave no OUT at all
+            return self._swap()
+
+    def _swap(self) -> Path:
+        """Rename the previous ``OUT`` aside and the new one into place."""
         aside = None
         try:
             if self.target.exists():
@@ -128,8 +137,37 @@ class OutputDir:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def sigint_deferred() -> Iterator[None]:
+    """Hold back SIGINT (Ctrl-C) for the duration of the block; one that arrived meanwhile is
+    raised as :class:`KeyboardInterrupt` when the block ends (only in the main thread, the only
+    one Python delivers signals to)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
+
+
 def check_target(target: Path, *, force: bool = False) -> None:
-    """Refuse targets that are files or foreign directories, before any work is done."""
+    """Refuse targets that are files or foreign directories, before any work is done.
+
+    An OS failure while looking (a name longer than NAME_MAX, a loop of symlinks, no
+    permission) is an :class:`OutputError` too.
+    """
+    try:
+        _check_target(target, force)
+    except OSError as exc:
+        raise _os_error(target, "inspect it", exc) from None
+
+
+def _check_target(target: Path, force: bool) -> None:
     if target.is_symlink() and not target.is_dir():
         raise OutputError(f"{target}: is a symbolic link, not a directory; choose another -o")
     if target.exists() and not target.is_dir():
@@ -182,6 +220,7 @@ def _os_error(target: Path, action: str, exc: OSError) -> OutputError:
         errno.EPERM: "check permissions or choose another -o",
         errno.EROFS: "the filesystem is read-only; choose another -o",
         errno.ENOTDIR: "a parent of the path is a file; choose another -o",
+        errno.ENAMETOOLONG: "a name in the path is too long; choose a shorter -o",
     }
     fix = fixes.get(exc.errno or 0, "choose another -o")
     reason = exc.strerror or str(exc)

@@ -42,6 +42,7 @@ from splitter.bench.report import BENCH_FILE, write_atomic
 from splitter.bench.stats import error_pct, median
 from splitter.errors import BoardFileError, InputFileError
 from splitter.hardware.qemu import EMULATOR
+from splitter.inputs import read_input_text
 from splitter.manifest import PlanManifest, read_manifest
 
 CLASSES = ("conv", "depthwise", "dense", "other")
@@ -289,7 +290,9 @@ def calibrate(
         f"# Calibrated by `splitter calibrate` from {out / BENCH_FILE} "
         f"({how if bench.get('emulated') else 'real boards: cycles at each clock'})."
     )
-    text = calibrated_text(source.read_text(), fits, header)
+    text = calibrated_text(
+        read_input_text(source, "board file", error=BoardFileError), fits, header
+    )
     import tomllib
 
     calibrated = boards_from_dict(tomllib.loads(text), str(output or source))

@@ -16,13 +16,13 @@ made for are taken from the manifest (the estimate then says so).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from splitter.errors import InputFileError
+from splitter.inputs import parse_json, read_input_text
 from splitter.ir import Boards, Device, LayerCost, LinkSpec
 from splitter.manifest import PlanManifest, tensor_bytes
 
@@ -174,12 +174,9 @@ def _device(devices: Mapping[str, Device], name: str, source: str) -> Device:
 
 def read_json(path: Path, what: str, fix: str) -> dict[str, Any]:
     """A JSON object from ``path`` or an :class:`InputFileError` naming ``fix``."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise InputFileError(f"{path}: {what} missing; {fix}") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputFileError(f"{path}: {what} unreadable ({exc}); {fix}") from None
+    if not Path(path).exists():
+        raise InputFileError(f"{path}: {what} missing; {fix}")
+    data = parse_json(read_input_text(path, what), str(path))
     if not isinstance(data, dict):
         raise InputFileError(f"{path}: {what} is not a JSON object; {fix}")
     return data

@@ -10,7 +10,9 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import signal
 import sys
+import threading
 import traceback
 
 import click
@@ -58,25 +60,43 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: run the CLI, map errors to one line and exit code 2."""
+    """Console entry point: run the CLI, map errors to one line and exit code 2.
+
+    Ctrl-C (SIGINT) is exit code 130 with one line. Run as the ``splitter`` command (``argv``
+    None), a SIGINT arriving once the command is over is ignored, so it cannot turn a finished
+    run into a death by signal; a caller passing ``argv`` (tests) keeps its own SIGINT handler.
+    """
+    code = _run(argv)
+    if argv is None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(code)
+
+
+def _run(argv: list[str] | None) -> int:
+    """Run the CLI; the exit code, every error reported in one line on stderr."""
     try:
-        cli.main(args=argv, prog_name="splitter", standalone_mode=False)
+        _invoke(argv)
     except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
+        return exc.exit_code
+    except click.UsageError as exc:  # one line, like every other error
+        hint = f"; see '{exc.ctx.command_path} --help'" if exc.ctx is not None else ""
+        message = _one_line(exc.format_message()).rstrip(".")
+        click.echo(f"splitter: error: {message}{hint}", err=True)
+        return 2
     except click.ClickException as exc:
         exc.show()
-        sys.exit(2)
+        return 2
     except click.exceptions.Abort:
         click.echo("splitter: aborted", err=True)
-        sys.exit(130)
+        return 130
     except SplitterError as exc:
         if os.environ.get("SPLITTER_DEBUG"):
             traceback.print_exc()
         click.echo(f"splitter: error: {_one_line(str(exc))}", err=True)
-        sys.exit(2)
+        return 2
     except KeyboardInterrupt:
         click.echo("splitter: interrupted", err=True)
-        sys.exit(130)
+        return 130
     except Exception as exc:  # a bug: still one line, but say so
         if os.environ.get("SPLITTER_DEBUG"):
             traceback.print_exc()
@@ -85,8 +105,16 @@ def main(argv: list[str] | None = None) -> None:
             "(please report it; SPLITTER_DEBUG=1 shows the traceback)",
             err=True,
         )
-        sys.exit(1)
-    sys.exit(0)
+        return 1
+    return 0
+
+
+def _invoke(argv: list[str] | None) -> None:
+    """``cli.main`` without its handling of Ctrl-C (which prints an empty line first): the
+    context is made and invoked directly, so KeyboardInterrupt reaches :func:`_run`."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    with cli.make_context("splitter", args) as ctx:
+        cli.invoke(ctx)
 
 
 def _one_line(text: str) -> str:

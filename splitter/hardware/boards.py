@@ -25,14 +25,15 @@ because the thesis writes sizes such as ``"-70 KB"`` in KiB; ``MiB``/``MB`` are 
 
 from __future__ import annotations
 
+import math
 import re
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from splitter.errors import BoardFileError
 from splitter.hardware.catalog import get_part, part_from_table
+from splitter.inputs import parse_toml, read_input_text
 from splitter.ir import Boards, Device, LinkSpec, Part
 
 TOP_KEYS = ("link", "device")
@@ -48,20 +49,25 @@ SIZE_RE = re.compile(
     r"^(?P<neg>-)?(?P<num>\d+(?:\.\d+)?)(?:(?P<pct>%)|\s?(?P<unit>KiB|KB|MiB|MB))$"
 )
 SIZE_FIX = "write 'NN%' (no space), 'NNN KiB' or '-NN KiB' (part minus a reserve)"
+#: Upper bounds of the numbers a boards file gives (beyond any real STM32 by far; they keep
+#: later arithmetic finite): key -> largest accepted value.
+MAXIMA = {
+    "clock_mhz": 10_000.0,
+    "cpm": 1e6,
+    "flash_kib": float(1 << 22),
+    "ram_kib": float(1 << 22),
+    "baud": 100_000_000,
+    "bits_per_byte": 64,
+}
+#: Largest address of a 32-bit Cortex-M memory map.
+ADDRESS_MAX = (1 << 32) - 1
 
 
 def load_boards(path: str | Path) -> Boards:
     """Parse a boards.toml file into :class:`Boards` (devices in file order)."""
     p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text("utf-8"))
-    except FileNotFoundError:
-        raise BoardFileError(f"{p}: board file not found; give an existing boards.toml") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BoardFileError(f"{p}: cannot read the board file ({exc}); fix the path") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BoardFileError(f"{p}: not valid TOML ({exc}); fix the syntax") from None
-    return boards_from_dict(data, str(p))
+    text = read_input_text(p, "board file", error=BoardFileError)
+    return boards_from_dict(parse_toml(text, str(p), error=BoardFileError), str(p))
 
 
 def boards_from_dict(data: Mapping[str, Any], where: str = "boards.toml") -> Boards:
@@ -103,8 +109,9 @@ def _no_extra_keys(
 def _positive_int(value: Any, where: str, key: str, default: int) -> int:
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise BoardFileError(f"{where}: {key} = {value!r}; must be a positive integer")
+    top = int(MAXIMA[key.rsplit(" ", 1)[-1]])
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= top:
+        raise BoardFileError(f"{where}: {key} = {value!r}; must be an integer in 1..{top}")
     return value
 
 
@@ -165,12 +172,56 @@ def _device_part(raw: Mapping[str, Any], where: str, ctx: str) -> Part:
         raise BoardFileError(f"{where}: {ctx} part lacks {', '.join(missing)}; add them")
     for key in ("flash_kib", "ram_kib", "clock_mhz", "cpm"):
         _positive_float(table[key], where, f"{ctx} part.{key}")
+    _check_part_types(table, where, f"{ctx} part")
     return part_from_table(str(table["name"]), table, where)
 
 
-def _positive_float(value: Any, where: str, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise BoardFileError(f"{where}: {key} = {value!r}; must be a positive number")
+def _check_part_types(table: Mapping[str, Any], where: str, ctx: str) -> None:
+    """The optional keys of an inline part have the catalog's types and ranges."""
+    for key in ("name", "family", "fpu", "source"):
+        if key in table and not isinstance(table[key], str):
+            raise BoardFileError(f"{where}: {ctx}.{key} = {table[key]!r}; must be a string")
+    if "flash_origin" in table:
+        _address(table["flash_origin"], where, f"{ctx}.flash_origin")
+    usarts = table.get("usarts", [])
+    if not isinstance(usarts, list) or not all(isinstance(u, str) for u in usarts):
+        raise BoardFileError(
+            f'{where}: {ctx}.usarts = {usarts!r}; must be a list of USART names, e.g. ["USART3"]'
+        )
+    regions = table.get("ram_regions", [])
+    fix = 'write ram_regions = [["DTCM", 0x20000000, 128], ...] (name, origin, size KiB)'
+    if not isinstance(regions, list):
+        raise BoardFileError(f"{where}: {ctx}.ram_regions = {regions!r}; {fix}")
+    for i, region in enumerate(regions):
+        key = f"{ctx}.ram_regions[{i}]"
+        if not isinstance(region, list) or len(region) != 3 or not isinstance(region[0], str):
+            raise BoardFileError(f"{where}: {key} = {region!r}; {fix}")
+        _address(region[1], where, f"{key} origin")
+        _positive_float(region[2], where, f"{key} size", top=MAXIMA["ram_kib"])
+
+
+def _address(value: Any, where: str, key: str) -> int:
+    """An integer address of the 32-bit memory map."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= ADDRESS_MAX:
+        raise BoardFileError(
+            f"{where}: {key} = {value!r}; must be an integer address in 0..0x{ADDRESS_MAX:X}"
+        )
+    return value
+
+
+def _positive_float(value: Any, where: str, key: str, top: float | None = None) -> float:
+    """A finite number in (0, top]; ``top`` defaults to :data:`MAXIMA` of ``key``'s last word."""
+    name = key.rsplit(".", 1)[-1].rsplit(" ", 1)[-1]
+    top = top if top is not None else MAXIMA.get(name, MAXIMA["cpm"])
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0 < value <= top
+    ):
+        raise BoardFileError(
+            f"{where}: {key} = {value!r}; must be a finite positive number at most {top:g}"
+        )
     return float(value)
 
 

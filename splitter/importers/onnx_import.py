@@ -52,6 +52,7 @@ from splitter.importers.onnx_nodes import (
     read_nodes,
 )
 from splitter.importers.onnx_ops import CONVERTERS
+from splitter.inputs import MODEL_MAX_BYTES, read_input_file
 from splitter.ir import Graph, Op, TensorSpec
 
 #: Default-domain opsets the importer accepts.
@@ -73,12 +74,8 @@ def read_model(path: Path) -> tuple[onnx.ModelProto, bytes | None]:
     which are loaded into the model), so the checker and shape inference can reuse the bytes
     instead of serialising a multi-megabyte model again.
     """
-    if not path.exists():
-        raise InputFileError(f"{path}: file not found; check the path of the ONNX model")
-    if not path.is_file():
-        raise InputFileError(f"{path}: is not a file; give the path of an .onnx model")
+    raw = read_input_file(path, "ONNX model", MODEL_MAX_BYTES)
     try:
-        raw = path.read_bytes()
         data: bytes | None = raw
         model = onnx.load_model_from_string(raw)
         if any(uses_external_data(t) for t in model.graph.initializer):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from splitter.errors import InputFileError, quoted
+from splitter.inputs import parse_json, read_input_text
 from splitter.ir import Chain, Layer, LayerCost, TensorSpec
 
 HEADER = ("name", "input_shape", "output_shape", "flash_kb", "ram_kb", "kmacc")
@@ -37,6 +37,11 @@ JSON_KEYS: Mapping[str, tuple[str, ...]] = {
 }
 _DTYPE_OF_BYTES = {1: "int8", 2: "int16", 4: "float32", 8: "float64"}
 _SHAPE_SEP = re.compile(r"\s*[xX,]\s*")
+#: Largest value of each numeric column (4 GiB of FLASH or RAM, 10^15 MACs): beyond any MCU,
+#: they keep the planner's arithmetic finite.
+MAXIMA = {"flash_kb": float(1 << 22), "ram_kb": float(1 << 22), "kmacc": 1e12}
+#: Largest number of elements of a layer's input or output tensor (2^32).
+MAX_ELEMENTS = 1 << 32
 #: (row number, line number or None, {column: value}) of one profile row.
 Row = tuple[int, int | None, dict[str, Any]]
 
@@ -61,14 +66,7 @@ def load_profile(text: str, *, activation_bytes: int | None = None) -> Chain:
     path = Path(path_text)
     if activation_bytes is not None and activation_bytes < 1:
         raise InputFileError(f"{path}: activation bytes must be >= 1, got {activation_bytes}")
-    try:
-        raw = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputFileError(
-            f"{path}: no such file; give the path of a .csv/.json profile"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputFileError(f"{path}: cannot read the profile ({exc}); check the file") from None
+    raw = read_input_text(path, "profile")
     if not raw.strip():
         raise InputFileError(f"{path}: the profile is empty; add the header {','.join(HEADER)}")
     if path.suffix.lower() == ".json":
@@ -115,12 +113,7 @@ def _csv_rows(path: Path, raw: str) -> list[Row]:
 
 def _json_rows(path: Path, raw: str, pick: str) -> tuple[str, list[Row], str]:
     """(profile name, rows, source label) of a JSON profile (list, or ``{"models": ...}``)."""
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InputFileError(
-            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); fix it"
-        ) from None
+    data = parse_json(raw, str(path))
     name, source = path.stem, str(path)
     if isinstance(data, dict) and isinstance(data.get("models"), dict):
         name, data = _pick(path, data["models"], pick)
@@ -224,11 +217,19 @@ def _shape(where: _Where, row: int, line: int | None, column: str, value: Any) -
         dims.append(int(dim))
     if not dims:
         where.fail(row, line, column, f"bad shape {value!r}", "write it as 49x10x1 or (49, 10, 1)")
+    if math.prod(dims) > MAX_ELEMENTS:
+        where.fail(
+            row,
+            line,
+            column,
+            f"shape {value!r} is too large",
+            f"a tensor has at most {MAX_ELEMENTS} elements",
+        )
     return tuple(dims)
 
 
 def _number(where: _Where, row: int, line: int | None, column: str, value: Any) -> float:
-    """A finite, non-negative number."""
+    """A finite number in ``[0, MAXIMA[column]]``."""
     try:
         if isinstance(value, bool):
             raise ValueError
@@ -243,4 +244,8 @@ def _number(where: _Where, row: int, line: int | None, column: str, value: Any) 
         )
     if number < 0:
         where.fail(row, line, column, f"negative size {value!r}", "sizes and MACs must be >= 0")
+    if number > MAXIMA[column]:
+        where.fail(
+            row, line, column, f"{value!r} is out of range", f"give at most {MAXIMA[column]:.15g}"
+        )
     return number

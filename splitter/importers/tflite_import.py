@@ -50,6 +50,7 @@ from splitter.importers.tflite_reader import (
     unsupported_dtype_error,
 )
 from splitter.importers.tflite_writer import with_tensor_shapes
+from splitter.inputs import MODEL_MAX_BYTES, read_input_file
 from splitter.ir import OP_KINDS, Graph, Op, TensorSpec
 
 __all__ = ["SUPPORTED_OPS", "import_tflite", "load_tflite", "tensor_names"]
@@ -112,12 +113,7 @@ def import_tflite(
 
 
 def _read_bytes(p: Path) -> bytes:
-    try:
-        buf = p.read_bytes()
-    except OSError as e:
-        raise InputFileError(
-            f"{p}: cannot read model file ({e.strerror}); check the path"
-        ) from None
+    buf = read_input_file(p, "TFLite model", MODEL_MAX_BYTES)
     if not has_identifier(buf):
         raise InputFileError(
             f"{p}: not a TFLite flatbuffer (no 'TFL3' file identifier); give a .tflite model "
@@ -161,6 +157,11 @@ def _convert(
     shapes = _input_shapes(p, tensors, g_inputs, input_shapes)
     graph_ops = [_convert_op(p, o, tensors, shapes, bool(input_shapes), folded) for o in ops]
     for i in g_outputs:
+        if i in g_inputs:
+            raise InputFileError(
+                f"{p}: graph output {quoted(tensors[i].name)} is a graph input, so the model "
+                "computes nothing for it; re-export the model"
+            )
         if i not in shapes:
             raise InputFileError(f"{p}: graph output {quoted(tensors[i].name)} is never computed")
     specs = {tensors[i].name: _spec(p, tensors[i], s) for i, s in shapes.items()}

@@ -175,6 +175,33 @@ def _bias(n: Node, k: int, out: dict[str, Weight]) -> None:
         out["B"] = _weight(t)
 
 
+def _window(
+    n: Node,
+    padding: int,
+    x: Shape,
+    kernel: tuple[int, int],
+    strides: tuple[int, int],
+    dilations: tuple[int, int] = (1, 1),
+) -> tuple[tuple[int, int, int, int], tuple[int, int]]:
+    """Pads and output ``(h, w)`` of a window over the NHWC input ``x``
+    (:func:`explicit_pads`, :func:`spatial_out`); a ShapeError unless kernel, strides and
+    dilations are all >= 1 and the output is not empty (a corrupt file must not divide by 0)."""
+    where = f"operator #{n.op.index} ({n.op.builtin})"
+    if min(*kernel, *strides, *dilations) < 1:
+        raise ShapeError(
+            f"{where}: kernel {kernel}, strides {strides} and dilations {dilations} must all be "
+            ">= 1; the file is corrupt, re-export the model"
+        )
+    pads = explicit_pads(padding, (x[1], x[2]), kernel, strides, dilations)
+    out = spatial_out((x[1], x[2]), kernel, strides, pads, dilations)
+    if min(out) < 1:
+        raise ShapeError(
+            f"{where}: a {kernel[0]}x{kernel[1]} window over a {x[1]}x{x[2]} input gives an "
+            f"empty {out[0]}x{out[1]} output; the file is corrupt, re-export the model"
+        )
+    return pads, out
+
+
 # --- converters --------------------------------------------------------------------------------
 
 
@@ -185,8 +212,7 @@ def conv_2d(n: Node) -> Converted:
     x, w = n.shape(0), n.const(1).shape
     strides, dil = (o.StrideH(), o.StrideW()), (o.DilationHFactor(), o.DilationWFactor())
     kernel = (w[1], w[2])
-    pads = explicit_pads(o.Padding(), (x[1], x[2]), kernel, strides, dil)
-    oh, ow = spatial_out((x[1], x[2]), kernel, strides, pads, dil)
+    pads, (oh, ow) = _window(n, o.Padding(), x, kernel, strides, dil)
     weights = {"W": _weight(_t(n, 1), (0, 3, 1, 2))}
     _bias(n, 2, weights)
     attrs: dict[str, Any] = {"kernel": kernel, "strides": strides, "pads": pads, "dilations": dil}
@@ -201,8 +227,7 @@ def depthwise_conv_2d(n: Node) -> Converted:
     x, w = n.shape(0), n.const(1).shape
     strides, dil = (o.StrideH(), o.StrideW()), (o.DilationHFactor(), o.DilationWFactor())
     kernel = (w[1], w[2])
-    pads = explicit_pads(o.Padding(), (x[1], x[2]), kernel, strides, dil)
-    oh, ow = spatial_out((x[1], x[2]), kernel, strides, pads, dil)
+    pads, (oh, ow) = _window(n, o.Padding(), x, kernel, strides, dil)
     weights = {"W": _weight(_t(n, 1), (3, 0, 1, 2))}
     _bias(n, 2, weights)
     attrs: dict[str, Any] = {"kernel": kernel, "strides": strides, "pads": pads, "dilations": dil}
@@ -236,8 +261,7 @@ def _pool(n: Node, kind: str) -> Converted:
     o = n.opts(tflite.Pool2DOptions)
     x = n.shape(0)
     kernel, strides = (o.FilterHeight(), o.FilterWidth()), (o.StrideH(), o.StrideW())
-    pads = explicit_pads(o.Padding(), (x[1], x[2]), kernel, strides)
-    oh, ow = spatial_out((x[1], x[2]), kernel, strides, pads)
+    pads, (oh, ow) = _window(n, o.Padding(), x, kernel, strides)
     attrs: dict[str, Any] = {"kernel": kernel, "strides": strides, "pads": pads}
     if kind == "avgpool":
         attrs["count_include_pad"] = False  # TFLite averages over the in-bounds taps only

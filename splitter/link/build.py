@@ -9,6 +9,7 @@ RAM (``.data``, ``.bss``, the minimum stack) is runtime overhead, reported separ
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from elftools.elf.elffile import ELFFile
 
 from splitter.errors import InfeasibleError, InputFileError, ToolchainError, ValidationError
 from splitter.hardware.qemu import EMULATOR
+from splitter.inputs import read_input_text
 from splitter.manifest import read_manifest
 
 GCC = "arm-none-eabi-gcc"
@@ -130,14 +132,30 @@ def measure(device: dict[str, Any], elf: Path, capacities: tuple[int, int]) -> D
     )
 
 
+#: ``FLASH (rx) : ORIGIN = ..., LENGTH = 1048576`` (also ``0x100000`` or ``1024K``, as ld reads).
+_REGION_RE = re.compile(
+    r"^\s*(?P<name>FLASH|RAM)\b[^:]*:.*\bLENGTH\s*=\s*(?P<num>0[xX][0-9a-fA-F]+|\d+)"
+    r"\s*(?P<unit>[KM]?)\s*$"
+)
+
+
 def _capacities(device_dir: Path) -> tuple[int, int]:
-    """FLASH and RAM lengths from the device's part linker script."""
-    text = (device_dir / "part.ld").read_text()
+    """FLASH and RAM lengths from the device's part linker script; an :class:`InputFileError`
+    when the script (edited by hand?) does not state both."""
+    path = device_dir / "part.ld"
+    text = read_input_text(path, "linker script")
     found: dict[str, int] = {}
     for line in text.splitlines():
-        parts = line.split()
-        if parts and parts[0] in ("FLASH", "RAM") and "LENGTH" in line:
-            found[parts[0]] = int(line.rsplit("=", 1)[1].strip())
+        m = _REGION_RE.match(line)
+        if m:
+            scale = {"": 1, "K": 1024, "M": 1024 * 1024}[m["unit"]]
+            base = 16 if m["num"][:2] in ("0x", "0X") else 10
+            found[m["name"]] = int(m["num"], base) * scale
+    if set(found) != {"FLASH", "RAM"}:
+        raise InputFileError(
+            f"{path}: no 'FLASH ... LENGTH = <bytes>' and 'RAM ... LENGTH = <bytes>' lines "
+            "(edited by hand?); regenerate it with `splitter compile`"
+        )
     return found["FLASH"], found["RAM"]
 
 

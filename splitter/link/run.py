@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from splitter.errors import InputFileError, LinkError, ShapeError, ValidationError
+from splitter.inputs import read_npy
 from splitter.ir import TensorSpec
 from splitter.link.emulator import Emulation, load_wiring
 from splitter.link.host import HostLink, Timing, infer
@@ -45,10 +46,7 @@ class RunResult:
 
 def load_input(path: Path, spec: TensorSpec) -> np.ndarray:
     """The ``.npy`` input, checked against the plan's input shape and dtype."""
-    try:
-        x = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise InputFileError(f"{path}: cannot read a .npy array ({exc})") from None
+    x = read_npy(path)
     if x.dtype != np.dtype(spec.dtype):
         raise ShapeError(
             f"{path}: dtype {x.dtype}, the model input {spec.name} needs {spec.dtype}; "

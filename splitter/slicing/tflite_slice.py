@@ -35,6 +35,7 @@ from splitter.importers import LoadedModel
 from splitter.importers.tflite_writer import BUFFER_ALIGNMENT, pack_model
 from splitter.importers.tflite_writer import FILE_IDENTIFIER as _FILE_IDENTIFIER
 from splitter.importers.tflite_writer import AlignedBufferT as _AlignedBufferT
+from splitter.inputs import MODEL_MAX_BYTES, read_input_file
 from splitter.ir import QuantParams, TensorSpec
 from splitter.slicing.boundaries import Cut, SlicedModel
 
@@ -83,9 +84,9 @@ def tensor_names(subgraph: Any) -> list[str]:
 def load_tflite_model(path: str | Path, data: bytes | None = None) -> tuple[bytes, Any]:
     """Bytes and unpacked ``ModelT`` of ``path`` (or of ``data`` read from it), or a one-line
     :class:`InputFileError`."""
+    if data is None:
+        data = read_input_file(path, "TFLite model", MODEL_MAX_BYTES)
     try:
-        if data is None:
-            data = Path(path).read_bytes()
         if data[4:8] != _FILE_IDENTIFIER:
             raise ValueError("no TFL3 file identifier")
         return data, schema.ModelT.InitFromPackedBuf(data, 0)

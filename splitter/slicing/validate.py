@@ -31,6 +31,7 @@ import numpy as np
 
 from splitter.errors import InputFileError, ValidationError
 from splitter.importers import LoadedModel
+from splitter.inputs import read_npy
 from splitter.ir import TensorSpec
 
 #: Default number of seeded random input samples (issue 4: at least 8).
@@ -321,13 +322,7 @@ def load_input_file(path: str | Path, spec: TensorSpec) -> list[np.ndarray]:
     A stack is ``(N, *shape)``, or ``(N, *shape[1:])`` when the model's batch dimension is 1.
     The dtype must be ``spec.dtype`` exactly (no silent cast that would hide a scaling bug).
     """
-    try:
-        array = np.load(str(path), allow_pickle=False)
-    except Exception as exc:
-        raise InputFileError(
-            f"{path}: cannot read .npy input ({' '.join(str(exc).split())[:120]}); "
-            "save it with numpy.save"
-        ) from exc
+    array = read_npy(path)
     if array.dtype != np.dtype(spec.dtype):
         raise InputFileError(
             f"{path}: input '{spec.name}' needs dtype {spec.dtype}, the file has {array.dtype}; "
