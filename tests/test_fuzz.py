@@ -19,9 +19,11 @@ resolve inside OUT), runs ``make -n`` there and stops with a project error: no c
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import resource
+import shutil
 import signal
 import socket
 import stat
@@ -95,6 +97,7 @@ def _base_out() -> Path:
         import tempfile
 
         root = Path(tempfile.mkdtemp(prefix="fuzz-base-"))
+        atexit.register(shutil.rmtree, root, True)
         out = root / "out"
         with pytest.raises(SystemExit) as info:
             main(
