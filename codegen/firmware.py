@@ -22,6 +22,7 @@ import functools
 import itertools
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -30,12 +31,14 @@ from pathlib import Path
 
 import jinja2
 
+from codegen.escape import register
 from splitter.errors import BoardFileError, OutputError
 from splitter.hardware.families import Family, RegWrite, family_for
 from splitter.hardware.qemu import EMULATOR
 from splitter.ir import Boards, Chain, Part
 from splitter.link.protocol import FIRMWARE_VERSION
 from splitter.manifest import PlanManifest
+from splitter.outputs import contained
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "firmware_templates"
 STATIC_FILES = (
@@ -309,8 +312,11 @@ def build_plan_context(
     """The render context of a plan.
 
     ``sub_devices[k]`` is the device index of sub-model ``k`` (plan order); ``devices`` are the
-    devices that host at least one sub-model (others get no firmware).
+    devices that host at least one sub-model (others get no firmware). ``plan_hash`` must be
+    16 lowercase hex digits (its bytes are printed as C hex literals).
     """
+    if not re.fullmatch(r"[0-9a-f]{16}", plan_hash):
+        raise ValueError(f"plan hash {plan_hash!a} is not 16 lowercase hex digits")
     links = device_links(sub_devices)
     by_index = {d.index: d for d in devices}
     names = {d.index: d.name for d in devices} | {-1: HOST}
@@ -480,12 +486,13 @@ def _carries(a: int, b: int, sub_devices: Sequence[int]) -> str:
 @functools.cache
 def _env() -> jinja2.Environment:
     """The one template environment (cached: parsing the templates costs ~0.1 s per compile)."""
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
     )
+    return register(env)  # c_string, c_comment, ld_comment, make_comment, md (codegen.escape)
 
 
 def render_device(env: jinja2.Environment, plan: PlanContext, dev: DeviceContext) -> dict[str, str]:
@@ -550,8 +557,9 @@ def render_firmware(out_dir: str | Path, plan: PlanContext) -> Path:
         out.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".firmware-", dir=out))
         for rel, text in rendered.items():
-            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-            (tmp / rel).write_text(text)
+            path = contained(tmp, rel)  # a device name is a directory name: never outside
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)

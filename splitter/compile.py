@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codegen.escape import md_code, md_text
 from splitter.errors import InputFileError, SolverError, UnsupportedOpError, ValidationError
 from splitter.importers import LoadedModel
 from splitter.ir import Boards, Chain, Plan, SubModel
@@ -348,7 +349,12 @@ def render_report(
     device_of = {
         j: sub.cut.device for sub in sliced for j in range(sub.cut.first, sub.cut.last + 1)
     }
-    lines = [f"# splitter compile: {chain.name}", "", f"Model: `{chain.source_path}`", ""]
+    lines = [
+        f"# splitter compile: {md_text(chain.name)}",
+        "",
+        f"Model: {md_code(chain.source_path)}",
+        "",
+    ]
     lines += [
         "## Layers",
         "",
@@ -358,17 +364,18 @@ def render_report(
     for layer in chain.layers:
         c = layer.cost
         lines.append(
-            f"| {layer.index} | {_md(layer.name)} | {layer.op_label} | {list(layer.output.shape)} "
-            f"| {c.flash} | {c.ram} | {c.macs} | {c.out_bytes} | {device_of.get(layer.index, '')} |"
+            f"| {layer.index} | {md_text(layer.name)} | {md_text(layer.op_label)} "
+            f"| {list(layer.output.shape)} | {c.flash} | {c.ram} | {c.macs} | {c.out_bytes} "
+            f"| {md_text(device_of.get(layer.index, ''))} |"
         )
     lines += ["", "## Plan", "", "| sub-model | device | layers | file | bytes | in | out |"]
     lines += ["|---:|---|---|---|---:|---|---|"]
     for sub in sliced:
-        ins = ", ".join(f"`{_md(t.name)}` {list(t.shape)} {t.dtype}" for t in sub.inputs)
-        outs = ", ".join(f"`{_md(t.name)}` {list(t.shape)} {t.dtype}" for t in sub.outputs)
+        ins = ", ".join(f"{md_code(t.name)} {list(t.shape)} {t.dtype}" for t in sub.inputs)
+        outs = ", ".join(f"{md_code(t.name)} {list(t.shape)} {t.dtype}" for t in sub.outputs)
         lines.append(
-            f"| {sub.cut.index} | {sub.cut.device} | {sub.cut.first}..{sub.cut.last} "
-            f"| `submodels/{sub.file_name}` | {len(sub.data)} | {ins} | {outs} |"
+            f"| {sub.cut.index} | {md_text(sub.cut.device)} | {sub.cut.first}..{sub.cut.last} "
+            f"| {md_code('submodels/' + sub.file_name)} | {len(sub.data)} | {ins} | {outs} |"
         )
     lines += ["", "## Estimates", "", *_estimate_lines(manifest)]
     lines += ["", "## Validation", "", *_validation_lines(report)]
@@ -404,7 +411,7 @@ def _validation_lines(report: ValidationReport | None) -> list[str]:
     ]
     for s in report.outputs:
         lines.append(
-            f"| `{_md(s.name)}` | {s.dtype} | {s.max_abs:.3g} | {s.max_rel:.3g} | {s.rmse:.3g} "
+            f"| {md_code(s.name)} | {s.dtype} | {s.max_abs:.3g} | {s.max_rel:.3g} | {s.rmse:.3g} "
             f"| {s.cosine:.9f} | {'yes' if s.passed else 'NO'} |"
         )
     if report.boundaries:
@@ -417,15 +424,10 @@ def _validation_lines(report: ValidationReport | None) -> list[str]:
         ]
         for b in report.boundaries:
             lines.append(
-                f"| {b.submodel} | `{_md(b.name)}` | {b.dtype} | {b.max_abs:.3g} "
+                f"| {b.submodel} | {md_code(b.name)} | {b.dtype} | {b.max_abs:.3g} "
                 f"| {'yes' if b.exact else 'no'} |"
             )
     return lines
-
-
-def _md(text: str) -> str:
-    """Escape the table separator in Markdown cells."""
-    return text.replace("|", "\\|")
 
 
 def _worst(report: ValidationReport) -> dict[str, Any]:

@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from splitter import names
 from splitter.errors import InputFileError
+from splitter.inputs import read_input_text
 from splitter.ir import Chain, QuantParams, TensorSpec
 
 #: Schema name and version of the manifest; a reader refuses any other.
@@ -289,7 +291,7 @@ class PlanManifest:
         """Parse JSON text (see :meth:`from_dict`)."""
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
             raise ManifestError(
                 f"{where}: not valid JSON ({exc}); re-run `splitter compile`"
             ) from None
@@ -299,16 +301,126 @@ class PlanManifest:
 def read_manifest(out_dir: str | Path) -> PlanManifest:
     """``OUT/plan.json`` as a checked :class:`PlanManifest`, or a one-line error with the fix."""
     path = Path(out_dir) / MANIFEST_FILE
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
+    if not path.exists():
         raise ManifestError(
             f"{path}: missing, so {out_dir} is not a `splitter compile` output; "
             f"run `splitter compile MODEL --target BOARDS.toml -o {out_dir}`"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"{path}: unreadable ({exc}); re-run `splitter compile`") from None
+        )
+    text = read_input_text(path, "plan", error=ManifestError)
     return PlanManifest.from_json(text, str(path))
+
+
+#: File name of the wiring description inside ``OUT/firmware`` (``codegen.firmware``).
+WIRING_FILE = "firmware/wiring.json"
+
+_HASH = re.compile(r"[0-9a-f]{16}")
+
+
+def read_wiring(out_dir: str | Path) -> dict[str, Any]:
+    """``OUT/firmware/wiring.json`` validated against its schema, or a one-line
+    :class:`ManifestError` naming the file, the field and the fix.
+
+    Checked before anything is built, flashed or run: a JSON object with ``plan_hash`` (16 hex
+    digits), ``baud`` (> 0), ``first_device`` / ``last_device`` (device names),
+    ``emulated_as_f405`` (text), and a non-empty ``devices`` list whose entries have a unique
+    ``name`` fully matching :data:`splitter.names.DEVICE_NAME` (it names a directory under
+    ``OUT/firmware``), a unique ``index >= 0``, a ``part`` matching
+    :data:`splitter.names.PART_NAME`, integer ``weights_bytes`` / ``arena_bytes`` >= 0, a
+    ``clock_hz`` object of positive integers, and ``links`` / ``submodels`` lists of objects
+    (links: integer ``index``, ``peer_index`` >= -1, boolean ``server``, ``peer`` "host" or a
+    device name).
+    """
+    path = Path(out_dir) / WIRING_FILE
+    if not path.exists():
+        raise ManifestError(
+            f"{path}: missing, {out_dir} has no firmware (compiled with --no-firmware?); "
+            "re-run `splitter compile` without --no-firmware"
+        )
+    text = read_input_text(path, "wiring description", error=ManifestError)
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ManifestError(f"{path}: not valid JSON ({exc}); re-run `splitter compile`") from None
+    problem = _wiring_problem(data)
+    if problem is not None:
+        raise ManifestError(f"{path}: {problem}; re-run `splitter compile`")
+    return dict(data)
+
+
+def _is_int(x: object, low: int) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= low
+
+
+def _wiring_problem(data: object) -> str | None:
+    """The first schema violation of a wiring.json object, or ``None``."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    for key, ok in (
+        ("plan_hash", lambda v: names.matches(_HASH, v)),
+        ("baud", lambda v: _is_int(v, 1)),
+        ("first_device", lambda v: names.matches(names.DEVICE_NAME, v)),
+        ("last_device", lambda v: names.matches(names.DEVICE_NAME, v)),
+        ("emulated_as_f405", lambda v: names.matches(names.TEXT, v)),
+        ("devices", lambda v: isinstance(v, list) and len(v) > 0),
+    ):
+        if key not in data:
+            return f"no key {key!r}"
+        if not ok(data[key]):
+            return f"{key} = {_shown(data[key])} is malformed"
+    seen_names: set[str] = set()
+    seen_index: set[int] = set()
+    for k, dev in enumerate(data["devices"]):
+        problem = _wiring_device_problem(dev)
+        if problem is not None:
+            return f"devices[{k}]: {problem}"
+        if dev["name"] in seen_names or dev["index"] in seen_index:
+            return f"devices[{k}]: name or index repeats an earlier device"
+        seen_names.add(dev["name"])
+        seen_index.add(dev["index"])
+    if not {data["first_device"], data["last_device"]} <= seen_names:
+        return "first_device / last_device is not one of the devices"
+    return None
+
+
+def _wiring_device_problem(dev: object) -> str | None:
+    if not isinstance(dev, dict):
+        return "not a JSON object"
+    for key in ("name", "index", "part", "weights_bytes", "arena_bytes", "clock_hz", "links"):
+        if key not in dev:
+            return f"no key {key!r}"
+    bad = names.problem(names.DEVICE_NAME, dev["name"], "name") or names.problem(
+        names.PART_NAME, dev["part"], "part"
+    )
+    if bad is not None:
+        return bad
+    if not all(_is_int(dev[k], 0) for k in ("index", "weights_bytes", "arena_bytes")):
+        return "index, weights_bytes and arena_bytes must be integers >= 0"
+    clocks = dev["clock_hz"]
+    if not isinstance(clocks, dict) or not all(_is_int(v, 1) for v in clocks.values()):
+        return "clock_hz must map targets to positive integers"
+    if not isinstance(dev.get("submodels", []), list) or not all(
+        isinstance(s, dict) for s in dev.get("submodels", [])
+    ):
+        return "submodels must be a list of objects"
+    links = dev["links"]
+    if not isinstance(links, list) or not links:
+        return "links must be a non-empty list"
+    for ln in links:
+        if not (
+            isinstance(ln, dict)
+            and _is_int(ln.get("index"), 0)
+            and _is_int(ln.get("peer_index"), -1)
+            and isinstance(ln.get("server"), bool)
+            and (ln.get("peer") == HOST or names.matches(names.DEVICE_NAME, ln.get("peer")))
+        ):
+            return f"link {_shown(ln)} lacks an integer index / peer_index, server or peer"
+    return None
+
+
+def _shown(value: object) -> str:
+    """A value of a tampered file as a short, one-line, ASCII message fragment."""
+    text = ascii(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 # --- invariants ------------------------------------------------------------------------------
@@ -316,7 +428,7 @@ def read_manifest(out_dir: str | Path) -> PlanManifest:
 
 def _problems(m: PlanManifest) -> list[str]:
     """Every broken invariant of ``m`` (empty when it is consistent)."""
-    out = _range_problems(m)
+    out = _range_problems(m) or _name_problems(m)
     if out:
         return out
     n_dev = len(m.devices)
@@ -343,6 +455,23 @@ def _problems(m: PlanManifest) -> list[str]:
             )
     out += _boundary_problems(m)
     return out
+
+
+def _name_problems(m: PlanManifest) -> list[str]:
+    """Device and part names and ports fully matching :mod:`splitter.names`; sub-model files only
+    ``submodels/<file>`` (a path that cannot leave ``OUT``)."""
+    found = [
+        names.problem(names.DEVICE_NAME, d.name, f"device {d.index} name")
+        or names.problem(names.PART_NAME, d.mcu, f"device {d.index} mcu")
+        or (None if d.port is None else names.problem(names.PORT, d.port, f"device {d.index} port"))
+        for d in m.devices
+    ]
+    found += [
+        names.problem(names.SUBMODEL_FILE, s.file, f"sub-model {s.index} file")
+        for s in m.submodels
+        if s.file is not None
+    ]
+    return [p for p in found if p is not None]
 
 
 def _range_problems(m: PlanManifest) -> list[str]:

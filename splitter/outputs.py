@@ -25,7 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from splitter.errors import OutputError
+from splitter.errors import InputFileError, OutputError
 
 #: Marker file identifying a directory splitter wrote (holds the splitter version).
 MARKER = ".splitter-out"
@@ -227,3 +227,25 @@ def _os_error(target: Path, action: str, exc: OSError) -> OutputError:
     return OutputError(
         f"{target}: cannot {action} ({reason}); {fix}; the previous output is unchanged"
     )
+
+
+def contained(out_dir: str | Path, relative: str | Path) -> Path:
+    """``out_dir / relative`` resolved (symlinks and ``..`` followed), which must stay inside the
+    resolved ``out_dir``; else a one-line :class:`~splitter.errors.InputFileError`.
+
+    Every path derived from a compile output's own files (a device name of ``wiring.json``, a
+    sub-model ``file`` of ``plan.json``) goes through here before anything is read, built, run or
+    written there, so a tampered manifest cannot reach outside ``OUT``.
+    """
+    root = Path(out_dir).resolve()
+    rel = str(relative)
+    try:
+        path = (root / rel).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # symlink loop, NUL byte
+        raise InputFileError(f"{root}: path {rel!a} cannot be resolved ({exc})") from None
+    if "\0" in rel or not path.is_relative_to(root):
+        raise InputFileError(
+            f"{root}: path {rel!a} leads outside the output directory; "
+            "the compile output was tampered with, re-run `splitter compile`"
+        )
+    return path

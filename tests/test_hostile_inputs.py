@@ -151,6 +151,16 @@ def test_onnx_external_data_is_a_fifo(tmp_path: Path) -> None:
     assert_one_line_error(splitter("inspect", model), "w.bin", "not regular file")
 
 
+@pytest.mark.parametrize("name", ["plan.json", "firmware/wiring.json"])
+def test_fifo_in_a_compile_output(tmp_path: Path, name: str) -> None:
+    out = tmp_path / "out"
+    r = splitter("compile", TINY, "--target", BOARDS, "-o", out)
+    assert r.returncode == 0, r.stderr
+    (out / name).unlink()
+    os.mkfifo(out / name)
+    assert_one_line_error(splitter("build", out), name, "FIFO")
+
+
 # --- size limits ---------------------------------------------------------------------------------
 
 
@@ -509,19 +519,7 @@ def test_killed_board_is_named_with_its_link(tiny_out: Path, x_npy: Path, device
 
 
 @e2e
-@pytest.mark.parametrize(
-    "device",
-    [
-        "b",
-        pytest.param(
-            "a",
-            marks=pytest.mark.xfail(
-                strict=False,
-                reason="host link: TENSOR retries (16 x 1 s) ignore --timeout; issue 18 item 4",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("device", ["a", "b"])
 def test_stopped_board_is_named_with_its_link(tiny_out: Path, x_npy: Path, device: str) -> None:
     r, elapsed = _fault(tiny_out, x_npy, device, signal.SIGSTOP)
     assert r.returncode == 2, r.stderr

@@ -18,6 +18,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from codegen.escape import c_comment
 from codegen.ops.literals import WeightTable, c_float
 from splitter.ir import Op, TensorSpec
 
@@ -248,9 +249,10 @@ class OpEmitter:
 
     def emit(self, op: Op, ctx: EmitContext) -> list[str]:
         """The C statements running ``op`` with its tensors at ``ctx.offsets``."""
+        label = f"{c_comment(op.name)}: {c_comment(op.kind)}"
         if is_quantised(op, ctx.tensors):
-            return [f"/* {op.name}: {op.kind} (int8) */", *self.emit_int8(op, ctx)]
-        return [f"/* {op.name}: {op.kind} */", *self.emit_float(op, ctx)]
+            return [f"/* {label} (int8) */", *self.emit_int8(op, ctx)]
+        return [f"/* {label} */", *self.emit_float(op, ctx)]
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
         """Calls of the float32 kernels (``kernels.c``, ``kernels_nhwc.c``)."""

@@ -101,7 +101,7 @@ class WeightTable:
 
     def add(self, hint: str, values: np.ndarray, dtype: type = np.float32) -> str:
         """Register an array (flattened, as ``dtype``) and return its C name."""
-        base = "w_" + "".join(ch if ch.isalnum() else "_" for ch in hint)
+        base = "w_" + "".join(ch if ch.isascii() and ch.isalnum() else "_" for ch in hint)
         name, k = base, 1
         while name in self._names:
             name, k = f"{base}_{k}", k + 1

@@ -7,6 +7,7 @@ from math import prod
 
 import numpy as np
 
+from codegen.escape import c_comment
 from codegen.ops.base import (
     Q8_ELEMENTWISE,
     Check,
@@ -109,14 +110,14 @@ class Reshape(OpEmitter):
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
         x, y = op.inputs[0], op.outputs[0]
         if ctx.offsets[x] == ctx.offsets[y]:
-            return [f"/* {op.name}: reshape, zero-copy */"]
+            return [f"/* {c_comment(op.name)}: reshape, zero-copy */"]
         n = ctx.tensors[x].size
-        return [f"k_copy({ctx.ptr(x)}, {ctx.ptr(y)}, {n}); /* {op.name}: reshape */"]
+        return [f"k_copy({ctx.ptr(x)}, {ctx.ptr(y)}, {n}); /* {c_comment(op.name)}: reshape */"]
 
     def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
         x, y = op.inputs[0], op.outputs[0]
         if ctx.offsets[x] == ctx.offsets[y]:
-            return [f"/* {op.name}: reshape, zero-copy */"]
+            return [f"/* {c_comment(op.name)}: reshape, zero-copy */"]
         return [f"k_q_copy({ctx.p8(x)}, {ctx.p8(y)}, {ctx.tensors[x].size}); /* reshape */"]
 
 

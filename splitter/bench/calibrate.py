@@ -40,7 +40,7 @@ import numpy as np
 from splitter.bench.estimate import find_target, read_json
 from splitter.bench.report import BENCH_FILE, write_atomic
 from splitter.bench.stats import error_pct, median
-from splitter.errors import BoardFileError, InputFileError
+from splitter.errors import BoardFileError, InputFileError, escaped
 from splitter.hardware.qemu import EMULATOR
 from splitter.inputs import read_input_text
 from splitter.manifest import PlanManifest, read_manifest
@@ -287,7 +287,7 @@ def calibrate(
     mhz = f"{EMULATED_CLOCK_MHZ:g}"
     how = f"QEMU: cycles are SysTick ticks at {mhz} MHz, so clock_mhz = {mhz}"
     header = (
-        f"# Calibrated by `splitter calibrate` from {out / BENCH_FILE} "
+        f"# Calibrated by `splitter calibrate` from {escaped(out / BENCH_FILE)} "
         f"({how if bench.get('emulated') else 'real boards: cycles at each clock'})."
     )
     text = calibrated_text(

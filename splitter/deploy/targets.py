@@ -14,7 +14,6 @@ The images are the part build of each device project (``make`` without ``EMULATO
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,8 @@ from splitter.deploy.flash import FlashTarget
 from splitter.errors import BoardFileError, InputFileError
 from splitter.hardware.boards import load_boards
 from splitter.ir import Boards
-from splitter.manifest import PlanManifest, read_manifest
+from splitter.manifest import PlanManifest, read_manifest, read_wiring
+from splitter.outputs import contained
 
 #: The part build's images inside a device project (see firmware_templates/Makefile.j2).
 PART_BUILD = Path("build") / "part"
@@ -43,7 +43,7 @@ def load_job(out_dir: str | Path, boards_path: str | Path | None = None) -> Flas
     out = Path(out_dir).absolute()
     _require_dir(out)
     plan = read_manifest(out)
-    wiring = _read_json(out / "firmware" / "wiring.json", out)
+    wiring = read_wiring(out)
     boards_file = _boards_file(out, plan, boards_path)
     boards = load_boards(boards_file)
     devices = _wired_devices(wiring, out)
@@ -52,7 +52,7 @@ def load_job(out_dir: str | Path, boards_path: str | Path | None = None) -> Flas
     targets = []
     for entry in devices:
         device = by_name[entry["name"]]
-        images = out / "firmware" / device.name / PART_BUILD
+        images = contained(out, f"firmware/{device.name}/{PART_BUILD}")
         targets.append(
             FlashTarget(
                 device=device.name,
@@ -72,22 +72,6 @@ def _require_dir(out: Path) -> None:
         raise InputFileError(
             f"{out}: no such directory; run `splitter compile MODEL --target BOARDS.toml -o {out}`"
         )
-
-
-def _read_json(path: Path, out: Path) -> dict[str, Any]:
-    """``wiring.json`` of ``OUT`` as a dict, or a one-line error with the fix."""
-    if not path.is_file():
-        raise InputFileError(
-            f"{path}: missing, {out} has no firmware (compiled with --no-firmware?); "
-            "re-run `splitter compile` without --no-firmware"
-        )
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputFileError(f"{path}: unreadable ({exc}); re-run `splitter compile`") from None
-    if not isinstance(data, dict):
-        raise InputFileError(f"{path}: not a JSON object; re-run `splitter compile`")
-    return data
 
 
 def _boards_file(out: Path, plan: PlanManifest, given: str | Path | None) -> Path:

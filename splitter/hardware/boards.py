@@ -7,7 +7,7 @@ Shape (every other key is an error naming the key)::
     bits_per_byte = 10   # default 10 (8N1 framing); the thesis's figures use 8
 
     [[device]]
-    name = "h7"              # unique, [a-z0-9_-]+
+    name = "h7"              # unique, [a-z0-9_-]{1,64}
     mcu = "STM32H743ZI"      # a catalog part, or instead: part = { name = ..., flash_kib = ...,
                              #   ram_kib = ..., clock_mhz = ..., cpm = ..., family = "H7" }
     flash = "75%"            # optional, default "100%"
@@ -35,6 +35,7 @@ from splitter.errors import BoardFileError
 from splitter.hardware.catalog import get_part, part_from_table
 from splitter.inputs import parse_toml, read_input_text
 from splitter.ir import Boards, Device, LinkSpec, Part
+from splitter.names import DEVICE_NAME, PORT, PROBE, problem
 
 TOP_KEYS = ("link", "device")
 LINK_KEYS = ("baud", "bits_per_byte")
@@ -44,7 +45,7 @@ DEVICE_KEYS = (
 PART_REQUIRED = ("name", "flash_kib", "ram_kib", "clock_mhz", "cpm", "family")
 PART_OPTIONAL = ("fpu", "flash_origin", "ram_regions", "usarts", "source")
 CPM_CLASSES = ("conv", "depthwise", "dense", "other")
-NAME_RE = re.compile(r"^[a-z0-9_-]+$")
+NAME_RE = DEVICE_NAME  # full match only (splitter.names)
 SIZE_RE = re.compile(
     r"^(?P<neg>-)?(?P<num>\d+(?:\.\d+)?)(?:(?P<pct>%)|\s?(?P<unit>KiB|KB|MiB|MB))$"
 )
@@ -130,10 +131,10 @@ def _parse_device(raw: Any, index: int, where: str) -> Device:
         raise BoardFileError(f"{where}: {ctx} must be a table; write [[device]]")
     _no_extra_keys(raw, DEVICE_KEYS, where, ctx)
     name = raw.get("name")
-    if not isinstance(name, str) or not NAME_RE.match(name):
-        raise BoardFileError(
-            f"{where}: {ctx} name = {name!r}; give a name of lowercase letters, digits, '_' or '-'"
-        )
+    bad = problem(DEVICE_NAME, name, f"{ctx} name")
+    if bad:
+        raise BoardFileError(f"{where}: {bad}")
+    assert isinstance(name, str)
     ctx = f"device[{index}] '{name}'"
     part = _device_part(raw, where, ctx)
     clock = _positive_float(raw.get("clock_mhz", part.clock_mhz), where, f"{ctx} clock_mhz")
@@ -145,8 +146,8 @@ def _parse_device(raw: Any, index: int, where: str) -> Device:
         ram_bytes=parse_size(raw.get("ram", "100%"), part.ram_kib, where, f"{ctx} ram"),
         clock_hz=clock * 1e6,
         cpm=cpm,
-        port=_opt_str(raw.get("port"), where, f"{ctx} port"),
-        probe=_opt_str(raw.get("probe"), where, f"{ctx} probe"),
+        port=_opt_str(raw.get("port"), where, f"{ctx} port", PORT),
+        probe=_opt_str(raw.get("probe"), where, f"{ctx} probe", PROBE),
         cpm_by_class=_cpm_by_class(raw.get("cpm_by_class"), where, ctx),
     )
 
@@ -160,7 +161,7 @@ def _device_part(raw: Mapping[str, Any], where: str, ctx: str) -> Part:
         )
     if has_mcu:
         try:
-            return get_part(str(raw["mcu"]))
+            return get_part(raw["mcu"])
         except BoardFileError as exc:
             raise BoardFileError(f"{where}: {ctx} mcu: {exc}") from None
     table = raw["part"]
@@ -173,7 +174,7 @@ def _device_part(raw: Mapping[str, Any], where: str, ctx: str) -> Part:
     for key in ("flash_kib", "ram_kib", "clock_mhz", "cpm"):
         _positive_float(table[key], where, f"{ctx} part.{key}")
     _check_part_types(table, where, f"{ctx} part")
-    return part_from_table(str(table["name"]), table, where)
+    return part_from_table(table["name"], table, where)
 
 
 def _check_part_types(table: Mapping[str, Any], where: str, ctx: str) -> None:
@@ -225,12 +226,14 @@ def _positive_float(value: Any, where: str, key: str, top: float | None = None) 
     return float(value)
 
 
-def _opt_str(value: Any, where: str, key: str) -> str | None:
+def _opt_str(value: Any, where: str, key: str, pattern: re.Pattern[str]) -> str | None:
+    """``None`` when absent, else a string fully matching ``pattern`` (splitter.names)."""
     if value is None:
         return None
-    if not isinstance(value, str) or not value:
-        raise BoardFileError(f"{where}: {key} = {value!r}; must be a non-empty string")
-    return value
+    bad = problem(pattern, value, key)
+    if bad:
+        raise BoardFileError(f"{where}: {bad}")
+    return str(value)
 
 
 def _cpm_by_class(value: Any, where: str, ctx: str) -> dict[str, float]:

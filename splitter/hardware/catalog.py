@@ -17,6 +17,7 @@ from typing import Any
 from splitter.errors import BoardFileError
 from splitter.hardware.families import FAMILIES, Family, family_for
 from splitter.ir import Part
+from splitter.names import PART_NAME, TEXT, problem
 
 CATALOG_FILE = "catalog.toml"
 
@@ -28,13 +29,21 @@ def _catalog() -> dict[str, Part]:
     return {name: part_from_table(name, table) for name, table in data["parts"].items()}
 
 
-def part_from_table(name: str, table: dict[str, Any], where: str = CATALOG_FILE) -> Part:
+def part_from_table(name: object, table: dict[str, Any], where: str = CATALOG_FILE) -> Part:
     """Build a :class:`Part` from a catalog table (sizes in KiB, region sizes in KiB).
 
     ``family`` is required and must be a key of :data:`~splitter.hardware.families.FAMILIES`;
     ``fpu`` defaults to the family's (``""`` = none); ``usarts`` lists USART names in
     preference order (default: every USART of the family), their bases come from the family.
+    ``name`` must fully match :data:`splitter.names.PART_NAME` and ``source`` be one printable
+    line (:data:`splitter.names.TEXT`): both reach generated files.
     """
+    bad = problem(PART_NAME, name, "part name") or problem(
+        TEXT, table.get("source", ""), f"part {name} source"
+    )
+    if bad:
+        raise BoardFileError(f"{where}: {bad}")
+    assert isinstance(name, str)
     family = _family(name, table, where)
     fpu = str(table.get("fpu", family.fpus[0]))
     usarts = table.get("usarts", family.usarts)
@@ -96,12 +105,16 @@ def close_matches(name: str) -> list[str]:
     return [upper[h] for h in hits]
 
 
-def get_part(name: str) -> Part:
+def get_part(name: object) -> Part:
     """The catalog part ``name`` (exact, else case-insensitive).
 
     Raises BoardFileError naming close matches when it is unknown.
     """
     cat = _catalog()
+    bad = problem(PART_NAME, name, "mcu")
+    if bad:
+        raise BoardFileError(f"{CATALOG_FILE}: {bad}")
+    assert isinstance(name, str)
     if name in cat:
         return cat[name]
     for key, part in cat.items():

@@ -8,7 +8,6 @@ RAM (``.data``, ``.bss``, the minimum stack) is runtime overhead, reported separ
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -21,7 +20,8 @@ from elftools.elf.elffile import ELFFile
 from splitter.errors import InfeasibleError, InputFileError, ToolchainError, ValidationError
 from splitter.hardware.qemu import EMULATOR
 from splitter.inputs import read_input_text
-from splitter.manifest import read_manifest
+from splitter.manifest import WIRING_FILE, read_manifest, read_wiring
+from splitter.outputs import contained
 
 GCC = "arm-none-eabi-gcc"
 TOOLCHAIN_INSTALL = (
@@ -195,25 +195,28 @@ def build_all(out_dir: Path, *, emulator: bool = True) -> list[DeviceBuild]:
     """Build every device (and its emulator variant), measure each against the plan.
 
     The estimates are the planner's (:func:`plan_estimates`, from the plan manifest).
+    Both manifests are validated first (:func:`~splitter.manifest.read_wiring`,
+    :func:`~splitter.manifest.read_manifest`) and every device directory is resolved inside
+    ``OUT`` (:func:`~splitter.outputs.contained`) before any ``make`` runs.
     """
-    fw = Path(out_dir) / "firmware"
-    wiring_path = fw / "wiring.json"
-    if not wiring_path.exists():
-        raise InputFileError(f"{wiring_path}: missing; run `splitter compile` first")
-    wiring = json.loads(wiring_path.read_text())
-    require_toolchain()
+    wiring = read_wiring(out_dir)
     estimates = plan_estimates(Path(out_dir))
-    builds = []
+    wiring_path = Path(out_dir) / WIRING_FILE
+    dirs = {}
     for dev in wiring["devices"]:
-        ddir = fw / dev["name"]
-        elf = run_make(ddir)
-        if emulator:
-            run_make(ddir, emulator=True)
         if dev["name"] not in estimates:
             raise InputFileError(
                 f"{wiring_path}: device {dev['name']} runs no sub-model of plan.json; "
                 "re-run `splitter compile`"
             )
+        dirs[dev["name"]] = contained(out_dir, f"firmware/{dev['name']}")
+    require_toolchain()
+    builds = []
+    for dev in wiring["devices"]:
+        ddir = dirs[dev["name"]]
+        elf = run_make(ddir)
+        if emulator:
+            run_make(ddir, emulator=True)
         flash, ram = estimates[dev["name"]]
         entry = {**dev, "weights_bytes": flash, "arena_bytes": ram}
         builds.append(measure(entry, elf, _capacities(ddir)))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import json
 import shutil
 import signal
 import socket
@@ -31,6 +30,8 @@ from typing import Any
 
 from splitter.errors import InputFileError, LinkError, ToolchainError
 from splitter.hardware.qemu import EMULATOR
+from splitter.manifest import read_manifest, read_wiring
+from splitter.outputs import contained
 
 QEMU = "qemu-system-arm"
 QEMU_INSTALL = "apt-get install --no-install-recommends qemu-system-arm"
@@ -113,12 +114,14 @@ class Emulation:
         if qemu is None:
             raise ToolchainError(f"{QEMU} not found; install it: {QEMU_INSTALL}")
         fw = Path(self.out_dir) / "firmware"
+        read_manifest(self.out_dir)  # both manifests checked before anything is built or run
         self.wiring = load_wiring(fw)
         self._tmp = Path(tempfile.mkdtemp(prefix="splitter-emu-"))
         for dev in self.wiring["devices"]:
-            elf = fw / dev["name"] / ELF
+            ddir = contained(self.out_dir, f"firmware/{dev['name']}")
+            elf = ddir / ELF
             if self.build and not elf.exists():
-                build_emulator_elf(fw / dev["name"])
+                build_emulator_elf(ddir)
             if not elf.exists():
                 raise InputFileError(f"{elf}: missing; run `splitter build {self.out_dir}`")
             self.devices.append(self._start_one(qemu, dev, elf))
@@ -253,15 +256,10 @@ def _connect_unix(path: Path, device: str) -> socket.socket:
 
 
 def load_wiring(firmware_dir: Path) -> dict[str, Any]:
-    """``OUT/firmware/wiring.json`` (written by ``codegen.firmware.render_firmware``)."""
-    path = firmware_dir / "wiring.json"
-    try:
-        data: dict[str, Any] = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputFileError(f"{path}: missing; run `splitter compile` first") from None
-    except json.JSONDecodeError as exc:
-        raise InputFileError(f"{path}: not valid JSON ({exc}); re-run `splitter compile`") from None
-    return data
+    """``OUT/firmware/wiring.json`` (written by ``codegen.firmware.render_firmware``), checked
+    against its schema by :func:`splitter.manifest.read_wiring` (device names cannot leave
+    ``OUT``)."""
+    return read_wiring(Path(firmware_dir).parent)
 
 
 def build_emulator_elf(device_dir: Path) -> None:

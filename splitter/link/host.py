@@ -163,18 +163,28 @@ class HostLink:
         )
 
     # -- reliable send / receive -------------------------------------------------------------
-    def send(self, ftype: int, payload: bytes, tries: int | None = None) -> int:
+    def send(
+        self, ftype: int, payload: bytes, tries: int | None = None, until: float | None = None
+    ) -> int:
         """Send one data frame, retransmitting on NACK or timeout until ACKed.
 
         Returns the number of transmissions it took; :class:`LinkError` after ``tries``
-        (default: the link's ``retries``).
+        (default: the link's ``retries``) or once the absolute ``until`` (``time.monotonic``)
+        has passed, whichever comes first.
         """
         tries = tries or self.retries
         self._tx_seq = (self._tx_seq + 1) & 0xFF
         frame = P.Frame(ftype, self._tx_seq, payload)
         for attempt in range(1, tries + 1):
+            if until is not None and time.monotonic() >= until:
+                raise LinkError(
+                    f"{self.url}: device {self.device} did not acknowledge {frame.name} within "
+                    f"the deadline ({attempt - 1} tries; it stopped answering)"
+                )
             self._write(frame)
             deadline = time.monotonic() + self.ack_timeout
+            if until is not None:
+                deadline = min(deadline, until)
             while (got := self._next_raw(deadline)) is not None:
                 status, reply = got
                 if status == "bad":
@@ -293,7 +303,7 @@ def decode_result_chunk(link: HostLink, frame: P.Frame, nbytes: int, got: int) -
 MIN_CHUNK = 32
 
 
-def send_tensor(link: HostLink, submodel: int, data: bytes) -> None:
+def send_tensor(link: HostLink, submodel: int, data: bytes, until: float | None = None) -> None:
     """An empty TIMING, then the tensor as TENSOR chunks for ``submodel``.
 
     Every chunk carries the plan tag of the firmware that answered PING; a board running
@@ -301,9 +311,10 @@ def send_tensor(link: HostLink, submodel: int, data: bytes) -> None:
 
     The chunk size adapts to the line (as the firmware does): a chunk that is not ACKed within
     two transmissions is re-sent as two halves (down to :data:`MIN_CHUNK` bytes, where twice the
-    retry count applies); a chunk ACKed at once doubles the size again.
+    retry count applies); a chunk ACKed at once doubles the size again. Nothing is sent after
+    the absolute ``until`` (``time.monotonic``): a board that stops answering is named then.
     """
-    link.send(P.FrameType.TIMING, b"")
+    link.send(P.FrameType.TIMING, b"", until=until)
     size, off = P.CHUNK_DATA, 0
     while off < len(data) or (off == 0 and not data):
         part = data[off : off + size]
@@ -311,10 +322,10 @@ def send_tensor(link: HostLink, submodel: int, data: bytes) -> None:
         small = len(part) <= MIN_CHUNK
         try:
             attempts = link.send(
-                P.FrameType.TENSOR, payload, tries=2 * link.retries if small else 2
+                P.FrameType.TENSOR, payload, tries=2 * link.retries if small else 2, until=until
             )
         except LinkError:
-            if small:
+            if small or (until is not None and time.monotonic() >= until):
                 raise
             size = len(part) // 2
             continue
@@ -409,6 +420,7 @@ def infer(
     """Send ``x`` to device ``first``, return the RESULT of device ``last`` (little-endian)."""
     by_name = {ln.device: ln for ln in links}
     t0 = time.monotonic()
-    send_tensor(by_name[first], 0, to_wire(x))
-    data, timings, _ = receive_result(by_name[last], out_bytes, timeout)
+    send_tensor(by_name[first], 0, to_wire(x), until=t0 + timeout)
+    left = max(t0 + timeout - time.monotonic(), 0.0)
+    data, timings, _ = receive_result(by_name[last], out_bytes, left)
     return InferenceResult(data, timings, time.monotonic() - t0)
