@@ -275,7 +275,7 @@ class PlanManifest:
             )
         try:
             manifest = _parse(data)
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
             raise ManifestError(
                 f"{where}: malformed plan ({type(exc).__name__}: {exc}); re-run `splitter compile`"
             ) from None
