@@ -29,7 +29,7 @@ from splitter.errors import InputFileError, SolverError, UnsupportedOpError, Val
 from splitter.importers import LoadedModel
 from splitter.ir import Boards, Chain, Plan, SubModel
 from splitter.manifest import MANIFEST_FILE, PlanManifest
-from splitter.outputs import OutputDir, check_target
+from splitter.outputs import OutputDir, check_target, normalised_target
 from splitter.slicing.boundaries import Cut, SlicedModel, cuts_from_manifest
 from splitter.slicing.validate import (
     DEFAULT_SAMPLES,
@@ -121,7 +121,7 @@ def compile_model(
     opts = options or CompileOptions()
     step = on_step or (lambda _text: None)
     out_dir = Path(out) if out is not None else default_out_dir(model)
-    check_target(out_dir.absolute(), force=opts.force)  # fail before the slow work
+    check_target(normalised_target(out_dir), force=opts.force)  # fail before the slow work
     timings: dict[str, float] = {}
     clock = _Clock(timings, step)
 

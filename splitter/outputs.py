@@ -42,7 +42,7 @@ class OutputDir:
     """
 
     def __init__(self, target: str | Path, *, force: bool = False) -> None:
-        self.target = Path(target).absolute()
+        self.target = normalised_target(target)
         self.force = force
         self.root: Path = self.target  # the temporary directory once entered
         self._entered = False
@@ -52,11 +52,16 @@ class OutputDir:
         parent = self.target.parent
         try:
             parent.mkdir(parents=True, exist_ok=True)
-            self.root = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.tmp-", dir=parent))
+            with sigint_deferred():  # a Ctrl-C lands after root is known, so it is discarded
+                self.root = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.tmp-", dir=parent))
+                self._entered = True
             os.chmod(self.root, 0o777 & ~_umask())  # mkdtemp makes it 0700
         except OSError as exc:
+            self.discard()
             raise _os_error(self.target, "create a directory next to it", exc) from exc
-        self._entered = True
+        except BaseException:  # Ctrl-C right after mkdtemp: __exit__ will not run
+            self.discard()
+            raise
         return self
 
     def __exit__(
@@ -68,7 +73,11 @@ class OutputDir:
         if exc_type is not None:
             self.discard()
             return
-        self.commit()
+        try:
+            self.commit()
+        except BaseException:  # e.g. Ctrl-C while the marker is written
+            self.discard()
+            raise
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -153,6 +162,19 @@ def sigint_deferred() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
     if caught:
         raise KeyboardInterrupt
+
+
+def normalised_target(target: str | Path) -> Path:
+    """``target`` made absolute with its parent resolved (``OUT/../OUT`` is ``OUT``).
+
+    Only the parent is resolved: a last component that is a symlink stays a symlink (and is
+    refused by :func:`check_target`), while ``..`` inside the path can no longer make
+    ``mkdir(parents=True)`` create folders beside the output or the swap miss its target.
+    """
+    path = Path(target).absolute()
+    if path.name in ("", ".", ".."):
+        return path.resolve()
+    return path.parent.resolve() / path.name
 
 
 def check_target(target: Path, *, force: bool = False) -> None:

@@ -54,12 +54,7 @@ CASE_TIMEOUT = 20.0
 LINK_TIMEOUT, LINK_SLACK = 0.25, 3.0
 
 #: Cases failing on a bug another helper of issue 18 is fixing (items 1-3, 5): id -> reason.
-KNOWN: dict[str, str] = {
-    "input-shape-4": "item 3 (h18-inputs): --input-shape dimension above int64 is an internal "
-    "error (ValueError: Value out of range)",
-    "out-name-7": "item 2 (h18-names): -o OUT/../OUT (OUT missing) fails and leaves "
-    ".OUT.old-*/.OUT.tmp-* folders next to OUT",
-}
+KNOWN: dict[str, str] = {}
 
 
 class Hang(BaseException):

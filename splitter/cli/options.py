@@ -9,11 +9,16 @@
 
 from __future__ import annotations
 
+import math
 import signal
 from pathlib import Path
 from types import FrameType
 
 import click
+
+#: Largest element count of an ``--input-shape`` (2^32, as for a profile's tensors): more than
+#: any MCU holds, and below ONNX's int64 dims and numpy's index range.
+MAX_INPUT_ELEMENTS = 2**32
 
 
 def parse_input_shape(
@@ -30,6 +35,12 @@ def parse_input_shape(
         if not sep or not name or not shape or min(shape) <= 0:
             raise click.BadParameter(
                 f"'{value}' is not NAME=DIMS; write e.g. input_1=1x49x10x1", param=param
+            )
+        if math.prod(shape) > MAX_INPUT_ELEMENTS:
+            raise click.BadParameter(
+                f"'{value}' has {math.prod(shape)} elements, more than {MAX_INPUT_ELEMENTS}; "
+                "give the model's real dims",
+                param=param,
             )
         shapes[name] = shape
     return shapes
