@@ -122,7 +122,7 @@ def test_valid_names_are_kept() -> None:
 # --- 1. generators escape what slipped past validation ------------------------------------------
 def hostile_plan() -> F.PlanContext:
     """Two devices built directly (no parser): a hostile device name and a hostile part name."""
-    from tests.test_firmware_render import standin_model
+    from test_firmware_render import standin_model
 
     nb = 64
     subs0, subs1 = [(0, 0, nb, nb, nb), (2, 0, nb, nb, nb)], [(1, 0, nb, nb, nb)]
