@@ -552,8 +552,8 @@ def _tensor(data: Mapping[str, Any]) -> TensorSpec:
             tuple(int(z) for z in q["zero_point"]),
             None if axis is None else int(axis),
         )
-    spec = TensorSpec(str(data["name"]), tuple(int(d) for d in data["shape"]), str(data["dtype"]))
-    spec = TensorSpec(spec.name, spec.shape, spec.dtype, quant)
+    shape = tuple(int(d) for d in data["shape"])
+    spec = TensorSpec(str(data["name"]), shape, str(data["dtype"]), quant)
     if data.get("bytes") != tensor_bytes(spec):
         raise ValueError(f"tensor {spec.name}: bytes {data.get('bytes')} != shape x itemsize")
     return spec

@@ -41,11 +41,10 @@ from splitter.errors import LinkError, SplitterError
 from splitter.hardware.qemu import EMULATOR
 from splitter.ir import TensorSpec
 from splitter.link import protocol as P
-from splitter.link.emulator import load_wiring
 from splitter.link.host import HostLink, Timing, receive_result, send_tensor, to_wire
 from splitter.link.protocol import plan_hash
 from splitter.link.run import _host_ports, check_pong, load_input, open_host_link
-from splitter.manifest import PlanManifest, read_manifest
+from splitter.manifest import PlanManifest, read_manifest, read_wiring
 
 EMULATED_CLOCK_HZ = float(EMULATOR.clock_hz)
 BENCH_FILE = "bench.json"
@@ -195,7 +194,7 @@ def open_session(
     stack: ExitStack, out_dir: Path, cfg: BenchConfig, manifest: PlanManifest
 ) -> Session:
     """Start the emulation (if asked), open and PING every host-facing board."""
-    wiring = load_wiring(Path(out_dir) / "firmware")
+    wiring = read_wiring(out_dir)
     ports: Mapping[str, str] = cfg.ports
     note, proxies, pids = "", list[LinkProxy](), list[int]()
     if cfg.emulate:
@@ -229,7 +228,7 @@ def bench(out_dir: str | Path, cfg: BenchConfig | None = None) -> dict[str, Any]
     cfg = cfg or BenchConfig()
     out = Path(out_dir)
     plan = read_manifest(out)
-    wiring = load_wiring(out / "firmware")
+    wiring = read_wiring(out)
     target = find_target(plan, cfg.target)
     costs = submodel_costs(plan)
     est = estimate(plan, target, costs)

@@ -113,9 +113,8 @@ class Emulation:
         qemu = shutil.which(QEMU)
         if qemu is None:
             raise ToolchainError(f"{QEMU} not found; install it: {QEMU_INSTALL}")
-        fw = Path(self.out_dir) / "firmware"
         read_manifest(self.out_dir)  # both manifests checked before anything is built or run
-        self.wiring = load_wiring(fw)
+        self.wiring = read_wiring(self.out_dir)
         self._tmp = Path(tempfile.mkdtemp(prefix="splitter-emu-"))
         for dev in self.wiring["devices"]:
             ddir = contained(self.out_dir, f"firmware/{dev['name']}")
@@ -253,13 +252,6 @@ def _connect_unix(path: Path, device: str) -> socket.socket:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(str(path))
     return s
-
-
-def load_wiring(firmware_dir: Path) -> dict[str, Any]:
-    """``OUT/firmware/wiring.json`` (written by ``codegen.firmware.render_firmware``), checked
-    against its schema by :func:`splitter.manifest.read_wiring` (device names cannot leave
-    ``OUT``)."""
-    return read_wiring(Path(firmware_dir).parent)
 
 
 def build_emulator_elf(device_dir: Path) -> None:

@@ -19,11 +19,11 @@ import numpy as np
 from splitter.errors import InputFileError, LinkError, ShapeError, ValidationError
 from splitter.inputs import read_npy
 from splitter.ir import TensorSpec
-from splitter.link.emulator import Emulation, load_wiring
+from splitter.link.emulator import Emulation
 from splitter.link.host import HostLink, Timing, infer
 from splitter.link.protocol import FIRMWARE_VERSION, PROTOCOL_VERSION, plan_hash
 from splitter.link.transport import open_transport
-from splitter.manifest import PlanManifest, read_manifest
+from splitter.manifest import PlanManifest, read_manifest, read_wiring
 
 CHECK_TOLERANCE = 1e-4
 
@@ -131,7 +131,7 @@ def run(
     """One inference: over ``ports`` (device name -> transport URL, see ``open_transport``) or
     a fresh emulation."""
     manifest = read_manifest(out_dir)
-    wiring = load_wiring(Path(out_dir) / "firmware")
+    wiring = read_wiring(out_dir)
     out_spec = manifest.output
     expected = plan_hash(manifest.to_dict())
     with ExitStack() as stack:
