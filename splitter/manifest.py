@@ -70,7 +70,6 @@ def submodel_io(chain: Chain, first: int, last: int) -> tuple[TensorSpec, Tensor
     return entering, chain.layers[last].output
 
 
-
 def submodel_boundaries(
     chain: Chain, first: int, last: int
 ) -> tuple[tuple[TensorSpec, ...], tuple[TensorSpec, ...]]:

@@ -1,6 +1,7 @@
 """Models with several outputs and a dynamic batch: import, slicing, validation.
 
-The chain carries one tensor between layers; the extra graph outputs leave the last sub-model (``splitter.manifest.submodel_boundaries``), and the
+The chain carries one tensor between layers; the extra graph outputs leave the last sub-model
+(``splitter.manifest.submodel_boundaries``), and the
 validation compares every graph output by name (it crashed with a broadcasting error when the
 last sub-model exposed only one of two outputs of different sizes). The firmware sends one
 tensor, so ``compile`` says so instead of generating code for such a model.
@@ -47,7 +48,8 @@ def two_outputs(path: Path, batch: int | str = 1) -> Path:
         helper.make_tensor_value_info("y1", TensorProto.FLOAT, [batch, 3]),
         helper.make_tensor_value_info("y2", TensorProto.FLOAT, [batch, 5]),
     ]
-    inits = [numpy_helper.from_array(np.float32(2.0), "two"), const("W", (4, 2, 3, 3)), const("A", (4, 3)), const("B", (4, 5))]
+    inits = [numpy_helper.from_array(np.float32(2.0), "two"), const("W", (4, 2, 3, 3))]
+    inits += [const("A", (4, 3)), const("B", (4, 5))]
     graph = helper.make_graph(nodes, "two_io", ins, outs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model)

@@ -20,8 +20,8 @@ from splitter.manifest import (
     finite_or_none,
     input_shapes_tuple,
     model_format,
-    submodel_file,
     submodel_boundaries,
+    submodel_file,
 )
 from splitter.partition import make_problem, solve
 from splitter.partition.problem import Evaluation, Problem, evaluate
