@@ -157,9 +157,7 @@ def _act_quant(n: OnnxNode, ctx: ImportContext) -> QuantParams:
         raise UnsupportedOpError(f"{ctx.path}: {n.label}: scale / zero point are not constants")
     scale = np.asarray(ctx.consts[n.inputs[1]], np.float32).reshape(-1)
     zp = np.asarray(ctx.consts[n.inputs[2]]) if n.input(2) else np.zeros(1, np.uint8)
-    return QuantParams(
-        tuple(float(s) for s in scale), tuple(int(z) for z in zp.reshape(-1)), None
-    )
+    return QuantParams(tuple(float(s) for s in scale), tuple(int(z) for z in zp.reshape(-1)), None)
 
 
 def _lower(
