@@ -15,7 +15,18 @@ from onnx import TensorProto, helper, numpy_helper
 from splitter.importers.onnx_import import load_onnx
 from splitter.ir import Graph, Op
 
-MODELS = sorted((Path(__file__).resolve().parent.parent / "models").glob("*.onnx"))
+#: QDQ int8 models are compared in quantisation steps by tests/test_qdq.py.
+MODELS = sorted(
+    p
+    for p in (Path(__file__).resolve().parent.parent / "models").glob("*.onnx")
+    if not p.stem.endswith("_qdq")
+)
+#: Models whose canonical graph holds a kind this test's re-emitter does not write yet.
+PENDING = {
+    "mobilenet_v3_small_025.onnx": "the re-emitter has no hardsigmoid (the SE gate); helper "
+    "zoo's branch (issue 14 A, op coverage) adds it; the model itself runs on emulated boards "
+    "(tests/test_exported_models.py)",
+}
 SIMPLE = {
     "relu": "Relu",
     "sigmoid": "Sigmoid",
@@ -175,7 +186,16 @@ def assert_same_outputs(path: Path, graph: Graph) -> None:
 
 if MODELS:  # no models: nothing collected (not a skip)
 
-    @pytest.mark.parametrize("path", MODELS, ids=[p.name for p in MODELS])
+    @pytest.mark.parametrize(
+        "path",
+        [
+            pytest.param(p, marks=pytest.mark.xfail(reason=PENDING[p.name], raises=KeyError))
+            if p.name in PENDING
+            else p
+            for p in MODELS
+        ],
+        ids=[p.name for p in MODELS],
+    )
     def test_reference_model_canonical_graph_matches_onnxruntime(path: Path) -> None:
         assert_same_outputs(path, load_onnx(path))
 
