@@ -90,5 +90,6 @@ def command(
         click.echo(f"output written to {output_path}")
     if not no_check:
         ref = R.reference_output(manifest, out, x, model)
-        err = R.check_output(res.output, ref)
-        click.echo(f"check: max-abs difference to onnxruntime {err:.3g} <= {R.CHECK_TOLERANCE:g}")
+        tol = R.output_tolerance(model or Path(manifest.model.path))
+        err = R.check_output(res.output, ref, tol)
+        click.echo(f"check: max-abs difference to onnxruntime {err:.3g} <= {tol:g}")
