@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import itertools
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from splitter.cli import main
+from splitter.cli.segment_cmd import segment_problem
 from splitter.errors import InfeasibleError
+from splitter.hardware.boards import load_boards
+from splitter.importers import load_chain
 from splitter.partition.segment import (
     SegmentProblem,
     carried,
@@ -94,3 +100,72 @@ def test_peak_counts_once_per_segment() -> None:
     problem = SegmentProblem(memory=(10, 10), output=(5, 5), memory_cap=40, peak=(15, 20))
     assert segment_memory(problem, 0, 1) == 40
     assert solve_segments(problem).segments == ((0, 1),)
+
+
+# --- the CLI on a real model ----------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+ONE_F4 = "[link]\nbaud = 921600\n[[device]]\nname = 'f4'\nmcu = 'STM32F405RG'\n"
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run ``splitter`` in-process through its real entry point; (exit code, stdout, stderr)."""
+    with pytest.raises(SystemExit) as info:
+        main(list(args))
+    out = capsys.readouterr()
+    return int(info.value.code or 0), out.out, out.err
+
+
+def test_segment_json_on_a_real_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """kws_ds_cnn on one F405 in 80 KiB segments: the JSON agrees with the problem it states."""
+    boards = tmp_path / "one.toml"
+    boards.write_text(ONE_F4)
+    model = str(ROOT / "models" / "kws_ds_cnn.onnx")
+    args = ("segment", model, "--target", str(boards), "--segment-memory", "80 KiB", "--json")
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["schema"] == "splitter.segments/1" and doc["optimal"]
+    rows = doc["segments"]
+    assert len(rows) > 1  # 80 KiB cannot hold the whole model
+    assert rows[0]["first"] == 0 and all(
+        a["last"] + 1 == b["first"] for a, b in itertools.pairwise(rows)
+    )
+    assert all(r["memory_bytes"] <= 80 * 1024 for r in rows)
+    assert doc["carried_bytes"] == sum(r["carried_bytes"] for r in rows)
+    chain = load_chain(model)
+    assert rows[-1]["last"] == len(chain.layers) - 1
+    problem = segment_problem(
+        chain, load_boards(boards), load_boards(boards).devices[0], 80 * 1024, None
+    )
+    assert doc["carried_bytes"] == _brute_force_dp(problem)
+
+
+def _brute_force_dp(problem: SegmentProblem) -> int:
+    """Least eq. (9) by dynamic programming over the last cut (exact for contiguous segments)."""
+    n = problem.n
+    best = [0] + [10**18] * n  # best[k]: layers 0..k-1 segmented, carried bytes so far
+    for end in range(1, n + 1):
+        for start in range(end):
+            if segment_memory(problem, start, end - 1) <= problem.memory_cap:
+                best[end] = min(best[end], best[start] + problem.output[end - 1])
+    return best[n]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("--device", "nope"), "no device named 'nope'; choose one of f4"),
+        (("--segment-memory", "lots"), "--segment-memory = 'lots' is not a size"),
+        (("--segment-memory", "2 KiB"), "alone needs"),
+    ],
+)
+def test_segment_bad_input_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: tuple[str, ...], message: str
+) -> None:
+    boards = tmp_path / "one.toml"
+    boards.write_text(ONE_F4)
+    model = str(ROOT / "models" / "kws_ds_cnn.onnx")
+    code, _out, err = run_cli(capsys, "segment", model, "--target", str(boards), *extra)
+    assert code == 2
+    assert message in err and len(err.strip().splitlines()) == 1

@@ -45,12 +45,13 @@ class SegmentProblem:
     peak: tuple[int, ...] = ()  # PEAK_l: working bytes while layer l runs (default 0)
     time: tuple[float, ...] = ()  # T_l seconds (default 0)
     time_cap: float | None = None  # T(s) seconds, None = no time constraint
+    names: tuple[str, ...] = ()  # layer names, for messages
 
     def __post_init__(self) -> None:
         n = len(self.memory)
         if n == 0:
             raise InfeasibleError("the layer chain is empty; give a model with layers")
-        for name in ("output", "peak", "time"):
+        for name in ("output", "peak", "time", "names"):
             values = getattr(self, name)
             if values and len(values) != n:
                 raise ValueError(f"{name} has {len(values)} entries for {n} layers")
@@ -63,6 +64,10 @@ class SegmentProblem:
     def peak_of(self, j: int) -> int:
         """``PEAK_l`` (0 when not given)."""
         return self.peak[j] if self.peak else 0
+
+    def label(self, j: int) -> str:
+        """``layer 3 'conv_1'`` (the name when given)."""
+        return f"layer {j} '{self.names[j]}'" if self.names else f"layer {j}"
 
     def time_of(self, j: int) -> float:
         """``T_l`` (0 when not given)."""
@@ -168,12 +173,12 @@ def _check_layers_fit(problem: SegmentProblem) -> None:
         mem = segment_memory(problem, j, j)
         if mem > problem.memory_cap:
             raise InfeasibleError(
-                f"layer {j} alone needs {mem} B, more than a segment's {problem.memory_cap} B; "
-                "use a board with more memory"
+                f"{problem.label(j)} alone needs {mem} B, more than a segment's "
+                f"{problem.memory_cap} B; use a board with more memory"
             )
         if problem.time_cap is not None and problem.time_of(j) > problem.time_cap:
             raise InfeasibleError(
-                f"layer {j} alone takes {problem.time_of(j):.6f} s, more than a segment's "
+                f"{problem.label(j)} alone takes {problem.time_of(j):.6f} s, more than a segment's "
                 f"{problem.time_cap:.6f} s; raise the segment time cap"
             )
 
