@@ -160,9 +160,9 @@ def _fewest_loops(
     loops: list[Loop] = []
     pos = len(steps)
     while pos > 0:
-        pos, loop = back[pos]
-        if loop is not None:
-            loops.append(loop)
+        pos, taken = back[pos]
+        if taken is not None:
+            loops.append(taken)
     return tuple(reversed(loops))
 
 
