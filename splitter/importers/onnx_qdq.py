@@ -94,6 +94,7 @@ class _Patterns:
     dq_of: dict[str, str]  # float DQ output -> int8 tensor it reads
     q_after: dict[str, str]  # float tensor -> int8 output of the QuantizeLinear reading it
     q_nodes: dict[str, OnnxNode]  # int8 output -> its QuantizeLinear
+    readers: dict[str, int]  # tensor -> number of nodes reading it
 
 
 def lower_qdq(
@@ -129,8 +130,10 @@ def lower_qdq(
 
 
 def _patterns(nodes: Sequence[OnnxNode], ctx: ImportContext) -> _Patterns:
-    pat = _Patterns({}, {}, {}, {}, {})
+    pat = _Patterns({}, {}, {}, {}, {}, {})
     for n in nodes:
+        for name in set(n.inputs):
+            pat.readers[name] = pat.readers.get(name, 0) + 1
         if n.op_type == "DequantizeLinear" and ctx.is_const(n.inputs[0]):
             pat.weights[n.outputs[0]] = _weight(n, ctx)
         elif n.op_type == "DequantizeLinear":
@@ -185,6 +188,9 @@ def _quantize(
     if x not in inputs:
         return []
     _int8_dtype(y, ctx)
+    readers = pat.readers.get(x, 0)
+    if readers != 1:  # the kernel quantises in place in the input's bytes
+        raise Unsupported(f"graph input {quoted(x)} is read by {readers} nodes (1 supported)")
     rank = len(ctx.shape(x))
     attrs = {"perm": TO_NHWC if rank == 4 else None}
     return [Op(node.name, "quantize", (x,), (y,), attrs, {}, (node.name,))]
