@@ -139,7 +139,9 @@ def compile_model(
         with clock("validate", f"validating on {opts.samples}+ inputs"):
             report = validate_submodels(loaded, sliced, opts)
     with clock("write", f"writing {out_dir}"):
-        final, firmware = _write(out_dir, opts, chain, boards, manifest, sliced, report, clock)
+        final, firmware = _write(
+            out_dir, opts, chain, boards, (plan, manifest), sliced, report, clock
+        )
     return CompileResult(
         final, chain, boards, plan, tuple(sliced), report, manifest, timings, firmware
     )
@@ -299,7 +301,7 @@ def _write(
     opts: CompileOptions,
     chain: Chain,
     boards: Boards,
-    manifest: PlanManifest,
+    planned: tuple[Plan, PlanManifest],
     sliced: Sequence[SlicedModel],
     report: ValidationReport | None,
     clock: _Clock,
@@ -308,6 +310,7 @@ def _write(
 
     Returns ``OUT`` and the firmware status line (``"generated"`` or why it was not).
     """
+    plan, manifest = planned
     with OutputDir(out_dir, force=opts.force) as out:
         for sub in sliced:
             out.write_bytes(f"submodels/{sub.file_name}", sub.data)
@@ -319,7 +322,22 @@ def _write(
                 firmware = generate_firmware_hook(out.root, chain, boards, manifest)
         text = render_report(chain, manifest, sliced, report, firmware)
         out.write_text("report.md", text)
+        with clock("report", "drawing report.html"):
+            _write_html(out, chain, plan, manifest, report)
     return out.target, firmware
+
+
+def _write_html(
+    out: OutputDir, chain: Chain, plan: Plan, manifest: PlanManifest, report: ValidationReport | None
+) -> None:
+    """``report.json`` (what the HTML report needs beyond plan.json) and ``report.html``."""
+    from splitter.report import REPORT_DATA_FILE, REPORT_FILE, report_data
+    from splitter.report import render_report as render_html
+
+    data = report_data(chain, plan)
+    out.write_json(REPORT_DATA_FILE, data.to_dict())
+    validation = report.to_dict() if report else {"skipped": True}
+    out.write_text(REPORT_FILE, render_html(manifest, data, validation))
 
 
 def generate_firmware_hook(root: Path, chain: Chain, boards: Boards, manifest: PlanManifest) -> str:
