@@ -26,6 +26,7 @@ __all__ = [
     "REPORT_DATA_FILE",
     "REPORT_FILE",
     "ReportData",
+    "refresh_report",
     "render_report",
     "report_data",
     "write_report",
@@ -92,3 +93,11 @@ def write_report(out_dir: str | Path) -> Path:
             "`splitter compile`"
         ) from None
     return write_atomic(out / REPORT_FILE, text)
+
+
+def refresh_report(out_dir: str | Path) -> Path | None:
+    """:func:`write_report` when ``OUT`` has the report's data (compiled by a splitter that
+    writes it); ``None`` otherwise (``bench`` and ``calibrate`` call this after their work)."""
+    if not (Path(out_dir) / REPORT_DATA_FILE).exists():
+        return None
+    return write_report(out_dir)

@@ -58,7 +58,7 @@ def table(head: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> 
 
     def cells(tag: str, row: Sequence[str]) -> str:
         return "".join(
-            f'<{tag}{" class=l" if k < left else ""}>{c}</{tag}>' for k, c in enumerate(row)
+            f"<{tag}{' class=l' if k < left else ''}>{c}</{tag}>" for k, c in enumerate(row)
         )
 
     body = "".join(f"<tr>{cells('td', r)}</tr>" for r in rows)
@@ -153,8 +153,18 @@ def _submodel_table(m: PlanManifest) -> str:
         ]
         for s in m.submodels
     ]
-    head = ["#", "device", "MCU", "layers", "file", "FLASH B", "RAM B", "MACs", "compute ms",
-            "send ms"]  # fmt: skip
+    head = [
+        "#",
+        "device",
+        "MCU",
+        "layers",
+        "file",
+        "FLASH B",
+        "RAM B",
+        "MACs",
+        "compute ms",
+        "send ms",
+    ]
     return table(head, rows, left=5)
 
 
@@ -167,7 +177,7 @@ def _pipeline(m: PlanManifest, names: Sequence[str]) -> str:
     rate = 1.0 / steady if steady > 0 else math.inf
     if eq17_applies(stages):
         verdict = (
-            f'<p class=ok>The simulated steady state equals eq. 17: waiting time '
+            f"<p class=ok>The simulated steady state equals eq. 17: waiting time "
             f"{num(steady * 1e3, '.3f')} ms, {num(rate, '.4f')} inferences/s.</p>"
         )
     else:
@@ -206,13 +216,16 @@ def _search(m: PlanManifest, data: ReportData, names: Sequence[str]) -> str:
 
 def _bench(rows: Sequence[tuple[str, float, float]] | None, note: str, model: str) -> str:
     if rows is None:
-        return "<p>No measurements yet: run <code>splitter bench OUT --emulate</code> (or with " \
-            "<code>--port</code>) and this section shows them.</p>"  # fmt: skip
+        return (
+            "<p>No measurements yet: run <code>splitter bench OUT --emulate</code> (or with "
+            "<code>--port</code>) and this section shows them.</p>"
+        )
     body = []
     for k, (what, est, meas) in enumerate(rows):
         err = 100.0 * (est - meas) / meas if meas else math.nan
-        body.append([str(k), esc(what), num(est * 1e3, ".3f"), num(meas * 1e3, ".3f"),
-                     num(err, "+.1f")])  # fmt: skip
+        body.append(
+            [str(k), esc(what), num(est * 1e3, ".3f"), num(meas * 1e3, ".3f"), num(err, "+.1f")]
+        )
     head = ["row", "what", "estimated ms", "measured ms (median)", "error %"]
     out = figure("plot-bench", plots.bench_svg(rows), f"{model}: estimated vs measured")
     return out + (f"<p>{esc(note)}</p>" if note else "") + table(head, body, left=2)
@@ -233,16 +246,27 @@ def _validation(v: Mapping[str, Any] | None) -> str:
     ]
     head = ["output", "dtype", "L2R", "MAE", "RMSE", "cosine", "max-abs", "max-rel", "pass"]
     rows = [
-        [esc(s["name"]), esc(s["dtype"]), *(num(s.get(k), ".3g") for k in _METRICS[:3]),
-         num(s.get("cosine"), ".9f"), *(num(s.get(k), ".3g") for k in _METRICS[4:]),
-         "yes" if s["passed"] else "<span class=fail>NO</span>"]  # fmt: skip
+        [
+            esc(s["name"]),
+            esc(s["dtype"]),
+            *(num(s.get(k), ".3g") for k in _METRICS[:3]),
+            num(s.get("cosine"), ".9f"),
+            *(num(s.get(k), ".3g") for k in _METRICS[4:]),
+            "yes" if s["passed"] else "<span class=fail>NO</span>",
+        ]
         for s in v["outputs"]
     ]
     out.append(table(head, rows, left=2))
     if v.get("boundaries"):
         rows = [
-            [str(b.get("submodel", "-")), esc(b["name"]), esc(b["dtype"]), num(b.get("l2r"), ".3g"),
-             num(b.get("max_abs"), ".3g"), "yes" if b["exact"] else "no"]  # fmt: skip
+            [
+                str(b.get("submodel", "-")),
+                esc(b["name"]),
+                esc(b["dtype"]),
+                num(b.get("l2r"), ".3g"),
+                num(b.get("max_abs"), ".3g"),
+                "yes" if b["exact"] else "no",
+            ]
             for b in v["boundaries"]
         ]
         out.append("<p>Each sub-model's output against the original's tensor of that name:</p>")
@@ -265,14 +289,24 @@ def _labelled(lab: Mapping[str, Any]) -> str:
     text = "<h3>Labelled data</h3>" + table(["", ""], rows, left=2)
     svg = plots.confusion_svg(lab["confusion"], "split model")
     return text + figure(
-        "plot-confusion", svg, "Confusion matrix of the split model (rows: label, columns: predicted)"
+        "plot-confusion",
+        svg,
+        "Confusion matrix of the split model (rows: label, columns: predicted)",
     )
 
 
 def _layers(data: ReportData, m: PlanManifest, names: Sequence[str]) -> str:
     rows = [
-        [str(r.index), esc(r.name), esc(r.op), str(r.flash), str(r.ram), str(r.macs),
-         str(r.out_bytes), esc(names[m.assignment[r.index]])]  # fmt: skip
+        [
+            str(r.index),
+            esc(r.name),
+            esc(r.op),
+            str(r.flash),
+            str(r.ram),
+            str(r.macs),
+            str(r.out_bytes),
+            esc(names[m.assignment[r.index]]),
+        ]
         for r in data.layers
     ]
     head = ["#", "layer", "op", "FLASH B", "RAM B", "MACs", "OUT B", "device"]

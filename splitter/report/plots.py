@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +21,13 @@ COLOURS = (
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
 )  # fmt: skip
-_RC = {"svg.fonttype": "none", "svg.hashsalt": "splitter", "font.size": 9}
+#: text as SVG text, stable ids, and no mathtext (a "$" in a name stays a "$")
+_RC: Any = {
+    "svg.fonttype": "none",
+    "svg.hashsalt": "splitter",
+    "font.size": 9,
+    "text.parse_math": False,
+}
 
 
 def colour(device: int) -> str:
@@ -148,7 +155,9 @@ def bench_svg(rows: Sequence[tuple[str, float, float]]) -> str:
     return _render(draw, 9, 0.45 * len(rows) + 1.4)
 
 
-def heatmap_svg(search: Sequence[Sequence[int]], names: Sequence[str], assignment: Sequence[int]) -> str:
+def heatmap_svg(
+    search: Sequence[Sequence[int]], names: Sequence[str], assignment: Sequence[int]
+) -> str:
     """Branch-and-bound nodes per (device, layer), log colour scale; the plan's cells circled."""
     from matplotlib.colors import LogNorm
 
