@@ -87,11 +87,12 @@ class _Timeline:
         self.starts: list[float] = []
         self.ends: list[float] = []
         self.append_only = append_only
+        self.tail = 0.0  # end of the last task, zero-length ones included
 
     def free_from(self, t: float, dur: float) -> float:
         """The earliest start ``>= t`` at which ``[start, start + dur)`` is free."""
         if self.append_only:
-            return max(t, self.ends[-1]) if self.ends else t
+            return max(t, self.tail)
         k = bisect.bisect_right(self.ends, t)
         while k < len(self.starts):
             if t + dur <= self.starts[k] and (dur > 0 or t < self.starts[k]):
@@ -101,7 +102,8 @@ class _Timeline:
         return t
 
     def take(self, start: float, end: float) -> None:
-        """Mark ``[start, end)`` busy (zero-length tasks take no time)."""
+        """Mark ``[start, end)`` busy (zero-length tasks take no time but end a held range)."""
+        self.tail = max(self.tail, end)
         if end <= start:
             return
         k = bisect.bisect_right(self.starts, start)
