@@ -8,6 +8,8 @@ result must arrive after exactly the latency of eq. 13.
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -47,7 +49,7 @@ def test_simulated_throughput_is_eq17_on_reference_cases(case: dict) -> None:
     # every device is busy with one task at a time
     for dev in {s.device for s in stages}:
         busy = sorted((t.start, t.end) for t in sim.tasks if t.device == dev and t.end > t.start)
-        assert all(a[1] <= b[0] + 1e-12 for a, b in zip(busy, busy[1:], strict=False))
+        assert all(a[1] <= b[0] + 1e-12 for a, b in pairwise(busy))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["model"] for c in CASES])
