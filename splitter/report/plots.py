@@ -45,7 +45,7 @@ def _render(draw: object, width: float, height: float, label_chars: int = 6) -> 
     from matplotlib.figure import Figure
 
     with matplotlib.rc_context(_RC):
-        fig = Figure(figsize=(width, height), layout="none")
+        fig = Figure(figsize=(width, height), layout=None)
         left = 0.45 + 0.07 * label_chars
         fig.subplots_adjust(
             left=left / width,
