@@ -277,3 +277,47 @@ def test_report_in_headless_chromium(
     pixels = imread(shot)
     assert pixels.shape[:2] == (5000, 1200)
     assert (pixels[..., :3] < 0.9).any(axis=-1).mean() > 0.02  # not a blank page
+
+
+def test_page_escapes_names_and_says_when_eq17_is_optimistic(
+    compiled: tuple[Path, list[int]],
+) -> None:
+    """Hostile layer names stay text; a plan outside eq. 17's model gets the note, not the
+    "equals" line (three devices, the link 1 -> 2 inside device 0's range)."""
+    from dataclasses import replace
+
+    from splitter.manifest import read_manifest
+    from splitter.report import render_report
+    from splitter.report.data import read_report_data
+    from splitter.report.pipeline import Stage, eq17_terms
+
+    out = compiled[0]
+    m = read_manifest(out)
+    data = read_report_data(out, m)
+    evil = "<script>alert(1)</script>$\\frac{1}{"
+    data = replace(data, layers=tuple(replace(r, name=evil + r.name) for r in data.layers))
+    html = render_report(m, data, None)
+    assert "<script" not in html and html.count("&lt;script&gt;alert(1)") == len(data.layers)
+
+    stages = [Stage(0, 1.0, 0.1), Stage(1, 0.2, 0.5), Stage(2, 0.2, 0.1), Stage(0, 1.0, 0.0)]
+    d0, d1 = m.devices
+    devices = (d0, d1, replace(d1, name="c", index=2))
+    base = m.submodels[0]
+    subs = tuple(
+        replace(
+            base,
+            index=k,
+            device=devices[s.device].name,
+            device_index=s.device,
+            compute_s=s.compute_s,
+            transfer_s=s.transfer_s,
+        )
+        for k, s in enumerate(stages)
+    )
+    terms = eq17_terms(stages)
+    odd = replace(m, devices=devices, submodels=subs, waiting_s=terms.waiting_s,
+                  bottleneck_device=d0.name, assignment=(0, 1, 2, 0, 0))  # fmt: skip
+    page = render_report(odd, replace(data, search=None), None)
+    assert "The simulated steady state equals eq. 17" not in page
+    assert f"Eq. 17 gives a waiting time of {terms.waiting_s * 1e3:.3f} ms" in page
+    assert f"the simulation needs {(terms.waiting_s + 0.5) * 1e3:.3f} ms" in page

@@ -121,7 +121,7 @@ def _place(lines: Sequence[_Timeline], ready: float, dur: float) -> float:
         t = nxt
 
 
-def simulate(stages: Sequence[Stage], inferences: int) -> Simulation:
+def simulate(stages: Sequence[Stage], inferences: int, bottleneck: int | None = None) -> Simulation:
     """Run ``inferences`` inferences through ``stages`` (module docstring); all tasks returned.
 
     Tasks are placed in order (inference, then sub-model), each at the earliest time its input
@@ -129,12 +129,13 @@ def simulate(stages: Sequence[Stage], inferences: int) -> Simulation:
     (it holds each inference from its first to its last sub-model), the others may fill a gap
     with a later inference's work. The waiting time is the interval between the last two
     completions (0 for one inference); :func:`steady_waiting` runs long enough for the steady
-    state.
+    state. ``bottleneck`` overrides ``ib`` (e.g. the plan's, which broke a tie of ``Q_i`` on
+    per-layer sums).
     """
     if not stages or inferences < 1:
         raise ValueError("simulate needs at least one stage and one inference")
     first, _ = _firsts_lasts(stages)
-    ib = eq17_terms(stages).bottleneck
+    ib = eq17_terms(stages).bottleneck if bottleneck is None else bottleneck
     lines = {dev: _Timeline(append_only=dev == ib) for dev in first}
     tasks: list[Task] = []
     completions: list[float] = []
@@ -162,12 +163,14 @@ def simulate(stages: Sequence[Stage], inferences: int) -> Simulation:
     return Simulation(tuple(tasks), tuple(completions), waiting, completions[0])
 
 
-def steady_waiting(stages: Sequence[Stage], max_inferences: int = 1024) -> float:
+def steady_waiting(
+    stages: Sequence[Stage], max_inferences: int = 1024, bottleneck: int | None = None
+) -> float:
     """The simulation's steady-state waiting time: the mean completion interval over one period
     of the completion pattern, once the last three periods repeat (intervals may cycle)."""
     n = max(32, 8 * len(stages))
     while True:
-        c = simulate(stages, n).completions
+        c = simulate(stages, n, bottleneck).completions
         gaps = [b - a for a, b in pairwise(c)]
         for p in range(1, len(gaps) // 4 + 1):
             if all(close(gaps[-i], gaps[-i - p]) for i in range(1, 2 * p + 1)):
