@@ -456,6 +456,15 @@ def _validation_lines(report: ValidationReport | None) -> list[str]:
             f"| {s.cosine:.9f} | {s.max_abs:.3g} | {s.max_rel:.3g} "
             f"| {'yes' if s.passed else 'NO'} |"
         )
+    lab = report.labelled
+    if lab is not None:
+        lines += [
+            "",
+            f"Labelled data {md_code(lab['file'])} ({lab['samples']} inputs, output "
+            f"{md_code(lab['output'])}): accuracy {lab['accuracy_split']:.4f} split, "
+            f"{lab['accuracy_original']:.4f} original, agreement {lab['agreement']:.4f} "
+            "(confusion matrix in report.html and validation.json).",
+        ]
     if report.boundaries:
         lines += [
             "",

@@ -122,6 +122,7 @@ def test_validation_metrics_and_labelled_accuracy(compiled: tuple[Path, list[int
     assert np.array_equal(confusion.sum(axis=0), np.bincount(preds, minlength=len(confusion)))
     md = (out / "report.md").read_text()
     assert "| output | dtype | L2R | MAE | RMSE | cosine | max-abs | max-rel | pass |" in md
+    assert f"accuracy {1 - FLIPPED / n:.4f} split, {1 - FLIPPED / n:.4f} original" in md
 
 
 def test_compare_metrics_by_hand() -> None:
