@@ -18,10 +18,12 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from splitter.cli import main
+from splitter.errors import ValidationError
 from splitter.importers import load_chain, load_model
+from splitter.ir import TensorSpec
 from splitter.slicing.boundaries import cuts_from_ranges
 from splitter.slicing.onnx_slice import slice_onnx
-from splitter.slicing.validate import require_pass, validate_models
+from splitter.slicing.validate import require_pass, validate_chain, validate_models
 
 BOARDS = Path(__file__).resolve().parent.parent / "models" / "boards" / "demo.toml"
 
@@ -111,3 +113,27 @@ def test_two_input_model_is_refused_in_one_line(
     code, text = cli(["inspect", str(path)], capsys)
     assert code == 2 and len(text.strip().splitlines()) == 1
     assert "exactly one graph input" in text and "x1, x2" in text
+
+
+class _Fixed:
+    """A runner returning fixed arrays (what validate_chain sees of a runtime)."""
+
+    def __init__(self, ins: list[str], outs: dict[str, np.ndarray]) -> None:
+        self.inputs = tuple(TensorSpec(n, (1, 2)) for n in ins)
+        self.outputs = tuple(TensorSpec(n, v.shape) for n, v in outs.items())
+        self.values = outs
+
+    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return dict(self.values)
+
+
+def test_validation_names_a_graph_output_the_sub_models_do_not_produce() -> None:
+    """The last sub-model writes one of two outputs of different sizes: a one-line
+    ValidationError naming the missing output, not numpy's broadcasting error."""
+    y1, y2 = np.zeros((1, 3), np.float32), np.zeros((1, 5), np.float32)
+    original = _Fixed(["x"], {"y1": y1, "y2": y2})
+    chain = [_Fixed(["x"], {"h": np.zeros((1, 4), np.float32)}), _Fixed(["h"], {"y2": y2})]
+    feeds = [{"x": np.zeros((1, 2), np.float32)}]
+    with pytest.raises(ValidationError, match="'y1' is not produced by the sub-models") as info:
+        validate_chain(original, chain, feeds, ["s0"])
+    assert "\n" not in str(info.value)
