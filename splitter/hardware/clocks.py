@@ -476,11 +476,11 @@ class H7Clock(ClockRules):
 
     def pll_steps(self, osc: Osc, pll: Pll) -> list[Step]:
         """RCC_PLLCKSELR (PLLSRC[1:0]: 0 HSI, 2 HSE; DIVM1[9:4]), RCC_PLLCFGR (PLL1RGE[3:2] by
-        reference: 1-2 / 2-4 / 4-8 / 8-16 MHz = 0..3; PLL1VCOSEL bit 1 = 0 wide; FRACEN off;
+        reference: [1, 2) / [2, 4) / [4, 8) / [8, 16] MHz = 0..3; PLL1VCOSEL bit 1 = 0 wide; FRACEN off;
         DIVP1EN bit 16 only), RCC_PLL1DIVR (N-1 [8:0], P-1 [15:9], Q-1 [22:16], R-1 [30:24]),
         then PLL1ON (CR bit 24), wait PLL1RDY (25). RM0433 8.7.11-8.7.13."""
         rcc = self.rcc
-        rge = next(i for i, top in enumerate((2, 4, 8, 16)) if pll.f_ref_hz <= top * MHZ)
+        rge = next((i for i, top in enumerate((2, 4, 8)) if pll.f_ref_hz < top * MHZ), 3)
         src = 2 if osc.name == "HSE" else 0
         divr = (pll.n - 1) | (pll.div - 1) << 9 | (pll.q - 1) << 16 | 1 << 24
         return [
