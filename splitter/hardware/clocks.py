@@ -121,10 +121,10 @@ class ClockTree:
 
     @property
     def summary(self) -> str:
-        """``"HSE 8 MHz (bypass) -> PLL M=4 N=480 P=2 -> 480 MHz, 4 wait states"``."""
-        via = "" if self.pll is None else f" -> PLL M={self.pll.m} N={self.pll.n} /{self.pll.div}"
+        """``"HSE 8 MHz (bypass), PLL M=4 N=480 /2: 480 MHz, 4 flash wait states, ..."``."""
+        via = "" if self.pll is None else f", PLL M={self.pll.m} N={self.pll.n} /{self.pll.div}"
         return (
-            f"{self.osc.label}{via} -> {self.sysclk_hz / MHZ:g} MHz, {self.wait_states} flash "
+            f"{self.osc.label}{via}: {self.sysclk_hz / MHZ:g} MHz, {self.wait_states} flash "
             f"wait states, " + ", ".join(f"{k} {v / MHZ:g} MHz" for k, v in self.bus_hz.items())
         )
 
