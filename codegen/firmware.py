@@ -356,7 +356,9 @@ def _device_context(
     baud: int,
 ) -> DeviceContext:
     family = family_for(d.part.family)
-    wiring = device_wiring(d.part, d.board, d.clock_hz or d.part.clock_mhz * 1e6, f"device {d.name}")
+    wiring = device_wiring(
+        d.part, d.board, d.clock_hz or d.part.clock_mhz * 1e6, f"device {d.name}"
+    )
     usarts = _link_usarts(d.name, wiring, peers, names)
     if len(peers) > len(EMULATOR.usarts):
         raise BoardFileError(

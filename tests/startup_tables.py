@@ -152,7 +152,8 @@ def decode_h7(regs: Mapping[int, int], hse: int) -> dict[str, float]:
 
 def decode_l4(regs: Mapping[int, int], hse: int, g0: bool = False) -> dict[str, float]:
     """RM0351 6.4.4 (PLLM[6:4] or L4+ [7:4] = M - 1, PLLN[14:8], PLLR[26:25] = R/2 - 1) and
-    RM0444 5.4.4 (PLLR[31:29] = R - 1); SW: L4 0 MSI 1 HSI16 2 HSE 3 PLL, G0 0 HSISYS 1 HSE 2 PLL."""
+    RM0444 5.4.4 (PLLR[31:29] = R - 1); SW: L4 0 MSI 1 HSI16 2 HSE 3 PLL, G0 0 HSISYS 1 HSE
+    2 PLL."""
     pll = L4_RCC + 0x0C
     src = {2: 16 * MHZ, 3: hse}[field(regs, pll, 0, 2)]
     m = field(regs, pll, 4, 3 if g0 else 4) + 1
@@ -220,6 +221,8 @@ _F401_CLOCK = (
     (F4_CFGR, 13, 3, 0, "RM0368 6.3.3: PPRE2 = /1 (APB2 84 MHz)"),
     (F4_CFGR, 0, 2, 2, "RM0368 6.3.3: SW = PLL"),
 )
+
+
 def _f4_links(apb1_brr: int, apb2_brr: int) -> tuple:
     """Nucleo-64: USART2 on PA2/PA3 (ST-LINK VCP, UM1724 6.8), USART1 on PA9/PA10, AF7."""
     return (
@@ -234,6 +237,8 @@ def _h7_links(apb1_brr: int) -> tuple:
         ("USART3", 0x4000_4800, "APB1", apb1_brr, (H7_RCC + 0xE8, 18), (("PD8", 7), ("PD9", 7))),
         ("USART2", 0x4000_4400, "APB1", apb1_brr, (H7_RCC + 0xE8, 17), (("PD5", 7), ("PD6", 7))),
     )
+
+
 L4_ACR = 0x4002_2000
 L4_PLL = L4_RCC + 0x0C
 _L4_80 = (

@@ -161,7 +161,9 @@ def test_too_many_links_is_a_board_error() -> None:
     for i in (1, 2, 3):
         s = [(2 * i - 1, 0, 64, 64, 64)]
         devs.append(F.DeviceSpec(f"s{i}", i, get_part("STM32F405RG"), standin_model(s), 8, 128, s))
-    with pytest.raises(BoardFileError, match=r"hub: link 2 \(to s2\) and link 1 \(to s1\) would share USART1"):
+    with pytest.raises(
+        BoardFileError, match=r"hub: link 2 \(to s2\) and link 1 \(to s1\) would share USART1"
+    ):
         F.build_plan_context(devs, [0, 1, 0, 2, 0, 3], "00" * 8)
 
 

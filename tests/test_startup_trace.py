@@ -152,7 +152,9 @@ def _run(elf: Path, core: str, trace: Trace) -> None:
     uc.ctl_set_cpu_model(getattr(arm_const, CPU[core]))
     with elf.open("rb") as fh:
         segs = [
-            (s["p_paddr"], s.data()) for s in ELFFile(fh).iter_segments() if s["p_type"] == "PT_LOAD"
+            (s["p_paddr"], s.data())
+            for s in ELFFile(fh).iter_segments()
+            if s["p_type"] == "PT_LOAD"
         ]
     sym = _symbols(elf)
     mapped: set[int] = set()

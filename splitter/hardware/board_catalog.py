@@ -69,7 +69,7 @@ def get_board(name: object, where: str) -> Board:
         return table[name]
     raise BoardFileError(
         f"{where}: unknown board {name!r}; known boards: {', '.join(table)} "
-        f"(splitter/hardware/{BOARD_FILE}); or give mcu = \"<part>\" without board"
+        f'(splitter/hardware/{BOARD_FILE}); or give mcu = "<part>" without board'
     )
 
 

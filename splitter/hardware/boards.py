@@ -40,7 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from splitter.errors import BoardFileError
+from splitter.hardware.board_catalog import device_wiring, get_board
 from splitter.hardware.catalog import get_part, part_from_table
+from splitter.hardware.families import family_for
 from splitter.inputs import parse_toml, read_input_text
 from splitter.ir import Boards, Device, LinkSpec, Part
 from splitter.names import DEVICE_NAME, PORT, PROBE, problem
@@ -110,9 +112,6 @@ def boards_from_dict(data: Mapping[str, Any], where: str = "boards.toml") -> Boa
 def check_device_links(dev: Device, baud: int, n_devices: int, where: str) -> None:
     """Plan-time checks of the real board: the clock tree reaches ``dev.clock_hz`` and each USART
     the device may use (its first ``n_devices``: host + peers) divides ``baud`` validly."""
-    from splitter.hardware.board_catalog import device_wiring
-    from splitter.hardware.families import family_for
-
     ctx = f"{where}: device '{dev.name}'"
     try:
         wiring = device_wiring(dev.part, dev.board, dev.clock_hz, ctx)
@@ -185,8 +184,6 @@ def _parse_device(raw: Any, index: int, where: str) -> Device:
 
 def _device_part(raw: Mapping[str, Any], where: str, ctx: str) -> Part:
     if "board" in raw:
-        from splitter.hardware.board_catalog import get_board
-
         board = get_board(raw["board"], f"{where}: {ctx} board")
         if "part" in raw or raw.get("mcu", board.part) != board.part:
             raise BoardFileError(

@@ -18,10 +18,10 @@ A family's rules are one :class:`ClockRules` subclass (``F4Clock``, ``F7Clock``,
 from __future__ import annotations
 
 import math
-from functools import cache
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cache
 from typing import ClassVar
 
 from splitter.errors import BoardFileError
@@ -262,8 +262,9 @@ class F4Clock(ClockRules):
     rcc = 0x4002_3800
     flash_acr = 0x4002_3C00
     pwr = 0x4000_7000
-    acr_extra = ((8, "PRFTEN: prefetch on"), (9, "ICEN: instruction cache on"),
-                 (10, "DCEN: data cache on"))  # fmt: skip
+    acr_extra: tuple[tuple[int, str], ...] = (
+        (8, "PRFTEN: prefetch on"), (9, "ICEN: instruction cache on"), (10, "DCEN: data cache on")
+    )  # fmt: skip
     overdrive_above_hz = 168 * MHZ
 
     def _variant(self, part: str) -> tuple[tuple[int, int], tuple[int, ...], int]:
@@ -318,11 +319,7 @@ class F4Clock(ClockRules):
         bit 22 (1 = HSE), PLLQ[27:24]; then PLLON (CR bit 24), wait PLLRDY (bit 25)."""
         rcc = self.rcc
         value = (
-            pll.m
-            | pll.n << 6
-            | (pll.div // 2 - 1) << 16
-            | (osc.name == "HSE") << 22
-            | pll.q << 24
+            pll.m | pll.n << 6 | (pll.div // 2 - 1) << 16 | (osc.name == "HSE") << 22 | pll.q << 24
         )
         return [
             Step("set", rcc + 0x04, 0x0F43_7FFF, value,
@@ -476,9 +473,9 @@ class H7Clock(ClockRules):
 
     def pll_steps(self, osc: Osc, pll: Pll) -> list[Step]:
         """RCC_PLLCKSELR (PLLSRC[1:0]: 0 HSI, 2 HSE; DIVM1[9:4]), RCC_PLLCFGR (PLL1RGE[3:2] by
-        reference: [1, 2) / [2, 4) / [4, 8) / [8, 16] MHz = 0..3; PLL1VCOSEL bit 1 = 0 wide; FRACEN off;
-        DIVP1EN bit 16 only), RCC_PLL1DIVR (N-1 [8:0], P-1 [15:9], Q-1 [22:16], R-1 [30:24]),
-        then PLL1ON (CR bit 24), wait PLL1RDY (25). RM0433 8.7.11-8.7.13."""
+        reference: [1, 2) / [2, 4) / [4, 8) / [8, 16] MHz = 0..3; PLL1VCOSEL bit 1 = 0 wide;
+        FRACEN off; DIVP1EN bit 16 only), RCC_PLL1DIVR (N-1 [8:0], P-1 [15:9], Q-1 [22:16],
+        R-1 [30:24]), then PLL1ON (CR bit 24), wait PLL1RDY (25). RM0433 8.7.11-8.7.13."""
         rcc = self.rcc
         rge = next((i for i, top in enumerate((2, 4, 8)) if pll.f_ref_hz < top * MHZ), 3)
         src = 2 if osc.name == "HSE" else 0
@@ -591,7 +588,7 @@ class L4Clock(ClockRules):
         return [
             Step("set", rcc + 0x0C, mask, value,
                  f"RCC_PLLCFGR: src {osc.name}, M={pll.m} N={pll.n} R={pll.div}, PLLREN (VCO "
-                 f"{float(pll.f_vco_hz) / MHZ:g} MHz; {'RM0432 6.4.4' if plus else 'RM0351 6.4.4'})"),
+                 f"{float(pll.f_vco_hz) / MHZ:g} MHz; {'RM0432' if plus else 'RM0351'} 6.4.4)"),
             _set(rcc, 24, 1, 1, "RCC_CR.PLLON"),
             _wait(rcc, 25, 1, 1, "RCC_CR.PLLRDY"),
         ]  # fmt: skip
