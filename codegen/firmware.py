@@ -173,6 +173,7 @@ class DeviceContext:
     clock_steps: tuple[Step, ...]
     m7_caches: bool  # Cortex-M7: I- and D-cache enabled after the clock setup
     board_name: str  # "" without a board definition
+    baud_notes: tuple[str, ...]  # per link on the real part: "USART3 BRR 1042: 115163 baud"
     board_init: tuple[RegWrite, ...]
     weights_bytes: int
     arena_bytes: int
@@ -381,6 +382,10 @@ def _device_context(
     )
     subs = tuple(_sub_context(d, row, peers, sub_devices, names) for row in d.submodels)
     tree = wiring.tree
+    bauds = [
+        family.check_baud(u, tree, baud, f"device {d.name} link {k} ({u})")
+        for k, (u, _) in enumerate(usarts)
+    ]
     part_t = _target(
         emulator=False,
         name=d.part.name,
@@ -391,10 +396,7 @@ def _device_context(
         flash=(d.part.flash_origin, int(d.part.flash_kib * 1024)),
         ram=_part_ram(d.part),
         baud=baud,
-        brrs=[
-            family.check_baud(u, tree, baud, f"device {d.name} link {k} ({u})").brr
-            for k, (u, _) in enumerate(usarts)
-        ],
+        brrs=[b.brr for b in bauds],
     )
     emu_t = _target(
         emulator=True,
@@ -416,6 +418,11 @@ def _device_context(
         clock_steps=tree.steps,
         m7_caches=family.core == "cortex-m7",
         board_name=wiring.board.name if wiring.board else "",
+        baud_notes=tuple(
+            f"link {k} {b.usart}: {b.fck_hz / 1e6:g} MHz, BRR {b.brr}, {b.actual:.0f} baud "
+            f"({100 * b.error:+.2f} %)"
+            for k, b in enumerate(bauds)
+        ),
         board_init=family.board_init_writes([u for u, _ in usarts], wiring.pins),
         weights_bytes=d.weights_bytes,
         arena_bytes=d.arena_bytes,

@@ -135,6 +135,8 @@ def test_wiring_names_header_pins(tmp_path: Path) -> None:
     assert "| h7 | USART2 (PD5 (Zio CN9 pin 6) / PD6 (Zio CN9 pin 4)) | f4 | USART1 " in text
     assert "PA9 (Arduino D8, morpho CN10 pin 21)" in text
     assert "HSE 8 MHz (bypass), PLL M=4 N=480 /2: 480 MHz, 4 flash wait states" in text
+    # the real baud rate and its error per link (120 MHz / 1042 = 115163 baud)
+    assert "link 0 USART3: 120 MHz, BRR 1042, 115163 baud (-0.03 %)" in text
 
 
 # ------------------------------------------------------------------ baud rates ---------------
