@@ -85,12 +85,14 @@ class DeviceSpec:
 # ---------------------------------------------------------------- render context -----------
 @dataclass(frozen=True)
 class UsartContext:
-    """One USART of one build target, with its baud-rate divisor ``BRR = round(f_clk / baud)``."""
+    """One USART of one build target, with its baud-rate divisor ``BRR = round(f_clk / baud)``
+    and the CR1 bits it needs besides RE/TE/RXNEIE/UE (OVER8, bit 15, for 8x oversampling)."""
 
     name: str
     base_hex: str
     irq: int
     brr: int
+    cr1: int = 0
 
 
 @dataclass(frozen=True)
@@ -248,13 +250,15 @@ def _target(
     flash: tuple[int, int],
     ram: tuple[int, int],
     baud: int,
-    brrs: Sequence[int] | None = None,
+    brrs: Sequence[tuple[int, int]] | None = None,
 ) -> TargetContext:
     """One build target; ticks = ``seconds * f_clk`` (SysTick counts core clock cycles).
     ``brrs`` are the checked divisors of the real part; the emulator's come from its clock."""
-    brr = list(brrs) if brrs is not None else [family.brr(u, clock_hz, baud) for u, _ in usarts]
+    brr = (
+        list(brrs) if brrs is not None else [(family.brr(u, clock_hz, baud), 0) for u, _ in usarts]
+    )
     ctxs = tuple(
-        UsartContext(u, f"0x{base:08X}", _irq(family, u, name), brr[k])
+        UsartContext(u, f"0x{base:08X}", _irq(family, u, name), *brr[k])
         for k, (u, base) in enumerate(usarts)
     )
     handlers = _irq_handlers(ctxs)
@@ -396,7 +400,7 @@ def _device_context(
         flash=(d.part.flash_origin, int(d.part.flash_kib * 1024)),
         ram=_part_ram(d.part),
         baud=baud,
-        brrs=[b.brr for b in bauds],
+        brrs=[(b.brr, (1 << 15) if b.over8 else 0) for b in bauds],
     )
     emu_t = _target(
         emulator=True,
@@ -419,8 +423,8 @@ def _device_context(
         m7_caches=family.core == "cortex-m7",
         board_name=wiring.board.name if wiring.board else "",
         baud_notes=tuple(
-            f"link {k} {b.usart}: {b.fck_hz / 1e6:g} MHz, BRR {b.brr}, {b.actual:.0f} baud "
-            f"({100 * b.error:+.2f} %)"
+            f"link {k} {b.usart}: {b.fck_hz / 1e6:g} MHz, BRR {b.brr}"
+            f"{' (OVER8)' if b.over8 else ''}, {b.actual:.0f} baud ({100 * b.error:+.2f} %)"
             for k, b in enumerate(bauds)
         ),
         board_init=family.board_init_writes([u for u, _ in usarts], wiring.pins),

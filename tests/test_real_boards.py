@@ -143,8 +143,12 @@ def test_wiring_names_header_pins(tmp_path: Path) -> None:
 def test_brr_ranges() -> None:
     """USART 16x: 16 <= BRR <= 0xFFFF (RM0090 30.6.3); LPUART: 3 baud <= f <= 4096 baud."""
     assert Family.baud_valid("USART2", 42 * MHZ, 115200).brr == 365  # type: ignore[union-attr]
-    assert Family.baud_valid("USART2", 42 * MHZ, 4_000_000) is None  # BRR 10 < 16
-    assert Family.baud_valid("USART2", 42 * MHZ, 2_400_000) is None  # BRR 18: -2.8 %
+    # 4 Mbaud: 16x BRR 10 < 16; 8x: USARTDIV = 2 f / baud = 21 -> BRR 0x12 with OVER8
+    b8 = Family.baud_valid("USART2", 42 * MHZ, 4_000_000)
+    assert b8 is not None and b8.over8 and b8.brr == 0x12 and b8.actual == 4_000_000
+    assert Family.baud_valid("USART2", 42 * MHZ, 6_000_000) is None  # USARTDIV 14 < 16
+    assert Family.baud_valid("USART2", 42 * MHZ, 5_400_000) is None  # USARTDIV 16: -2.8 %
+    assert Family.baud_valid("LPUART1", 20 * MHZ, 7_000_000) is None  # f < 3 x baud
     assert Family.baud_valid("LPUART1", 120 * MHZ, 9600) is None  # f > 4096 x baud
     lp = Family.baud_valid("LPUART1", 120 * MHZ, 115200)
     assert lp is not None and lp.brr == 266667 and abs(lp.error) < 1e-5
@@ -153,13 +157,14 @@ def test_brr_ranges() -> None:
 def test_out_of_range_baud_is_refused_at_plan_time(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """F405 (no board): USART2, its second USART, on APB1 42 MHz: 4 Mbaud gives BRR 10."""
+    """F405 (no board): USART2, its second USART, on APB1 42 MHz: 6 Mbaud needs a divisor of
+    7 (8x oversampling: 14 < 16)."""
     two = _dev("a", 'mcu = "STM32F405RG"') + _dev("b", 'mcu = "STM32F405RG"')
-    path = _boards(tmp_path, two, baud=4_000_000)
+    path = _boards(tmp_path, two, baud=6_000_000)
     code, out, err = run_cli(capsys, "plan", str(PROFILE), "--target", str(path))
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "device 'a' link to a peer #1 (USART2)" in err
-    assert "4000000 baud from its 42 MHz clock" in err and "nearest valid rates: 2000000" in err
+    assert "6000000 baud from its 42 MHz clock" in err and "nearest valid rates: 4000000" in err
 
 
 def test_issue_case_l4r5_921600_is_valid(tmp_path: Path) -> None:

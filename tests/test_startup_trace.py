@@ -108,7 +108,7 @@ class Trace:
         return next(i for i, (a, v) in enumerate(self.writes) if pred(a, v))
 
 
-def _build(part_name: str, board: str | None, tmp: Path) -> tuple[Path, str]:
+def _build(part_name: str, board: str | None, tmp: Path, baud: int = 115200) -> tuple[Path, str]:
     """Render the plan, cross-compile the part's startup + UART + timer + harness; the ELF."""
     part = get_part(part_name)
     nb = 64
@@ -118,7 +118,7 @@ def _build(part_name: str, board: str | None, tmp: Path) -> tuple[Path, str]:
         F.DeviceSpec("d0", 0, part, standin_model(subs0), 16, 2 * nb, subs0, board=board),
         F.DeviceSpec("d1", 1, get_part("STM32F405RG"), standin_model(subs1), 8, 2 * nb, subs1),
     ]
-    ctx = F.build_plan_context(devs, [0, 1, 0], "0123456789abcdef")
+    ctx = F.build_plan_context(devs, [0, 1, 0], "0123456789abcdef", baud=baud)
     fw = F.render_firmware(tmp, ctx) / "d0"
     (fw / "harness.c").write_text(HARNESS)
     ram = part.ram_regions[0][1] if part.ram_regions else 0x2000_0000
@@ -247,3 +247,18 @@ def test_startup_trace(name: str, arm_gcc: None, tmp_path: Path) -> None:
             if pin.startswith("PG") and family == "L4":  # VDDIO2 valid before port G is used
                 iosv = trace.index(lambda a, v: a == 0x4000_7004 and v >> 9 & 1)
                 assert iosv < trace.index(lambda a, _v, g=gpio: a == g)
+
+
+def test_over8_at_4_mbaud(arm_gcc: None, tmp_path: Path) -> None:
+    """F405 at 4 Mbaud: USART1 on APB2 (84 MHz) divides by 21 at 16x oversampling; USART2 on
+    APB1 (42 MHz) needs 8x: USARTDIV = 2 x 42 MHz / 4 Mbaud = 21, BRR = 0x12 (mantissa 1,
+    fraction 21 & 15 >> 1 = 2), CR1.OVER8 (bit 15) written before UE (RM0090 30.3.4, 30.6.3)."""
+    elf, core = _build("STM32F405RG", None, tmp_path, baud=4_000_000)
+    trace = Trace(MODELS["F4"])
+    _run(elf, core, trace)
+    usart1, usart2 = 0x4001_1000, 0x4000_4400
+    assert trace.regs[usart1 + 0x08] == 21 and not trace.regs[usart1 + 0x0C] >> 15 & 1
+    assert trace.regs[usart2 + 0x08] == 0x12 and trace.regs[usart2 + 0x0C] >> 15 & 1
+    over8 = trace.index(lambda a, v: a == usart2 + 0x0C and v >> 15 & 1)
+    enable = trace.index(lambda a, v: a == usart2 + 0x0C and v >> 13 & 1)  # UE
+    assert over8 < enable and trace.regs[usart2 + 0x0C] >> 13 & 1

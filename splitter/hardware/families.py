@@ -65,8 +65,9 @@ MAX_BAUD_ERROR = 0.02
 
 @dataclass(frozen=True)
 class Baud:
-    """A checked divisor: ``brr`` for ``baud`` from a ``fck_hz`` kernel clock; ``actual`` is
-    the rate it gives, ``error`` = ``actual / baud - 1``."""
+    """A checked divisor: ``brr`` for ``baud`` from a ``fck_hz`` kernel clock (``over8``: with
+    8x oversampling, CR1.OVER8 = 1); ``actual`` is the rate it gives, ``error`` =
+    ``actual / baud - 1``."""
 
     usart: str
     fck_hz: int
@@ -74,6 +75,7 @@ class Baud:
     brr: int
     actual: float
     error: float
+    over8: bool = False
 
 
 class Usart(NamedTuple):
@@ -180,7 +182,10 @@ class Family:
         """The divisor of ``baud`` if it is in range and within :data:`MAX_BAUD_ERROR`.
 
         USART, 16x oversampling (RM0090 30.6.3, RM0410 34.8.4): ``16 <= BRR <= 0xFFFF``, baud
-        ``= f / BRR``. LPUART (RM0351 38.4.4 / 38.7.3): ``3 baud <= f <= 4096 baud`` and
+        ``= f / BRR``; when that fails, 8x oversampling (OVER8, RM0090 30.3.4 / RM0410 34.5.4):
+        ``USARTDIV = 2 f / baud >= 16`` (``f / baud >= 8``), ``BRR[15:4] = USARTDIV[15:4]``,
+        ``BRR[2:0] = USARTDIV[3:0] >> 1``, baud ``= 2 f / USARTDIV`` (16x first: it tolerates
+        more clock error). LPUART (RM0351 38.4.4 / 38.7.3): ``3 baud <= f <= 4096 baud`` and
         ``0x300 <= BRR <= 0xFFFFF``, baud ``= 256 f / BRR``.
         """
         brr = cls.brr(usart, fck, baud)
@@ -191,9 +196,16 @@ class Family:
             ok = 16 <= brr <= 0xFFFF
             actual = fck / brr if brr else 0.0
         error = actual / baud - 1
-        if not ok or abs(error) > MAX_BAUD_ERROR:
+        if ok and abs(error) <= MAX_BAUD_ERROR:
+            return Baud(usart, fck, baud, brr, actual, error)
+        if usart.startswith("LPUART"):
             return None
-        return Baud(usart, fck, baud, brr, actual, error)
+        div = round(2 * fck / baud)
+        actual = 2 * fck / div if div else 0.0
+        if not 16 <= div <= 0xFFFF or abs(actual / baud - 1) > MAX_BAUD_ERROR:
+            return None
+        brr8 = (div & ~0xF) | ((div & 0xF) >> 1)
+        return Baud(usart, fck, baud, brr8, actual, actual / baud - 1, over8=True)
 
     def check_baud(self, usart: str, tree: ClockTree, baud: int, link: str) -> Baud:
         """The checked divisor of ``usart`` at ``baud`` from ``tree``'s bus clock; BoardFileError
