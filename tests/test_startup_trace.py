@@ -224,6 +224,11 @@ def test_startup_trace(name: str, arm_gcc: None, tmp_path: Path) -> None:
     assert trace.index(lambda a, _v: a == acr) < trace.index(
         lambda a, v: a == cfgr and (v & sw_mask) != 0
     )
+    # over-drive (F446, F767): ready before the switch to the PLL (RM0390 5.1.4, RM0410 4.1.4)
+    if family in ("F4", "F7") and _field(regs, 0x4000_7000, 17, 1):
+        odsw = trace.index(lambda a, v: a == 0x4000_7000 and v >> 17 & 1)
+        pllon = trace.index(lambda a, v: a == 0x4002_3800 and v >> 24 & 1)
+        assert pllon < odsw < trace.index(lambda a, v: a == cfgr and (v & sw_mask) != 0)
     # each link: RCC enable before its BRR, BRR (hand-computed), pins in AF mode with their AF
     gpio_a, gpio_en = GPIO[family]
     for usart, base, bus, want_brr, (en_addr, en_bit), pins in exp.usarts:

@@ -293,7 +293,10 @@ class F4Clock(ClockRules):
                 _set(rcc, 16, 1, 1, "RCC_CR.HSEON (RM0090 6.3.1)"),
                 _wait(rcc, 17, 1, 1, "RCC_CR.HSERDY"),
             ]
-        steps += self.power_steps(sysclk)
+        steps.append(_set(rcc + 0x40, 28, 1, 1, "RCC_APB1ENR.PWREN (RM0090 6.3.13)"))
+        if pll is not None:
+            steps += self.pll_steps(osc, pll)
+        steps += self.overdrive_steps(sysclk)
         steps += [
             _set(self.flash_acr, 0, 4, ws, f"FLASH_ACR.LATENCY = {ws} WS ({self.ws_ref})"),
             _wait(self.flash_acr, 0, 4, ws, "FLASH_ACR.LATENCY read back (RM0090 3.5.1)"),
@@ -302,8 +305,6 @@ class F4Clock(ClockRules):
             _set(rcc + 0x08, 10, 3, APB_CODE[d1], f"RCC_CFGR.PPRE1 = /{d1}: APB1 <= limit"),
             _set(rcc + 0x08, 13, 3, APB_CODE[d2], f"RCC_CFGR.PPRE2 = /{d2}: APB2 <= limit"),
         ]
-        if pll is not None:
-            steps += self.pll_steps(osc, pll)
         sw = 2 if pll is not None else (1 if osc.name == "HSE" else 0)
         steps += [
             _set(rcc + 0x08, 0, 2, sw, "RCC_CFGR.SW: system clock switch (RM0090 6.3.3)"),
@@ -330,12 +331,13 @@ class F4Clock(ClockRules):
             _wait(rcc, 25, 1, 1, "RCC_CR.PLLRDY"),
         ]  # fmt: skip
 
-    def power_steps(self, sysclk: int) -> list[Step]:
-        """PWR clock on (RCC_APB1ENR.PWREN bit 28), then over-drive above 168 MHz (RM0390
-        5.1.4): ODEN (PWR_CR bit 16), wait ODRDY (PWR_CSR bit 16), ODSWEN (bit 17), wait
-        ODSWRDY (bit 17). VOS keeps its reset value (scale 1, or scale 2 on the F401 which
-        suffices up to 84 MHz)."""
-        steps = [_set(self.rcc + 0x40, 28, 1, 1, "RCC_APB1ENR.PWREN (RM0090 6.3.13)")]
+    def overdrive_steps(self, sysclk: int) -> list[Step]:
+        """Over-drive above 168 MHz (F446, RM0390 5.1.4; F7 above 180 MHz, RM0410 4.1.4), in the
+        manual's order: with the PLL on and the system still on HSI / HSE, ODEN (PWR_CR bit 16),
+        wait ODRDY (PWR_CSR bit 16), ODSWEN (bit 17), wait ODSWRDY (bit 17); then wait states,
+        prescalers and the switch. VOS keeps its reset value (scale 1, or scale 2 on the F401
+        which suffices up to 84 MHz)."""
+        steps: list[Step] = []
         if sysclk > self.overdrive_above_hz:
             steps += [
                 _set(self.pwr, 16, 1, 1, "PWR_CR.ODEN: over-drive (RM0390 5.1.4)"),
