@@ -174,3 +174,14 @@ def test_issue_case_l4r5_921600_is_valid(tmp_path: Path) -> None:
     tree = family_for("L4").clock_tree(d.part.name, 120 * MHZ, 120 * MHZ, None)
     assert family_for("L4").check_baud("USART1", tree, 921600, "x").brr == 130
     assert Osc("HSE", 8 * MHZ, True).label == "HSE 8 MHz (bypass)"
+
+
+def test_inline_part_is_checked_when_firmware_is_generated(tmp_path: Path) -> None:
+    """An inline F4 part at 480 MHz plans (a planning study), but its firmware is refused."""
+    inline = 'part = { name = "X4", flash_kib = 512, ram_kib = 128, clock_mhz = 480, cpm = 9, '
+    b = load_boards(_boards(tmp_path, _dev("x", inline + 'family = "F4" }')))
+    d = b.devices[0]
+    subs = [(0, 0, 64, 64, 64)]
+    spec = F.DeviceSpec("x", 0, d.part, standin_model(subs), 8, 128, subs, d.clock_hz)
+    with pytest.raises(BoardFileError, match="X4: clock 480 MHz is above the part's maximum 180"):
+        F.build_plan_context([spec], [0], "0123456789abcdef")

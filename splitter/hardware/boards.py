@@ -25,10 +25,12 @@ Size strings: ``"NN%"`` of the part (0 < NN <= 100, no space before ``%``), ``"N
 absolute, ``"-NN KiB"`` = the part's size minus a reserve. ``KB`` is read as KiB (1024 bytes)
 because the thesis writes sizes such as ``"-70 KB"`` in KiB; ``MiB``/``MB`` are 1024 KiB.
 
-Checked here, at plan time, for every device (``board_catalog.device_wiring``): the clock tree
-reaches ``clock_mhz`` (else one line naming the part's maximum), and every USART the device may
-use (the first N of its list for N devices: the host plus N - 1 peers) gets a valid baud-rate
-divisor within 2 % (else one line naming the link and the nearest valid rates).
+Checked here, at plan time, for every device on a board or a catalog part
+(``board_catalog.device_wiring``): the clock tree reaches ``clock_mhz`` (else one line naming the
+part's maximum), and every USART the device may use (the first N of its list for N devices: the
+host plus N - 1 peers) gets a valid baud-rate divisor within 2 % (else one line naming the link
+and the nearest valid rates). Inline parts (``part = {...}``, which also describe hypothetical
+parts for planning studies) get the same checks when firmware is generated for them.
 """
 
 from __future__ import annotations
@@ -105,8 +107,17 @@ def boards_from_dict(data: Mapping[str, Any], where: str = "boards.toml") -> Boa
         seen[dev.name] = index
         devices.append(dev)
     for dev in devices:
-        check_device_links(dev, link.baud, len(devices), where)
+        if dev.board is not None or _in_catalog(dev.part):
+            check_device_links(dev, link.baud, len(devices), where)
     return Boards(devices=tuple(devices), link=link, source_path=where)
+
+
+def _in_catalog(part: Part) -> bool:
+    """Whether ``part`` is a catalog part (inline ``part = {...}`` tables are not)."""
+    try:
+        return get_part(part.name) == part
+    except BoardFileError:
+        return False
 
 
 def check_device_links(dev: Device, baud: int, n_devices: int, where: str) -> None:
