@@ -51,6 +51,8 @@ class CompileOptions:
 
     objective: str = "latency"
     solver: str | None = None
+    #: ``time_limit``, ``var_order``, ``val_order`` ... as :func:`splitter.partition.solve` takes
+    solver_options: Mapping[str, object] = field(default_factory=dict)
     validate: bool = True
     input_files: tuple[str, ...] = ()
     force: bool = False
@@ -195,7 +197,7 @@ def make_plan(chain: Chain, boards: Boards, opts: CompileOptions) -> Plan:
     from splitter.partition import make_problem, solve
 
     problem = make_problem(chain.costs, boards, [layer.name for layer in chain.layers])
-    return solve(problem, opts.objective, opts.solver or "auto")
+    return solve(problem, opts.objective, opts.solver or "auto", **opts.solver_options)
 
 
 def plan_from_assignment(

@@ -104,6 +104,8 @@ class BranchAndBound:
         self.node_limit = int(options.get("node_limit", 0) or 0)  # type: ignore[call-overload]
         limit = options.get("time_limit")
         self.deadline = time.perf_counter() + float(limit) if limit else None  # type: ignore[arg-type]
+        #: a ``threading.Event`` another thread sets to stop the search (the auto portfolio)
+        self.stop = options.get("stop")
         self._check_options()
         n, d = problem.n, problem.d
         self.inc = Incumbent()
@@ -142,7 +144,24 @@ class BranchAndBound:
                 self._generic_search()
         except _Stop:
             self.stopped = True
-        return SolverResult(self.inc.assignment, self.nodes, optimal=not self.stopped)
+            return SolverResult(self.inc.assignment, self.nodes, False, self.gap())
+        return SolverResult(self.inc.assignment, self.nodes, optimal=True)
+
+    def gap(self) -> float | None:
+        """Relative gap ``(value - root bound) / value`` of the incumbent (None without one).
+
+        Root bound: latency ``min_i (L_0i + h[0][i])`` (the flash-free cost-to-go, so a lower
+        bound); throughput the balance bound with nothing assigned (all MACs still to place).
+        """
+        if self.inc.assignment is None or self.inc.value <= 0:
+            return None
+        p = self.p
+        if self.objective == "latency":
+            h = self.h if self.h is not None else cost_to_go(p)
+            lower = min(p.t_list[0][i] + h[0][i] for i in range(p.d) if self.allowed[0][i])
+        else:
+            lower = balance_bound([0.0] * p.d, self.rates, float(sum(self.macs)))
+        return max(0.0, (self.inc.value - lower) / self.inc.value)
 
     # --- shared helpers ---
 
@@ -150,10 +169,9 @@ class BranchAndBound:
         self.nodes += 1
         if self.node_limit and self.nodes > self.node_limit:
             raise _Stop
-        if (
-            self.deadline is not None
-            and self.nodes % 1024 == 0
-            and time.perf_counter() > self.deadline
+        if self.nodes % 1024 == 0 and (
+            (self.deadline is not None and time.perf_counter() > self.deadline)
+            or (self.stop is not None and self.stop.is_set())  # type: ignore[attr-defined]
         ):
             raise _Stop
 
@@ -405,5 +423,6 @@ class BranchAndBound:
 
 def solve_bnb(problem: Problem, objective: str, **options: object) -> SolverResult:
     """Branch and Bound; options ``var_order``, ``val_order``, ``bound``, ``node_limit``,
-    ``time_limit`` (s) and ``incumbent`` (a starting assignment)."""
+    ``time_limit`` (s), ``incumbent`` (a starting assignment) and ``stop`` (a
+    ``threading.Event``: the search ends, not proved, soon after it is set)."""
     return BranchAndBound(problem, objective, **options).run()
