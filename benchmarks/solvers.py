@@ -91,8 +91,10 @@ def four_board_instance() -> tuple[str, list[LayerCost], Boards]:
     """MobileNet v1 0.30 (thesis profile) over four catalog boards, 8N1 framing."""
     chain = load_chain(f"{PROFILES}#mobilenet_v1_030")
     devs = tuple(device(f"d{i}", part) for i, part in enumerate(FOUR_BOARDS))
-    return f"mobilenet_v1_030 ({'+'.join(FOUR_BOARDS)})", list(chain.costs), Boards(
-        devs, LinkSpec(115200, 10)
+    return (
+        f"mobilenet_v1_030 ({'+'.join(FOUR_BOARDS)})",
+        list(chain.costs),
+        Boards(devs, LinkSpec(115200, 10)),
     )
 
 

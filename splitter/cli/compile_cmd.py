@@ -103,8 +103,10 @@ def _print_summary(result: CompileResult) -> None:
             f"on {sub.cut.device}  ({len(sub.data)} bytes)"
         )
     plan = result.plan
-    proof = "" if plan.optimal else ", not proved optimal" + (
-        f" (gap {plan.gap:.2%})" if plan.gap is not None else ""
+    proof = (
+        ""
+        if plan.optimal
+        else ", not proved optimal" + (f" (gap {plan.gap:.2%})" if plan.gap is not None else "")
     )
     click.echo(
         f"latency {plan.latency_s * 1e3:.3f} ms, throughput {plan.throughput_per_s:.3f}/s "

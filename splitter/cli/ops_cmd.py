@@ -126,9 +126,7 @@ def render(listing: dict[str, Any]) -> None:
     console = Console(width=max(Console().width, 120))
     cores = [c["core"] for c in listing["cores"]]
     for sec in listing["formats"]:
-        title = f"{sec['format']} {sec['dtype']}" + (
-            f" ({sec['layout']})" if sec["layout"] else ""
-        )
+        title = f"{sec['format']} {sec['dtype']}" + (f" ({sec['layout']})" if sec["layout"] else "")
         if not sec["ops"]:
             console.print(f"{title}: {sec['note']}")
             continue

@@ -15,6 +15,7 @@ from splitter.cli.options import (
     solver_kwargs,
     solver_options,
 )
+from splitter.cli.progress import Progress
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
 from splitter.ir import Plan
@@ -49,10 +50,14 @@ def _render(m: PlanManifest, plan: Plan) -> None:
     console = Console(width=max(132, shutil.get_terminal_size().columns))
     console.print(table)
     thr, ref9 = m.throughput_per_s, m.throughput_ref9_per_s
-    proof = "proved optimal" if m.optimal else (
-        "not proved optimal (ds is a heuristic)"
-        if m.solver == "ds"
-        else "not proved optimal (stopped by the time limit)"
+    proof = (
+        "proved optimal"
+        if m.optimal
+        else (
+            "not proved optimal (ds is a heuristic)"
+            if m.solver == "ds"
+            else "not proved optimal (stopped by the time limit)"
+        )
     )
     if not m.optimal:
         proof += ", gap unknown" if m.gap is None else f", gap {100 * m.gap:.2f}%"
@@ -87,12 +92,15 @@ def command(
     activation_bytes: int | None,
 ) -> None:
     """Place the layers of INPUT (ONNX, TFLite or CSV/JSON profile) on the boards of --target."""
-    boards = load_boards(target)
-    chain = load_chain(
-        input_path, input_shapes=input_shapes or None, activation_bytes=activation_bytes
-    )
     options = solver_kwargs(solver, time_limit, var_order, val_order)
-    plan = plan_chain(chain, boards, objective, solver, **options)
+    with Progress() as progress:
+        boards = load_boards(target)
+        progress.step(f"importing {input_path}")
+        chain = load_chain(
+            input_path, input_shapes=input_shapes or None, activation_bytes=activation_bytes
+        )
+        progress.step(f"solving ({solver}, {objective})")
+        plan = plan_chain(chain, boards, objective, solver, **options)
     manifest = build_manifest(
         plan,
         chain,

@@ -23,12 +23,14 @@ from rich.progress import (
     DownloadColumn,
     MofNCompleteColumn,
     SpinnerColumn,
+    Task,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
     TransferSpeedColumn,
 )
 from rich.progress import Progress as RichProgress
+from rich.text import Text
 
 MODES = ("rich", "plain", "off")
 #: seconds between two plain lines of the same bar
@@ -50,7 +52,7 @@ class Bar:
     def __init__(self, owner: Progress, text: str, total: float, unit: str) -> None:
         self.owner, self.text, self.total, self.unit = owner, text, total, unit
         self.start = time.monotonic()
-        self.last_line = 0.0
+        self.last_line = self.start  # the first plain line after PLAIN_PERIOD_S, or at the end
         self.task: TaskID | None = None
         if owner.rich is not None:
             columns = "bytes" if unit == "B" else "count"
@@ -114,8 +116,13 @@ class Progress:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the display (idempotent): what follows is the command's own output."""
         if self.rich is not None:
             self.rich.stop()
+            self.rich = None
 
     def line(self, text: str) -> None:
         """One plain progress line on stderr (nothing in rich or off mode)."""
@@ -135,6 +142,25 @@ class Progress:
         """A bar for ``total`` units (``"B"``: bytes, shown with their rate)."""
         return Bar(self, text, total, unit)
 
+    def transfers(self) -> TransferBars:
+        """A callback for :attr:`splitter.link.host.HostLink.on_bytes`: one bar per transfer."""
+        return TransferBars(self)
+
+
+class TransferBars:
+    """``(direction, done, total)`` -> a byte bar per tensor transfer, with its rate."""
+
+    def __init__(self, owner: Progress) -> None:
+        self.owner = owner
+        self.bars: dict[str, Bar] = {}
+
+    def __call__(self, direction: str, done: int, total: int) -> None:
+        bar = self.bars.get(direction)
+        if bar is None or bar.finished or bar.total != total:
+            what = "sending the input" if direction == "send" else "receiving the result"
+            bar = self.bars[direction] = self.owner.bar(what, total, "B")
+        bar.update(done)
+
 
 class _AmountColumn(MofNCompleteColumn):
     """``12.0/48.0 kB 25.3 kB/s`` for byte bars, ``3/10`` for counts, nothing for steps."""
@@ -144,10 +170,10 @@ class _AmountColumn(MofNCompleteColumn):
         self.bytes_col = DownloadColumn()
         self.rate_col = TransferSpeedColumn()
 
-    def render(self, task):  # type: ignore[no-untyped-def]
+    def render(self, task: Task) -> Text:
         kind = task.fields.get("kind")
         if kind == "step":
-            return ""
+            return Text("")
         if kind == "bytes":
-            return f"{self.bytes_col.render(task)} {self.rate_col.render(task)}"
+            return Text(f"{self.bytes_col.render(task)} {self.rate_col.render(task)}")
         return super().render(task)

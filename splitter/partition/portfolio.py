@@ -53,7 +53,7 @@ def solve_auto(problem: Problem, objective: str, **options: object) -> tuple[str
     if probe.optimal:
         return "bnb", probe
     left = max(deadline - time.perf_counter(), 1e-3)
-    start = {} if probe.assignment is None else {"incumbent": probe.assignment}
+    start: dict[str, object] = {} if probe.assignment is None else {"incumbent": probe.assignment}
     if objective == "latency":
         result = solve_dp(problem, objective, time_limit=left, **start)
         return "dp", _with_nodes(result, probe.nodes)
