@@ -88,6 +88,8 @@ class CompileResult:
             "model": self.chain.source_path,
             "objective": self.plan.objective,
             "solver": self.plan.solver,
+            "optimal": self.plan.optimal,
+            "gap": self.plan.gap,
             "latency_s": self.plan.latency_s,
             "throughput_per_s": self.plan.throughput_per_s,
             "submodels": [
