@@ -169,7 +169,6 @@ def test_compile_without_firmware_exits_2_with_the_summary(
     sub-models are written, the summary printed, then one error line (or the error object with
     the summary as ``details``)."""
     import codegen.firmware
-
     from splitter.errors import UnsupportedOpError
 
     def refuse(*args: object, **kwargs: object) -> None:
