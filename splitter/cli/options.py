@@ -120,8 +120,9 @@ def solver_kwargs(
     given = {k: v for k, v in orders.items() if v is not None}
     if given and solver not in ("bnb", "auto"):
         flags = " and ".join(f"--{k.replace('_', '-')}" for k in given)
+        verb, pronoun = ("orders", "it") if len(given) == 1 else ("order", "them")
         raise click.UsageError(
-            f"{flags} order branch and bound; use them with --solver bnb or auto"
+            f"{flags} {verb} branch and bound; use {pronoun} with --solver bnb or auto"
         )
     return {**given, **({"time_limit": time_limit} if time_limit is not None else {})}
 
