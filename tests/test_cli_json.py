@@ -23,8 +23,8 @@ from splitter.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
 DOC = ROOT / "docs" / "cli-json.md"
-COMMANDS = ("inspect", "ops", "plan", "compile", "build", "run", "emulate", "bench", "calibrate",
-            "flash")  # fmt: skip
+COMMANDS = ("inspect", "ops", "plan", "segment", "compile", "build", "run", "emulate", "bench",
+            "calibrate", "flash")  # fmt: skip
 
 
 def documented() -> dict[str, Any]:
@@ -95,6 +95,10 @@ def test_model_commands(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
     assert_shape(json_of(capsys, "ops"), DOCS["ops"], "ops")
     plan = json_of(capsys, "plan", model, "--target", boards)
     assert_shape(plan, DOCS["plan"], "plan")
+    one = tmp_path / "one.toml"
+    one.write_text('[link]\nbaud = 115200\n[[device]]\nname = "f4"\nmcu = "STM32F405RG"\n')
+    segment = json_of(capsys, "segment", model, "--target", str(one), "--segment-memory", "80 KiB")
+    assert_shape(segment, DOCS["segment"], "segment")
     summary = json_of(capsys, "compile", model, "-t", boards, "-o", str(tmp_path / "o"))
     assert_shape(summary, DOCS["compile"], "compile")
     assert summary["optimal"] is True and summary["latency_s"] == plan["latency_s"]
@@ -127,6 +131,7 @@ def test_board_commands(built: Path, capsys: pytest.CaptureFixture[str], tmp_pat
         ["plan", "missing.onnx", "--target", str(MODELS / "boards/e2e_tiny2.toml")],
         ["plan", str(MODELS / "tiny_cnn.onnx"), "--target", str(MODELS / "boards/e2e_tiny2.toml"),
          "--solver", "dp", "--var-order", "mrv"],
+        ["segment", "missing.onnx", "--target", str(MODELS / "boards/e2e_tiny2.toml")],
         ["compile", "missing.onnx", "-t", str(MODELS / "boards/e2e_tiny2.toml")],
         ["build", "{missing}"],
         ["run", "{missing}", "--input", "x.npy", "--emulate"],

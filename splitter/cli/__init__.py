@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "bench": "bench_cmd",
     "calibrate": "calibrate_cmd",
     "flash": "flash_cmd",
+    "segment": "segment_cmd",
     "ops": "ops_cmd",
 }
 
