@@ -139,3 +139,26 @@ def test_build_builds_what_it_can(
     assert line.endswith("`splitter build --no-emulator` builds only that")
     code, stdout, err = run_cli(capsys, "build", out, "--no-emulator", "--json")
     assert code == 0 and json.loads(stdout)["devices"][0]["emulator"] == "skipped"
+
+
+def test_solver_reports_best_and_gap(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long solve shows its progress: bnb's nodes, best value and gap to its root bound
+    (MobileNet v1 0.30 over four boards, where bnb alone does not prove in a second)."""
+    boards = tmp_path / "four.toml"
+    boards.write_text("[link]\nbaud = 115200\n" + "".join(
+        f'[[device]]\nname = "d{k}"\nmcu = "{p}"\n'
+        for k, p in enumerate(("STM32H743ZI", "STM32F446RE", "STM32F401RE", "STM32H723ZG"))))  # fmt: skip
+    profile = f"{MODELS / 'profiles/thesis_profiles.json'}#mobilenet_v1_030"
+    monkeypatch.setenv("SPLITTER_PROGRESS", "plain")
+    code, out, err = run_cli(capsys, "plan", profile, "--target", str(boards), "--objective",
+                             "throughput", "--solver", "bnb", "--time-limit", "1.5")  # fmt: skip
+    assert code == 0, err
+    lines = err.splitlines()
+    assert lines[1] == "splitter: solving (bnb, throughput)"
+    assert any(
+        line.startswith("splitter: bnb: ") and " nodes, best " in line and ", gap " in line
+        for line in lines[2:]
+    ), err
+    assert "not proved optimal (stopped by the time limit), gap " in out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import click
 
@@ -71,6 +72,8 @@ def command(
         activation_bytes=activation_bytes,
     )
     with Progress() as progress:
+        report = {**options.solver_options, "on_progress": progress.status}
+        options = replace(options, solver_options=report)
         result = compile_model(model, target, out, options, on_step=progress.step)
     failed = options.firmware and not result.firmware.startswith("generated")
     if as_json and not failed:

@@ -100,7 +100,7 @@ def command(
             input_path, input_shapes=input_shapes or None, activation_bytes=activation_bytes
         )
         progress.step(f"solving ({solver}, {objective})")
-        plan = plan_chain(chain, boards, objective, solver, **options)
+        plan = plan_chain(chain, boards, objective, solver, on_progress=progress.status, **options)
     manifest = build_manifest(
         plan,
         chain,

@@ -94,6 +94,8 @@ class Progress:
         self.console = Console(stderr=True)
         self.rich: RichProgress | None = None
         self._step: TaskID | None = None
+        self._step_text = ""
+        self._last_status = -PLAIN_PERIOD_S  # the first status line prints at once
         if self.mode == "rich":
             self.rich = RichProgress(
                 SpinnerColumn(),
@@ -135,8 +137,20 @@ class Progress:
             if self._step is not None:
                 self.rich.remove_task(self._step)
             self._step = self.rich.add_task(text, total=None, kind="step")
+            self._step_text = text
         else:
             self.line(text)
+
+    def status(self, text: str) -> None:
+        """A progress line within the current step (a solver's best value and gap): the step's
+        text on a terminal, a plain line at most every :data:`PLAIN_PERIOD_S` seconds."""
+        if self.rich is not None and self._step is not None:
+            self.rich.update(self._step, description=f"{self._step_text}: {text}")
+        elif self.mode == "plain":
+            now = time.monotonic()
+            if now - self._last_status >= PLAIN_PERIOD_S:
+                self._last_status = now
+                self.line(text)
 
     def bar(self, text: str, total: float, unit: str = "") -> Bar:
         """A bar for ``total`` units (``"B"``: bytes, shown with their rate)."""

@@ -76,6 +76,8 @@ def solve(
     if solver == "auto":
         name, result = solve_auto(problem, objective, **options)
     else:
+        if solver in ("fs", "ds"):  # no progress to report: bounded by a candidate count
+            options = {k: v for k, v in options.items() if k != "on_progress"}
         name, result = solver, SOLVERS[solver][0](problem, objective, **options)
     if name == "cpsat" and result.assignment is not None and result.optimal:
         result = _tie_break(problem, objective, result)

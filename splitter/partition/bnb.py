@@ -40,6 +40,8 @@ from splitter.partition.base import Incumbent, SolverResult
 from splitter.partition.problem import TOL, Problem, value_of
 
 VAR_ORDERS = ("input", "degree", "mrv", "flash")
+#: seconds between two progress lines (option ``on_progress``)
+REPORT_S = 0.5
 VAL_ORDERS = ("fastest", "lcv", "free_flash", "index")
 BOUNDS = ("strong", "thesis")
 
@@ -106,6 +108,9 @@ class BranchAndBound:
         self.deadline = time.perf_counter() + float(limit) if limit else None  # type: ignore[arg-type]
         #: a ``threading.Event`` another thread sets to stop the search (the auto portfolio)
         self.stop = options.get("stop")
+        #: called about every :data:`REPORT_S` seconds with a progress line (nodes, best, gap)
+        self.on_progress = options.get("on_progress")
+        self.last_report = time.perf_counter()
         self._check_options()
         n, d = problem.n, problem.d
         self.inc = Incumbent()
@@ -169,11 +174,25 @@ class BranchAndBound:
         self.nodes += 1
         if self.node_limit and self.nodes > self.node_limit:
             raise _Stop
-        if self.nodes % 1024 == 0 and (
-            (self.deadline is not None and time.perf_counter() > self.deadline)
-            or (self.stop is not None and self.stop.is_set())  # type: ignore[attr-defined]
-        ):
-            raise _Stop
+        if self.nodes % 1024 == 0:
+            if (self.deadline is not None and time.perf_counter() > self.deadline) or (
+                self.stop is not None and self.stop.is_set()  # type: ignore[attr-defined]
+            ):
+                raise _Stop
+            if self.on_progress is not None:
+                self._report()
+
+    def _report(self) -> None:
+        """A progress line at most every :data:`REPORT_S` seconds."""
+        now = time.perf_counter()
+        if now - self.last_report < REPORT_S:
+            return
+        self.last_report = now
+        line = f"bnb: {self.nodes:,} nodes"
+        if self.inc.assignment is not None:
+            gap = self.gap()
+            line += f", best {self.inc.value:.6g} s" + ("" if gap is None else f", gap {gap:.1%}")
+        self.on_progress(line)  # type: ignore[operator]
 
     def _values(self, j: int) -> list[int]:
         """Devices layer ``j`` may take now, in value order."""
@@ -423,6 +442,7 @@ class BranchAndBound:
 
 def solve_bnb(problem: Problem, objective: str, **options: object) -> SolverResult:
     """Branch and Bound; options ``var_order``, ``val_order``, ``bound``, ``node_limit``,
-    ``time_limit`` (s), ``incumbent`` (a starting assignment) and ``stop`` (a
-    ``threading.Event``: the search ends, not proved, soon after it is set)."""
+    ``time_limit`` (s), ``incumbent`` (a starting assignment), ``stop`` (a
+    ``threading.Event``: the search ends, not proved, soon after it is set) and ``on_progress``
+    (called with a line: nodes, best value, gap to the root bound)."""
     return BranchAndBound(problem, objective, **options).run()

@@ -21,6 +21,7 @@ integer rounding and applies the SPEC.md tie rule, so every exact solver returns
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
@@ -68,8 +69,9 @@ def build_cpsat(problem: Problem, objective: str) -> CpsatModel:
 
 def solve_cpsat(problem: Problem, objective: str, **options: object) -> SolverResult:
     """Solve with CP-SAT; options ``time_limit`` (s, default 60), ``workers`` (default 2),
-    ``stop`` (a ``threading.Event``: the search ends, not proved, soon after it is set) and
-    ``model`` (a :class:`CpsatModel` built beforehand by :func:`build_cpsat`)."""
+    ``stop`` (a ``threading.Event``: the search ends, not proved, soon after it is set),
+    ``model`` (a :class:`CpsatModel` built beforehand by :func:`build_cpsat`) and
+    ``on_progress`` (called with a line at each improving solution: best, bound, gap)."""
     n, d = problem.n, problem.d
     built = options.get("model")
     if not isinstance(built, CpsatModel):
@@ -78,7 +80,9 @@ def solve_cpsat(problem: Problem, objective: str, **options: object) -> SolverRe
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = float(options.get("time_limit", 60.0))  # type: ignore[arg-type]
     solver.parameters.num_workers = int(options.get("workers", 2))  # type: ignore[call-overload]
-    status = _solve_stoppable(solver, m, options.get("stop"))
+    report = options.get("on_progress")
+    callback = None if not callable(report) else _Reporter(report, _scale(problem))
+    status = _solve_stoppable(solver, m, options.get("stop"), callback)
     nodes = int(solver.num_branches)
     if status == cp_model.INFEASIBLE:
         return SolverResult(None, nodes, optimal=True)
@@ -93,10 +97,31 @@ def solve_cpsat(problem: Problem, objective: str, **options: object) -> SolverRe
     return SolverResult(a, nodes, optimal=optimal, gap=gap)
 
 
-def _solve_stoppable(solver: cp_model.CpSolver, m: cp_model.CpModel, stop: object) -> object:
+class _Reporter(cp_model.CpSolverSolutionCallback):
+    """Reports each improving solution: objective and bound in seconds, and the gap."""
+
+    def __init__(self, report: Callable[[str], None], scale: float) -> None:
+        super().__init__()
+        self.report, self.scale = report, scale
+
+    def on_solution_callback(self) -> None:
+        best, bound = self.objective_value, self.best_objective_bound
+        gap = (best - bound) / best if best > 0 else 0.0
+        self.report(
+            f"cpsat: best {best * self.scale:.6g} s, bound {bound * self.scale:.6g} s, "
+            f"gap {gap:.1%}"
+        )
+
+
+def _solve_stoppable(
+    solver: cp_model.CpSolver,
+    m: cp_model.CpModel,
+    stop: object,
+    callback: cp_model.CpSolverSolutionCallback | None = None,
+) -> object:
     """``solver.solve(m)``; a watcher thread calls ``stop_search`` once ``stop`` is set."""
     if stop is None:
-        return solver.solve(m)
+        return solver.solve(m, callback)
     assert isinstance(stop, threading.Event)
     if stop.is_set():
         return cp_model.UNKNOWN
@@ -111,7 +136,7 @@ def _solve_stoppable(solver: cp_model.CpSolver, m: cp_model.CpModel, stop: objec
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     try:
-        return solver.solve(m)
+        return solver.solve(m, callback)
     finally:
         done.set()
         watcher.join()

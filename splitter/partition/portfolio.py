@@ -37,7 +37,7 @@ DEFAULT_TIME_LIMIT = 60.0
 #: (Python's recursion limit; such chains are dp's and CP-SAT's anyway)
 BNB_MAX_LAYERS = 300
 #: options only ``bnb`` takes
-BNB_OPTIONS = ("var_order", "val_order", "bound", "node_limit")
+BNB_OPTIONS = ("var_order", "val_order", "bound", "node_limit", "on_progress")
 
 
 def solve_auto(problem: Problem, objective: str, **options: object) -> tuple[str, SolverResult]:
@@ -46,9 +46,10 @@ def solve_auto(problem: Problem, objective: str, **options: object) -> tuple[str
     deadline = time.perf_counter() + limit
     bnb_opts = {k: v for k, v in options.items() if k in BNB_OPTIONS}
     if problem.n > BNB_MAX_LAYERS:
+        report = {k: v for k, v in options.items() if k == "on_progress"}
         if objective == "latency":
-            return "dp", solve_dp(problem, objective, time_limit=limit)
-        return "cpsat", solve_cpsat(problem, objective, time_limit=limit)
+            return "dp", solve_dp(problem, objective, time_limit=limit, **report)
+        return "cpsat", solve_cpsat(problem, objective, time_limit=limit, **report)
     probe = solve_bnb(problem, objective, time_limit=min(PROBE_S, limit), **bnb_opts)
     if probe.optimal:
         return "bnb", probe
@@ -57,7 +58,9 @@ def solve_auto(problem: Problem, objective: str, **options: object) -> tuple[str
     if objective == "latency":
         # not warm-started: the probe's incumbent changes dp's deepening targets and measured
         # slower (n = 50, d = 4: 6541 nodes against 4493)
-        result = solve_dp(problem, objective, time_limit=left)
+        result = solve_dp(
+            problem, objective, time_limit=left, on_progress=options.get("on_progress")
+        )
         return "dp", _with_nodes(result, probe.nodes)
     name, result = race(problem, objective, left, start, bnb_opts)
     return name, _with_nodes(result, probe.nodes)
@@ -84,8 +87,9 @@ def race(
     def run_cpsat() -> None:
         try:
             box["cpsat"] = solve_cpsat(
-                problem, objective, time_limit=time_limit, stop=stop_cpsat, model=model
-            )
+                problem, objective, time_limit=time_limit, stop=stop_cpsat, model=model,
+                on_progress=bnb_opts.get("on_progress"),
+            )  # fmt: skip
         except BaseException as exc:  # re-raised in the caller's thread
             box["cpsat"] = exc
         finally:
