@@ -147,9 +147,9 @@ def test_solver_reports_best_and_gap(
     """A long solve shows its progress: bnb's nodes, best value and gap to its root bound
     (MobileNet v1 0.30 over four boards, where bnb alone does not prove in a second)."""
     boards = tmp_path / "four.toml"
-    boards.write_text("[link]\nbaud = 115200\n" + "".join(
-        f'[[device]]\nname = "d{k}"\nmcu = "{p}"\n'
-        for k, p in enumerate(("STM32H743ZI", "STM32F446RE", "STM32F401RE", "STM32H723ZG"))))  # fmt: skip
+    parts = ("STM32H743ZI", "STM32F446RE", "STM32F401RE", "STM32H723ZG")
+    devices = "".join(f'[[device]]\nname = "d{k}"\nmcu = "{p}"\n' for k, p in enumerate(parts))
+    boards.write_text("[link]\nbaud = 115200\n" + devices)
     profile = f"{MODELS / 'profiles/thesis_profiles.json'}#mobilenet_v1_030"
     monkeypatch.setenv("SPLITTER_PROGRESS", "plain")
     code, out, err = run_cli(capsys, "plan", profile, "--target", str(boards), "--objective",
