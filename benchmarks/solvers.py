@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -63,6 +64,7 @@ REPEATS = 3
 EXACT = ("fs", "bnb", "dp", "cpsat")
 AUTO_FACTOR = 2.0
 AUTO_SLACK_S = 0.001
+LOAD_AT_START = os.getloadavg()[0]
 
 
 def device(name: str, mcu: str, flash_bytes: int | None = None) -> Device:
@@ -208,7 +210,9 @@ def write(rows: list[dict]) -> None:
     lines = [
         "# Solver benchmark (benchmarks/solvers.py)",
         "",
-        f"Machine: 2 cores. Time limit {TIME_LIMIT:.0f} s for bnb/cpsat/dp/auto; wall time is the "
+        f"Measured {time.strftime('%Y-%m-%d')}; machine: 2 cores shared with other jobs (load "
+        f"average {LOAD_AT_START:.1f} at the start). Time limit {TIME_LIMIT:.0f} s for "
+        "bnb/cpsat/dp/auto; wall time is the "
         f"median of {REPEATS} runs (one run when it takes over 1 s). "
         "`auto` picks: " + ", ".join(sorted({r["picked"] for r in rows if r.get("picked")})) + ".",
         "",

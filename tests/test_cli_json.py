@@ -70,6 +70,12 @@ def test_the_document_covers_every_command() -> None:
     assert set(REGISTERED) == set(COMMANDS)
 
 
+def test_top_level_help_names_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "-h")
+    summary = out.split("Options:")[0]  # the description, above click's own command list
+    assert code == 0 and all(re.search(rf"\b{name}\b", summary) for name in COMMANDS), summary
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tiny_cnn compiled for two emulated F405 boards and built."""

@@ -65,7 +65,7 @@ def cli() -> None:
     """Split a neural network over STM32 boards.
 
     \b
-    Model and plan:  inspect, ops, plan, compile
+    Model and plan:  inspect, ops, plan, segment, compile
     Firmware:        build, flash, emulate
     On the boards:   run, bench, calibrate
     Every command takes -h, and --json for machine-readable output (errors included).
