@@ -119,6 +119,8 @@ def _run(argv: list[str] | None) -> int:
         return 2
     except KeyboardInterrupt:
         click.echo("splitter: interrupted", err=True)
+        if as_json:
+            click.echo(json.dumps(error_object("interrupted")))
         return 130
     except Exception as exc:  # a bug: still one line, but say so
         if os.environ.get("SPLITTER_DEBUG"):
