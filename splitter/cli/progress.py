@@ -58,9 +58,12 @@ class Bar:
             columns = "bytes" if unit == "B" else "count"
             self.task = owner.rich.add_task(text, total=total, kind=columns)
         self.finished = False
+        self.base: float | None = None  # ``done`` at the first update: the rate counts from it
 
     def update(self, done: float) -> None:
         """Report ``done`` of ``total``; the plain form prints at most every few seconds."""
+        if self.base is None:
+            self.base, self.start = done, time.monotonic()
         if self.owner.rich is not None and self.task is not None:
             self.owner.rich.update(self.task, completed=done)
         elif self.owner.mode == "plain" and not self.finished:
@@ -77,10 +80,10 @@ class Bar:
         return f"{done:g}/{self.total:g}{unit}{pct}"
 
     def _rate(self, done: float, now: float) -> str:
-        elapsed = now - self.start
-        if self.unit != "B" or elapsed <= 0 or done <= 0:
+        elapsed, moved = now - self.start, done - (self.base or 0.0)
+        if self.unit != "B" or elapsed <= 0 or moved <= 0:
             return ""
-        return f", {done / elapsed / 1024:.1f} KiB/s"
+        return f", {moved / elapsed / 1024:.1f} KiB/s"
 
 
 class Progress:
