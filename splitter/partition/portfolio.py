@@ -76,7 +76,7 @@ def race(
     """``cpsat`` (in a thread) against ``bnb`` (here); the first proof wins and stops the other.
 
     When neither proves within ``time_limit``, the better answer (SPEC.md tie rule) is returned
-    with CP-SAT's gap.
+    with the gap of :func:`_better_of`.
     """
     stop_bnb, stop_cpsat = threading.Event(), threading.Event()
     box: dict[str, SolverResult | BaseException] = {}
@@ -120,15 +120,22 @@ def race(
 def _better_of(
     problem: Problem, objective: str, bnb: SolverResult, cp: SolverResult
 ) -> tuple[str, SolverResult]:
-    """Neither proved: the better assignment, with CP-SAT's gap (the only bound known)."""
+    """Neither proved: the better assignment (SPEC.md tie rule) and a conservative gap.
+
+    For bnb's answer ``v_b`` both bounds apply: its own root bound (``bnb.gap``) and CP-SAT's,
+    whose gap ``(v_c - LB) / v_c`` is at least ``(v_b - LB) / v_b`` when ``v_b <= v_c``; the
+    smaller of the two is therefore still an upper bound on the gap to the best bound known.
+    """
+    gaps = [g for g in (bnb.gap, cp.gap) if g is not None]
+    bnb_gap = min(gaps) if gaps else None
     if cp.assignment is None:
-        return "bnb", SolverResult(bnb.assignment, bnb.nodes, False, cp.gap)
+        return "bnb", SolverResult(bnb.assignment, bnb.nodes, False, bnb_gap)
     if bnb.assignment is None:
         return "cpsat", cp
     vb, vc = (value_of(problem, a, objective) for a in (bnb.assignment, cp.assignment))
     if better(vb, count_runs(bnb.assignment), bnb.assignment, vc, count_runs(cp.assignment),
               cp.assignment):  # fmt: skip
-        return "bnb", SolverResult(bnb.assignment, bnb.nodes, False, cp.gap)
+        return "bnb", SolverResult(bnb.assignment, bnb.nodes, False, bnb_gap)
     return "cpsat", cp
 
 
