@@ -201,3 +201,23 @@ def test_compile_without_firmware_exits_2_with_the_summary(
     obj = json.loads(stdout)
     assert code == 2 and obj["hint"] == "compile with --no-firmware to skip the firmware"
     assert_shape(obj["details"], DOCS["compile"], "compile details")
+
+
+def test_run_names_litert_for_tflite_models(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The output check of a TFLite plan is against LiteRT, and says so."""
+    from splitter.errors import ValidationError
+    from splitter.link import run as R
+    from splitter.manifest import read_manifest
+
+    out = tmp_path / "o"
+    code, _, err = run_cli(capsys, "compile", str(MODELS / "tiny_cnn_float.tflite"), "-t",
+                           str(MODELS / "boards/e2e_tiny2.toml"), "-o", str(out), "--no-firmware",
+                           "--no-validate")  # fmt: skip
+    assert code == 0, err
+    manifest = read_manifest(out)
+    assert R.reference_runtime(manifest) == "LiteRT"
+    assert R.reference_runtime(manifest, MODELS / "tiny_cnn.onnx") == "onnxruntime"
+    with pytest.raises(ValidationError, match="boards' output differs from LiteRT by 1 "):
+        R.check_output(np.ones(3, np.float32), np.zeros(3, np.float32), runtime="LiteRT")
