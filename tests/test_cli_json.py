@@ -23,8 +23,8 @@ from splitter.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
 DOC = ROOT / "docs" / "cli-json.md"
-COMMANDS = ("inspect", "ops", "plan", "segment", "compile", "build", "run", "emulate", "bench",
-            "calibrate", "flash")  # fmt: skip
+COMMANDS = ("inspect", "ops", "plan", "segment", "compile", "report", "build", "run", "emulate",
+            "bench", "calibrate", "flash")  # fmt: skip
 
 
 def documented() -> dict[str, Any]:
@@ -108,6 +108,9 @@ def test_model_commands(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
     summary = json_of(capsys, "compile", model, "-t", boards, "-o", str(tmp_path / "o"))
     assert_shape(summary, DOCS["compile"], "compile")
     assert summary["optimal"] is True and summary["latency_s"] == plan["latency_s"]
+    report = json_of(capsys, "report", str(tmp_path / "o"))
+    assert_shape(report, DOCS["report"], "report")
+    assert report["report"] == str(tmp_path / "o" / "report.html")
 
 
 def test_board_commands(built: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -139,6 +142,7 @@ def test_board_commands(built: Path, capsys: pytest.CaptureFixture[str], tmp_pat
          "--solver", "dp", "--var-order", "mrv"],
         ["segment", "missing.onnx", "--target", str(MODELS / "boards/e2e_tiny2.toml")],
         ["compile", "missing.onnx", "-t", str(MODELS / "boards/e2e_tiny2.toml")],
+        ["report", "{missing}"],
         ["build", "{missing}"],
         ["run", "{missing}", "--input", "x.npy", "--emulate"],
         ["emulate", "{missing}"],

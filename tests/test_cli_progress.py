@@ -73,6 +73,7 @@ def test_compile_piped_prints_plain_steps_and_clean_json(tmp_path: Path) -> None
         "splitter: validating on 8+ inputs",
         f"splitter: writing {tmp_path / 'o'}",
         "splitter: generating the firmware projects",
+        "splitter: drawing report.html",
     ]
 
 

@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "calibrate": "calibrate_cmd",
     "flash": "flash_cmd",
     "segment": "segment_cmd",
+    "report": "report_cmd",
     "ops": "ops_cmd",
 }
 
@@ -65,7 +66,7 @@ def cli() -> None:
     """Split a neural network over STM32 boards.
 
     \b
-    Model and plan:  inspect, ops, plan, segment, compile
+    Model and plan:  inspect, ops, plan, segment, compile, report
     Firmware:        build, flash, emulate
     On the boards:   run, bench, calibrate
     Every command takes -h, and --json for machine-readable output (errors included).

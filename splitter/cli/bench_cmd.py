@@ -15,6 +15,7 @@ from splitter.bench.report import comparison_rows, write_bench
 from splitter.bench.runner import BENCH_FILE, BenchConfig, bench
 from splitter.cli.options import out_argument, port_option, stop_on_sigterm, verbose_option
 from splitter.cli.progress import Bar, Progress
+from splitter.report import refresh_report
 
 
 @click.command("bench")
@@ -86,6 +87,8 @@ def command(
         cfg = replace(cfg, on_step=progress.step, on_run=on_run)
         result = bench(out, cfg)
         path = write_bench(out, result)
+        progress.step("refreshing report.html")
+        refresh_report(out)  # refresh report.html with the measurements
     if as_json:
         click.echo(json.dumps(result))
         return

@@ -34,6 +34,13 @@ from splitter.errors import UnsupportedOpError
     metavar="FILE.npy",
     help="Extra validation input (repeatable): one array of the input's shape, or a stack.",
 )
+@click.option(
+    "--data",
+    "data_file",
+    default=None,
+    metavar="X.npz",
+    help="Labelled set (.npz: inputs x, integer labels y): accuracy and confusion matrix.",
+)
 @click.option("--no-validate", is_flag=True, help="Skip the numerical validation of the split.")
 @click.option(
     "--no-firmware", is_flag=True, help="Skip generating the C firmware projects (OUT/firmware)."
@@ -52,6 +59,7 @@ def command(
     var_order: str | None,
     val_order: str | None,
     input_files: tuple[str, ...],
+    data_file: str | None,
     no_validate: bool,
     no_firmware: bool,
     force: bool,
@@ -70,6 +78,7 @@ def command(
         force=force,
         input_shapes=input_shapes or None,
         activation_bytes=activation_bytes,
+        data_file=data_file,
     )
     with Progress() as progress:
         report = {**options.solver_options, "on_progress": progress.status}

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 
 from splitter.partition.base import SolverResult
 from splitter.partition.bnb import solve_bnb
@@ -129,16 +130,16 @@ def _better_of(
     gaps = [g for g in (bnb.gap, cp.gap) if g is not None]
     bnb_gap = min(gaps) if gaps else None
     if cp.assignment is None:
-        return "bnb", SolverResult(bnb.assignment, bnb.nodes, False, bnb_gap)
+        return "bnb", replace(bnb, gap=bnb_gap)
     if bnb.assignment is None:
         return "cpsat", cp
     vb, vc = (value_of(problem, a, objective) for a in (bnb.assignment, cp.assignment))
     if better(vb, count_runs(bnb.assignment), bnb.assignment, vc, count_runs(cp.assignment),
               cp.assignment):  # fmt: skip
-        return "bnb", SolverResult(bnb.assignment, bnb.nodes, False, bnb_gap)
+        return "bnb", replace(bnb, gap=bnb_gap)
     return "cpsat", cp
 
 
 def _with_nodes(result: SolverResult, extra: int) -> SolverResult:
     """``result`` with the probe's nodes counted too."""
-    return SolverResult(result.assignment, result.nodes + extra, result.optimal, result.gap)
+    return replace(result, nodes=result.nodes + extra)
