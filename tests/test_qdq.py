@@ -33,7 +33,7 @@ from test_e2e_support import MODELS, cli, qemu_pids, random_input, reference, sh
 
 from codegen.model_c import generate_device_c
 from splitter.cli import main
-from splitter.importers import load_chain
+from splitter.importers import load_chain, onnx_qdq
 from splitter.slicing.validate import OnnxRunner
 
 MODEL = "resnet_tv_28_qdq.onnx"
@@ -44,6 +44,11 @@ def logits_step() -> float:
     """The output's quantisation step (scale of the final QuantizeLinear)."""
     inits = onnx.load(MODELS / MODEL).graph.initializer
     return float(next(numpy_helper.to_array(i) for i in inits if i.name == "logits_scale"))
+
+
+def test_int8_kinds_cover_every_lowered_operator() -> None:
+    """``splitter ops`` lists INT8_KINDS: exactly the operators the lowering accepts."""
+    assert set(onnx_qdq.INT8_KINDS) == onnx_qdq.COMPUTE_OPS | onnx_qdq.QDQ_OPS
 
 
 def test_qdq_imports_as_int8_ops() -> None:

@@ -62,6 +62,23 @@ COMPUTE_OPS = frozenset(
         "Relu",
     }
 )
+#: The int8 op kind each ONNX operator of a QDQ graph becomes (``splitter ops`` lists these).
+INT8_KINDS = {
+    "QuantizeLinear": "quantize",
+    "DequantizeLinear": "dequantize",
+    "Conv": "conv2d",
+    "Gemm": "dense",
+    "MatMul": "dense",
+    "Add": "add",
+    "MaxPool": "maxpool",
+    "AveragePool": "avgpool",
+    "GlobalAveragePool": "mean",
+    "Flatten": "reshape",
+    "Reshape": "reshape",
+    "Squeeze": "reshape",
+    "Unsqueeze": "reshape",
+    "Relu": "relu",
+}
 #: Op kinds whose constant ``W`` is quantised (int8 weights, int32 bias).
 _WEIGHTED = frozenset({"conv2d", "dense"})
 #: Op kinds whose int8 kernel keeps the input's scale and zero point (TFLite's convention).
