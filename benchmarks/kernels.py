@@ -112,8 +112,33 @@ CASES = [
     ),
 ]
 
+def _conv_nhwc(
+    name: str, chw: tuple[int, int, int], o: int, k: int, s: int, p: int, g: int, nchw: bool = False
+) -> Case:
+    """The issue's comparison shapes: k_conv2d_nhwc (or its NCHW twin k_conv2d with the same
+    record) on a (c, h, w) input, k x k kernel, fused ReLU as the rows above."""
+    case = _conv(name, "depthwise" if g > 1 else "conv", *chw, o, (k, k), s, p, g)
+    return case if nchw else Case(name, case.op_class, case.macs, case.call.replace("k_conv2d(", "k_conv2d_nhwc("))
+
+
+def nhwc_cases() -> list[Case]:
+    """Float NHWC rows (kernels_nhwc.c) for the shapes of issue 13, with the NCHW rows they are
+    compared with; TFLite dense layers run the layout-free k_dense of the NCHW rows."""
+    return [
+        _conv_nhwc("NHWC conv3x3 16->32 @16x16 pad1", (16, 16, 16), 32, 3, 1, 1, 1),
+        _conv_nhwc("NHWC pointwise 1x1 64->64 @16x8", (64, 16, 8), 64, 1, 1, 0, 1),
+        _conv_nhwc("NHWC depthwise3x3 32 @16x16 pad1", (32, 16, 16), 32, 3, 1, 1, 32),
+        _conv_nhwc("depthwise3x3 32 @16x16 pad1", (32, 16, 16), 32, 3, 1, 1, 32, nchw=True),
+        _conv_nhwc("NHWC depthwise3x3 32 @16x16 s2 pad1", (32, 16, 16), 32, 3, 2, 1, 32),
+        _conv_nhwc("NHWC conv3x3 3->8 @32x32 s2 (first layer)", (3, 32, 32), 8, 3, 2, 1, 1),
+    ]
+
+
+CASES += nhwc_cases()
+
 HARNESS = r"""
 #include "kernels.h"
+#include "kernels_nhwc.h"
 #define USART1_SR (*(volatile unsigned *)0x40011000u)
 #define USART1_DR (*(volatile unsigned *)0x40011004u)
 #define USART1_CR1 (*(volatile unsigned *)0x4001100Cu)
@@ -212,6 +237,7 @@ def build(work: Path) -> Path:
     (work / "link.ld").write_text(LINKER)
     elf = work / "bench.elf"
     srcs = [str(work / "bench.c"), str(KERNELS / "kernels.c"), str(KERNELS / "k_libc.c")]
+    srcs.append(str(KERNELS / "kernels_nhwc.c"))
     cmd = [
         "arm-none-eabi-gcc",
         *CFLAGS,

@@ -235,6 +235,76 @@ K_NOINLINE static void dw_4x4(const float *restrict x0, size_t xs, const float *
     y[0] = a30; y[1] = a31; y[2] = a32; y[3] = a33;
 }
 
+/* Depthwise 3-tap rows at dilation 1, stride S (1 or 2), 4 pixels x 4 channels: per kernel row
+ * the 3 taps' 12 weights are loaded once and each of the 3 S + 3 input columns the 4 pixels read
+ * (pixel i reads columns S i .. S i + 2) is loaded once and feeds every pixel that reads it:
+ * 6 (S = 1) or 9 (S = 2) column loads of 4 channels instead of 12. DW_ACC(i, k) adds tap k's
+ * weights times the loaded column to pixel i's 4 accumulators; DW_COL(j) loads column j (the
+ * columns in order, one pointer stepping col elements: immediate offsets, no address table). */
+#define DW_ACC(i, k)                                                                           \
+    a##i##0 += w##k##0 * u0; a##i##1 += w##k##1 * u1;                                          \
+    a##i##2 += w##k##2 * u2; a##i##3 += w##k##3 * u3
+#define DW_COL(j)                                                                              \
+    u0 = xc[0]; u1 = xc[1]; u2 = xc[2]; u3 = xc[3];                                            \
+    xc += col
+
+/* The 16 accumulators start at the bias; after the kernel rows, the 4 pixels' outputs are
+ * stored ys apart. Shared by dw3_4x4_s1 and dw3_4x4_s2 through DW3_BODY. */
+#define DW3_BODY(COLUMNS)                                                                      \
+    const float bz[4] = {0.0f, 0.0f, 0.0f, 0.0f};                                              \
+    const float *bb = b ? b : bz;                                                              \
+    float a00 = bb[0], a01 = bb[1], a02 = bb[2], a03 = bb[3];                                  \
+    float a10 = bb[0], a11 = bb[1], a12 = bb[2], a13 = bb[3];                                  \
+    float a20 = bb[0], a21 = bb[1], a22 = bb[2], a23 = bb[3];                                  \
+    float a30 = bb[0], a31 = bb[1], a32 = bb[2], a33 = bb[3];                                  \
+    int r;                                                                                     \
+    for (r = 0; r < tp->rows; r++) {                                                           \
+        const float *xr = x0 + r * tp->xrow, *wr = w + r * tp->wrow, *w1 = wr + tp->wcol;     \
+        const float w00 = wr[0], w01 = wr[1], w02 = wr[2], w03 = wr[3];                        \
+        const float w10 = w1[0], w11 = w1[1], w12 = w1[2], w13 = w1[3];                        \
+        const float w20 = w1[tp->wcol], w21 = w1[tp->wcol + 1];                                \
+        const float w22 = w1[tp->wcol + 2], w23 = w1[tp->wcol + 3];                            \
+        const float *xc = xr;                                                                  \
+        float u0, u1, u2, u3;                                                                  \
+        COLUMNS                                                                                \
+    }                                                                                          \
+    y[0] = a00; y[1] = a01; y[2] = a02; y[3] = a03;                                            \
+    y += ys;                                                                                   \
+    y[0] = a10; y[1] = a11; y[2] = a12; y[3] = a13;                                            \
+    y += ys;                                                                                   \
+    y[0] = a20; y[1] = a21; y[2] = a22; y[3] = a23;                                            \
+    y += ys;                                                                                   \
+    y[0] = a30; y[1] = a31; y[2] = a32; y[3] = a33
+
+/* Stride 1: column j feeds pixels i = j - k for taps k = 0..2. */
+K_NOINLINE static void dw3_4x4_s1(const float *restrict x0, size_t col, const float *restrict w,
+                                  const k_dwtaps *tp, const float *restrict b, float *restrict y,
+                                  size_t ys)
+{
+    DW3_BODY(DW_COL(0); DW_ACC(0, 0);
+             DW_COL(1); DW_ACC(0, 1); DW_ACC(1, 0);
+             DW_COL(2); DW_ACC(0, 2); DW_ACC(1, 1); DW_ACC(2, 0);
+             DW_COL(3); DW_ACC(1, 2); DW_ACC(2, 1); DW_ACC(3, 0);
+             DW_COL(4); DW_ACC(2, 2); DW_ACC(3, 1);
+             DW_COL(5); DW_ACC(3, 2););
+}
+
+/* Stride 2: column j feeds pixels i = (j - k) / 2 for the taps k = 0..2 of the same parity. */
+K_NOINLINE static void dw3_4x4_s2(const float *restrict x0, size_t col, const float *restrict w,
+                                  const k_dwtaps *tp, const float *restrict b, float *restrict y,
+                                  size_t ys)
+{
+    DW3_BODY(DW_COL(0); DW_ACC(0, 0);
+             DW_COL(1); DW_ACC(0, 1);
+             DW_COL(2); DW_ACC(0, 2); DW_ACC(1, 0);
+             DW_COL(3); DW_ACC(1, 1);
+             DW_COL(4); DW_ACC(1, 2); DW_ACC(2, 0);
+             DW_COL(5); DW_ACC(2, 1);
+             DW_COL(6); DW_ACC(2, 2); DW_ACC(3, 0);
+             DW_COL(7); DW_ACC(3, 1);
+             DW_COL(8); DW_ACC(3, 2););
+}
+
 /* One pixel x 4 channels of a depthwise convolution. */
 K_NOINLINE static void dw_1x4(const float *restrict x0, const float *restrict w, const k_dwtaps *tp,
                               const float *restrict b, float *restrict y)
@@ -285,6 +355,8 @@ static void conv_nhwc_depthwise(const k_window_params *p, const float *restrict 
 {
     const int O = p->O;
     const size_t xs = (size_t)p->sw * p->C;
+    /* 3 taps a row at dilation 1 and stride 1 or 2: the column-sharing kernels above */
+    const int fast = p->kw == 3 && p->dw == 1 && (p->sw == 1 || p->sw == 2) ? p->sw : 0;
     int lo, hi, o;
     k_pixel t;
     interior_cols(p, &lo, &hi);
@@ -298,8 +370,12 @@ static void conv_nhwc_depthwise(const k_window_params *p, const float *restrict 
                 const float *x0 = x + k_tap_at(&t, t.ky0, 0);
                 const float *w0 = w + (size_t)t.ky0 * p->kw * O;
                 float *yo = y + ((size_t)t.oy * p->OW + t.ox) * O;
-                for (o = 0; o + 4 <= O; o += 4)
-                    dw_4x4(x0 + o, xs, w0 + o, &tp, b ? b + o : 0, yo + o, (size_t)O);
+                for (o = 0; o + 4 <= O; o += 4) {
+                    const float *bo = b ? b + o : 0;
+                    if (fast == 1) dw3_4x4_s1(x0 + o, t.col, w0 + o, &tp, bo, yo + o, O);
+                    else if (fast == 2) dw3_4x4_s2(x0 + o, t.col, w0 + o, &tp, bo, yo + o, O);
+                    else dw_4x4(x0 + o, xs, w0 + o, &tp, bo, yo + o, (size_t)O);
+                }
                 for (; o < O; o++) {
                     int i;
                     for (i = 0; i < 4; i++)
