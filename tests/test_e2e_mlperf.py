@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_e2e_support import BOARDS, MODELS, cli, qemu_pids, shared_build
+from test_e2e_support import MODELS, cli, qemu_pids, shared_build
 from test_tflite_support import interpreter
 
 pytestmark = [pytest.mark.slow, pytest.mark.qemu, pytest.mark.toolchain]

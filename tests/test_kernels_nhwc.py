@@ -81,6 +81,7 @@ class Case(NamedTuple):
     bias: bool = True
 
 
+# fmt: off
 CASES = [
     Case("conv3x3 16->32 pad1 (benchmark shape)", (16, 16, 16), 32, (3, 3), pads=(1, 1, 1, 1)),
     Case("conv3x3 3->5 odd channels", (9, 11, 3), 5, (3, 3), pads=(1, 1, 1, 1), act=ACT_RELU),
@@ -89,7 +90,7 @@ CASES = [
     Case("conv 3x2 4->9 stride (2,1) no bias", (10, 9, 4), 9, (3, 2), s=(2, 1), bias=False),
     Case("conv3x3 6->8 dilation 2", (12, 12, 6), 8, (3, 3), pads=(2, 2, 2, 2), d=(2, 2)),
     Case("conv10x4 1->7 (kws first layer, C=1)", (25, 10, 1), 7, (10, 4), s=(2, 2),
-         pads=(4, 1, 5, 2), act=ACT_CLIP),  # fmt: skip
+         pads=(4, 1, 5, 2), act=ACT_CLIP),
     Case("conv3x3 8->4 on a 1x1 map", (1, 1, 8), 4, (3, 3), pads=(1, 1, 1, 1)),
     Case("conv 2x2 3->6 window larger than the map", (1, 2, 3), 6, (2, 2), pads=(1, 0, 0, 0)),
     Case("pointwise 64->64 (benchmark shape)", (16, 8, 64), 64, (1, 1)),
@@ -97,17 +98,18 @@ CASES = [
     Case("pointwise 5->3 on a 1x1 map", (1, 1, 5), 3, (1, 1)),
     Case("pointwise 6->10 stride 2", (9, 9, 6), 10, (1, 1), s=(2, 2)),
     Case("depthwise3x3 32 pad1 (benchmark shape)", (16, 16, 32), 32, (3, 3), pads=(1, 1, 1, 1),
-         groups=32),  # fmt: skip
+         groups=32),
     Case("depthwise3x3 6 (not a multiple of 4)", (7, 9, 6), 6, (3, 3), pads=(1, 1, 1, 1),
-         groups=6, act=ACT_RELU),  # fmt: skip
+         groups=6, act=ACT_RELU),
     Case("depthwise3x3 12 stride 2, pads differ", (11, 10, 12), 12, (3, 3), s=(2, 2),
-         pads=(0, 1, 1, 0), groups=12),  # fmt: skip
+         pads=(0, 1, 1, 0), groups=12),
     Case("depthwise5x3 8 dilation 2", (12, 12, 8), 8, (5, 3), pads=(4, 2, 4, 2), d=(2, 2),
-         groups=8, bias=False),  # fmt: skip
+         groups=8, bias=False),
     Case("depthwise3x3 4 on a 1x1 map", (1, 1, 4), 4, (3, 3), pads=(1, 1, 1, 1), groups=4),
     Case("depthwise3x3 3 x multiplier 2", (6, 7, 3), 6, (3, 3), pads=(1, 1, 1, 1), groups=3),
     Case("grouped 3x3 8->6 groups 2", (6, 6, 8), 6, (3, 3), pads=(1, 0, 1, 2), groups=2),
 ]
+# fmt: on
 
 
 def out_size(n: int, k: int, s: int, p0: int, p1: int, d: int) -> int:
@@ -127,7 +129,8 @@ def reference(case: Case, x: np.ndarray, w: np.ndarray, b: np.ndarray | None) ->
     mag = np.zeros((oh, ow, o)) + (np.abs(b) if b is not None else 0.0)
     for ky in range(kh):
         for kx in range(kw):
-            tap = xp[ky * dh : ky * dh + (oh - 1) * sh + 1 : sh, kx * dw : kx * dw + (ow - 1) * sw + 1 : sw]
+            rows = slice(ky * dh, ky * dh + (oh - 1) * sh + 1, sh)
+            tap = xp[rows, kx * dw : kx * dw + (ow - 1) * sw + 1 : sw]
             for g in range(case.groups):
                 xs = tap[..., g * cg : (g + 1) * cg]
                 wg = w[g * og : (g + 1) * og, :, ky, kx].astype(np.float64)
