@@ -151,7 +151,7 @@ def vww_mobilenet_v1_025() -> tf.keras.Model:
     x = layers.Conv2D(8, 3, strides=2, padding="same", name="conv1")(x_in)
     x = _bn_relu(x, "conv1")
     blocks = [(16, 1), (32, 2), (32, 1), (64, 2), (64, 1), (128, 2)] + [(128, 1)] * 5
-    for i, (filters, stride) in enumerate(blocks + [(256, 2), (256, 1)], start=1):
+    for i, (filters, stride) in enumerate([*blocks, (256, 2), (256, 1)], start=1):
         x = layers.DepthwiseConv2D(3, strides=stride, padding="same", name=f"dw{i}")(x)
         x = _bn_relu(x, f"dw{i}")
         x = layers.Conv2D(filters, 1, padding="same", name=f"pw{i}")(x)
