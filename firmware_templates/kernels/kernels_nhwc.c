@@ -248,38 +248,41 @@ K_NOINLINE static void dw_4x4(const float *restrict x0, size_t xs, const float *
     u0 = xc[0]; u1 = xc[1]; u2 = xc[2]; u3 = xc[3];                                            \
     xc += col
 
-/* The 16 accumulators start at the bias; after the kernel rows, the 4 pixels' outputs are
- * stored ys apart. Shared by dw3_4x4_s1 and dw3_4x4_s2 through DW3_BODY. */
+/* For each of nb blocks of 4 channels (one call per 4 pixels: the call's cost is shared by all
+ * channels), the 16 accumulators start at the bias; after the kernel rows, the 4 pixels'
+ * outputs are stored ys apart. Shared by dw3_4x4_s1 and dw3_4x4_s2 through DW3_BODY. */
 #define DW3_BODY(COLUMNS)                                                                      \
     const float bz[4] = {0.0f, 0.0f, 0.0f, 0.0f};                                              \
-    const float *bb = b ? b : bz;                                                              \
-    float a00 = bb[0], a01 = bb[1], a02 = bb[2], a03 = bb[3];                                  \
-    float a10 = bb[0], a11 = bb[1], a12 = bb[2], a13 = bb[3];                                  \
-    float a20 = bb[0], a21 = bb[1], a22 = bb[2], a23 = bb[3];                                  \
-    float a30 = bb[0], a31 = bb[1], a32 = bb[2], a33 = bb[3];                                  \
-    int r;                                                                                     \
-    for (r = 0; r < tp->rows; r++) {                                                           \
-        const float *xr = x0 + r * tp->xrow, *wr = w + r * tp->wrow, *w1 = wr + tp->wcol;     \
-        const float w00 = wr[0], w01 = wr[1], w02 = wr[2], w03 = wr[3];                        \
-        const float w10 = w1[0], w11 = w1[1], w12 = w1[2], w13 = w1[3];                        \
-        const float w20 = w1[tp->wcol], w21 = w1[tp->wcol + 1];                                \
-        const float w22 = w1[tp->wcol + 2], w23 = w1[tp->wcol + 3];                            \
-        const float *xc = xr;                                                                  \
-        float u0, u1, u2, u3;                                                                  \
-        COLUMNS                                                                                \
-    }                                                                                          \
-    y[0] = a00; y[1] = a01; y[2] = a02; y[3] = a03;                                            \
-    y += ys;                                                                                   \
-    y[0] = a10; y[1] = a11; y[2] = a12; y[3] = a13;                                            \
-    y += ys;                                                                                   \
-    y[0] = a20; y[1] = a21; y[2] = a22; y[3] = a23;                                            \
-    y += ys;                                                                                   \
-    y[0] = a30; y[1] = a31; y[2] = a32; y[3] = a33
+    int blk, r;                                                                                \
+    for (blk = 0; blk < nb; blk++) {                                                           \
+        const float *bb = b ? b + 4 * blk : bz, *xb = x0 + 4 * blk, *wb = w + 4 * blk;         \
+        float *yb = y + 4 * blk;                                                               \
+        float a00 = bb[0], a01 = bb[1], a02 = bb[2], a03 = bb[3];                              \
+        float a10 = bb[0], a11 = bb[1], a12 = bb[2], a13 = bb[3];                              \
+        float a20 = bb[0], a21 = bb[1], a22 = bb[2], a23 = bb[3];                              \
+        float a30 = bb[0], a31 = bb[1], a32 = bb[2], a33 = bb[3];                              \
+        for (r = 0; r < tp->rows; r++) {                                                       \
+            const float *xc = xb + r * tp->xrow, *wr = wb + r * tp->wrow;                      \
+            const float *w1 = wr + tp->wcol, *w2 = w1 + tp->wcol;                              \
+            const float w00 = wr[0], w01 = wr[1], w02 = wr[2], w03 = wr[3];                    \
+            const float w10 = w1[0], w11 = w1[1], w12 = w1[2], w13 = w1[3];                    \
+            const float w20 = w2[0], w21 = w2[1], w22 = w2[2], w23 = w2[3];                    \
+            float u0, u1, u2, u3;                                                              \
+            COLUMNS                                                                            \
+        }                                                                                      \
+        yb[0] = a00; yb[1] = a01; yb[2] = a02; yb[3] = a03;                                    \
+        yb += ys;                                                                              \
+        yb[0] = a10; yb[1] = a11; yb[2] = a12; yb[3] = a13;                                    \
+        yb += ys;                                                                              \
+        yb[0] = a20; yb[1] = a21; yb[2] = a22; yb[3] = a23;                                    \
+        yb += ys;                                                                              \
+        yb[0] = a30; yb[1] = a31; yb[2] = a32; yb[3] = a33;                                    \
+    }
 
 /* Stride 1: column j feeds pixels i = j - k for taps k = 0..2. */
 K_NOINLINE static void dw3_4x4_s1(const float *restrict x0, size_t col, const float *restrict w,
                                   const k_dwtaps *tp, const float *restrict b, float *restrict y,
-                                  size_t ys)
+                                  size_t ys, int nb)
 {
     DW3_BODY(DW_COL(0); DW_ACC(0, 0);
              DW_COL(1); DW_ACC(0, 1); DW_ACC(1, 0);
@@ -292,7 +295,7 @@ K_NOINLINE static void dw3_4x4_s1(const float *restrict x0, size_t col, const fl
 /* Stride 2: column j feeds pixels i = (j - k) / 2 for the taps k = 0..2 of the same parity. */
 K_NOINLINE static void dw3_4x4_s2(const float *restrict x0, size_t col, const float *restrict w,
                                   const k_dwtaps *tp, const float *restrict b, float *restrict y,
-                                  size_t ys)
+                                  size_t ys, int nb)
 {
     DW3_BODY(DW_COL(0); DW_ACC(0, 0);
              DW_COL(1); DW_ACC(0, 1);
@@ -305,19 +308,24 @@ K_NOINLINE static void dw3_4x4_s2(const float *restrict x0, size_t col, const fl
              DW_COL(8); DW_ACC(3, 2););
 }
 
-/* One pixel x 4 channels of a depthwise convolution. */
+/* One pixel of a depthwise convolution, nb blocks of 4 channels, 4 accumulators a block. */
 K_NOINLINE static void dw_1x4(const float *restrict x0, const float *restrict w, const k_dwtaps *tp,
-                              const float *restrict b, float *restrict y)
+                              const float *restrict b, float *restrict y, int nb)
 {
-    float a0 = b ? b[0] : 0.0f, a1 = b ? b[1] : 0.0f, a2 = b ? b[2] : 0.0f, a3 = b ? b[3] : 0.0f;
-    int r, c;
-    for (r = 0; r < tp->rows; r++)
-        for (c = 0; c < tp->cols; c++) {
-            const float *p0 = x0 + r * tp->xrow + c * tp->xcol;
-            const float *wc = w + r * tp->wrow + c * tp->wcol;
-            a0 += wc[0] * p0[0]; a1 += wc[1] * p0[1]; a2 += wc[2] * p0[2]; a3 += wc[3] * p0[3];
+    int blk, r, c;
+    for (blk = 0; blk < nb; blk++, x0 += 4, w += 4, y += 4) {
+        const float *bb = b ? b + 4 * blk : 0;
+        float a0 = bb ? bb[0] : 0.0f, a1 = bb ? bb[1] : 0.0f;
+        float a2 = bb ? bb[2] : 0.0f, a3 = bb ? bb[3] : 0.0f;
+        for (r = 0; r < tp->rows; r++) {
+            const float *xc = x0 + r * tp->xrow, *wc = w + r * tp->wrow;
+            for (c = 0; c < tp->cols; c++, xc += tp->xcol, wc += tp->wcol) {
+                a0 += wc[0] * xc[0]; a1 += wc[1] * xc[1];
+                a2 += wc[2] * xc[2]; a3 += wc[3] * xc[3];
+            }
         }
-    y[0] = a0; y[1] = a1; y[2] = a2; y[3] = a3;
+        y[0] = a0; y[1] = a1; y[2] = a2; y[3] = a3;
+    }
 }
 
 /* One pixel, one output channel o of a depthwise convolution with depth multiplier M (input
@@ -341,9 +349,8 @@ static void dw_pixel(const k_window_params *p, const k_pixel *t, const float *re
     const float *x0 = x + k_tap_at(t, t->ky0, t->kx0);
     const float *w0 = w + ((size_t)t->ky0 * p->kw + t->kx0) * O;
     float *yo = y + ((size_t)t->oy * p->OW + t->ox) * O;
-    int o = 0;
-    if (M == 1)
-        for (; o + 4 <= O; o += 4) dw_1x4(x0 + o, w0 + o, &tp, b ? b + o : 0, yo + o);
+    int o = M == 1 ? O - O % 4 : 0;
+    if (M == 1) dw_1x4(x0, w0, &tp, b, yo, O / 4);
     for (; o < O; o++) yo[o] = dw_1x1(x0, w0, &tp, o, M, b ? b[o] : 0.0f);
 }
 
@@ -370,13 +377,12 @@ static void conv_nhwc_depthwise(const k_window_params *p, const float *restrict 
                 const float *x0 = x + k_tap_at(&t, t.ky0, 0);
                 const float *w0 = w + (size_t)t.ky0 * p->kw * O;
                 float *yo = y + ((size_t)t.oy * p->OW + t.ox) * O;
-                for (o = 0; o + 4 <= O; o += 4) {
-                    const float *bo = b ? b + o : 0;
-                    if (fast == 1) dw3_4x4_s1(x0 + o, t.col, w0 + o, &tp, bo, yo + o, O);
-                    else if (fast == 2) dw3_4x4_s2(x0 + o, t.col, w0 + o, &tp, bo, yo + o, O);
-                    else dw_4x4(x0 + o, xs, w0 + o, &tp, bo, yo + o, (size_t)O);
-                }
-                for (; o < O; o++) {
+                if (fast == 1) dw3_4x4_s1(x0, t.col, w0, &tp, b, yo, O, O / 4);
+                else if (fast == 2) dw3_4x4_s2(x0, t.col, w0, &tp, b, yo, O, O / 4);
+                else
+                    for (o = 0; o + 4 <= O; o += 4)
+                        dw_4x4(x0 + o, xs, w0 + o, &tp, b ? b + o : 0, yo + o, (size_t)O);
+                for (o = O - O % 4; o < O; o++) {
                     int i;
                     for (i = 0; i < 4; i++)
                         yo[(size_t)i * O + o] =
