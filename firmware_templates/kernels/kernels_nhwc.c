@@ -4,8 +4,9 @@
  * convolution (1x1 included) runs 4 output pixels x 4 output channels per inner loop (16
  * accumulators in registers, 4 input + 4 weight loads feed 16 multiply-accumulates), the
  * channels of a tap being contiguous in NHWC; a depthwise convolution runs 4 output pixels x 4
- * channels per tap. Border pixels (taps in the padding) run one pixel at a time over their
- * in-bounds taps only.
+ * channels, and with 3 taps a row at stride 1 or 2 loads each input column once for all 4
+ * pixels (the NCHW depthwise kernel's shared columns). Border pixels (taps in the padding) run
+ * one pixel at a time over their in-bounds taps only.
  */
 #include "kernels_nhwc.h"
 #include "k_window.h"
@@ -26,7 +27,8 @@
 /* The in-bounds taps of one output pixel (or of a block of pixels that share them) as runs of
  * contiguous input elements: rows runs of cols runs of n elements; run (r, c) starts at input
  * element offset r * xrow + c * xcol from the pixel's first in-bounds tap, and its weights at
- * element offset (r * wrow + c * n) * wstep from the weights of that tap. With dilation 1 along
+ * weight index r * wrow + c * n from that tap's (times 4 in a block of 4 packed rows, whose
+ * element k is interleaved 4 wide). With dilation 1 along
  * the width, a row's in-bounds taps are one run of (kx1 - kx0) * C elements (cols == 1). */
 typedef struct {
     int rows, cols, n;
