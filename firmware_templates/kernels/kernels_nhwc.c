@@ -28,8 +28,8 @@
  * contiguous input elements: rows runs of cols runs of n elements; run (r, c) starts at input
  * element offset r * xrow + c * xcol from the pixel's first in-bounds tap, and its weights at
  * weight index r * wrow + c * n from that tap's (times 4 in a block of 4 packed rows, whose
- * element k is interleaved 4 wide). With dilation 1 along
- * the width, a row's in-bounds taps are one run of (kx1 - kx0) * C elements (cols == 1). */
+ * element k is interleaved 4 wide). With dilation 1 along the width, a row's in-bounds taps are
+ * one run of (kx1 - kx0) * C elements (cols == 1). */
 typedef struct {
     int rows, cols, n;
     size_t xrow, xcol, wrow;
