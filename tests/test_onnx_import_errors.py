@@ -149,12 +149,43 @@ def test_inconsistent_override_is_a_shape_error(tmp_path: Path) -> None:
     assert isinstance(err, ShapeError) and "5 channels" in str(err)
 
 
-@pytest.mark.parametrize("opset", [9, 23])
+@pytest.mark.parametrize("opset", [6, 23])
 def test_opset_out_of_range(tmp_path: Path, opset: int) -> None:
     path = save(tmp_path, [helper.make_node("Relu", ["x"], ["y"])], opsets=[("", opset)])
     err = load_error(path)
     assert isinstance(err, InputFileError)
     assert f"opset {opset}" in str(err) and "version_converter" in str(err)
+
+
+def test_opset_conversion_failure_names_the_op(tmp_path: Path) -> None:
+    """An opset-9 model onnx.version_converter cannot convert: one line naming node, op and
+    opsets (here IR version 3 without the initializer among the graph inputs, as old files
+    written by hand often are), before anything else runs."""
+    w = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "W")
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="act"),
+        helper.make_node("Conv", ["r", "W"], ["y"], name="conv_1"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "old",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 3, 8, 8))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [w],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)])
+    model.ir_version = 3
+    path = tmp_path / "old.onnx"
+    path.write_bytes(model.SerializeToString())
+    err = load_error(path)
+    assert isinstance(err, InputFileError)
+    assert "cannot upgrade Conv (conv_1) from opset 9 to 17" in str(err)
+
+
+def test_unsupported_ops_listed_before_opset_upgrade(tmp_path: Path) -> None:
+    nodes = [helper.make_node("Scan", ["x"], ["y"], name="loop_1")]
+    err = load_error(save(tmp_path, nodes, opsets=[("", 9)]))
+    assert isinstance(err, UnsupportedOpError) and "Scan (loop_1)" in str(err)
 
 
 def test_empty_graph(tmp_path: Path) -> None:
