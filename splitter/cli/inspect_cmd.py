@@ -40,11 +40,11 @@ def command(
         if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
             console = Console(width=200)
         console.print(render_table(chain))
-    upgraded = chain.graph.metadata.get("upgraded_from_opset") if chain.graph else None
-    if upgraded:  # on stderr: --format json / csv stay machine-readable
+    meta = chain.graph.metadata if chain.graph else {}
+    if "upgraded_from_opset" in meta:  # on stderr: --format json / csv stay machine-readable
         click.echo(
-            f"note: {model}: opset {upgraded} upgraded on load to opset "
-            f"{chain.graph.metadata['opset']} with onnx.version_converter",
+            f"note: {model}: opset {meta['upgraded_from_opset']} upgraded on load to opset "
+            f"{meta['opset']} with onnx.version_converter",
             err=True,
         )
 

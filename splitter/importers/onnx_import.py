@@ -380,7 +380,7 @@ def build_ops(
         ops.append(
             Op(node.name, "reshape", (source,), (dst,), {"shape": ctx.shape(dst)}, {}, (node.name,))
         )
-    return fuse(ops, outputs, lambda name: len(ctx.shape(name))), kept
+    return fuse(ops, outputs, ctx.shape), kept
 
 
 def tensor_specs(
@@ -413,7 +413,8 @@ def load_onnx(path: Path, *, input_shapes: Mapping[str, tuple[int, ...]] | None 
 
     ``input_shapes`` maps graph-input names to full static shapes (batch included) and replaces
     the declared shapes. Opsets 7..10 are upgraded to 17 first. Raises InputFileError
-    (unreadable file, opset out of 7..21 or not convertible, empty graph), UnsupportedOpError (listing every unsupported node) or ShapeError (dynamic shapes).
+    (unreadable file, opset out of 7..21 or not convertible, empty graph), UnsupportedOpError
+    (listing every unsupported node) or ShapeError (dynamic shapes).
     """
     return _import(Path(path), input_shapes)[1]
 

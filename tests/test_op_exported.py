@@ -1,0 +1,278 @@
+"""Patterns of exported graphs (torch.onnx.export, tf2onnx): import, cost, compile, host C.
+
+Each small model below is written with ``onnx.helper`` the way the exporters write it:
+
+* ``gelu``: torch's erf GELU (Div, Erf, Add, Mul, Mul), Hugging Face's (Mul 0.5 first), opset
+  20 ``Gelu`` (erf and tanh), and a bare ``Erf``;
+* ``slices``: ``Split`` into two halves (a GLU), ``Slice`` with negative and reversed bounds;
+* ``resize``: nearest (asymmetric / floor as torch's ``Upsample``, half_pixel round) and
+  bilinear (half_pixel, align_corners, pytorch_half_pixel) by scales and by sizes;
+* ``pads``: reflect, edge and wrap padding, ``Gemm`` with ``transB``;
+* ``mobile``: HardSwish, a squeeze-excite block (GlobalAveragePool -> Conv -> Relu -> Conv ->
+  HardSigmoid -> Mul broadcast), a ``Shape -> Gather -> Unsqueeze -> Concat -> Reshape``
+  flatten, ``Reshape(-1)``, a Transpose pair around an NHWC region, a standalone
+  BatchNormalization of constants folded away.
+
+Every model goes through ``compile`` (validation by onnxruntime, two boards) and through the
+generated C built for the host, compared sub-model by sub-model with onnxruntime
+(``max|c - ref| <= 1e-4 max(1, max|ref|)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+from test_codegen_host import check_model
+from test_codegen_support import Net
+from test_slice_helpers import sized_boards
+
+from splitter.compile import CompileOptions, compile_model
+from splitter.cost.handlers import handler
+from splitter.importers import load_chain
+from splitter.importers.onnx_import import load_onnx
+
+
+class OpsetNet(Net):
+    """A :class:`Net` written at another opset (Gelu needs 20, Pad ``wrap`` 19)."""
+
+    def __init__(self, name: str, shape: tuple[int, ...], opset: int, seed: int = 0) -> None:
+        super().__init__(name, shape, seed)
+        self.opset = opset
+
+    def onnx_model(self) -> onnx.ModelProto:
+        inp = helper.make_tensor_value_info(self.input, onnx.TensorProto.FLOAT, self.input_shape)
+        out = helper.make_tensor_value_info(self.last, onnx.TensorProto.FLOAT, None)
+        graph = helper.make_graph(self.nodes, self.name, [inp], [out], self.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)])
+        model.ir_version = 9
+        model = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+        onnx.checker.check_model(model)
+        return model
+
+
+def conv(net: Net, x: str, cin: int, cout: int, k: int = 3) -> str:
+    return net.node("Conv", [x, net.const(net.rand(cout, cin, k, k))], pads=[k // 2] * 4)
+
+
+def scalar(net: Net, value: float) -> str:
+    return net.const(np.float32(value))
+
+
+def ints(net: Net, *values: int) -> str:
+    return net.const(np.asarray(values, np.int64), np.int64)
+
+
+def net_gelu() -> Net:
+    net = OpsetNet("gelu", (1, 3, 6, 5), opset=20, seed=1)
+    x = conv(net, "x", 3, 6)
+    d = net.node("Div", [x, scalar(net, 2**0.5)])  # torch: x * (1 + erf(x / sqrt2)) * 0.5
+    e = net.node("Erf", [d])
+    a = net.node("Add", [e, scalar(net, 1.0)])
+    m = net.node("Mul", [x, a])
+    x = net.node("Mul", [m, scalar(net, 0.5)])
+    x = conv(net, x, 6, 6)
+    h = net.node("Mul", [x, scalar(net, 0.5)])  # Hugging Face: (x * 0.5) * (1 + erf(x * 1/sqrt2))
+    d = net.node("Mul", [x, scalar(net, 2**-0.5)])
+    a = net.node("Add", [net.node("Erf", [d]), scalar(net, 1.0)])
+    x = net.node("Mul", [h, a])
+    x = net.node("Gelu", [conv(net, x, 6, 5)])
+    x = net.node("Gelu", [conv(net, x, 5, 4)], approximate="tanh")
+    net.last = net.node("Erf", [net.node("Add", [x, scalar(net, -0.25)])])
+    return net
+
+
+def net_slices() -> Net:
+    net = OpsetNet("slices", (1, 3, 8, 7), opset=18, seed=2)
+    x = conv(net, "x", 3, 8)
+    a, b = "split_a", "split_b"
+    net.nodes.append(helper.make_node("Split", [x], [a, b], name="split", axis=1, num_outputs=2))
+    x = net.node("Mul", [a, net.node("Sigmoid", [b])])  # GLU
+    # rows 1..6 step 2, columns reversed from the last (-1) down to index 1
+    starts, ends = ints(net, 1, -1), ints(net, 7, 0)
+    x = net.node("Slice", [x, starts, ends, ints(net, 2, 3), ints(net, 2, -1)])
+    x = conv(net, x, 4, 5)
+    parts = ["s0", "s1", "s2"]
+    net.nodes.append(
+        helper.make_node("Split", [x, ints(net, 1, 3, 1)], parts, name="split3", axis=1)
+    )
+    net.last = net.node("Concat", [parts[2], parts[0]], axis=1)
+    return net
+
+
+def net_resize() -> Net:
+    net = OpsetNet("resize", (1, 2, 5, 4), opset=18, seed=3)
+    empty = net.const(np.zeros(0, np.float32))
+    x = conv(net, "x", 2, 4)
+    scales = net.const(np.asarray([1, 1, 2, 2], np.float32))
+    x = net.node("Resize", [x, empty, scales], mode="nearest",
+                 coordinate_transformation_mode="asymmetric", nearest_mode="floor")  # fmt: skip
+    x = conv(net, x, 4, 4)
+    sizes = ints(net, 1, 4, 13, 7)
+    x = net.node("Resize", [x, empty, empty, sizes], mode="linear")  # half_pixel
+    x = net.node("Resize", [x, empty, net.const(np.asarray([1, 1, 0.6, 1.5], np.float32))],
+                 mode="linear", coordinate_transformation_mode="align_corners")  # fmt: skip
+    x = conv(net, x, 4, 3)
+    x = net.node("Resize", [x, empty, empty, ints(net, 1, 3, 5, 6)], mode="linear",
+                 coordinate_transformation_mode="pytorch_half_pixel")  # fmt: skip
+    net.last = net.node("Resize", [x, empty, net.const(np.asarray([1, 1, 1.5, 0.5], np.float32))],
+                        mode="nearest")  # fmt: skip
+    return net
+
+
+def net_pads() -> Net:
+    net = OpsetNet("pads", (1, 3, 5, 6), opset=19, seed=4)
+    x = conv(net, "x", 3, 4)
+    x = net.node("Pad", [x, ints(net, 0, 0, 2, 1, 0, 0, 1, 3)], mode="reflect")
+    x = net.node("Pad", [x, ints(net, 0, 1, 1, 0, 0, 0, 2, 2)], mode="edge")
+    x = conv(net, x, 5, 4)
+    x = net.node("Pad", [x, ints(net, 1, 2, 0, 1), "", ints(net, 2, 3)], mode="wrap")
+    x = net.node("GlobalAveragePool", [x])
+    x = net.node("Flatten", [x])
+    w = net.const(net.rand(7, 4))  # Gemm with transB: B is (out, in)
+    net.last = net.node("Gemm", [x, w, net.const(net.rand(7))], transB=1, alpha=0.5)
+    return net
+
+
+def net_mobile() -> Net:
+    net = OpsetNet("mobile", (1, 3, 8, 8), opset=17, seed=5)
+    x = net.node("HardSwish", [conv(net, "x", 3, 8)])
+    s = net.node("GlobalAveragePool", [x])  # squeeze-excite
+    s = net.node("Relu", [conv(net, s, 8, 4, k=1)])
+    s = net.node("HardSigmoid", [conv(net, s, 4, 8, k=1)], alpha=1 / 6, beta=0.5)
+    x = net.node("Mul", [x, s])
+    t = net.node("Transpose", [x], perm=[0, 2, 3, 1])  # an NHWC region between a pair
+    t = net.node("Relu", [t])
+    x = net.node("Transpose", [t], perm=[0, 3, 1, 2])
+    # a standalone BatchNormalization of constants (exporters leave these): folded away
+    bn = [net.const(net.rand(8) + 1.5) for _ in range(4)]
+    scale = net.node("BatchNormalization", [net.const(net.rand(1, 8, 1, 1)), *bn])
+    x = net.node("Add", [x, scale])
+    x = conv(net, x, 8, 4)
+    shape = net.node("Shape", [x])  # torch's flatten: Shape -> Gather -> Unsqueeze -> Concat
+    batch = net.node("Gather", [shape, net.const(np.int64(0), np.int64)], axis=0)
+    batch = net.node("Unsqueeze", [batch, ints(net, 0)])
+    target = net.node("Concat", [batch, ints(net, -1)], axis=0)
+    x = net.node("Reshape", [x, target])
+    x = net.node("Gemm", [x, net.const(net.rand(16, 4 * 8 * 8) * 0.2)], transB=1)
+    x = net.node("Reshape", [x, ints(net, -1)])  # Flatten via Reshape(-1)
+    net.last = net.node("Softmax", [x], axis=0)
+    return net
+
+
+NETS: dict[str, Callable[[], Net]] = {
+    "gelu": net_gelu,
+    "slices": net_slices,
+    "resize": net_resize,
+    "pads": net_pads,
+    "mobile": net_mobile,
+}
+
+
+def save(net: Net, tmp_path: Path) -> Path:
+    path = tmp_path / f"{net.name}.onnx"
+    onnx.save(net.onnx_model(), str(path))
+    return path
+
+
+@pytest.mark.parametrize("name", sorted(NETS))
+def test_host_c_matches_onnxruntime(name: str, tmp_path: Path) -> None:
+    """Three sub-models over two devices through the real importer, each against onnxruntime."""
+    check_model(NETS[name](), tmp_path, "importer")
+
+
+@pytest.mark.parametrize("name", sorted(NETS))
+def test_compile_validates(name: str, tmp_path: Path) -> None:
+    path = save(NETS[name](), tmp_path)
+    chain = load_chain(path)
+    target = tmp_path / "boards.toml"
+    target.write_text(sized_boards(chain, "fastslow"))
+    result = compile_model(path, target, tmp_path / "out", CompileOptions(firmware=False))
+    assert result.validation is not None and result.validation.passed
+    assert len(result.submodels) >= 2
+
+
+def kinds(name: str, tmp_path: Path) -> list[str]:
+    return [op.kind for op in load_onnx(save(NETS[name](), tmp_path)).ops]
+
+
+def test_import_gelu_patterns(tmp_path: Path) -> None:
+    graph = load_onnx(save(net_gelu(), tmp_path))
+    convs = [op for op in graph.ops if op.kind == "conv2d"]
+    # both exported GELUs and both Gelu ops fuse into the convolution before them
+    assert [op.attrs["act"] for op in convs] == ["gelu", "gelu", "gelu", "gelu_tanh"]
+    assert len(convs[0].source_nodes) == 6  # Conv, Div, Erf, Add, Mul, Mul
+    assert [op.kind for op in graph.ops][-1] == "add"  # x - 0.25, then erf fused into it
+    assert graph.ops[-1].attrs["act"] == "erf"
+
+
+def test_import_slices_and_cost(tmp_path: Path) -> None:
+    graph = load_onnx(save(net_slices(), tmp_path))
+    slices = [op for op in graph.ops if op.kind == "slice"]
+    assert len(slices) == 5  # 2 + 1 + 2 used outputs of the 3-way split
+    rev = next(op for op in slices if op.attrs["steps"] == (1, 1, 2, -1))
+    assert rev.attrs["starts"] == (0, 0, 1, 6) and rev.attrs["ends"] == (1, 4, 7, 0)
+    out = graph.tensor(rev.outputs[0])
+    assert out.shape == (1, 4, 3, 6)
+    ins = [graph.tensor(rev.inputs[0])]
+    assert handler(rev).infer_shape(rev, [ins[0].shape], "NCHW") == out.shape
+    assert handler(rev).macs(rev, ins, out) == 4 * 3 * 6
+
+
+def test_import_resize_and_cost(tmp_path: Path) -> None:
+    graph = load_onnx(save(net_resize(), tmp_path))
+    resizes = [op for op in graph.ops if op.kind == "resize"]
+    assert [op.attrs["mode"] for op in resizes] == [
+        "nearest",
+        "linear",
+        "linear",
+        "linear",
+        "nearest",
+    ]
+    up = resizes[0]
+    assert up.attrs["scales"] == (1.0, 1.0, 2.0, 2.0) and up.attrs["nearest_mode"] == "floor"
+    by_size = resizes[1]
+    assert by_size.attrs["sizes"] == (1, 4, 13, 7)
+    assert by_size.attrs["scales"][2] == pytest.approx(13 / 10)
+    out = graph.tensor(by_size.outputs[0])
+    assert handler(by_size).macs(by_size, [graph.tensor(by_size.inputs[0])], out) == 4 * 4 * 13 * 7
+
+
+def test_import_pads_gemm_and_mobile(tmp_path: Path) -> None:
+    graph = load_onnx(save(net_pads(), tmp_path))
+    modes = [op.attrs["mode"] for op in graph.ops if op.kind == "pad_mode"]
+    assert modes == ["reflect", "edge", "wrap"]
+    dense = graph.ops[-1]
+    assert dense.kind == "dense" and dense.weights["W"].shape == (7, 4)
+    ops = load_onnx(save(net_mobile(), tmp_path)).ops
+    got = [op.kind for op in ops]
+    # a Transpose pair with an op between them stays two copies (the pair alone folds away:
+    # test_transpose_pair_is_zero_cost); Shape/Gather/Concat fold into the Reshape's constant
+    # shape; the BatchNormalization of constants folds into the Add's constant
+    assert got.count("transpose") == 2 and got.count("add") == 1
+    assert "C" in next(op for op in ops if op.kind == "add").weights
+    assert "batchnorm" not in got and "hardswish" not in got  # fused into the conv
+    assert [op.attrs.get("act") for op in ops if op.kind == "conv2d"][:3] == [
+        "hardswish",
+        "relu",
+        "hardsigmoid",
+    ]
+    assert got[-3:] == ["dense", "reshape", "softmax"]
+
+
+def test_transpose_pair_is_zero_cost(tmp_path: Path) -> None:
+    """Transpose, Transpose back (tf2onnx's pairs) fold to a reshape; moving only axes of
+    length 1 is a reshape as well."""
+    net = OpsetNet("pair", (1, 4, 3, 5), opset=17)
+    t = net.node("Transpose", [conv(net, "x", 4, 4)], perm=[0, 2, 3, 1])
+    t = net.node("Transpose", [t], perm=[0, 3, 1, 2])
+    g = net.node("GlobalAveragePool", [t])
+    net.last = net.node("Transpose", [g], perm=[0, 2, 3, 1])  # (1, 4, 1, 1) -> (1, 1, 1, 4)
+    ops = load_onnx(save(net, tmp_path)).ops
+    assert [op.kind for op in ops] == ["conv2d", "reshape", "global_avgpool", "reshape"]
+    chain = load_chain(tmp_path / "pair.onnx")
+    assert all(layer.cost.macs == 0 for layer in chain.layers if layer.kind == "reshape")
