@@ -93,7 +93,7 @@ def test_truncated_file(tmp_path: Path, fraction: float) -> None:
 
 def test_all_unsupported_ops_listed_at_once(tmp_path: Path) -> None:
     nodes = [
-        helper.make_node("Erf", ["x"], ["a"], name="erf_node"),
+        helper.make_node("Sin", ["x"], ["a"], name="sin_node"),
         helper.make_node("Relu", ["a"], ["b"]),
         helper.make_node("Floor", ["b"], ["c"]),
         helper.make_node("Magic", ["c"], ["y"], name="magic", domain="com.acme"),
@@ -102,22 +102,26 @@ def test_all_unsupported_ops_listed_at_once(tmp_path: Path) -> None:
     err = load_error(path)
     assert isinstance(err, UnsupportedOpError)
     message = str(err)
-    for label in ("Erf (erf_node)", "Floor (Floor_0)", "com.acme.Magic (magic)"):
+    for label in ("Sin (sin_node)", "Floor (Floor_0)", "com.acme.Magic (magic)"):
         assert label in message
     assert "3 unsupported" in message and "Relu (" not in message and "supported" in message
 
 
 def test_unsupported_forms_of_supported_ops_listed_at_once(tmp_path: Path) -> None:
-    pads = numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads")
+    pads = numpy_helper.from_array(np.array([0, 0, 1, 8, 0, 0, 1, 1], np.int64), "pads")
     bounds = numpy_helper.from_array(np.array([1.0], np.float32), "k")
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
     nodes = [
         helper.make_node("Pad", ["x", "pads"], ["p"], name="reflect_pad", mode="reflect"),
         helper.make_node("Sub", ["k", "p"], ["s"], name="rsub"),
-        helper.make_node("Relu", ["s"], ["y"]),
+        helper.make_node("Resize", ["s", "", "scales"], ["r"], name="cubic", mode="cubic"),
+        helper.make_node("Relu", ["r"], ["y"]),
     ]
-    err = load_error(save(tmp_path, nodes, inits=[pads, bounds]))
+    err = load_error(save(tmp_path, nodes, inits=[pads, bounds, scales]))
     assert isinstance(err, UnsupportedOpError)
-    assert "Pad (reflect_pad): mode=reflect" in str(err) and "Sub (rsub)" in str(err)
+    message = str(err)
+    assert "Pad (reflect_pad): reflect pad of 8 on an axis of length 8" in message
+    assert "Sub (rsub)" in message and "Resize (cubic): mode=cubic" in message
 
 
 def test_dynamic_input_without_override(tmp_path: Path) -> None:
