@@ -276,3 +276,49 @@ def test_transpose_pair_is_zero_cost(tmp_path: Path) -> None:
     assert [op.kind for op in ops] == ["conv2d", "reshape", "global_avgpool", "reshape"]
     chain = load_chain(tmp_path / "pair.onnx")
     assert all(layer.cost.macs == 0 for layer in chain.layers if layer.kind == "reshape")
+
+
+ERF_MAIN = r"""
+#include <stdio.h>
+#include "kernels.h"
+int main(int argc, char **argv)
+{
+    float x, r[2];
+    FILE *in = fopen(argv[1], "rb"), *out = fopen(argv[2], "wb");
+    (void)argc;
+    while (fread(&x, sizeof x, 1, in) == 1) {
+        r[0] = k_erff(x);
+        k_act(&x, &r[1], 1, K_ACT_GELU, 0.0f, 0.0f);
+        fwrite(r, sizeof r, 1, out);
+    }
+    fclose(in); fclose(out);
+    return 0;
+}
+"""
+
+
+def test_erf_and_gelu_accuracy(tmp_path: Path) -> None:
+    """k_erff against float64 erf on a dense grid: absolute error <= 3e-7 everywhere, relative
+    <= 1e-6 near 0 (the Taylor branch); GELU's x/2 (1 + erf(x / sqrt 2)) within
+    ``5e-7 max(1, |x|)`` (the erfc branch for x << 0 has no cancellation)."""
+    import math
+    import subprocess
+
+    from codegen.model_c import KERNELS_DIR
+
+    (tmp_path / "main.c").write_text(ERF_MAIN)
+    exe = tmp_path / "kerf"
+    flags = ["-std=c99", "-O1", "-Wall", "-Werror", "-fsanitize=address,undefined"]
+    srcs = [str(tmp_path / "main.c"), str(KERNELS_DIR / "kernels.c")]
+    subprocess.run(["gcc", *flags, f"-I{KERNELS_DIR}", "-o", str(exe), *srcs], check=True)
+    x = np.concatenate([np.linspace(-6, 6, 24001), np.linspace(-0.6, 0.6, 2401)]).astype(np.float32)
+    (tmp_path / "x.bin").write_bytes(x.tobytes())
+    subprocess.run([str(exe), str(tmp_path / "x.bin"), str(tmp_path / "y.bin")], check=True)
+    y = np.frombuffer((tmp_path / "y.bin").read_bytes(), np.float32).reshape(-1, 2)
+    xs = x.astype(np.float64)
+    erf = np.array([math.erf(v) for v in xs])
+    assert np.max(np.abs(y[:, 0] - erf)) <= 3e-7
+    small = (np.abs(xs) < 0.5) & (xs != 0)
+    assert np.max(np.abs(y[small, 0] - erf[small]) / np.abs(erf[small])) <= 1e-6
+    gelu = np.array([0.5 * v * math.erfc(-v / math.sqrt(2)) for v in xs])
+    assert np.max(np.abs(y[:, 1] - gelu) / np.maximum(1.0, np.abs(xs))) <= 5e-7
