@@ -4,7 +4,7 @@ The graphs are ``onnx/backend/test/data/light/light_*.onnx`` (opset 9, upgraded 
 boards are ``models/boards/zoo_large.toml``. ``inspect + plan`` = ``load_chain`` + the ``dp``
 latency plan, in process; ``compile`` = ``compile_model`` without firmware on the graph with
 seeded random weights (``tests/test_zoo_graphs.py``'s ``random_weights``), validation included.
-One run each after a warm-up import (these are seconds, not milliseconds).
+One run each (AlexNet, the first, also pays the library imports: a few tenths of a second).
 
 Usage: ``.venv/bin/python benchmarks/zoo.py``; writes ``benchmarks/results/zoo.md``.
 """

@@ -8,6 +8,8 @@ Each small model below is written with ``onnx.helper`` the way the exporters wri
 * ``resize``: nearest (asymmetric / floor as torch's ``Upsample``, half_pixel round) and
   bilinear (half_pixel, align_corners, pytorch_half_pixel) by scales and by sizes;
 * ``pads``: reflect, edge and wrap padding, ``Gemm`` with ``transB``;
+* ``tf2onnx``: an NHWC Keras graph as tf2onnx writes it (Transposes after the input and in
+  pairs between blocks);
 * ``mobile``: HardSwish, a squeeze-excite block (GlobalAveragePool -> Conv -> Relu -> Conv ->
   HardSigmoid -> Mul broadcast), a ``Shape -> Gather -> Unsqueeze -> Concat -> Reshape``
   flatten, ``Reshape(-1)``, a Transpose pair around an NHWC region, a standalone
@@ -164,7 +166,31 @@ def net_mobile() -> Net:
     return net
 
 
+def net_tf2onnx() -> Net:
+    """tf2onnx's form of an NHWC Keras model (KWS DS-CNN-like): a Transpose to NCHW right
+    after the (1, 49, 10, 1) input (it moves only an axis of length 1: a reshape that joins the
+    input layer), Transpose pairs left between blocks, an NHWC ReduceMean, MatMul + Add."""
+    net = OpsetNet("tf2onnx", (1, 49, 10, 1), opset=13, seed=9)
+    x = net.node("Transpose", ["x"], perm=[0, 3, 1, 2])
+    w, b = net.const(net.rand(8, 1, 10, 4)), net.const(net.rand(8))
+    x = net.node("Relu", [net.node("Conv", [x, w, b], strides=[2, 2], pads=[4, 1, 5, 2])])
+    for _ in range(2):
+        w, b = net.const(net.rand(8, 1, 3, 3)), net.const(net.rand(8))
+        x = net.node("Relu", [net.node("Conv", [x, w, b], group=8, pads=[1, 1, 1, 1])])
+        x = net.node("Transpose", [x], perm=[0, 2, 3, 1])
+        x = net.node("Transpose", [x], perm=[0, 3, 1, 2])
+        x = net.node("Relu", [conv(net, x, 8, 8, k=1)])
+    x = net.node("Transpose", [x], perm=[0, 2, 3, 1])
+    x = net.node("ReduceMean", [x], axes=[1, 2], keepdims=0)
+    x = net.node(
+        "Add", [net.node("MatMul", [x, net.const(net.rand(8, 12))]), net.const(net.rand(12))]
+    )
+    net.last = net.node("Softmax", [x], axis=-1)
+    return net
+
+
 NETS: dict[str, Callable[[], Net]] = {
+    "tf2onnx": net_tf2onnx,
     "gelu": net_gelu,
     "slices": net_slices,
     "resize": net_resize,
@@ -262,6 +288,21 @@ def test_import_pads_gemm_and_mobile(tmp_path: Path) -> None:
         "hardsigmoid",
     ]
     assert got[-3:] == ["dense", "reshape", "softmax"]
+
+
+def test_tf2onnx_input_transpose_joins_the_input_layer(tmp_path: Path) -> None:
+    """The sub-model that starts the chain reads the graph input itself (1, 49, 10, 1), not the
+    transposed view the input layer ends with (the tf2onnx KWS crash: "Got: 49 Expected: 1")."""
+    path = save(net_tf2onnx(), tmp_path)
+    chain = load_chain(path)
+    assert chain.layers[0].input.shape == (1, 49, 10, 1)
+    assert chain.layers[0].output.shape == (1, 1, 49, 10)
+    assert [op.kind for op in chain.layers[0].ops] == ["reshape"]
+    assert sum(op.kind == "transpose" for op in chain.graph.ops) == 1  # the pairs folded
+    target = tmp_path / "boards.toml"
+    target.write_text(sized_boards(chain, "three"))
+    result = compile_model(path, target, tmp_path / "out", CompileOptions(firmware=False))
+    assert result.manifest.submodels[0].inputs[0].shape == (1, 49, 10, 1)
 
 
 def test_transpose_pair_is_zero_cost(tmp_path: Path) -> None:
