@@ -363,3 +363,84 @@ def test_erf_and_gelu_accuracy(tmp_path: Path) -> None:
     assert np.max(np.abs(y[small, 0] - erf[small]) / np.abs(erf[small])) <= 1e-6
     gelu = np.array([0.5 * v * math.erfc(-v / math.sqrt(2)) for v in xs])
     assert np.max(np.abs(y[:, 1] - gelu) / np.maximum(1.0, np.abs(xs))) <= 5e-7
+
+
+def net_emulated() -> Net:
+    """The exported patterns in one small model for the emulated boards: torch GELU, a Split
+    GLU, a reversed Slice, nearest and linear Resize, reflect / edge Pad, HardSwish with a
+    squeeze-excite block, a Transpose pair, torch's Shape-Gather-Concat flatten, Gemm transB."""
+    net = OpsetNet("exported", (1, 3, 12, 10), opset=19, seed=6)
+    x = conv(net, "x", 3, 8)
+    d = net.node("Div", [x, scalar(net, 2**0.5)])
+    a = net.node("Add", [net.node("Erf", [d]), scalar(net, 1.0)])
+    x = net.node("Mul", [net.node("Mul", [x, a]), scalar(net, 0.5)])
+    net.nodes.append(
+        helper.make_node("Split", [x], ["ga", "gb"], name="glu", axis=1, num_outputs=2)
+    )
+    x = net.node("Mul", ["ga", net.node("Sigmoid", ["gb"])])
+    x = net.node("Slice", [x, ints(net, -1), ints(net, -1000), ints(net, 3), ints(net, -1)])
+    empty = net.const(np.zeros(0, np.float32))
+    up = net.const(np.asarray([1, 1, 2, 2], np.float32))
+    x = net.node("Resize", [x, empty, up], mode="nearest",
+                 coordinate_transformation_mode="asymmetric", nearest_mode="floor")  # fmt: skip
+    x = net.node("Pad", [x, ints(net, 0, 0, 1, 2, 0, 0, 2, 1)], mode="reflect")
+    x = net.node("HardSwish", [conv(net, x, 4, 6)])
+    x = net.node("Resize", [x, empty, empty, ints(net, 1, 6, 9, 8)], mode="linear")
+    x = net.node("Pad", [x, ints(net, 0, 0, 1, 1, 0, 0, 0, 1)], mode="edge")
+    s = net.node("GlobalAveragePool", [x])
+    s = net.node("HardSigmoid", [conv(net, s, 6, 6, k=1)], alpha=1 / 6, beta=0.5)
+    x = net.node("Mul", [x, s])
+    t = net.node("Transpose", [x], perm=[0, 2, 3, 1])
+    x = net.node("Transpose", [t], perm=[0, 3, 1, 2])
+    x = net.node("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    shape = net.node("Shape", [x])
+    batch = net.node(
+        "Unsqueeze", [net.node("Gather", [shape, net.const(np.int64(0), np.int64)]), ints(net, 0)]
+    )
+    x = net.node("Reshape", [x, net.node("Concat", [batch, ints(net, -1)], axis=0)])
+    x = net.node("Gemm", [x, net.const(net.rand(10, 6 * 5 * 5) * 0.3)], transB=1)
+    net.last = net.node("Softmax", [x], axis=1)
+    return net
+
+
+@pytest.mark.slow
+@pytest.mark.qemu
+@pytest.mark.toolchain
+def test_emulated_boards_equal_onnxruntime(tmp_path: Path) -> None:
+    """The model compiled over two emulated F405 boards (QEMU netduinoplus2), built with
+    arm-none-eabi-gcc and run: the boards' output equals onnxruntime's."""
+    import onnxruntime as ort
+    from test_e2e_support import cli, qemu_pids, random_input
+
+    from splitter.link.build import run_make
+
+    path = save(net_emulated(), tmp_path)
+    chain = load_chain(path)
+    assert chain.graph is not None
+    got = {op.kind for op in chain.graph.ops} | {op.attrs.get("act") for op in chain.graph.ops}
+    assert {"gelu", "slice", "resize", "pad_mode", "hardswish", "hardsigmoid", "dense"} <= got
+    assert {op.attrs["mode"] for op in chain.graph.ops if op.kind == "resize"} == {
+        "nearest",
+        "linear",
+    }
+    n = len(chain)
+    boards = tmp_path / "boards.toml"
+    boards.write_text(
+        "[link]\nbaud = 115200\n"
+        + "".join(f'[[device]]\nname = "{d}"\nmcu = "STM32F405RG"\n' for d in "ab")
+    )
+    out = tmp_path / "out"
+    half = (0,) * (n // 2) + (1,) * (n - n // 2)  # layers 0..n/2-1 on a, the rest on b
+    result = compile_model(path, boards, out, CompileOptions(assignment=half))
+    assert len(result.submodels) == 2 and result.validation is not None
+    for device in ("a", "b"):
+        run_make(out / "firmware" / device, emulator=True)
+    x = random_input((1, 3, 12, 10), seed=4)
+    np.save(tmp_path / "x.npy", x)
+    proc = cli("run", str(out), "--input", str(tmp_path / "x.npy"), "--emulate",
+               "--output", str(tmp_path / "y.npy"), "--model", str(path))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    ref = sess.run(None, {"x": x})[0]
+    assert float(np.max(np.abs(np.load(tmp_path / "y.npy") - ref))) <= 1e-4
+    assert qemu_pids(str(out)) == []
