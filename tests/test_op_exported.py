@@ -276,10 +276,11 @@ def test_import_pads_gemm_and_mobile(tmp_path: Path) -> None:
     assert dense.kind == "dense" and dense.weights["W"].shape == (7, 4)
     ops = load_onnx(save(net_mobile(), tmp_path)).ops
     got = [op.kind for op in ops]
-    # a Transpose pair with an op between them stays two copies (the pair alone folds away:
-    # test_transpose_pair_is_zero_cost); Shape/Gather/Concat fold into the Reshape's constant
-    # shape; the BatchNormalization of constants folds into the Add's constant
-    assert got.count("transpose") == 2 and got.count("add") == 1
+    # the Transpose pair around the Relu goes, the Relu fuses into the squeeze-excite Mul;
+    # Shape/Gather/Concat fold into the Reshape's constant shape; the BatchNormalization of
+    # constants folds into the Add's constant
+    assert got.count("transpose") == 0 and got.count("add") == 1
+    assert next(op for op in ops if op.kind == "mul").attrs["act"] == "relu"
     assert "C" in next(op for op in ops if op.kind == "add").weights
     assert "batchnorm" not in got and "hardswish" not in got  # fused into the conv
     assert [op.attrs.get("act") for op in ops if op.kind == "conv2d"][:3] == [

@@ -200,11 +200,63 @@ def fuse_gelu(ops: Sequence[Op], graph_outputs: Iterable[str]) -> list[Op]:
     return [replace_at.get(id(op), op) for op in ops if id(op) in replace_at or id(op) not in drop]
 
 
+def _pointwise(op: Op) -> bool:
+    """An op that commutes with any transpose: an activation, or add / sub / mul / div of one
+    activation and a single-valued constant."""
+    if op.kind in ACTIVATIONS:
+        return True
+    c = op.weights.get("C")
+    return (
+        op.kind in ("add", "sub", "mul", "div")
+        and len(op.inputs) == 1
+        and c is not None
+        and np.asarray(c).size == 1
+        and set(op.weights) == {"C"}
+    )
+
+
+def drop_transpose_sandwiches(ops: Sequence[Op], graph_outputs: Iterable[str]) -> list[Op]:
+    """``Transpose(p) -> one pointwise op -> Transpose(q)`` with ``p[q[i]] = i`` (tf2onnx's
+    NHWC islands around an activation) is the pointwise op alone, reading the first
+    transpose's input and writing the second's output: both tensors are the file's (cuts stay
+    possible) and no tensor of the other layout is left. The op lists all three source nodes.
+    """
+    users: dict[str, list[Op]] = {}
+    for op in ops:
+        for i in op.inputs:
+            users.setdefault(i, []).append(op)
+    outputs = set(graph_outputs)
+
+    def only_user(name: str) -> Op | None:
+        readers = users.get(name, [])
+        return readers[0] if len(readers) == 1 and name not in outputs else None
+
+    replaced: dict[int, Op] = {}
+    dropped: set[int] = set()
+    for first in ops:
+        mid = only_user(first.outputs[0]) if first.kind == "transpose" else None
+        if mid is None or not _pointwise(mid) or id(first) in dropped:
+            continue
+        last = only_user(mid.outputs[0])
+        if last is None or last.kind != "transpose":
+            continue
+        p, q = first.attrs["perm"], last.attrs["perm"]
+        if tuple(int(p[int(i)]) for i in q) != tuple(range(len(p))):
+            continue
+        sources = first.source_nodes + mid.source_nodes + last.source_nodes
+        replaced[id(mid)] = replace(mid, inputs=first.inputs, outputs=last.outputs,
+                                    source_nodes=sources)  # fmt: skip
+        dropped.update({id(first), id(last)})
+    return [replaced.get(id(op), op) for op in ops if id(op) not in dropped]
+
+
 def fuse(ops: Iterable[Op], graph_outputs: Iterable[str], shape: ShapeOf) -> list[Op]:
-    """Fuse exported GELUs (:func:`fuse_gelu`), then apply :data:`RULES` in one topological
-    pass and return the new op list."""
+    """Fuse exported GELUs (:func:`fuse_gelu`), drop transpose pairs around pointwise ops
+    (:func:`drop_transpose_sandwiches`), then apply :data:`RULES` in one topological pass and
+    return the new op list."""
     graph_outputs = list(graph_outputs)
     ops = fuse_gelu(list(ops), graph_outputs)
+    ops = drop_transpose_sandwiches(ops, graph_outputs)
     uses = Counter(i for op in ops for i in op.inputs)
     uses.update(graph_outputs)
     result: list[Op] = []
