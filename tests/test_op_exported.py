@@ -445,3 +445,55 @@ def test_emulated_boards_equal_onnxruntime(tmp_path: Path) -> None:
     ref = sess.run(None, {"x": x})[0]
     assert float(np.max(np.abs(np.load(tmp_path / "y.npy") - ref))) <= 1e-4
     assert qemu_pids(str(out)) == []
+
+
+@pytest.mark.parametrize(
+    "coord", ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"]
+)
+@pytest.mark.parametrize(
+    "mode", ["linear", "round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]
+)
+def test_resize_index_formulas_match_onnxruntime(coord: str, mode: str) -> None:
+    """codegen.ops.gather's source indices / taps, applied in numpy, equal onnxruntime's Resize
+    for every supported coordinate and nearest mode, up- and down-scaling, by scales and sizes."""
+    import onnxruntime as ort
+
+    from codegen.ops.gather import resize_index
+    from splitter.ir import Op
+
+    x = np.random.default_rng(0).standard_normal((1, 2, 5, 7)).astype(np.float32)
+    for scales, sizes in (((1, 1, 1.6, 0.6), None), (None, (1, 2, 9, 3)), (None, (1, 2, 1, 4))):
+        linear = mode == "linear"
+        attrs = {"mode": "linear" if linear else "nearest", "coordinate_transformation_mode": coord}
+        if not linear:
+            attrs["nearest_mode"] = mode
+        inputs = ["x", "", "s"] if scales else ["x", "", "", "n"]
+        value = np.asarray(scales, np.float32) if scales else np.asarray(sizes, np.int64)
+        graph = helper.make_graph(
+            [helper.make_node("Resize", inputs, ["y"], **attrs)],
+            "r",
+            [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, x.shape)],
+            [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+            [onnx.numpy_helper.from_array(value, "s" if scales else "n")],
+        )
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        ref = sess.run(None, {"x": x})[0]
+        ys = ref.shape
+        eff = (
+            tuple(float(np.float32(v)) for v in scales)
+            if scales
+            else tuple(o / i for o, i in zip(ys, x.shape, strict=True))
+        )  # what the importer stores: the file's float32 scales, or the exact size ratio
+        op = Op("r", "resize", ("x",), ("y",),
+                {"mode": attrs["mode"], "coord_mode": coord, "nearest_mode": mode,
+                 "scales": eff, "sizes": ys})  # fmt: skip
+        index = resize_index(op, x.shape, ys)
+        if not linear:
+            got = x[np.ix_(*index)]  # type: ignore[arg-type]
+        else:
+            (h0, h1, fh), (w0, w1, fw) = index[2], index[3]  # type: ignore[misc]
+            top = x[:, :, h0][..., w0] + fw * (x[:, :, h0][..., w1] - x[:, :, h0][..., w0])
+            bot = x[:, :, h1][..., w0] + fw * (x[:, :, h1][..., w1] - x[:, :, h1][..., w0])
+            got = top + fh[:, None] * (bot - top)
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5, err_msg=f"{scales} {sizes}")

@@ -22,8 +22,7 @@ from splitter.ir import Op, TensorSpec
 PAD_MODES = {"reflect": "reflect", "edge": "edge", "wrap": "wrap"}
 
 #: ONNX Resize coordinate_transformation_mode values supported.
-COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-               "tf_half_pixel_for_nearest")  # fmt: skip
+COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
 #: ONNX Resize nearest_mode values.
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
@@ -43,8 +42,10 @@ def resize_coords(n_in: int, n_out: int, scale: float, coord_mode: str) -> np.nd
     """Source coordinate (float32, as onnxruntime computes it) of every output index along one
     axis, by ONNX Resize's ``coordinate_transformation_mode``:
     half_pixel ``(i + 0.5) / s - 0.5``; pytorch_half_pixel the same, 0 when ``n_out == 1``;
-    align_corners ``i (n_in - 1) / (n_out - 1)``; asymmetric ``i / s``;
-    tf_half_pixel_for_nearest ``(i + 0.5) / s``."""
+    align_corners ``i (n_in - 1) / (n_out - 1)``; asymmetric ``i * (1 / s)`` with ``1 / s``
+    rounded to float32 first (so ``2 * (7 / 4)`` is the tie 3.5, as in onnxruntime; checked
+    against it for every mode in tests/test_op_exported.py). ``s`` is the file's float32 scale,
+    or the exact ``n_out / n_in`` when the model gives sizes."""
     i = np.arange(n_out, dtype=np.float32)
     s = np.float32(scale)
     if coord_mode == "half_pixel":
@@ -58,9 +59,7 @@ def resize_coords(n_in: int, n_out: int, scale: float, coord_mode: str) -> np.nd
             return np.zeros(1, np.float32)
         return i * np.float32(n_in - 1) / np.float32(n_out - 1)
     if coord_mode == "asymmetric":
-        return i / s
-    if coord_mode == "tf_half_pixel_for_nearest":
-        return (i + np.float32(0.5)) / s
+        return i * np.float32(1.0 / scale)
     raise ValueError(f"coordinate_transformation_mode {coord_mode!r}")
 
 

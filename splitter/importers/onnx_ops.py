@@ -536,15 +536,16 @@ def split(node: OnnxNode, ctx: ImportContext) -> list[Op]:
     return ops
 
 
-_COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-                "tf_half_pixel_for_nearest")  # fmt: skip
+#: tf_half_pixel_for_nearest, tf_crop_and_resize and half_pixel_symmetric are left out
+#: (onnxruntime, the reference validation runs, refuses the first).
+_COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
 
 
 def resize(node: OnnxNode, ctx: ImportContext) -> list[Op]:
     """Resize (opset >= 11) -> resize(mode, coord_mode, nearest_mode, scales, sizes).
 
-    ``scales`` are the given ones (input 2), or ``sizes / n`` when input 3 gives sizes (what
-    onnxruntime uses in the coordinate formulas); ``sizes`` is the inferred output shape.
+    ``scales`` are the given ones (input 2, float32 as in the file), or ``sizes / n`` (exact)
+    when input 3 gives sizes; ``sizes`` is the inferred output shape.
     Supported: modes nearest and linear, no antialias, the coordinate modes of
     ``_COORD_MODES``, ``axes`` (opset 18) and keep_aspect_ratio_policy ``stretch``.
     """
@@ -569,7 +570,7 @@ def resize(node: OnnxNode, ctx: ImportContext) -> list[Op]:
             scales[axis] = float(np.float32(s))
     else:
         for axis in axes:
-            scales[axis] = float(np.float32(ys[axis]) / np.float32(xs[axis]))
+            scales[axis] = ys[axis] / xs[axis]
     attrs = {
         "mode": mode,
         "coord_mode": coord,
