@@ -497,3 +497,11 @@ def test_resize_index_formulas_match_onnxruntime(coord: str, mode: str) -> None:
             bot = x[:, :, h1][..., w0] + fw * (x[:, :, h1][..., w1] - x[:, :, h1][..., w0])
             got = top + fh[:, None] * (bot - top)
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5, err_msg=f"{scales} {sizes}")
+
+
+@pytest.mark.parametrize("name", sorted(NETS))
+def test_handlers_infer_the_imported_shapes(name: str, tmp_path: Path) -> None:
+    """Every op's cost-handler shape equals the shape the importer recorded (new kinds too)."""
+    from splitter.graph.builder import check_shapes
+
+    assert check_shapes(load_onnx(save(NETS[name](), tmp_path))) == []
