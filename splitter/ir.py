@@ -271,3 +271,5 @@ class Plan:
     throughput_per_s: float
     throughput_ref9_per_s: float
     gap: float | None = None  # relative optimality gap when a time limit stopped the solver
+    #: nodes per (layer, device) of a branch-and-bound search, when one ran (report heatmaps)
+    search: tuple[tuple[int, ...], ...] | None = field(default=None, compare=False, repr=False)

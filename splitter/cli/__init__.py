@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "calibrate": "calibrate_cmd",
     "flash": "flash_cmd",
     "segment": "segment_cmd",
+    "report": "report_cmd",
 }
 
 
