@@ -51,6 +51,8 @@ class CompileOptions:
 
     objective: str = "latency"
     solver: str | None = None
+    #: ``time_limit``, ``var_order``, ``val_order`` ... as :func:`splitter.partition.solve` takes
+    solver_options: Mapping[str, object] = field(default_factory=dict)
     validate: bool = True
     input_files: tuple[str, ...] = ()
     force: bool = False
@@ -88,6 +90,8 @@ class CompileResult:
             "model": self.chain.source_path,
             "objective": self.plan.objective,
             "solver": self.plan.solver,
+            "optimal": self.plan.optimal,
+            "gap": self.plan.gap,
             "latency_s": self.plan.latency_s,
             "throughput_per_s": self.plan.throughput_per_s,
             "submodels": [
@@ -215,7 +219,7 @@ def make_plan(chain: Chain, boards: Boards, opts: CompileOptions) -> Plan:
     from splitter.partition import make_problem, solve
 
     problem = make_problem(chain.costs, boards, [layer.name for layer in chain.layers])
-    return solve(problem, opts.objective, opts.solver or "auto")
+    return solve(problem, opts.objective, opts.solver or "auto", **opts.solver_options)
 
 
 def plan_from_assignment(

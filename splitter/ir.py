@@ -222,6 +222,8 @@ class Device:
     probe: str | None = None
     #: optional calibrated cycles-per-MAC per op class ("conv", "depthwise", "dense", "other")
     cpm_by_class: Mapping[str, float] = field(default_factory=dict)
+    #: the board definition (``splitter/hardware/board_catalog.toml``), e.g. "nucleo-h743zi"
+    board: str | None = None
 
 
 @dataclass(frozen=True)
