@@ -194,7 +194,7 @@ def _load(
 def check_input_files(chain: Chain, input_files: Sequence[str | Path]) -> None:
     """Reject ``--input`` files of the wrong shape or dtype before any slow step."""
     for path in input_files:
-        load_input_file(path, chain.layers[0].output)
+        load_input_file(path, chain.layers[0].input or chain.layers[0].output)
 
 
 def check_data_file(chain: Chain, opts: CompileOptions) -> None:

@@ -63,6 +63,13 @@ def command(
                 f"{pex['peak_bytes']:,} B with partial execution "
                 f"({len(pex['loops'])} channel loop(s), PEX; zero extra MACs)"
             )
+    meta = chain.graph.metadata if chain.graph else {}
+    if "upgraded_from_opset" in meta:  # on stderr: --format json / csv stay machine-readable
+        click.echo(
+            f"note: {model}: opset {meta['upgraded_from_opset']} upgraded on load to opset "
+            f"{meta['opset']} with onnx.version_converter",
+            err=True,
+        )
 
 
 def render_table(chain: Chain) -> Table:
