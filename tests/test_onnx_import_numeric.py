@@ -21,12 +21,6 @@ MODELS = sorted(
     for p in (Path(__file__).resolve().parent.parent / "models").glob("*.onnx")
     if not p.stem.endswith("_qdq")
 )
-#: Models whose canonical graph holds a kind this test's re-emitter does not write yet.
-PENDING = {
-    "mobilenet_v3_small_025.onnx": "the re-emitter has no hardsigmoid (the SE gate); helper "
-    "zoo's branch (issue 14 A, op coverage) adds it; the model itself runs on emulated boards "
-    "(tests/test_exported_models.py)",
-}
 SIMPLE = {
     "relu": "Relu",
     "sigmoid": "Sigmoid",
@@ -69,6 +63,9 @@ class Emitter:
             return self.node("Clip", [x, self.const(lo), self.const(hi)], out)
         if kind == "leaky_relu":
             return self.node("LeakyRelu", [x], out, alpha=op.attrs["alpha"])
+        if kind == "hardsigmoid":  # fused (MobileNetV3's SE gate after its second conv)
+            alpha, beta = op.attrs["alpha"], op.attrs["beta"]
+            return self.node("HardSigmoid", [x], out, alpha=alpha, beta=beta)
         return self.node(SIMPLE[kind], [x], out)
 
     def emit(self, op: Op, graph: Graph) -> None:
@@ -186,16 +183,7 @@ def assert_same_outputs(path: Path, graph: Graph) -> None:
 
 if MODELS:  # no models: nothing collected (not a skip)
 
-    @pytest.mark.parametrize(
-        "path",
-        [
-            pytest.param(p, marks=pytest.mark.xfail(reason=PENDING[p.name], raises=KeyError))
-            if p.name in PENDING
-            else p
-            for p in MODELS
-        ],
-        ids=[p.name for p in MODELS],
-    )
+    @pytest.mark.parametrize("path", MODELS, ids=[p.name for p in MODELS])
     def test_reference_model_canonical_graph_matches_onnxruntime(path: Path) -> None:
         assert_same_outputs(path, load_onnx(path))
 
