@@ -1,5 +1,5 @@
 """``python -m splitter`` is the ``splitter`` command."""
 
-from splitter.cli import main
+from splitter.entry import main
 
 main()

@@ -83,6 +83,10 @@ def main(argv: list[str] | None = None) -> None:
     code = _run(argv)
     if argv is None and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if code == 130:  # interrupted: outputs are cleaned up; exit now, whatever threads run
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
     sys.exit(code)
 
 
@@ -124,6 +128,11 @@ def _run(argv: list[str] | None) -> int:
             click.echo(json.dumps(error_object("interrupted")))
         return 130
     except Exception as exc:  # a bug: still one line, but say so
+        if _interrupted(exc):  # Ctrl-C inside an extension's import surfaces as ImportError
+            click.echo("splitter: interrupted", err=True)
+            if as_json:
+                click.echo(json.dumps(error_object("interrupted")))
+            return 130
         if os.environ.get("SPLITTER_DEBUG"):
             traceback.print_exc()
         line = (
@@ -135,6 +144,18 @@ def _run(argv: list[str] | None) -> int:
             click.echo(json.dumps(error_object(line)))
         return 1
     return 0
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """True when a KeyboardInterrupt is in ``exc``'s cause or context chain."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False
 
 
 def _invoke(args: list[str]) -> None:
