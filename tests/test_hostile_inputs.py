@@ -527,3 +527,21 @@ def test_stopped_board_is_named_with_its_link(tiny_out: Path, x_npy: Path, devic
     assert len(errors) == 1 and "Traceback" not in r.stderr, r.stderr
     assert f"device {device}" in errors[0] and "socket://127.0.0.1:" in errors[0], errors[0]
     assert elapsed < LINK_TIMEOUT + 3
+
+
+def test_ctrl_c_inside_an_extension_import_is_an_interruption(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A SIGINT while a C extension initialises surfaces as ImportError chained to the
+    KeyboardInterrupt: still exit 130 and one line, not an 'internal error'."""
+    import splitter.cli as cli_module
+
+    def interrupted_import(args: list[str]) -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise ImportError("initialization failed") from exc
+
+    monkeypatch.setattr(cli_module, "_invoke", interrupted_import)
+    assert cli_module._run(["inspect", "x.onnx"]) == 130
+    assert capsys.readouterr().err == "splitter: interrupted\n"
