@@ -18,6 +18,7 @@ from codegen.ops.base import (
     record,
 )
 from codegen.ops.conv import pack4, q8_weights, q_record
+from codegen.ops.q8_variants import variant_name
 from codegen.ops.quant import bias, gemm_rounding, requant_arrays
 from splitter.ir import Op, TensorSpec
 
@@ -53,7 +54,7 @@ class Dense(OpEmitter):
         params = dense_record(wt.shape)
         params += q_record(op, ctx, requant_arrays(op, ctx), gemm_rounding(op))
         x, y = ctx.p8(op.inputs[0]), ctx.p8(op.outputs[0])
-        return block(params, f"k_q_dense(&p, &q, {x}, {wn}, {bn}, {y})")
+        return block(params, f"k_{variant_name('dense', ctx.isa)}(&p, &q, {x}, {wn}, {bn}, {y})")
 
 
 def dense_record(w_shape: tuple[int, ...], act: str = "{K_ACT_NONE, 0.0f, 0.0f}") -> list[str]:

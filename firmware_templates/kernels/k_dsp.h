@@ -1,0 +1,47 @@
+/*
+ * The DSP instructions of the int8 kernels (kernels_q8_opt.c) as K_* macros on uint32_t words:
+ * GCC's ACLE intrinsics (arm_acle.h: __sxtb16, __sxtab16, __smlad, __smlabb, __smlatt) when the
+ * core has the DSP extension (__ARM_FEATURE_DSP: Cortex-M4, M7, M33 with DSP), else the portable
+ * emulation of k_dsp_emu.h (host builds; a _dsp kernel run on a Cortex-M0+ would be correct but
+ * slow, and the generator never picks one there). K_DSP_EMULATE forces the emulation.
+ * K_LD4 / K_ST4 move 4 bytes at any alignment (one LDR / STR on Armv7-M, which allows unaligned
+ * word access; byte moves elsewhere), K_ROR8 rotates right by 8 (folded into SXTB16's ROR).
+ */
+#ifndef SPLITTER_K_DSP_H
+#define SPLITTER_K_DSP_H
+
+#include <stdint.h>
+
+#if defined(__ARM_FEATURE_DSP) && !defined(K_DSP_EMULATE)
+#include <arm_acle.h>
+#define K_DSP_NATIVE 1
+#define K_SXTB16(x) ((uint32_t)__sxtb16((int32_t)(x)))
+#define K_SXTAB16(a, x) ((uint32_t)__sxtab16((int32_t)(a), (int32_t)(x)))
+#define K_SMLAD(a, b, acc) __smlad((int32_t)(a), (int32_t)(b), (acc))
+#define K_SMLABB(a, b, acc) __smlabb((int32_t)(a), (int32_t)(b), (acc))
+#define K_SMLATT(a, b, acc) __smlatt((int32_t)(a), (int32_t)(b), (acc))
+#else
+#include "k_dsp_emu.h"
+#define K_DSP_NATIVE 0
+#define K_SXTB16(x) k_emu_sxtb16(x)
+#define K_SXTAB16(a, x) k_emu_sxtab16((a), (x))
+#define K_SMLAD(a, b, acc) k_emu_smlad((a), (b), (acc))
+#define K_SMLABB(a, b, acc) k_emu_smlabb((a), (b), (acc))
+#define K_SMLATT(a, b, acc) k_emu_smlatt((a), (b), (acc))
+#endif
+
+#define K_ROR8(x) (((uint32_t)(x) >> 8) | ((uint32_t)(x) << 24))
+
+static inline uint32_t K_LD4(const void *p)
+{
+    uint32_t v;
+    __builtin_memcpy(&v, p, 4);
+    return v;
+}
+
+static inline void K_ST4(void *p, uint32_t v)
+{
+    __builtin_memcpy(p, &v, 4);
+}
+
+#endif /* SPLITTER_K_DSP_H */
