@@ -51,6 +51,7 @@ class Case:
     op_class: str
     macs: int
     call: str
+    dtype: str = "float32"
 
 
 def _conv(
@@ -112,8 +113,55 @@ CASES = [
     ),
 ]
 
+
+def _q8_window(c: int, h: int, o: int, k: int, s: int, p: int, g: int, w: int = 0) -> tuple[str, int]:
+    """The ``k_window_params`` literal of an int8 conv on a square (or ``h x w``) NHWC input,
+    no fused activation, and its MACs ``O*OH*OW*(C/g)*k*k``."""
+    w = w or h
+    oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+    lit = (
+        f"&(const k_window_params){{{c}, {h}, {w}, {o}, {oh}, {ow}, {k}, {k}, {s}, {s}, "
+        f"{p}, {p}, {p}, {p}, 1, 1, {g}, 0, {{K_ACT_NONE, 0.0f, 0.0f}}}}"
+    )
+    return lit, o * oh * ow * (c // g) * k * k
+
+
+#: int8 requantisation record of the benchmarks: in_zp -3, out_zp 5, ReLU clamp, per channel.
+_Q8 = "&(const k_q_params){{-3, 5, 5, 127, {n}, {up}, qmult, qshift}}"
+
+
+def _q8_cases() -> list[Case]:
+    """The issue-13 shapes in int8: the tuned kernels (``_dsp``, ``_plain``) and the generic
+    reference loops (``k_q_conv2d``, ``k_q_dense``) they replace."""
+    cases = []
+    shapes = [
+        ("conv3x3 16->32 @16x16 pad1", "conv", (16, 16, 32, 3, 1, 1, 1), "conv"),
+        ("pointwise 1x1 64->64 @16x8", "conv", (64, 16, 64, 1, 1, 0, 1, 8), "pointwise"),
+        ("depthwise3x3 32 @16x16 pad1", "depthwise", (32, 16, 32, 3, 1, 1, 32), "depthwise"),
+    ]
+    for name, cls, shape, fam in shapes:
+        lit, macs = _q8_window(*shape)
+        q = _Q8.format(n=shape[2], up=0 if fam == "depthwise" else 1)
+        scratch = "" if fam == "depthwise" else "qscratch, "
+        for isa in ("dsp", "plain"):
+            call = f"k_q_{fam}_{isa}({lit}, {q}, qx, qw, qb, {scratch}qy)"
+            cases.append(Case(f"int8 {name} ({fam}_{isa})", cls, macs, call, "int8"))
+        call = f"k_q_conv2d({lit}, {q}, qx, qw, qb, qy)"
+        cases.append(Case(f"int8 {name} (generic k_q_conv2d)", cls, macs, call, "int8"))
+    dense = "&(const k_dense_params){1024, 64, {0, 0.0f, 0.0f}}"
+    q = _Q8.format(n=64, up=1)
+    for fn in ("k_q_dense_dsp", "k_q_dense_plain", "k_q_dense"):
+        label = f"int8 dense 1024->64 ({fn[4:] if fn != 'k_q_dense' else 'generic k_q_dense'})"
+        cases.append(Case(label, "dense", 1024 * 64, f"{fn}({dense}, {q}, qx, qw, qb, qy)", "int8"))
+    return cases
+
+
+CASES += _q8_cases()
+
 HARNESS = r"""
 #include "kernels.h"
+#include "kernels_q8.h"
+#include "kernels_q8_opt.h"
 #define USART1_SR (*(volatile unsigned *)0x40011000u)
 #define USART1_DR (*(volatile unsigned *)0x40011004u)
 #define USART1_CR1 (*(volatile unsigned *)0x4001100Cu)
@@ -125,6 +173,13 @@ HARNESS = r"""
 float xbuf[12288] __attribute__((aligned(8)));
 float ybuf[12288] __attribute__((aligned(8)));
 const float wbuf[65536] = {0.5f};
+/* int8 operands: activations in the float buffers, weights and biases from wbuf's bytes. */
+#define qx ((const int8_t *)xbuf)
+#define qy ((int8_t *)ybuf)
+#define qw ((const int8_t *)wbuf)
+#define qb ((const int32_t *)wbuf)
+int32_t qmult[64], qshift[64];
+int8_t qscratch[4096] __attribute__((aligned(4)));
 
 static void putc_(char c) { while (!(USART1_SR & 0x80u)) {} USART1_DR = (unsigned)c; }
 static void puts_(const char *s) { while (*s) putc_(*s++); }
@@ -164,6 +219,7 @@ int main(void)
 {
     unsigned t, i;
     for (i = 0; i < 12288u; i++) xbuf[i] = (float)(i % 7u) * 0.25f - 0.5f;
+    for (i = 0; i < 64u; i++) { qmult[i] = 1518500250 + (int32_t)i * 977; qshift[i] = -7 - (int32_t)(i % 3u); }
     start(); t = stop(); report("@empty", t);
 @CASES@
     puts_("@done\r\n");
@@ -212,6 +268,7 @@ def build(work: Path) -> Path:
     (work / "link.ld").write_text(LINKER)
     elf = work / "bench.elf"
     srcs = [str(work / "bench.c"), str(KERNELS / "kernels.c"), str(KERNELS / "k_libc.c")]
+    srcs += [str(KERNELS / "kernels_q8.c"), str(KERNELS / "kernels_q8_opt.c")]
     cmd = [
         "arm-none-eabi-gcc",
         *CFLAGS,

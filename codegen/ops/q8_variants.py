@@ -52,10 +52,31 @@ def permute_groups4(rows: np.ndarray) -> np.ndarray:
     return np.concatenate([head, rows[:, k4:]], axis=1)
 
 
+def interleave_rows(rows: np.ndarray, n: int) -> np.ndarray:
+    """Rows in blocks of ``n``: per block, each group of four columns row after row (``4 n``
+    bytes), then the rows' ``K % 4`` last columns row after row; the ``len % n`` last rows as
+    they are. Same elements, so one pointer walks a block's ``n`` rows (kernels_q8_opt.c)."""
+    rows = np.ascontiguousarray(rows)
+    o, k = rows.shape
+    k4, nb = k // 4 * 4, o // n * n
+    blocks = rows[:nb].reshape(o // n, n, k)
+    head = blocks[:, :, :k4].reshape(o // n, n, k4 // 4, 4).transpose(0, 2, 1, 3)
+    parts = np.concatenate([head.reshape(o // n, n * k4), blocks[:, :, k4:].reshape(o // n, n * (k - k4))], 1)
+    return np.concatenate([parts.ravel(), rows[nb:].ravel()])
+
+
 def conv_weights(w_ohwi: np.ndarray) -> np.ndarray:
-    """conv / pointwise weights: OHWI rows of ``K = kh * kw * C``, :func:`permute_groups4`."""
+    """conv / pointwise weights: OHWI rows of ``K = kh * kw * C``, :func:`permute_groups4`,
+    then :func:`interleave_rows` in channel pairs (``gemm_block``)."""
     w = np.asarray(w_ohwi)
-    return permute_groups4(w.reshape(w.shape[0], -1))
+    return interleave_rows(permute_groups4(w.reshape(w.shape[0], -1)), 2)
+
+
+def dense_weights(w: np.ndarray) -> np.ndarray:
+    """dense weights ``(out, in)``: :func:`interleave_rows` in blocks of four rows
+    (``dense_block``), each group in order (SXTB16 pairs ``(w0, w2)``, ``(w1, w3)`` meet the
+    input's SXTAB16 pairs ``(x0, x2)``, ``(x1, x3)``)."""
+    return interleave_rows(np.asarray(w), 4)
 
 
 def depthwise_weights(w_ohwi: np.ndarray) -> np.ndarray:

@@ -5,12 +5,15 @@
  * emulation of k_dsp_emu.h (host builds; a _dsp kernel run on a Cortex-M0+ would be correct but
  * slow, and the generator never picks one there). K_DSP_EMULATE forces the emulation.
  * K_LD4 / K_ST4 move 4 bytes at any alignment (one LDR / STR on Armv7-M, which allows unaligned
- * word access; byte moves elsewhere), K_ROR8 rotates right by 8 (folded into SXTB16's ROR).
+ * word access; byte moves elsewhere), K_ROR8 rotates right by 8; K_SXTB16_ROR8 / K_SXTAB16_ROR8
+ * extend bytes 1 and 3 (the instructions' ROR #8 form).
  */
 #ifndef SPLITTER_K_DSP_H
 #define SPLITTER_K_DSP_H
 
 #include <stdint.h>
+
+#define K_ROR8(x) (((uint32_t)(x) >> 8) | ((uint32_t)(x) << 24))
 
 #if defined(__ARM_FEATURE_DSP) && !defined(K_DSP_EMULATE)
 #include <arm_acle.h>
@@ -20,6 +23,20 @@
 #define K_SMLAD(a, b, acc) __smlad((int32_t)(a), (int32_t)(b), (acc))
 #define K_SMLABB(a, b, acc) __smlabb((int32_t)(a), (int32_t)(b), (acc))
 #define K_SMLATT(a, b, acc) __smlatt((int32_t)(a), (int32_t)(b), (acc))
+/* SXTB16 / SXTAB16 of x rotated right by 8 (bytes 1 and 3) in one instruction: GCC does not
+ * fold the rotation into the intrinsic, so these two are inline assembly. */
+static inline uint32_t K_SXTB16_ROR8(uint32_t x)
+{
+    uint32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+    return r;
+}
+static inline uint32_t K_SXTAB16_ROR8(uint32_t a, uint32_t x)
+{
+    uint32_t r;
+    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
+    return r;
+}
 #else
 #include "k_dsp_emu.h"
 #define K_DSP_NATIVE 0
@@ -28,9 +45,9 @@
 #define K_SMLAD(a, b, acc) k_emu_smlad((a), (b), (acc))
 #define K_SMLABB(a, b, acc) k_emu_smlabb((a), (b), (acc))
 #define K_SMLATT(a, b, acc) k_emu_smlatt((a), (b), (acc))
+#define K_SXTB16_ROR8(x) k_emu_sxtb16(K_ROR8(x))
+#define K_SXTAB16_ROR8(a, x) k_emu_sxtab16((a), K_ROR8(x))
 #endif
-
-#define K_ROR8(x) (((uint32_t)(x) >> 8) | ((uint32_t)(x) << 24))
 
 static inline uint32_t K_LD4(const void *p)
 {

@@ -73,151 +73,162 @@ K_INLINE void st2a(int16_t *p, int32_t v)
     __builtin_memcpy(__builtin_assume_aligned(p, 2), &h, 2);
 }
 
-/* d[i] = x[i] - zp as int16, n values (off2: -zp in both halfwords). DSP: four at a time,
- * SXTAB16 of the word and of its rotation, repacked to (x0, x1), (x2, x3). */
-K_INLINE void col_copy(const int8_t *x, int16_t *d, int n, int zp, uint32_t off2, int dsp)
+/* The two im2col columns (pixels p = 0, 1) are interleaved by int16 pairs: element k of
+ * column p sits at col_at(k, p) = (k / 2) * 4 + 2 p + k % 2, so one pointer walks both and a
+ * 4-element step reads the words (x0, x1), (y0, y1), (x2, x3), (y2, y3). */
+K_INLINE size_t col_at(int k, int p)
+{
+    return ((size_t)(k >> 1) << 2) + ((size_t)p << 1) + (size_t)(k & 1);
+}
+
+/* Elements k0 .. k0 + n - 1 of column p: x[i] - zp as int16 (off2: -zp in both halfwords).
+ * DSP: four at a time from an even k, SXTAB16 of the word and of its ROR 8, repacked. */
+K_INLINE void col_copy(const int8_t *x, int16_t *col, int k0, int n, int p, int zp,
+                       uint32_t off2, int dsp)
 {
     int i = 0;
     if (dsp) {
+        if ((k0 & 1) && n > 0) {
+            st2a(col + col_at(k0, p), x[0] - zp);
+            i = 1;
+        }
         for (; i + 4 <= n; i += 4) {
             const uint32_t v = K_LD4(x + i);
-            const uint32_t e = K_SXTAB16(off2, v), o = K_SXTAB16(off2, K_ROR8(v));
-            K_ST4(d + i, (e & 0xFFFFu) | (o << 16));
-            K_ST4(d + i + 2, (e >> 16) | (o & 0xFFFF0000u));
+            const uint32_t e = K_SXTAB16(off2, v), o = K_SXTAB16_ROR8(off2, v);
+            int16_t *d = col + col_at(k0 + i, p);
+            K_ST4(__builtin_assume_aligned(d, 4), (e & 0xFFFFu) | (o << 16));
+            K_ST4(__builtin_assume_aligned(d + 4, 4), (e >> 16) | (o & 0xFFFF0000u));
         }
     }
-    for (; i < n; i++) st2a(d + i, x[i] - zp);
+    for (; i < n; i++) st2a(col + col_at(k0 + i, p), x[i] - zp);
 }
 
-K_INLINE void col_zero(int16_t *d, int n)
+K_INLINE void col_zero(int16_t *col, int k0, int n, int p)
 {
     int i;
-    for (i = 0; i < n; i++) st2a(d + i, 0);
+    for (i = 0; i < n; i++) st2a(col + col_at(k0 + i, p), 0);
 }
 
-/* The im2col column of output pixel n: for every tap (ky, kx) its C input values minus in_zp,
- * zeros for taps in the padding (TFLite skips them: x - in_zp = 0 there). */
-K_INLINE void col_fill(const k_window_params *p, const int8_t *x, int n, int16_t *d, int zp,
-                       uint32_t off2, int dsp)
+/* Column p of output pixel n: for every tap (ky, kx) its C input values minus in_zp, zeros for
+ * taps in the padding (TFLite skips them: x - in_zp = 0 there). */
+K_INLINE void col_fill(const k_window_params *p, const int8_t *x, int n, int16_t *col, int pc,
+                       int zp, uint32_t off2, int dsp)
 {
     const int C = p->C, kw = p->kw, oy = n / p->OW, ox = n - oy * p->OW;
     const int iy0 = oy * p->sh - p->pt, ix0 = ox * p->sw - p->pl;
-    int ky, kx;
+    int ky, kx, k = 0;
     for (ky = 0; ky < p->kh; ky++) {
         const int iy = iy0 + ky * p->dh;
         if (iy < 0 || iy >= p->H) {
-            col_zero(d, kw * C);
-            d += kw * C;
+            col_zero(col, k, kw * C, pc);
+            k += kw * C;
             continue;
         }
-        for (kx = 0; kx < kw; kx++, d += C) {
+        for (kx = 0; kx < kw; kx++, k += C) {
             const int ix = ix0 + kx * p->dw;
-            if (ix < 0 || ix >= p->W) col_zero(d, C);
-            else col_copy(x + ((size_t)iy * p->W + ix) * C, d, C, zp, off2, dsp);
+            if (ix < 0 || ix >= p->W) col_zero(col, k, C, pc);
+            else col_copy(x + ((size_t)iy * p->W + ix) * C, col, k, C, pc, zp, off2, dsp);
         }
     }
 }
 
 /* ------------------------------------------------------------------------- GEMM ---- */
 
-/* acc[r][j] += row r of w (K bytes, groups of four as (0, 2, 1, 3)) . column j, for rows
- * w0, w1 (w1 == NULL: one row) and columns c0, c1 (c1 == NULL: one column). */
-typedef struct {
-    int32_t a00, a01, a10, a11;
-} k_acc4;
-
-K_INLINE void gemm_block(const int8_t *w0, const int8_t *w1, const int16_t *c0,
-                         const int16_t *c1, int K, k_acc4 *a, int dsp)
+/* a = (a00, a01, a10, a11) += rows (r0, r1) of a channel pair times the columns (c0, c1) of the
+ * interleaved im2col buffer col. w: the pair's 2 K bytes, groups of four stored (0, 2, 1, 3)
+ * and alternating between the rows, then row 0's K % 4 last bytes, then row 1's (nr == 1: one
+ * row, K bytes). nr, nc (rows, columns used: 1 or 2) and dsp are constants at every call. DSP:
+ * SXTB16 / SXTB16 ROR 8 of a row word give (w0, w1), (w2, w3), SMLAD'ed with the column words
+ * (x0, x1), (x2, x3): 20 instructions per 16 MACs with one weight and one column pointer. */
+K_INLINE void gemm_block(const int8_t *w, const int16_t *col, int K, int32_t a[4], int nr,
+                         int nc, int dsp)
 {
     const int K4 = K & ~3;
-    int32_t a00 = a->a00, a01 = a->a01, a10 = a->a10, a11 = a->a11;
+    const int8_t *wend = w + (size_t)K4 * nr;
+    const int16_t *c = col;
+    int32_t a00 = a[0], a01 = a[1], a10 = a[2], a11 = a[3];
     int k;
-    if (dsp) {
-        for (k = 0; k < K4; k += 4) {
-            const uint32_t wv = K_LD4(w0 + k);
-            const uint32_t wl = K_SXTB16(wv), wh = K_SXTB16(K_ROR8(wv));
-            const uint32_t x0 = ld4a(c0 + k), x1 = ld4a(c0 + k + 2);
+    for (; w != wend; w += 4 * nr, c += 8) {
+        if (dsp) {
+            const uint32_t x0 = ld4a(c), x1 = ld4a(c + 4);
+            const uint32_t y0 = nc == 2 ? ld4a(c + 2) : 0, y1 = nc == 2 ? ld4a(c + 6) : 0;
+            const uint32_t wv = K_LD4(w);
+            const uint32_t wl = K_SXTB16(wv), wh = K_SXTB16_ROR8(wv);
             a00 = K_SMLAD(wl, x0, a00);
             a00 = K_SMLAD(wh, x1, a00);
-            if (c1) {
-                const uint32_t y0 = ld4a(c1 + k), y1 = ld4a(c1 + k + 2);
-                a01 = K_SMLAD(wl, y0, a01);
-                a01 = K_SMLAD(wh, y1, a01);
-            }
-            if (w1) {
-                const uint32_t vv = K_LD4(w1 + k);
-                const uint32_t vl = K_SXTB16(vv), vh = K_SXTB16(K_ROR8(vv));
+            if (nc == 2) a01 = K_SMLAD(wl, y0, a01);
+            if (nc == 2) a01 = K_SMLAD(wh, y1, a01);
+            if (nr == 2) {
+                const uint32_t vv = K_LD4(w + 4);
+                const uint32_t vl = K_SXTB16(vv), vh = K_SXTB16_ROR8(vv);
                 a10 = K_SMLAD(vl, x0, a10);
                 a10 = K_SMLAD(vh, x1, a10);
-                if (c1) {
-                    const uint32_t y0 = ld4a(c1 + k), y1 = ld4a(c1 + k + 2);
-                    a11 = K_SMLAD(vl, y0, a11);
-                    a11 = K_SMLAD(vh, y1, a11);
-                }
+                if (nc == 2) a11 = K_SMLAD(vl, y0, a11);
+                if (nc == 2) a11 = K_SMLAD(vh, y1, a11);
             }
-        }
-    } else {
-        for (k = 0; k < K4; k += 4) {
-            const int32_t x0 = ld2a(c0 + k), x1 = ld2a(c0 + k + 1);
-            const int32_t x2 = ld2a(c0 + k + 2), x3 = ld2a(c0 + k + 3);
-            a00 += w0[k] * x0 + w0[k + 1] * x2 + w0[k + 2] * x1 + w0[k + 3] * x3;
-            if (w1) a10 += w1[k] * x0 + w1[k + 1] * x2 + w1[k + 2] * x1 + w1[k + 3] * x3;
-            if (c1) {
-                const int32_t y0 = ld2a(c1 + k), y1 = ld2a(c1 + k + 1);
-                const int32_t y2 = ld2a(c1 + k + 2), y3 = ld2a(c1 + k + 3);
-                a01 += w0[k] * y0 + w0[k + 1] * y2 + w0[k + 2] * y1 + w0[k + 3] * y3;
-                if (w1) a11 += w1[k] * y0 + w1[k + 1] * y2 + w1[k + 2] * y1 + w1[k + 3] * y3;
+        } else {
+            const int32_t x0 = ld2a(c), x1 = ld2a(c + 1), x2 = ld2a(c + 4), x3 = ld2a(c + 5);
+            a00 += w[0] * x0 + w[1] * x2 + w[2] * x1 + w[3] * x3;
+            if (nr == 2) a10 += w[4] * x0 + w[5] * x2 + w[6] * x1 + w[7] * x3;
+            if (nc == 2) {
+                const int32_t y0 = ld2a(c + 2), y1 = ld2a(c + 3);
+                const int32_t y2 = ld2a(c + 6), y3 = ld2a(c + 7);
+                a01 += w[0] * y0 + w[1] * y2 + w[2] * y1 + w[3] * y3;
+                if (nr == 2) a11 += w[4] * y0 + w[5] * y2 + w[6] * y1 + w[7] * y3;
             }
         }
     }
     for (k = K4; k < K; k++) {
-        const int32_t x0 = ld2a(c0 + k);
-        a00 += w0[k] * x0;
-        if (w1) a10 += w1[k] * x0;
-        if (c1) {
-            const int32_t y0 = ld2a(c1 + k);
-            a01 += w0[k] * y0;
-            if (w1) a11 += w1[k] * y0;
+        const int32_t w0 = w[k - K4], w1 = nr == 2 ? w[k - K4 + (K - K4)] : 0;
+        const int32_t x0 = ld2a(col + col_at(k, 0));
+        a00 += w0 * x0;
+        if (nr == 2) a10 += w1 * x0;
+        if (nc == 2) {
+            const int32_t y0 = ld2a(col + col_at(k, 1));
+            a01 += w0 * y0;
+            if (nr == 2) a11 += w1 * y0;
         }
     }
-    a->a00 = a00;
-    a->a01 = a01;
-    a->a10 = a10;
-    a->a11 = a11;
+    a[0] = a00;
+    a[1] = a01;
+    a[2] = a10;
+    a[3] = a11;
 }
 
-/* All O output channels of the pixels whose columns are c0 (into y0) and c1 (into y1; NULL:
- * none), two channels at a time, each pair's requantisation computed once for both pixels. */
+/* All O output channels of one or two pixels (nc) whose interleaved columns are col, into y0,
+ * y1; two channels at a time, each pair's requantisation computed once for both pixels. */
 K_INLINE void gemm_pixels(const k_window_params *p, const k_q_params *q, const int8_t *w,
-                          const int32_t *b, const int16_t *c0, const int16_t *c1, int K,
-                          int8_t *y0, int8_t *y1, int dsp)
+                          const int32_t *b, const int16_t *col, int K, int8_t *y0, int8_t *y1,
+                          int nc, int dsp)
 {
     const int O = p->O, zp = q->out_zp, lo = q->act_min, hi = q->act_max;
     int o;
     for (o = 0; o + 2 <= O; o += 2) {
         const int32_t b0 = b ? b[o] : 0, b1 = b ? b[o + 1] : 0;
-        k_acc4 a = {b0, b0, b1, b1};
+        int32_t a[4];
         k_rq r0, r1;
-        if (c1) gemm_block(w + (size_t)o * K, w + (size_t)(o + 1) * K, c0, c1, K, &a, dsp);
-        else gemm_block(w + (size_t)o * K, w + (size_t)(o + 1) * K, c0, NULL, K, &a, dsp);
+        a[0] = a[1] = b0;
+        a[2] = a[3] = b1;
+        gemm_block(w + (size_t)o * K, col, K, a, 2, nc, dsp);
         r0 = rq_channel(q, o);
         r1 = rq_channel(q, o + 1);
-        y0[o] = rq_apply(a.a00, &r0, zp, lo, hi);
-        y0[o + 1] = rq_apply(a.a10, &r1, zp, lo, hi);
-        if (c1) {
-            y1[o] = rq_apply(a.a01, &r0, zp, lo, hi);
-            y1[o + 1] = rq_apply(a.a11, &r1, zp, lo, hi);
+        y0[o] = rq_apply(a[0], &r0, zp, lo, hi);
+        y0[o + 1] = rq_apply(a[2], &r1, zp, lo, hi);
+        if (nc == 2) {
+            y1[o] = rq_apply(a[1], &r0, zp, lo, hi);
+            y1[o + 1] = rq_apply(a[3], &r1, zp, lo, hi);
         }
     }
     if (o < O) {
         const int32_t b0 = b ? b[o] : 0;
-        k_acc4 a = {b0, b0, 0, 0};
+        int32_t a[4];
         k_rq r0;
-        if (c1) gemm_block(w + (size_t)o * K, NULL, c0, c1, K, &a, dsp);
-        else gemm_block(w + (size_t)o * K, NULL, c0, NULL, K, &a, dsp);
+        a[0] = a[1] = b0;
+        a[2] = a[3] = 0;
+        gemm_block(w + (size_t)o * K, col, K, a, 1, nc, dsp);
         r0 = rq_channel(q, o);
-        y0[o] = rq_apply(a.a00, &r0, zp, lo, hi);
-        if (c1) y1[o] = rq_apply(a.a01, &r0, zp, lo, hi);
+        y0[o] = rq_apply(a[0], &r0, zp, lo, hi);
+        if (nc == 2) y1[o] = rq_apply(a[1], &r0, zp, lo, hi);
     }
 }
 
@@ -232,25 +243,22 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
                           const int8_t *w, const int32_t *b, int8_t *s, int8_t *y, int dsp,
                           int pointwise)
 {
-    const int K = p->kh * p->kw * p->C, Kp = K + (K & 1), O = p->O, npix = p->OH * p->OW;
+    const int K = p->kh * p->kw * p->C, O = p->O, npix = p->OH * p->OW;
     const int zp = q->in_zp;
     const uint32_t off2 = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
-    int16_t *c0 = (int16_t *)(void *)(s + ((4u - ((uintptr_t)s & 3u)) & 3u));
-    int16_t *c1 = c0 + Kp;
+    int16_t *col = (int16_t *)(void *)(s + ((4u - ((uintptr_t)s & 3u)) & 3u));
     int n;
     for (n = 0; n < npix; n += 2) {
         const int two = n + 1 < npix;
-        if (pointwise && two && K == Kp) {
-            col_copy(x + (size_t)n * K, c0, 2 * K, zp, off2, dsp); /* c1 follows c0 */
-        } else if (pointwise) {
-            col_copy(x + (size_t)n * K, c0, K, zp, off2, dsp);
-            if (two) col_copy(x + (size_t)(n + 1) * K, c1, K, zp, off2, dsp);
+        if (pointwise) {
+            col_copy(x + (size_t)n * K, col, 0, K, 0, zp, off2, dsp);
+            if (two) col_copy(x + (size_t)(n + 1) * K, col, 0, K, 1, zp, off2, dsp);
         } else {
-            col_fill(p, x, n, c0, zp, off2, dsp);
-            if (two) col_fill(p, x, n + 1, c1, zp, off2, dsp);
+            col_fill(p, x, n, col, 0, zp, off2, dsp);
+            if (two) col_fill(p, x, n + 1, col, 1, zp, off2, dsp);
         }
-        if (two) gemm_pixels(p, q, w, b, c0, c1, K, y + (size_t)n * O, y + (size_t)(n + 1) * O, dsp);
-        else gemm_pixels(p, q, w, b, c0, NULL, K, y + (size_t)n * O, NULL, dsp);
+        if (two) gemm_pixels(p, q, w, b, col, K, y + (size_t)n * O, y + (size_t)(n + 1) * O, 2, dsp);
+        else gemm_pixels(p, q, w, b, col, K, y + (size_t)n * O, y, 1, dsp);
     }
 }
 
@@ -284,80 +292,100 @@ void k_q_pointwise_plain(const k_window_params *p, const k_q_params *q,
 
 /* -------------------------------------------------------------------- depthwise ---- */
 
-/* Four channels c..c+3 of one output pixel: taps of rows [ky0, ky1) x columns [kx0, kx1),
- * wb the block's (taps, 4) weights. DSP: one word of inputs and one of weights per tap,
- * SXTAB16 / SXTB16 into (0, 2) and (1, 3) halfword pairs, SMLABB / SMLATT per channel. */
-K_INLINE void dw_block4(const k_window_params *p, const k_pixel *t, const int8_t *x,
-                        const int8_t *wb, int c, int zp, uint32_t off2, int32_t acc[4], int dsp)
+/* Most taps (kh * kw) the DSP depthwise keeps pre-extended on the stack (7 x 7); the generator
+ * sends larger depthwise kernels to k_q_conv2d. */
+#define K_DW_MAXT 49
+
+/* Channels c..c+3 (a block; weights wb, (taps, 4)) of every output pixel, the block's four
+ * requantisations computed once. DSP: the block's weights SXTB16'd once into (w0, w2),
+ * (w1, w3) pairs on the stack; per tap one input word, SXTAB16 (+ -in_zp) into (x0, x2),
+ * (x1, x3), and SMLABB / SMLATT per channel. */
+K_INLINE void dw_block(const k_window_params *p, const k_q_params *q, const int8_t *x,
+                       const int8_t *wb, const int32_t *b, int c, int8_t *y, int dsp)
 {
-    const int kw = p->kw;
-    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-    const size_t step = (size_t)t->dw * t->col;
-    int ky, kx;
-    for (ky = t->ky0; ky < t->ky1; ky++) {
-        const int8_t *xp = x + k_tap_at(t, ky, t->kx0) + c;
-        const int8_t *wp = wb + ((size_t)ky * kw + t->kx0) * 4;
-        for (kx = t->kx0; kx < t->kx1; kx++, xp += step, wp += 4) {
+    const int C = p->C, T = p->kh * p->kw, kw = p->kw, zp = q->in_zp;
+    const int ozp = q->out_zp, lo = q->act_min, hi = q->act_max;
+    const uint32_t off2 = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
+    uint32_t wq[2 * K_DW_MAXT];
+    k_rq r[4];
+    int32_t bias[4];
+    k_pixel t;
+    int j;
+    for (j = 0; j < 4; j++) {
+        r[j] = rq_channel(q, c + j);
+        bias[j] = b ? b[c + j] : 0;
+    }
+    if (dsp)
+        for (j = 0; j < T && j < K_DW_MAXT; j++) {
+            const uint32_t v = K_LD4(wb + 4 * j);
+            wq[2 * j] = K_SXTB16(v);
+            wq[2 * j + 1] = K_SXTB16_ROR8(v);
+        }
+    for (k_pixel_first(p, p->dh, p->dw, &t); t.oy < p->OH; k_pixel_next(p, &t)) {
+        const size_t step = (size_t)t.dw * t.col;
+        int8_t *yo = y + ((size_t)t.oy * p->OW + t.ox) * C + c;
+        int32_t a0 = bias[0], a1 = bias[1], a2 = bias[2], a3 = bias[3];
+        int ky, kx;
+        for (ky = t.ky0; ky < t.ky1; ky++) {
+            const int8_t *xp = x + k_tap_at(&t, ky, t.kx0) + c;
+            const int tap = ky * kw + t.kx0;
             if (dsp) {
-                const uint32_t xv = K_LD4(xp), wv = K_LD4(wp);
-                const uint32_t x02 = K_SXTAB16(off2, xv), x13 = K_SXTAB16(off2, K_ROR8(xv));
-                const uint32_t w02 = K_SXTB16(wv), w13 = K_SXTB16(K_ROR8(wv));
-                a0 = K_SMLABB(x02, w02, a0);
-                a2 = K_SMLATT(x02, w02, a2);
-                a1 = K_SMLABB(x13, w13, a1);
-                a3 = K_SMLATT(x13, w13, a3);
+                const uint32_t *wp = wq + 2 * tap;
+                for (kx = t.kx1 - t.kx0; kx > 0; kx--, xp += step, wp += 2) {
+                    const uint32_t xv = K_LD4(xp);
+                    const uint32_t x02 = K_SXTAB16(off2, xv), x13 = K_SXTAB16_ROR8(off2, xv);
+                    a0 = K_SMLABB(x02, wp[0], a0);
+                    a2 = K_SMLATT(x02, wp[0], a2);
+                    a1 = K_SMLABB(x13, wp[1], a1);
+                    a3 = K_SMLATT(x13, wp[1], a3);
+                }
             } else {
-                a0 += wp[0] * (xp[0] - zp);
-                a1 += wp[1] * (xp[1] - zp);
-                a2 += wp[2] * (xp[2] - zp);
-                a3 += wp[3] * (xp[3] - zp);
+                const int8_t *wp = wb + 4 * tap;
+                for (kx = t.kx1 - t.kx0; kx > 0; kx--, xp += step, wp += 4) {
+                    a0 += wp[0] * (xp[0] - zp);
+                    a1 += wp[1] * (xp[1] - zp);
+                    a2 += wp[2] * (xp[2] - zp);
+                    a3 += wp[3] * (xp[3] - zp);
+                }
             }
         }
+        yo[0] = rq_apply(a0, &r[0], ozp, lo, hi);
+        yo[1] = rq_apply(a1, &r[1], ozp, lo, hi);
+        yo[2] = rq_apply(a2, &r[2], ozp, lo, hi);
+        yo[3] = rq_apply(a3, &r[3], ozp, lo, hi);
     }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
 }
 
-/* One channel c (a tail channel, weights (taps) at wc) of one output pixel. */
-K_INLINE int32_t dw_one(const k_window_params *p, const k_pixel *t, const int8_t *x,
-                        const int8_t *wc, int c, int zp, int32_t acc)
+/* Channel c (a tail channel, weights wc: its taps) of every output pixel. */
+K_INLINE void dw_one(const k_window_params *p, const k_q_params *q, const int8_t *x,
+                     const int8_t *wc, const int32_t *b, int c, int8_t *y)
 {
-    const size_t step = (size_t)t->dw * t->col;
-    int ky, kx;
-    for (ky = t->ky0; ky < t->ky1; ky++) {
-        const int8_t *xp = x + k_tap_at(t, ky, t->kx0) + c;
-        for (kx = t->kx0; kx < t->kx1; kx++, xp += step) acc += wc[ky * p->kw + kx] * (*xp - zp);
+    const k_rq r = rq_channel(q, c);
+    const int zp = q->in_zp;
+    k_pixel t;
+    for (k_pixel_first(p, p->dh, p->dw, &t); t.oy < p->OH; k_pixel_next(p, &t)) {
+        const size_t step = (size_t)t.dw * t.col;
+        int32_t acc = b ? b[c] : 0;
+        int ky, kx;
+        for (ky = t.ky0; ky < t.ky1; ky++) {
+            const int8_t *xp = x + k_tap_at(&t, ky, t.kx0) + c;
+            for (kx = t.kx0; kx < t.kx1; kx++, xp += step) acc += wc[ky * p->kw + kx] * (*xp - zp);
+        }
+        y[((size_t)t.oy * p->OW + t.ox) * p->C + c] =
+            rq_apply(acc, &r, q->out_zp, q->act_min, q->act_max);
     }
-    return acc;
 }
 
 K_INLINE void dw_engine(const k_window_params *p, const k_q_params *q, const int8_t *x,
                         const int8_t *w, const int32_t *b, int8_t *y, int dsp)
 {
     const int C = p->C, T = p->kh * p->kw, C4 = C & ~3;
-    const int zp = q->in_zp, ozp = q->out_zp, lo = q->act_min, hi = q->act_max;
-    const uint32_t off2 = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
-    k_pixel t;
-    int c, j;
-    for (k_pixel_first(p, p->dh, p->dw, &t); t.oy < p->OH; k_pixel_next(p, &t)) {
-        int8_t *yo = y + ((size_t)t.oy * p->OW + t.ox) * C;
-        for (c = 0; c < C4; c += 4) {
-            int32_t acc[4];
-            for (j = 0; j < 4; j++) acc[j] = b ? b[c + j] : 0;
-            dw_block4(p, &t, x, w + (size_t)c * T, c, zp, off2, acc, dsp);
-            for (j = 0; j < 4; j++) {
-                const k_rq r = rq_channel(q, c + j);
-                yo[c + j] = rq_apply(acc[j], &r, ozp, lo, hi);
-            }
-        }
-        for (; c < C; c++) {
-            const k_rq r = rq_channel(q, c);
-            const int32_t acc = dw_one(p, &t, x, w + (size_t)c * T, c, zp, b ? b[c] : 0);
-            yo[c] = rq_apply(acc, &r, ozp, lo, hi);
-        }
+    int c;
+    for (c = 0; c < C4; c += 4) {
+        if (dsp && T <= K_DW_MAXT) dw_block(p, q, x, w + (size_t)c * T, b, c, y, 1);
+        else dw_block(p, q, x, w + (size_t)c * T, b, c, y, 0);
     }
+    for (; c < C; c++) dw_one(p, q, x, w + (size_t)C4 * T + (size_t)(c - C4) * T, b, c, y);
 }
 
 void k_q_depthwise_dsp(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
@@ -375,53 +403,59 @@ void k_q_depthwise_plain(const k_window_params *p, const k_q_params *q,
 
 /* ------------------------------------------------------------------------ dense ---- */
 
-/* Rows o..o+3 of w (four rows; w1..w3 may repeat w0 for a short last block) dotted with
- * x - zp. DSP: one input word -> (0, 2), (1, 3) halfword pairs with the offset added by
- * SXTAB16, reused by the four rows; each row word SXTB16'd and SMLAD'ed twice. */
-K_INLINE void dense_rows(const int8_t *x, const int8_t *w0, const int8_t *w1, const int8_t *w2,
-                         const int8_t *w3, int in, int zp, uint32_t off2, int32_t acc[4],
-                         int dsp)
+/* a[0..nr-1] += rows of a block dotted with x - zp. Blocks of four rows (nr == 4) store each
+ * group of four inputs' weights row after row (16 bytes), then the rows' in % 4 last bytes,
+ * row after row; a lone row (nr == 1) is stored as is. DSP: one input word -> (x0, x2), (x1, x3)
+ * halfword pairs with -zp added by SXTAB16, reused by the four rows; per row one word,
+ * SXTB16 / SXTB16 ROR 8, two SMLAD. */
+K_INLINE void dense_block(const int8_t *x, const int8_t *w, int in, int zp, uint32_t off2,
+                          int32_t a[4], int nr, int dsp)
 {
     const int in4 = in & ~3;
-    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    const int8_t *xend = x + in4;
+    int32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
     int i;
-    if (dsp) {
-        for (i = 0; i < in4; i += 4) {
-            const uint32_t xv = K_LD4(x + i);
-            const uint32_t x02 = K_SXTAB16(off2, xv), x13 = K_SXTAB16(off2, K_ROR8(xv));
-            uint32_t v = K_LD4(w0 + i);
+    for (; x != xend; x += 4, w += 4 * nr) {
+        if (dsp) {
+            const uint32_t xv = K_LD4(x);
+            const uint32_t x02 = K_SXTAB16(off2, xv), x13 = K_SXTAB16_ROR8(off2, xv);
+            uint32_t v = K_LD4(w);
             a0 = K_SMLAD(K_SXTB16(v), x02, a0);
-            a0 = K_SMLAD(K_SXTB16(K_ROR8(v)), x13, a0);
-            v = K_LD4(w1 + i);
-            a1 = K_SMLAD(K_SXTB16(v), x02, a1);
-            a1 = K_SMLAD(K_SXTB16(K_ROR8(v)), x13, a1);
-            v = K_LD4(w2 + i);
-            a2 = K_SMLAD(K_SXTB16(v), x02, a2);
-            a2 = K_SMLAD(K_SXTB16(K_ROR8(v)), x13, a2);
-            v = K_LD4(w3 + i);
-            a3 = K_SMLAD(K_SXTB16(v), x02, a3);
-            a3 = K_SMLAD(K_SXTB16(K_ROR8(v)), x13, a3);
-        }
-    } else {
-        for (i = 0; i < in4; i += 2) {
-            const int32_t x0 = x[i] - zp, x1 = x[i + 1] - zp;
-            a0 += w0[i] * x0 + w0[i + 1] * x1;
-            a1 += w1[i] * x0 + w1[i + 1] * x1;
-            a2 += w2[i] * x0 + w2[i + 1] * x1;
-            a3 += w3[i] * x0 + w3[i + 1] * x1;
+            a0 = K_SMLAD(K_SXTB16_ROR8(v), x13, a0);
+            if (nr == 4) {
+                v = K_LD4(w + 4);
+                a1 = K_SMLAD(K_SXTB16(v), x02, a1);
+                a1 = K_SMLAD(K_SXTB16_ROR8(v), x13, a1);
+                v = K_LD4(w + 8);
+                a2 = K_SMLAD(K_SXTB16(v), x02, a2);
+                a2 = K_SMLAD(K_SXTB16_ROR8(v), x13, a2);
+                v = K_LD4(w + 12);
+                a3 = K_SMLAD(K_SXTB16(v), x02, a3);
+                a3 = K_SMLAD(K_SXTB16_ROR8(v), x13, a3);
+            }
+        } else {
+            const int32_t x0 = x[0] - zp, x1 = x[1] - zp, x2 = x[2] - zp, x3 = x[3] - zp;
+            a0 += w[0] * x0 + w[1] * x1 + w[2] * x2 + w[3] * x3;
+            if (nr == 4) {
+                a1 += w[4] * x0 + w[5] * x1 + w[6] * x2 + w[7] * x3;
+                a2 += w[8] * x0 + w[9] * x1 + w[10] * x2 + w[11] * x3;
+                a3 += w[12] * x0 + w[13] * x1 + w[14] * x2 + w[15] * x3;
+            }
         }
     }
-    for (i = in4; i < in; i++) {
+    for (i = 0; i < in - in4; i++) {
         const int32_t xi = x[i] - zp;
-        a0 += w0[i] * xi;
-        a1 += w1[i] * xi;
-        a2 += w2[i] * xi;
-        a3 += w3[i] * xi;
+        a0 += w[i] * xi;
+        if (nr == 4) {
+            a1 += w[(in - in4) + i] * xi;
+            a2 += w[2 * (in - in4) + i] * xi;
+            a3 += w[3 * (in - in4) + i] * xi;
+        }
     }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
+    a[0] = a0;
+    a[1] = a1;
+    a[2] = a2;
+    a[3] = a3;
 }
 
 K_INLINE void dense_engine(const k_dense_params *p, const k_q_params *q, const int8_t *x,
@@ -431,17 +465,17 @@ K_INLINE void dense_engine(const k_dense_params *p, const k_q_params *q, const i
     const int ozp = q->out_zp, lo = q->act_min, hi = q->act_max;
     const uint32_t off2 = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
     int o, j;
-    for (o = 0; o < out; o += 4) {
-        const int n = out - o < 4 ? out - o : 4;
-        const int8_t *w0 = w + (size_t)o * in;
-        int32_t acc[4];
-        for (j = 0; j < 4; j++) acc[j] = b && j < n ? b[o + j] : 0;
-        dense_rows(x, w0, w0 + (n > 1 ? in : 0), w0 + (size_t)(n > 2 ? 2 * in : 0),
-                   w0 + (size_t)(n > 3 ? 3 * in : 0), in, zp, off2, acc, dsp);
-        for (j = 0; j < n; j++) {
+    for (o = 0; o < out;) {
+        const int nr = out - o >= 4 ? 4 : 1;
+        int32_t a[4] = {0, 0, 0, 0};
+        for (j = 0; j < nr; j++) a[j] = b ? b[o + j] : 0;
+        if (nr == 4) dense_block(x, w + (size_t)o * in, in, zp, off2, a, 4, dsp);
+        else dense_block(x, w + (size_t)o * in, in, zp, off2, a, 1, dsp);
+        for (j = 0; j < nr; j++) {
             const k_rq r = rq_channel(q, o + j);
-            y[o + j] = rq_apply(acc[j], &r, ozp, lo, hi);
+            y[o + j] = rq_apply(a[j], &r, ozp, lo, hi);
         }
+        o += nr;
     }
 }
 
