@@ -13,7 +13,8 @@ modes, extreme inputs, no bias.
   ``k_q_conv_scratch``), so an overrun fails; the ``_dsp`` variant runs the portable emulation
   of k_dsp_emu.h there.
 * Under QEMU (Cortex-M4F, real DSP instructions): the same cases, and k_dsp_emu.h's functions
-  against the instructions themselves on seeded random operands.
+  against the instructions themselves (SXTB16, SXTAB16, SMLAD, SMLABB, SMLATT, SMMULR, SSAT,
+  SSUB8 + SEL, BFI) on seeded random operands.
 """
 
 from __future__ import annotations
@@ -69,6 +70,9 @@ CONVS = [
     ConvCase(32, 4, 4, 32, (3, 3), pads=(0, 1, 1, 0), depthwise=True),
 ]
 
+#: cases whose biases are near 2^30 (past kernels_q8_opt.c's rq_fast bound)
+BIG_BIAS = (12, 13)
+
 #: dense (in, out): out % 4 in every residue, in % 4 in every residue
 DENSES = [(37, 7), (64, 8), (3, 1), (1024, 5), (10, 6), (5, 4)]
 
@@ -122,6 +126,8 @@ def _inputs(rng: np.random.Generator, i: int, nx: int, wshape: tuple[int, ...], 
         x[:] = -128
         w[...] = -128
     b = rng.integers(-(1 << 20), 1 << 20, nb).astype(np.int32)
+    if i in BIG_BIAS:  # sums near 2^30: the depthwise's exact slow requantisation path
+        b[:] = rng.integers(1 << 29, 1 << 30, nb) * rng.choice([-1, 1], nb)
     return x, w, b
 
 
@@ -246,6 +252,10 @@ static int emu_matches(int n)
         ok &= K_SMLAD(a, b, (int32_t)c) == k_emu_smlad(a, b, (int32_t)c);
         ok &= K_SMLABB(a, b, (int32_t)c) == k_emu_smlabb(a, b, (int32_t)c);
         ok &= K_SMLATT(a, b, (int32_t)c) == k_emu_smlatt(a, b, (int32_t)c);
+        ok &= K_SMMULR((int32_t)a, (int32_t)b) == k_emu_smmulr((int32_t)a, (int32_t)b);
+        ok &= K_SSAT8((int32_t)a >> (i & 31)) == k_emu_ssat8((int32_t)a >> (i & 31));
+        ok &= K_MAX8(a, b) == k_emu_max8(a, b) && K_MIN8(a, b) == k_emu_min8(a, b);
+        ok &= K_BFI8(a, b, 16) == (((a) & ~(0xFFu << 16)) | ((b & 0xFFu) << 16));
     }
     return ok;
 #else

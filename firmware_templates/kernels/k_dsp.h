@@ -37,8 +37,46 @@ static inline uint32_t K_SXTAB16_ROR8(uint32_t a, uint32_t x)
     __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
     return r;
 }
+#define K_SSAT8(v) __ssat((v), 8)
+/* SMMULR: (a * b + 2^31) >> 32, the rounded high word of the 64-bit product. */
+static inline int32_t K_SMMULR(int32_t a, int32_t b)
+{
+    int32_t r;
+    __asm__("smmulr %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+/* w with bits [lsb, lsb + 8) replaced by the low byte of v (BFI). */
+#define K_BFI8(w, v, lsb) k_bfi8_##lsb((w), (v))
+#define K_BFI8_ASM(lsb)                                                                        \
+    static inline uint32_t k_bfi8_##lsb(uint32_t w, uint32_t v)                                \
+    {                                                                                          \
+        __asm__("bfi %0, %1, #" #lsb ", #8" : "+r"(w) : "r"(v));                               \
+        return w;                                                                              \
+    }
+K_BFI8_ASM(8)
+K_BFI8_ASM(16)
+K_BFI8_ASM(24)
+/* Byte-wise signed max / min of four int8 lanes: SSUB8 sets the GE flags, SEL picks (one asm
+ * statement, so nothing can clobber the flags in between). */
+static inline uint32_t K_MAX8(uint32_t a, uint32_t b)
+{
+    uint32_t r;
+    __asm__("ssub8 %0, %1, %2\n\tsel %0, %1, %2" : "=&r"(r) : "r"(a), "r"(b) : "cc");
+    return r;
+}
+static inline uint32_t K_MIN8(uint32_t a, uint32_t b)
+{
+    uint32_t r;
+    __asm__("ssub8 %0, %2, %1\n\tsel %0, %1, %2" : "=&r"(r) : "r"(a), "r"(b) : "cc");
+    return r;
+}
 #else
 #include "k_dsp_emu.h"
+#define K_SSAT8(v) k_emu_ssat8(v)
+#define K_SMMULR(a, b) k_emu_smmulr((a), (b))
+#define K_BFI8(w, v, lsb) (((w) & ~(0xFFu << (lsb))) | (((uint32_t)(v) & 0xFFu) << (lsb)))
+#define K_MAX8(a, b) k_emu_max8((a), (b))
+#define K_MIN8(a, b) k_emu_min8((a), (b))
 #define K_DSP_NATIVE 0
 #define K_SXTB16(x) k_emu_sxtb16(x)
 #define K_SXTAB16(a, x) k_emu_sxtab16((a), (x))

@@ -1,9 +1,9 @@
 /*
  * Portable C emulation of the Armv7E-M DSP instructions the int8 kernels use (SXTB16, SXTAB16,
- * SMLAD, SMLABB, SMLATT), for cores without the DSP extension and for host builds. Each
+ * SMLAD, SMLABB, SMLATT, SMMULR, SSAT, SSUB8 + SEL), for cores without the DSP extension and for host builds. Each
  * function computes exactly what the instruction writes to its destination register (Arm v7-M
  * Architecture Reference Manual, DDI 0403E, A7.7.178 SXTB16, A7.7.175 SXTAB16, A7.7.139 SMLAD,
- * A7.7.137 SMLABB/SMLATT); the Q flag the MAC instructions set on overflow is not modelled (the
+ * A7.7.137 SMLABB/SMLATT, SMMULR, SSAT, and SSUB8 + SEL as byte-wise maximum / minimum); the Q flag the MAC instructions set on overflow is not modelled (the
  * kernels never read it). tests/test_kernels_q8_opt.py checks these against the instructions
  * themselves under QEMU. Kept apart from k_dsp.h so that the emulation is never mistaken for
  * the real thing: k_dsp.h includes it only when __ARM_FEATURE_DSP is not defined (or when
@@ -63,6 +63,43 @@ static inline int32_t k_emu_smlabb(uint32_t a, uint32_t b, int32_t acc)
 static inline int32_t k_emu_smlatt(uint32_t a, uint32_t b, int32_t acc)
 {
     return (int32_t)(uint32_t)((uint64_t)(int64_t)acc + (uint64_t)(int64_t)(k_emu_hi16(a) * k_emu_hi16(b)));
+}
+
+/* SMMULR: (a * b + 2^31) >> 32 (arithmetic shift of the 64-bit sum). */
+static inline int32_t k_emu_smmulr(int32_t a, int32_t b)
+{
+    const int64_t s = (int64_t)a * b + ((int64_t)1 << 31);
+    return (int32_t)(s >= 0 ? s / ((int64_t)1 << 32) : -((-s + ((int64_t)1 << 32) - 1) / ((int64_t)1 << 32)));
+}
+
+/* SSAT #8: v saturated to [-128, 127]. */
+static inline int32_t k_emu_ssat8(int32_t v)
+{
+    return v < -128 ? -128 : (v > 127 ? 127 : v);
+}
+
+/* Byte-wise signed maximum: SSUB8 a, b (GE[i] = a[i] >= b[i]) then SEL a, b. */
+static inline uint32_t k_emu_max8(uint32_t a, uint32_t b)
+{
+    uint32_t r = 0;
+    int i;
+    for (i = 0; i < 32; i += 8) {
+        const int8_t x = (int8_t)(uint8_t)(a >> i), y = (int8_t)(uint8_t)(b >> i);
+        r |= (uint32_t)(uint8_t)(x >= y ? x : y) << i;
+    }
+    return r;
+}
+
+/* Byte-wise signed minimum: SSUB8 b, a (GE[i] = b[i] >= a[i]) then SEL a, b. */
+static inline uint32_t k_emu_min8(uint32_t a, uint32_t b)
+{
+    uint32_t r = 0;
+    int i;
+    for (i = 0; i < 32; i += 8) {
+        const int8_t x = (int8_t)(uint8_t)(a >> i), y = (int8_t)(uint8_t)(b >> i);
+        r |= (uint32_t)(uint8_t)(y >= x ? x : y) << i;
+    }
+    return r;
 }
 
 #endif /* SPLITTER_K_DSP_EMU_H */

@@ -20,6 +20,8 @@ typedef struct {
     int32_t m;
     int left, right;
     int32_t mask, thr, away;
+    int l1;             /* left + 1 (rq_fast) */
+    int32_t half, negm; /* 2^(right - 1) (0 when right == 0); -1 when away and right > 0 */
 } k_rq;
 
 K_INLINE k_rq rq_channel(const k_q_params *q, int c)
@@ -33,20 +35,46 @@ K_INLINE k_rq rq_channel(const k_q_params *q, int c)
     r.mask = (int32_t)((1u << r.right) - 1u);
     r.thr = r.mask >> 1;
     r.away = q->round_up ? 0 : 1;
+    r.l1 = r.left + 1;
+    r.half = r.right > 0 ? (int32_t)(1u << (r.right - 1)) : 0;
+    r.negm = r.away && r.right > 0 ? -1 : 0;
     return r;
 }
 
-/* k_q_mul (away) or k_q_mul_up (!away) of acc, + zp, clamped to [lo, hi]. The high multiply
+/* k_q_mul (away) or k_q_mul_up (!away) of acc, before the zero point. The high multiply
  * round((acc << left) * m / 2^31) is gemmlowp's SaturatingRoundingDoublingHighMul (which rounds
  * ties up, like ruy's); it cannot saturate since m >= 0. The right shift rounds as
  * RoundingDivideByPOT: +1 when the remainder exceeds mask / 2 (+ 1 for a negative value when
  * ties go away from zero); no sum can overflow. */
-K_INLINE int8_t rq_apply(int32_t acc, const k_rq *r, int zp, int lo, int hi)
+K_INLINE int32_t rq_value(int32_t acc, const k_rq *r, int32_t away)
 {
     const int32_t x = (int32_t)((uint32_t)acc << r->left);
     const int32_t h = (int32_t)(((int64_t)x * r->m + ((int64_t)1 << 30)) >> 31);
-    const int32_t thr = r->thr + (r->away & (int32_t)((uint32_t)h >> 31));
-    int32_t v = (h >> r->right) + ((h & r->mask) > thr ? 1 : 0) + zp;
+    const int32_t thr = r->thr + (away & (int32_t)((uint32_t)h >> 31));
+    return (h >> r->right) + ((h & r->mask) > thr ? 1 : 0);
+}
+
+/* rq_value for a sum with |acc| * 2^(left + 1) < 2^31 (rq_fast_ok): the doubling high multiply
+ * is then SMMULR(acc << (left + 1), m) = (2 acc m + 2^31) >> 32, and the rounding shift
+ * (h + 2^(right - 1) - [h < 0 and ties away]) >> right cannot overflow since |h| < 2^30. */
+K_INLINE int32_t rq_fast(int32_t acc, const k_rq *r)
+{
+    const int32_t h = K_SMMULR((int32_t)((uint32_t)acc << r->l1), r->m);
+    return (h + r->half - (r->negm & (int32_t)((uint32_t)h >> 31))) >> r->right;
+}
+
+/* 1 when every sum of a channel with bias b and T taps of int8 weights (|w| <= 128) times
+ * x - in_zp (|x - in_zp| <= 255) satisfies rq_fast's bound. */
+K_INLINE int rq_fast_ok(const k_rq *r, int32_t b, int T)
+{
+    const int64_t bound = (b < 0 ? -(int64_t)b : (int64_t)b) + (int64_t)T * 128 * 255;
+    return (bound << r->l1) < ((int64_t)1 << 31);
+}
+
+/* rq_value with the channel's rounding, + zp, clamped to [lo, hi]. */
+K_INLINE int8_t rq_apply(int32_t acc, const k_rq *r, int zp, int lo, int hi)
+{
+    int32_t v = rq_value(acc, r, r->away) + zp;
     v = v < lo ? lo : v;
     v = v > hi ? hi : v;
     return (int8_t)v;
@@ -292,73 +320,178 @@ void k_q_pointwise_plain(const k_window_params *p, const k_q_params *q,
 
 /* -------------------------------------------------------------------- depthwise ---- */
 
-/* Most taps (kh * kw) the DSP depthwise keeps pre-extended on the stack (7 x 7); the generator
- * sends larger depthwise kernels to k_q_conv2d. */
+/* Most taps (kh * kw) whose offsets (and, DSP, pre-extended weights) the depthwise keeps on
+ * the stack (7 x 7); larger kernels run every pixel through the bounds-checked path. */
 #define K_DW_MAXT 49
 
-/* Channels c..c+3 (a block; weights wb, (taps, 4)) of every output pixel, the block's four
- * requantisations computed once. DSP: the block's weights SXTB16'd once into (w0, w2),
- * (w1, w3) pairs on the stack; per tap one input word, SXTAB16 (+ -in_zp) into (x0, x2),
- * (x1, x3), and SMLABB / SMLATT per channel. */
-K_INLINE void dw_block(const k_window_params *p, const k_q_params *q, const int8_t *x,
-                       const int8_t *wb, const int32_t *b, int c, int8_t *y, int dsp)
-{
-    const int C = p->C, T = p->kh * p->kw, kw = p->kw, zp = q->in_zp;
-    const int ozp = q->out_zp, lo = q->act_min, hi = q->act_max;
-    const uint32_t off2 = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
-    uint32_t wq[2 * K_DW_MAXT];
+/* A depthwise block's constants: its four requantisations, biases, the output zero point and
+ * clamp (also as four bytes for SSUB8 / SEL), -in_zp in both halfwords, the taps' byte offsets
+ * from tap (0, 0) and (DSP) each tap's weights as (w0, w2), (w1, w3) halfword pairs. */
+typedef struct {
     k_rq r[4];
     int32_t bias[4];
-    k_pixel t;
-    int j;
-    for (j = 0; j < 4; j++) {
-        r[j] = rq_channel(q, c + j);
-        bias[j] = b ? b[c + j] : 0;
-    }
-    if (dsp)
-        for (j = 0; j < T && j < K_DW_MAXT; j++) {
-            const uint32_t v = K_LD4(wb + 4 * j);
-            wq[2 * j] = K_SXTB16(v);
-            wq[2 * j + 1] = K_SXTB16_ROR8(v);
-        }
-    for (k_pixel_first(p, p->dh, p->dw, &t); t.oy < p->OH; k_pixel_next(p, &t)) {
-        const size_t step = (size_t)t.dw * t.col;
-        int8_t *yo = y + ((size_t)t.oy * p->OW + t.ox) * C + c;
-        int32_t a0 = bias[0], a1 = bias[1], a2 = bias[2], a3 = bias[3];
-        int ky, kx;
-        for (ky = t.ky0; ky < t.ky1; ky++) {
-            const int8_t *xp = x + k_tap_at(&t, ky, t.kx0) + c;
-            const int tap = ky * kw + t.kx0;
-            if (dsp) {
-                const uint32_t *wp = wq + 2 * tap;
-                for (kx = t.kx1 - t.kx0; kx > 0; kx--, xp += step, wp += 2) {
-                    const uint32_t xv = K_LD4(xp);
-                    const uint32_t x02 = K_SXTAB16(off2, xv), x13 = K_SXTAB16_ROR8(off2, xv);
-                    a0 = K_SMLABB(x02, wp[0], a0);
-                    a2 = K_SMLATT(x02, wp[0], a2);
-                    a1 = K_SMLABB(x13, wp[1], a1);
-                    a3 = K_SMLATT(x13, wp[1], a3);
-                }
-            } else {
-                const int8_t *wp = wb + 4 * tap;
-                for (kx = t.kx1 - t.kx0; kx > 0; kx--, xp += step, wp += 4) {
-                    a0 += wp[0] * (xp[0] - zp);
-                    a1 += wp[1] * (xp[1] - zp);
-                    a2 += wp[2] * (xp[2] - zp);
-                    a3 += wp[3] * (xp[3] - zp);
-                }
-            }
-        }
-        yo[0] = rq_apply(a0, &r[0], ozp, lo, hi);
-        yo[1] = rq_apply(a1, &r[1], ozp, lo, hi);
-        yo[2] = rq_apply(a2, &r[2], ozp, lo, hi);
-        yo[3] = rq_apply(a3, &r[3], ozp, lo, hi);
+    int zp, ozp, lo, hi;
+    uint32_t lo4, hi4, off2;
+    int32_t toff[K_DW_MAXT];
+    uint32_t wq[2 * K_DW_MAXT];
+} k_dwb;
+
+/* Requantise four channels' sums and store them at yo. DSP: SSAT #8 each, packed into a word
+ * by BFI, clamped by SSUB8 / SEL against the packed bounds, one store. */
+K_INLINE void dw_out4(int8_t *yo, int32_t a0, int32_t a1, int32_t a2, int32_t a3,
+                      const k_dwb *k, int fast, int dsp)
+{
+#define DW_RQ(a, j) ((fast ? rq_fast((a), &k->r[j]) : rq_value((a), &k->r[j], k->r[j].away)) + k->ozp)
+    const int32_t v0 = DW_RQ(a0, 0), v1 = DW_RQ(a1, 1), v2 = DW_RQ(a2, 2), v3 = DW_RQ(a3, 3);
+#undef DW_RQ
+    if (dsp) {
+        uint32_t w = (uint32_t)(uint8_t)K_SSAT8(v0);
+        w = K_BFI8(w, (uint32_t)K_SSAT8(v1), 8);
+        w = K_BFI8(w, (uint32_t)K_SSAT8(v2), 16);
+        w = K_BFI8(w, (uint32_t)K_SSAT8(v3), 24);
+        K_ST4(yo, K_MIN8(K_MAX8(w, k->lo4), k->hi4));
+    } else {
+        yo[0] = (int8_t)(v0 < k->lo ? k->lo : (v0 > k->hi ? k->hi : v0));
+        yo[1] = (int8_t)(v1 < k->lo ? k->lo : (v1 > k->hi ? k->hi : v1));
+        yo[2] = (int8_t)(v2 < k->lo ? k->lo : (v2 > k->hi ? k->hi : v2));
+        yo[3] = (int8_t)(v3 < k->lo ? k->lo : (v3 > k->hi ? k->hi : v3));
     }
 }
 
-/* Channel c (a tail channel, weights wc: its taps) of every output pixel. */
+/* (a0..a3) += tap j of four channels: the input word at xp against the weights (DSP: the
+ * pre-extended pairs wq[2 j], wq[2 j + 1]; plain: wb[4 j..4 j + 3]). */
+#define DW_TAP(xp, j)                                                                          \
+    do {                                                                                       \
+        if (dsp) {                                                                             \
+            const uint32_t xv_ = K_LD4(xp);                                                    \
+            const uint32_t x02_ = K_SXTAB16(k->off2, xv_);                                     \
+            const uint32_t x13_ = K_SXTAB16_ROR8(k->off2, xv_);                                \
+            const uint32_t w02_ = k->wq[2 * (j)], w13_ = k->wq[2 * (j) + 1];                   \
+            a0 = K_SMLABB(x02_, w02_, a0);                                                     \
+            a2 = K_SMLATT(x02_, w02_, a2);                                                     \
+            a1 = K_SMLABB(x13_, w13_, a1);                                                     \
+            a3 = K_SMLATT(x13_, w13_, a3);                                                     \
+        } else {                                                                               \
+            const int8_t *xq_ = (xp), *wp_ = wb + 4 * (j);                                     \
+            a0 += wp_[0] * (xq_[0] - k->zp);                                                   \
+            a1 += wp_[1] * (xq_[1] - k->zp);                                                   \
+            a2 += wp_[2] * (xq_[2] - k->zp);                                                   \
+            a3 += wp_[3] * (xq_[3] - k->zp);                                                   \
+        }                                                                                      \
+    } while (0)
+
+/* Output pixels ox in [ox0, ox1) of row oy whose window lies inside the input: every tap at
+ * its precomputed offset, no bounds checks (T is a constant, 9, for 3 x 3 kernels). */
+K_INLINE void dw_run_inside(const k_window_params *p, const int8_t *x, const int8_t *wb,
+                            const k_dwb *k, int c, int oy, int ox0, int ox1, int8_t *y, int T,
+                            int fast, int dsp)
+{
+    const int C = p->C;
+    const size_t xstep = (size_t)p->sw * C;
+    const int8_t *xp0 = x + ((size_t)(oy * p->sh - p->pt) * p->W + (ox0 * p->sw - p->pl)) * C + c;
+    int8_t *yo = y + ((size_t)oy * p->OW + ox0) * C + c;
+    int ox, j;
+    for (ox = ox0; ox < ox1; ox++, xp0 += xstep, yo += C) {
+        int32_t a0 = k->bias[0], a1 = k->bias[1], a2 = k->bias[2], a3 = k->bias[3];
+        if (T == 9) {
+#if defined(__GNUC__)
+#pragma GCC unroll 9
+#endif
+            for (j = 0; j < 9; j++) DW_TAP(xp0 + k->toff[j], j);
+        } else {
+            for (j = 0; j < T; j++) DW_TAP(xp0 + k->toff[j], j);
+        }
+        dw_out4(yo, a0, a1, a2, a3, k, fast, dsp);
+    }
+}
+
+/* One output pixel near the border: only the taps inside the input (TFLite skips the others). */
+K_INLINE void dw_pixel_edge(const k_window_params *p, const int8_t *x, const int8_t *wb,
+                            const k_dwb *k, int c, int oy, int ox, int8_t *y, int fast,
+                            int dsp)
+{
+    const int C = p->C, iy0 = oy * p->sh - p->pt, ix0 = ox * p->sw - p->pl;
+    int32_t a0 = k->bias[0], a1 = k->bias[1], a2 = k->bias[2], a3 = k->bias[3];
+    int ky, kx, ky0, ky1, kx0, kx1;
+    k_tap_range(iy0, p->H, p->kh, p->dh, &ky0, &ky1);
+    k_tap_range(ix0, p->W, p->kw, p->dw, &kx0, &kx1);
+    for (ky = ky0; ky < ky1; ky++)
+        for (kx = kx0; kx < kx1; kx++) {
+            const int8_t *xp = x + ((size_t)(iy0 + ky * p->dh) * p->W + (ix0 + kx * p->dw)) * C + c;
+            DW_TAP(xp, ky * p->kw + kx);
+        }
+    dw_out4(y + ((size_t)oy * p->OW + ox) * C + c, a0, a1, a2, a3, k, fast, dsp);
+}
+
+/* [lo, hi): the output columns whose window lies inside the input columns. */
+K_INLINE void dw_inside_cols(const k_window_params *p, int *lo, int *hi)
+{
+    const int last = p->W - 1 - (p->kw - 1) * p->dw + p->pl; /* ix0 + span <= W - 1 */
+    int a = (p->pl + p->sw - 1) / p->sw, b = last < 0 ? 0 : last / p->sw + 1;
+    b = b > p->OW ? p->OW : b;
+    a = a > b ? b : a;
+    *lo = a;
+    *hi = b;
+}
+
+/* Every output pixel of one block, row by row: the border pixels through dw_pixel_edge, the
+ * others through dw_run_inside (T a constant 9 for 3 x 3 kernels). */
+K_INLINE void dw_rows(const k_window_params *p, const int8_t *x, const int8_t *wb,
+                      const k_dwb *k, int c, int8_t *y, int fast, int dsp)
+{
+    const int T = p->kh * p->kw;
+    int oy, ox, lo, hi;
+    dw_inside_cols(p, &lo, &hi);
+    for (oy = 0; oy < p->OH; oy++) {
+        const int iy0 = oy * p->sh - p->pt;
+        const int inside = iy0 >= 0 && iy0 + (p->kh - 1) * p->dh < p->H && lo < hi;
+        const int a = inside ? lo : p->OW, e = inside ? hi : p->OW;
+        for (ox = 0; ox < a; ox++) dw_pixel_edge(p, x, wb, k, c, oy, ox, y, fast, dsp);
+        if (inside && T == 9) dw_run_inside(p, x, wb, k, c, oy, a, e, y, 9, fast, dsp);
+        else if (inside) dw_run_inside(p, x, wb, k, c, oy, a, e, y, T, fast, dsp);
+        for (ox = e; ox < p->OW; ox++) dw_pixel_edge(p, x, wb, k, c, oy, ox, y, fast, dsp);
+    }
+}
+
+/* Channels c..c+3 (weights wb, (taps, 4); T <= K_DW_MAXT taps) of every output pixel: the
+ * block's constants once (requantisations, biases, packed clamp, tap offsets, DSP: the
+ * weights pre-extended), then dw_rows; DSP with rq_fast when the block's sums allow it. Per
+ * tap the DSP path does one input word, SXTAB16 (+ -in_zp) into (x0, x2), (x1, x3), and
+ * SMLABB / SMLATT against the pre-extended weights. */
+K_INLINE void dw_block(const k_window_params *p, const k_q_params *q, const int8_t *x,
+                       const int8_t *wb, const int32_t *b, int c, int8_t *y, int dsp)
+{
+    const int T = p->kh * p->kw;
+    k_dwb k;
+    int j, fast = 1;
+    for (j = 0; j < 4; j++) {
+        k.r[j] = rq_channel(q, c + j);
+        k.bias[j] = b ? b[c + j] : 0;
+        fast &= rq_fast_ok(&k.r[j], k.bias[j], T);
+    }
+    k.zp = q->in_zp;
+    k.ozp = q->out_zp;
+    k.lo = q->act_min;
+    k.hi = q->act_max;
+    k.lo4 = ((uint32_t)k.lo & 0xFFu) * 0x01010101u;
+    k.hi4 = ((uint32_t)k.hi & 0xFFu) * 0x01010101u;
+    k.off2 = ((uint32_t)(-k.zp) & 0xFFFFu) * 0x10001u;
+    for (j = 0; j < T; j++) {
+        k.toff[j] = ((j / p->kw) * p->dh * p->W + (j % p->kw) * p->dw) * p->C;
+        if (dsp) {
+            const uint32_t v = K_LD4(wb + 4 * j);
+            k.wq[2 * j] = K_SXTB16(v);
+            k.wq[2 * j + 1] = K_SXTB16_ROR8(v);
+        }
+    }
+    if (dsp && fast) dw_rows(p, x, wb, &k, c, y, 1, dsp);
+    else dw_rows(p, x, wb, &k, c, y, 0, dsp);
+}
+
+/* Channel c of every output pixel, its weight of tap j at wc[j * ws] (a tail channel: ws 1; a
+ * channel of a block, for kernels over K_DW_MAXT taps: ws 4). */
 K_INLINE void dw_one(const k_window_params *p, const k_q_params *q, const int8_t *x,
-                     const int8_t *wc, const int32_t *b, int c, int8_t *y)
+                     const int8_t *wc, int ws, const int32_t *b, int c, int8_t *y)
 {
     const k_rq r = rq_channel(q, c);
     const int zp = q->in_zp;
@@ -369,23 +502,24 @@ K_INLINE void dw_one(const k_window_params *p, const k_q_params *q, const int8_t
         int ky, kx;
         for (ky = t.ky0; ky < t.ky1; ky++) {
             const int8_t *xp = x + k_tap_at(&t, ky, t.kx0) + c;
-            for (kx = t.kx0; kx < t.kx1; kx++, xp += step) acc += wc[ky * p->kw + kx] * (*xp - zp);
+            for (kx = t.kx0; kx < t.kx1; kx++, xp += step)
+                acc += wc[(ky * p->kw + kx) * ws] * (*xp - zp);
         }
         y[((size_t)t.oy * p->OW + t.ox) * p->C + c] =
             rq_apply(acc, &r, q->out_zp, q->act_min, q->act_max);
     }
 }
 
+/* Blocks of four channels, then the C % 4 last channels one by one (every channel one by one
+ * for kernels over K_DW_MAXT taps). */
 K_INLINE void dw_engine(const k_window_params *p, const k_q_params *q, const int8_t *x,
                         const int8_t *w, const int32_t *b, int8_t *y, int dsp)
 {
     const int C = p->C, T = p->kh * p->kw, C4 = C & ~3;
     int c;
-    for (c = 0; c < C4; c += 4) {
-        if (dsp && T <= K_DW_MAXT) dw_block(p, q, x, w + (size_t)c * T, b, c, y, 1);
-        else dw_block(p, q, x, w + (size_t)c * T, b, c, y, 0);
-    }
-    for (; c < C; c++) dw_one(p, q, x, w + (size_t)C4 * T + (size_t)(c - C4) * T, b, c, y);
+    for (c = 0; c < C4 && T <= K_DW_MAXT; c += 4) dw_block(p, q, x, w + (size_t)c * T, b, c, y, dsp);
+    for (; c < C4; c++) dw_one(p, q, x, w + (size_t)(c & ~3) * T + (c & 3), 4, b, c, y);
+    for (; c < C; c++) dw_one(p, q, x, w + (size_t)C4 * T + (size_t)(c - C4) * T, 1, b, c, y);
 }
 
 void k_q_depthwise_dsp(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
