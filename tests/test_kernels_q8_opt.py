@@ -102,7 +102,7 @@ def _quant(rng: np.random.Generator, n: int, i: int) -> tuple[list[str], dict[st
     """Seeded multipliers / shifts (per channel for even ``i``), zero points, clamp, rounding."""
     nq = n if i % 2 == 0 else 1
     mult = rng.integers(1 << 30, (1 << 31) - 1, nq)
-    shift = rng.integers(-14, 3, nq)  # some left shifts
+    shift = rng.integers(-14, 3, nq) if i % 4 < 2 else rng.integers(-3, 2, nq)  # exact ties
     shift[0] = 0
     lo, hi = sorted(int(v) for v in rng.integers(-128, 128, 2))
     if i % 3 == 0:
@@ -118,14 +118,21 @@ def _quant(rng: np.random.Generator, n: int, i: int) -> tuple[list[str], dict[st
     return [_arr(f"m{i}", "int32_t", mult), _arr(f"s{i}", "int32_t", shift)], q
 
 
-def _inputs(rng: np.random.Generator, i: int, nx: int, wshape: tuple[int, ...], nb: int):
-    """Seeded x, W, B; case 0 has extreme x and W (-128 everywhere, the largest products)."""
+def _inputs(rng: np.random.Generator, i: int, nx: int, wshape: tuple[int, ...], nb: int, zp: int):
+    """Seeded x, W, B; case 0 has extreme x and W (-128 everywhere, the largest products); the
+    cases with small shifts (``i % 4 >= 2``) small sums, so that outputs are not clamped and
+    the rounding's exact ties occur."""
     x = rng.integers(-128, 128, nx, dtype=np.int8)
     w = rng.integers(-128, 128, wshape, dtype=np.int8)
+    if i % 4 >= 2:
+        x = np.clip(zp + rng.integers(-5, 6, nx), -128, 127).astype(np.int8)
+        w = rng.integers(-3, 4, wshape, dtype=np.int8)
     if i == 0:
         x[:] = -128
         w[...] = -128
     b = rng.integers(-(1 << 20), 1 << 20, nb).astype(np.int32)
+    if i % 4 >= 2:
+        b = rng.integers(-60, 61, nb).astype(np.int32)
     if i in BIG_BIAS:  # sums near 2^30: the depthwise's exact slow requantisation path
         b[:] = rng.integers(1 << 29, 1 << 30, nb) * rng.choice([-1, 1], nb)
     return x, w, b
@@ -139,13 +146,13 @@ def cases_source() -> tuple[str, list[int]]:
     for i, c in enumerate(CONVS):
         oh, ow = _out_hw(c)
         cg = 1 if c.depthwise else c.c
-        x, w, b = _inputs(rng, i, c.h * c.w * c.c, (c.o, cg, *c.k), c.o)
+        qarr, q = _quant(rng, c.o, i)
+        x, w, b = _inputs(rng, i, c.h * c.w * c.c, (c.o, cg, *c.k), c.o, q["in_zp"])
         op, ins = _op(c, w)
         kind = q8_conv_kind(op, ins)
         opt = depthwise_weights(ohwi(w)) if kind == "depthwise" else conv_weights(ohwi(w))
         out = TensorSpec("y", (1, oh, ow, c.o), "int8")
         scratch.append(handler(op).scratch_bytes(op, ins, out, 1))
-        qarr, q = _quant(rng, c.o, i)
         lines += qarr + [_arr(f"x{i}", "int8_t", x), _arr(f"b{i}", "int32_t", b)]
         lines += [_arr(f"wr{i}", "int8_t", ohwi(w)), _arr(f"wo{i}", "int8_t", opt)]
         groups = c.c if c.depthwise else 1
@@ -158,8 +165,8 @@ def cases_source() -> tuple[str, list[int]]:
         rows.append(_row(i, kind, q, bias, c.h * c.w * c.c, oh * ow * c.o))
     for j, (n_in, n_out) in enumerate(DENSES):
         i = len(CONVS) + j
-        x, w, b = _inputs(rng, i, n_in, (n_out, n_in), n_out)
         qarr, q = _quant(rng, n_out, i)
+        x, w, b = _inputs(rng, i, n_in, (n_out, n_in), n_out, q["in_zp"])
         lines += qarr + [_arr(f"x{i}", "int8_t", x), _arr(f"b{i}", "int32_t", b)]
         lines += [_arr(f"wr{i}", "int8_t", w), _arr(f"wo{i}", "int8_t", dense_weights(w))]
         lines.append(
