@@ -68,10 +68,13 @@ CONVS = [
     ConvCase(12, 1, 1, 12, (3, 3), pads=(1, 1, 1, 1), depthwise=True),  # 1x1 spatial
     ConvCase(5, 7, 6, 5, (5, 5), pads=(4, 3, 2, 1), d=(2, 2), depthwise=True),
     ConvCase(32, 4, 4, 32, (3, 3), pads=(0, 1, 1, 0), depthwise=True),
+    ConvCase(16, 5, 6, 16, (3, 3), pads=(1, 1, 1, 1), depthwise=True),  # FAST_RQ
 ]
 
 #: cases whose biases are near 2^30 (past kernels_q8_opt.c's rq_fast bound)
 BIG_BIAS = (12, 13)
+#: cases whose every channel has a right shift (ties away: the depthwise's rq_fast)
+FAST_RQ = (14,)
 
 #: dense (in, out): out % 4 in every residue, in % 4 in every residue
 DENSES = [(37, 7), (64, 8), (3, 1), (1024, 5), (10, 6), (5, 4)]
@@ -104,6 +107,8 @@ def _quant(rng: np.random.Generator, n: int, i: int) -> tuple[list[str], dict[st
     mult = rng.integers(1 << 30, (1 << 31) - 1, nq)
     shift = rng.integers(-14, 3, nq) if i % 4 < 2 else rng.integers(-3, 2, nq)  # exact ties
     shift[0] = 0
+    if i in FAST_RQ:
+        shift = rng.integers(-4, 0, nq)
     lo, hi = sorted(int(v) for v in rng.integers(-128, 128, 2))
     if i % 3 == 0:
         lo, hi = -128, 127

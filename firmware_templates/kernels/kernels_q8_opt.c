@@ -20,8 +20,7 @@ typedef struct {
     int32_t m;
     int left, right;
     int32_t mask, thr, away;
-    int l1;             /* left + 1 (rq_fast) */
-    int32_t half, negm; /* 2^(right - 1) (0 when right == 0); -1 when away and right > 0 */
+    int32_t half; /* 2^(right - 1), 0 when right == 0 (rq_fast) */
 } k_rq;
 
 K_INLINE k_rq rq_channel(const k_q_params *q, int c)
@@ -35,9 +34,7 @@ K_INLINE k_rq rq_channel(const k_q_params *q, int c)
     r.mask = (int32_t)((1u << r.right) - 1u);
     r.thr = r.mask >> 1;
     r.away = q->round_up ? 0 : 1;
-    r.l1 = r.left + 1;
     r.half = r.right > 0 ? (int32_t)(1u << (r.right - 1)) : 0;
-    r.negm = r.away && r.right > 0 ? -1 : 0;
     return r;
 }
 
@@ -54,21 +51,23 @@ K_INLINE int32_t rq_value(int32_t acc, const k_rq *r, int32_t away)
     return (h >> r->right) + ((h & r->mask) > thr ? 1 : 0);
 }
 
-/* rq_value for a sum with |acc| * 2^(left + 1) < 2^31 (rq_fast_ok): the doubling high multiply
- * is then SMMULR(acc << (left + 1), m) = (2 acc m + 2^31) >> 32, and the rounding shift
- * (h + 2^(right - 1) - [h < 0 and ties away]) >> right cannot overflow since |h| < 2^30. */
+/* rq_value of a channel without left shift, with a right shift and ties away from zero (what
+ * TFLite's depthwise does), for a sum with |acc| < 2^30 (rq_fast_ok): the doubling high
+ * multiply is then SMMULR(2 acc, m) = (2 acc m + 2^31) >> 32, and the rounding shift
+ * (h + 2^(right - 1) - [h < 0]) >> right cannot overflow since |h| < 2^30. */
 K_INLINE int32_t rq_fast(int32_t acc, const k_rq *r)
 {
-    const int32_t h = K_SMMULR((int32_t)((uint32_t)acc << r->l1), r->m);
-    return (h + r->half - (r->negm & (int32_t)((uint32_t)h >> 31))) >> r->right;
+    const int32_t h = K_SMMULR((int32_t)((uint32_t)acc << 1), r->m);
+    return (h + r->half - (int32_t)((uint32_t)h >> 31)) >> r->right;
 }
 
-/* 1 when every sum of a channel with bias b and T taps of int8 weights (|w| <= 128) times
- * x - in_zp (|x - in_zp| <= 255) satisfies rq_fast's bound. */
+/* 1 when rq_fast computes rq_value for the channel: left 0, right > 0, ties away, and every
+ * sum of bias b and T taps of int8 weights (|w| <= 128) times x - in_zp (|x - in_zp| <= 255)
+ * under 2^30 in magnitude. */
 K_INLINE int rq_fast_ok(const k_rq *r, int32_t b, int T)
 {
     const int64_t bound = (b < 0 ? -(int64_t)b : (int64_t)b) + (int64_t)T * 128 * 255;
-    return (bound << r->l1) < ((int64_t)1 << 31);
+    return r->left == 0 && r->right > 0 && r->away && bound < ((int64_t)1 << 30);
 }
 
 /* rq_value with the channel's rounding, + zp, clamped to [lo, hi]. */
@@ -405,20 +404,30 @@ K_INLINE void dw_run_inside(const k_window_params *p, const int8_t *x, const int
     }
 }
 
-/* One output pixel near the border: only the taps inside the input (TFLite skips the others). */
+/* [t0, t1): the taps t < k with start + t * d inside [0, n), in closed form. */
+K_INLINE void dw_taps(int start, int n, int k, int d, int *t0, int *t1)
+{
+    int a = start < 0 ? (-start + d - 1) / d : 0, b = n - start <= 0 ? 0 : (n - start + d - 1) / d;
+    b = b > k ? k : b;
+    *t0 = a > b ? b : a;
+    *t1 = b;
+}
+
+/* One output pixel near the border, its rows [ky0, ky1) inside the input: only the taps inside
+ * the input (TFLite skips the others), each at its precomputed offset. */
 K_INLINE void dw_pixel_edge(const k_window_params *p, const int8_t *x, const int8_t *wb,
-                            const k_dwb *k, int c, int oy, int ox, int8_t *y, int fast,
-                            int dsp)
+                            const k_dwb *k, int c, int oy, int ky0, int ky1, int ox, int8_t *y,
+                            int fast, int dsp)
 {
     const int C = p->C, iy0 = oy * p->sh - p->pt, ix0 = ox * p->sw - p->pl;
+    const ptrdiff_t base = ((ptrdiff_t)iy0 * p->W + ix0) * C + c;
     int32_t a0 = k->bias[0], a1 = k->bias[1], a2 = k->bias[2], a3 = k->bias[3];
-    int ky, kx, ky0, ky1, kx0, kx1;
-    k_tap_range(iy0, p->H, p->kh, p->dh, &ky0, &ky1);
-    k_tap_range(ix0, p->W, p->kw, p->dw, &kx0, &kx1);
+    int ky, kx, kx0, kx1;
+    dw_taps(ix0, p->W, p->kw, p->dw, &kx0, &kx1);
     for (ky = ky0; ky < ky1; ky++)
         for (kx = kx0; kx < kx1; kx++) {
-            const int8_t *xp = x + ((size_t)(iy0 + ky * p->dh) * p->W + (ix0 + kx * p->dw)) * C + c;
-            DW_TAP(xp, ky * p->kw + kx);
+            const int j = ky * p->kw + kx;
+            DW_TAP(x + (base + k->toff[j]), j);
         }
     dw_out4(y + ((size_t)oy * p->OW + ox) * C + c, a0, a1, a2, a3, k, fast, dsp);
 }
@@ -443,13 +452,15 @@ K_INLINE void dw_rows(const k_window_params *p, const int8_t *x, const int8_t *w
     int oy, ox, lo, hi;
     dw_inside_cols(p, &lo, &hi);
     for (oy = 0; oy < p->OH; oy++) {
-        const int iy0 = oy * p->sh - p->pt;
-        const int inside = iy0 >= 0 && iy0 + (p->kh - 1) * p->dh < p->H && lo < hi;
-        const int a = inside ? lo : p->OW, e = inside ? hi : p->OW;
-        for (ox = 0; ox < a; ox++) dw_pixel_edge(p, x, wb, k, c, oy, ox, y, fast, dsp);
+        int ky0, ky1, inside, a, e;
+        dw_taps(oy * p->sh - p->pt, p->H, p->kh, p->dh, &ky0, &ky1);
+        inside = ky0 == 0 && ky1 == p->kh && lo < hi;
+        a = inside ? lo : p->OW;
+        e = inside ? hi : p->OW;
+        for (ox = 0; ox < a; ox++) dw_pixel_edge(p, x, wb, k, c, oy, ky0, ky1, ox, y, fast, dsp);
         if (inside && T == 9) dw_run_inside(p, x, wb, k, c, oy, a, e, y, 9, fast, dsp);
         else if (inside) dw_run_inside(p, x, wb, k, c, oy, a, e, y, T, fast, dsp);
-        for (ox = e; ox < p->OW; ox++) dw_pixel_edge(p, x, wb, k, c, oy, ox, y, fast, dsp);
+        for (ox = e; ox < p->OW; ox++) dw_pixel_edge(p, x, wb, k, c, oy, ky0, ky1, ox, y, fast, dsp);
     }
 }
 
