@@ -114,7 +114,9 @@ CASES = [
 ]
 
 
-def _q8_window(c: int, h: int, o: int, k: int, s: int, p: int, g: int, w: int = 0) -> tuple[str, int]:
+def _q8_window(
+    c: int, h: int, o: int, k: int, s: int, p: int, g: int, w: int = 0
+) -> tuple[str, int]:
     """The ``k_window_params`` literal of an int8 conv on a square (or ``h x w``) NHWC input,
     no fused activation, and its MACs ``O*OH*OW*(C/g)*k*k``."""
     w = w or h
@@ -219,7 +221,10 @@ int main(void)
 {
     unsigned t, i;
     for (i = 0; i < 12288u; i++) xbuf[i] = (float)(i % 7u) * 0.25f - 0.5f;
-    for (i = 0; i < 64u; i++) { qmult[i] = 1518500250 + (int32_t)i * 977; qshift[i] = -7 - (int32_t)(i % 3u); }
+    for (i = 0; i < 64u; i++) {
+        qmult[i] = 1518500250 + (int32_t)i * 977;
+        qshift[i] = -7 - (int32_t)(i % 3u);
+    }
     start(); t = stop(); report("@empty", t);
 @CASES@
     puts_("@done\r\n");

@@ -31,7 +31,7 @@ from test_codegen_support import HOST_CFLAGS
 
 from codegen.model_c import KERNELS_DIR
 from codegen.ops.conv import ohwi
-from codegen.ops.q8_variants import conv_weights, dense_weights, depthwise_weights
+from codegen.ops.q8_variants import conv_weights, dense_weights, depthwise_weights, isa_of
 from splitter.cost.handlers import handler, q8_conv_kind
 from splitter.hardware.qemu import EMULATOR
 from splitter.ir import Op, TensorSpec
@@ -158,7 +158,7 @@ def cases_source() -> tuple[str, list[int]]:
         opt = depthwise_weights(ohwi(w)) if kind == "depthwise" else conv_weights(ohwi(w))
         out = TensorSpec("y", (1, oh, ow, c.o), "int8")
         scratch.append(handler(op).scratch_bytes(op, ins, out, 1))
-        lines += qarr + [_arr(f"x{i}", "int8_t", x), _arr(f"b{i}", "int32_t", b)]
+        lines += [*qarr, _arr(f"x{i}", "int8_t", x), _arr(f"b{i}", "int32_t", b)]
         lines += [_arr(f"wr{i}", "int8_t", ohwi(w)), _arr(f"wo{i}", "int8_t", opt)]
         groups = c.c if c.depthwise else 1
         lines.append(
@@ -172,7 +172,7 @@ def cases_source() -> tuple[str, list[int]]:
         i = len(CONVS) + j
         qarr, q = _quant(rng, n_out, i)
         x, w, b = _inputs(rng, i, n_in, (n_out, n_in), n_out, q["in_zp"])
-        lines += qarr + [_arr(f"x{i}", "int8_t", x), _arr(f"b{i}", "int32_t", b)]
+        lines += [*qarr, _arr(f"x{i}", "int8_t", x), _arr(f"b{i}", "int32_t", b)]
         lines += [_arr(f"wr{i}", "int8_t", w), _arr(f"wo{i}", "int8_t", dense_weights(w))]
         lines.append(
             f"static const k_dense_params d{i} = {{{n_in}, {n_out}, {{K_ACT_NONE, 0.0f, 0.0f}}}};"
@@ -237,7 +237,8 @@ static int check(const tcase *c, int isa)
     if (c->kind == 0) (isa ? k_q_conv_plain : k_q_conv_dsp)(c->p, &c->q, c->x, c->wo, c->b, s, out);
     if (c->kind == 1)
         (isa ? k_q_pointwise_plain : k_q_pointwise_dsp)(c->p, &c->q, c->x, c->wo, c->b, s, out);
-    if (c->kind == 2) (isa ? k_q_depthwise_plain : k_q_depthwise_dsp)(c->p, &c->q, c->x, c->wo, c->b, out);
+    if (c->kind == 2)
+        (isa ? k_q_depthwise_plain : k_q_depthwise_dsp)(c->p, &c->q, c->x, c->wo, c->b, out);
     if (c->kind == 3) (isa ? k_q_dense_plain : k_q_dense_dsp)(c->d, &c->q, c->x, c->wo, c->b, out);
     for (i = 0; i < c->ny; i++) same &= ref[i] == out[i];
     if (s) put(s);
@@ -432,3 +433,61 @@ def _run_qemu(elf: Path, timeout_s: float = 60.0) -> str:
         proc.terminate()
         proc.wait(timeout=10)
     return "".join(lines)
+
+
+def test_variant_per_core_and_the_im2col_scratch_in_the_arena(tmp_path: Path) -> None:
+    """tiny_cnn_int8 (conv, depthwise, pointwise, dense): a Cortex-M0+ gets the ``_plain``
+    kernels, a Cortex-M4 the ``_dsp`` ones, with the same weights bytes and arena; each conv
+    layer's planned RAM holds its im2col block (``<op>:scratch``, the handler's bytes) and the
+    arena is the planner's figure; the plain build equals LiteRT on the whole model."""
+    from test_codegen_tflite import MODELS_DIR, build, model_input, run
+
+    from codegen.model_c import generate_device_c
+    from splitter.cost.memory import plan_layer_memory
+    from splitter.importers import load_chain
+    from splitter.slicing.validate import TfliteRunner
+
+    path = MODELS_DIR / "tiny_cnn_int8.tflite"
+    chain = load_chain(path)
+    last = len(chain) - 1
+    gens = {core: generate_device_c(chain, [(0, 0, last)], "d", core=core) for core in CORES_ISA}
+    for core, isa in CORES_ISA.items():
+        src = gens[core].files["model.c"]
+        calls = {ln.split("(")[0].strip() for ln in src.splitlines() if "(&p, &q" in ln}
+        assert {"k_q_conv_" + isa, "k_q_pointwise_" + isa, "k_q_depthwise_" + isa} <= calls
+        assert "k_q_dense_" + isa in calls and not any(c.endswith(OTHER[isa]) for c in calls)
+    others = [isa_of(c) for c in ("cortex-m7", "cortex-m33", "cortex-m0", None)]
+    assert others == ["dsp", "dsp", "plain", "dsp"]
+    assert gens["cortex-m0plus"].arena_bytes == gens["cortex-m4"].arena_bytes
+    assert gens["cortex-m0plus"].weights_bytes == gens["cortex-m4"].weights_bytes
+    assert gens["cortex-m4"].arena_bytes == max(layer.cost.ram for layer in chain.layers)
+    assert chain.graph is not None
+    seen = set()
+    for layer in chain.layers[1:]:
+        assert layer.input is not None
+        mem = plan_layer_memory(
+            list(layer.ops), chain.graph.tensors, layer.input.name, layer.output.name,
+            lambda s: s.itemsize,
+        )  # fmt: skip
+        assert mem.size == layer.cost.ram
+        for op in layer.ops:
+            ins = [chain.graph.tensors[op.inputs[0]]]
+            kind = q8_conv_kind(op, ins) if op.kind == "conv2d" else ""
+            if kind in ("conv", "pointwise"):
+                k = int(np.prod(op.weights["W"].shape[1:]))
+                assert mem.sizes[f"{op.name}:scratch"] == 3 + 4 * (k + k % 2)
+                seen.add(kind)
+            else:
+                assert f"{op.name}:scratch" not in mem.sizes
+    assert seen == {"conv", "pointwise"}
+    exe = build(gens["cortex-m0plus"], tmp_path / "m0")
+    x = model_input(chain.layers[0].output, seed=3)
+    runner = TfliteRunner(path.read_bytes())
+    ref = runner.run({runner.inputs[0].name: x})[runner.outputs[0].name]
+    got = run(exe, 0, x, chain.layers[last].output, tmp_path / "m0")
+    assert np.array_equal(got, ref.reshape(got.shape))
+
+
+#: core -> the int8 ISA variant the generator must pick; the other variant's suffix
+CORES_ISA = {"cortex-m0plus": "plain", "cortex-m4": "dsp"}
+OTHER = {"plain": "_dsp", "dsp": "_plain"}

@@ -61,7 +61,9 @@ def interleave_rows(rows: np.ndarray, n: int) -> np.ndarray:
     k4, nb = k // 4 * 4, o // n * n
     blocks = rows[:nb].reshape(o // n, n, k)
     head = blocks[:, :, :k4].reshape(o // n, n, k4 // 4, 4).transpose(0, 2, 1, 3)
-    parts = np.concatenate([head.reshape(o // n, n * k4), blocks[:, :, k4:].reshape(o // n, n * (k - k4))], 1)
+    parts = np.concatenate(
+        [head.reshape(o // n, n * k4), blocks[:, :, k4:].reshape(o // n, n * (k - k4))], 1
+    )
     return np.concatenate([parts.ravel(), rows[nb:].ravel()])
 
 
