@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "bench": "bench_cmd",
     "calibrate": "calibrate_cmd",
     "flash": "flash_cmd",
+    "segment": "segment_cmd",
 }
 
 
