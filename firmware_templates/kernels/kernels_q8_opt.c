@@ -262,7 +262,7 @@ K_INLINE void gemm_pixels(const k_window_params *p, const k_q_params *q, const i
 int k_q_conv_scratch(const k_window_params *p)
 {
     const int K = p->kh * p->kw * p->C;
-    return 3 + 2 * 2 * (K + (K & 1));
+    return 4 + 2 * 2 * (K + (K & 1));
 }
 
 /* Output pixels two at a time: their columns into the scratch, then the GEMM. */

@@ -32,7 +32,7 @@
 #include "kernels.h"
 #include "kernels_q8.h"
 
-/* Bytes of scratch k_q_conv_* / k_q_pointwise_* need: 3 + 2 columns * 2 bytes * (K + K % 2)
+/* Bytes of scratch k_q_conv_* / k_q_pointwise_* need: 4 + 2 columns * 2 bytes * (K + K % 2)
  * (splitter/cost/handlers.py, Conv2DHandler.scratch_bytes, computes the same). */
 int k_q_conv_scratch(const k_window_params *p);
 

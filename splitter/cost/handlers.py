@@ -165,14 +165,15 @@ class Conv2DHandler(OpHandler):
 
     def scratch_bytes(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec, item: int) -> int:
         """The int8 conv's im2col columns (``k_q_conv_scratch``, kernels_q8_opt.c): for
-        groups 1, ``3 + 2 * 2 * (K + K % 2)`` bytes with ``K = kh * kw * C / groups``, two
-        output pixels' columns of ``x - in_zp`` as int16, the count rounded up to even, plus 3
-        bytes to align them to 4 inside the arena block. Float convs and the other int8 convs
+        groups 1, ``4 + 2 * 2 * (K + K % 2)`` bytes with ``K = kh * kw * C / groups``, two
+        output pixels' columns of ``x - in_zp`` as int16, the count rounded up to even, plus 4
+        bytes to align them to 4 inside the arena block (3 would do; 4 keeps the block a
+        multiple of 4 bytes, as the firmware's float-typed arena is). Float convs and the other int8 convs
         (depthwise, grouped) read their input directly: 0."""
         if q8_conv_kind(op, ins) not in ("conv", "pointwise"):
             return 0
         k = int(np.prod(op.weights["W"].shape[1:]))
-        return 3 + 2 * 2 * (k + k % 2)
+        return 4 + 2 * 2 * (k + k % 2)
 
 
 def q8_conv_kind(op: Op, ins: Sequence[TensorSpec]) -> str:

@@ -51,7 +51,7 @@ int sm_00(float *arena)
     float *A = arena;
     unsigned char *A8 = (unsigned char *)arena;
     /* layer 0: serving_default_mfcc:0 (input, already at offset 0) */
-    /* layer 1: conv_2d_0 (conv2d), RAM 2533 B */
+    /* layer 1: conv_2d_0 (conv2d), RAM 2534 B */
     /* conv_2d_0: conv2d (int8) */
     {
         static const k_window_params p = {
@@ -83,7 +83,7 @@ int sm_00(float *arena)
         };
         k_q_depthwise_dsp(&p, &q, (int8_t *)(A8 + 10000), w_depthwise_conv_2d_1_W, w_depthwise_conv_2d_1_B, (int8_t *)(A8 + 0));
     }
-    /* layer 3: conv_2d_2 (conv2d), RAM 6035 B */
+    /* layer 3: conv_2d_2 (conv2d), RAM 6036 B */
     /* conv_2d_2: conv2d (int8) */
     {
         static const k_window_params p = {
@@ -113,7 +113,7 @@ int sm_00(float *arena)
             .in_zp = -128, .out_zp = -56, .act_min = -128, .act_max = 127,
             .nq = 16, .round_up = 1, .mult = w_conv_2d_3_mult, .shift = w_conv_2d_3_shift,
         };
-        k_q_conv_dsp(&p, &q, (int8_t *)(A8 + 8000), w_conv_2d_3_W, w_conv_2d_3_B, (int8_t *)(A8 + 3421), (int8_t *)(A8 + 4000));
+        k_q_conv_dsp(&p, &q, (int8_t *)(A8 + 8000), w_conv_2d_3_W, w_conv_2d_3_B, (int8_t *)(A8 + 3420), (int8_t *)(A8 + 4000));
     }
     /* add_4: add (int8) */
     {
