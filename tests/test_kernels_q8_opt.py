@@ -69,6 +69,7 @@ CONVS = [
     ConvCase(5, 7, 6, 5, (5, 5), pads=(4, 3, 2, 1), d=(2, 2), depthwise=True),
     ConvCase(32, 4, 4, 32, (3, 3), pads=(0, 1, 1, 0), depthwise=True),
     ConvCase(16, 5, 6, 16, (3, 3), pads=(1, 1, 1, 1), depthwise=True),  # FAST_RQ
+    ConvCase(6, 4, 5, 6, (7, 7), pads=(3, 3, 3, 3), depthwise=True),  # over K_DW_MAXT taps
 ]
 
 #: cases whose biases are near 2^30 (past kernels_q8_opt.c's rq_fast bound)

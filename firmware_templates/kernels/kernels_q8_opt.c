@@ -320,8 +320,9 @@ void k_q_pointwise_plain(const k_window_params *p, const k_q_params *q,
 /* -------------------------------------------------------------------- depthwise ---- */
 
 /* Most taps (kh * kw) whose offsets (and, DSP, pre-extended weights) the depthwise keeps on
- * the stack (7 x 7); larger kernels run every pixel through the bounds-checked path. */
-#define K_DW_MAXT 49
+ * the stack (5 x 5: with the compiler's copies a frame of about 1 KiB); larger kernels run
+ * channel by channel through dw_one. */
+#define K_DW_MAXT 25
 
 /* A depthwise block's constants: its four requantisations, biases, the output zero point and
  * clamp (also as four bytes for SSUB8 / SEL), -in_zp in both halfwords, the taps' byte offsets

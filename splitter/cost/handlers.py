@@ -168,8 +168,8 @@ class Conv2DHandler(OpHandler):
         groups 1, ``4 + 2 * 2 * (K + K % 2)`` bytes with ``K = kh * kw * C / groups``, two
         output pixels' columns of ``x - in_zp`` as int16, the count rounded up to even, plus 4
         bytes to align them to 4 inside the arena block (3 would do; 4 keeps the block a
-        multiple of 4 bytes, as the firmware's float-typed arena is). Float convs and the other int8 convs
-        (depthwise, grouped) read their input directly: 0."""
+        multiple of 4 bytes, as the firmware's float-typed arena is). Float convs and the other
+        int8 convs (depthwise, grouped) read their input directly: 0."""
         if q8_conv_kind(op, ins) not in ("conv", "pointwise"):
             return 0
         k = int(np.prod(op.weights["W"].shape[1:]))
