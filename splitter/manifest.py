@@ -55,14 +55,16 @@ def safe_name(text: str) -> str:
 def submodel_io(chain: Chain, first: int, last: int) -> tuple[TensorSpec, TensorSpec]:
     """The tensors entering and leaving layers ``first..last`` of ``chain``.
 
-    The input is ``layers[first].input`` (for ``first == 0`` the graph input, which is
-    ``layers[0].output``) and the output is ``layers[last].output``. A layer profile has no
-    tensor names linking its rows, so there the input is ``layers[first - 1].output``, the
-    tensor whose ``OUT_j`` bytes the planner sends over the link.
+    The input is ``layers[first].input`` (for ``first == 0`` the graph input,
+    ``layers[0].input``, which differs from ``layers[0].output`` when a zero-cost reshape or
+    transpose right after the input joined the input layer; a layer profile's input layer has
+    only ``output``) and the output is ``layers[last].output``. A layer profile has no tensor
+    names linking its rows, so there the input is ``layers[first - 1].output``, the tensor whose
+    ``OUT_j`` bytes the planner sends over the link.
     """
     head = chain.layers[first]
     if first == 0 or head.input is None:
-        entering = chain.layers[0].output
+        entering = chain.layers[0].input or chain.layers[0].output
     elif chain.graph is None:
         entering = chain.layers[first - 1].output
     else:

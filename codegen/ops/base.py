@@ -36,6 +36,9 @@ ACT_CODES = {
     "hardswish": "K_ACT_HARDSWISH",
     "leaky_relu": "K_ACT_LEAKY",
     "hardsigmoid": "K_ACT_HARDSIGMOID",
+    "erf": "K_ACT_ERF",
+    "gelu": "K_ACT_GELU",
+    "gelu_tanh": "K_ACT_GELU_TANH",
 }
 
 
