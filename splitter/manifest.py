@@ -72,6 +72,28 @@ def submodel_io(chain: Chain, first: int, last: int) -> tuple[TensorSpec, Tensor
     return entering, chain.layers[last].output
 
 
+def submodel_boundaries(
+    chain: Chain, first: int, last: int
+) -> tuple[tuple[TensorSpec, ...], tuple[TensorSpec, ...]]:
+    """Every tensor entering and leaving layers ``first..last``: :func:`submodel_io`, plus, for a
+    model with several inputs or outputs, the other graph inputs on the first sub-model
+    (``first == 0``) and the other graph outputs on the last (``last == len(chain) - 1``), in the
+    graph's order. The chain carries one tensor between layers, so those extra tensors must be
+    read and written by the first and last sub-models (the slicer reports a plan that puts them
+    elsewhere)."""
+    entering, leaving = submodel_io(chain, first, last)
+    ins: tuple[TensorSpec, ...] = (entering,)
+    outs: tuple[TensorSpec, ...] = (leaving,)
+    graph = chain.graph
+    if graph is None:
+        return ins, outs
+    if first == 0 and len(graph.inputs) > 1:
+        ins = tuple(graph.tensors[n] for n in graph.inputs)
+    if last == len(chain) - 1 and len(graph.outputs) > 1:
+        outs = tuple(graph.tensors[n] for n in graph.outputs)
+    return ins, outs
+
+
 # --- records --------------------------------------------------------------------------------
 
 

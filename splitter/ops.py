@@ -189,8 +189,22 @@ _DEFS = (
         kernels=ALL,
     ),
     OpDef("transpose", ("perm",), onnx=("Transpose",), tflite=("TRANSPOSE",), kernels=FLOAT),
-    OpDef("quantize", tflite=("QUANTIZE",), kernels=frozenset({I8_NHWC})),
-    OpDef("dequantize", tflite=("DEQUANTIZE",), kernels=frozenset({I8_NHWC})),
+    # perm: the transpose from the float tensor's layout to the int8 tensor's (None: same
+    # layout; (0, 2, 3, 1) at a QDQ ONNX graph's NCHW input, int8 tensors being NHWC)
+    OpDef(
+        "quantize",
+        ("perm",),
+        onnx=("QuantizeLinear",),
+        tflite=("QUANTIZE",),
+        kernels=frozenset({I8_NHWC}),
+    ),
+    OpDef(
+        "dequantize",
+        ("perm",),
+        onnx=("DequantizeLinear",),
+        tflite=("DEQUANTIZE",),
+        kernels=frozenset({I8_NHWC}),
+    ),
 )
 
 #: Canonical op kind -> its definition, in a fixed order.

@@ -81,6 +81,7 @@ def test_ops_listing(capsys: pytest.CaptureFixture[str]) -> None:
     """Derived from splitter/ops.py, the emitters and the families: spot checks against what
     those tables say, and every listed ONNX / TFLite operator has an importer converter."""
     from splitter.importers.onnx_ops import CONVERTERS as ONNX_CONVERTERS
+    from splitter.importers.onnx_qdq import INT8_KINDS
     from splitter.importers.tflite_ops import CONVERTERS as TFLITE_CONVERTERS
 
     code, out, err = run_cli(capsys, "ops", "--json")
@@ -93,12 +94,15 @@ def test_ops_listing(capsys: pytest.CaptureFixture[str]) -> None:
     assert kinds[("tflite", "int8")]["conv2d"]["operators"] == ["CONV_2D", "DEPTHWISE_CONV_2D"]
     assert "sub" in kinds[("tflite", "float32")] and "sub" not in kinds[("tflite", "int8")]
     assert "batchnorm" in kinds[("onnx", "float32")]
-    assert sections[("onnx", "int8")]["ops"] == [] and sections[("onnx", "int8")]["note"]
+    qdq = kinds[("onnx", "int8")]  # QDQ graphs, lowered by splitter.importers.onnx_qdq
+    assert qdq["mean"]["operators"] == ["GlobalAveragePool"] and "softmax" not in qdq
+    assert qdq["quantize"]["operators"] == ["QuantizeLinear"]
     conv = kinds[("onnx", "float32")]["conv2d"]["kernels"]
     assert conv["cortex-m0plus"] == "float32 software (no FPU)"
     assert conv["cortex-m4"] == "float32 hardware (fpv4-sp-d16)"
-    for (fmt, _dtype), ops in kinds.items():
+    for (fmt, dtype), ops in kinds.items():
         table = ONNX_CONVERTERS if fmt == "onnx" else TFLITE_CONVERTERS
+        table = INT8_KINDS if (fmt, dtype) == ("onnx", "int8") else table
         for op in ops.values():
             assert all(name in table for name in op["operators"]), (fmt, op)
     code, out, _ = run_cli(capsys, "ops", "--format", "tflite", "--dtype", "int8")

@@ -79,8 +79,8 @@ def render_table(chain: Chain) -> Table:
     table = Table(title=f"{chain.name}: {totals['layers']} layers", show_footer=True)
     numeric = {"FLASH": "flash_bytes", "RAM": "ram_bytes", "MACs": "macs", "out bytes": "out_bytes"}
     table.add_column("#", justify="right", footer="total", no_wrap=True)
-    for title in ("name", "op", "input", "output"):
-        table.add_column(title, no_wrap=True)
+    for title in ("name", "op", "input", "output"):  # exporters' long names: cut with an ellipsis
+        table.add_column(title, no_wrap=True, max_width=60 if title == "name" else None)
     footers = {
         "FLASH": totals["flash_bytes"],
         "RAM": totals["max_ram_bytes"],

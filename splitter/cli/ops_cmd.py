@@ -15,12 +15,13 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from splitter.importers.onnx_qdq import INT8_KINDS
 from splitter.ops import F32_NCHW, F32_NHWC, I8_NHWC, OPS, OpDef
 
-#: the kernel variant each importer's graphs use: ONNX float32 graphs are NCHW; TFLite graphs
-#: are NHWC, float32 or full-integer int8 (splitter/importers/*_import.py set the layout)
+#: the kernel variant each importer's graphs use: ONNX float32 graphs are NCHW, QDQ ONNX int8 ops
+#: NHWC; TFLite graphs are NHWC, float32 or full-integer int8 (splitter/importers/*_import.py)
 FORMAT_VARIANTS: dict[str, dict[str, tuple[str, str]]] = {
-    "onnx": {"float32": F32_NCHW},
+    "onnx": {"float32": F32_NCHW, "int8": I8_NHWC},  # int8: QDQ graphs (importers/onnx_qdq.py)
     "tflite": {"float32": F32_NHWC, "int8": I8_NHWC},
 }
 DTYPE_ALIASES = {"float": "float32", "float32": "float32", "int8": "int8"}
@@ -89,6 +90,8 @@ def _ops_for(
     rows = []
     for kind, d in OPS.items():
         sources = d.onnx if fmt == "onnx" else d.tflite
+        if fmt == "onnx" and variant == I8_NHWC:  # what onnx_qdq lowers to this kind
+            sources = tuple(src for src, k in INT8_KINDS.items() if k == kind)
         if not sources or variant not in d.kernels or not _emitted(kind, variant[1]):
             continue
         rows.append(

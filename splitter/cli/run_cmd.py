@@ -95,8 +95,9 @@ def command(
             progress.step("computing the reference output")
             runtime = R.reference_runtime(manifest, model)
             ref = R.reference_output(manifest, out, x, model)
-            err = R.check_output(res.output, ref, runtime=runtime)
-            check = {"reference": runtime, "max_abs": err, "tolerance": R.CHECK_TOLERANCE}
+            tol = R.output_tolerance(model or Path(manifest.model.path))
+            err = R.check_output(res.output, ref, tol, runtime=runtime)
+            check = {"reference": runtime, "max_abs": err, "tolerance": tol}
     if as_json:
         click.echo(json.dumps(run_json(res, output_path, check)))
         return

@@ -403,6 +403,15 @@ class TransposeHandler(OpHandler):
         return tuple(x[int(p)] for p in perm)
 
 
+class QuantizeHandler(UnaryHandler):
+    """quantize / dequantize: one per element; the shape transposed by ``perm`` when given
+    (a QDQ ONNX input: float NCHW -> int8 NHWC, ``splitter.importers.onnx_qdq``)."""
+
+    def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
+        x, perm = in_shapes[0], op.attr("perm")
+        return tuple(x) if perm is None else tuple(x[int(p)] for p in perm)
+
+
 _UNARY = UnaryHandler()
 _BINARY = BinaryHandler()
 _POOL = PoolHandler()
@@ -442,8 +451,8 @@ HANDLERS: Mapping[str, OpHandler] = MappingProxyType(
         "resize": ResizeHandler(),
         "reshape": ReshapeHandler(),
         "transpose": TransposeHandler(),
-        "quantize": _UNARY,
-        "dequantize": _UNARY,
+        "quantize": QuantizeHandler(),
+        "dequantize": QuantizeHandler(),
     }
 )
 

@@ -12,7 +12,8 @@ Pipeline (each step a small function below):
 4. fold constant subgraphs with ``onnx.reference.ReferenceEvaluator`` (``onnx_fold``) and drop
    ``Identity``/``Dropout``;
 5. convert node by node (``onnx_ops.CONVERTERS``), then fold BatchNorm/bias and fuse
-   activations (``onnx_fuse``);
+   activations (``onnx_fuse``); a QDQ model (QuantizeLinear / DequantizeLinear nodes) is
+   instead lowered to int8 ops by ``onnx_qdq.lower_qdq`` and nothing is folded;
 6. (:func:`import_onnx`) write the folded values back as initializers in place of the folded
    nodes (``onnx_fold.folded_model``) and infer shapes again: the normalised model that slicing
    and validation read.
@@ -54,6 +55,7 @@ from splitter.importers.onnx_nodes import (
 )
 from splitter.importers.onnx_ops import CONVERTERS
 from splitter.importers.onnx_opset import MIN_UPGRADE_OPSET, upgrade_opset
+from splitter.importers.onnx_qdq import is_qdq, lower_qdq
 from splitter.inputs import MODEL_MAX_BYTES, read_input_file
 from splitter.ir import Graph, Op, TensorSpec
 
@@ -444,21 +446,29 @@ def _import(
     file_opset = model_opset(model, path)
     nodes = read_nodes(model.graph)
     check_nonempty(model, path)
+    qdq = is_qdq(nodes)  # QDQ models: onnx_qdq lists what it cannot lower
     old = file_opset < MIN_OPSET
     inits = {i.name for i in model.graph.initializer}
-    check_supported(nodes, inits, path, UPGRADED_NAMES if old else {})
+    if not qdq:
+        check_supported(nodes, inits, path, UPGRADED_NAMES if old else {})
     if old:
         model, data = upgrade_opset(model, file_opset, path), None
         nodes = read_nodes(model.graph)
-        check_supported(nodes, {i.name for i in model.graph.initializer}, path)
+        if not qdq:
+            check_supported(nodes, {i.name for i in model.graph.initializer}, path)
     changed = apply_input_shapes(model, input_shapes or {}, path)
     blob = data if data is not None and not changed else model.SerializeToString()
     check_model(blob, path)
     inferred = infer(blob, path)
     ctx = make_context(model, inferred, path)
-    ops, kept = build_ops(model, nodes, ctx, path)
     inputs, outputs = _graph_io(model)
-    tensors = tensor_specs(ops, inputs, ctx)
+    if qdq:  # int8 ops on the int8 kernels; nothing folded, so sub-models keep the QDQ form
+        ctx.consumed = {i for n in nodes for i in n.inputs} | set(outputs)
+        ops, tensors = lower_qdq(nodes, ctx, inputs, outputs, path)
+        kept = list(model.graph.node)
+    else:
+        ops, kept = build_ops(model, nodes, ctx, path)
+        tensors = tensor_specs(ops, inputs, ctx)
     produced = set(tensors)
     lost = [o for o in outputs if o not in produced]
     if lost:

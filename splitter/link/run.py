@@ -197,6 +197,27 @@ def _host_ports(wiring: Mapping[str, Any], ports: Mapping[str, str]) -> dict[str
     return {n: ports[n] for n in facing}
 
 
+def output_tolerance(model: Path) -> float:
+    """:data:`CHECK_TOLERANCE`, or for a QDQ ONNX model whose (first) output is written by a
+    DequantizeLinear, one quantisation step of that output: the int8 kernels follow TFLite's
+    integer arithmetic, onnxruntime rounds the float QDQ graph, and each requantising op may
+    differ by one step (``splitter.importers.onnx_qdq``)."""
+    if model.suffix.lower() != ".onnx" or not model.is_file():
+        return CHECK_TOLERANCE
+    import onnx
+    from onnx import numpy_helper
+
+    graph = onnx.load(str(model), load_external_data=False).graph
+    out = graph.output[0].name if graph.output else ""
+    node = next((n for n in graph.node if out in n.output), None)
+    if node is None or node.op_type != "DequantizeLinear":
+        return CHECK_TOLERANCE
+    scale = next((i for i in graph.initializer if i.name == node.input[1]), None)
+    if scale is None:
+        return CHECK_TOLERANCE
+    return max(CHECK_TOLERANCE, 1.01 * float(np.max(numpy_helper.to_array(scale))))
+
+
 def reference_runtime(manifest: PlanManifest, model: Path | None = None) -> str:
     """The runtime :func:`reference_output` uses for ``model`` (else the plan's model): LiteRT
     for TFLite, onnxruntime for ONNX."""
