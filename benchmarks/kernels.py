@@ -1,4 +1,4 @@
-"""Instructions per MAC of the float32 kernels on a Cortex-M4F (STM32F405) under QEMU.
+"""Instructions per MAC of the float32 and int8 kernels on a Cortex-M4F (STM32F405) under QEMU.
 
 Cross-compiles a bare-metal harness (vector table, FPU enable via CPACR, USART1 at 0x40011000
 with the F4 SR/DR registers) together with ``firmware_templates/kernels``, runs it in
@@ -7,6 +7,8 @@ kernel call. With ``-icount shift=0`` each instruction takes 1 ns of virtual tim
 at the fixed 168 MHz core clock, so ``instructions = ticks / 0.168`` (see
 ``../shared/notes/emulated-stm32.md``); the harness subtracts the ticks of an empty
 measurement. These are instruction counts, not cycles (no wait states or FPU latencies modelled).
+The int8 rows are the issue-13 shapes for each variant of ``kernels_q8_opt.c`` (``_dsp`` with
+the real SMLAD / SXTB16, ``_plain``) and the generic loops of ``kernels_q8.c`` they replace.
 
 Usage: ``.venv/bin/python benchmarks/kernels.py [--no-networks]`` ->
 ``benchmarks/results/kernels.{md,json}`` (per kernel call) and, unless ``--no-networks``,
@@ -54,6 +56,7 @@ class Case:
     op_class: str
     macs: int
     call: str
+    dtype: str = "float32"
 
 
 def _conv(
@@ -141,9 +144,58 @@ def nhwc_cases() -> list[Case]:
 
 CASES += nhwc_cases()
 
+
+def _q8_window(
+    c: int, h: int, o: int, k: int, s: int, p: int, g: int, w: int = 0
+) -> tuple[str, int]:
+    """The ``k_window_params`` literal of an int8 conv on a square (or ``h x w``) NHWC input,
+    no fused activation, and its MACs ``O*OH*OW*(C/g)*k*k``."""
+    w = w or h
+    oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+    lit = (
+        f"&(const k_window_params){{{c}, {h}, {w}, {o}, {oh}, {ow}, {k}, {k}, {s}, {s}, "
+        f"{p}, {p}, {p}, {p}, 1, 1, {g}, 0, {{K_ACT_NONE, 0.0f, 0.0f}}}}"
+    )
+    return lit, o * oh * ow * (c // g) * k * k
+
+
+#: int8 requantisation record of the benchmarks: in_zp -3, out_zp 5, ReLU clamp, per channel.
+_Q8 = "&(const k_q_params){{-3, 5, 5, 127, {n}, {up}, qmult, qshift}}"
+
+
+def _q8_cases() -> list[Case]:
+    """The issue-13 shapes in int8: the tuned kernels (``_dsp``, ``_plain``) and the generic
+    reference loops (``k_q_conv2d``, ``k_q_dense``) they replace."""
+    cases = []
+    shapes = [
+        ("conv3x3 16->32 @16x16 pad1", "conv", (16, 16, 32, 3, 1, 1, 1), "conv"),
+        ("pointwise 1x1 64->64 @16x8", "conv", (64, 16, 64, 1, 1, 0, 1, 8), "pointwise"),
+        ("depthwise3x3 32 @16x16 pad1", "depthwise", (32, 16, 32, 3, 1, 1, 32), "depthwise"),
+    ]
+    for name, cls, shape, fam in shapes:
+        lit, macs = _q8_window(*shape)
+        q = _Q8.format(n=shape[2], up=0 if fam == "depthwise" else 1)
+        scratch = "" if fam == "depthwise" else "qscratch, "
+        for isa in ("dsp", "plain"):
+            call = f"k_q_{fam}_{isa}({lit}, {q}, qx, qw, qb, {scratch}qy)"
+            cases.append(Case(f"int8 {name} ({fam}_{isa})", cls, macs, call, "int8"))
+        call = f"k_q_conv2d({lit}, {q}, qx, qw, qb, qy)"
+        cases.append(Case(f"int8 {name} (generic k_q_conv2d)", cls, macs, call, "int8"))
+    dense = "&(const k_dense_params){1024, 64, {0, 0.0f, 0.0f}}"
+    q = _Q8.format(n=64, up=1)
+    for fn in ("k_q_dense_dsp", "k_q_dense_plain", "k_q_dense"):
+        label = f"int8 dense 1024->64 ({fn[4:] if fn != 'k_q_dense' else 'generic k_q_dense'})"
+        cases.append(Case(label, "dense", 1024 * 64, f"{fn}({dense}, {q}, qx, qw, qb, qy)", "int8"))
+    return cases
+
+
+CASES += _q8_cases()
+
 HARNESS = r"""
 #include "kernels.h"
 #include "kernels_nhwc.h"
+#include "kernels_q8.h"
+#include "kernels_q8_opt.h"
 #define USART1_SR (*(volatile unsigned *)0x40011000u)
 #define USART1_DR (*(volatile unsigned *)0x40011004u)
 #define USART1_CR1 (*(volatile unsigned *)0x4001100Cu)
@@ -155,6 +207,13 @@ HARNESS = r"""
 float xbuf[12288] __attribute__((aligned(8)));
 float ybuf[12288] __attribute__((aligned(8)));
 const float wbuf[65536] = {0.5f};
+/* int8 operands: activations in the float buffers, weights and biases from wbuf's bytes. */
+#define qx ((const int8_t *)xbuf)
+#define qy ((int8_t *)ybuf)
+#define qw ((const int8_t *)wbuf)
+#define qb ((const int32_t *)wbuf)
+int32_t qmult[64], qshift[64];
+int8_t qscratch[4096] __attribute__((aligned(4)));
 
 static void putc_(char c) { while (!(USART1_SR & 0x80u)) {} USART1_DR = (unsigned)c; }
 static void puts_(const char *s) { while (*s) putc_(*s++); }
@@ -194,6 +253,10 @@ int main(void)
 {
     unsigned t, i;
     for (i = 0; i < 12288u; i++) xbuf[i] = (float)(i % 7u) * 0.25f - 0.5f;
+    for (i = 0; i < 64u; i++) {
+        qmult[i] = 1518500250 + (int32_t)i * 977;
+        qshift[i] = -7 - (int32_t)(i % 3u);
+    }
     start(); t = stop(); report("@empty", t);
 @CASES@
     puts_("@done\r\n");
@@ -243,6 +306,7 @@ def build(work: Path) -> Path:
     elf = work / "bench.elf"
     srcs = [str(work / "bench.c"), str(KERNELS / "kernels.c"), str(KERNELS / "k_libc.c")]
     srcs.append(str(KERNELS / "kernels_nhwc.c"))
+    srcs += [str(KERNELS / "kernels_q8.c"), str(KERNELS / "kernels_q8_opt.c")]
     cmd = [
         "arm-none-eabi-gcc",
         *CFLAGS,
@@ -326,22 +390,32 @@ def write(rows: list[dict[str, object]]) -> None:
     }
     (RESULTS / "kernels.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
     lines = [
-        "# Float32 kernel instructions per MAC (Cortex-M4F, QEMU -icount shift=0)",
+        "# Kernel instructions per MAC (Cortex-M4F, QEMU -icount shift=0)",
         "",
         f"Generated by `benchmarks/kernels.py`. {meta['gcc']}; {meta['qemu']}.",
         f"Flags: `{meta['cflags']}`. Instruction counts (not cycles): ticks / 0.168, empty",
-        "measurement subtracted; convolutions include their fused activation pass",
-        "(ReLU unless the name says otherwise).",
+        "measurement subtracted; float convolutions include their fused activation pass",
+        "(ReLU unless the name says otherwise). int8 rows: per-channel requantisation, ReLU",
+        "clamp, input zero point -3; `_dsp` / `_plain` are the two variants of",
+        "kernels_q8_opt.c (the generator picks `_dsp` on M4/M7/M33, `_plain` on M0+; both",
+        "measured here on the M4F), `generic` the reference loops of kernels_q8.c.",
         "",
-        "| kernel | class | MACs | instructions | instr/MAC |",
-        "|---|---|---:|---:|---:|",
     ]
-    lines += [
-        f"| {r['name']} | {r['op_class']} | {r['macs']} | {r['instructions']} | "
-        f"{r['instr_per_mac']:.2f} |"
-        for r in rows
-    ]
-    (RESULTS / "kernels.md").write_text("\n".join(lines) + "\n")
+    for dtype in ("float32", "int8"):
+        lines += [
+            f"## {dtype}",
+            "",
+            "| kernel | class | MACs | instructions | instr/MAC |",
+            "|---|---|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {r['name']} | {r['op_class']} | {r['macs']} | {r['instructions']} | "
+            f"{r['instr_per_mac']:.2f} |"
+            for r in rows
+            if r["dtype"] == dtype
+        ]
+        lines.append("")
+    (RESULTS / "kernels.md").write_text("\n".join(lines))
 
 
 # --- whole networks: the MLPerf Tiny models on emulated boards ------------------------------

@@ -648,7 +648,8 @@ def generate_firmware(
         ranges = [(s.index, s.first, s.last) for s in manifest.submodels if s.device_index == index]
         if not ranges:
             continue
-        gen = generate_device_c(chain, ranges, device.name)
+        core = family_for(device.part.family).core
+        gen = generate_device_c(chain, ranges, device.name, core=core)
         specs.append(
             DeviceSpec(
                 device.name,

@@ -32,6 +32,7 @@ from codegen import ops as emitters
 from codegen.escape import c_comment
 from codegen.ops.base import EmitContext
 from codegen.ops.literals import WeightTable
+from codegen.ops.q8_variants import isa_of
 from splitter.cost.handlers import op_flash
 from splitter.errors import UnsupportedOpError
 from splitter.ir import Chain, Layer, Op, SubModel, TensorSpec
@@ -310,8 +311,12 @@ def generate_device_c(
     device_name: str,
     *,
     planner: Planner | None = None,
+    core: str | None = None,
 ) -> GeneratedC:
     """C sources (``model.h``, ``model.c``) for the sub-models ``layer_ranges`` of one device.
+
+    ``core`` (gcc ``-mcpu``, e.g. ``"cortex-m0plus"``) picks the int8 kernel variants
+    (:func:`codegen.ops.q8_variants.isa_of`; ``None``: the DSP ones).
 
     ``layer_ranges`` items are :class:`SubModel`, ``(first, last)`` (numbered 0, 1, ... in order)
     or ``(index, first, last)``; function ``sm_<index:02d>`` runs layers ``first..last``.
@@ -322,11 +327,12 @@ def generate_device_c(
     ranges = _normalise_ranges(layer_ranges)
     check_costs_match(chain, ranges, plan)
     arena = device_arena_bytes(chain, ranges, plan)
+    isa = isa_of(core)
     weights = WeightTable()
     bodies: list[str] = []
     rows: list[tuple[int, int, int, int, int]] = []
     for index, first, last in ranges:
-        body, row = _submodel_function(chain, index, first, last, arena, plan, weights)
+        body, row = _submodel_function(chain, (index, first, last), arena, plan, weights, isa)
         bodies.append(body)
         rows.append(row)
     files = {
@@ -338,15 +344,16 @@ def generate_device_c(
 
 def _submodel_function(
     chain: Chain,
-    index: int,
-    first: int,
-    last: int,
+    span: tuple[int, int, int],
     arena: int,
     planner: Planner,
     weights: WeightTable,
+    isa: str,
 ) -> tuple[str, tuple[int, int, int, int, int]]:
-    """C function of one sub-model and its ``(index, in_off, in_bytes, out_off, out_bytes)``."""
+    """C function of sub-model ``span = (index, first, last)`` and its ``(index, in_off,
+    in_bytes, out_off, out_bytes)``; ``isa`` the int8 kernel variant."""
     assert chain.graph is not None
+    index, first, last = span
     tensors = chain.graph.tensors
     lines: list[str] = []
     at_top = False
@@ -365,7 +372,7 @@ def _submodel_function(
         lines.append(f"    /* layer {j}: {label}, RAM {mem.size} B */")
         before = weights.nbytes
         for op in layer.ops:
-            ctx = EmitContext(offs, tensors, weights, chain.graph.layout or "NCHW")
+            ctx = EmitContext(offs, tensors, weights, chain.graph.layout or "NCHW", isa)
             lines.extend("    " + s for s in emit_op(op, ctx))
         _check_emitted_flash(chain, layer, weights.nbytes - before)
         out_off = offs[layer.output.name]

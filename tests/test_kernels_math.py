@@ -1,8 +1,9 @@
 """The kernel library's libm-free math and its cross builds.
 
 k_expf / k_sigmoidf / k_tanhf are compiled for the host (ASan+UBSan) and compared with float64
-numpy on a dense grid; kernels.c must build warning-free for M0+, M4F and M7 with the real
-arm-none-eabi-gcc.
+numpy on a dense grid; kernels.c, k_libc.c and the int8 kernels (kernels_q8.c, kernels_q8_opt.c:
+the DSP variants through the intrinsics on M4F / M7, through k_dsp_emu.h on M0+) must build
+warning-free for M0+, M4F and M7 with the real arm-none-eabi-gcc.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def test_kernels_cross_build_warning_free(core: str, tmp_path: Path) -> None:
     )
     flags = [*CORES[core], "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffreestanding",
              "-fno-tree-loop-distribute-patterns"]  # fmt: skip
-    for src in ("kernels.c", "k_libc.c"):
+    for src in ("kernels.c", "k_libc.c", "kernels_q8.c", "kernels_q8_opt.c"):
         cmd = [gcc, *flags, "-c", str(KERNELS_DIR / src), "-o", str(tmp_path / "k.o")]
         res = subprocess.run(cmd, capture_output=True, text=True)
         assert res.returncode == 0 and res.stderr == "", res.stderr

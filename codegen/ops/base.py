@@ -51,6 +51,9 @@ class EmitContext:
     weights: WeightTable
     #: the graph's layout: ``"NCHW"`` (ONNX) or ``"NHWC"`` (TFLite, the ``*_nhwc`` kernels)
     layout: str = "NCHW"
+    #: the int8 kernels' ISA variant for the device's core (codegen/ops/q8_variants.py):
+    #: ``"dsp"`` (Armv7E-M DSP extension) or ``"plain"`` (Cortex-M0+)
+    isa: str = "dsp"
 
     def ptr(self, name: str) -> str:
         """``A + <float offset>`` of float activation ``name``."""

@@ -18,7 +18,9 @@ from codegen.ops.base import (
     q8_act_ok,
     record,
 )
+from codegen.ops.q8_variants import conv_weights, depthwise_weights, variant_name
 from codegen.ops.quant import act_range, bias, gemm_rounding, qp, requant_arrays
+from splitter.cost.handlers import q8_conv_kind
 from splitter.ir import Op, TensorSpec
 
 
@@ -156,12 +158,21 @@ class Conv2D(OpEmitter):
         return block(params, f"{fn}(&p, {x}, {wn}, {bn}, {y})")
 
     def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
+        """``k_<variant>`` (:mod:`codegen.ops.q8_variants`): conv / pointwise with the layer's
+        im2col scratch block, depthwise, or the generic ``k_q_conv2d`` for grouped convs."""
         wt = np.asarray(op.weights["W"])
-        wn = ctx.weights.add(f"{op.name}_W", ohwi(wt), np.int8)
+        family = q8_conv_kind(op, [ctx.tensors[op.inputs[0]]])
+        layout = {"conv": conv_weights, "pointwise": conv_weights, "depthwise": depthwise_weights}
+        w = layout.get(family, lambda a: a)(ohwi(wt))
+        wn = ctx.weights.add(f"{op.name}_W", w, np.int8)
         bn = bias(op, ctx)
         requant = requant_arrays(op, ctx)
         groups = int(op.attr("groups", 1))
         params = window_record(op, ctx, wt.shape[2:], groups=groups)
         params += q_record(op, ctx, requant, gemm_rounding(op))
         x, y = ctx.p8(op.inputs[0]), ctx.p8(op.outputs[0])
-        return block(params, f"k_q_conv2d(&p, &q, {x}, {wn}, {bn}, {y})")
+        fn = "k_" + variant_name(family, ctx.isa)
+        if family in ("conv", "pointwise"):
+            s = ctx.p8(f"{op.name}:scratch")
+            return block(params, f"{fn}(&p, &q, {x}, {wn}, {bn}, {s}, {y})")
+        return block(params, f"{fn}(&p, &q, {x}, {wn}, {bn}, {y})")

@@ -18,6 +18,7 @@ from codegen.ops.base import (
     record,
 )
 from codegen.ops.conv import pack4, q8_weights, q_record
+from codegen.ops.q8_variants import dense_weights, variant_name
 from codegen.ops.quant import bias, gemm_rounding, requant_arrays
 from splitter.ir import Op, TensorSpec
 
@@ -48,12 +49,12 @@ class Dense(OpEmitter):
 
     def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
         wt = np.asarray(op.weights["W"])
-        wn = ctx.weights.add(f"{op.name}_W", wt, np.int8)
+        wn = ctx.weights.add(f"{op.name}_W", dense_weights(wt), np.int8)
         bn = bias(op, ctx)
         params = dense_record(wt.shape)
         params += q_record(op, ctx, requant_arrays(op, ctx), gemm_rounding(op))
         x, y = ctx.p8(op.inputs[0]), ctx.p8(op.outputs[0])
-        return block(params, f"k_q_dense(&p, &q, {x}, {wn}, {bn}, {y})")
+        return block(params, f"k_{variant_name('dense', ctx.isa)}(&p, &q, {x}, {wn}, {bn}, {y})")
 
 
 def dense_record(w_shape: tuple[int, ...], act: str = "{K_ACT_NONE, 0.0f, 0.0f}") -> list[str]:

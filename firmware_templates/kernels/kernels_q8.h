@@ -13,7 +13,8 @@
  * nq == 1). Outputs are clamped to [act_min, act_max] (the fused activation's range).
  * Float tensors (QUANTIZE input, DEQUANTIZE output) may sit at any byte offset of the arena,
  * so those kernels read/write them with memcpy.
- * No malloc, no scratch, no libc beyond memcpy (k_libc.c).
+ * No malloc, no libc beyond memcpy (k_libc.c); only the tuned conv kernels take a scratch
+ * block of the arena (kernels_q8_opt.h).
  */
 #ifndef SPLITTER_KERNELS_Q8_H
 #define SPLITTER_KERNELS_Q8_H
@@ -129,5 +130,10 @@ void k_q_copy(const int8_t *x, int8_t *y, int n);
  * away from zero to out_zp + y * out_inv_scale, clamp. TFLite has no int8 LRN kernel; the
  * generator validates this one against the float formula within one quantisation step. */
 void k_q_lrn(const k_lrn_params *p, const int8_t *restrict x, int8_t *restrict y);
+
+/* The tuned variants (k_q_conv_dsp, k_q_depthwise_plain, ...) the generator calls for conv,
+ * depthwise and dense layers; the generic loops above stay the reference they are tested
+ * against and run grouped convs. */
+#include "kernels_q8_opt.h"
 
 #endif /* SPLITTER_KERNELS_Q8_H */

@@ -164,6 +164,36 @@ class Conv2DHandler(OpHandler):
         per_group_in = int(op.weights["W"].shape[1])
         return "depthwise" if groups > 1 and per_group_in == 1 else "conv"
 
+    def scratch_bytes(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec, item: int) -> int:
+        """The int8 conv's im2col columns (``k_q_conv_scratch``, kernels_q8_opt.c): for
+        groups 1, ``4 + 2 * 2 * (K + K % 2)`` bytes with ``K = kh * kw * C / groups``, two
+        output pixels' columns of ``x - in_zp`` as int16, the count rounded up to even, plus 4
+        bytes to align them to 4 inside the arena block (3 would do; 4 keeps the block a
+        multiple of 4 bytes, as the firmware's float-typed arena is). Float convs and the other
+        int8 convs (depthwise, grouped) read their input directly: 0."""
+        if q8_conv_kind(op, ins) not in ("conv", "pointwise"):
+            return 0
+        k = int(np.prod(op.weights["W"].shape[1:]))
+        return 4 + 2 * 2 * (k + k % 2)
+
+
+def q8_conv_kind(op: Op, ins: Sequence[TensorSpec]) -> str:
+    """Which int8 kernel family runs a conv2d (the ``k_q_<kind>_<isa>`` kernels of
+    kernels_q8_opt.c; codegen/ops/q8_variants.py picks the ISA): ``"pointwise"`` (1x1, stride 1,
+    no padding, groups 1), ``"conv"`` (other groups 1), ``"depthwise"`` (groups == C == O, depth
+    multiplier 1), ``"grouped"`` (the generic ``k_q_conv2d``); ``""`` for a float conv."""
+    if not ins or ins[0].dtype != "int8":
+        return ""
+    w = op.weights["W"]
+    groups = int(op.attr("groups", 1))
+    if groups == 1:
+        one = tuple(w.shape[2:]) == (1, 1) and tuple(op.attr("strides", (1, 1))) == (1, 1)
+        flat = not any(op.attr("pads", (0, 0, 0, 0)))
+        return "pointwise" if one and flat else "conv"
+    if int(w.shape[1]) == 1 and int(w.shape[0]) == groups:
+        return "depthwise"
+    return "grouped"
+
 
 class DenseHandler(OpHandler):
     """dense ``y = x @ W.T + B``, W ``(out, in)``: MACs ``= in*out + [bias] out + act``."""

@@ -6,7 +6,7 @@
 
 #define WEIGHTS __attribute__((section(".weights"), aligned(4)))
 
-static const int8_t w_conv_2d_0_W[72] WEIGHTS = { /* sha256 4e8d395b80f9b496de512555e91e2366d4151bba84f167b54a6c5481d4c9446d */ };
+static const int8_t w_conv_2d_0_W[72] WEIGHTS = { /* sha256 f731331ac5d4d9f76b46acb4fbca73c71bfe8768d31e49be784d7938bbf8b36a */ };
 
 static const int32_t w_conv_2d_0_B[8] WEIGHTS = { /* sha256 2caa8b12f9ba619b9bbb06b7e44e020295f1bb4e6d4f7c7b9df1018e5c6e31eb */ };
 
@@ -14,7 +14,7 @@ static const int32_t w_conv_2d_0_mult[8] WEIGHTS = { /* sha256 12f7b5eba98436617
 
 static const int32_t w_conv_2d_0_shift[8] WEIGHTS = { /* sha256 8ae97972846be04f35dcaaeab5ec9b12565f6f2d0e5a55e0828c4327d78ef47b */ };
 
-static const int8_t w_depthwise_conv_2d_1_W[72] WEIGHTS = { /* sha256 28e6b7dd205467311b5ab689d71ab048fcd09d53e4891d924df7f5ee303c7532 */ };
+static const int8_t w_depthwise_conv_2d_1_W[72] WEIGHTS = { /* sha256 5f570e431d77b4d2d1b8701ed81caff597a6f36fac3d6d21d6a5f22fa2f50634 */ };
 
 static const int32_t w_depthwise_conv_2d_1_B[8] WEIGHTS = { /* sha256 2caa8b12f9ba619b9bbb06b7e44e020295f1bb4e6d4f7c7b9df1018e5c6e31eb */ };
 
@@ -22,7 +22,7 @@ static const int32_t w_depthwise_conv_2d_1_mult[8] WEIGHTS = { /* sha256 2e782be
 
 static const int32_t w_depthwise_conv_2d_1_shift[8] WEIGHTS = { /* sha256 6eb65020b544ca5f3afe3342494fe4c3cefd180fbc96982230fb8e54e2f594b3 */ };
 
-static const int8_t w_conv_2d_2_W[128] WEIGHTS = { /* sha256 d7dba075f015e88282fc8e4338ad19e4a0400b97678f62886ea25151aab11b9d */ };
+static const int8_t w_conv_2d_2_W[128] WEIGHTS = { /* sha256 7b7bba3f496622b4fd331cc12a4b8cdf53b7759ae5bd212df984337893544b9a */ };
 
 static const int32_t w_conv_2d_2_B[16] WEIGHTS = { /* sha256 d98218a12e02f8b5eb250132ece177fcd3682086c26171fd88a61c9ad15f8629 */ };
 
@@ -30,7 +30,7 @@ static const int32_t w_conv_2d_2_mult[16] WEIGHTS = { /* sha256 4cb0458e2324d81c
 
 static const int32_t w_conv_2d_2_shift[16] WEIGHTS = { /* sha256 52ab84fa985190023eab0771769abebf0c24e924f452199c6ca65369d374fbfc */ };
 
-static const int8_t w_conv_2d_3_W[2304] WEIGHTS = { /* sha256 063d96b571c4a9c8933476d97bdd24aabeae1e19122f374fff1140dd2d837f17 */ };
+static const int8_t w_conv_2d_3_W[2304] WEIGHTS = { /* sha256 639c7ad65e01e0c82e236e78fa1f7e677d2a3ed37a3e211d5a27dc37895af46e */ };
 
 static const int32_t w_conv_2d_3_B[16] WEIGHTS = { /* sha256 d98218a12e02f8b5eb250132ece177fcd3682086c26171fd88a61c9ad15f8629 */ };
 
@@ -38,7 +38,7 @@ static const int32_t w_conv_2d_3_mult[16] WEIGHTS = { /* sha256 21d23127fc9fa1de
 
 static const int32_t w_conv_2d_3_shift[16] WEIGHTS = { /* sha256 f9d8744bb4e8dc6a7726236dbea30dd4ad620f5fb8429603f19c3fbfa557a113 */ };
 
-static const int8_t w_fully_connected_15_W[384] WEIGHTS = { /* sha256 2f18365198615b976b9f7b7914adcd3c96baffca1ec3c3513ab995aa10a3dd19 */ };
+static const int8_t w_fully_connected_15_W[384] WEIGHTS = { /* sha256 c360c958724551b9f1c888f9ec2b0ae9fef459fcdc0f4f5e34217d4897f2438b */ };
 
 static const int32_t w_fully_connected_15_mult[12] WEIGHTS = { /* sha256 6218c80103903475ccc0441009310253778adfcbdcafdb5f05519c1c95ef3c08 */ };
 
@@ -51,7 +51,7 @@ int sm_00(float *arena)
     float *A = arena;
     unsigned char *A8 = (unsigned char *)arena;
     /* layer 0: serving_default_mfcc:0 (input, already at offset 0) */
-    /* layer 1: conv_2d_0 (conv2d), RAM 2490 B */
+    /* layer 1: conv_2d_0 (conv2d), RAM 2534 B */
     /* conv_2d_0: conv2d (int8) */
     {
         static const k_window_params p = {
@@ -65,7 +65,7 @@ int sm_00(float *arena)
             .in_zp = -2, .out_zp = -128, .act_min = -128, .act_max = 127,
             .nq = 8, .round_up = 1, .mult = w_conv_2d_0_mult, .shift = w_conv_2d_0_shift,
         };
-        k_q_conv2d(&p, &q, (int8_t *)(A8 + 0), w_conv_2d_0_W, w_conv_2d_0_B, (int8_t *)(A8 + 10000));
+        k_q_conv_dsp(&p, &q, (int8_t *)(A8 + 0), w_conv_2d_0_W, w_conv_2d_0_B, (int8_t *)(A8 + 490), (int8_t *)(A8 + 10000));
     }
     /* layer 2: depthwise_conv_2d_1 (conv2d), RAM 4000 B */
     /* depthwise_conv_2d_1: conv2d (int8) */
@@ -81,9 +81,9 @@ int sm_00(float *arena)
             .in_zp = -128, .out_zp = -128, .act_min = -128, .act_max = 127,
             .nq = 8, .round_up = 0, .mult = w_depthwise_conv_2d_1_mult, .shift = w_depthwise_conv_2d_1_shift,
         };
-        k_q_conv2d(&p, &q, (int8_t *)(A8 + 10000), w_depthwise_conv_2d_1_W, w_depthwise_conv_2d_1_B, (int8_t *)(A8 + 0));
+        k_q_depthwise_dsp(&p, &q, (int8_t *)(A8 + 10000), w_depthwise_conv_2d_1_W, w_depthwise_conv_2d_1_B, (int8_t *)(A8 + 0));
     }
-    /* layer 3: conv_2d_2 (conv2d), RAM 6000 B */
+    /* layer 3: conv_2d_2 (conv2d), RAM 6036 B */
     /* conv_2d_2: conv2d (int8) */
     {
         static const k_window_params p = {
@@ -97,7 +97,7 @@ int sm_00(float *arena)
             .in_zp = -128, .out_zp = -128, .act_min = -128, .act_max = 127,
             .nq = 16, .round_up = 1, .mult = w_conv_2d_2_mult, .shift = w_conv_2d_2_shift,
         };
-        k_q_conv2d(&p, &q, (int8_t *)(A8 + 0), w_conv_2d_2_W, w_conv_2d_2_B, (int8_t *)(A8 + 8000));
+        k_q_pointwise_dsp(&p, &q, (int8_t *)(A8 + 0), w_conv_2d_2_W, w_conv_2d_2_B, (int8_t *)(A8 + 2000), (int8_t *)(A8 + 8000));
     }
     /* layer 4: conv_2d_3..add_4 (super(2 ops)), RAM 12000 B */
     /* conv_2d_3: conv2d (int8) */
@@ -113,7 +113,7 @@ int sm_00(float *arena)
             .in_zp = -128, .out_zp = -56, .act_min = -128, .act_max = 127,
             .nq = 16, .round_up = 1, .mult = w_conv_2d_3_mult, .shift = w_conv_2d_3_shift,
         };
-        k_q_conv2d(&p, &q, (int8_t *)(A8 + 8000), w_conv_2d_3_W, w_conv_2d_3_B, (int8_t *)(A8 + 4000));
+        k_q_conv_dsp(&p, &q, (int8_t *)(A8 + 8000), w_conv_2d_3_W, w_conv_2d_3_B, (int8_t *)(A8 + 3420), (int8_t *)(A8 + 4000));
     }
     /* add_4: add (int8) */
     {
@@ -246,7 +246,7 @@ int sm_01(float *arena)
             .in_zp = -128, .out_zp = 32, .act_min = -128, .act_max = 127,
             .nq = 12, .round_up = 1, .mult = w_fully_connected_15_mult, .shift = w_fully_connected_15_shift,
         };
-        k_q_dense(&p, &q, (int8_t *)(A8 + 11968), w_fully_connected_15_W, 0, (int8_t *)(A8 + 11956));
+        k_q_dense_dsp(&p, &q, (int8_t *)(A8 + 11968), w_fully_connected_15_W, 0, (int8_t *)(A8 + 11956));
     }
     /* reshape_16: reshape (int8) */
     /* reshape_16: reshape, zero-copy */

@@ -1,0 +1,638 @@
+/*
+ * splitter int8 kernels tuned for Cortex-M, _dsp and _plain variants (see kernels_q8_opt.h).
+ * Each kernel is one K_INLINE engine taking `dsp` as a constant, instantiated twice, so the two
+ * variants share their loop structure, weight layout and scratch and differ only in the MAC
+ * steps.
+ */
+#include <stddef.h>
+
+#include "k_dsp.h"
+#include "k_window.h"
+#include "kernels_q8_opt.h"
+
+/* ------------------------------------------------------------------ requantisation ---- */
+
+/* One output channel's requantisation, computed once per channel block: M = m * 2^(s - 31)
+ * split into a left shift (s > 0) and a rounding right shift (s <= 0), the right shift's
+ * remainder mask and tie threshold, and `away` (1: ties away from zero, k_q_mul; 0: ties up,
+ * k_q_mul_up). */
+typedef struct {
+    int32_t m;
+    int left, right;
+    int32_t mask, thr, away;
+    int32_t half; /* 2^(right - 1), 0 when right == 0 (rq_fast) */
+} k_rq;
+
+K_INLINE k_rq rq_channel(const k_q_params *q, int c)
+{
+    k_rq r;
+    const int k = q->nq > 1 ? c : 0;
+    const int s = (int)q->shift[k];
+    r.m = q->mult[k];
+    r.left = s > 0 ? s : 0;
+    r.right = s > 0 ? 0 : -s;
+    r.mask = (int32_t)((1u << r.right) - 1u);
+    r.thr = r.mask >> 1;
+    r.away = q->round_up ? 0 : 1;
+    r.half = r.right > 0 ? (int32_t)(1u << (r.right - 1)) : 0;
+    return r;
+}
+
+/* k_q_mul (away) or k_q_mul_up (!away) of acc, before the zero point. The high multiply
+ * round((acc << left) * m / 2^31) is gemmlowp's SaturatingRoundingDoublingHighMul (which rounds
+ * ties up, like ruy's); it cannot saturate since m >= 0. The right shift rounds as
+ * RoundingDivideByPOT: +1 when the remainder exceeds mask / 2 (+ 1 for a negative value when
+ * ties go away from zero); no sum can overflow. */
+K_INLINE int32_t rq_value(int32_t acc, const k_rq *r, int32_t away)
+{
+    const int32_t x = (int32_t)((uint32_t)acc << r->left);
+    const int32_t h = (int32_t)(((int64_t)x * r->m + ((int64_t)1 << 30)) >> 31);
+    const int32_t thr = r->thr + (away & (int32_t)((uint32_t)h >> 31));
+    return (h >> r->right) + ((h & r->mask) > thr ? 1 : 0);
+}
+
+/* rq_value of a channel without left shift, with a right shift and ties away from zero (what
+ * TFLite's depthwise does), for a sum with |acc| < 2^30 (rq_fast_ok): the doubling high
+ * multiply is then SMMULR(2 acc, m) = (2 acc m + 2^31) >> 32, and the rounding shift
+ * (h + 2^(right - 1) - [h < 0]) >> right cannot overflow since |h| < 2^30. */
+K_INLINE int32_t rq_fast(int32_t acc, const k_rq *r)
+{
+    const int32_t h = K_SMMULR((int32_t)((uint32_t)acc << 1), r->m);
+    return (h + r->half - (int32_t)((uint32_t)h >> 31)) >> r->right;
+}
+
+/* 1 when rq_fast computes rq_value for the channel: left 0, right > 0, ties away, and every
+ * sum of bias b and T taps of int8 weights (|w| <= 128) times x - in_zp (|x - in_zp| <= 255)
+ * under 2^30 in magnitude. */
+K_INLINE int rq_fast_ok(const k_rq *r, int32_t b, int T)
+{
+    const int64_t bound = (b < 0 ? -(int64_t)b : (int64_t)b) + (int64_t)T * 128 * 255;
+    return r->left == 0 && r->right > 0 && r->away && bound < ((int64_t)1 << 30);
+}
+
+/* rq_value with the channel's rounding, + zp, clamped to [lo, hi]. */
+K_INLINE int8_t rq_apply(int32_t acc, const k_rq *r, int zp, int lo, int hi)
+{
+    int32_t v = rq_value(acc, r, r->away) + zp;
+    v = v < lo ? lo : v;
+    v = v > hi ? hi : v;
+    return (int8_t)v;
+}
+
+/* ----------------------------------------------------------------------- im2col ---- */
+
+/* Aligned int16 / word access to the 4-byte aligned scratch (memcpy: the arena is typed float). */
+K_INLINE uint32_t ld4a(const int16_t *p)
+{
+    return K_LD4(__builtin_assume_aligned(p, 4));
+}
+
+K_INLINE int32_t ld2a(const int16_t *p)
+{
+    int16_t v;
+    __builtin_memcpy(&v, __builtin_assume_aligned(p, 2), 2);
+    return v;
+}
+
+K_INLINE void st2a(int16_t *p, int32_t v)
+{
+    const int16_t h = (int16_t)v;
+    __builtin_memcpy(__builtin_assume_aligned(p, 2), &h, 2);
+}
+
+/* The two im2col columns (pixels p = 0, 1) are interleaved by int16 pairs: element k of
+ * column p sits at col_at(k, p) = (k / 2) * 4 + 2 p + k % 2, so one pointer walks both and a
+ * 4-element step reads the words (x0, x1), (y0, y1), (x2, x3), (y2, y3). */
+K_INLINE size_t col_at(int k, int p)
+{
+    return ((size_t)(k >> 1) << 2) + ((size_t)p << 1) + (size_t)(k & 1);
+}
+
+/* Elements k0 .. k0 + n - 1 of column p: x[i] - zp as int16 (off2: -zp in both halfwords).
+ * DSP: four at a time from an even k, SXTAB16 of the word and of its ROR 8, repacked. */
+K_INLINE void col_copy(const int8_t *x, int16_t *col, int k0, int n, int p, int zp,
+                       uint32_t off2, int dsp)
+{
+    int i = 0;
+    if (dsp) {
+        if ((k0 & 1) && n > 0) {
+            st2a(col + col_at(k0, p), x[0] - zp);
+            i = 1;
+        }
+        for (; i + 4 <= n; i += 4) {
+            const uint32_t v = K_LD4(x + i);
+            const uint32_t e = K_SXTAB16(off2, v), o = K_SXTAB16_ROR8(off2, v);
+            int16_t *d = col + col_at(k0 + i, p);
+            K_ST4(__builtin_assume_aligned(d, 4), (e & 0xFFFFu) | (o << 16));
+            K_ST4(__builtin_assume_aligned(d + 4, 4), (e >> 16) | (o & 0xFFFF0000u));
+        }
+    }
+    for (; i < n; i++) st2a(col + col_at(k0 + i, p), x[i] - zp);
+}
+
+K_INLINE void col_zero(int16_t *col, int k0, int n, int p)
+{
+    int i;
+    for (i = 0; i < n; i++) st2a(col + col_at(k0 + i, p), 0);
+}
+
+/* Column p of output pixel n: for every tap (ky, kx) its C input values minus in_zp, zeros for
+ * taps in the padding (TFLite skips them: x - in_zp = 0 there). */
+K_INLINE void col_fill(const k_window_params *p, const int8_t *x, int n, int16_t *col, int pc,
+                       int zp, uint32_t off2, int dsp)
+{
+    const int C = p->C, kw = p->kw, oy = n / p->OW, ox = n - oy * p->OW;
+    const int iy0 = oy * p->sh - p->pt, ix0 = ox * p->sw - p->pl;
+    int ky, kx, k = 0;
+    for (ky = 0; ky < p->kh; ky++) {
+        const int iy = iy0 + ky * p->dh;
+        if (iy < 0 || iy >= p->H) {
+            col_zero(col, k, kw * C, pc);
+            k += kw * C;
+            continue;
+        }
+        for (kx = 0; kx < kw; kx++, k += C) {
+            const int ix = ix0 + kx * p->dw;
+            if (ix < 0 || ix >= p->W) col_zero(col, k, C, pc);
+            else col_copy(x + ((size_t)iy * p->W + ix) * C, col, k, C, pc, zp, off2, dsp);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------- GEMM ---- */
+
+/* a = (a00, a01, a10, a11) += rows (r0, r1) of a channel pair times the columns (c0, c1) of the
+ * interleaved im2col buffer col. w: the pair's 2 K bytes, groups of four stored (0, 2, 1, 3)
+ * and alternating between the rows, then row 0's K % 4 last bytes, then row 1's (nr == 1: one
+ * row, K bytes). nr, nc (rows, columns used: 1 or 2) and dsp are constants at every call. DSP:
+ * SXTB16 / SXTB16 ROR 8 of a row word give (w0, w1), (w2, w3), SMLAD'ed with the column words
+ * (x0, x1), (x2, x3): 20 instructions per 16 MACs with one weight and one column pointer. */
+K_INLINE void gemm_block(const int8_t *w, const int16_t *col, int K, int32_t a[4], int nr,
+                         int nc, int dsp)
+{
+    const int K4 = K & ~3;
+    const int8_t *wend = w + (size_t)K4 * nr;
+    const int16_t *c = col;
+    int32_t a00 = a[0], a01 = a[1], a10 = a[2], a11 = a[3];
+    int k;
+    for (; w != wend; w += 4 * nr, c += 8) {
+        if (dsp) {
+            const uint32_t x0 = ld4a(c), x1 = ld4a(c + 4);
+            const uint32_t y0 = nc == 2 ? ld4a(c + 2) : 0, y1 = nc == 2 ? ld4a(c + 6) : 0;
+            const uint32_t wv = K_LD4(w);
+            const uint32_t wl = K_SXTB16(wv), wh = K_SXTB16_ROR8(wv);
+            a00 = K_SMLAD(wl, x0, a00);
+            a00 = K_SMLAD(wh, x1, a00);
+            if (nc == 2) a01 = K_SMLAD(wl, y0, a01);
+            if (nc == 2) a01 = K_SMLAD(wh, y1, a01);
+            if (nr == 2) {
+                const uint32_t vv = K_LD4(w + 4);
+                const uint32_t vl = K_SXTB16(vv), vh = K_SXTB16_ROR8(vv);
+                a10 = K_SMLAD(vl, x0, a10);
+                a10 = K_SMLAD(vh, x1, a10);
+                if (nc == 2) a11 = K_SMLAD(vl, y0, a11);
+                if (nc == 2) a11 = K_SMLAD(vh, y1, a11);
+            }
+        } else {
+            const int32_t x0 = ld2a(c), x1 = ld2a(c + 1), x2 = ld2a(c + 4), x3 = ld2a(c + 5);
+            a00 += w[0] * x0 + w[1] * x2 + w[2] * x1 + w[3] * x3;
+            if (nr == 2) a10 += w[4] * x0 + w[5] * x2 + w[6] * x1 + w[7] * x3;
+            if (nc == 2) {
+                const int32_t y0 = ld2a(c + 2), y1 = ld2a(c + 3);
+                const int32_t y2 = ld2a(c + 6), y3 = ld2a(c + 7);
+                a01 += w[0] * y0 + w[1] * y2 + w[2] * y1 + w[3] * y3;
+                if (nr == 2) a11 += w[4] * y0 + w[5] * y2 + w[6] * y1 + w[7] * y3;
+            }
+        }
+    }
+    for (k = K4; k < K; k++) {
+        const int32_t w0 = w[k - K4], w1 = nr == 2 ? w[k - K4 + (K - K4)] : 0;
+        const int32_t x0 = ld2a(col + col_at(k, 0));
+        a00 += w0 * x0;
+        if (nr == 2) a10 += w1 * x0;
+        if (nc == 2) {
+            const int32_t y0 = ld2a(col + col_at(k, 1));
+            a01 += w0 * y0;
+            if (nr == 2) a11 += w1 * y0;
+        }
+    }
+    a[0] = a00;
+    a[1] = a01;
+    a[2] = a10;
+    a[3] = a11;
+}
+
+/* All O output channels of one or two pixels (nc) whose interleaved columns are col, into y0,
+ * y1; two channels at a time, each pair's requantisation computed once for both pixels. */
+K_INLINE void gemm_pixels(const k_window_params *p, const k_q_params *q, const int8_t *w,
+                          const int32_t *b, const int16_t *col, int K, int8_t *y0, int8_t *y1,
+                          int nc, int dsp)
+{
+    const int O = p->O, zp = q->out_zp, lo = q->act_min, hi = q->act_max;
+    int o;
+    for (o = 0; o + 2 <= O; o += 2) {
+        const int32_t b0 = b ? b[o] : 0, b1 = b ? b[o + 1] : 0;
+        int32_t a[4];
+        k_rq r0, r1;
+        a[0] = a[1] = b0;
+        a[2] = a[3] = b1;
+        gemm_block(w + (size_t)o * K, col, K, a, 2, nc, dsp);
+        r0 = rq_channel(q, o);
+        r1 = rq_channel(q, o + 1);
+        y0[o] = rq_apply(a[0], &r0, zp, lo, hi);
+        y0[o + 1] = rq_apply(a[2], &r1, zp, lo, hi);
+        if (nc == 2) {
+            y1[o] = rq_apply(a[1], &r0, zp, lo, hi);
+            y1[o + 1] = rq_apply(a[3], &r1, zp, lo, hi);
+        }
+    }
+    if (o < O) {
+        const int32_t b0 = b ? b[o] : 0;
+        int32_t a[4];
+        k_rq r0;
+        a[0] = a[1] = b0;
+        a[2] = a[3] = 0;
+        gemm_block(w + (size_t)o * K, col, K, a, 1, nc, dsp);
+        r0 = rq_channel(q, o);
+        y0[o] = rq_apply(a[0], &r0, zp, lo, hi);
+        if (nc == 2) y1[o] = rq_apply(a[1], &r0, zp, lo, hi);
+    }
+}
+
+int k_q_conv_scratch(const k_window_params *p)
+{
+    const int K = p->kh * p->kw * p->C;
+    return 4 + 2 * 2 * (K + (K & 1));
+}
+
+/* Output pixels two at a time: their columns into the scratch, then the GEMM. */
+K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const int8_t *x,
+                          const int8_t *w, const int32_t *b, int8_t *s, int8_t *y, int dsp,
+                          int pointwise)
+{
+    const int K = p->kh * p->kw * p->C, O = p->O, npix = p->OH * p->OW;
+    const int zp = q->in_zp;
+    const uint32_t off2 = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
+    int16_t *col = (int16_t *)(void *)(s + ((4u - ((uintptr_t)s & 3u)) & 3u));
+    int n;
+    for (n = 0; n < npix; n += 2) {
+        const int two = n + 1 < npix;
+        if (pointwise) {
+            col_copy(x + (size_t)n * K, col, 0, K, 0, zp, off2, dsp);
+            if (two) col_copy(x + (size_t)(n + 1) * K, col, 0, K, 1, zp, off2, dsp);
+        } else {
+            col_fill(p, x, n, col, 0, zp, off2, dsp);
+            if (two) col_fill(p, x, n + 1, col, 1, zp, off2, dsp);
+        }
+        if (two) gemm_pixels(p, q, w, b, col, K, y + (size_t)n * O, y + (size_t)(n + 1) * O, 2, dsp);
+        else gemm_pixels(p, q, w, b, col, K, y + (size_t)n * O, y, 1, dsp);
+    }
+}
+
+void k_q_conv_dsp(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
+                  const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict s,
+                  int8_t *restrict y)
+{
+    conv_engine(p, q, x, w, b, s, y, 1, 0);
+}
+
+void k_q_conv_plain(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
+                    const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict s,
+                    int8_t *restrict y)
+{
+    conv_engine(p, q, x, w, b, s, y, 0, 0);
+}
+
+void k_q_pointwise_dsp(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
+                       const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict s,
+                       int8_t *restrict y)
+{
+    conv_engine(p, q, x, w, b, s, y, 1, 1);
+}
+
+void k_q_pointwise_plain(const k_window_params *p, const k_q_params *q,
+                         const int8_t *restrict x, const int8_t *restrict w,
+                         const int32_t *restrict b, int8_t *restrict s, int8_t *restrict y)
+{
+    conv_engine(p, q, x, w, b, s, y, 0, 1);
+}
+
+/* -------------------------------------------------------------------- depthwise ---- */
+
+/* Most taps (kh * kw) whose offsets (and, DSP, pre-extended weights) the depthwise keeps on
+ * the stack (5 x 5: with the compiler's copies a frame of about 1 KiB); larger kernels run
+ * channel by channel through dw_one. */
+#define K_DW_MAXT 25
+
+/* A depthwise block's constants: its four requantisations, biases, the output zero point and
+ * clamp (also as four bytes for SSUB8 / SEL), -in_zp in both halfwords, the taps' byte offsets
+ * from tap (0, 0) and (DSP) each tap's weights as (w0, w2), (w1, w3) halfword pairs. */
+typedef struct {
+    k_rq r[4];
+    int32_t bias[4];
+    int zp, ozp, lo, hi;
+    uint32_t lo4, hi4, off2;
+    int32_t toff[K_DW_MAXT];
+    uint32_t wq[2 * K_DW_MAXT];
+} k_dwb;
+
+/* Requantise four channels' sums and store them at yo. DSP: SSAT #8 each, packed into a word
+ * by BFI, clamped by SSUB8 / SEL against the packed bounds, one store. */
+K_INLINE void dw_out4(int8_t *yo, int32_t a0, int32_t a1, int32_t a2, int32_t a3,
+                      const k_dwb *k, int fast, int dsp)
+{
+#define DW_RQ(a, j) ((fast ? rq_fast((a), &k->r[j]) : rq_value((a), &k->r[j], k->r[j].away)) + k->ozp)
+    const int32_t v0 = DW_RQ(a0, 0), v1 = DW_RQ(a1, 1), v2 = DW_RQ(a2, 2), v3 = DW_RQ(a3, 3);
+#undef DW_RQ
+    if (dsp) {
+        uint32_t w = (uint32_t)(uint8_t)K_SSAT8(v0);
+        w = K_BFI8(w, (uint32_t)K_SSAT8(v1), 8);
+        w = K_BFI8(w, (uint32_t)K_SSAT8(v2), 16);
+        w = K_BFI8(w, (uint32_t)K_SSAT8(v3), 24);
+        K_ST4(yo, K_MIN8(K_MAX8(w, k->lo4), k->hi4));
+    } else {
+        yo[0] = (int8_t)(v0 < k->lo ? k->lo : (v0 > k->hi ? k->hi : v0));
+        yo[1] = (int8_t)(v1 < k->lo ? k->lo : (v1 > k->hi ? k->hi : v1));
+        yo[2] = (int8_t)(v2 < k->lo ? k->lo : (v2 > k->hi ? k->hi : v2));
+        yo[3] = (int8_t)(v3 < k->lo ? k->lo : (v3 > k->hi ? k->hi : v3));
+    }
+}
+
+/* (a0..a3) += tap j of four channels: the input word at xp against the weights (DSP: the
+ * pre-extended pairs wq[2 j], wq[2 j + 1]; plain: wb[4 j..4 j + 3]). */
+#define DW_TAP(xp, j)                                                                          \
+    do {                                                                                       \
+        if (dsp) {                                                                             \
+            const uint32_t xv_ = K_LD4(xp);                                                    \
+            const uint32_t x02_ = K_SXTAB16(k->off2, xv_);                                     \
+            const uint32_t x13_ = K_SXTAB16_ROR8(k->off2, xv_);                                \
+            const uint32_t w02_ = k->wq[2 * (j)], w13_ = k->wq[2 * (j) + 1];                   \
+            a0 = K_SMLABB(x02_, w02_, a0);                                                     \
+            a2 = K_SMLATT(x02_, w02_, a2);                                                     \
+            a1 = K_SMLABB(x13_, w13_, a1);                                                     \
+            a3 = K_SMLATT(x13_, w13_, a3);                                                     \
+        } else {                                                                               \
+            const int8_t *xq_ = (xp), *wp_ = wb + 4 * (j);                                     \
+            a0 += wp_[0] * (xq_[0] - k->zp);                                                   \
+            a1 += wp_[1] * (xq_[1] - k->zp);                                                   \
+            a2 += wp_[2] * (xq_[2] - k->zp);                                                   \
+            a3 += wp_[3] * (xq_[3] - k->zp);                                                   \
+        }                                                                                      \
+    } while (0)
+
+/* Output pixels ox in [ox0, ox1) of row oy whose window lies inside the input: every tap at
+ * its precomputed offset, no bounds checks (T is a constant, 9, for 3 x 3 kernels). */
+K_INLINE void dw_run_inside(const k_window_params *p, const int8_t *x, const int8_t *wb,
+                            const k_dwb *k, int c, int oy, int ox0, int ox1, int8_t *y, int T,
+                            int fast, int dsp)
+{
+    const int C = p->C;
+    const size_t xstep = (size_t)p->sw * C;
+    const int8_t *xp0 = x + ((size_t)(oy * p->sh - p->pt) * p->W + (ox0 * p->sw - p->pl)) * C + c;
+    int8_t *yo = y + ((size_t)oy * p->OW + ox0) * C + c;
+    int ox, j;
+    for (ox = ox0; ox < ox1; ox++, xp0 += xstep, yo += C) {
+        int32_t a0 = k->bias[0], a1 = k->bias[1], a2 = k->bias[2], a3 = k->bias[3];
+        if (T == 9) {
+#if defined(__GNUC__)
+#pragma GCC unroll 9
+#endif
+            for (j = 0; j < 9; j++) DW_TAP(xp0 + k->toff[j], j);
+        } else {
+            for (j = 0; j < T; j++) DW_TAP(xp0 + k->toff[j], j);
+        }
+        dw_out4(yo, a0, a1, a2, a3, k, fast, dsp);
+    }
+}
+
+/* [t0, t1): the taps t < k with start + t * d inside [0, n), in closed form. */
+K_INLINE void dw_taps(int start, int n, int k, int d, int *t0, int *t1)
+{
+    int a = start < 0 ? (-start + d - 1) / d : 0, b = n - start <= 0 ? 0 : (n - start + d - 1) / d;
+    b = b > k ? k : b;
+    *t0 = a > b ? b : a;
+    *t1 = b;
+}
+
+/* One output pixel near the border, its rows [ky0, ky1) inside the input: only the taps inside
+ * the input (TFLite skips the others), each at its precomputed offset. */
+K_INLINE void dw_pixel_edge(const k_window_params *p, const int8_t *x, const int8_t *wb,
+                            const k_dwb *k, int c, int oy, int ky0, int ky1, int ox, int8_t *y,
+                            int fast, int dsp)
+{
+    const int C = p->C, iy0 = oy * p->sh - p->pt, ix0 = ox * p->sw - p->pl;
+    const ptrdiff_t base = ((ptrdiff_t)iy0 * p->W + ix0) * C + c;
+    int32_t a0 = k->bias[0], a1 = k->bias[1], a2 = k->bias[2], a3 = k->bias[3];
+    int ky, kx, kx0, kx1;
+    dw_taps(ix0, p->W, p->kw, p->dw, &kx0, &kx1);
+    for (ky = ky0; ky < ky1; ky++)
+        for (kx = kx0; kx < kx1; kx++) {
+            const int j = ky * p->kw + kx;
+            DW_TAP(x + (base + k->toff[j]), j);
+        }
+    dw_out4(y + ((size_t)oy * p->OW + ox) * C + c, a0, a1, a2, a3, k, fast, dsp);
+}
+
+/* [lo, hi): the output columns whose window lies inside the input columns. */
+K_INLINE void dw_inside_cols(const k_window_params *p, int *lo, int *hi)
+{
+    const int last = p->W - 1 - (p->kw - 1) * p->dw + p->pl; /* ix0 + span <= W - 1 */
+    int a = (p->pl + p->sw - 1) / p->sw, b = last < 0 ? 0 : last / p->sw + 1;
+    b = b > p->OW ? p->OW : b;
+    a = a > b ? b : a;
+    *lo = a;
+    *hi = b;
+}
+
+/* Every output pixel of one block, row by row: the border pixels through dw_pixel_edge, the
+ * others through dw_run_inside (T a constant 9 for 3 x 3 kernels). */
+K_INLINE void dw_rows(const k_window_params *p, const int8_t *x, const int8_t *wb,
+                      const k_dwb *k, int c, int8_t *y, int fast, int dsp)
+{
+    const int T = p->kh * p->kw;
+    int oy, ox, lo, hi;
+    dw_inside_cols(p, &lo, &hi);
+    for (oy = 0; oy < p->OH; oy++) {
+        int ky0, ky1, inside, a, e;
+        dw_taps(oy * p->sh - p->pt, p->H, p->kh, p->dh, &ky0, &ky1);
+        inside = ky0 == 0 && ky1 == p->kh && lo < hi;
+        a = inside ? lo : p->OW;
+        e = inside ? hi : p->OW;
+        for (ox = 0; ox < a; ox++) dw_pixel_edge(p, x, wb, k, c, oy, ky0, ky1, ox, y, fast, dsp);
+        if (inside && T == 9) dw_run_inside(p, x, wb, k, c, oy, a, e, y, 9, fast, dsp);
+        else if (inside) dw_run_inside(p, x, wb, k, c, oy, a, e, y, T, fast, dsp);
+        for (ox = e; ox < p->OW; ox++) dw_pixel_edge(p, x, wb, k, c, oy, ky0, ky1, ox, y, fast, dsp);
+    }
+}
+
+/* Channels c..c+3 (weights wb, (taps, 4); T <= K_DW_MAXT taps) of every output pixel: the
+ * block's constants once (requantisations, biases, packed clamp, tap offsets, DSP: the
+ * weights pre-extended), then dw_rows; DSP with rq_fast when the block's sums allow it. Per
+ * tap the DSP path does one input word, SXTAB16 (+ -in_zp) into (x0, x2), (x1, x3), and
+ * SMLABB / SMLATT against the pre-extended weights. */
+K_INLINE void dw_block(const k_window_params *p, const k_q_params *q, const int8_t *x,
+                       const int8_t *wb, const int32_t *b, int c, int8_t *y, int dsp)
+{
+    const int T = p->kh * p->kw;
+    k_dwb k;
+    int j, fast = 1;
+    for (j = 0; j < 4; j++) {
+        k.r[j] = rq_channel(q, c + j);
+        k.bias[j] = b ? b[c + j] : 0;
+        fast &= rq_fast_ok(&k.r[j], k.bias[j], T);
+    }
+    k.zp = q->in_zp;
+    k.ozp = q->out_zp;
+    k.lo = q->act_min;
+    k.hi = q->act_max;
+    k.lo4 = ((uint32_t)k.lo & 0xFFu) * 0x01010101u;
+    k.hi4 = ((uint32_t)k.hi & 0xFFu) * 0x01010101u;
+    k.off2 = ((uint32_t)(-k.zp) & 0xFFFFu) * 0x10001u;
+    for (j = 0; j < T; j++) {
+        k.toff[j] = ((j / p->kw) * p->dh * p->W + (j % p->kw) * p->dw) * p->C;
+        if (dsp) {
+            const uint32_t v = K_LD4(wb + 4 * j);
+            k.wq[2 * j] = K_SXTB16(v);
+            k.wq[2 * j + 1] = K_SXTB16_ROR8(v);
+        }
+    }
+    if (dsp && fast) dw_rows(p, x, wb, &k, c, y, 1, dsp);
+    else dw_rows(p, x, wb, &k, c, y, 0, dsp);
+}
+
+/* Channel c of every output pixel, its weight of tap j at wc[j * ws] (a tail channel: ws 1; a
+ * channel of a block, for kernels over K_DW_MAXT taps: ws 4). */
+K_INLINE void dw_one(const k_window_params *p, const k_q_params *q, const int8_t *x,
+                     const int8_t *wc, int ws, const int32_t *b, int c, int8_t *y)
+{
+    const k_rq r = rq_channel(q, c);
+    const int zp = q->in_zp;
+    k_pixel t;
+    for (k_pixel_first(p, p->dh, p->dw, &t); t.oy < p->OH; k_pixel_next(p, &t)) {
+        const size_t step = (size_t)t.dw * t.col;
+        int32_t acc = b ? b[c] : 0;
+        int ky, kx;
+        for (ky = t.ky0; ky < t.ky1; ky++) {
+            const int8_t *xp = x + k_tap_at(&t, ky, t.kx0) + c;
+            for (kx = t.kx0; kx < t.kx1; kx++, xp += step)
+                acc += wc[(ky * p->kw + kx) * ws] * (*xp - zp);
+        }
+        y[((size_t)t.oy * p->OW + t.ox) * p->C + c] =
+            rq_apply(acc, &r, q->out_zp, q->act_min, q->act_max);
+    }
+}
+
+/* Blocks of four channels, then the C % 4 last channels one by one (every channel one by one
+ * for kernels over K_DW_MAXT taps). */
+K_INLINE void dw_engine(const k_window_params *p, const k_q_params *q, const int8_t *x,
+                        const int8_t *w, const int32_t *b, int8_t *y, int dsp)
+{
+    const int C = p->C, T = p->kh * p->kw, C4 = C & ~3;
+    int c;
+    for (c = 0; c < C4 && T <= K_DW_MAXT; c += 4) dw_block(p, q, x, w + (size_t)c * T, b, c, y, dsp);
+    for (; c < C4; c++) dw_one(p, q, x, w + (size_t)(c & ~3) * T + (c & 3), 4, b, c, y);
+    for (; c < C; c++) dw_one(p, q, x, w + (size_t)C4 * T + (size_t)(c - C4) * T, 1, b, c, y);
+}
+
+void k_q_depthwise_dsp(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
+                       const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict y)
+{
+    dw_engine(p, q, x, w, b, y, 1);
+}
+
+void k_q_depthwise_plain(const k_window_params *p, const k_q_params *q,
+                         const int8_t *restrict x, const int8_t *restrict w,
+                         const int32_t *restrict b, int8_t *restrict y)
+{
+    dw_engine(p, q, x, w, b, y, 0);
+}
+
+/* ------------------------------------------------------------------------ dense ---- */
+
+/* a[0..nr-1] += rows of a block dotted with x - zp. Blocks of four rows (nr == 4) store each
+ * group of four inputs' weights row after row (16 bytes), then the rows' in % 4 last bytes,
+ * row after row; a lone row (nr == 1) is stored as is. DSP: one input word -> (x0, x2), (x1, x3)
+ * halfword pairs with -zp added by SXTAB16, reused by the four rows; per row one word,
+ * SXTB16 / SXTB16 ROR 8, two SMLAD. */
+K_INLINE void dense_block(const int8_t *x, const int8_t *w, int in, int zp, uint32_t off2,
+                          int32_t a[4], int nr, int dsp)
+{
+    const int in4 = in & ~3;
+    const int8_t *xend = x + in4;
+    int32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+    int i;
+    for (; x != xend; x += 4, w += 4 * nr) {
+        if (dsp) {
+            const uint32_t xv = K_LD4(x);
+            const uint32_t x02 = K_SXTAB16(off2, xv), x13 = K_SXTAB16_ROR8(off2, xv);
+            uint32_t v = K_LD4(w);
+            a0 = K_SMLAD(K_SXTB16(v), x02, a0);
+            a0 = K_SMLAD(K_SXTB16_ROR8(v), x13, a0);
+            if (nr == 4) {
+                v = K_LD4(w + 4);
+                a1 = K_SMLAD(K_SXTB16(v), x02, a1);
+                a1 = K_SMLAD(K_SXTB16_ROR8(v), x13, a1);
+                v = K_LD4(w + 8);
+                a2 = K_SMLAD(K_SXTB16(v), x02, a2);
+                a2 = K_SMLAD(K_SXTB16_ROR8(v), x13, a2);
+                v = K_LD4(w + 12);
+                a3 = K_SMLAD(K_SXTB16(v), x02, a3);
+                a3 = K_SMLAD(K_SXTB16_ROR8(v), x13, a3);
+            }
+        } else {
+            const int32_t x0 = x[0] - zp, x1 = x[1] - zp, x2 = x[2] - zp, x3 = x[3] - zp;
+            a0 += w[0] * x0 + w[1] * x1 + w[2] * x2 + w[3] * x3;
+            if (nr == 4) {
+                a1 += w[4] * x0 + w[5] * x1 + w[6] * x2 + w[7] * x3;
+                a2 += w[8] * x0 + w[9] * x1 + w[10] * x2 + w[11] * x3;
+                a3 += w[12] * x0 + w[13] * x1 + w[14] * x2 + w[15] * x3;
+            }
+        }
+    }
+    for (i = 0; i < in - in4; i++) {
+        const int32_t xi = x[i] - zp;
+        a0 += w[i] * xi;
+        if (nr == 4) {
+            a1 += w[(in - in4) + i] * xi;
+            a2 += w[2 * (in - in4) + i] * xi;
+            a3 += w[3 * (in - in4) + i] * xi;
+        }
+    }
+    a[0] = a0;
+    a[1] = a1;
+    a[2] = a2;
+    a[3] = a3;
+}
+
+K_INLINE void dense_engine(const k_dense_params *p, const k_q_params *q, const int8_t *x,
+                           const int8_t *w, const int32_t *b, int8_t *y, int dsp)
+{
+    const int in = p->in, out = p->out, zp = q->in_zp;
+    const int ozp = q->out_zp, lo = q->act_min, hi = q->act_max;
+    const uint32_t off2 = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
+    int o, j;
+    for (o = 0; o < out;) {
+        const int nr = out - o >= 4 ? 4 : 1;
+        int32_t a[4] = {0, 0, 0, 0};
+        for (j = 0; j < nr; j++) a[j] = b ? b[o + j] : 0;
+        if (nr == 4) dense_block(x, w + (size_t)o * in, in, zp, off2, a, 4, dsp);
+        else dense_block(x, w + (size_t)o * in, in, zp, off2, a, 1, dsp);
+        for (j = 0; j < nr; j++) {
+            const k_rq r = rq_channel(q, o + j);
+            y[o + j] = rq_apply(a[j], &r, ozp, lo, hi);
+        }
+        o += nr;
+    }
+}
+
+void k_q_dense_dsp(const k_dense_params *p, const k_q_params *q, const int8_t *restrict x,
+                   const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict y)
+{
+    dense_engine(p, q, x, w, b, y, 1);
+}
+
+void k_q_dense_plain(const k_dense_params *p, const k_q_params *q, const int8_t *restrict x,
+                     const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict y)
+{
+    dense_engine(p, q, x, w, b, y, 0);
+}
