@@ -1,0 +1,139 @@
+"""Firmware code and runtime RAM per device, from the measured size table ``code_sizes.json``.
+
+The table is measured from real arm-none-eabi-gcc builds by ``make code-sizes``
+(:mod:`splitter.link.code_table`, which says how); ``tests/test_code_table.py`` fails when
+the sources it was measured from changed. For a device hosting ops ``O`` in ``s`` sub-models
+over ``l`` links (SPEC.md's constraints (4) and (5) extended by what the firmware itself needs):
+
+* ``code = runtime_code[family][l] + |union of closure(k) for the kernels k that O call|
+  + sum_{o in O} op_bytes[core][key(o)] + s * per_submodel[core]``;
+* ``runtime RAM = runtime_ram[family][l] + (s - 1) * ram_per_submodel[family]``
+  (``.data`` + ``.bss`` + the 2 KiB minimum stack);
+* the arena lives in the part's first RAM region (``ram_regions``, the linker script's RAM),
+  so the RAM a device offers is ``min(budget, region) - runtime RAM``.
+
+An op key the table does not know (an op no model in ``models/`` uses) counts every kernel
+of the core and the largest op bytes: an upper bound, never an under-estimate.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from splitter.hardware.families import family_for
+from splitter.ir import Chain, Op, Part
+
+CODE_TABLE = Path(__file__).with_name("code_sizes.json")
+#: gcc ``-mcpu`` of a family -> the core the table is keyed by
+CORE_OF_FAMILY = {"cortex-m0plus": "M0+", "cortex-m4": "M4F", "cortex-m7": "M7"}
+
+
+@cache
+def code_table() -> dict[str, Any]:
+    """The measured table (``code_sizes.json``)."""
+    data: dict[str, Any] = json.loads(CODE_TABLE.read_text("utf-8"))
+    return data
+
+
+def op_key(op: Op, chain: Chain) -> str:
+    """``kind/layout/dtype`` of an op (the dtype of its first output)."""
+    assert chain.graph is not None
+    spec = chain.graph.tensors.get(op.outputs[0])
+    dtype = spec.dtype if spec is not None else "float32"
+    return f"{op.kind}/{chain.graph.layout}/{dtype}"
+
+
+def layer_keys(chain: Chain, layers: Iterable[int]) -> list[str]:
+    """The op keys of ``chain``'s layers ``layers`` (one per op, repeats kept)."""
+    return [op_key(op, chain) for j in layers for op in chain.layers[j].ops]
+
+
+def _core(part: Part) -> dict[str, Any]:
+    core: dict[str, Any] = code_table()["cores"][CORE_OF_FAMILY[family_for(part.family).core]]
+    return core
+
+
+def _runtime(part: Part, links: int, what: str) -> int:
+    """Runtime code or RAM for ``links`` links (beyond the measured 3: the last step repeated)."""
+    rt = code_table()["runtime"][part.family]
+    top = max(int(k) for k in rt if k.isdigit())
+    if links <= top:
+        return int(rt[str(max(links, 1))][what])
+    step = int(rt[str(top)][what]) - int(rt[str(top - 1)][what])
+    return int(rt[str(top)][what]) + (links - top) * step
+
+
+def kernel_bytes(part: Part, keys: Iterable[str]) -> int:
+    """Bytes of the union of the kernel closures the ops ``keys`` call on ``part``'s core."""
+    core = _core(part)
+    kernels: set[str] = set()
+    for key in set(keys):
+        kernels.update(core["op_kernels"].get(key, core["kernels"]))
+    symbols: dict[str, int] = {}
+    for k in kernels:
+        symbols.update(core["kernels"].get(k, {}))
+    return sum(symbols.values())
+
+
+def code_bytes(part: Part, keys: Sequence[str], submodels: int, links: int) -> int:
+    """Flash besides the weights of a device (module docstring formula)."""
+    core = _core(part)
+    ops = core["ops"]
+    worst = max(ops.values(), default=0)
+    model = sum(int(ops.get(k, worst)) for k in keys) + submodels * int(core["per_submodel"])
+    return _runtime(part, links, "code") + kernel_bytes(part, keys) + model
+
+
+def runtime_ram_bytes(part: Part, submodels: int, links: int) -> int:
+    """RAM besides the arena of a device (module docstring formula)."""
+    extra = max(submodels - 1, 0) * int(code_table()["runtime"][part.family]["ram_per_submodel"])
+    return _runtime(part, links, "ram") + extra
+
+
+def arena_region(part: Part) -> tuple[str, int, int]:
+    """``(name, origin, bytes)`` of the RAM region the arena is linked into."""
+    if part.ram_regions:
+        return part.ram_regions[0]
+    return ("RAM", 0x2000_0000, round(part.ram_kib * 1024))
+
+
+@dataclass(frozen=True)
+class Reserve:
+    """What a device's firmware takes besides the plan's weights and arena (an upper bound
+    over every assignment): flash for code, and the RAM limit with the runtime taken off."""
+
+    flash: int  # code bytes
+    ram_cap: int  # bytes of the arena's region
+    ram: int  # runtime RAM bytes
+    region: str  # region name
+
+    def describe(self) -> str:
+        """``AXI_SRAM 512 KiB (the arena's region) less 6.9 KiB runtime``."""
+        return (
+            f"{self.region} {self.ram_cap / 1024:g} KiB (the arena's RAM region) less "
+            f"{self.ram / 1024:.1f} KiB runtime"
+        )
+
+
+def reserves(chain: Chain, parts: Sequence[Part]) -> list[Reserve]:
+    """Per device, the code and runtime a plan of ``chain`` on ``parts`` can need at most: every
+    op of the model, up to ``d`` links and ``d`` sub-models (``d`` = number of devices)."""
+    keys = layer_keys(chain, range(len(chain.layers)))
+    d = len(parts)
+    out = []
+    for part in parts:
+        name, _origin, size = arena_region(part)
+        out.append(
+            Reserve(
+                flash=code_bytes(part, keys, d, d),
+                ram_cap=size,
+                ram=runtime_ram_bytes(part, d, d),
+                region=name,
+            )
+        )
+    return out
