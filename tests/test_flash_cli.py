@@ -19,7 +19,7 @@ import pytest
 
 from splitter.cli import main
 from splitter.compile import CompileOptions, compile_model
-from splitter.deploy.flash import TOOLS
+from splitter.deploy.flash import AUTO_TOOLS, TOOLS
 
 pytestmark = [pytest.mark.toolchain]
 
@@ -116,7 +116,7 @@ def test_dry_run_auto_shows_the_installed_tool_or_st_flash(
 ) -> None:
     code, out, err = flash([str(compiled), "--dry-run"], capsys)
     assert code == 0, err
-    installed = [exe for exe in TOOLS.values() if shutil.which(exe)]
+    installed = [TOOLS[t] for t in AUTO_TOOLS if shutil.which(TOOLS[t])]
     commands = [line for line in out.splitlines() if not line.startswith("#")]
     assert len(commands) == 2
     first_word = installed[0] if installed else "st-flash"

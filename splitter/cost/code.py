@@ -41,11 +41,17 @@ def code_table() -> dict[str, Any]:
 
 
 def op_key(op: Op, chain: Chain) -> str:
-    """``kind/layout/dtype`` of an op (the dtype of its first output)."""
+    """``kind/layout/in>out`` of an op: its kind, the graph layout and the dtypes of its first
+    input and output (a quantize from float32 and a requantize from int8 call other kernels)."""
     assert chain.graph is not None
-    spec = chain.graph.tensors.get(op.outputs[0])
-    dtype = spec.dtype if spec is not None else "float32"
-    return f"{op.kind}/{chain.graph.layout}/{dtype}"
+    tensors = chain.graph.tensors
+
+    def dtype(name: str | None) -> str:
+        spec = tensors.get(name) if name is not None else None
+        return spec.dtype if spec is not None else "-"
+
+    first_in = op.inputs[0] if op.inputs else None
+    return f"{op.kind}/{chain.graph.layout}/{dtype(first_in)}>{dtype(op.outputs[0])}"
 
 
 def layer_keys(chain: Chain, layers: Iterable[int]) -> list[str]:
@@ -112,25 +118,34 @@ class Reserve:
     ram: int  # runtime RAM bytes
     region: str  # region name
 
-    def describe(self) -> str:
-        """``AXI_SRAM 512 KiB (the arena's region) less 6.9 KiB runtime``."""
+    def describe_ram(self) -> str:
+        """``RAM region AXI_SRAM (512 KiB, where the arena is linked) less 6.9 KiB runtime``."""
         return (
-            f"{self.region} {self.ram_cap / 1024:g} KiB (the arena's RAM region) less "
-            f"{self.ram / 1024:.1f} KiB runtime"
+            f"RAM region {self.region} ({self.ram_cap / 1024:g} KiB, where the arena is linked) "
+            f"less {self.ram / 1024:.1f} KiB runtime (stack, link buffers)"
         )
 
+    def describe_flash(self) -> str:
+        """``flash budget less 21.3 KiB code``."""
+        return f"flash budget less {self.flash / 1024:.1f} KiB code (runtime and kernels)"
 
-def reserves(chain: Chain, parts: Sequence[Part]) -> list[Reserve]:
-    """Per device, the code and runtime a plan of ``chain`` on ``parts`` can need at most: every
-    op of the model, up to ``d`` links and ``d`` sub-models (``d`` = number of devices)."""
-    keys = layer_keys(chain, range(len(chain.layers)))
-    d = len(parts)
+
+def reserves(chain: Chain, parts: Sequence[Part], *, upper: bool = True) -> list[Reserve]:
+    """Per device, the code and runtime RAM a plan of ``chain`` on ``parts`` reserves.
+
+    ``upper``: at most what any plan needs (every op of the model, ``d`` links, ``d``
+    sub-models, ``d`` = number of devices), so a plan within it always links. Otherwise at
+    least what any plan needs (the runtime with one link, no kernel, no op): a relaxation
+    whose optimum, when it fits exactly, is the exact optimum.
+    """
+    keys = layer_keys(chain, range(len(chain.layers))) if upper else []
+    d = len(parts) if upper else 1
     out = []
     for part in parts:
         name, _origin, size = arena_region(part)
         out.append(
             Reserve(
-                flash=code_bytes(part, keys, d, d),
+                flash=code_bytes(part, keys, d, d) if upper else _runtime(part, 1, "code"),
                 ram_cap=size,
                 ram=runtime_ram_bytes(part, d, d),
                 region=name,

@@ -47,6 +47,13 @@ class DeviceBuild:
     runtime_ram_bytes: int  # RAM besides the arena: .data + .bss + minimum stack
     flash_capacity: int
     ram_capacity: int
+    #: the user's budgets from plan.json (boards.toml ``flash`` / ``ram``; RAM within the
+    #: arena's region) and the planner's code / runtime RAM estimates (0: not estimated)
+    flash_budget: int = 0
+    ram_budget: int = 0
+    code_estimate: int = 0
+    runtime_ram_estimate: int = 0
+    boards_path: str = ""
 
     @property
     def flash_total(self) -> int:
@@ -112,8 +119,14 @@ def section_sizes(elf: Path) -> dict[str, int]:
         }
 
 
-def measure(device: dict[str, Any], elf: Path, capacities: tuple[int, int]) -> DeviceBuild:
-    """Compare one device's ELF with its estimates (``wiring.json`` device entry)."""
+def measure(
+    device: dict[str, Any],
+    elf: Path,
+    capacities: tuple[int, int],
+    budgets: dict[str, Any] | None = None,
+) -> DeviceBuild:
+    """Compare one device's ELF with its estimates (``wiring.json`` device entry) and, when
+    given, the plan's budgets and code / runtime estimates (``budgets``)."""
     sizes = section_sizes(elf)
     code = sum(sizes.get(s, 0) for s in FLASH_CODE_SECTIONS)
     runtime = sum(sizes.get(s, 0) for s in RAM_RUNTIME_SECTIONS) + MIN_STACK_BYTES
@@ -129,6 +142,7 @@ def measure(device: dict[str, Any], elf: Path, capacities: tuple[int, int]) -> D
         runtime_ram_bytes=runtime,
         flash_capacity=capacities[0],
         ram_capacity=capacities[1],
+        **(budgets or {}),
     )
 
 
@@ -174,12 +188,37 @@ def check(build: DeviceBuild) -> None:
             f"{build.arena_estimate} B for device {build.device}; "
             "regenerate with `splitter compile`"
         )
+    over = _over_budget(build)
+    if over:
+        raise InfeasibleError(
+            f"{build.boards_path}: device {build.device} ({build.part}): the image needs "
+            f"{'; '.join(over)}; raise the device's budget in the boards file or re-run "
+            "`splitter compile` (the plan reserves the code and runtime it measured)"
+        )
     if build.flash_total > build.flash_capacity or build.ram_total > build.ram_capacity:
         raise InfeasibleError(
             f"device {build.device} ({build.part}): needs {build.flash_total} B flash / "
             f"{build.ram_total} B RAM (code and stack included), part has "
             f"{build.flash_capacity} / {build.ram_capacity} B; plan with a larger reserve"
         )
+
+
+def _over_budget(build: DeviceBuild) -> list[str]:
+    """What of the image exceeds the user's budget (``flash = ...`` / ``ram = ...``)."""
+    out = []
+    if build.flash_budget and build.flash_total > build.flash_budget:
+        out.append(
+            f"{build.flash_total} B flash (weights {build.weights_actual} + code "
+            f"{build.code_bytes}), over its flash budget {build.flash_budget} B by "
+            f"{build.flash_total - build.flash_budget} B"
+        )
+    if build.ram_budget and build.ram_total > build.ram_budget:
+        out.append(
+            f"{build.ram_total} B RAM (arena {build.arena_actual} + runtime "
+            f"{build.runtime_ram_bytes}), over its RAM budget {build.ram_budget} B by "
+            f"{build.ram_total - build.ram_budget} B"
+        )
+    return out
 
 
 def plan_estimates(out_dir: Path) -> dict[str, tuple[int, int]]:
@@ -200,7 +239,8 @@ def build_all(out_dir: Path, *, emulator: bool = True) -> list[DeviceBuild]:
     ``OUT`` (:func:`~splitter.outputs.contained`) before any ``make`` runs.
     """
     wiring = read_wiring(out_dir)
-    estimates = plan_estimates(Path(out_dir))
+    manifest = read_manifest(out_dir)
+    estimates = manifest.device_totals()
     wiring_path = Path(out_dir) / WIRING_FILE
     dirs = {}
     for dev in wiring["devices"]:
@@ -219,5 +259,13 @@ def build_all(out_dir: Path, *, emulator: bool = True) -> list[DeviceBuild]:
             run_make(ddir, emulator=True)
         flash, ram = estimates[dev["name"]]
         entry = {**dev, "weights_bytes": flash, "arena_bytes": ram}
-        builds.append(measure(entry, elf, _capacities(ddir)))
+        planned = manifest.device(dev["name"])
+        budgets = {
+            "flash_budget": planned.flash_budget,
+            "ram_budget": planned.ram_limit,
+            "code_estimate": planned.code_bytes,
+            "runtime_ram_estimate": planned.runtime_ram_bytes,
+            "boards_path": manifest.boards_path,
+        }
+        builds.append(measure(entry, elf, _capacities(ddir), budgets))
     return builds

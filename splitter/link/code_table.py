@@ -11,7 +11,7 @@ the generated projects' own Makefile and flags, and measures:
   the functions and constants (``name -> bytes``, ELF symbol sizes) that linking the runtime
   with ``-Wl,--undefined=k --gc-sections`` adds: its closure, libgcc included, so the code of
   a set of kernels is the size of the union of their closures;
-* ``cores[core].ops[key]``: the bytes of ``model.c`` per op (``kind/layout/dtype``: the call
+* ``cores[core].ops[key]``: the bytes of ``model.c`` per op (``kind/layout/in>out`` dtypes: the call
   and its ``static const`` parameter record), a least-squares fit over every layer of every
   model in ``models/`` compiled one layer per function, and ``per_submodel`` (the function's
   own prologue); ``cores[core].op_kernels[key]``: the kernel functions such an op calls.

@@ -7,9 +7,13 @@ the plan's assignment with :func:`~splitter.partition.problem.evaluate`.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
+from splitter.cost.code import arena_region, code_bytes, layer_keys, reserves, runtime_ram_bytes
+from splitter.errors import InfeasibleError
 from splitter.ir import Boards, Chain, Device, Plan, SubModel
 from splitter.manifest import (
     DeviceEntry,
@@ -27,9 +31,68 @@ from splitter.partition import make_problem, solve
 from splitter.partition.problem import Evaluation, Problem, evaluate
 
 
-def chain_problem(chain: Chain, boards: Boards) -> Problem:
-    """The partition problem of a costed chain on boards (layer names kept for messages)."""
-    return make_problem(chain.costs, boards, names=[layer.name for layer in chain.layers])
+def chain_problem(chain: Chain, boards: Boards, *, upper: bool = True) -> Problem:
+    """The partition problem of a costed chain on boards (layer names kept for messages).
+
+    A model (ONNX, TFLite: it gets firmware) plans with each device's firmware code and runtime
+    RAM taken off its budgets and its RAM limited to the arena's region
+    (:func:`splitter.cost.code.reserves`, an upper bound, or with ``upper=False`` a lower
+    bound); a layer profile (the thesis's reference cases) with the budgets as they are.
+    """
+    names = [layer.name for layer in chain.layers]
+    if chain.graph is None:
+        return make_problem(chain.costs, boards, names=names)
+    parts = [dev.part for dev in boards.devices]
+    found = reserves(chain, parts, upper=upper)
+    return make_problem(chain.costs, boards, names=names, reserves=found)
+
+
+def firmware_needs(
+    chain: Chain, boards: Boards, submodels: Sequence[SubModel]
+) -> list[tuple[int, int] | None]:
+    """Per device, ``(code, runtime RAM)`` of its firmware for ``submodels`` (its own ops,
+    sub-models and links; :mod:`splitter.cost.code`), ``None`` for a device with none."""
+    peers: dict[int, set[int]] = {}
+    seq = [-1, *(s.device_index for s in submodels), -1]
+    for a, b in itertools.pairwise(seq):
+        for me, other in ((a, b), (b, a)):
+            if me >= 0:
+                peers.setdefault(me, set()).add(other)
+    out: list[tuple[int, int] | None] = []
+    for i, dev in enumerate(boards.devices):
+        mine = [s for s in submodels if s.device_index == i]
+        if not mine:
+            out.append(None)
+            continue
+        keys = layer_keys(chain, [j for s in mine for j in range(s.first, s.last + 1)])
+        links = len(peers[i])
+        out.append(
+            (
+                code_bytes(dev.part, keys, len(mine), links),
+                runtime_ram_bytes(dev.part, len(mine), links),
+            )
+        )
+    return out
+
+
+def firmware_overflow(chain: Chain, boards: Boards, plan: Plan) -> str | None:
+    """The first device whose weights + code or arena + runtime exceed its budget (or the
+    arena's RAM region), as a message; ``None`` when the plan's firmware fits everywhere."""
+    if chain.graph is None:
+        return None
+    ev = evaluate(chain_problem(chain, boards, upper=False), plan.assignment)
+    for i, need in enumerate(firmware_needs(chain, boards, plan.submodels)):
+        if need is None:
+            continue
+        dev = boards.devices[i]
+        ram_cap = min(dev.ram_bytes, arena_region(dev.part)[2])
+        flash, ram = ev.flash_used[i] + need[0], ev.ram_used[i] + need[1]
+        if flash > dev.flash_bytes or ram > ram_cap:
+            return (
+                f"device {dev.name}: weights + code {flash} B / budget {dev.flash_bytes} B, "
+                f"arena + runtime {ram} B / {ram_cap} B"
+            )
+    return None
 
 
 def plan_chain(
@@ -39,8 +102,24 @@ def plan_chain(
     solver: str = "auto",
     **options: object,
 ) -> Plan:
-    """Solve the placement of ``chain`` on ``boards`` (see :func:`splitter.partition.solve`)."""
-    return solve(chain_problem(chain, boards), objective, solver, **options)
+    """Solve the placement of ``chain`` on ``boards`` (see :func:`splitter.partition.solve`).
+
+    For a model (firmware follows) in two steps: first with the lower-bound reserves
+    (runtime only): when that plan's firmware fits exactly (:func:`firmware_overflow`) it is
+    the answer, and optimal whenever the relaxation's was; otherwise with the upper-bound
+    reserves (every kernel of the model on every device), whose plans always fit, reported as
+    not proved optimal.
+    """
+    if chain.graph is None:
+        return solve(chain_problem(chain, boards), objective, solver, **options)
+    try:
+        plan = solve(chain_problem(chain, boards, upper=False), objective, solver, **options)
+        if firmware_overflow(chain, boards, plan) is None:
+            return plan
+    except InfeasibleError:
+        pass
+    plan = solve(chain_problem(chain, boards), objective, solver, **options)
+    return replace(plan, optimal=False)
 
 
 def build_manifest(
@@ -61,7 +140,7 @@ def build_manifest(
     (4)), RAM used (max, constraint (5)), MACs (sum, total and per op class), compute time
     (eq. 7) and the time to send its output onward; per device its budgets and totals.
     """
-    problem = chain_problem(chain, boards)
+    problem = chain_problem(chain, boards, upper=False)
     ev = evaluate(problem, plan.assignment)
     fmt = model_format(chain)
     model = ModelInfo(
@@ -96,68 +175,26 @@ def build_manifest(
         devices=tuple(_device(ev, i, dev) for i, dev in enumerate(boards.devices)),
         submodels=subs,
     )
+    if chain.graph is not None:
+        manifest = _with_firmware(manifest, chain, boards, plan)
     return manifest.check()
 
 
-def _resolved(path: str | Path) -> str:
-    """Absolute path text, keeping a ``#name`` profile selector."""
-    base, sep, name = str(path).partition("#")
-    return str(Path(base).resolve()) + sep + name
-
-
-def _submodel(
-    problem: Problem,
-    ev: Evaluation,
-    chain: Chain,
-    boards: Boards,
-    k: int,
-    sub: SubModel,
-    suffix: str | None,
-) -> SubModelEntry:
-    dev = boards.devices[sub.device_index]
-    idx = range(sub.first, sub.last + 1)
-    by_class: dict[str, int] = {}
-    for j in idx:
-        for cls, m in problem.costs[j].macs_by_class:
-            by_class[cls] = by_class.get(cls, 0) + int(m)
-    entering, leaving = submodel_io(chain, sub.first, sub.last)
-    return SubModelEntry(
-        index=k,
-        device=dev.name,
-        device_index=sub.device_index,
-        mcu=dev.part.name,
-        first=sub.first,
-        last=sub.last,
-        first_name=chain.layers[sub.first].name,
-        last_name=chain.layers[sub.last].name,
-        file=None if suffix is None else submodel_file(k, dev.name, suffix),
-        flash_bytes=sum(int(problem.flash[j]) for j in idx),
-        ram_bytes=max(int(problem.ram[j]) for j in idx),
-        macs=int(sum(problem.costs[j].macs for j in idx)),
-        macs_by_class=tuple(sorted(by_class.items())),
-        out_bytes=int(problem.costs[sub.last].out_bytes),
-        compute_s=float(ev.sub_compute[k]),
-        transfer_s=float(ev.sub_transfer[k]),
-        inputs=(entering,),
-        outputs=(leaving,),
-    )
-
-
-def _device(ev: Evaluation, i: int, dev: Device) -> DeviceEntry:
-    return DeviceEntry(
-        name=dev.name,
-        index=i,
-        mcu=dev.part.name,
-        port=dev.port,
-        clock_hz=float(dev.clock_hz),
-        cpm=float(dev.cpm),
-        cpm_by_class=tuple(sorted((k, float(v)) for k, v in dev.cpm_by_class.items())),
-        flash_budget=int(dev.flash_bytes),
-        ram_budget=int(dev.ram_bytes),
-        flash_used=int(ev.flash_used[i]),
-        ram_used=int(ev.ram_used[i]),
-        compute_s=float(ev.compute[i]),
-        send_s=float(ev.send[i]),
-        recv_s=float(ev.recv[i]),
-        intermediate_s=float(ev.inter[i]),
-    )
+def _with_firmware(m: PlanManifest, chain: Chain, boards: Boards, plan: Plan) -> PlanManifest:
+    """Each device's code and runtime RAM for its own sub-models, ops and links
+    (:func:`firmware_needs`), and its arena's RAM region."""
+    devices = []
+    needs = firmware_needs(chain, boards, plan.submodels)
+    for dev, entry, need in zip(boards.devices, m.devices, needs, strict=True):
+        region, _origin, size = arena_region(dev.part)
+        code, runtime = need or (0, 0)
+        devices.append(
+            replace(
+                entry,
+                code_bytes=code,
+                runtime_ram_bytes=runtime,
+                ram_region=region,
+                ram_region_bytes=size,
+            )
+        )
+    return replace(m, devices=tuple(devices))
