@@ -36,7 +36,7 @@ def boards_text(
 ) -> str:
     """e2e_tiny2.toml's devices, with probe serials, another part for b, or another baud."""
     lines = [f"[link]\nbaud = {baud}"]
-    for name, flash, mcu in (("a", "40 KiB", "STM32F405RG"), ("b", "60 KiB", mcu_b)):
+    for name, flash, mcu in (("a", "62 KiB", "STM32F405RG"), ("b", "84 KiB", mcu_b)):
         lines.append(f'[[device]]\nname = "{name}"\nmcu = "{mcu}"\nflash = "{flash}"')
         if probes:
             lines.append(f'probe = "{probes[name]}"')

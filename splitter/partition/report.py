@@ -198,3 +198,67 @@ def _with_firmware(m: PlanManifest, chain: Chain, boards: Boards, plan: Plan) ->
             )
         )
     return replace(m, devices=tuple(devices))
+
+
+def _resolved(path: str | Path) -> str:
+    """Absolute path text, keeping a ``#name`` profile selector."""
+    base, sep, name = str(path).partition("#")
+    return str(Path(base).resolve()) + sep + name
+
+
+def _submodel(
+    problem: Problem,
+    ev: Evaluation,
+    chain: Chain,
+    boards: Boards,
+    k: int,
+    sub: SubModel,
+    suffix: str | None,
+) -> SubModelEntry:
+    dev = boards.devices[sub.device_index]
+    idx = range(sub.first, sub.last + 1)
+    by_class: dict[str, int] = {}
+    for j in idx:
+        for cls, m in problem.costs[j].macs_by_class:
+            by_class[cls] = by_class.get(cls, 0) + int(m)
+    entering, leaving = submodel_io(chain, sub.first, sub.last)
+    return SubModelEntry(
+        index=k,
+        device=dev.name,
+        device_index=sub.device_index,
+        mcu=dev.part.name,
+        first=sub.first,
+        last=sub.last,
+        first_name=chain.layers[sub.first].name,
+        last_name=chain.layers[sub.last].name,
+        file=None if suffix is None else submodel_file(k, dev.name, suffix),
+        flash_bytes=sum(int(problem.flash[j]) for j in idx),
+        ram_bytes=max(int(problem.ram[j]) for j in idx),
+        macs=int(sum(problem.costs[j].macs for j in idx)),
+        macs_by_class=tuple(sorted(by_class.items())),
+        out_bytes=int(problem.costs[sub.last].out_bytes),
+        compute_s=float(ev.sub_compute[k]),
+        transfer_s=float(ev.sub_transfer[k]),
+        inputs=(entering,),
+        outputs=(leaving,),
+    )
+
+
+def _device(ev: Evaluation, i: int, dev: Device) -> DeviceEntry:
+    return DeviceEntry(
+        name=dev.name,
+        index=i,
+        mcu=dev.part.name,
+        port=dev.port,
+        clock_hz=float(dev.clock_hz),
+        cpm=float(dev.cpm),
+        cpm_by_class=tuple(sorted((k, float(v)) for k, v in dev.cpm_by_class.items())),
+        flash_budget=int(dev.flash_bytes),
+        ram_budget=int(dev.ram_bytes),
+        flash_used=int(ev.flash_used[i]),
+        ram_used=int(ev.ram_used[i]),
+        compute_s=float(ev.compute[i]),
+        send_s=float(ev.send[i]),
+        recv_s=float(ev.recv[i]),
+        intermediate_s=float(ev.inter[i]),
+    )
