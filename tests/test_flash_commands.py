@@ -96,7 +96,13 @@ def test_missing_firmware_says_build() -> None:
 
 
 L4 = FlashTarget(
-    "c", "STM32L4R5ZI", None, Path("fw/c/c.elf"), Path("fw/c/c.bin"), family="L4", port="/dev/ttyUSB0"
+    "c",
+    "STM32L4R5ZI",
+    None,
+    Path("fw/c/c.elf"),
+    Path("fw/c/c.bin"),
+    family="L4",
+    port="/dev/ttyUSB0",
 )
 
 

@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         program(args.uid, args.target, args.base, args.elf, args.binary)
-    except Exception as exc:  # noqa: BLE001 - one line for the user, whatever pyOCD raised
+    except Exception as exc:
         print(f"pyocd: {args.target}: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -20,7 +20,7 @@ from elftools.elf.elffile import ELFFile
 from splitter.errors import InfeasibleError, InputFileError, ToolchainError, ValidationError
 from splitter.hardware.qemu import EMULATOR
 from splitter.inputs import read_input_text
-from splitter.manifest import WIRING_FILE, read_manifest, read_wiring
+from splitter.manifest import WIRING_FILE, PlanManifest, read_manifest, read_wiring
 from splitter.outputs import contained
 
 GCC = "arm-none-eabi-gcc"
@@ -193,7 +193,7 @@ def check(build: DeviceBuild) -> None:
         raise InfeasibleError(
             f"{build.boards_path}: device {build.device} ({build.part}): the image needs "
             f"{'; '.join(over)}; raise the device's budget in the boards file or re-run "
-            "`splitter compile` (the plan reserves the code and runtime it measured)"
+            "`splitter compile` with it (the plan counts the code and runtime)"
         )
     if build.flash_total > build.flash_capacity or build.ram_total > build.ram_capacity:
         raise InfeasibleError(
@@ -230,6 +230,22 @@ def plan_estimates(out_dir: Path) -> dict[str, tuple[int, int]]:
     return read_manifest(out_dir).device_totals()
 
 
+def user_budgets(manifest: PlanManifest) -> dict[str, tuple[int, int]]:
+    """Per device name, the flash and RAM budgets of the boards file the plan names, read now
+    (the user may have lowered them since compiling), RAM within the arena's region; empty
+    when that file is gone (plan.json's budgets are used then)."""
+    path = Path(manifest.boards_path)
+    if not path.is_file():
+        return {}
+    from splitter.cost.code import arena_region
+    from splitter.hardware.boards import load_boards
+
+    return {
+        d.name: (d.flash_bytes, min(d.ram_bytes, arena_region(d.part)[2]))
+        for d in load_boards(path).devices
+    }
+
+
 def build_all(out_dir: Path, *, emulator: bool = True) -> list[DeviceBuild]:
     """Build every device (and its emulator variant), measure each against the plan.
 
@@ -251,6 +267,7 @@ def build_all(out_dir: Path, *, emulator: bool = True) -> list[DeviceBuild]:
             )
         dirs[dev["name"]] = contained(out_dir, f"firmware/{dev['name']}")
     require_toolchain()
+    user = user_budgets(manifest)
     builds = []
     for dev in wiring["devices"]:
         ddir = dirs[dev["name"]]
@@ -260,9 +277,10 @@ def build_all(out_dir: Path, *, emulator: bool = True) -> list[DeviceBuild]:
         flash, ram = estimates[dev["name"]]
         entry = {**dev, "weights_bytes": flash, "arena_bytes": ram}
         planned = manifest.device(dev["name"])
+        flash_budget, ram_budget = user.get(dev["name"], (planned.flash_budget, planned.ram_limit))
         budgets = {
-            "flash_budget": planned.flash_budget,
-            "ram_budget": planned.ram_limit,
+            "flash_budget": flash_budget,
+            "ram_budget": ram_budget,
             "code_estimate": planned.code_bytes,
             "runtime_ram_estimate": planned.runtime_ram_bytes,
             "boards_path": manifest.boards_path,

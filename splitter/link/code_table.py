@@ -42,7 +42,7 @@ from splitter.cost.code import CODE_TABLE, CORE_OF_FAMILY, op_key
 from splitter.hardware.catalog import parts
 from splitter.hardware.families import family_for
 from splitter.ir import Chain, Part
-from splitter.link.build import GCC, FLASH_CODE_SECTIONS, MIN_STACK_BYTES, section_sizes
+from splitter.link.build import FLASH_CODE_SECTIONS, GCC, MIN_STACK_BYTES, section_sizes
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 #: Files whose content decides the figures (globs relative to the repository root).
@@ -83,7 +83,9 @@ def sources_hash() -> str:
 def _stub_files(n_sub: int) -> dict[str, str]:
     """``model.h`` / ``model.c`` of a model whose sub-models do nothing (the runtime alone)."""
     decls = "".join(f"int sm_{k:02d}(float *arena);\n" for k in range(n_sub))
-    defs = "".join(f"int sm_{k:02d}(float *arena) {{ (void)arena; return 0; }}\n" for k in range(n_sub))
+    defs = "".join(
+        f"int sm_{k:02d}(float *arena) {{ (void)arena; return 0; }}\n" for k in range(n_sub)
+    )
     header = f"#ifndef MODEL_H\n#define MODEL_H\nextern float model_arena[];\n{decls}#endif\n"
     source = f'#include "model.h"\nfloat model_arena[2] __attribute__((aligned(8)));\n{defs}'
     return {"model.h": header, "model.c": source}
@@ -144,17 +146,32 @@ def runtime_figures(part: Part, tmp: Path) -> dict[str, Any]:
 
 # --------------------------------------------------------------------- kernels ---------------
 def flash_symbols(elf: Path) -> dict[str, int]:
-    """Functions and objects in flash (address below 0x20000000) with their sizes."""
+    """Functions and objects in flash (address below 0x20000000) with their sizes; symbols
+    that overlap (libgcc's aliases such as ``__aeabi_dadd`` / ``__adddf3``) are one entry,
+    named by the alphabetically first, sized by their union."""
+    spans = []
     with elf.open("rb") as fh:
-        ef = ELFFile(fh)
-        symtab = ef.get_section_by_name(".symtab")
+        symtab = ELFFile(fh).get_section_by_name(".symtab")
         assert isinstance(symtab, SymbolTableSection)
-        out = {}
         for sym in symtab.iter_symbols():
-            kind = sym["st_info"]["type"]
-            if kind in ("STT_FUNC", "STT_OBJECT") and sym["st_size"] and sym["st_value"] < 0x2000_0000:
-                out[sym.name] = int(sym["st_size"])
-        return out
+            kind, addr, size = sym["st_info"]["type"], sym["st_value"] & ~1, sym["st_size"]
+            if kind in ("STT_FUNC", "STT_OBJECT") and size and addr < 0x2000_0000:
+                spans.append((addr, addr + int(size), sym.name))
+    out: dict[str, int] = {}
+    group: list[tuple[int, int, str]] = []
+    for span in sorted(spans):
+        if group and span[0] < max(end for _, end, _ in group):
+            group.append(span)
+            continue
+        _flush(group, out)
+        group = [span]
+    _flush(group, out)
+    return out
+
+
+def _flush(group: list[tuple[int, int, str]], out: dict[str, int]) -> None:
+    if group:
+        out[min(name for _, _, name in group)] = max(e for _, e, _ in group) - group[0][0]
 
 
 def _link(project: Path, objects: Sequence[Path], elf: Path, undefined: Iterable[str]) -> Path:
@@ -193,7 +210,11 @@ def _kernel_functions(kernel_dir: Path) -> set[str]:
             assert isinstance(symtab, SymbolTableSection)
             for sym in symtab.iter_symbols():
                 info = sym["st_info"]
-                if info["type"] == "STT_FUNC" and info["bind"] == "STB_GLOBAL" and sym["st_shndx"] != "SHN_UNDEF":
+                if (
+                    info["type"] == "STT_FUNC"
+                    and info["bind"] == "STB_GLOBAL"
+                    and sym["st_shndx"] != "SHN_UNDEF"
+                ):
                     names.add(sym.name)
     return names
 
@@ -208,7 +229,7 @@ def _chains() -> list[Chain]:
     for path in sorted([*MODELS.glob("*.onnx"), *MODELS.glob("*.tflite")]):
         try:
             chains.append(build_chain(load_model(path).graph))
-        except Exception:  # noqa: BLE001 - a model the importer refuses has no firmware either
+        except Exception:
             continue
     return chains
 
@@ -253,8 +274,9 @@ def _function_bytes(obj: Path) -> dict[int, tuple[int, set[str]]]:
             m = re.fullmatch(r"\.rel\.text\.sm_(\d+)", sec.name)
             if not m or not isinstance(sec, RelocationSection):
                 continue
-            size = int(ef.get_section_by_name(f".text.sm_{m[1]}")["sh_size"])
-            consts, kernels = set(), set()
+            size = _section_size(ef, f".text.sm_{m[1]}")
+            consts: set[str] = set()
+            kernels: set[str] = set()
             for rel in sec.iter_relocations():
                 sym = syms[rel["r_info_sym"]]
                 if sym["st_shndx"] == "SHN_UNDEF":
@@ -264,9 +286,15 @@ def _function_bytes(obj: Path) -> dict[int, tuple[int, set[str]]]:
                 target = ef.get_section(sym["st_shndx"])
                 if target.name.startswith(".rodata"):
                     consts.add(target.name)
-            size += sum(int(ef.get_section_by_name(c)["sh_size"]) for c in consts)
+            size += sum(_section_size(ef, c) for c in consts)
             out[int(m[1])] = (size, kernels)
     return out
+
+
+def _section_size(ef: ELFFile, name: str) -> int:
+    section = ef.get_section_by_name(name)
+    assert section is not None, name
+    return int(section["sh_size"])
 
 
 _CALL = re.compile(r"\b(k_\w+)\(")
@@ -281,7 +309,7 @@ def op_calls(chain: Chain, source: str) -> dict[int, list[tuple[str, set[str]]]]
     for m in re.finditer(r"^int sm_(\d+)\(float \*arena\)\n\{\n(.*?)^\}", source, re.S | re.M):
         layer = chain.layers[int(m[1]) + 1]
         ops = [(f"/* {c_comment(op.name)}: ", op_key(op, chain)) for op in layer.ops]
-        rows = [(key, set()) for _, key in ops]
+        rows: list[tuple[str, set[str]]] = [(key, set()) for _, key in ops]
         current = -1
         for line in m[2].splitlines():
             for i, (tag, _key) in enumerate(ops):
