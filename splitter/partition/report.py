@@ -28,7 +28,7 @@ from splitter.manifest import (
     submodel_io,
 )
 from splitter.partition import make_problem, solve
-from splitter.partition.problem import Evaluation, Problem, evaluate
+from splitter.partition.problem import Evaluation, Problem, close, evaluate
 
 
 def chain_problem(chain: Chain, boards: Boards, *, upper: bool = True) -> Problem:
@@ -78,9 +78,16 @@ def firmware_needs(
 def firmware_overflow(chain: Chain, boards: Boards, plan: Plan) -> str | None:
     """The first device whose weights + code or arena + runtime exceed its budget (or the
     arena's RAM region), as a message; ``None`` when the plan's firmware fits everywhere."""
+    over = _overflows(chain, boards, plan)
+    return over[0][1] if over else None
+
+
+def _overflows(chain: Chain, boards: Boards, plan: Plan) -> list[tuple[int, str, int, int]]:
+    """``(device, message, code, runtime RAM)`` of every device the plan's firmware overflows."""
     if chain.graph is None:
-        return None
+        return []
     ev = evaluate(chain_problem(chain, boards, upper=False), plan.assignment)
+    out = []
     for i, need in enumerate(firmware_needs(chain, boards, plan.submodels)):
         if need is None:
             continue
@@ -88,11 +95,16 @@ def firmware_overflow(chain: Chain, boards: Boards, plan: Plan) -> str | None:
         ram_cap = min(dev.ram_bytes, arena_region(dev.part)[2])
         flash, ram = ev.flash_used[i] + need[0], ev.ram_used[i] + need[1]
         if flash > dev.flash_bytes or ram > ram_cap:
-            return (
+            message = (
                 f"device {dev.name}: weights + code {flash} B / budget {dev.flash_bytes} B, "
                 f"arena + runtime {ram} B / {ram_cap} B"
             )
-    return None
+            out.append((i, message, need[0], need[1]))
+    return out
+
+
+#: re-solves with raised reserves before the upper bound is used (each raises one device)
+REPAIR_ROUNDS = 8
 
 
 def plan_chain(
@@ -104,22 +116,46 @@ def plan_chain(
 ) -> Plan:
     """Solve the placement of ``chain`` on ``boards`` (see :func:`splitter.partition.solve`).
 
-    For a model (firmware follows) in two steps: first with the lower-bound reserves
-    (runtime only): when that plan's firmware fits exactly (:func:`firmware_overflow`) it is
-    the answer, and optimal whenever the relaxation's was; otherwise with the upper-bound
-    reserves (every kernel of the model on every device), whose plans always fit, reported as
-    not proved optimal.
+    For a model (firmware follows), every plan returned fits exactly (:func:`firmware_overflow`):
+
+    1. solve with the lower-bound reserves (runtime with one link, no kernel): if infeasible,
+       no plan exists (its error is raised); if its plan fits exactly, it is the answer and
+       optimal whenever the solver proved it;
+    2. else raise the reserves of the devices that overflow to what that plan needed on them
+       and solve again (at most :data:`REPAIR_ROUNDS` times); a plan that fits is the answer,
+       proved optimal only when its value equals step 1's (a relaxation's optimum);
+    3. else solve with the upper-bound reserves (every kernel of the model on every device),
+       whose plans always fit, reported as not proved optimal.
     """
     if chain.graph is None:
         return solve(chain_problem(chain, boards), objective, solver, **options)
-    try:
-        plan = solve(chain_problem(chain, boards, upper=False), objective, solver, **options)
-        if firmware_overflow(chain, boards, plan) is None:
-            return plan
-    except InfeasibleError:
-        pass
+    lower = chain_problem(chain, boards, upper=False)
+    first = solve(lower, objective, solver, **options)
+    reserves_now = list(lower.reserves)
+    plan = first
+    for _round in range(REPAIR_ROUNDS):
+        over = _overflows(chain, boards, plan)
+        if not over:
+            best = first.optimal and plan.optimal
+            best = best and close(plan_value(plan, objective), plan_value(first, objective))
+            return replace(plan, optimal=best)
+        for i, _message, code, runtime in over:
+            r = reserves_now[i]
+            reserves_now[i] = replace(r, flash=max(r.flash, code), ram=max(r.ram, runtime))
+        problem = make_problem(chain.costs, boards, lower.names, reserves_now)
+        try:
+            plan = solve(problem, objective, solver, **options)
+        except InfeasibleError:
+            break
     plan = solve(chain_problem(chain, boards), objective, solver, **options)
     return replace(plan, optimal=False)
+
+
+def plan_value(plan: Plan, objective: str) -> float:
+    """The minimised value of a plan: latency, or the waiting time ``1 / throughput``."""
+    if objective == "latency":
+        return plan.latency_s
+    return 1.0 / plan.throughput_per_s if plan.throughput_per_s > 0 else float("inf")
 
 
 def build_manifest(
