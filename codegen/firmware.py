@@ -10,10 +10,12 @@ kernels, the model C, two linker scripts and a Makefile), ``OUT/firmware/WIRING.
 Wiring rule: every pair of endpoints that exchanges data (host, devices) gets one dedicated
 full-duplex UART pair. A device's link 0 is the one its first sub-model's input arrives on (so
 link 0 always leads towards the host, and errors travel on it); further links follow in plan
-order. Link ``k`` uses the part's ``k``-th USART (catalog preference order) and, in the
-emulator, :data:`splitter.hardware.qemu.EMULATOR`'s ``k``-th USART = the ``k``-th ``-serial`` of
-QEMU. Register addresses, IRQs, pins and clocks come from the part's family
-(``splitter/hardware/families.py``).
+order. On the real board the host link uses the first USART of the board (or part) list, the
+ST-LINK virtual COM port, and links to other devices the following ones in order
+(``splitter.hardware.board_catalog.device_wiring``); in the emulator link ``k`` uses
+:data:`splitter.hardware.qemu.EMULATOR`'s ``k``-th USART = the ``k``-th ``-serial`` of QEMU.
+Register addresses, IRQs, pins and the clock tree come from the part's family
+(``splitter/hardware/families.py``, ``clocks.py``); BRR from the USART's bus clock.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ import jinja2
 
 from codegen.escape import register
 from splitter.errors import BoardFileError, OutputError
+from splitter.hardware.board_catalog import Wiring, device_wiring
+from splitter.hardware.clocks import Step
 from splitter.hardware.families import Family, RegWrite, family_for
 from splitter.hardware.qemu import EMULATOR
 from splitter.ir import Boards, Chain, Part
@@ -74,17 +78,21 @@ class DeviceSpec:
     arena_bytes: int
     #: ``(index, input_offset, input_bytes, output_offset, output_bytes)`` per hosted sub-model
     submodels: Sequence[tuple[int, int, int, int, int]]
+    clock_hz: float = 0.0  # the real board's clock (0: the part's catalog clock)
+    board: str | None = None  # board definition (board_catalog.toml)
 
 
 # ---------------------------------------------------------------- render context -----------
 @dataclass(frozen=True)
 class UsartContext:
-    """One USART of one build target, with its baud-rate divisor ``BRR = round(f_clk / baud)``."""
+    """One USART of one build target, with its baud-rate divisor ``BRR = round(f_clk / baud)``
+    and the CR1 bits it needs besides RE/TE/RXNEIE/UE (OVER8, bit 15, for 8x oversampling)."""
 
     name: str
     base_hex: str
     irq: int
     brr: int
+    cr1: int = 0
 
 
 @dataclass(frozen=True)
@@ -164,6 +172,10 @@ class DeviceContext:
     name_len: int
     part_name: str
     part_clock_note: str
+    clock_steps: tuple[Step, ...]
+    m7_caches: bool  # Cortex-M7: I- and D-cache enabled after the clock setup
+    board_name: str  # "" without a board definition
+    baud_notes: tuple[str, ...]  # per link on the real part: "USART3 BRR 1042: 115163 baud"
     board_init: tuple[RegWrite, ...]
     weights_bytes: int
     arena_bytes: int
@@ -226,14 +238,6 @@ def device_links(sub_devices: Sequence[int]) -> dict[int, list[int]]:
     return links
 
 
-def _usart_list(part: Part) -> tuple[tuple[str, int], ...]:
-    """The part's USARTs ``(name, base)`` in preference order, each known to its family."""
-    family = family_for(part.family)
-    for name, _base in part.usarts:
-        family.check_usart(name, part.name)
-    return part.usarts or tuple(family.usart_base.items())
-
-
 # ---------------------------------------------------------------- targets ------------------
 def _target(
     *,
@@ -246,11 +250,16 @@ def _target(
     flash: tuple[int, int],
     ram: tuple[int, int],
     baud: int,
+    brrs: Sequence[tuple[int, int]] | None = None,
 ) -> TargetContext:
-    """One build target; ticks = ``seconds * f_clk`` (SysTick counts core clock cycles)."""
+    """One build target; ticks = ``seconds * f_clk`` (SysTick counts core clock cycles).
+    ``brrs`` are the checked divisors of the real part; the emulator's come from its clock."""
+    brr = (
+        list(brrs) if brrs is not None else [(family.brr(u, clock_hz, baud), 0) for u, _ in usarts]
+    )
     ctxs = tuple(
-        UsartContext(u, f"0x{base:08X}", _irq(family, u, name), family.brr(u, clock_hz, baud))
-        for u, base in usarts
+        UsartContext(u, f"0x{base:08X}", _irq(family, u, name), *brr[k])
+        for k, (u, base) in enumerate(usarts)
     )
     handlers = _irq_handlers(ctxs)
     n_irq = max(u.irq for u in ctxs) + 1
@@ -351,12 +360,15 @@ def _device_context(
     names: Mapping[int, str],
     baud: int,
 ) -> DeviceContext:
-    usarts = _usart_list(d.part)
     family = family_for(d.part.family)
-    if len(peers) > min(len(usarts), len(EMULATOR.usarts)):
+    wiring = device_wiring(
+        d.part, d.board, d.clock_hz or d.part.clock_mhz * 1e6, f"device {d.name}"
+    )
+    usarts = _link_usarts(d.name, wiring, peers, names)
+    if len(peers) > len(EMULATOR.usarts):
         raise BoardFileError(
-            f"device {d.name}: needs {len(peers)} UART links but part {d.part.name} lists "
-            f"{len(usarts)} USARTs; host fewer non-adjacent sub-models on it"
+            f"device {d.name}: needs {len(peers)} UART links, the emulator has "
+            f"{len(EMULATOR.usarts)}; host fewer non-adjacent sub-models on it"
         )
     link_ctx = tuple(
         LinkContext(
@@ -364,7 +376,7 @@ def _device_context(
             peer=names[p],
             peer_index=p,
             usart=usarts[k][0],
-            pins=family.pins[usarts[k][0]],
+            pins=wiring.pin_text(usarts[k][0]),
             emu_usart=EMULATOR.usarts[k][0],
             server=p >= 0 and d.index < p,
             timeout_message=f"{d.name}: no answer from {names[p]} on link {k} "
@@ -373,16 +385,22 @@ def _device_context(
         for k, p in enumerate(peers)
     )
     subs = tuple(_sub_context(d, row, peers, sub_devices, names) for row in d.submodels)
+    tree = wiring.tree
+    bauds = [
+        family.check_baud(u, tree, baud, f"device {d.name} link {k} ({u})")
+        for k, (u, _) in enumerate(usarts)
+    ]
     part_t = _target(
         emulator=False,
         name=d.part.name,
         family=family,
         fpu=d.part.fpu,
-        usarts=usarts[: len(peers)],
-        clock_hz=family.reset_clock_hz,
+        usarts=usarts,
+        clock_hz=tree.sysclk_hz,
         flash=(d.part.flash_origin, int(d.part.flash_kib * 1024)),
         ram=_part_ram(d.part),
         baud=baud,
+        brrs=[(b.brr, (1 << 15) if b.over8 else 0) for b in bauds],
     )
     emu_t = _target(
         emulator=True,
@@ -400,8 +418,16 @@ def _device_context(
         index=d.index,
         name_len=len(d.name.encode()),
         part_name=d.part.name,
-        part_clock_note=f"{family.reset_clock_hz} Hz internal oscillator",
-        board_init=family.board_init_writes([u for u, _ in usarts[: len(peers)]]),
+        part_clock_note=tree.summary,
+        clock_steps=tree.steps,
+        m7_caches=family.core == "cortex-m7",
+        board_name=wiring.board.name if wiring.board else "",
+        baud_notes=tuple(
+            f"link {k} {b.usart}: {b.fck_hz / 1e6:g} MHz, BRR {b.brr}"
+            f"{' (OVER8)' if b.over8 else ''}, {b.actual:.0f} baud ({100 * b.error:+.2f} %)"
+            for k, b in enumerate(bauds)
+        ),
+        board_init=family.board_init_writes([u for u, _ in usarts], wiring.pins),
         weights_bytes=d.weights_bytes,
         arena_bytes=d.arena_bytes,
         send_retries=SEND_RETRIES,
@@ -411,6 +437,34 @@ def _device_context(
         targets=(part_t, emu_t),
         files=dict(d.files),
     )
+
+
+def _link_usarts(
+    name: str, wiring: Wiring, peers: Sequence[int], names: Mapping[int, str]
+) -> tuple[tuple[str, int], ...]:
+    """The real board's USART per link: the host link on the first (the ST-LINK virtual COM
+    port), links to devices on the following ones in order; BoardFileError naming both links
+    when two would have to share one USART."""
+    vcp, rest = wiring.usarts[0], list(wiring.usarts[1:])
+    out: list[tuple[str, int]] = []
+    holder: dict[str, int] = {}
+    for k, p in enumerate(peers):
+        if p < 0:
+            out.append(vcp)
+        elif rest:
+            out.append(rest.pop(0))
+        else:
+            last = out[-1] if out and out[-1] != vcp else wiring.usarts[-1]
+            other = holder.get(last[0], 0)
+            board = wiring.board.name if wiring.board else "the part"
+            raise BoardFileError(
+                f"device {name}: link {k} (to {names[p]}) and link {other} "
+                f"(to {names[peers[other]]}) would share {last[0]}: {board} routes "
+                f"{len(wiring.usarts)} USARTs ({', '.join(u for u, _ in wiring.usarts)}, the "
+                "first for the host); host fewer non-adjacent sub-models on it"
+            )
+        holder[out[-1][0]] = k
+    return tuple(out)
 
 
 def _sub_context(
@@ -459,9 +513,12 @@ def _wires(
             back = next(x for x in other.links if x.peer_index == d.index) if other else None
             carries = _carries(d.index, ln.peer_index, sub_devices)
             if ln.peer_index < 0:
-                rows.append(
-                    WireContext(HOST, "USB-serial", "-", d.name, ln.usart, ln.pins, carries)
+                host = (
+                    f"USB cable to the {d.board_name} ST-LINK (virtual COM port)"
+                    if d.board_name
+                    else "USB-serial adapter (a Nucleo's ST-LINK virtual COM port)"
                 )
+                rows.append(WireContext(HOST, host, "-", d.name, ln.usart, ln.pins, carries))
             else:
                 assert back is not None and other is not None
                 rows.append(
@@ -601,6 +658,8 @@ def generate_firmware(
                 gen.weights_bytes,
                 gen.arena_bytes,
                 gen.submodels,
+                device.clock_hz,
+                device.board,
             )
         )
     sub_devices = [s.device_index for s in manifest.submodels]

@@ -40,7 +40,7 @@ void link_init(void) {
         uint32_t b = link_base[l];
         REG(b, R_CR1) = 0;
         REG(b, R_BRR) = link_brr[l];
-        REG(b, R_CR1) = CR1_RE | CR1_TE | CR1_RXNEIE;
+        REG(b, R_CR1) = link_cr1[l] | CR1_RE | CR1_TE | CR1_RXNEIE; /* OVER8 only while UE = 0 */
         REG(b, R_CR1) |= CR1_UE;
         NVIC_ISER[link_irq[l] >> 5] = 1u << (link_irq[l] & 31u);
     }

@@ -62,6 +62,8 @@ class CompileOptions:
     firmware: bool = True
     #: evaluate this per-layer device assignment instead of solving (tests, what-if runs)
     assignment: tuple[int, ...] | None = None
+    #: labelled set (``.npz`` with inputs ``x`` and labels ``y``): accuracy in the validation
+    data_file: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,6 +130,7 @@ def compile_model(
     with clock("import", f"importing {Path(model).name}"):
         loaded, chain, boards = _load(model, target, opts)
         check_input_files(chain, opts.input_files)
+        check_data_file(chain, opts)
     with clock("plan", "solving the partition"):
         plan = make_plan(chain, boards, opts)
     manifest = make_manifest(plan, chain, boards, model, target, opts)
@@ -139,7 +142,9 @@ def compile_model(
         with clock("validate", f"validating on {opts.samples}+ inputs"):
             report = validate_submodels(loaded, sliced, opts)
     with clock("write", f"writing {out_dir}"):
-        final, firmware = _write(out_dir, opts, chain, boards, manifest, sliced, report, clock)
+        final, firmware = _write(
+            out_dir, opts, chain, boards, (plan, manifest), sliced, report, clock
+        )
     return CompileResult(
         final, chain, boards, plan, tuple(sliced), report, manifest, timings, firmware
     )
@@ -186,6 +191,21 @@ def check_input_files(chain: Chain, input_files: Sequence[str | Path]) -> None:
     """Reject ``--input`` files of the wrong shape or dtype before any slow step."""
     for path in input_files:
         load_input_file(path, chain.layers[0].output)
+
+
+def check_data_file(chain: Chain, opts: CompileOptions) -> None:
+    """Reject a bad ``--data`` set (or one given with ``--no-validate``) before any slow step."""
+    if opts.data_file is None:
+        return
+    if not opts.validate:
+        raise InputFileError(
+            f"{opts.data_file}: --data is used by the validation; drop --no-validate"
+        )
+    from math import prod
+
+    from splitter.slicing.validate import load_labelled
+
+    load_labelled(opts.data_file, chain.layers[0].output, prod(chain.layers[-1].output.shape))
 
 
 def make_plan(chain: Chain, boards: Boards, opts: CompileOptions) -> Plan:
@@ -290,6 +310,7 @@ def validate_submodels(
         seed=opts.seed,
         input_files=opts.input_files,
         float_range=float_range,
+        data_file=opts.data_file,
     )
     require_pass(report, model.path)
     return report
@@ -303,7 +324,7 @@ def _write(
     opts: CompileOptions,
     chain: Chain,
     boards: Boards,
-    manifest: PlanManifest,
+    planned: tuple[Plan, PlanManifest],
     sliced: Sequence[SlicedModel],
     report: ValidationReport | None,
     clock: _Clock,
@@ -312,6 +333,7 @@ def _write(
 
     Returns ``OUT`` and the firmware status line (``"generated"`` or why it was not).
     """
+    plan, manifest = planned
     with OutputDir(out_dir, force=opts.force) as out:
         for sub in sliced:
             out.write_bytes(f"submodels/{sub.file_name}", sub.data)
@@ -323,7 +345,26 @@ def _write(
                 firmware = generate_firmware_hook(out.root, chain, boards, manifest)
         text = render_report(chain, manifest, sliced, report, firmware)
         out.write_text("report.md", text)
+        with clock("report", "drawing report.html"):
+            _write_html(out, chain, plan, manifest, report)
     return out.target, firmware
+
+
+def _write_html(
+    out: OutputDir,
+    chain: Chain,
+    plan: Plan,
+    manifest: PlanManifest,
+    report: ValidationReport | None,
+) -> None:
+    """``report.json`` (what the HTML report needs beyond plan.json) and ``report.html``."""
+    from splitter.report import REPORT_DATA_FILE, REPORT_FILE, report_data
+    from splitter.report import render_report as render_html
+
+    data = report_data(chain, plan)
+    out.write_json(REPORT_DATA_FILE, data.to_dict())
+    validation = report.to_dict() if report else {"skipped": True}
+    out.write_text(REPORT_FILE, render_html(manifest, data, validation))
 
 
 def generate_firmware_hook(root: Path, chain: Chain, boards: Boards, manifest: PlanManifest) -> str:
@@ -410,14 +451,24 @@ def _validation_lines(report: ValidationReport | None) -> list[str]:
         f"{report.runtime} (float: max-abs <= {report.tolerance.get('float_max_abs')}, "
         "integer: bit-exact).",
         "",
-        "| output | dtype | max-abs | max-rel | RMSE | cosine | pass |",
-        "|---|---|---:|---:|---:|---:|---|",
+        "| output | dtype | L2R | MAE | RMSE | cosine | max-abs | max-rel | pass |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for s in report.outputs:
         lines.append(
-            f"| {md_code(s.name)} | {s.dtype} | {s.max_abs:.3g} | {s.max_rel:.3g} | {s.rmse:.3g} "
-            f"| {s.cosine:.9f} | {'yes' if s.passed else 'NO'} |"
+            f"| {md_code(s.name)} | {s.dtype} | {s.l2r:.3g} | {s.mae:.3g} | {s.rmse:.3g} "
+            f"| {s.cosine:.9f} | {s.max_abs:.3g} | {s.max_rel:.3g} "
+            f"| {'yes' if s.passed else 'NO'} |"
         )
+    lab = report.labelled
+    if lab is not None:
+        lines += [
+            "",
+            f"Labelled data {md_code(lab['file'])} ({lab['samples']} inputs, output "
+            f"{md_code(lab['output'])}): accuracy {lab['accuracy_split']:.4f} split, "
+            f"{lab['accuracy_original']:.4f} original, agreement {lab['agreement']:.4f} "
+            "(confusion matrix in report.html and validation.json).",
+        ]
     if report.boundaries:
         lines += [
             "",
@@ -441,6 +492,9 @@ def _worst(report: ValidationReport) -> dict[str, Any]:
         "max_abs": worst.max_abs,
         "max_rel": worst.max_rel,
         "rmse": worst.rmse,
+        "mae": worst.mae,
+        "l2r": worst.l2r,
         "cosine": worst.cosine,
         "inputs": len(report.samples),
+        **({} if report.labelled is None else {"labelled": dict(report.labelled)}),
     }

@@ -197,3 +197,34 @@ def read_npy(path: str | Path) -> np.ndarray:
     if not isinstance(array, np.ndarray):
         raise InputFileError(f"{path}: not a .npy array; save one array with numpy.save")
     return array
+
+
+def read_npz(path: str | Path, what: str = "labelled data") -> dict[str, np.ndarray]:
+    """The arrays of the ``.npz`` archive ``path`` by name (no pickles; the archive and the sum
+    of its arrays' uncompressed sizes at most :data:`ARRAY_MAX_BYTES`, so no zip bomb)."""
+    import zipfile
+
+    data = read_input_file(path, what, ARRAY_MAX_BYTES)
+    fix = "save it with numpy.savez(path, x=inputs, y=labels)"
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        infos = archive.infolist()
+        if sum(i.file_size for i in infos) > ARRAY_MAX_BYTES:
+            raise InputFileError(
+                f"{path}: {what} holds more than {ARRAY_MAX_BYTES >> 20} MiB of arrays; "
+                "use a smaller set"
+            )
+        out = {}
+        for info in infos:
+            name = info.filename.removesuffix(".npy")
+            array = np.load(io.BytesIO(archive.read(info)), allow_pickle=False)
+            if not isinstance(array, np.ndarray):
+                raise ValueError(f"member {name} is not an array")
+            out[name] = array
+    except InputFileError:
+        raise
+    except Exception as exc:  # zipfile and numpy raise many kinds
+        raise InputFileError(
+            f"{path}: cannot read the {what} as .npz ({' '.join(str(exc).split())[:120]}); {fix}"
+        ) from None
+    return out

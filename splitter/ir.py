@@ -222,6 +222,8 @@ class Device:
     probe: str | None = None
     #: optional calibrated cycles-per-MAC per op class ("conv", "depthwise", "dense", "other")
     cpm_by_class: Mapping[str, float] = field(default_factory=dict)
+    #: the board definition (``splitter/hardware/board_catalog.toml``), e.g. "nucleo-h743zi"
+    board: str | None = None
 
 
 @dataclass(frozen=True)
@@ -271,3 +273,5 @@ class Plan:
     throughput_per_s: float
     throughput_ref9_per_s: float
     gap: float | None = None  # relative optimality gap when a time limit stopped the solver
+    #: nodes per (layer, device) of a branch-and-bound search, when one ran (report heatmaps)
+    search: tuple[tuple[int, ...], ...] | None = field(default=None, compare=False, repr=False)

@@ -115,7 +115,29 @@ def test_pooled_fit_gives_class_ratios_to_underdetermined_devices() -> None:
     }
     fits = {f.device: f for f in fit_all(bench, {})}
     for f in fits.values():
-        assert f.clock_mhz == 168.0
+        assert f.clock_mhz == 168.0  # the devices of this bench run at 168 MHz
         assert "pooled" in f.method
         assert f.cpm_by_class == pytest.approx(true, rel=1e-9)  # exact data: scale 1
         assert f.predicted_cycles == pytest.approx(f.measured_cycles)
+
+
+def test_emulated_fit_keeps_the_device_clock() -> None:
+    """An 80 MHz part calibrated under QEMU (168 MHz ticks) keeps 80 MHz; its cpm is scaled by
+    80/168 so that MAC * cpm / f is still the measured time."""
+    bench = {
+        "emulated": True,
+        "devices": [
+            {
+                "device": "l4",
+                "clock_hz": 80e6,
+                "submodels": [
+                    {"index": 0, "cycles": [168_000], "macs": 1000, "macs_by_class": {"conv": 1000}}
+                ],
+            }
+        ],
+    }
+    (fit,) = fit_all(bench, {})
+    assert fit.clock_mhz == 80.0
+    assert fit.cpm == pytest.approx(168 * 80 / 168)
+    assert 1000 * fit.cpm / 80e6 == pytest.approx(168_000 / 168e6)  # the measured seconds
+    assert fit.cpm_by_class == pytest.approx({"conv": fit.cpm})

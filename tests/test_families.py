@@ -68,9 +68,14 @@ def test_family_facts(name: str) -> None:
 def test_board_init_writes(name: str) -> None:
     usart, (rcc, bit), afr = INIT[name]
     writes = family_for(name).board_init_writes([usart])
-    assert (writes[0].addr, writes[0].clear, writes[0].set) == (rcc, "0x00000000", bit)
+    # L4 LPUART1 on PG7/PG8: PWREN, then PWR_CR2.IOSV (bit 9, RM0432 5.4.2: VDDIO2 for port G)
+    power = [("0x40021058", "0x10000000"), ("0x40007004", "0x00000200")] if name == "L4" else []
+    assert [(w.addr, w.set) for w in writes[: len(power)]] == power
+    first = writes[len(power)]
+    assert (first.addr, first.clear, first.set) == (rcc, "0x00000000", bit)
     assert afr in {(w.addr, w.clear, w.set) for w in writes}
-    assert len(writes) == 1 + 2 * 3  # USART clock, then per pin: port clock, MODER, AFR
+    # USART clock, then per pin: port clock, MODER, OSPEEDR, PUPDR, AFR
+    assert len(writes) == len(power) + 1 + 2 * 5
 
 
 def test_board_init_refuses_a_usart_the_family_lacks() -> None:

@@ -75,7 +75,9 @@ def test_context_numbers() -> None:
     d0, d1 = ctx.devices
     assert [ln.peer for ln in d0.links] == ["host", "d1"]
     assert [ln.usart for ln in d0.links] == ["USART1", "USART2"]
-    assert [ln.usart for ln in d1.links] == ["USART2"]  # G071: catalog preference order
+    # the host link takes the first USART of the list (the Nucleo's ST-LINK virtual COM port),
+    # links between devices the following ones: d1 (G071) talks only to d0
+    assert [ln.usart for ln in d1.links] == ["USART1"]
     assert d0.links[1].server and not d1.links[0].server
     a, c = d0.submodels
     assert (a.in_link, a.out_link, a.is_last, a.next_index) == (0, 1, False, 1)
@@ -83,9 +85,11 @@ def test_context_numbers() -> None:
     part, emu = d1.targets
     assert part.cpu_flags == "-mcpu=cortex-m0plus -mthumb -mfloat-abi=soft"
     assert part.usart_layout_sr_dr == 0 and emu.usart_layout_sr_dr == 1
-    assert part.usarts[0].brr == round(16_000_000 / 115200)
+    # G071 at its catalog 64 MHz (HSI16 -> PLL), USART1 on the one APB at 64 MHz
+    assert part.core_clock_hz == 64_000_000
+    assert part.usarts[0].brr == round(64_000_000 / 115200)
     assert emu.usarts[0].brr == round(168_000_000 / 115200)
-    assert part.usarts[0].irq == 28 and emu.usarts[0].irq == 37
+    assert part.usarts[0].irq == 27 and emu.usarts[0].irq == 37
     assert part.ram_bytes == 36 * 1024 and emu.ram_bytes == 128 * 1024
     assert emu.n_vectors == 16 + 38
     assert ctx.emulated_as_f405 == "STM32G071RB"
@@ -121,7 +125,7 @@ def test_render_writes_every_file(tmp_path: Path) -> None:
     ):
         assert name in files
     wiring = (fw / "WIRING.md").read_text()
-    assert "| d0 | USART2 (PA2/PA3) | d1 | USART2 (PA2/PA3) |" in wiring
+    assert "| d0 | USART2 (PA2/PA3) | d1 | USART1 (PA9/PA10) |" in wiring
     assert "STM32G071RB is emulated as an F405" in wiring
     assert "-fno-tree-loop-distribute-patterns" in (fw / "d0" / "Makefile").read_text()
     assert not list(tmp_path.glob(".firmware-*"))
@@ -157,7 +161,9 @@ def test_too_many_links_is_a_board_error() -> None:
     for i in (1, 2, 3):
         s = [(2 * i - 1, 0, 64, 64, 64)]
         devs.append(F.DeviceSpec(f"s{i}", i, get_part("STM32F405RG"), standin_model(s), 8, 128, s))
-    with pytest.raises(BoardFileError, match=r"hub: needs 4 UART links .* lists 2 USARTs"):
+    with pytest.raises(
+        BoardFileError, match=r"hub: link 2 \(to s2\) and link 1 \(to s1\) would share USART1"
+    ):
         F.build_plan_context(devs, [0, 1, 0, 2, 0, 3], "00" * 8)
 
 

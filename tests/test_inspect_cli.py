@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from splitter.cli import main
-from splitter.cost.report import COLUMNS, chain_report
+from splitter.cost.report import COLUMNS, chain_report, partial_report
 from splitter.importers import load_chain
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,7 +33,11 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> str:
 def check_totals(report: dict) -> None:
     """Totals are the table's sums (FLASH, MACs), maximum (RAM) and row count."""
     layers = report["layers"]
-    assert set(report) == {"layers", "totals"}
+    assert set(report) == {"layers", "totals", "partial_execution"}
+    pex = report["partial_execution"]  # None for a profile: no graph to schedule
+    assert pex is None or pex["peak_bytes"] <= pex["ordinary_peak_bytes"]
+    if pex is not None:
+        assert pex["ordinary_peak_bytes"] <= report["totals"]["max_ram_bytes"]
     assert all(tuple(layer) == COLUMNS for layer in layers)
     assert [layer["index"] for layer in layers] == list(range(len(layers)))
     assert report["totals"] == {
@@ -83,7 +87,8 @@ def test_activation_bytes_flag(capsys: pytest.CaptureFixture[str]) -> None:
     f32 = json.loads(run(capsys, path, "--format", "json"))
     i8 = json.loads(run(capsys, path, "--format", "json", "--activation-bytes", "1"))
     assert [x["out_bytes"] for x in f32["layers"]] == [4 * x["out_bytes"] for x in i8["layers"]]
-    assert i8 == chain_report(load_chain(path, activation_bytes=1))
+    chain_i8 = load_chain(path, activation_bytes=1)
+    assert i8 == {**chain_report(chain_i8), "partial_execution": partial_report(chain_i8, 1)}
 
 
 def test_input_shape_option_reaches_the_importer(capsys: pytest.CaptureFixture[str]) -> None:

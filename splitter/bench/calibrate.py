@@ -18,9 +18,10 @@ in numpy. scipy.optimize.nnls is the same algorithm, but scipy is not a dependen
 and the systems here have at most four unknowns, so a 30-line numpy version is enough.
 
 Clock: under QEMU the firmware's cycles are SysTick ticks of the emulated 168 MHz core (with
-``-icount shift=0``: instructions x 0.168). The calibrated file therefore sets
-``clock_mhz = 168`` on emulated devices, so that ``MAC * CpM / f`` is the measured time; on real
-boards the cycles are core cycles at the device's own clock, which is kept.
+``-icount shift=0``: instructions x 0.168). An emulated device keeps its own ``clock_mhz`` ``f``
+(a real part may not reach 168 MHz) and its fitted cycles per MAC are scaled by ``f / 168`` so
+that ``MAC * CpM / f`` is still the measured (emulated) time; on real boards the cycles are core
+cycles at the device's own clock, used as fitted.
 
 The calibrated boards file is the original text with, per ``[[device]]``, its ``clock_mhz``,
 ``cpm`` and ``cpm_by_class`` lines replaced (comments kept); it is parsed back with the boards
@@ -188,12 +189,19 @@ def fit_all(bench: Mapping[str, Any], boards_clock_mhz: Mapping[str, float]) -> 
         subs = [s for m in members for s in m["submodels"]]
         pooled = class_fit(subs) if len(members) > 1 else None
         size = f"{len(subs)} sub-models on {len(members)} devices"
-        if emulated:
-            clock = EMULATED_CLOCK_MHZ
-        else:
-            clock = boards_clock_mhz.get(d["device"], float(d["clock_hz"]) / 1e6)
-        fits.append(fit_device(d["device"], clock, d["submodels"], pooled, size))
+        clock = boards_clock_mhz.get(d["device"], float(d["clock_hz"]) / 1e6)
+        fit = fit_device(d["device"], clock, d["submodels"], pooled, size)
+        fits.append(_at_own_clock(fit, EMULATED_CLOCK_MHZ) if emulated else fit)
     return fits
+
+
+def _at_own_clock(fit: DeviceFit, measured_mhz: float) -> DeviceFit:
+    """Cycles counted at ``measured_mhz`` re-expressed at the device's clock ``f``: every cpm
+    times ``f / measured_mhz``, so ``MAC * CpM / f`` (the predicted time) is unchanged."""
+    scale = fit.clock_mhz / measured_mhz
+    fit.cpm *= scale
+    fit.cpm_by_class = {c: v * scale for c, v in fit.cpm_by_class.items()}
+    return fit
 
 
 def _pool_key(device: Mapping[str, Any], emulated: bool) -> str:

@@ -34,7 +34,12 @@ def write_bench(out_dir: str | Path, result: Mapping[str, Any]) -> Path:
 
 
 def comparison_rows(result: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
-    """Rows ``(what, estimated, measured median, error %)``: sub-models, links, latency.
+    """Rows ``(what, estimated, measured median, error %)``: sub-models, links, latency."""
+    return [_row(what, e, m) for what, e, m in comparison_values(result)]
+
+
+def comparison_values(result: Mapping[str, Any]) -> list[tuple[str, float, float]]:
+    """``(what, estimated s, measured median s)``: sub-models, links, latency.
 
     Compute is compared in seconds: measured ``cycles / f_meas`` (168 MHz under QEMU) against
     the estimate ``sum MAC * CpM / f``.
@@ -46,14 +51,14 @@ def comparison_rows(result: Mapping[str, Any]) -> list[tuple[str, str, str, str]
         for sub in d["submodels"]:
             measured = median(sub["cycles"]) / float(d["clock_hz"])
             e = est_sub[sub["index"]]["seconds"]
-            rows.append(_row(f"sub-model {sub['index']} on {d['device']} (compute)", e, measured))
+            rows.append((f"sub-model {sub['index']} on {d['device']} (compute)", e, measured))
     est_links = {(ln["from"], ln["to"], ln["submodel"]): ln for ln in est["links"]}
     for ln in result["links"]:
         e = est_links[(ln["from"], ln["to"], ln["submodel"])]["seconds"]
         secs = [s for s in ln["seconds"] if s is not None]
         what = f"link {ln['from']} -> {ln['to']} ({ln['bytes']} B, {ln['measured_by']})"
-        rows.append(_row(what, e, median(secs)))
-    rows.append(_row("end-to-end latency", est["latency_s"], median(result["latency_s"])))
+        rows.append((what, e, median(secs)))
+    rows.append(("end-to-end latency", est["latency_s"], median(result["latency_s"])))
     return rows
 
 

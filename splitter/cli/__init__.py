@@ -31,6 +31,8 @@ COMMANDS: dict[str, str] = {
     "bench": "bench_cmd",
     "calibrate": "calibrate_cmd",
     "flash": "flash_cmd",
+    "segment": "segment_cmd",
+    "report": "report_cmd",
 }
 
 

@@ -13,6 +13,7 @@ from rich.table import Table
 from splitter.bench.report import comparison_rows, write_bench
 from splitter.bench.runner import BENCH_FILE, BenchConfig, bench
 from splitter.cli.options import out_argument, port_option, stop_on_sigterm, verbose_option
+from splitter.report import refresh_report
 
 
 @click.command("bench")
@@ -75,6 +76,7 @@ def command(
     )
     result = bench(out, cfg)
     path = write_bench(out, result)
+    refresh_report(out)  # refresh report.html with the measurements
     if as_json:
         click.echo(json.dumps(result))
         return

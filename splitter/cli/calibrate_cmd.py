@@ -11,6 +11,7 @@ from rich.table import Table
 
 from splitter.bench.calibrate import Calibration, calibrate
 from splitter.cli.options import out_argument
+from splitter.report import refresh_report
 
 
 @click.command("calibrate")
@@ -34,6 +35,7 @@ from splitter.cli.options import out_argument
 def command(out: Path, output: Path | None, target: str | None, as_json: bool) -> None:
     """Fit cycles per MAC per device and op class; write a board file plan/compile accept."""
     result = calibrate(out, output or out / "calibrated.toml", target)
+    refresh_report(out)  # refresh report.html
     if as_json:
         click.echo(json.dumps(_as_dict(result)))
         return

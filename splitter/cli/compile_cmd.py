@@ -28,6 +28,13 @@ from splitter.compile import CompileOptions, CompileResult, StepCallback, compil
     metavar="FILE.npy",
     help="Extra validation input (repeatable): one array of the input's shape, or a stack.",
 )
+@click.option(
+    "--data",
+    "data_file",
+    default=None,
+    metavar="X.npz",
+    help="Labelled set (.npz: inputs x, integer labels y): accuracy and confusion matrix.",
+)
 @click.option("--no-validate", is_flag=True, help="Skip the numerical validation of the split.")
 @click.option(
     "--no-firmware", is_flag=True, help="Skip generating the C firmware projects (OUT/firmware)."
@@ -43,6 +50,7 @@ def command(
     objective: str,
     solver: str | None,
     input_files: tuple[str, ...],
+    data_file: str | None,
     no_validate: bool,
     no_firmware: bool,
     force: bool,
@@ -60,6 +68,7 @@ def command(
         force=force,
         input_shapes=input_shapes or None,
         activation_bytes=activation_bytes,
+        data_file=data_file,
     )
     with _progress() as on_step:
         result = compile_model(model, target, out, options, on_step=on_step)

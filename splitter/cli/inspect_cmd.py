@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 from rich.console import Console
 from rich.table import Table
 
 from splitter.cli.options import activation_bytes_option, input_shape_option
-from splitter.cost.report import chain_report, report_csv, report_json, shape_text
+from splitter.cost.report import (
+    chain_report,
+    partial_report,
+    report_csv,
+    shape_text,
+)
 from splitter.importers import load_chain
 from splitter.ir import Chain
 
@@ -32,7 +39,9 @@ def command(
     """Show MODEL (ONNX, TFLite, or a CSV/JSON layer profile, FILE.json#name) as a layer chain."""
     chain = load_chain(model, input_shapes=input_shapes or None, activation_bytes=activation_bytes)
     if fmt == "json":
-        click.echo(report_json(chain))
+        doc = chain_report(chain)
+        doc["partial_execution"] = partial_report(chain, activation_bytes)
+        click.echo(json.dumps(doc, indent=2))
     elif fmt == "csv":
         click.echo(report_csv(chain), nl=False)
     else:
@@ -40,6 +49,13 @@ def command(
         if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
             console = Console(width=200)
         console.print(render_table(chain))
+        pex = partial_report(chain, activation_bytes)
+        if pex is not None:
+            console.print(
+                f"peak activation memory {pex['ordinary_peak_bytes']:,} B run op by op; "
+                f"{pex['peak_bytes']:,} B with partial execution "
+                f"({len(pex['loops'])} channel loop(s), PEX; zero extra MACs)"
+            )
 
 
 def render_table(chain: Chain) -> Table:

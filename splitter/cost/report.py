@@ -13,6 +13,8 @@ import io
 import json
 from typing import Any
 
+from splitter.cost.layer import itemsize_function
+from splitter.cost.pex import partial_schedule
 from splitter.ir import Chain, Layer
 
 #: Column order of the rows, the CSV header and the JSON layer objects.
@@ -82,3 +84,33 @@ def report_csv(chain: Chain) -> str:
         row["output_shape"] = shape_text(row["output_shape"])
         writer.writerow([row[c] for c in COLUMNS])
     return buffer.getvalue()
+
+
+def partial_report(chain: Chain, activation_bytes: int | None = None) -> dict[str, Any] | None:
+    """Peak activation memory with and without PEX partial execution (:mod:`splitter.cost.pex`).
+
+    Accumulating loops of integer models count 32-bit accumulators; float outputs accumulate in
+    place; with ``activation_bytes`` given, every buffer has that width (the PEX paper's
+    counting). None for layer profiles (no graph).
+    """
+    if chain.graph is None:
+        return None
+    graph = chain.graph
+    integer = activation_bytes is None and any(
+        spec.dtype in ("int8", "uint8") for spec in graph.tensors.values()
+    )
+    answer = partial_schedule(
+        graph, itemsize_function(activation_bytes), accumulator_bytes=4 if integer else None
+    )
+    return {
+        "ordinary_peak_bytes": answer.ordinary_peak,
+        "peak_bytes": answer.peak,
+        "loops": [
+            {
+                "ops": list(answer.op_names[lp.first : lp.last + 1]),
+                "channels": lp.channels,
+                "bytes": lp.memory,
+            }
+            for lp in answer.loops
+        ],
+    }

@@ -8,11 +8,14 @@ Shape (every other key is an error naming the key)::
 
     [[device]]
     name = "h7"              # unique, [a-z0-9_-]{1,64}
-    mcu = "STM32H743ZI"      # a catalog part, or instead: part = { name = ..., flash_kib = ...,
-                             #   ram_kib = ..., clock_mhz = ..., cpm = ..., family = "H7" }
+    board = "nucleo-h743zi"  # a board definition (board_catalog.toml): part, HSE, USARTs, pins
+    mcu = "STM32H743ZI"      # a catalog part (optional with board: must then be the board's),
+                             #   or instead: part = { name = ..., flash_kib = ..., ram_kib = ...,
+                             #   clock_mhz = ..., cpm = ..., family = "H7" }
     flash = "75%"            # optional, default "100%"
     ram = "100%"             # optional, default "100%"
-    clock_mhz = 480          # optional override of the part's clock
+    clock_mhz = 480          # optional: the clock the firmware sets up (default the part's
+                             #   catalog clock, which is also its maximum)
     cpm = 6                  # optional override of the part's cycles per MAC
     cpm_by_class = { conv = 5.1, depthwise = 6.0, dense = 4.2, other = 3.0 }  # optional
     port = "/dev/ttyACM0"    # optional
@@ -21,6 +24,13 @@ Shape (every other key is an error naming the key)::
 Size strings: ``"NN%"`` of the part (0 < NN <= 100, no space before ``%``), ``"NNN KiB"``
 absolute, ``"-NN KiB"`` = the part's size minus a reserve. ``KB`` is read as KiB (1024 bytes)
 because the thesis writes sizes such as ``"-70 KB"`` in KiB; ``MiB``/``MB`` are 1024 KiB.
+
+Checked here, at plan time, for every device on a board or a catalog part
+(``board_catalog.device_wiring``): the clock tree reaches ``clock_mhz`` (else one line naming the
+part's maximum), and every USART the device may use (the first N of its list for N devices: the
+host plus N - 1 peers) gets a valid baud-rate divisor within 2 % (else one line naming the link
+and the nearest valid rates). Inline parts (``part = {...}``, which also describe hypothetical
+parts for planning studies) get the same checks when firmware is generated for them.
 """
 
 from __future__ import annotations
@@ -32,7 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from splitter.errors import BoardFileError
+from splitter.hardware.board_catalog import device_wiring, get_board
 from splitter.hardware.catalog import get_part, part_from_table
+from splitter.hardware.families import family_for
 from splitter.inputs import parse_toml, read_input_text
 from splitter.ir import Boards, Device, LinkSpec, Part
 from splitter.names import DEVICE_NAME, PORT, PROBE, problem
@@ -40,7 +52,8 @@ from splitter.names import DEVICE_NAME, PORT, PROBE, problem
 TOP_KEYS = ("link", "device")
 LINK_KEYS = ("baud", "bits_per_byte")
 DEVICE_KEYS = (
-    "name", "mcu", "part", "flash", "ram", "clock_mhz", "cpm", "cpm_by_class", "port", "probe",
+    "name", "board", "mcu", "part", "flash", "ram", "clock_mhz", "cpm", "cpm_by_class", "port",
+    "probe",
 )  # fmt: skip
 PART_REQUIRED = ("name", "flash_kib", "ram_kib", "clock_mhz", "cpm", "family")
 PART_OPTIONAL = ("fpu", "flash_origin", "ram_regions", "usarts", "source")
@@ -93,7 +106,33 @@ def boards_from_dict(data: Mapping[str, Any], where: str = "boards.toml") -> Boa
             )
         seen[dev.name] = index
         devices.append(dev)
+    for dev in devices:
+        if dev.board is not None or _in_catalog(dev.part):
+            check_device_links(dev, link.baud, len(devices), where)
     return Boards(devices=tuple(devices), link=link, source_path=where)
+
+
+def _in_catalog(part: Part) -> bool:
+    """Whether ``part`` is a catalog part (inline ``part = {...}`` tables are not)."""
+    try:
+        return get_part(part.name) == part
+    except BoardFileError:
+        return False
+
+
+def check_device_links(dev: Device, baud: int, n_devices: int, where: str) -> None:
+    """Plan-time checks of the real board: the clock tree reaches ``dev.clock_hz`` and each USART
+    the device may use (its first ``n_devices``: host + peers) divides ``baud`` validly."""
+    ctx = f"{where}: device '{dev.name}'"
+    try:
+        wiring = device_wiring(dev.part, dev.board, dev.clock_hz, ctx)
+    except BoardFileError as exc:
+        msg = str(exc)
+        raise BoardFileError(msg if msg.startswith(where) else f"{ctx}: {msg}") from None
+    family = family_for(dev.part.family)
+    for k, (usart, _base) in enumerate(wiring.usarts[:n_devices]):
+        role = "host link" if k == 0 else f"link to a peer #{k}"
+        family.check_baud(usart, wiring.tree, baud, f"{ctx} {role} ({usart})")
 
 
 def _no_extra_keys(
@@ -136,6 +175,7 @@ def _parse_device(raw: Any, index: int, where: str) -> Device:
         raise BoardFileError(f"{where}: {bad}")
     assert isinstance(name, str)
     ctx = f"device[{index}] '{name}'"
+    board = raw.get("board")
     part = _device_part(raw, where, ctx)
     clock = _positive_float(raw.get("clock_mhz", part.clock_mhz), where, f"{ctx} clock_mhz")
     cpm = _positive_float(raw.get("cpm", part.cpm), where, f"{ctx} cpm")
@@ -149,10 +189,19 @@ def _parse_device(raw: Any, index: int, where: str) -> Device:
         port=_opt_str(raw.get("port"), where, f"{ctx} port", PORT),
         probe=_opt_str(raw.get("probe"), where, f"{ctx} probe", PROBE),
         cpm_by_class=_cpm_by_class(raw.get("cpm_by_class"), where, ctx),
+        board=board,
     )
 
 
 def _device_part(raw: Mapping[str, Any], where: str, ctx: str) -> Part:
+    if "board" in raw:
+        board = get_board(raw["board"], f"{where}: {ctx} board")
+        if "part" in raw or raw.get("mcu", board.part) != board.part:
+            raise BoardFileError(
+                f"{where}: {ctx} board {board.name} carries {board.part}; drop mcu / part or "
+                f'write mcu = "{board.part}"'
+            )
+        return get_part(board.part)
     has_mcu, has_part = "mcu" in raw, "part" in raw
     if has_mcu == has_part:
         raise BoardFileError(

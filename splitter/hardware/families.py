@@ -10,9 +10,11 @@ A family supplies, for the firmware generator (``codegen/firmware.py``):
 
 * the USARTs it knows: base address, RCC clock-enable bit, NVIC IRQ number, TX/RX pins of the
   usual LQFP64 / Nucleo routing and their alternate function (AF) number;
-* the clock after reset (no PLL setup in the firmware) and the USART register layout;
+* the clock after reset, the clock-tree rules (:attr:`Family.clock`, ``clocks.py``: PLL,
+  wait states, voltage) and the USART register layout;
 * the core and FPU, hence the compiler flags; the OpenOCD target script for ``splitter flash``;
-* :meth:`Family.board_init_writes` (RCC + GPIO setup at boot) and :meth:`Family.brr`.
+* :meth:`Family.board_init_writes` (RCC, power and GPIO setup at boot), :meth:`Family.brr` and
+  :meth:`Family.check_baud` (divisor from the USART's bus clock, checked against its range).
 
 Adding a family: one subclass here and one entry in :data:`FAMILIES` plus its rows in
 ``tests/test_families.py`` (see CONTRIBUTING.md); nothing else in the tree is keyed by family.
@@ -26,6 +28,16 @@ from types import MappingProxyType
 from typing import ClassVar, NamedTuple
 
 from splitter.errors import BoardFileError
+from splitter.hardware.clocks import (
+    ClockRules,
+    ClockTree,
+    F4Clock,
+    F7Clock,
+    G0Clock,
+    H7Clock,
+    L4Clock,
+    Osc,
+)
 
 #: USART register layouts: ``sr_dr`` = SR 0x00, DR 0x04, BRR 0x08, CR1 0x0C (F1/F2/F4, RM0090
 #: 30.6); ``isr_rdr_tdr`` = CR1 0x00, BRR 0x0C, ISR 0x1C, RDR 0x24, TDR 0x28 (F0/F3/F7/G0/H7/L4,
@@ -41,6 +53,29 @@ class RegWrite:
     clear: str
     set: str
     comment: str
+
+
+#: Standard rates offered when a baud rate is refused (the nearest valid ones are named).
+STANDARD_BAUDS = (9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600, 1_000_000,
+                  2_000_000, 3_000_000, 4_000_000, 6_000_000, 8_000_000, 10_000_000)  # fmt: skip
+#: Largest baud error accepted (RM0090 30.3.5: the receiver tolerates about 3.75 % in total
+#: for both ends at 16x oversampling; 2 % per end leaves margin for the clocks themselves).
+MAX_BAUD_ERROR = 0.02
+
+
+@dataclass(frozen=True)
+class Baud:
+    """A checked divisor: ``brr`` for ``baud`` from a ``fck_hz`` kernel clock (``over8``: with
+    8x oversampling, CR1.OVER8 = 1); ``actual`` is the rate it gives, ``error`` =
+    ``actual / baud - 1``."""
+
+    usart: str
+    fck_hz: int
+    baud: int
+    brr: int
+    actual: float
+    error: float
+    over8: bool = False
 
 
 class Usart(NamedTuple):
@@ -74,6 +109,8 @@ class Family:
     gpio: ClassVar[int]
     gpio_en: ClassVar[int]
     usart_table: ClassVar[Mapping[str, Usart]]
+    clock: ClassVar[ClockRules]
+    apb2_enr: ClassVar[int]  # RCC offset of the APB2 enable register (its USARTs run on APB2)
 
     def __repr__(self) -> str:
         return f"<family {self.name}>"
@@ -134,40 +171,126 @@ class Family:
         scale = 256 if usart.startswith("LPUART") else 1
         return round(scale * clock_hz / baud)
 
-    def board_init_writes(self, usarts: Sequence[str]) -> tuple[RegWrite, ...]:
+    def usart_bus(self, usart: str) -> str:
+        """``"APB2"`` or ``"APB1"``: the bus clock that feeds ``usart`` with the reset kernel-clock
+        selection (RCC_DCKCFGR2 / D2CCIP2R / CCIPR = PCLK; RM0410 5.3.28, RM0433 8.7.21,
+        RM0351 6.4.27, RM0444 5.4.19)."""
+        return "APB2" if self.usart_table[usart].en_reg == self.apb2_enr else "APB1"
+
+    @classmethod
+    def baud_valid(cls, usart: str, fck: int, baud: int) -> Baud | None:
+        """The divisor of ``baud`` if it is in range and within :data:`MAX_BAUD_ERROR`.
+
+        USART, 16x oversampling (RM0090 30.6.3, RM0410 34.8.4): ``16 <= BRR <= 0xFFFF``, baud
+        ``= f / BRR``; when that fails, 8x oversampling (OVER8, RM0090 30.3.4 / RM0410 34.5.4):
+        ``USARTDIV = 2 f / baud >= 16`` (``f / baud >= 8``), ``BRR[15:4] = USARTDIV[15:4]``,
+        ``BRR[2:0] = USARTDIV[3:0] >> 1``, baud ``= 2 f / USARTDIV`` (16x first: it tolerates
+        more clock error). LPUART (RM0351 38.4.4 / 38.7.3): ``3 baud <= f <= 4096 baud`` and
+        ``0x300 <= BRR <= 0xFFFFF``, baud ``= 256 f / BRR``.
+        """
+        brr = cls.brr(usart, fck, baud)
+        if usart.startswith("LPUART"):
+            ok = 3 * baud <= fck <= 4096 * baud and 0x300 <= brr <= 0xFFFFF
+            actual = 256 * fck / brr if brr else 0.0
+        else:
+            ok = 16 <= brr <= 0xFFFF
+            actual = fck / brr if brr else 0.0
+        error = actual / baud - 1
+        if ok and abs(error) <= MAX_BAUD_ERROR:
+            return Baud(usart, fck, baud, brr, actual, error)
+        if usart.startswith("LPUART"):
+            return None
+        div = round(2 * fck / baud)
+        actual = 2 * fck / div if div else 0.0
+        if not 16 <= div <= 0xFFFF or abs(actual / baud - 1) > MAX_BAUD_ERROR:
+            return None
+        brr8 = (div & ~0xF) | ((div & 0xF) >> 1)
+        return Baud(usart, fck, baud, brr8, actual, actual / baud - 1, over8=True)
+
+    def check_baud(self, usart: str, tree: ClockTree, baud: int, link: str) -> Baud:
+        """The checked divisor of ``usart`` at ``baud`` from ``tree``'s bus clock; BoardFileError
+        naming ``link``, the clock and the nearest valid standard rates otherwise."""
+        fck = tree.bus_hz[self.usart_bus(usart)]
+        got = self.baud_valid(usart, fck, baud)
+        if got is not None:
+            return got
+        valid = [b for b in STANDARD_BAUDS if self.baud_valid(usart, fck, b)]
+        below = [b for b in valid if b < baud][-1:]
+        above = [b for b in valid if b > baud][:1]
+        nearest = " or ".join(str(b) for b in below + above) or "none"
+        raise BoardFileError(
+            f"{link}: {usart} cannot run {baud} baud from its {fck / 1e6:g} MHz clock (divisor "
+            f"out of range or error over {MAX_BAUD_ERROR:.0%}); nearest valid rates: {nearest}; "
+            "set [link] baud"
+        )
+
+    def route(self, usart: str, pins: str | None = None) -> tuple[tuple[str, int], ...]:
+        """``((tx, af), (rx, af))``: the family's pins of ``usart``, or a board's ``"TX/RX"``
+        where a pin may carry its own AF as ``"PA15:3"``."""
+        u = self.usart_table[usart]
+        out = []
+        for pin in (pins or u.pins).split("/"):
+            name, _, af = pin.partition(":")
+            out.append((name, int(af) if af else u.af))
+        return tuple(out)
+
+    def board_init_writes(
+        self, usarts: Sequence[str], pins: Mapping[str, str] | None = None
+    ) -> tuple[RegWrite, ...]:
         """Register writes that clock the GPIO ports and USARTs and mux the pins (real part only).
 
-        Per USART: RCC enable bit; per pin: RCC GPIO port bit, MODER = 0b10 (alternate function,
-        ``MODER[2p+1:2p]``), AFR[p / 8] nibble ``p % 8`` = AF (RM0090 8.4.1 / 8.4.9-10; the same
-        GPIO layout in every family here).
+        Per USART: RCC enable bit; per pin (``pins`` = a board's routing, else the family's):
+        RCC GPIO port bit, MODER = 0b10 (alternate function, ``MODER[2p+1:2p]``), OSPEEDR =
+        0b01 (medium speed: edges fast enough for 10 Mbit/s, little ringing on jumper wires),
+        PUPDR = 0b01 (pull-up: the idle line is high, an unconnected RX reads idle rather than
+        noise), AFR[p / 8] nibble ``p % 8`` = AF (RM0090 8.4.1-8.4.4, 8.4.9-10; the same GPIO
+        layout in every family here). :meth:`power_writes` first where a port needs it.
         """
         writes: list[RegWrite] = []
+        routes = {}
         for name in usarts:
             self.check_usart(name, self.name)
+            routes[name] = self.route(name, (pins or {}).get(name))
+        writes += self.power_writes([p for r in routes.values() for p, _ in r])
+        for name, route in routes.items():
             u = self.usart_table[name]
             writes.append(_set_bit(self.rcc + u.en_reg, u.en_bit, f"RCC: clock {name}"))
-            for pin in u.pins.split("/"):
-                writes += self._pin_writes(pin, u.af)
+            for pin, af in route:
+                writes += self._pin_writes(pin, af)
         return tuple(writes)
 
+    def power_writes(self, pins: Sequence[str]) -> list[RegWrite]:
+        """Supply switches the pins need before use (none here; L4 overrides for VDDIO2)."""
+        return []
+
     def _pin_writes(self, pin: str, af: int) -> list[RegWrite]:
-        """Clock ``pin``'s port, set its mode to AF and its AFR nibble to ``af``."""
+        """Clock ``pin``'s port, set its mode to AF, medium speed, pull-up, AFR nibble ``af``."""
         port, num = ord(pin[1]) - ord("A"), int(pin[2:])
         base = self.gpio + 0x400 * port
         afr = base + 0x20 + 4 * (num // 8)
         shift = 4 * (num % 8)
+
+        def two(off: int, value: int, what: str) -> RegWrite:
+            return RegWrite(
+                f"0x{base + off:08X}",
+                f"0x{3 << (2 * num):08X}",
+                f"0x{value << (2 * num):08X}",
+                f"{pin}: {what}",
+            )
+
         return [
             _set_bit(self.rcc + self.gpio_en, port, f"RCC: clock GPIO{pin[1]}"),
-            RegWrite(
-                f"0x{base:08X}",
-                f"0x{3 << (2 * num):08X}",
-                f"0x{2 << (2 * num):08X}",
-                f"{pin}: alternate function",
-            ),
+            two(0x00, 2, "MODER alternate function"),
+            two(0x08, 1, "OSPEEDR medium speed"),
+            two(0x0C, 1, "PUPDR pull-up"),
             RegWrite(
                 f"0x{afr:08X}", f"0x{0xF << shift:08X}", f"0x{af << shift:08X}", f"{pin}: AF{af}"
             ),
         ]
+
+    def clock_tree(self, part: str, part_max_hz: int, target_hz: int, hse: Osc | None) -> ClockTree:
+        """The real part's clock tree reaching ``target_hz`` (see ``clocks.py``)."""
+        return self.clock.plan(part, part_max_hz, target_hz, hse)
 
 
 def _set_bit(addr: int, bit: int, comment: str) -> RegWrite:
@@ -192,6 +315,8 @@ class STM32F4(Family):
     rcc = 0x4002_3800
     gpio = 0x4002_0000
     gpio_en = 0x30
+    clock: ClassVar[ClockRules] = F4Clock()
+    apb2_enr = 0x44
     usart_table: ClassVar[Mapping[str, Usart]] = MappingProxyType(
         {  # base, RCC register, bit, IRQ, TX/RX, AF
             "USART1": Usart(0x4001_1000, 0x44, 4, 37, "PA9/PA10", 7),
@@ -219,6 +344,7 @@ class STM32F7(STM32F4):
     fpus = ("fpv5-sp-d16", "fpv5-d16")  # F74x/F75x single, F76x/F77x double precision
     usart_layout = "isr_rdr_tdr"
     openocd_target = "target/stm32f7x.cfg"
+    clock = F7Clock()
     usart_table = _nucleo144(STM32F4.usart_table)
 
 
@@ -238,6 +364,8 @@ class STM32H7(Family):
     rcc = 0x5802_4400
     gpio = 0x5802_0000
     gpio_en = 0xE0
+    clock = H7Clock()
+    apb2_enr = 0xF0
     usart_table = _nucleo144(
         {
             name: u._replace(
@@ -265,6 +393,8 @@ class STM32L4(Family):
     rcc = 0x4002_1000
     gpio = 0x4800_0000
     gpio_en = 0x4C
+    clock = L4Clock()
+    apb2_enr = 0x60
     usart_table: ClassVar[Mapping[str, Usart]] = MappingProxyType(
         {  # base, RCC register, bit, IRQ, TX/RX, AF
             "USART1": Usart(0x4001_3800, 0x60, 14, 37, "PA9/PA10", 7),
@@ -275,6 +405,16 @@ class STM32L4(Family):
             "LPUART1": Usart(0x4000_8000, 0x5C, 0, 70, "PG7/PG8", 8),
         }
     )
+
+    def power_writes(self, pins: Sequence[str]) -> list[RegWrite]:
+        """Port G is supplied by VDDIO2, isolated until PWR_CR2.IOSV (bit 9) is set, with the
+        PWR clock on (RCC_APB1ENR1.PWREN bit 28) (RM0432 5.1.3 / 5.4.2, RM0351 5.1.3 / 5.4.2)."""
+        if not any(p.startswith("PG") for p in pins):
+            return []
+        return [
+            _set_bit(self.rcc + 0x58, 28, "RCC: clock PWR"),
+            _set_bit(0x4000_7004, 9, "PWR_CR2.IOSV: VDDIO2 valid, port G powered"),
+        ]
 
 
 class STM32G0(Family):
@@ -293,6 +433,8 @@ class STM32G0(Family):
     rcc = 0x4002_1000
     gpio = 0x5000_0000
     gpio_en = 0x34
+    clock = G0Clock()
+    apb2_enr = 0x40  # one APB; the clock tree gives APB1 = APB2
     usart_table: ClassVar[Mapping[str, Usart]] = MappingProxyType(
         {  # base, RCC register, bit, IRQ, TX/RX, AF
             "USART1": Usart(0x4001_3800, 0x40, 14, 27, "PA9/PA10", 1),

@@ -116,8 +116,8 @@ def _tie_break(problem: Problem, objective: str, result: SolverResult) -> Solver
     if polished.assignment is None or not polished.optimal:
         # CP-SAT proved optimality on integer-rounded times only: without the exact polish the
         # answer is not proved optimal in the SPEC.md sense
-        return SolverResult(result.assignment, nodes, False, result.gap)
-    return SolverResult(polished.assignment, nodes, True, result.gap)
+        return SolverResult(result.assignment, nodes, False, result.gap, polished.search)
+    return SolverResult(polished.assignment, nodes, True, result.gap, polished.search)
 
 
 def make_plan(
@@ -141,6 +141,7 @@ def make_plan(
         throughput_per_s=ev.throughput_per_s,
         throughput_ref9_per_s=ev.throughput_ref9_per_s,
         gap=result.gap,
+        search=result.search,
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from splitter.partition.problem import better, count_runs
 
@@ -13,13 +13,15 @@ class SolverResult:
     """A solver's raw answer: ``assignment`` is None when it found no feasible candidate.
 
     ``optimal`` means proved optimal (or, with no assignment, proved infeasible); ``gap`` is the
-    relative optimality gap a time limit left, when known.
+    relative optimality gap a time limit left, when known. ``search[j][i]`` counts the nodes
+    that assigned layer ``j`` to device ``i`` (branch and bound records it; the thesis's heatmaps).
     """
 
     assignment: tuple[int, ...] | None
     nodes: int
     optimal: bool
     gap: float | None = None
+    search: tuple[tuple[int, ...], ...] | None = field(default=None, compare=False, repr=False)
 
 
 class Incumbent:

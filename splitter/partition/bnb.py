@@ -112,6 +112,7 @@ class BranchAndBound:
             a0 = tuple(int(x) for x in init)  # type: ignore[attr-defined]
             self.inc.offer(value_of(problem, a0, objective), a0)
         self.nodes = 0
+        self.visits = [[0] * d for _ in range(n)]  # nodes per (layer, device): the heatmap
         self.a = [-1] * n
         self.rem = [int(x) for x in problem.dev_flash]
         self.flash = [int(x) for x in problem.flash]
@@ -142,7 +143,10 @@ class BranchAndBound:
                 self._generic_search()
         except _Stop:
             self.stopped = True
-        return SolverResult(self.inc.assignment, self.nodes, optimal=not self.stopped)
+        search = tuple(tuple(row) for row in self.visits)
+        return SolverResult(
+            self.inc.assignment, self.nodes, optimal=not self.stopped, search=search
+        )
 
     # --- shared helpers ---
 
@@ -236,6 +240,7 @@ class BranchAndBound:
         prev = self.a[j - 1] if j > 0 else -1
         for i in self._values(j):
             self._tick()
+            self.visits[j][i] += 1
             change = prev >= 0 and prev != i
             step = t[j][i] + (comm[j - 1] if change else 0.0)
             k = nsub + (1 if change or j == 0 else 0)
@@ -276,8 +281,10 @@ class BranchAndBound:
             values = [i for i in range(len(rem)) if ok[i] and fj <= rem[i]]
         else:
             values = self._values(j)
+        visits = self.visits[j]
         for i in values:
             self._tick()
+            visits[i] += 1
             change = prev >= 0 and prev != i
             k = nsub + (1 if change or j == 0 else 0)
             a[j] = i
@@ -382,6 +389,7 @@ class BranchAndBound:
         j = self._select()
         for i in self._values(j):
             self._tick()
+            self.visits[j][i] += 1
             self.a[j] = i
             self.rem[i] -= self.flash[j]
             if self._alive() and not self._prune(self._generic_bound()):

@@ -8,8 +8,13 @@ pass-through sub-model renamed it). Per graph output, over all samples (``a`` = 
 
 * ``max_abs = max |a - b|``
 * ``max_rel = max |a - b| / max(|a|, 1e-12)``
-* ``rmse = sqrt(mean((a - b)^2))``
-* ``cosine = <a, b> / (||a|| ||b||)`` (1 when both are zero), as vendor validate tools report.
+* ``rmse = sqrt(mean((a - b)^2))``, ``mae = mean |a - b|``
+* ``l2r = ||a - b|| / ||a||`` (relative L2 error; 0 when both are zero, inf when only ``a`` is)
+* ``cosine = <a, b> / (||a|| ||b||)`` (1 when both are zero), as vendor validate tools report
+  (ST Edge AI ``validate``: L2r, MAE, RMSE, COS, max-abs).
+
+With a labelled set (``--data x.npz``, :func:`labelled_accuracy`) the top-1 accuracy of the
+original and of the chain of sub-models, their agreement and the chain's confusion matrix.
 
 Pass (issue 4): float outputs ``max_abs <= 1e-5``; integer (quantised) outputs bit-exact.
 
@@ -200,6 +205,8 @@ class OutputStats:
     passed: bool
     #: max_abs per sample, in sample order
     per_sample_max_abs: tuple[float, ...] = ()
+    mae: float = 0.0
+    l2r: float = 0.0
     #: for a boundary tensor: the index of the sub-model that produces it
     submodel: int | None = None
 
@@ -218,6 +225,8 @@ class ValidationReport:
     boundaries: tuple[OutputStats, ...] = ()
     #: the normalised model's outputs against the model file's (empty: the bytes are the file's)
     normalisation: tuple[OutputStats, ...] = ()
+    #: accuracy on a labelled set (:func:`labelled_accuracy`), when one was given
+    labelled: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (``OUT/validation.json``)."""
@@ -230,17 +239,25 @@ class ValidationReport:
             "outputs": [_stats_dict(s) for s in self.outputs],
             "boundaries": [_stats_dict(s) for s in self.boundaries],
             "normalisation": [_stats_dict(s) for s in self.normalisation],
+            **({} if self.labelled is None else {"labelled": dict(self.labelled)}),
         }
 
     def summary(self) -> str:
         """One line: pass/fail and the worst output."""
         worst = max(self.outputs, key=lambda s: s.max_abs)
         verdict = "passed" if self.passed else "FAILED"
-        return (
+        line = (
             f"validation {verdict} on {len(self.samples)} inputs: worst output '{worst.name}' "
             f"max-abs {worst.max_abs:.3g}, max-rel {worst.max_rel:.3g}, rmse {worst.rmse:.3g}, "
-            f"cosine {worst.cosine:.9f}"
+            f"mae {worst.mae:.3g}, l2r {worst.l2r:.3g}, cosine {worst.cosine:.9f}"
         )
+        lab = self.labelled
+        if lab is not None:
+            line += (
+                f"; accuracy on {lab['samples']} labelled inputs: split {lab['accuracy_split']:.4f}"
+                f", original {lab['accuracy_original']:.4f}"
+            )
+        return line
 
 
 def _stats_dict(s: OutputStats) -> dict[str, Any]:
@@ -252,6 +269,8 @@ def _stats_dict(s: OutputStats) -> dict[str, Any]:
         "max_rel": s.max_rel,
         "rmse": s.rmse,
         "cosine": s.cosine,
+        "l2r": s.l2r,
+        "mae": s.mae,
         "exact": s.exact,
         "passed": s.passed,
         "per_sample_max_abs": list(s.per_sample_max_abs),
@@ -368,6 +387,7 @@ def compare(name: str, refs: Sequence[np.ndarray], gots: Sequence[np.ndarray]) -
     exact = all(np.array_equal(r, g) for r, g in zip(refs, gots, strict=True))
     is_int = np.issubdtype(np.asarray(refs[0]).dtype, np.integer)
     max_abs = float(diff.max()) if diff.size else 0.0
+    err, ref = float(np.linalg.norm(a - b)), float(np.linalg.norm(a))
     return OutputStats(
         name=name,
         dtype=str(np.asarray(refs[0]).dtype),
@@ -382,6 +402,8 @@ def compare(name: str, refs: Sequence[np.ndarray], gots: Sequence[np.ndarray]) -
             float(np.max(np.abs(np.asarray(r, np.float64) - np.asarray(g, np.float64)), initial=0))
             for r, g in zip(refs, gots, strict=True)
         ),
+        mae=float(diff.mean()) if diff.size else 0.0,
+        l2r=err / ref if ref > 0 else (0.0 if err == 0 else float("inf")),
     )
 
 
@@ -448,9 +470,11 @@ def validate_models(
     seed: int = DEFAULT_SEED,
     input_files: Sequence[str | Path] = (),
     float_range: tuple[float, float] | None = None,
+    data_file: str | Path | None = None,
 ) -> ValidationReport:
     """Validate sub-models ``(name, bytes)`` against the normalised model ``original``
-    (:func:`splitter.importers.load_model`: the user's input shapes hold in the reference too).
+    (:func:`splitter.importers.load_model`: the user's input shapes hold in the reference too);
+    with ``data_file`` (``.npz``, :func:`load_labelled`) also the accuracy on that set.
 
     Raises :class:`ValidationError` when any output fails (the report is attached as
     ``exc.report``).
@@ -473,11 +497,30 @@ def validate_models(
         ref, chain, samples, labels, runtime=runtime, submodel_names=[n for n, _ in submodels]
     )
     normalised = normalisation_stats(original, ref, samples)
+    labelled = None
+    if data_file is not None:
+        data = load_labelled(data_file, _single_input(ref, data_file), output_classes(ref))
+        labelled = labelled_accuracy(ref, chain, data)
     return replace(
         report,
         passed=report.passed and all(s.passed for s in normalised),
         normalisation=normalised,
+        labelled=labelled,
     )
+
+
+def _single_input(runner: Runner, path: str | Path) -> TensorSpec:
+    if len(runner.inputs) != 1:
+        raise InputFileError(
+            f"{path}: --data needs a single-input model, this one has {len(runner.inputs)} inputs"
+        )
+    return runner.inputs[0]
+
+
+def output_classes(runner: Runner) -> int:
+    """Scores per sample of the first output (its element count): the number of classes."""
+    shape = runner.outputs[0].shape
+    return int(np.prod(shape)) if shape else 1
 
 
 def normalisation_stats(
@@ -577,3 +620,106 @@ _ORT_TYPES = {
     "tensor(int64)": "int64",
     "tensor(bool)": "bool",
 }
+
+
+# --- labelled data (--data x.npz) -------------------------------------------------------
+
+#: array names accepted for the inputs and the labels of a labelled set
+DATA_INPUT_KEYS = ("x", "inputs", "input", "data")
+DATA_LABEL_KEYS = ("y", "labels", "label", "targets")
+
+
+@dataclass(frozen=True)
+class LabelledSet:
+    """Inputs (one array per sample, the model input's shape) and integer class labels."""
+
+    path: str
+    inputs: tuple[np.ndarray, ...]
+    labels: tuple[int, ...]
+
+
+def _pick(arrays: Mapping[str, np.ndarray], keys: Sequence[str], path: str, what: str) -> str:
+    found = [k for k in keys if k in arrays]
+    if len(found) != 1:
+        raise InputFileError(
+            f"{path}: needs exactly one {what} array named {' or '.join(keys)}, it has "
+            f"{sorted(arrays) or 'none'}; save it with numpy.savez(path, x=inputs, y=labels)"
+        )
+    return found[0]
+
+
+def load_labelled(path: str | Path, spec: TensorSpec, classes: int) -> LabelledSet:
+    """A labelled set from ``path`` (``.npz`` with inputs ``x`` and labels ``y``) for a model
+    whose single input is ``spec`` and whose output has ``classes`` scores per sample.
+
+    Labels are integers in ``0..classes-1`` (or one-hot rows, turned into their argmax).
+    """
+    from splitter.inputs import read_npz
+
+    where = str(path)
+    arrays = read_npz(path)
+    x = arrays[_pick(arrays, DATA_INPUT_KEYS, where, "inputs")]
+    y = arrays[_pick(arrays, DATA_LABEL_KEYS, where, "labels")]
+    samples = _as_samples(x, spec, where)
+    if y.ndim == 2 and y.shape[1] == classes and y.shape[0] == len(samples):
+        y = np.argmax(y, axis=1)
+    if y.ndim != 1 or len(y) != len(samples) or not np.issubdtype(y.dtype, np.integer):
+        raise InputFileError(
+            f"{path}: labels must be {len(samples)} integers (one per input) or one-hot rows of "
+            f"{classes}, the file has {y.dtype} {list(y.shape)}; save integer class indices"
+        )
+    if len(y) and (int(y.min()) < 0 or int(y.max()) >= classes):
+        raise InputFileError(
+            f"{path}: labels span {int(y.min())}..{int(y.max())}, the model has {classes} "
+            f"classes (0..{classes - 1}); fix the labels"
+        )
+    return LabelledSet(where, tuple(samples), tuple(int(v) for v in y))
+
+
+def _as_samples(x: np.ndarray, spec: TensorSpec, path: str) -> list[np.ndarray]:
+    shape = tuple(spec.shape)
+    if x.dtype != np.dtype(spec.dtype):
+        raise InputFileError(
+            f"{path}: inputs need dtype {spec.dtype} (input '{spec.name}'), the file has "
+            f"{x.dtype}; save them with x.astype('{spec.dtype}')"
+        )
+    if x.ndim == len(shape) + 1 and x.shape[1:] == shape and len(x):
+        return [a for a in x]
+    if shape and shape[0] == 1 and x.ndim == len(shape) and x.shape[1:] == shape[1:] and len(x):
+        return [a[None, ...] for a in x]
+    raise InputFileError(
+        f"{path}: inputs need shape [N, {', '.join(str(v) for v in shape)}] (input "
+        f"'{spec.name}'), the file has {list(x.shape)}; reshape the array"
+    )
+
+
+def labelled_accuracy(
+    original: Runner, submodels: Sequence[Runner], data: LabelledSet
+) -> dict[str, Any]:
+    """Top-1 accuracy of the original and of the chain on ``data``, their agreement, and the
+    chain's confusion matrix (rows: label, columns: predicted class), on the first output."""
+    out = original.outputs[0]
+    classes = int(np.prod(out.shape)) if out.shape else 1
+    confusion = np.zeros((classes, classes), dtype=np.int64)
+    right_orig = right_split = agree = 0
+    for feeds_x, label in zip(data.inputs, data.labels, strict=True):
+        feeds = {original.inputs[0].name: feeds_x}
+        p_orig = int(np.argmax(original.run(feeds)[out.name]))
+        env = run_chain(submodels, feeds)
+        got = env[out.name] if out.name in env else env[submodels[-1].outputs[0].name]
+        p_split = int(np.argmax(got))
+        confusion[label, p_split] += 1
+        right_orig += p_orig == label
+        right_split += p_split == label
+        agree += p_orig == p_split
+    n = len(data.labels)
+    return {
+        "file": data.path,
+        "samples": n,
+        "output": out.name,
+        "classes": classes,
+        "accuracy_original": right_orig / n,
+        "accuracy_split": right_split / n,
+        "agreement": agree / n,
+        "confusion": confusion.tolist(),
+    }

@@ -1,0 +1,169 @@
+"""``splitter segment INPUT --target ONE_BOARD.toml``: LO-SC segments on one device (planning).
+
+Each layer ``l`` of the chain gives ``MEM_l`` = its weights (FLASH_j), ``PEAK_l`` = its activation
+RAM (RAM_j), ``OUT_l`` = its output bytes (OUT_j) and ``T_l`` = compute (thesis eq. 6) plus the time
+to bring its weights in over the board's link (``MEM_l * bits_per_byte / baud``: on the emulator the
+host streams each segment's weights, see issue 16). A segment's memory is its weights plus its
+largest activation buffer, within ``--segment-memory`` (default: the device's usable RAM, where a
+streamed segment lives). The firmware that runs segments one after another is not generated yet:
+this command plans and reports.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from splitter.cli.options import activation_bytes_option, input_shape_option
+from splitter.errors import SplitterError
+from splitter.hardware.boards import load_boards, parse_size
+from splitter.importers import load_chain
+from splitter.ir import Boards, Chain, Device
+from splitter.partition.problem import layer_time
+from splitter.partition.segment import (
+    Segmentation,
+    SegmentProblem,
+    segment_memory,
+    segment_time,
+    solve_segments,
+)
+
+
+def segment_problem(
+    chain: Chain, boards: Boards, device: Device, memory_cap: int, time_cap: float | None
+) -> SegmentProblem:
+    """The LO-SC instance of ``chain`` on ``device`` (module docstring gives each term)."""
+    link = boards.link
+    costs = [layer.cost for layer in chain.layers]
+    return SegmentProblem(
+        memory=tuple(c.flash for c in costs),
+        output=tuple(c.out_bytes for c in costs),
+        memory_cap=memory_cap,
+        peak=tuple(c.ram for c in costs),
+        time=tuple(layer_time(c, device) + c.flash * link.bits_per_byte / link.baud for c in costs),
+        time_cap=time_cap,
+        names=tuple(layer.name for layer in chain.layers),
+    )
+
+
+def _pick_device(boards: Boards, name: str | None, target: str) -> Device:
+    if name is None:
+        if len(boards.devices) != 1:
+            names = ", ".join(d.name for d in boards.devices)
+            raise SplitterError(
+                f"{target}: {len(boards.devices)} devices ({names}); "
+                "segment runs on one: pick it with --device NAME"
+            )
+        return boards.devices[0]
+    for device in boards.devices:
+        if device.name == name:
+            return device
+    names = ", ".join(d.name for d in boards.devices)
+    raise SplitterError(f"{target}: no device named '{name}'; choose one of {names}")
+
+
+def _rows(chain: Chain, problem: SegmentProblem, answer: Segmentation) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for k, (first, last) in enumerate(answer.segments):
+        rows.append(
+            {
+                "index": k,
+                "first": first,
+                "last": last,
+                "first_name": chain.layers[first].name,
+                "last_name": chain.layers[last].name,
+                "weights_bytes": sum(problem.memory[first : last + 1]),
+                "memory_bytes": segment_memory(problem, first, last),
+                "time_s": segment_time(problem, first, last),
+                "carried_bytes": problem.output[last],
+            }
+        )
+    return rows
+
+
+@click.command("segment")
+@click.argument("input_path", metavar="INPUT")
+@click.option("--target", "target", required=True, metavar="BOARDS.toml", help="Board file.")
+@click.option("--device", "device_name", default=None, help="Device of --target (if several).")
+@click.option(
+    "--segment-memory",
+    default=None,
+    metavar="SIZE",
+    help="Bytes a segment may occupy, e.g. '96 KiB' (default: the device's usable RAM).",
+)
+@click.option(
+    "--segment-time",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Longest a segment may take, loading included (default: no limit).",
+)
+@click.option("--time-limit", type=click.FloatRange(min=0.0, min_open=True), default=60.0)
+@click.option("--json", "as_json", is_flag=True, help="Print the segmentation as JSON.")
+@input_shape_option
+@activation_bytes_option
+def command(
+    input_path: str,
+    target: str,
+    device_name: str | None,
+    segment_memory: str | None,
+    segment_time: float | None,
+    time_limit: float,
+    as_json: bool,
+    input_shapes: dict[str, tuple[int, ...]],
+    activation_bytes: int | None,
+) -> None:
+    """Cut INPUT into LO-SC segments run one after another on ONE board, carrying fewest bytes."""
+    boards = load_boards(target)
+    device = _pick_device(boards, device_name, target)
+    cap = device.ram_bytes
+    if segment_memory is not None:
+        cap = parse_size(segment_memory, device.part.ram_kib, target, "--segment-memory")
+    chain = load_chain(
+        input_path, input_shapes=input_shapes or None, activation_bytes=activation_bytes
+    )
+    problem = segment_problem(chain, boards, device, cap, segment_time)
+    answer = solve_segments(problem, time_limit=time_limit)
+    rows = _rows(chain, problem, answer)
+    if as_json:
+        doc = {
+            "schema": "splitter.segments/1",
+            "model": chain.name,
+            "device": device.name,
+            "mcu": device.part.name,
+            "segment_memory_bytes": cap,
+            "segment_time_s": segment_time,
+            "carried_bytes": answer.carried_bytes,
+            "optimal": answer.optimal,
+            "segments": rows,
+        }
+        click.echo(json.dumps(doc, indent=2))
+        return
+    _render(chain, device, cap, answer, rows)
+
+
+def _render(
+    chain: Chain, device: Device, cap: int, answer: Segmentation, rows: list[dict[str, object]]
+) -> None:
+    table = Table(
+        title=f"{chain.name}: {len(rows)} LO-SC segment(s) on {device.name} ({device.part.name})",
+        caption=f"memory: weights + largest activation buffer, within {cap / 1024:.1f} KiB",
+    )
+    for col in ("#", "layers", "weights KiB", "memory KiB", "time s", "carried B"):
+        table.add_column(col, justify="left" if col == "layers" else "right")
+    for r in rows:
+        table.add_row(
+            str(r["index"]),
+            f"{r['first']}-{r['last']} ({r['first_name']}..{r['last_name']})",
+            f"{int(r['weights_bytes']) / 1024:.1f}",  # type: ignore[call-overload]
+            f"{int(r['memory_bytes']) / 1024:.1f}",  # type: ignore[call-overload]
+            f"{float(r['time_s']):.6f}",  # type: ignore[arg-type]
+            str(r["carried_bytes"]),
+        )
+    console = Console(width=132)
+    console.print(table)
+    proof = "proved optimal" if answer.optimal else "not proved optimal"
+    console.print(f"carried {answer.carried_bytes} B in total (LO-SC eq. 9), {proof} (cpsat)")

@@ -1,0 +1,281 @@
+"""PEX partial execution: the least peak activation memory of a graph run channel by channel.
+
+Liberis & Lane, "PEX: Memory-efficient microcontroller deep learning through partial execution"
+(``../shared/papers/pex-partial-execution.md``, section 3). Operators are of two kinds (3.1):
+
+* **aggregating** (A-type: convolutions with ``groups == 1``, dense): they can *generate* one
+  output channel at a time from their full input, or *accumulate* one input channel's
+  contribution into their full output;
+* **channel-wise** (C-type: depthwise convolutions, pooling, element-wise activations and
+  binary ops, per-channel batch norm, spatial pad): channel ``c`` of the output needs only
+  channel ``c`` of the input (a full second operand is read one channel at a time, a view).
+
+A **partial execution loop** is a run of consecutive ops ``s..e`` of the schedule, over the
+``C`` channels of the tensors that flow between them: ``s`` generates (A) or slices its full
+input (C), the ops in between continue channel by channel (C), and ``e`` accumulates into its
+full output (A) or writes its channel of the full output (C). Each inner tensor is produced by
+one op and consumed only by the next, so only one channel of it ever exists (``K`` channels per
+iteration, default 1; the paper's Remark 4). Every op executes exactly the MACs it would
+otherwise: zero computational overhead.
+
+Memory model (the paper's section 3.2, on a fixed topological order of the graph's ops):
+
+* ordinary step ``k``: ``sum`` of the bytes of every tensor live at op ``k`` (inputs, outputs
+  and anything produced earlier and consumed later, graph inputs and outputs included);
+* loop ``s..e``: the same sum over the tensors live anywhere in ``s..e`` except the inner ones,
+  plus ``K * bytes(t) / C`` for each inner tensor ``t``; when ``e`` accumulates, its output
+  counts ``numel * accumulator_bytes`` (32-bit accumulators for integer models, the paper's
+  section 3.4; the paper's own figures use the output's own width).
+
+:func:`partial_schedule` finds the least peak by dynamic programming over the schedule
+positions (``best[k]`` = least peak of running ops ``0..k-1``; an ordinary step or a loop ending
+at ``e`` extends it: ``best[e+1] = min(max(best[s], step))``), then, within that peak, the
+schedule with the fewest loops (the paper's preference for the simpler schedule). For a fixed op
+order it is exact: a loop's inner tensors exist only inside it, so choices never change the
+memory of other steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from splitter.ir import ACTIVATIONS, Graph, Op, TensorSpec
+
+#: Channel-wise kinds besides the activations and depthwise convolutions (see module docstring).
+_CHANNELWISE = frozenset(
+    {"maxpool", "avgpool", "global_avgpool", "add", "sub", "mul", "div", "batchnorm", "pad"}
+)
+AGGREGATE, CHANNELWISE = "aggregate", "channelwise"
+
+
+@dataclass(frozen=True)
+class Loop:
+    """A partial execution loop over ops ``first..last`` (schedule indices) and ``channels``."""
+
+    first: int
+    last: int
+    channels: int
+    memory: int  # bytes while the loop runs
+
+
+@dataclass(frozen=True)
+class PartialSchedule:
+    """The answer: ordinary peak, partial-execution peak and the loops that reach it."""
+
+    ordinary_peak: int  # bytes, every op run whole
+    peak: int  # bytes, with the loops
+    loops: tuple[Loop, ...]
+    op_names: tuple[str, ...]
+
+    def describe(self, loop: Loop) -> str:
+        """``conv_a -> dw_b -> conv_c over 96 channels``."""
+        names = self.op_names[loop.first : loop.last + 1]
+        return f"{' -> '.join(names)} over {loop.channels} channels"
+
+
+def channel_axis(spec: TensorSpec, layout: str) -> int:
+    """The channel axis of an activation: 1 in NCHW (rank >= 3), the last one otherwise."""
+    if layout != "NHWC" and len(spec.shape) >= 3:
+        return 1
+    return len(spec.shape) - 1
+
+
+def partial_role(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> str:
+    """``"aggregate"``, ``"channelwise"`` or ``""`` (must run whole), by the rules above."""
+    if op.kind == "dense":
+        return AGGREGATE
+    if op.kind == "conv2d":
+        groups = int(op.attrs.get("groups", 1) or 1)
+        if groups == 1:
+            return AGGREGATE
+        spec_in, spec_out = tensors[op.inputs[0]], tensors[op.outputs[0]]
+        c_in = spec_in.shape[channel_axis(spec_in, layout)]
+        c_out = spec_out.shape[channel_axis(spec_out, layout)]
+        return CHANNELWISE if groups == c_in == c_out else ""
+    if op.kind in ACTIVATIONS or op.kind in _CHANNELWISE:
+        if op.kind == "pad" and not _pads_keep_channels(op, tensors, layout):
+            return ""
+        return CHANNELWISE
+    return ""
+
+
+def _pads_keep_channels(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> bool:
+    """A pad is channel-wise only when it adds no channels."""
+    spec = tensors[op.inputs[0]]
+    out = tensors[op.outputs[0]]
+    axis = channel_axis(spec, layout)
+    return spec.shape[axis] == out.shape[axis]
+
+
+def partial_schedule(
+    graph: Graph,
+    itemsize_of: Callable[[TensorSpec], int],
+    *,
+    ops: Sequence[Op] | None = None,
+    channels_per_step: int = 1,
+    accumulator_bytes: int | None = None,
+) -> PartialSchedule:
+    """The least-peak partial execution schedule of ``ops`` (default: the whole graph).
+
+    ``itemsize_of(spec)`` gives an activation's bytes per element; ``accumulator_bytes`` the
+    bytes per element of an accumulating loop's output (None: the output's own width, as the
+    paper's figures count it).
+    """
+    seq = tuple(graph.ops if ops is None else ops)
+    live = _Liveness(seq, graph, itemsize_of)
+    steps = [live.step(k) for k in range(len(seq))]
+    candidates = _loops(seq, graph, live, channels_per_step, accumulator_bytes)
+    peak = _least_peak(steps, candidates)
+    loops = _fewest_loops(steps, candidates, peak)
+    return PartialSchedule(max(steps, default=0), peak, loops, tuple(op.name for op in seq))
+
+
+def _least_peak(steps: Sequence[int], candidates: Mapping[int, Sequence[Loop]]) -> int:
+    """``best[e+1] = min(best[e+1], max(best[s], memory of the step or loop s..e))``."""
+    best = [0] + [1 << 62] * len(steps)
+    for k, memory in enumerate(steps):
+        best[k + 1] = min(best[k + 1], max(best[k], memory))
+        for loop in candidates.get(k, ()):
+            best[loop.last + 1] = min(best[loop.last + 1], max(best[k], loop.memory))
+    return best[len(steps)]
+
+
+def _fewest_loops(
+    steps: Sequence[int], candidates: Mapping[int, Sequence[Loop]], peak: int
+) -> tuple[Loop, ...]:
+    """Among schedules whose every step stays within ``peak``, one with the fewest loops."""
+    inf = 1 << 62
+    count = [0] + [inf] * len(steps)
+    back: list[tuple[int, Loop | None]] = [(0, None)] * (len(steps) + 1)
+    for k, memory in enumerate(steps):
+        if count[k] == inf:
+            continue
+        if memory <= peak and count[k] < count[k + 1]:
+            count[k + 1], back[k + 1] = count[k], (k, None)
+        for loop in candidates.get(k, ()):
+            end = loop.last + 1
+            if loop.memory <= peak and count[k] + 1 < count[end]:
+                count[end], back[end] = count[k] + 1, (k, loop)
+    loops: list[Loop] = []
+    pos = len(steps)
+    while pos > 0:
+        pos, taken = back[pos]
+        if taken is not None:
+            loops.append(taken)
+    return tuple(reversed(loops))
+
+
+class _Liveness:
+    """Live intervals of the activations over the schedule, in op indices."""
+
+    def __init__(
+        self, ops: Sequence[Op], graph: Graph, itemsize_of: Callable[[TensorSpec], int]
+    ) -> None:
+        self.tensors = graph.tensors
+        self.itemsize_of = itemsize_of
+        last = len(ops) - 1
+        self.start: dict[str, int] = {}
+        self.end: dict[str, int] = {}
+        self.consumers: dict[str, list[int]] = {}
+        for k, op in enumerate(ops):
+            for name in op.inputs:
+                self.start.setdefault(name, 0)  # produced before these ops: live from the start
+                self.end[name] = max(self.end.get(name, k), k)
+                self.consumers.setdefault(name, []).append(k)
+            for name in op.outputs:
+                self.start[name] = k
+                self.end.setdefault(name, k)
+        self.kept = set(graph.outputs)
+        for name in self.kept & set(self.start):
+            self.end[name] = last
+
+    def nbytes(self, name: str) -> int:
+        spec = self.tensors[name]
+        return spec.size * self.itemsize_of(spec)
+
+    def live_in(self, first: int, last: int) -> list[str]:
+        """Tensors live at some op of ``first..last``."""
+        return [t for t in self.start if self.start[t] <= last and self.end[t] >= first]
+
+    def step(self, k: int) -> int:
+        """Bytes live at op ``k`` run whole."""
+        return sum(self.nbytes(t) for t in self.live_in(k, k))
+
+
+def _loops(
+    ops: Sequence[Op],
+    graph: Graph,
+    live: _Liveness,
+    per_step: int,
+    accumulator_bytes: int | None,
+) -> dict[int, list[Loop]]:
+    """Every valid loop, by its first op (module docstring gives the rules)."""
+    roles = [partial_role(op, graph.tensors, graph.layout) for op in ops]
+    found: dict[int, list[Loop]] = {}
+    for s, role in enumerate(roles):
+        if not role:
+            continue
+        channels = _channels(graph, ops[s].outputs[0])
+        inner: list[str] = []
+        for e in range(s + 1, len(ops)):
+            link = ops[e - 1].outputs[0]
+            if not _passes(ops, e, link, live, graph, channels, roles[e - 1], s):
+                break
+            inner.append(link)
+            if roles[e]:
+                memory = _loop_memory(ops, s, e, inner, channels, live, per_step, roles[e],
+                                      accumulator_bytes)  # fmt: skip
+                found.setdefault(s, []).append(Loop(s, e, channels, memory))
+            if roles[e] != CHANNELWISE:
+                break
+    return found
+
+
+def _channels(graph: Graph, name: str) -> int:
+    spec = graph.tensors[name]
+    return int(spec.shape[channel_axis(spec, graph.layout)])
+
+
+def _passes(
+    ops: Sequence[Op],
+    e: int,
+    link: str,
+    live: _Liveness,
+    graph: Graph,
+    channels: int,
+    prev_role: str,
+    s: int,
+) -> bool:
+    """Can ``link`` (output of op ``e-1``) flow one channel at a time into op ``e``?"""
+    if len(ops[e - 1].outputs) != 1 or link in live.kept:
+        return False
+    if live.consumers.get(link) != [e] or ops[e].inputs[0] != link:
+        return False
+    if e - 1 > s and prev_role != CHANNELWISE:
+        return False  # an accumulating op ends its loop
+    return _channels(graph, link) == channels
+
+
+def _loop_memory(
+    ops: Sequence[Op],
+    s: int,
+    e: int,
+    inner: Sequence[str],
+    channels: int,
+    live: _Liveness,
+    per_step: int,
+    last_role: str,
+    accumulator_bytes: int | None,
+) -> int:
+    """Bytes while loop ``s..e`` runs (module docstring, memory model)."""
+    inner_set = set(inner)
+    total = 0
+    for name in live.live_in(s, e):
+        if name in inner_set:
+            total += -(-live.nbytes(name) * min(per_step, channels) // channels)
+        elif last_role == AGGREGATE and accumulator_bytes and name in ops[e].outputs:
+            total += live.tensors[name].size * accumulator_bytes
+        else:
+            total += live.nbytes(name)
+    return total

@@ -1,0 +1,316 @@
+"""``OUT/report.html``: one self-contained page (figures as base64 SVG images, no scripts).
+
+Everything the page prints from a file (names, numbers, messages) goes through
+:func:`html.escape`; figures are ``<img>`` data URIs, so an SVG cannot run anything and works
+offline.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from splitter.manifest import PlanManifest
+from splitter.partition.problem import close
+from splitter.report import plots
+from splitter.report.data import ReportData
+from splitter.report.pipeline import Stage, eq17_applies, simulate, steady_waiting
+
+#: inferences drawn in the Gantt chart
+GANTT_INFERENCES = 5
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
+table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
+td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}
+td.l,th.l{text-align:left}figure{margin:1em 0}figure img{max-width:100%}
+figcaption{font-size:.85em;color:#555}.fail{color:#b00;font-weight:bold}.ok{color:#060}
+.note{background:#fff8e0;padding:.5em;border-left:3px solid #e0b000}
+"""
+
+
+def esc(x: object) -> str:
+    """Text for HTML."""
+    return html.escape(str(x), quote=True)
+
+
+def num(x: Any, fmt: str = ".4g") -> str:
+    """A number formatted, ``-`` for anything that is not a finite number."""
+    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
+        return "-"
+    return format(x, fmt)
+
+
+def figure(plot_id: str, svg: str, caption: str) -> str:
+    """An ``<img>`` data URI figure with an id (``plot-...``) and a caption."""
+    data = base64.b64encode(svg.encode()).decode("ascii")
+    return (
+        f'<figure id="{esc(plot_id)}"><img class="plot" alt="{esc(caption)}" '
+        f'src="data:image/svg+xml;base64,{data}"><figcaption>{esc(caption)}</figcaption></figure>'
+    )
+
+
+def table(head: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> str:
+    """A table of already escaped cells; the first ``left`` columns left-aligned."""
+
+    def cells(tag: str, row: Sequence[str]) -> str:
+        return "".join(
+            f"<{tag}{' class=l' if k < left else ''}>{c}</{tag}>" for k, c in enumerate(row)
+        )
+
+    body = "".join(f"<tr>{cells('td', r)}</tr>" for r in rows)
+    return f"<table><tr>{cells('th', [esc(h) for h in head])}</tr>{body}</table>"
+
+
+def stages_of(m: PlanManifest) -> list[Stage]:
+    """The pipeline stages of a plan: one per sub-model (device, compute, transfer)."""
+    last = len(m.submodels) - 1
+    return [
+        Stage(s.device_index, s.compute_s, s.transfer_s if k < last else 0.0)
+        for k, s in enumerate(m.submodels)
+    ]
+
+
+def render(
+    m: PlanManifest,
+    data: ReportData,
+    validation: Mapping[str, Any] | None,
+    bench_rows: Sequence[tuple[str, float, float]] | None,
+    bench_note: str = "",
+) -> str:
+    """The whole page."""
+    names = [d.name for d in sorted(m.devices, key=lambda d: d.index)]
+    parts = [
+        "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
+        f"<title>splitter report: {esc(m.model.name)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>splitter report: {esc(m.model.name)}</h1>",
+        _summary(m),
+        "<h2>Layer profile</h2>",
+        figure(
+            "plot-profile",
+            plots.profile_svg(data.layers, m.assignment, names),
+            "FLASH, RAM and MACs per layer, coloured by device; dashed lines are the cuts",
+        ),
+        _submodel_table(m),
+        "<h2>Memory per device</h2>",
+        figure(
+            "plot-memory",
+            plots.memory_svg(
+                names,
+                [(d.flash_used, d.flash_budget) for d in m.devices],
+                [(d.ram_used, d.ram_budget) for d in m.devices],
+            ),
+            "FLASH and RAM used against each device's usable capacity (the board file's budget)",
+        ),
+        "<h2>Pipelined run</h2>",
+        _pipeline(m, names),
+        "<h2>Search</h2>",
+        _search(m, data, names),
+        "<h2>Estimated vs measured</h2>",
+        _bench(bench_rows, bench_note, str(m.model.name)),
+        "<h2>Validation</h2>",
+        _validation(validation),
+        "<h2>Layers</h2>",
+        _layers(data, m, names),
+        "</body></html>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def _summary(m: PlanManifest) -> str:
+    proof = "proved optimal" if m.optimal else "not proved optimal"
+    if m.gap is not None:
+        proof += f" (gap {m.gap:.2%})"
+    rows = [
+        ["model", f"{esc(m.model.path)} ({esc(m.model.format)}, {m.model.layers} layers)"],
+        ["boards", esc(m.boards_path)],
+        ["link", f"{m.baud} baud, {m.bits_per_byte} bits per byte"],
+        ["objective / solver", f"{esc(m.objective)}, {esc(m.solver)}: {proof}, {m.nodes} nodes"],
+        ["latency (eq. 13)", f"{num(m.latency_s * 1e3, '.3f')} ms"],
+        ["throughput (eq. 17)", f"{num(m.throughput_per_s, '.4f')} /s"],
+        ["throughput, reference [9]", f"{num(m.throughput_ref9_per_s, '.4f')} /s"],
+        ["bottleneck device (eq. 17)", esc(m.bottleneck_device)],
+    ]
+    return table(["", ""], rows, left=2)
+
+
+def _submodel_table(m: PlanManifest) -> str:
+    rows = [
+        [
+            str(s.index),
+            esc(s.device),
+            esc(s.mcu),
+            f"{s.first}..{s.last}",
+            esc(s.file or "-"),
+            str(s.flash_bytes),
+            str(s.ram_bytes),
+            str(s.macs),
+            num(s.compute_s * 1e3, ".3f"),
+            num(s.transfer_s * 1e3, ".3f"),
+        ]
+        for s in m.submodels
+    ]
+    head = [
+        "#",
+        "device",
+        "MCU",
+        "layers",
+        "file",
+        "FLASH B",
+        "RAM B",
+        "MACs",
+        "compute ms",
+        "send ms",
+    ]
+    return table(head, rows, left=5)
+
+
+def _pipeline(m: PlanManifest, names: Sequence[str]) -> str:
+    stages = stages_of(m)
+    bottleneck = m.device(m.bottleneck_device).index
+    sim = simulate(stages, GANTT_INFERENCES, bottleneck)
+    steady = steady_waiting(stages, bottleneck=bottleneck)
+    rate = 1.0 / steady if steady > 0 else math.inf
+    if close(steady, m.waiting_s):
+        verdict = (
+            f"<p class=ok>The simulated steady state equals eq. 17: waiting time "
+            f"{num(steady * 1e3, '.3f')} ms, {num(rate, '.4f')} inferences/s.</p>"
+        )
+    else:
+        why = "" if eq17_applies(stages) else (
+            " Eq. 17 assumes that no device other than the bottleneck is held longer than the "
+            "bottleneck and that no link between two other devices lies inside the bottleneck's "
+            "range; this plan breaks that."
+        )  # fmt: skip
+        verdict = (
+            f"<p class=note>Eq. 17 gives a waiting time of {num(m.waiting_s * 1e3, '.3f')} ms; "
+            f"the simulation needs {num(steady * 1e3, '.3f')} ms ({num(rate, '.4f')} /s).{why} "
+            "The simulated figure is the one to expect.</p>"
+        )
+    caption = (
+        f"Simulated run of {GANTT_INFERENCES} inferences (the model of SPEC.md eq. 17: the "
+        f"bottleneck device {names[bottleneck]} serves one inference from its first to its last "
+        "sub-model, the others interleave); first result after "
+        f"{num(sim.latency_s * 1e3, '.3f')} ms (eq. 13: {num(m.latency_s * 1e3, '.3f')} ms)"
+    )
+    svg = plots.gantt_svg(sim, names, bottleneck, steady)
+    return figure("plot-gantt", svg, caption) + verdict
+
+
+def _search(m: PlanManifest, data: ReportData, names: Sequence[str]) -> str:
+    if data.search is None:
+        return (
+            f"<p>Solver {esc(m.solver)} ran without branch and bound, so there is no search "
+            "heatmap (use <code>--solver bnb</code> to see one).</p>"
+        )
+    svg = plots.heatmap_svg(data.search, names, m.assignment)
+    total = sum(sum(r) for r in data.search)
+    return figure(
+        "plot-search",
+        svg,
+        f"Branch and bound: {total} nodes, by the layer they assigned and the device they chose; "
+        "red circles are the plan",
+    )
+
+
+def _bench(rows: Sequence[tuple[str, float, float]] | None, note: str, model: str) -> str:
+    if rows is None:
+        return (
+            "<p>No measurements yet: run <code>splitter bench OUT --emulate</code> (or with "
+            "<code>--port</code>) and this section shows them.</p>"
+        )
+    body = []
+    for k, (what, est, meas) in enumerate(rows):
+        err = 100.0 * (est - meas) / meas if meas else math.nan
+        body.append(
+            [str(k), esc(what), num(est * 1e3, ".3f"), num(meas * 1e3, ".3f"), num(err, "+.1f")]
+        )
+    head = ["row", "what", "estimated ms", "measured ms (median)", "error %"]
+    out = figure("plot-bench", plots.bench_svg(rows), f"{model}: estimated vs measured")
+    return out + (f"<p>{esc(note)}</p>" if note else "") + table(head, body, left=2)
+
+
+_METRICS = ("l2r", "mae", "rmse", "cosine", "max_abs", "max_rel")
+
+
+def _validation(v: Mapping[str, Any] | None) -> str:
+    if v is None or v.get("skipped"):
+        return "<p>Validation skipped (<code>--no-validate</code>).</p>"
+    verdict = "<span class=ok>passed</span>" if v["passed"] else "<span class=fail>FAILED</span>"
+    tol = v.get("tolerance", {})
+    out = [
+        f"<p>{verdict} on {len(v['samples'])} inputs with {esc(v.get('runtime', ''))} "
+        f"(float: max-abs &le; {esc(tol.get('float_max_abs', '-'))}, integer: bit-exact). "
+        "L2R = ||a-b||/||a||, MAE = mean |a-b|, a = original model, b = chain of sub-models.</p>"
+    ]
+    head = ["output", "dtype", "L2R", "MAE", "RMSE", "cosine", "max-abs", "max-rel", "pass"]
+    rows = [
+        [
+            esc(s["name"]),
+            esc(s["dtype"]),
+            *(num(s.get(k), ".3g") for k in _METRICS[:3]),
+            num(s.get("cosine"), ".9f"),
+            *(num(s.get(k), ".3g") for k in _METRICS[4:]),
+            "yes" if s["passed"] else "<span class=fail>NO</span>",
+        ]
+        for s in v["outputs"]
+    ]
+    out.append(table(head, rows, left=2))
+    if v.get("boundaries"):
+        rows = [
+            [
+                str(b.get("submodel", "-")),
+                esc(b["name"]),
+                esc(b["dtype"]),
+                num(b.get("l2r"), ".3g"),
+                num(b.get("max_abs"), ".3g"),
+                "yes" if b["exact"] else "no",
+            ]
+            for b in v["boundaries"]
+        ]
+        out.append("<p>Each sub-model's output against the original's tensor of that name:</p>")
+        out.append(table(["sub-model", "tensor", "dtype", "L2R", "max-abs", "bit-exact"], rows, 3))
+    labelled = v.get("labelled")
+    if labelled:
+        out.append(_labelled(labelled))
+    return "\n".join(out)
+
+
+def _labelled(lab: Mapping[str, Any]) -> str:
+    rows = [
+        ["file", esc(lab["file"])],
+        ["samples", str(lab["samples"])],
+        ["output", esc(lab["output"])],
+        ["accuracy, original model", num(lab["accuracy_original"], ".4f")],
+        ["accuracy, split model", num(lab["accuracy_split"], ".4f")],
+        ["original and split agree", num(lab["agreement"], ".4f")],
+    ]
+    text = "<h3>Labelled data</h3>" + table(["", ""], rows, left=2)
+    svg = plots.confusion_svg(lab["confusion"], "split model")
+    return text + figure(
+        "plot-confusion",
+        svg,
+        "Confusion matrix of the split model (rows: label, columns: predicted)",
+    )
+
+
+def _layers(data: ReportData, m: PlanManifest, names: Sequence[str]) -> str:
+    rows = [
+        [
+            str(r.index),
+            esc(r.name),
+            esc(r.op),
+            str(r.flash),
+            str(r.ram),
+            str(r.macs),
+            str(r.out_bytes),
+            esc(names[m.assignment[r.index]]),
+        ]
+        for r in data.layers
+    ]
+    head = ["#", "layer", "op", "FLASH B", "RAM B", "MACs", "OUT B", "device"]
+    return f"<details><summary>{len(rows)} layers</summary>{table(head, rows, 3)}</details>"
