@@ -30,10 +30,11 @@ def test_table_was_measured_from_the_current_sources() -> None:
 def test_every_catalog_family_and_core_is_in_the_table() -> None:
     table = code_table()
     for part in parts():
-        runtime = table["runtime"][part.family]
-        assert [runtime[str(k)]["code"] > 0 for k in range(1, MAX_LINKS + 1)] == [True] * 3
+        runtime = table["runtime"][part.name]
+        measured = [k for k in range(1, MAX_LINKS + 1) if str(k) in runtime]
+        assert measured[:2] == [1, 2] and all(runtime[str(k)]["code"] > 0 for k in measured)
         # each further link adds a ring buffer and its state (uart.c), never less RAM
-        ram = [runtime[str(k)]["ram"] for k in range(1, MAX_LINKS + 1)]
+        ram = [runtime[str(k)]["ram"] for k in measured]
         assert ram == sorted(ram) and ram[0] > 2048  # the minimum stack alone is 2 KiB
         core = table["cores"][CORE_OF_FAMILY[family_for(part.family).core]]
         assert "k_conv2d" in core["kernels"] and core["op_kernels"]["conv2d/NCHW/float32>float32"]

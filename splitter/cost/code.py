@@ -5,9 +5,10 @@ The table is measured from real arm-none-eabi-gcc builds by ``make code-sizes``
 the sources it was measured from changed. For a device hosting ops ``O`` in ``s`` sub-models
 over ``l`` links (SPEC.md's constraints (4) and (5) extended by what the firmware itself needs):
 
-* ``code = runtime_code[family][l] + |union of closure(k) for the kernels k that O call|
+* ``code = runtime_code[part][l] + |union of closure(k) for the kernels k that O call|
   + sum_{o in O} op_bytes[core][key(o)] + s * per_submodel[core]``;
-* ``runtime RAM = runtime_ram[family][l] + (s - 1) * ram_per_submodel[family]``
+* ``runtime RAM = runtime_ram[part][l] + (s - s_l) * ram_per_submodel[part]`` (``s_l`` the
+  sub-models the measured stub with ``l`` links hosts)
   (``.data`` + ``.bss`` + the 2 KiB minimum stack);
 * the arena lives in the part's first RAM region (``ram_regions``, the linker script's RAM),
   so the RAM a device offers is ``min(budget, region) - runtime RAM``.
@@ -64,12 +65,27 @@ def _core(part: Part) -> dict[str, Any]:
     return core
 
 
+def _runtime_entry(part: Part) -> dict[str, Any]:
+    """The part's measured runtime, else (an inline part) the first catalog part of its family."""
+    table = code_table()["runtime"]
+    if part.name in table:
+        entry: dict[str, Any] = table[part.name]
+        return entry
+    from splitter.hardware.catalog import parts
+
+    first = next(p for p in parts() if p.family == part.family)
+    entry = table[first.name]
+    return entry
+
+
 def _runtime(part: Part, links: int, what: str) -> int:
     """Runtime code or RAM for ``links`` links (beyond the measured 3: the last step repeated)."""
-    rt = code_table()["runtime"][part.family]
+    rt = _runtime_entry(part)
     top = max(int(k) for k in rt if k.isdigit())
     if links <= top:
         return int(rt[str(max(links, 1))][what])
+    if top == 1:
+        return int(rt["1"][what])
     step = int(rt[str(top)][what]) - int(rt[str(top - 1)][what])
     return int(rt[str(top)][what]) + (links - top) * step
 
@@ -97,7 +113,8 @@ def code_bytes(part: Part, keys: Sequence[str], submodels: int, links: int) -> i
 
 def runtime_ram_bytes(part: Part, submodels: int, links: int) -> int:
     """RAM besides the arena of a device (module docstring formula)."""
-    extra = max(submodels - 1, 0) * int(code_table()["runtime"][part.family]["ram_per_submodel"])
+    stub = int(code_table()["stub_submodels"][str(min(max(links, 1), 3))])
+    extra = (submodels - stub) * int(_runtime_entry(part)["ram_per_submodel"])
     return _runtime(part, links, "ram") + extra
 
 

@@ -3,10 +3,11 @@
 ``make code-sizes`` (``python -m splitter.link.code_table``) builds with arm-none-eabi-gcc, with
 the generated projects' own Makefile and flags, and measures:
 
-* ``runtime[family][links]``: flash code (``.isr_vector``, ``.text``, ``.rodata``, ``.data``
+* ``runtime[part][links]``: flash code (``.isr_vector``, ``.text``, ``.rodata``, ``.data``
   load image) and RAM (``.data`` + ``.bss`` + the minimum stack) of a device project whose model
-  is a stub (``sm_NN`` returning 0), per family (its first catalog part) and 1-3 links, plus
-  the RAM each extra hosted sub-model adds;
+  is a stub (``sm_NN`` returning 0), per catalog part (each has its own clock setup) and 1-3
+  links (hosting ``stub_submodels[links]`` sub-models), plus the RAM each further hosted
+  sub-model adds;
 * ``cores[core].kernels[k]``: per global kernel function ``k`` of ``firmware_templates/kernels``,
   the functions and constants (``name -> bytes``, ELF symbol sizes) that linking the runtime
   with ``-Wl,--undefined=k --gc-sections`` adds: its closure, libgcc included, so the code of
@@ -39,6 +40,7 @@ from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import SymbolTableSection
 
 from splitter.cost.code import CODE_TABLE, CORE_OF_FAMILY, op_key
+from splitter.errors import BoardFileError
 from splitter.hardware.catalog import parts
 from splitter.hardware.families import family_for
 from splitter.ir import Chain, Part
@@ -97,7 +99,7 @@ _SEQUENCES = {1: [0], 2: [0, 1], 3: [0, 1, 0, 2]}
 _EXTRA_SUB = [0, 1, 0]
 
 
-def render_stub(part: Part, seq: Sequence[int], where: Path) -> Path:
+def render_stub(part: Part, seq: Sequence[int], where: Path, kernels: bool = True) -> Path:
     """Write the stub project of device 0 of the sub-model device sequence ``seq`` into
     ``where``; its directory."""
     from codegen.firmware import DeviceSpec, _env, build_plan_context, render_device
@@ -111,6 +113,8 @@ def render_stub(part: Part, seq: Sequence[int], where: Path) -> Path:
     ctx = build_plan_context(specs, seq, "0" * 16)
     dev0 = ctx.devices[0]
     for rel, text in render_device(_env(), ctx, dev0).items():
+        if rel.startswith("kernels/") and not kernels:
+            continue  # the runtime alone: nothing calls a kernel
         path = where / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -129,16 +133,22 @@ def _stub_sm_bytes(elf: Path) -> int:
 
 
 def runtime_figures(part: Part, tmp: Path) -> dict[str, Any]:
-    """Runtime code and RAM of ``part``'s family for 1..3 links (stub projects)."""
+    """Runtime code and RAM of ``part`` for 1..3 links (stub projects without kernels)."""
     out: dict[str, Any] = {}
     for links in range(1, MAX_LINKS + 1):
-        elf = make_part(render_stub(part, _SEQUENCES[links], tmp / f"{part.family}-{links}"))
+        where = tmp / f"{part.name}-{links}"
+        try:
+            stub = render_stub(part, _SEQUENCES[links], where, kernels=False)
+        except BoardFileError:
+            break  # the part (its board) routes fewer USARTs: no plan gives it more links
+        elf = make_part(stub)
         sizes = section_sizes(elf)
         out[str(links)] = {
             "code": sum(sizes.get(s, 0) for s in FLASH_CODE_SECTIONS) - _stub_sm_bytes(elf),
             "ram": sizes.get(".data", 0) + sizes.get(".bss", 0) + MIN_STACK_BYTES,
         }
-    two = section_sizes(make_part(render_stub(part, _EXTRA_SUB, tmp / f"{part.family}-x")))
+    stub = render_stub(part, _EXTRA_SUB, tmp / f"{part.name}-x", kernels=False)
+    two = section_sizes(make_part(stub))
     base = out["2"]["ram"] - MIN_STACK_BYTES
     out["ram_per_submodel"] = two.get(".data", 0) + two.get(".bss", 0) - base
     return out
@@ -354,20 +364,22 @@ def representative_parts() -> dict[str, Part]:
 
 def build_table() -> dict[str, Any]:
     """Measure everything (module docstring); the JSON object."""
-    reps = representative_parts()
     chains = _chains()
     table: dict[str, Any] = {"sources": sources_hash(), "compiler": gcc_version()}
+    table["stub_submodels"] = {str(k): seq.count(0) for k, seq in _SEQUENCES.items()}
     table["runtime"], table["cores"] = {}, {}
     with tempfile.TemporaryDirectory(prefix="splitter-code-") as tmp_name:
         tmp = Path(tmp_name)
-        for family, part in sorted(reps.items()):
-            print(f"runtime {family} ({part.name})", file=sys.stderr)
-            table["runtime"][family] = runtime_figures(part, tmp)
+        for part in parts():
+            print(f"runtime {part.name}", file=sys.stderr)
+            table["runtime"][part.name] = runtime_figures(part, tmp)
+        for family, part in sorted(representative_parts().items()):
             core = CORE_OF_FAMILY[family_for(family).core]
             if core in table["cores"]:
                 continue
-            project = tmp / f"{family}-1"
             print(f"kernels and ops on {core}", file=sys.stderr)
+            project = tmp / f"{family}-kernels"
+            make_part(render_stub(part, _SEQUENCES[1], project))
             table["cores"][core] = {
                 "family": family,
                 "kernels": kernel_closures(project),
