@@ -8,7 +8,10 @@ at the fixed 168 MHz core clock, so ``instructions = ticks / 0.168`` (see
 ``../shared/notes/emulated-stm32.md``); the harness subtracts the ticks of an empty
 measurement. These are instruction counts, not cycles (no wait states or FPU latencies modelled).
 
-Usage: ``.venv/bin/python benchmarks/kernels.py`` -> ``benchmarks/results/kernels.{md,json}``.
+Usage: ``.venv/bin/python benchmarks/kernels.py [--no-networks]`` ->
+``benchmarks/results/kernels.{md,json}`` (per kernel call) and, unless ``--no-networks``,
+``benchmarks/results/kernels_networks.{md,json}``: whole-network instructions per MAC of the
+four MLPerf Tiny models compiled, built and benched on one and on two emulated boards.
 """
 
 from __future__ import annotations
@@ -112,8 +115,35 @@ CASES = [
     ),
 ]
 
+
+def _conv_nhwc(
+    name: str, chw: tuple[int, int, int], o: int, k: int, s: int, p: int, g: int, nchw: bool = False
+) -> Case:
+    """The issue's comparison shapes: k_conv2d_nhwc (or its NCHW twin k_conv2d with the same
+    record) on a (c, h, w) input, k x k kernel, fused ReLU as the rows above."""
+    case = _conv(name, "depthwise" if g > 1 else "conv", *chw, o, (k, k), s, p, g)
+    call = case.call if nchw else case.call.replace("k_conv2d(", "k_conv2d_nhwc(")
+    return Case(name, case.op_class, case.macs, call)
+
+
+def nhwc_cases() -> list[Case]:
+    """Float NHWC rows (kernels_nhwc.c) for the shapes of issue 13, with the NCHW rows they are
+    compared with; TFLite dense layers run the layout-free k_dense of the NCHW rows."""
+    return [
+        _conv_nhwc("NHWC conv3x3 16->32 @16x16 pad1", (16, 16, 16), 32, 3, 1, 1, 1),
+        _conv_nhwc("NHWC pointwise 1x1 64->64 @16x8", (64, 16, 8), 64, 1, 1, 0, 1),
+        _conv_nhwc("NHWC depthwise3x3 32 @16x16 pad1", (32, 16, 16), 32, 3, 1, 1, 32),
+        _conv_nhwc("depthwise3x3 32 @16x16 pad1", (32, 16, 16), 32, 3, 1, 1, 32, nchw=True),
+        _conv_nhwc("NHWC depthwise3x3 32 @16x16 s2 pad1", (32, 16, 16), 32, 3, 2, 1, 32),
+        _conv_nhwc("NHWC conv3x3 3->8 @32x32 s2 (first layer)", (3, 32, 32), 8, 3, 2, 1, 1),
+    ]
+
+
+CASES += nhwc_cases()
+
 HARNESS = r"""
 #include "kernels.h"
+#include "kernels_nhwc.h"
 #define USART1_SR (*(volatile unsigned *)0x40011000u)
 #define USART1_DR (*(volatile unsigned *)0x40011004u)
 #define USART1_CR1 (*(volatile unsigned *)0x4001100Cu)
@@ -212,6 +242,7 @@ def build(work: Path) -> Path:
     (work / "link.ld").write_text(LINKER)
     elf = work / "bench.elf"
     srcs = [str(work / "bench.c"), str(KERNELS / "kernels.c"), str(KERNELS / "k_libc.c")]
+    srcs.append(str(KERNELS / "kernels_nhwc.c"))
     cmd = [
         "arm-none-eabi-gcc",
         *CFLAGS,
@@ -313,6 +344,100 @@ def write(rows: list[dict[str, object]]) -> None:
     (RESULTS / "kernels.md").write_text("\n".join(lines) + "\n")
 
 
+# --- whole networks: the MLPerf Tiny models on emulated boards ------------------------------
+
+#: model -> its 2-board file (models/boards/): flash limits force the split
+NETWORKS = {
+    "mlperf_kws_ds_cnn_int8.tflite": "mlperf_kws2.toml",
+    "mlperf_vww_mobilenet_v1_025_int8.tflite": "mlperf_vww2.toml",
+    "mlperf_ic_resnet8_int8.tflite": "mlperf_ic2.toml",
+    "mlperf_ad_autoencoder_int8.tflite": "mlperf_ad2.toml",
+}
+ONE_BOARD = """[link]
+baud = 115200
+
+[[device]]
+name = "a"
+mcu = "STM32F405RG"
+"""
+
+
+def _splitter(*args: str) -> str:
+    """Run ``python -m splitter ARGS`` from the repository root; its stdout (exit 0 required)."""
+    cmd = [sys.executable, "-m", "splitter", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=False)
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(args[:2])}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def network_row(model: str, boards: Path, work: Path) -> dict[str, object]:
+    """Compile, build and bench (QEMU, -icount) ``models/<model>`` on ``boards``: instructions
+    per MAC of the whole network = sum over sub-models of (cycles / 0.168) / the plan's MACs
+    (the firmware's cycle counter is SysTick at 168 MHz under -icount shift=0, as above)."""
+    out = work / "out"
+    _splitter("compile", str(ROOT / "models" / model), "--target", str(boards), "-o", str(out),
+              "--force")  # fmt: skip
+    _splitter("build", str(out), "--emulator")
+    bench = json.loads(_splitter("bench", str(out), "--emulate", "-n", "1", "--json",
+                                 "--no-pipeline", "--timeout", "300"))  # fmt: skip
+    plan = json.loads((out / "plan.json").read_text())
+    macs = sum(int(s["macs"]) for s in plan["submodels"])
+    cycles = [int(sub["cycles"][0]) for d in bench["devices"] for sub in d["submodels"]]
+    per_board = [sum(int(sub["cycles"][0]) for sub in d["submodels"]) for d in bench["devices"]]
+    instr = sum(cycles) / TICKS_PER_INSTRUCTION
+    return {
+        "model": model,
+        "boards": len(plan["submodels"]),
+        "macs": macs,
+        "instructions": round(instr),
+        "instr_per_mac": round(instr / macs, 3),
+        "cycles_per_submodel": cycles,
+        "busiest_board_share": round(max(per_board) / sum(per_board), 3),
+    }
+
+
+def measure_networks() -> list[dict[str, object]]:
+    """Every MLPerf Tiny model on one emulated F405 and split over two (its board file)."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        one = Path(tmp) / "one.toml"
+        one.write_text(ONE_BOARD)
+        for i, (model, split) in enumerate(NETWORKS.items()):
+            for j, boards in enumerate((one, ROOT / "models" / "boards" / split)):
+                work = Path(tmp) / f"{i}-{j}"
+                work.mkdir()
+                rows.append(network_row(model, boards, work))
+                print(f"{model} on {rows[-1]['boards']} board(s): {rows[-1]['instr_per_mac']}")
+    return rows
+
+
+def write_networks(rows: list[dict[str, object]]) -> None:
+    """benchmarks/results/kernels_networks.json and kernels_networks.md."""
+    (RESULTS / "kernels_networks.json").write_text(json.dumps({"rows": rows}, indent=2))
+    lines = [
+        "# MLPerf Tiny networks: instructions per MAC on emulated Cortex-M4F boards",
+        "",
+        f"Generated by `benchmarks/kernels.py` on {time.strftime('%Y-%m-%d')}: each int8 model of",
+        "`models/mlperf_*.tflite` compiled, built and benched (`splitter bench --emulate -n 1`,",
+        "QEMU netduinoplus2 with -icount shift=0) on one STM32F405 and split over two",
+        "(`models/boards/mlperf_*2.toml`). Instructions = firmware SysTick cycles / 0.168, summed",
+        "over the sub-models (the kernels and the runtime's per-layer work, not the links);",
+        "MACs as the planner counts them. A split runs the same kernels, so the network's",
+        "instructions per MAC do not change; the busiest board's share of them bounds the",
+        "pipelined throughput gain (eq. 17).",
+        "",
+        "| model | boards | MACs | instructions | instr/MAC | busiest board's share |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {r['model']} | {r['boards']} | {r['macs']} | {r['instructions']} | "
+        f"{r['instr_per_mac']:.2f} | {r['busiest_board_share']:.0%} |"
+        for r in rows
+    ]
+    (RESULTS / "kernels_networks.md").write_text("\n".join(lines) + "\n")
+
+
 def main() -> None:
     """Build, run, write the results and print the table."""
     for tool in ("arm-none-eabi-gcc", "qemu-system-arm"):
@@ -324,6 +449,9 @@ def main() -> None:
     rows = measure()
     write(rows)
     print((RESULTS / "kernels.md").read_text())
+    if "--no-networks" not in sys.argv[1:]:
+        write_networks(measure_networks())
+        print((RESULTS / "kernels_networks.md").read_text())
 
 
 if __name__ == "__main__":

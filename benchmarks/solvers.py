@@ -10,15 +10,23 @@ Instances:
 * synthetic CNN-like chains, n = 50, 200, 1000 layers on d = 2, 4, 8 catalog devices (seeded):
   flash per layer log-uniform, total flash 1.5x the fastest device's flash so that device's flash
   binds; RAM below every device's; MACs log-uniform; output bytes log-uniform;
-* throughput n = 60, d = 4 (the issue's target).
+* throughput n = 60, d = 4 (the issue's target);
+* MobileNet v1 0.30 over four boards (H743ZI + F446RE + F401RE + H723ZG), both objectives: the
+  instance where ``bnb`` alone needs minutes and CP-SAT 0.1 s (issue 17).
 Solvers that would refuse (fs above its limit, ds above its node estimate) or that a time limit
 stops are recorded as such.
+
+The portfolio check: on every instance and objective, ``auto``'s wall time must be at most
+``AUTO_FACTOR`` times the fastest exact solver's that proved optimality, plus ``AUTO_SLACK_S``
+(timer and scheduling resolution: the fastest answers take 0.2-0.5 ms). The table shows the
+ratio; ``--check`` exits 1 when a row fails.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -50,8 +58,13 @@ SYNTH_PARTS = (
     "STM32H743ZI", "STM32F446RE", "STM32L4R5ZI", "STM32F401RE",
     "STM32H723ZG", "STM32L452RE", "STM32L433RC", "STM32G071RB",
 )  # fmt: skip
+FOUR_BOARDS = ("STM32H743ZI", "STM32F446RE", "STM32F401RE", "STM32H723ZG")
 TIME_LIMIT = 10.0
 REPEATS = 3
+EXACT = ("fs", "bnb", "dp", "cpsat")
+AUTO_FACTOR = 2.0
+AUTO_SLACK_S = 0.001
+LOAD_AT_START = os.getloadavg()[0]
 
 
 def device(name: str, mcu: str, flash_bytes: int | None = None) -> Device:
@@ -74,6 +87,17 @@ def thesis_instances() -> list[tuple[str, list[LayerCost], Boards]]:
         boards = Boards((device("a", a, flash), device("b", b, flash)), LinkSpec(115200, 8))
         out.append((f"{model} ({a}+{b})", list(chain.costs), boards))
     return out
+
+
+def four_board_instance() -> tuple[str, list[LayerCost], Boards]:
+    """MobileNet v1 0.30 (thesis profile) over four catalog boards, 8N1 framing."""
+    chain = load_chain(f"{PROFILES}#mobilenet_v1_030")
+    devs = tuple(device(f"d{i}", part) for i, part in enumerate(FOUR_BOARDS))
+    return (
+        f"mobilenet_v1_030 ({'+'.join(FOUR_BOARDS)})",
+        list(chain.costs),
+        Boards(devs, LinkSpec(115200, 10)),
+    )
 
 
 def synthetic(n: int, d: int, seed: int = 1) -> tuple[str, list[LayerCost], Boards]:
@@ -125,9 +149,10 @@ def run_one(name: str, costs: list[LayerCost], boards: Boards, objective: str, s
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="skip n = 1000")
+    ap.add_argument("--check", action="store_true", help="exit 1 unless auto is within 2x")
     args = ap.parse_args()
     rows = []
-    for name, costs, boards in thesis_instances():
+    for name, costs, boards in [*thesis_instances(), four_board_instance()]:
         for objective in ("latency", "throughput"):
             for solver in ("fs", "ds", "bnb", "dp", "cpsat", "auto"):
                 if objective not in SOLVERS.get(solver, (None, ("latency", "throughput")))[1]:
@@ -148,16 +173,46 @@ def main() -> None:
             print(rows[-1], flush=True)
             write(rows)
     write(rows)
+    failed = [r for r in auto_checks(rows) if not r["ok"]]
+    for r in failed:
+        print(f"auto too slow: {r}", file=sys.stderr)
+    if args.check and failed:
+        sys.exit(1)
+
+
+def auto_checks(rows: list[dict]) -> list[dict]:
+    """Per instance and objective: auto's wall time against the fastest proved exact solver."""
+    checks = []
+    for r in rows:
+        if r["solver"] != "auto" or r["status"] != "ok":
+            continue
+        peers = [
+            p for p in rows
+            if p["instance"] == r["instance"] and p["objective"] == r["objective"]
+            and p["solver"] in EXACT and p["status"] == "ok" and p["optimal"]
+        ]  # fmt: skip
+        if not peers:
+            continue
+        best = min(peers, key=lambda p: p["wall_s"])
+        limit = AUTO_FACTOR * best["wall_s"] + AUTO_SLACK_S
+        checks.append({"instance": r["instance"], "objective": r["objective"],
+                       "auto_s": r["wall_s"], "fastest": best["solver"],
+                       "fastest_s": best["wall_s"], "ratio": r["wall_s"] / best["wall_s"],
+                       "ok": r["wall_s"] <= limit and r["optimal"]})  # fmt: skip
+    return checks
 
 
 def write(rows: list[dict]) -> None:
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "solvers.json").write_text(json.dumps(rows, indent=1))
+    checks = auto_checks(rows)
+    (out / "solvers.json").write_text(json.dumps({"rows": rows, "auto_checks": checks}, indent=1))
     lines = [
         "# Solver benchmark (benchmarks/solvers.py)",
         "",
-        f"Machine: 2 cores. Time limit {TIME_LIMIT:.0f} s for bnb/cpsat/dp/auto; wall time is the "
+        f"Measured {time.strftime('%Y-%m-%d')}; machine: 2 cores shared with other jobs (load "
+        f"average {LOAD_AT_START:.1f} at the start). Time limit {TIME_LIMIT:.0f} s for "
+        "bnb/cpsat/dp/auto; wall time is the "
         f"median of {REPEATS} runs (one run when it takes over 1 s). "
         "`auto` picks: " + ", ".join(sorted({r["picked"] for r in rows if r.get("picked")})) + ".",
         "",
@@ -174,6 +229,19 @@ def write(rows: list[dict]) -> None:
         lines.append(
             f"| {r['instance']} | {r['objective']} | {solver} | ok | {r['wall_s']:.4f} | "
             f"{r['nodes']} | {opt} | {r['value']:.6f} |"
+        )
+    lines += [
+        "",
+        f"## auto against the fastest exact solver (limit {AUTO_FACTOR:g}x + "
+        f"{AUTO_SLACK_S * 1e3:g} ms)",
+        "",
+        "| instance | objective | auto s | fastest exact | its s | ratio | within limit |",
+        "|---|---|---:|---|---:|---:|---|",
+    ]
+    for c in checks:
+        lines.append(
+            f"| {c['instance']} | {c['objective']} | {c['auto_s']:.4f} | {c['fastest']} "
+            f"| {c['fastest_s']:.4f} | {c['ratio']:.2f} | {'yes' if c['ok'] else 'NO'} |"
         )
     (out / "solvers.md").write_text("\n".join(lines) + "\n")
 

@@ -121,6 +121,11 @@ def missing_ops(chain: Chain, ranges: Sequence[RangeLike]) -> list[str]:
         return [f"{chain.name}: a layer profile has no ops; import the model file instead"]
     if graph.layout not in LAYOUTS:
         problems.append(f"{chain.name}: {graph.layout} layout (the kernels are NCHW or NHWC)")
+    if len(graph.inputs) != 1 or len(graph.outputs) != 1:
+        problems.append(
+            f"{chain.name}: {len(graph.inputs)} inputs and {len(graph.outputs)} outputs (the "
+            "firmware receives one tensor and sends one; split and validate with --no-firmware)"
+        )
     for _, first, last in _normalise_ranges(ranges):
         for layer in chain.layers[first : last + 1]:
             problems.extend(_layer_problems(layer, graph.tensors))

@@ -17,10 +17,26 @@ second one, before an average pool, stays a PAD op). In the int8 models the conv
 a requantising QUANTIZE op before CONCATENATION (TANH's output has a fixed scale).
 Weights and the representative data set are seeded, so reruns give the same graph (the converter
 may still change bytes between TF versions).
+
+``--mlperf`` writes the four MLPerf Tiny v1 reference networks instead, as full-integer models
+with int8 input and output (what the MLPerf Tiny int8 reference models are), random seeded
+weights and batch-norm statistics (untrained: splitting must not change outputs whatever the
+weights are):
+
+* ``mlperf_kws_ds_cnn_int8.tflite``  keyword spotting, DS-CNN on 49x10x1 MFCCs;
+* ``mlperf_vww_mobilenet_v1_025_int8.tflite``  visual wake words, MobileNetV1 0.25 at 96x96x3;
+* ``mlperf_ic_resnet8_int8.tflite``  image classification, ResNet-8 (CIFAR-10, 32x32x3);
+* ``mlperf_ad_autoencoder_int8.tflite``  anomaly detection, dense autoencoder on 640 features.
+
+The architectures follow the MLPerf Tiny v1 training scripts (github.com/mlcommons/tiny,
+``benchmark/training/<task>/keras_model.py`` and ``vww_model.py``): layer for layer, kernel sizes,
+strides, paddings and widths; dropout and weight regularisers (training only) are left out.
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +100,141 @@ def convert(model: tf.keras.Model, *, int8: bool, int8_io: bool, per_channel: bo
     return bytes(conv.convert())
 
 
+def _bn_relu(x: tf.Tensor, name: str, relu: bool = True) -> tf.Tensor:
+    """BatchNormalization (seeded random statistics, set in :func:`_randomise_bn`) and ReLU."""
+    x = tf.keras.layers.BatchNormalization(name=f"{name}_bn")(x)
+    return tf.keras.layers.ReLU(name=f"{name}_relu")(x) if relu else x
+
+
+def _randomise_bn(model: tf.keras.Model, rng: np.random.Generator) -> tf.keras.Model:
+    """Seeded gamma, beta, moving mean and variance for every BatchNormalization layer, so the
+    converter folds non-trivial scales and shifts into the conv / dense weights."""
+    for layer in model.layers:
+        if isinstance(layer, tf.keras.layers.BatchNormalization):
+            n = layer.gamma.shape[0]
+            layer.set_weights(
+                [
+                    rng.uniform(0.5, 1.5, n).astype(np.float32),
+                    rng.uniform(-0.2, 0.2, n).astype(np.float32),
+                    rng.uniform(-0.2, 0.2, n).astype(np.float32),
+                    rng.uniform(0.5, 2.0, n).astype(np.float32),
+                ]
+            )
+    return model
+
+
+def kws_ds_cnn() -> tf.keras.Model:
+    """MLPerf Tiny KWS: DS-CNN (Zhang et al., "Hello Edge", 2017), 64 filters: conv 10x4 stride
+    2 SAME, 4 x (depthwise 3x3 SAME + pointwise 64), each with batch norm and ReLU, average pool
+    25x5, dense 12, softmax."""
+    layers = tf.keras.layers
+    x_in = layers.Input(shape=(49, 10, 1), batch_size=1, name="mfcc")
+    x = layers.Conv2D(64, (10, 4), strides=(2, 2), padding="same", name="conv1")(x_in)
+    x = _bn_relu(x, "conv1")
+    for i in range(1, 5):
+        x = layers.DepthwiseConv2D((3, 3), padding="same", name=f"dw{i}")(x)
+        x = _bn_relu(x, f"dw{i}")
+        x = layers.Conv2D(64, (1, 1), padding="same", name=f"pw{i}")(x)
+        x = _bn_relu(x, f"pw{i}")
+    x = layers.AveragePooling2D(pool_size=(25, 5), name="avgpool")(x)
+    x = layers.Flatten(name="flatten")(x)
+    out = layers.Dense(12, activation="softmax", name="fc")(x)
+    return tf.keras.Model(x_in, out, name="kws_ds_cnn")
+
+
+def vww_mobilenet_v1_025() -> tf.keras.Model:
+    """MLPerf Tiny VWW: MobileNetV1 width 0.25 on 96x96x3 (Howard et al. 2017): conv 3x3 stride 2
+    (8 filters), 13 depthwise-separable blocks (16, 32 s2, 32, 64 s2, 64, 128 s2, 5 x 128,
+    256 s2, 256), average pool 3x3, dense 2, softmax."""
+    layers = tf.keras.layers
+    x_in = layers.Input(shape=(96, 96, 3), batch_size=1, name="image")
+    x = layers.Conv2D(8, 3, strides=2, padding="same", name="conv1")(x_in)
+    x = _bn_relu(x, "conv1")
+    blocks = [(16, 1), (32, 2), (32, 1), (64, 2), (64, 1), (128, 2)] + [(128, 1)] * 5
+    for i, (filters, stride) in enumerate([*blocks, (256, 2), (256, 1)], start=1):
+        x = layers.DepthwiseConv2D(3, strides=stride, padding="same", name=f"dw{i}")(x)
+        x = _bn_relu(x, f"dw{i}")
+        x = layers.Conv2D(filters, 1, padding="same", name=f"pw{i}")(x)
+        x = _bn_relu(x, f"pw{i}")
+    x = layers.AveragePooling2D(pool_size=(3, 3), name="avgpool")(x)
+    x = layers.Flatten(name="flatten")(x)
+    out = layers.Dense(2, activation="softmax", name="fc")(x)
+    return tf.keras.Model(x_in, out, name="vww_mobilenet_v1_025")
+
+
+def ic_resnet8() -> tf.keras.Model:
+    """MLPerf Tiny IC: ResNet-8 on 32x32x3 (He et al. 2016, EEMBC's resnet_v1_eembc): conv 3x3
+    16, three residual stacks (16; 32 stride 2; 64 stride 2) of two 3x3 convs with a 1x1 stride-2
+    projection shortcut where the width changes, average pool 8x8, dense 10, softmax."""
+    layers = tf.keras.layers
+    x_in = layers.Input(shape=(32, 32, 3), batch_size=1, name="image")
+    x = layers.Conv2D(16, 3, padding="same", name="conv1")(x_in)
+    x = _bn_relu(x, "conv1")
+    for i, (filters, stride) in enumerate([(16, 1), (32, 2), (64, 2)], start=1):
+        y = layers.Conv2D(filters, 3, strides=stride, padding="same", name=f"s{i}_conv1")(x)
+        y = _bn_relu(y, f"s{i}_conv1")
+        y = layers.Conv2D(filters, 3, padding="same", name=f"s{i}_conv2")(y)
+        y = _bn_relu(y, f"s{i}_conv2", relu=False)
+        if stride != 1:
+            x = layers.Conv2D(filters, 1, strides=stride, padding="same", name=f"s{i}_proj")(x)
+        x = layers.Add(name=f"s{i}_add")([x, y])
+        x = layers.ReLU(name=f"s{i}_relu")(x)
+    x = layers.AveragePooling2D(pool_size=8, name="avgpool")(x)
+    x = layers.Flatten(name="flatten")(x)
+    out = layers.Dense(10, activation="softmax", name="fc")(x)
+    return tf.keras.Model(x_in, out, name="ic_resnet8")
+
+
+def ad_autoencoder() -> tf.keras.Model:
+    """MLPerf Tiny AD: the dense autoencoder on 640 log-mel features (5 frames x 128 bins):
+    4 x dense 128, dense 8, 4 x dense 128 (each with batch norm and ReLU), dense 640."""
+    layers = tf.keras.layers
+    x_in = layers.Input(shape=(640,), batch_size=1, name="features")
+    x = x_in
+    for i, units in enumerate([128] * 4 + [8] + [128] * 4, start=1):
+        x = layers.Dense(units, name=f"fc{i}")(x)
+        x = _bn_relu(x, f"fc{i}")
+    out = layers.Dense(640, name="fc10")(x)
+    return tf.keras.Model(x_in, out, name="ad_autoencoder")
+
+
+MLPERF: dict[str, Callable[[], tf.keras.Model]] = {
+    "mlperf_kws_ds_cnn_int8.tflite": kws_ds_cnn,
+    "mlperf_vww_mobilenet_v1_025_int8.tflite": vww_mobilenet_v1_025,
+    "mlperf_ic_resnet8_int8.tflite": ic_resnet8,
+    "mlperf_ad_autoencoder_int8.tflite": ad_autoencoder,
+}
+
+
+def convert_int8(model: tf.keras.Model) -> bytes:
+    """Full-integer conversion, int8 input and output, per-channel weights; 32 seeded
+    standard-normal calibration inputs of the model's input shape."""
+    shape = tuple(model.inputs[0].shape)
+
+    def data() -> Iterator[list[np.ndarray]]:
+        rng = np.random.default_rng(SEED)
+        for _ in range(32):
+            yield [rng.standard_normal(shape).astype(np.float32)]
+
+    conv = tf.lite.TFLiteConverter.from_keras_model(model)
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    conv.representative_dataset = data
+    conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    conv.inference_input_type = tf.int8
+    conv.inference_output_type = tf.int8
+    return bytes(conv.convert())
+
+
+def main_mlperf() -> None:
+    """Write the four MLPerf Tiny models next to this script."""
+    for name, build in MLPERF.items():
+        tf.keras.utils.set_random_seed(SEED)
+        model = _randomise_bn(build(), np.random.default_rng(SEED))
+        data = convert_int8(model)
+        (HERE / name).write_bytes(data)
+        print(f"wrote {name}: {len(data)} bytes (tensorflow {tf.__version__})")
+
+
 def main() -> None:
     """Write the three models next to this script."""
     model = build_model()
@@ -98,4 +249,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main_mlperf() if "--mlperf" in sys.argv[1:] else main()

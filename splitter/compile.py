@@ -20,14 +20,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from codegen.escape import md_code, md_text
 from splitter.errors import InputFileError, SolverError, UnsupportedOpError, ValidationError
 from splitter.importers import LoadedModel
-from splitter.ir import Boards, Chain, Plan, SubModel
+from splitter.ir import Boards, Chain, Plan, SubModel, TensorSpec
 from splitter.manifest import MANIFEST_FILE, PlanManifest
 from splitter.outputs import OutputDir, check_target, normalised_target
 from splitter.slicing.boundaries import Cut, SlicedModel, cuts_from_manifest
@@ -51,6 +51,8 @@ class CompileOptions:
 
     objective: str = "latency"
     solver: str | None = None
+    #: ``time_limit``, ``var_order``, ``val_order`` ... as :func:`splitter.partition.solve` takes
+    solver_options: Mapping[str, object] = field(default_factory=dict)
     validate: bool = True
     input_files: tuple[str, ...] = ()
     force: bool = False
@@ -88,6 +90,8 @@ class CompileResult:
             "model": self.chain.source_path,
             "objective": self.plan.objective,
             "solver": self.plan.solver,
+            "optimal": self.plan.optimal,
+            "gap": self.plan.gap,
             "latency_s": self.plan.latency_s,
             "throughput_per_s": self.plan.throughput_per_s,
             "submodels": [
@@ -190,7 +194,7 @@ def _load(
 def check_input_files(chain: Chain, input_files: Sequence[str | Path]) -> None:
     """Reject ``--input`` files of the wrong shape or dtype before any slow step."""
     for path in input_files:
-        load_input_file(path, chain.layers[0].output)
+        load_input_file(path, chain.layers[0].input or chain.layers[0].output)
 
 
 def check_data_file(chain: Chain, opts: CompileOptions) -> None:
@@ -214,7 +218,7 @@ def make_plan(chain: Chain, boards: Boards, opts: CompileOptions) -> Plan:
         return plan_from_assignment(chain, boards, opts.assignment, opts.objective)
     from splitter.partition.report import plan_chain
 
-    return plan_chain(chain, boards, opts.objective, opts.solver or "auto")
+    return plan_chain(chain, boards, opts.objective, opts.solver or "auto", **opts.solver_options)
 
 
 def plan_from_assignment(
@@ -287,12 +291,22 @@ def _check_io(sub: SlicedModel) -> None:
     """The file's inputs/outputs are the manifest's boundary tensors (names and shapes)."""
     cut = sub.cut
     for want, got in ((cut.inputs, sub.inputs), (cut.outputs, sub.outputs)):
+        got = tuple(_as_held(t, w) for t, w in zip(got, want, strict=False))
         if [(t.name, t.shape) for t in want] != [(t.name, t.shape) for t in got]:
             raise ValidationError(
                 f"sub-model {sub.file_name}: file exposes "
                 f"{[(t.name, t.shape) for t in got]} but the plan says "
                 f"{[(t.name, t.shape) for t in want]}; the cut is wrong, report it"
             )
+
+
+def _as_held(got: TensorSpec, want: TensorSpec) -> TensorSpec:
+    """``got`` (a sub-model file's tensor) in the layout the plan holds it: a rank-4 int8
+    tensor of an NCHW QDQ ONNX file is NHWC in the plan (``splitter.importers.onnx_qdq``)."""
+    nhwc = tuple(got.shape[p] for p in (0, 2, 3, 1)) if len(got.shape) == 4 else got.shape
+    if want.dtype == "int8" and got.dtype == "int8" and want.shape == nhwc:
+        return replace(got, shape=nhwc)
+    return got
 
 
 def validate_submodels(

@@ -55,19 +55,43 @@ def safe_name(text: str) -> str:
 def submodel_io(chain: Chain, first: int, last: int) -> tuple[TensorSpec, TensorSpec]:
     """The tensors entering and leaving layers ``first..last`` of ``chain``.
 
-    The input is ``layers[first].input`` (for ``first == 0`` the graph input, which is
-    ``layers[0].output``) and the output is ``layers[last].output``. A layer profile has no
-    tensor names linking its rows, so there the input is ``layers[first - 1].output``, the
-    tensor whose ``OUT_j`` bytes the planner sends over the link.
+    The input is ``layers[first].input`` (for ``first == 0`` the graph input,
+    ``layers[0].input``, which differs from ``layers[0].output`` when a zero-cost reshape or
+    transpose right after the input joined the input layer; a layer profile's input layer has
+    only ``output``) and the output is ``layers[last].output``. A layer profile has no tensor
+    names linking its rows, so there the input is ``layers[first - 1].output``, the tensor whose
+    ``OUT_j`` bytes the planner sends over the link.
     """
     head = chain.layers[first]
     if first == 0 or head.input is None:
-        entering = chain.layers[0].output
+        entering = chain.layers[0].input or chain.layers[0].output
     elif chain.graph is None:
         entering = chain.layers[first - 1].output
     else:
         entering = head.input
     return entering, chain.layers[last].output
+
+
+def submodel_boundaries(
+    chain: Chain, first: int, last: int
+) -> tuple[tuple[TensorSpec, ...], tuple[TensorSpec, ...]]:
+    """Every tensor entering and leaving layers ``first..last``: :func:`submodel_io`, plus, for a
+    model with several inputs or outputs, the other graph inputs on the first sub-model
+    (``first == 0``) and the other graph outputs on the last (``last == len(chain) - 1``), in the
+    graph's order. The chain carries one tensor between layers, so those extra tensors must be
+    read and written by the first and last sub-models (the slicer reports a plan that puts them
+    elsewhere)."""
+    entering, leaving = submodel_io(chain, first, last)
+    ins: tuple[TensorSpec, ...] = (entering,)
+    outs: tuple[TensorSpec, ...] = (leaving,)
+    graph = chain.graph
+    if graph is None:
+        return ins, outs
+    if first == 0 and len(graph.inputs) > 1:
+        ins = tuple(graph.tensors[n] for n in graph.inputs)
+    if last == len(chain) - 1 and len(graph.outputs) > 1:
+        outs = tuple(graph.tensors[n] for n in graph.outputs)
+    return ins, outs
 
 
 # --- records --------------------------------------------------------------------------------

@@ -139,6 +139,11 @@ _DEFS = (
     _act("tanh", onnx=("Tanh",), tflite=("TANH",), kernels=ALL),
     _act("hardswish", onnx=("HardSwish",), tflite=("HARD_SWISH",)),
     _act("hardsigmoid", ("alpha", "beta"), onnx=("HardSigmoid",)),
+    _act("erf", onnx=("Erf",)),
+    # x / 2 * (1 + erf(x / sqrt 2)) (ONNX Gelu, opset 20; torch's exported Div-Erf-Add-Mul-Mul)
+    _act("gelu", onnx=("Gelu",)),
+    # x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) (Gelu approximate="tanh")
+    _act("gelu_tanh", onnx=("Gelu",)),
     # y = x / (bias + alpha / size * sum of x^2 over `size` neighbours along `axis`) ** beta
     OpDef(
         "lrn",
@@ -159,6 +164,22 @@ _DEFS = (
     OpDef("batchnorm", ("act",), onnx=("BatchNormalization",), kernels=frozenset({F32_NCHW})),
     # pads in ONNX order: begins of every axis, then ends
     OpDef("pad", ("pads", "value"), onnx=("Pad",), tflite=("PAD", "PADV2"), kernels=ALL),
+    # reflect / edge / wrap padding (ONNX Pad modes); a per-axis index gather
+    OpDef("pad_mode", ("pads", "mode"), onnx=("Pad",), kernels=frozenset({F32_NCHW})),
+    # y[i] = x[starts[d] + i[d] * steps[d]] on every axis d, i[d] < len(range(starts, ends,
+    # steps)) (Slice, normalised as Python's slice.indices; Split: one slice per output)
+    OpDef(
+        "slice", ("starts", "ends", "steps"), onnx=("Slice", "Split"), kernels=frozenset({F32_NCHW})
+    ),
+    # ONNX Resize (nearest: an index gather; linear: bilinear over the last two axes); the
+    # per-axis source coordinates follow coord_mode / nearest_mode and the per-axis scales
+    # (given, or out / in from sizes) of the ONNX spec; sizes = the output shape
+    OpDef(
+        "resize",
+        ("mode", "coord_mode", "nearest_mode", "scales", "sizes"),
+        onnx=("Resize",),
+        kernels=frozenset({F32_NCHW}),
+    ),
     OpDef(
         "reshape",
         ("shape",),
@@ -168,8 +189,22 @@ _DEFS = (
         kernels=ALL,
     ),
     OpDef("transpose", ("perm",), onnx=("Transpose",), tflite=("TRANSPOSE",), kernels=FLOAT),
-    OpDef("quantize", tflite=("QUANTIZE",), kernels=frozenset({I8_NHWC})),
-    OpDef("dequantize", tflite=("DEQUANTIZE",), kernels=frozenset({I8_NHWC})),
+    # perm: the transpose from the float tensor's layout to the int8 tensor's (None: same
+    # layout; (0, 2, 3, 1) at a QDQ ONNX graph's NCHW input, int8 tensors being NHWC)
+    OpDef(
+        "quantize",
+        ("perm",),
+        onnx=("QuantizeLinear",),
+        tflite=("QUANTIZE",),
+        kernels=frozenset({I8_NHWC}),
+    ),
+    OpDef(
+        "dequantize",
+        ("perm",),
+        onnx=("DequantizeLinear",),
+        tflite=("DEQUANTIZE",),
+        kernels=frozenset({I8_NHWC}),
+    ),
 )
 
 #: Canonical op kind -> its definition, in a fixed order.

@@ -32,6 +32,9 @@ from splitter.slicing.validate import TfliteRunner
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 TFLITE_MODELS = sorted(p.stem for p in MODELS_DIR.glob("*.tflite"))
+#: the MLPerf Tiny models need more RAM than the G0 of m0_m4_m7.toml has; they are compiled with
+#: firmware, built and run on their own boards in test_e2e_mlperf.py
+SMALL_TFLITE_MODELS = [n for n in TFLITE_MODELS if not n.startswith("mlperf_")]
 TOL = 1e-4
 
 
@@ -282,7 +285,7 @@ def three_device_assignment(n: int) -> tuple[int, ...]:
     return (*(0 if j <= a else 1 if j <= b else 2 for j in range(n - 1)), 0)
 
 
-@pytest.mark.parametrize("name", TFLITE_MODELS)
+@pytest.mark.parametrize("name", SMALL_TFLITE_MODELS)
 def test_compile_tflite_with_firmware(name: str, tmp_path: Path) -> None:
     """``compile`` with firmware generation on a 3- or 4-sub-model plan over three parts; each
     device's generated weights / arena bytes equal the planner's FLASH_i / RAM_i."""

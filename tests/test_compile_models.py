@@ -38,7 +38,10 @@ def _file_io(
         def info(v: onnx.ValueInfoProto) -> tuple[str, list[int], str]:
             t = v.type.tensor_type
             dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)).name
-            return v.name, [d.dim_value for d in t.shape.dim], dtype
+            dims = [d.dim_value for d in t.shape.dim]
+            if dtype == "int8" and len(dims) == 4:  # held NHWC on the boards (onnx_qdq)
+                dims = [dims[p] for p in (0, 2, 3, 1)]
+            return v.name, dims, dtype
 
         ins = [info(v) for v in model.graph.input if v.name not in inits]
         return ins, [info(v) for v in model.graph.output]

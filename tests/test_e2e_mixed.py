@@ -20,7 +20,9 @@ def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return shared_build(tmp_path_factory, MODEL, BOARD_FILE, "mixed")
 
 
-def test_f446_is_benched_as_an_f405_and_calibrated_at_its_own_clock(out: Path, tmp_path: Path) -> None:
+def test_f446_is_benched_as_an_f405_and_calibrated_at_its_own_clock(
+    out: Path, tmp_path: Path
+) -> None:
     proc = cli("bench", str(out), "--emulate", "-n", "1", "--json", "--no-pipeline")
     assert proc.returncode == 0, proc.stderr
     b = json.loads(proc.stdout)

@@ -92,7 +92,7 @@ def test_dry_run_builds_and_prints_st_flash_lines(
             f"st-flash --serial {serial} --reset write {binary} 0x08000000",
         ]
     assert out.splitlines() == expected
-    assert "building firmware" in err and "warning" not in err
+    assert "warning" not in err
 
 
 def test_dry_run_openocd_and_cubeprog_use_the_elf(
@@ -167,8 +167,8 @@ def test_flash_runs_each_board_in_order_and_stops_on_failure(
     log.unlink()
     fake_st_flash(tmp_path / "bin", log, 1)
     code, out, err = flash([str(compiled), "--tool", "st-flash"], capsys)
-    progress, line = err.strip().splitlines()  # the build's progress line, then the error
-    assert code == 2 and progress.startswith("building firmware in ")
+    line = err.strip().splitlines()[-1]  # progress lines (if any), then the error
+    assert code == 2
     assert line.startswith("splitter: error: device a: flashing with st-flash failed")
     assert len(log.read_text().splitlines()) == 1  # b was not touched after a failed
 

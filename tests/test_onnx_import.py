@@ -12,7 +12,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from splitter.errors import ShapeError
-from splitter.importers import load_graph
+from splitter.importers import load_graph, load_model
 from splitter.importers.onnx_import import load_onnx
 from splitter.ir import OP_KINDS, Graph
 from splitter.ops import FUSED_ACT_ATTRS
@@ -243,10 +243,11 @@ def test_matmul_constant_is_dense_and_activations_are_matmul(tmp_path: Path) -> 
     path = save_model(tmp_path, nodes, {"x": [1, 4]}, ["y"], inits)
     graph = load_onnx(path)
     assert_well_formed(graph)
-    assert [op.kind for op in graph.ops] == ["dense", "transpose", "matmul"]
+    # (1, 6) -> (6, 1) moves only an axis of length 1: a zero-cost reshape
+    assert [op.kind for op in graph.ops] == ["dense", "reshape", "matmul"]
     dense = graph.ops[0]
     assert dense.source_nodes == ("fc", "fc_bias") and dense.outputs == ("hb",)
-    assert graph.ops[1].attrs == {"perm": (1, 0)}
+    assert graph.ops[1].attrs == {"shape": (6, 1)}
     assert graph.ops[2].inputs == ("ht", "hb")
     values = assert_shapes_match_ort(path, graph)
     got = values["x"] @ dense.weights["W"].T + dense.weights["B"]
@@ -550,6 +551,50 @@ def test_accepted_opset_range(tmp_path: Path, opset: int) -> None:
     assert [op.kind for op in graph.ops] == ["conv2d", "global_avgpool", "reshape"]
     assert graph.metadata["opset"] == str(opset)
     assert_shapes_match_ort(path, graph)
+
+
+@pytest.mark.parametrize("opset", [7, 9, 10])
+def test_old_opset_upgraded_on_load(tmp_path: Path, opset: int) -> None:
+    """Opsets 7..10 are converted to 17 (onnx.version_converter); the normalised model
+    load_model returns is the upgraded one and computes what the file computes."""
+    bn = [const(n, np.linspace(0.5, 1.5, 6, dtype=np.float32)) for n in ("s", "b", "m", "v")]
+    nodes = [
+        helper.make_node("Conv", ["x", "W"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"]),
+        helper.make_node("Relu", ["n"], ["r"]),
+        helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Flatten", ["p"], ["y"]),
+    ]
+    inits = [const("W", f32(6, 3, 3, 3)), *bn]
+    path = save_model(tmp_path, nodes, {"x": [1, 3, 6, 6]}, ["y"], inits, opset=opset)
+    graph = load_onnx(path)
+    assert [op.kind for op in graph.ops] == ["conv2d", "maxpool", "reshape"]
+    assert graph.metadata["opset"] == "17"
+    assert graph.metadata["upgraded_from_opset"] == str(opset)
+    loaded = load_model(path)
+    assert loaded.onnx_model().opset_import[0].version == 17
+    x = np.random.default_rng(0).standard_normal((1, 3, 6, 6), np.float32)
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got = ort.InferenceSession(loaded.data, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
+
+
+def test_opset9_upsample_becomes_resize(tmp_path: Path) -> None:
+    """Upsample (deprecated at opset 10) is upgraded to Resize and imported as resize."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Upsample", ["r", "scales"], ["y"], name="up", mode="nearest"),
+    ]
+    inits = [const("scales", np.asarray([1, 1, 2, 3], np.float32))]
+    path = save_model(tmp_path, nodes, {"x": [1, 2, 3, 4]}, ["y"], inits, opset=9)
+    graph = load_onnx(path)
+    assert [op.kind for op in graph.ops] == ["relu", "resize"]
+    assert graph.tensor("y").shape == (1, 2, 6, 12)
+    loaded = load_model(path)
+    x = np.random.default_rng(1).standard_normal((1, 2, 3, 4), np.float32)
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got = ort.InferenceSession(loaded.data, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_array_equal(got[0], want[0])
 
 
 def test_sum_of_two_is_add(tmp_path: Path) -> None:

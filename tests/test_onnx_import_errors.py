@@ -93,7 +93,7 @@ def test_truncated_file(tmp_path: Path, fraction: float) -> None:
 
 def test_all_unsupported_ops_listed_at_once(tmp_path: Path) -> None:
     nodes = [
-        helper.make_node("Erf", ["x"], ["a"], name="erf_node"),
+        helper.make_node("Sin", ["x"], ["a"], name="sin_node"),
         helper.make_node("Relu", ["a"], ["b"]),
         helper.make_node("Floor", ["b"], ["c"]),
         helper.make_node("Magic", ["c"], ["y"], name="magic", domain="com.acme"),
@@ -102,22 +102,26 @@ def test_all_unsupported_ops_listed_at_once(tmp_path: Path) -> None:
     err = load_error(path)
     assert isinstance(err, UnsupportedOpError)
     message = str(err)
-    for label in ("Erf (erf_node)", "Floor (Floor_0)", "com.acme.Magic (magic)"):
+    for label in ("Sin (sin_node)", "Floor (Floor_0)", "com.acme.Magic (magic)"):
         assert label in message
     assert "3 unsupported" in message and "Relu (" not in message and "supported" in message
 
 
 def test_unsupported_forms_of_supported_ops_listed_at_once(tmp_path: Path) -> None:
-    pads = numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads")
+    pads = numpy_helper.from_array(np.array([0, 0, 1, 8, 0, 0, 1, 1], np.int64), "pads")
     bounds = numpy_helper.from_array(np.array([1.0], np.float32), "k")
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
     nodes = [
         helper.make_node("Pad", ["x", "pads"], ["p"], name="reflect_pad", mode="reflect"),
         helper.make_node("Sub", ["k", "p"], ["s"], name="rsub"),
-        helper.make_node("Relu", ["s"], ["y"]),
+        helper.make_node("Resize", ["s", "", "scales"], ["r"], name="cubic", mode="cubic"),
+        helper.make_node("Relu", ["r"], ["y"]),
     ]
-    err = load_error(save(tmp_path, nodes, inits=[pads, bounds]))
+    err = load_error(save(tmp_path, nodes, inits=[pads, bounds, scales]))
     assert isinstance(err, UnsupportedOpError)
-    assert "Pad (reflect_pad): mode=reflect" in str(err) and "Sub (rsub)" in str(err)
+    message = str(err)
+    assert "Pad (reflect_pad): reflect pad of 8 on an axis of length 8" in message
+    assert "Sub (rsub)" in message and "Resize (cubic): mode=cubic" in message
 
 
 def test_dynamic_input_without_override(tmp_path: Path) -> None:
@@ -149,12 +153,43 @@ def test_inconsistent_override_is_a_shape_error(tmp_path: Path) -> None:
     assert isinstance(err, ShapeError) and "5 channels" in str(err)
 
 
-@pytest.mark.parametrize("opset", [9, 23])
+@pytest.mark.parametrize("opset", [6, 23])
 def test_opset_out_of_range(tmp_path: Path, opset: int) -> None:
     path = save(tmp_path, [helper.make_node("Relu", ["x"], ["y"])], opsets=[("", opset)])
     err = load_error(path)
     assert isinstance(err, InputFileError)
     assert f"opset {opset}" in str(err) and "version_converter" in str(err)
+
+
+def test_opset_conversion_failure_names_the_op(tmp_path: Path) -> None:
+    """An opset-9 model onnx.version_converter cannot convert: one line naming node, op and
+    opsets (here IR version 3 without the initializer among the graph inputs, as old files
+    written by hand often are), before anything else runs."""
+    w = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "W")
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="act"),
+        helper.make_node("Conv", ["r", "W"], ["y"], name="conv_1"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "old",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 3, 8, 8))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [w],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)])
+    model.ir_version = 3
+    path = tmp_path / "old.onnx"
+    path.write_bytes(model.SerializeToString())
+    err = load_error(path)
+    assert isinstance(err, InputFileError)
+    assert "cannot upgrade Conv (conv_1) from opset 9 to 17" in str(err)
+
+
+def test_unsupported_ops_listed_before_opset_upgrade(tmp_path: Path) -> None:
+    nodes = [helper.make_node("Scan", ["x"], ["y"], name="loop_1")]
+    err = load_error(save(tmp_path, nodes, opsets=[("", 9)]))
+    assert isinstance(err, UnsupportedOpError) and "Scan (loop_1)" in str(err)
 
 
 def test_empty_graph(tmp_path: Path) -> None:

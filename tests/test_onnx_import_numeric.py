@@ -15,7 +15,12 @@ from onnx import TensorProto, helper, numpy_helper
 from splitter.importers.onnx_import import load_onnx
 from splitter.ir import Graph, Op
 
-MODELS = sorted((Path(__file__).resolve().parent.parent / "models").glob("*.onnx"))
+#: QDQ int8 models are compared in quantisation steps by tests/test_qdq.py.
+MODELS = sorted(
+    p
+    for p in (Path(__file__).resolve().parent.parent / "models").glob("*.onnx")
+    if not p.stem.endswith("_qdq")
+)
 SIMPLE = {
     "relu": "Relu",
     "sigmoid": "Sigmoid",
@@ -58,6 +63,9 @@ class Emitter:
             return self.node("Clip", [x, self.const(lo), self.const(hi)], out)
         if kind == "leaky_relu":
             return self.node("LeakyRelu", [x], out, alpha=op.attrs["alpha"])
+        if kind == "hardsigmoid":  # fused (MobileNetV3's SE gate after its second conv)
+            alpha, beta = op.attrs["alpha"], op.attrs["beta"]
+            return self.node("HardSigmoid", [x], out, alpha=alpha, beta=beta)
         return self.node(SIMPLE[kind], [x], out)
 
     def emit(self, op: Op, graph: Graph) -> None:

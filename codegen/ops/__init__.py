@@ -20,6 +20,9 @@ from codegen.ops.elementwise import (
     BatchNorm,
     Clip,
     Div,
+    Erf,
+    Gelu,
+    GeluTanh,
     HardSigmoid,
     HardSwish,
     LeakyRelu,
@@ -30,6 +33,7 @@ from codegen.ops.elementwise import (
     Sub,
     Tanh,
 )
+from codegen.ops.gather import PadMode, Resize, Slice
 from codegen.ops.lrn import LRN
 from codegen.ops.pool import AvgPool, GlobalAvgPool, MaxPool, Mean
 from codegen.ops.shape import Concat, Dequantize, Pad, Quantize, Reshape, Transpose
@@ -57,10 +61,16 @@ _CLASSES: tuple[type[OpEmitter], ...] = (
     Tanh,
     HardSwish,
     HardSigmoid,
+    Erf,
+    Gelu,
+    GeluTanh,
     LRN,
     Softmax,
     BatchNorm,
     Pad,
+    PadMode,
+    Slice,
+    Resize,
     Reshape,
     Transpose,
     Quantize,

@@ -13,7 +13,7 @@ that an emitter overrides exactly the paths its ``OpDef`` claims.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
@@ -36,6 +36,9 @@ ACT_CODES = {
     "hardswish": "K_ACT_HARDSWISH",
     "leaky_relu": "K_ACT_LEAKY",
     "hardsigmoid": "K_ACT_HARDSIGMOID",
+    "erf": "K_ACT_ERF",
+    "gelu": "K_ACT_GELU",
+    "gelu_tanh": "K_ACT_GELU_TANH",
 }
 
 
@@ -250,8 +253,9 @@ class OpEmitter:
     def emit(self, op: Op, ctx: EmitContext) -> list[str]:
         """The C statements running ``op`` with its tensors at ``ctx.offsets``."""
         label = f"{c_comment(op.name)}: {c_comment(op.kind)}"
-        if is_quantised(op, ctx.tensors):
-            return [f"/* {label} (int8) */", *self.emit_int8(op, ctx)]
+        if is_quantised(op, ctx.tensors):  # the int8 kernels are NHWC whatever the graph's
+            int8_ctx = replace(ctx, layout="NHWC")  # layout (splitter.importers.onnx_qdq)
+            return [f"/* {label} (int8) */", *self.emit_int8(op, int8_ctx)]
         return [f"/* {label} */", *self.emit_float(op, ctx)]
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:

@@ -43,6 +43,22 @@ def ohwi(w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(w).transpose(0, 2, 3, 1))
 
 
+def nhwc_weights(w: np.ndarray, groups: int) -> np.ndarray:
+    """Canonical conv weights ``(O, C/groups, kh, kw)`` in the order ``k_conv2d_nhwc`` reads.
+
+    ``groups == 1``: :func:`ohwi` rows packed by :func:`pack4` (element ``k = (ky*kw + kx)*C + c``
+    of 4 output channels interleaved, the 4 x 4 pixel-by-channel blocking of kernels_nhwc.c);
+    depthwise (``C/groups == 1``): ``(kh, kw, O)``, TFLite's own depthwise order, so the channels
+    of a tap are contiguous; any other grouping: :func:`ohwi`. Same element count in every case.
+    """
+    w = np.asarray(w, dtype=np.float32)
+    if groups == 1:
+        return pack4(ohwi(w).reshape(w.shape[0], -1))
+    if w.shape[1] == 1:
+        return np.ascontiguousarray(w[:, 0].transpose(1, 2, 0))
+    return ohwi(w)
+
+
 def window_record(
     op: Op,
     ctx: EmitContext,
@@ -118,8 +134,9 @@ def q8_weights(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
 
 
 class Conv2D(OpEmitter):
-    """``y = act(conv(x, W) + B)``; NCHW weights packed by :func:`pack4` (groups 1), NHWC and
-    int8 weights as :func:`ohwi`; int8 requantises per output channel."""
+    """``y = act(conv(x, W) + B)``; NCHW weights packed by :func:`pack4` (groups 1), NHWC float
+    weights as :func:`nhwc_weights`, int8 weights as :func:`ohwi`; int8 requantises per output
+    channel."""
 
     kind = "conv2d"
     float_checks = (weights_4d, image_batch1, act_ok)
@@ -129,7 +146,7 @@ class Conv2D(OpEmitter):
         wt = np.asarray(op.weights["W"], dtype=np.float32)
         groups = int(op.attr("groups", 1))
         if ctx.layout == "NHWC":
-            fn, wn = "k_conv2d_nhwc", ctx.const(op, "W", ohwi(wt))
+            fn, wn = "k_conv2d_nhwc", ctx.const(op, "W", nhwc_weights(wt, groups))
         else:
             packed = pack4(wt.reshape(wt.shape[0], -1)) if groups == 1 else wt
             fn, wn = "k_conv2d", ctx.const(op, "W", packed)

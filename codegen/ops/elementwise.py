@@ -203,6 +203,11 @@ HardSwish = _activation("HardSwish", "hardswish", _Activation, "``x * clip(x / 6
 HardSigmoid = _activation(
     "HardSigmoid", "hardsigmoid", _Activation, "``clip(alpha * x + beta, 0, 1)``."
 )
+Erf = _activation("Erf", "erf", _Activation, "``erf(x)`` (``k_erff``).")
+Gelu = _activation("Gelu", "gelu", _Activation, "``x / 2 * (1 + erf(x / sqrt 2))``.")
+GeluTanh = _activation(
+    "GeluTanh", "gelu_tanh", _Activation, "``x / 2 * (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))``."
+)
 
 
 def scale_and_shift(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:

@@ -166,7 +166,29 @@ class Quantize(OpEmitter):
             return requant_call(op, ctx, Q_MIN, Q_MAX)
         so, zo = qp(ctx.tensors[y])
         args = f"{ctx.tensors[y].size}, {float(so)!r}, {zo}"
-        return [f"k_q_quantize({ctx.pvoid(x)}, {ctx.p8(y)}, {args});"]
+        if op.attr("perm") is None:
+            return [f"k_q_quantize({ctx.pvoid(x)}, {ctx.p8(y)}, {args});"]
+        return _quantize_to_nhwc(op, ctx, args)
+
+
+def _quantize_to_nhwc(op: Op, ctx: EmitContext, args: str) -> list[str]:
+    """float NCHW ``x`` -> int8 NHWC ``y`` (``perm == (0, 2, 3, 1)``, a QDQ ONNX input):
+    quantise in place into the first ``n`` bytes of ``x`` (byte ``i`` is written after float
+    ``i`` is read and never overlaps a float still to read), then scatter each channel plane
+    into ``y`` with stride ``C`` (``k_q_concat_part`` of ``H * W`` rows of 1 byte)."""
+    x, y = op.inputs[0], op.outputs[0]
+    if tuple(op.attr("perm")) != (0, 2, 3, 1) or len(ctx.shape(x)) != 4:
+        raise ValueError(f"{op.name}: quantize with perm {op.attr('perm')} (NCHW -> NHWC only)")
+    _, c, h, w = ctx.shape(x)
+    q = f"(int8_t *)(A8 + {ctx.offsets[x]})"
+    return [
+        "{",
+        "    int c;",
+        f"    k_q_quantize({ctx.pvoid(x)}, {q}, {args});",
+        f"    for (c = 0; c < {c}; c++)",
+        f"        k_q_concat_part({q} + c * {h * w}, {h * w}, 1, {ctx.p8(y)}, {c}, c);",
+        "}",
+    ]
 
 
 class Dequantize(OpEmitter):

@@ -81,6 +81,35 @@ float k_tanhf(float x)
     return x < 0.0f ? -r : r;
 }
 
+/* erf: odd Taylor series to x^11 for |x| < 0.5 (truncation < 1e-7 relative); otherwise
+ * 1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) e^(-x^2), t = 1 / (1 + 0.3275911 |x|)
+ * (Abramowitz and Stegun 7.1.26, absolute error <= 1.5e-7), sign restored. */
+float k_erff(float x)
+{
+    float a = x < 0.0f ? -x : x, t, r;
+    if (a < 0.5f) {
+        float x2 = x * x;
+        return 1.12837917f * x *
+               (1.0f + x2 * (-0.333333333f + x2 * (0.1f + x2 * (-0.0238095238f +
+               x2 * (0.00462962963f + x2 * -0.000757575758f)))));
+    }
+    t = 1.0f / (1.0f + 0.3275911f * a);
+    r = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f +
+        t * 1.061405429f)))) * k_expf(-a * a);
+    return x < 0.0f ? r - 1.0f : 1.0f - r;
+}
+
+/* 1 + erf(x), without the cancellation of 1 + erf(x) for x << 0 (A&S 7.1.26 gives erfc). */
+static float k_erf1p(float x)
+{
+    float a, t;
+    if (x > -0.5f) return 1.0f + k_erff(x);
+    a = -x;
+    t = 1.0f / (1.0f + 0.3275911f * a);
+    return t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f +
+           t * 1.061405429f)))) * k_expf(-a * a);
+}
+
 static float k_act1(float v, int act, float p0, float p1)
 {
     switch (act) {
@@ -99,6 +128,10 @@ static float k_act1(float v, int act, float p0, float p1)
         float g = p0 * v + p1;
         return g < 0.0f ? 0.0f : (g > 1.0f ? 1.0f : g);
     }
+    case K_ACT_ERF: return k_erff(v);
+    case K_ACT_GELU: return 0.5f * v * k_erf1p(v * 0.707106781f);
+    case K_ACT_GELU_TANH:
+        return 0.5f * v * (1.0f + k_tanhf(0.797884561f * (v + 0.044715f * v * v * v)));
     default: return v;
     }
 }
@@ -801,4 +834,42 @@ void k_lrn(const k_lrn_params *p, const float *restrict x, float *restrict y)
             }
         }
     }
+}
+
+/* ------------------------------------------------------------- gathers ---- */
+
+void k_gather_axes(const k_gather_params *p, const float *restrict x, float *restrict y)
+{
+    const int *m0 = p->map[0], *m1 = p->map[1], *m2 = p->map[2], *m3 = p->map[3];
+    const int *ys = p->ys;
+    int i0, i1, i2, i3;
+    for (i0 = 0; i0 < ys[0]; i0++)
+        for (i1 = 0; i1 < ys[1]; i1++) {
+            const float *x01 = x + m0[i0] + m1[i1];
+            for (i2 = 0; i2 < ys[2]; i2++) {
+                const float *xr = x01 + m2[i2];
+                for (i3 = 0; i3 < ys[3]; i3++) *y++ = xr[m3[i3]];
+            }
+        }
+}
+
+void k_resize_linear(const k_resize_params *p, const float *restrict x, float *restrict y)
+{
+    const int *ys = p->ys;
+    int i0, i1, i2, i3;
+    for (i0 = 0; i0 < ys[0]; i0++)
+        for (i1 = 0; i1 < ys[1]; i1++) {
+            const float *x01 = x + p->m0[i0] + p->m1[i1];
+            for (i2 = 0; i2 < ys[2]; i2++) {
+                const float *r0 = x01 + p->h0[i2], *r1 = x01 + p->h1[i2];
+                const float fh = p->fh[i2];
+                for (i3 = 0; i3 < ys[3]; i3++) {
+                    const int a = p->w0[i3], b = p->w1[i3];
+                    const float fw = p->fw[i3];
+                    const float top = r0[a] + fw * (r0[b] - r0[a]);
+                    const float bot = r1[a] + fw * (r1[b] - r1[a]);
+                    *y++ = top + fh * (bot - top);
+                }
+            }
+        }
 }

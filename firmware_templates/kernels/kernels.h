@@ -37,7 +37,10 @@ enum {
     K_ACT_TANH = 5,
     K_ACT_HARDSWISH = 6,   /* x * clip(x/6 + 1/2, 0, 1) */
     K_ACT_LEAKY = 7,       /* p0 = alpha */
-    K_ACT_HARDSIGMOID = 8  /* clip(p0 * x + p1, 0, 1), p0 = alpha, p1 = beta */
+    K_ACT_HARDSIGMOID = 8, /* clip(p0 * x + p1, 0, 1), p0 = alpha, p1 = beta */
+    K_ACT_ERF = 9,
+    K_ACT_GELU = 10,       /* x / 2 * (1 + erf(x / sqrt 2)) */
+    K_ACT_GELU_TANH = 11   /* x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) */
 };
 
 enum { K_ADD = 0, K_SUB = 1, K_MUL = 2, K_DIV = 3 };
@@ -104,6 +107,7 @@ float k_expf(float x);
 float k_sigmoidf(float x);
 float k_tanhf(float x);
 float k_logf(float x);
+float k_erff(float x);
 
 /* y[i] = act(x[i]); x may equal y (element-wise, same index). */
 void k_act(const float *x, float *y, int n, int act, float p0, float p1);
@@ -164,5 +168,28 @@ typedef struct {
 } k_lrn_params;
 
 void k_lrn(const k_lrn_params *p, const float *restrict x, float *restrict y);
+
+/* A per-axis index gather over a rank-4 view (slice, split, reflect / edge / wrap pad, nearest
+ * resize): y[i0, i1, i2, i3] = x[map[0][i0] + map[1][i1] + map[2][i2] + map[3][i3]], each map
+ * holding element offsets into x (the source index along that axis times its stride); the
+ * output has shape ys. */
+typedef struct {
+    int ys[4];
+    const int *map[4];
+} k_gather_params;
+
+void k_gather_axes(const k_gather_params *p, const float *restrict x, float *restrict y);
+
+/* Bilinear resize over the last two axes of a rank-4 view (ONNX Resize mode "linear"): the
+ * first two axes are gathered by element-offset maps m0, m1 (as k_gather_axes); along axis 2 the
+ * output row i reads offsets h0[i], h1[i] with weight fh[i] on h1; along axis 3 likewise w0, w1,
+ * fw: y = (1 - fh) ((1 - fw) x[h0 + w0] + fw x[h0 + w1]) + fh ((1 - fw) x[h1 + w0] + fw x[h1 + w1]). */
+typedef struct {
+    int ys[4];
+    const int *m0, *m1, *h0, *h1, *w0, *w1;
+    const float *fh, *fw;
+} k_resize_params;
+
+void k_resize_linear(const k_resize_params *p, const float *restrict x, float *restrict y);
 
 #endif /* SPLITTER_KERNELS_H */

@@ -2,9 +2,13 @@
  * splitter float32 NHWC kernels (C99): the layout of TFLite models.
  *
  * A feature map of H rows, W columns and C channels is x[(y * W + x) * C + c] (batch 1).
- * Conv weights are TFLite's OHWI order, (O, kh, kw, C/groups): the generator transposes the
- * canonical (O, C/groups, kh, kw) array once (codegen/ops/conv.py, ohwi), same byte count. A
- * depthwise convolution is groups == C with O = C * depth_multiplier.
+ * Conv weights, by the record's groups (codegen/ops/conv.py, nhwc_weights; same byte count as the
+ * canonical (O, C/groups, kh, kw) array, no padding):
+ *   groups == 1: TFLite's OHWI order (O, kh, kw, C) packed 4 rows at a time as kernels.h says
+ *     (block b stores element k = (ky * kw + kx) * C + c of its 4 rows interleaved, the O % 4
+ *     last rows follow row-major);
+ *   groups == C (depthwise, O = C * depth_multiplier): (kh, kw, O), TFLite's own depthwise order;
+ *   otherwise: OHWI (O, kh, kw, C / groups).
  * Pads: top, left (the kernels never read outside the input; bottom/right come from OH/OW).
  * Same rules as kernels.h: no malloc, no libc, no scratch; the element-wise and reshape-like
  * kernels of kernels.h (k_act, k_binary, k_concat_part, k_mean, k_softmax, k_pad, ...) are
@@ -17,7 +21,9 @@
 #include "kernels.h" /* k_window_params */
 
 /* y[oy, ox, o] = act(b[o] + sum_{ky, kx, ci} x[iy, ix, g * Cg + ci] * w[o, ky, kx, ci]) with
- * g = o / (O / groups), Cg = C / groups, iy = oy * sh - pt + ky * dh (taps outside skipped). */
+ * g = o / (O / groups), Cg = C / groups, iy = oy * sh - pt + ky * dh (taps outside skipped),
+ * w stored as described above. groups == 1 runs 4 output pixels x 4 output channels per inner
+ * loop, a depthwise convolution 4 pixels x 4 channels per tap (the NCHW kernels' blocking). */
 void k_conv2d_nhwc(const k_window_params *p, const float *restrict x, const float *restrict w,
                    const float *restrict b, float *restrict y);
 

@@ -68,6 +68,9 @@ class BenchConfig:
     pipeline: bool = True
     faults: dict[tuple[str, str], FaultSpec] = field(default_factory=dict)
     log: Callable[[str], None] | None = None
+    #: progress: called with each step's description, and with (runs done, runs) per run
+    on_step: Callable[[str], None] | None = None
+    on_run: Callable[[int, int], None] | None = None
 
 
 @dataclass
@@ -239,12 +242,21 @@ def bench(out_dir: str | Path, cfg: BenchConfig | None = None) -> dict[str, Any]
         arr = random_input(in_spec, cfg.seed)
     x = to_wire(arr)
     blocker = pipeline_blocker(plan, wiring)
+    step = cfg.on_step or (lambda _text: None)
     with ExitStack() as stack:
+        step("booting the emulated boards" if cfg.emulate else "connecting to the boards")
         s = open_session(stack, out, cfg, plan)
+        step(f"{cfg.warmup} warm-up run(s)")
         for _ in range(cfg.warmup):
             one_run(s, x, out_spec.nbytes, cfg.timeout)
-        samples = [one_run(s, x, out_spec.nbytes, cfg.timeout) for _ in range(cfg.runs)]
+        step(f"{cfg.runs} timed runs")
+        samples = []
+        for k in range(cfg.runs):
+            samples.append(one_run(s, x, out_spec.nbytes, cfg.timeout))
+            if cfg.on_run is not None:
+                cfg.on_run(k + 1, cfg.runs)
         events = [e for p in s.proxies for e in p.snapshot()]
+        step("measuring the throughput")
         throughput = _throughput(s, samples, x, out_spec.nbytes, cfg, blocker)
         faults = {p.name: {"corrupted": p.corrupted, "dropped": p.dropped} for p in s.proxies}
     _check_outputs(samples)

@@ -2,14 +2,18 @@
 
 Commands live in one module each (``splitter/cli/<name>_cmd.py`` exposing ``command``) and are
 registered explicitly in :data:`COMMANDS`. :func:`main` turns every :class:`SplitterError` into one
-line on stderr and exit code 2; no traceback reaches a user (``SPLITTER_DEBUG=1`` shows it).
+line on stderr and exit code 2; no traceback reaches a user (``SPLITTER_DEBUG=1`` shows it). With
+``--json`` (or ``inspect --format json``) the error is also printed on stdout as the object of
+:func:`error_object` (``docs/cli-json.md``), so a script reading stdout always gets JSON.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -33,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "flash": "flash_cmd",
     "segment": "segment_cmd",
     "report": "report_cmd",
+    "ops": "ops_cmd",
 }
 
 
@@ -58,7 +63,14 @@ def _module_exists(module_name: str) -> bool:
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="splitter")
 def cli() -> None:
-    """Split a neural network over STM32 boards: inspect, plan, compile, build, run, bench."""
+    """Split a neural network over STM32 boards.
+
+    \b
+    Model and plan:  inspect, ops, plan, segment, compile, report
+    Firmware:        build, flash, emulate
+    On the boards:   run, bench, calibrate
+    Every command takes -h, and --json for machine-readable output (errors included).
+    """
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -75,18 +87,25 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _run(argv: list[str] | None) -> int:
-    """Run the CLI; the exit code, every error reported in one line on stderr."""
+    """Run the CLI; the exit code, every error reported in one line on stderr (and as JSON on
+    stdout when the command line asks for JSON)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    as_json = wants_json(args)
     try:
-        _invoke(argv)
+        _invoke(args)
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.UsageError as exc:  # one line, like every other error
         hint = f"; see '{exc.ctx.command_path} --help'" if exc.ctx is not None else ""
         message = _one_line(exc.format_message()).rstrip(".")
         click.echo(f"splitter: error: {message}{hint}", err=True)
+        if as_json:
+            click.echo(json.dumps(error_object(message + hint)))
         return 2
     except click.ClickException as exc:
         exc.show()
+        if as_json:
+            click.echo(json.dumps(error_object(_one_line(exc.format_message()))))
         return 2
     except click.exceptions.Abort:
         click.echo("splitter: aborted", err=True)
@@ -95,26 +114,32 @@ def _run(argv: list[str] | None) -> int:
         if os.environ.get("SPLITTER_DEBUG"):
             traceback.print_exc()
         click.echo(f"splitter: error: {_one_line(str(exc))}", err=True)
+        if as_json:
+            details = getattr(exc, "details", None)
+            click.echo(json.dumps(error_object(_one_line(str(exc)), details)))
         return 2
     except KeyboardInterrupt:
         click.echo("splitter: interrupted", err=True)
+        if as_json:
+            click.echo(json.dumps(error_object("interrupted")))
         return 130
     except Exception as exc:  # a bug: still one line, but say so
         if os.environ.get("SPLITTER_DEBUG"):
             traceback.print_exc()
-        click.echo(
-            f"splitter: internal error: {type(exc).__name__}: {_one_line(str(exc))} "
-            "(please report it; SPLITTER_DEBUG=1 shows the traceback)",
-            err=True,
+        line = (
+            f"internal error: {type(exc).__name__}: {_one_line(str(exc))} "
+            "(please report it; SPLITTER_DEBUG=1 shows the traceback)"
         )
+        click.echo(f"splitter: {line}", err=True)
+        if as_json:
+            click.echo(json.dumps(error_object(line)))
         return 1
     return 0
 
 
-def _invoke(argv: list[str] | None) -> None:
+def _invoke(args: list[str]) -> None:
     """``cli.main`` without its handling of Ctrl-C (which prints an empty line first): the
     context is made and invoked directly, so KeyboardInterrupt reaches :func:`_run`."""
-    args = list(sys.argv[1:] if argv is None else argv)
     with cli.make_context("splitter", args) as ctx:
         cli.invoke(ctx)
 
@@ -125,3 +150,33 @@ def _one_line(text: str) -> str:
     error line cannot drive the terminal."""
     line = " ".join(text.split())
     return "".join(ch if ch.isprintable() else escaped(ch) for ch in line)
+
+
+def wants_json(args: list[str]) -> bool:
+    """True when the command line asks for JSON output: ``--json`` or ``--format json`` (before
+    a ``--`` that ends the options)."""
+    opts = args[: args.index("--")] if "--" in args else args
+    pairs = zip(opts, [*opts[1:], ""], strict=True)
+    return "--json" in opts or "--format=json" in opts or ("--format", "json") in pairs
+
+
+#: ``PATH: rest``: a message that starts with a file name (no spaces, a path or a suffix)
+_FILE_RE = re.compile(r"^(?P<file>[^\s:]*[/.#][^\s:]*|[^\s:]+\.[A-Za-z0-9]+):\s")
+
+
+def error_object(message: str, details: object = None) -> dict[str, object]:
+    """The ``--json`` error: ``{"error": message, "file": ..., "hint": ...}``, plus
+    ``"details"`` when the error carries what was done before it (compile's summary when only
+    the firmware failed).
+
+    Error messages are one line, ``FILE: what is wrong; what to do`` (STYLE.md): ``file`` is the
+    leading file name when the message starts with one (else null), ``hint`` the text after the
+    last ``"; "`` (else null). ``error`` is the whole line.
+    """
+    m = _FILE_RE.match(message)
+    file = m["file"] if m else None
+    hint = message.rsplit("; ", 1)[1].strip() if "; " in message else None
+    obj: dict[str, object] = {"error": message, "file": file, "hint": hint}
+    if details is not None:
+        obj["details"] = details
+    return obj

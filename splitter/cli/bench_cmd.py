@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from rich.table import Table
 from splitter.bench.report import comparison_rows, write_bench
 from splitter.bench.runner import BENCH_FILE, BenchConfig, bench
 from splitter.cli.options import out_argument, port_option, stop_on_sigterm, verbose_option
+from splitter.cli.progress import Bar, Progress
 from splitter.report import refresh_report
 
 
@@ -74,9 +76,19 @@ def command(
         pipeline=pipeline,
         log=(lambda text: click.echo(text, err=True)) if verbose else None,
     )
-    result = bench(out, cfg)
-    path = write_bench(out, result)
-    refresh_report(out)  # refresh report.html with the measurements
+    with Progress() as progress:
+        bars: list[Bar] = []
+
+        def on_run(done: int, total: int) -> None:
+            if not bars:
+                bars.append(progress.bar("timed runs", total, "runs"))
+            bars[0].update(done)
+
+        cfg = replace(cfg, on_step=progress.step, on_run=on_run)
+        result = bench(out, cfg)
+        path = write_bench(out, result)
+        progress.step("refreshing report.html")
+        refresh_report(out)  # refresh report.html with the measurements
     if as_json:
         click.echo(json.dumps(result))
         return

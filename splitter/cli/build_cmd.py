@@ -2,31 +2,87 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
 from splitter.cli.options import out_argument
-from splitter.link.build import DeviceBuild, build_all, check
+from splitter.cli.progress import Progress
+from splitter.errors import ToolchainError
+from splitter.link.build import DeviceBuild, build_all, build_emulator_variants, check
 
 
 @click.command("build")
 @out_argument
 @click.option(
     "--emulator/--no-emulator",
-    default=True,
-    show_default=True,
-    help="Also build the QEMU (EMULATOR=1) variant used by `splitter emulate`.",
+    default=None,
+    help="Also build the QEMU (EMULATOR=1) variant used by `splitter emulate` [default: where "
+    "the firmware fits the emulated part; --emulator makes a misfit an error].",
 )
-def command(out: Path, emulator: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the sizes as JSON.")
+def command(out: Path, emulator: bool | None, as_json: bool) -> None:
     """Build the firmware of every device of OUT with arm-none-eabi-gcc."""
-    builds = build_all(out, emulator=emulator)
+    with Progress() as progress:
+        builds = build_all(out, emulator=False, on_device=lambda d: progress.step(f"building {d}"))
+        for b in builds:
+            check(b)
+        variants: dict[str, str | None] = {}
+        if emulator is not False:
+            variants = build_emulator_variants(
+                out, on_device=lambda d: progress.step(f"building {d} (emulator variant)")
+            )
+    missing = {d: why for d, why in variants.items() if why is not None}
+    if emulator and missing:
+        why = next(iter(missing.values()))
+        raise ToolchainError(
+            f"{why}; the part firmware of every device was built; "
+            "`splitter build --no-emulator` builds only that"
+        )
+    if as_json:
+        click.echo(json.dumps(build_json(builds, variants)))
+        return
     Console(width=max(Console().width, 150)).print(build_table(builds))
-    for b in builds:
-        check(b)
     click.echo(f"built {len(builds)} device(s); weights and arena equal the plan's estimates")
+    for device, why in missing.items():
+        click.echo(
+            f"note: emulator variant of {device} not built: {why} "
+            "(only `splitter emulate` / `--emulate` need it; --no-emulator skips it)",
+            err=True,
+        )
+
+
+def build_json(builds: list[DeviceBuild], variants: dict[str, str | None]) -> dict[str, Any]:
+    """``{"devices": [...]}``: per device the sizes, the ELF and its emulator variant."""
+    return {
+        "devices": [
+            {
+                "device": b.device,
+                "part": b.part,
+                "elf": str(b.elf),
+                "weights_estimate": b.weights_estimate,
+                "weights_actual": b.weights_actual,
+                "arena_estimate": b.arena_estimate,
+                "arena_actual": b.arena_actual,
+                "code_bytes": b.code_bytes,
+                "runtime_ram_bytes": b.runtime_ram_bytes,
+                "flash_total": b.flash_total,
+                "flash_capacity": b.flash_capacity,
+                "ram_total": b.ram_total,
+                "ram_capacity": b.ram_capacity,
+                "emulator": (
+                    "skipped" if b.device not in variants
+                    else "built" if variants[b.device] is None
+                    else f"not built: {variants[b.device]}"
+                ),
+            }
+            for b in builds
+        ]
+    }  # fmt: skip
 
 
 def build_table(builds: list[DeviceBuild]) -> Table:

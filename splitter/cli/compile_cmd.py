@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from dataclasses import replace
 
 import click
-from rich.console import Console
 
-from splitter.cli.options import activation_bytes_option, input_shape_option, objective_option
-from splitter.compile import CompileOptions, CompileResult, StepCallback, compile_model
+from splitter.cli.options import (
+    activation_bytes_option,
+    input_shape_option,
+    objective_option,
+    solver_kwargs,
+    solver_options,
+)
+from splitter.cli.progress import Progress
+from splitter.compile import CompileOptions, CompileResult, compile_model
+from splitter.errors import UnsupportedOpError
 
 
 @click.command("compile")
@@ -20,7 +26,7 @@ from splitter.compile import CompileOptions, CompileResult, StepCallback, compil
 )
 @click.option("-o", "--out", default=None, metavar="OUT", help="Output directory [MODEL-split].")
 @objective_option
-@click.option("--solver", default=None, metavar="NAME", help="Partition solver (default: auto).")
+@solver_options
 @click.option(
     "--input",
     "input_files",
@@ -48,7 +54,10 @@ def command(
     target: str,
     out: str | None,
     objective: str,
-    solver: str | None,
+    solver: str,
+    time_limit: float | None,
+    var_order: str | None,
+    val_order: str | None,
     input_files: tuple[str, ...],
     data_file: str | None,
     no_validate: bool,
@@ -62,6 +71,7 @@ def command(
     options = CompileOptions(
         objective=objective,
         solver=solver,
+        solver_options=solver_kwargs(solver, time_limit, var_order, val_order),
         validate=not no_validate,
         firmware=not no_firmware,
         input_files=input_files,
@@ -70,27 +80,34 @@ def command(
         activation_bytes=activation_bytes,
         data_file=data_file,
     )
-    with _progress() as on_step:
-        result = compile_model(model, target, out, options, on_step=on_step)
-    if as_json:
+    with Progress() as progress:
+        report = {**options.solver_options, "on_progress": progress.status}
+        options = replace(options, solver_options=report)
+        result = compile_model(model, target, out, options, on_step=progress.step)
+    failed = options.firmware and not result.firmware.startswith("generated")
+    if as_json and not failed:
         click.echo(json.dumps(result.summary(), indent=2))
-    else:
+    elif not as_json:
         _print_summary(result)
+    if failed:
+        raise FirmwareNotGenerated(
+            f"{model}: firmware {result.firmware}; the validated sub-models are in "
+            f"{result.out_dir}; compile with --no-firmware to skip the firmware",
+            details=result.summary(),
+        )
 
 
-@contextmanager
-def _progress() -> Iterator[StepCallback]:
-    """A rich spinner on stderr showing the current step (plain lines when not a terminal)."""
-    console = Console(stderr=True)
-    if not console.is_terminal:
-        yield lambda text: None
-        return
-    with console.status("starting") as status:
-        yield lambda text: status.update(f"{text}...")
+class FirmwareNotGenerated(UnsupportedOpError):
+    """The split was written but no firmware could be generated: exit 2 after the summary
+    (with ``--json`` the summary is the error object's ``details``)."""
+
+    def __init__(self, message: str, details: dict[str, object]) -> None:
+        super().__init__(message)
+        self.details = details
 
 
 def _print_summary(result: CompileResult) -> None:
-    """Human summary on stderr-free stdout: files, estimates, validation."""
+    """Human summary on stdout: files, estimates, validation."""
     click.echo(f"wrote {result.out_dir}")
     for sub in result.submodels:
         click.echo(
@@ -98,9 +115,14 @@ def _print_summary(result: CompileResult) -> None:
             f"on {sub.cut.device}  ({len(sub.data)} bytes)"
         )
     plan = result.plan
+    proof = (
+        ""
+        if plan.optimal
+        else ", not proved optimal" + (f" (gap {plan.gap:.2%})" if plan.gap is not None else "")
+    )
     click.echo(
         f"latency {plan.latency_s * 1e3:.3f} ms, throughput {plan.throughput_per_s:.3f}/s "
-        f"({plan.objective}, {plan.solver})"
+        f"({plan.objective}, {plan.solver}{proof})"
     )
     click.echo(result.validation.summary() if result.validation else "validation skipped")
     status = result.firmware

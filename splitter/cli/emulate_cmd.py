@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import click
 
 from splitter.cli.options import out_argument, stop_on_sigterm
+from splitter.cli.progress import Progress
 from splitter.hardware.qemu import EMULATOR
 from splitter.link.emulator import Emulation
 
@@ -31,23 +36,44 @@ from splitter.link.emulator import Emulation
     metavar="SECONDS",
     help="Stop after this many seconds (default: until Ctrl-C).",
 )
-def command(out: Path, icount: bool, duration: float | None) -> None:
+@click.option(
+    "--json", "as_json", is_flag=True,
+    help="Print the endpoints as one JSON line once the boards are up.",
+)  # fmt: skip
+def command(out: Path, icount: bool, duration: float | None, as_json: bool) -> None:
     """Boot :data:`~splitter.hardware.qemu.EMULATOR` per device until Ctrl-C or ``duration``."""
     stop_on_sigterm()
-    with Emulation(out, icount=icount) as emu:
-        click.echo(emu.note)
-        for d in emu.devices:
-            where = d.endpoint or "(board-to-board links only)"
-            click.echo(f"{d.name}: {where} pid={d.process.pid}")
-        click.echo(
-            "connect with: splitter run "
-            + str(out)
-            + " --input X.npy "
-            + " ".join(f"--port {name}={url}" for name, url in emu.endpoints.items()),
-            nl=True,
+    with ExitStack() as stack:
+        with Progress() as progress:
+            progress.step("booting the emulated boards")
+            emu = stack.enter_context(Emulation(out, icount=icount))
+        connect = f"splitter run {out} --input X.npy " + " ".join(
+            f"--port {name}={url}" for name, url in emu.endpoints.items()
         )
+        if as_json:
+            click.echo(json.dumps(emulate_json(emu, connect)))
+        else:
+            click.echo(emu.note)
+            for d in emu.devices:
+                where = d.endpoint or "(board-to-board links only)"
+                click.echo(f"{d.name}: {where} pid={d.process.pid}")
+            click.echo("connect with: " + connect)
+        sys.stdout.flush()
         click.echo("press Ctrl-C to stop", err=True)
         deadline = None if duration is None else time.monotonic() + duration
         while deadline is None or time.monotonic() < deadline:
             emu.check_alive()
             time.sleep(0.2)
+
+
+def emulate_json(emu: Emulation, connect: str) -> dict[str, Any]:
+    """The ``--json`` object (docs/cli-json.md)."""
+    return {
+        "note": emu.note,
+        "devices": [
+            {"device": d.name, "endpoint": d.endpoint or None, "pid": d.process.pid}
+            for d in emu.devices
+        ],
+        "endpoints": dict(emu.endpoints),
+        "connect": connect,
+    }

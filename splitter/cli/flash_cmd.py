@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import click
 
 from splitter.cli.options import out_argument
+from splitter.cli.progress import Progress
 from splitter.deploy.flash import (
     TOOLS,
     UART_TOOLS,
@@ -51,7 +54,8 @@ DRY_RUN_DEFAULT = "st-flash"
     "(Python API) and stm32flash (UART bootloader, needs each device's port) when asked for.",
 )
 @click.option("--dry-run", is_flag=True, help="Build, then print the commands without flashing.")
-def command(out: Path, target: str | None, tool: str, dry_run: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the commands and results as JSON.")
+def command(out: Path, target: str | None, tool: str, dry_run: bool, as_json: bool) -> None:
     """Build the firmware of every device of OUT and flash it, verified, through its probe."""
     job = load_job(out, target)
     requested = tool_name(tool)
@@ -61,14 +65,35 @@ def command(out: Path, target: str | None, tool: str, dry_run: bool) -> None:
     else:
         chosen = choose_tool(requested)  # before the build: no tool, no waiting
         check_probes(job.targets, str(job.boards_path), chosen)
-    _build(job)
-    commands = flash_all(job.targets, chosen, dry_run=dry_run, run=_run_echoed)
+    with Progress() as progress:
+        _build(job, progress)
+        progress.step(f"flashing with {chosen}")
+        run = _run_quiet if as_json else _run_echoed
+        commands = flash_all(job.targets, chosen, dry_run=dry_run, run=run)
+    if as_json:
+        click.echo(json.dumps(flash_json(job, chosen, commands, dry_run)))
+        return
     if dry_run:
         for flash_target, cmd in zip(job.targets, commands, strict=True):
             click.echo(f"# {_describe(flash_target, chosen)}")
             click.echo(shlex.join(cmd))
         return
     click.echo(f"flashed and verified {len(commands)} device(s) with {chosen}")
+
+
+def flash_json(
+    job: FlashJob, tool: str, commands: list[list[str]], dry_run: bool
+) -> dict[str, object]:
+    """The ``--json`` object (docs/cli-json.md)."""
+    return {
+        "tool": tool,
+        "dry_run": dry_run,
+        "devices": [
+            {"device": t.device, "mcu": t.mcu, "probe": t.probe or None, "command": cmd}
+            for t, cmd in zip(job.targets, commands, strict=True)
+        ],
+        "flashed": 0 if dry_run else len(commands),
+    }
 
 
 def tool_name(choice: str) -> str | None:
@@ -98,10 +123,10 @@ def _warn_missing_probes(job: FlashJob, tool: str) -> None:
         click.echo(f"warning: {exc}", err=True)
 
 
-def _build(job: FlashJob) -> None:
+def _build(job: FlashJob, progress: Progress) -> None:
     """``make`` (incremental) every device's part firmware; sizes must match the plan."""
-    click.echo(f"building firmware in {job.out_dir / 'firmware'}", err=True)
-    for build in build_all(job.out_dir, emulator=False):
+    on_device = lambda d: progress.step(f"building {d}")  # noqa: E731
+    for build in build_all(job.out_dir, emulator=False, on_device=on_device):
         check(build)
 
 
@@ -113,6 +138,19 @@ def _describe(target: FlashTarget, tool: str) -> str:
     if tool == "pyocd" and needs_pack(target.mcu):
         pack = f"; needs `pyocd pack install {target.mcu}` once"
     return f"{target.device} ({target.mcu}), {probe}{pack}"
+
+
+def _run_quiet(cmd: list[str]) -> int:
+    """As :func:`_run_echoed`, with the command line and the tool's output on stderr (``--json``
+    keeps stdout for the JSON object)."""
+    click.echo(f"$ {shlex.join(cmd)}", err=True)
+    try:
+        return subprocess.run(cmd, check=False, stdout=sys.stderr.fileno()).returncode
+    except OSError as exc:
+        click.echo(f"{cmd[0]}: {exc.strerror}", err=True)
+        return 127
+    except ValueError:  # stderr has no file descriptor (captured): keep the tool's output
+        return subprocess.run(cmd, check=False, capture_output=True).returncode
 
 
 def _run_echoed(cmd: list[str]) -> int:

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from splitter.cli.options import activation_bytes_option, input_shape_option
+from splitter.cli.progress import Progress
 from splitter.cost.report import (
     chain_report,
     partial_report,
@@ -30,15 +31,21 @@ from splitter.ir import Chain
     default="table",
     show_default=True,
 )
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 def command(
     model: str,
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
     fmt: str,
+    as_json: bool,
 ) -> None:
     """Show MODEL (ONNX, TFLite, or a CSV/JSON layer profile, FILE.json#name) as a layer chain."""
-    chain = load_chain(model, input_shapes=input_shapes or None, activation_bytes=activation_bytes)
-    if fmt == "json":
+    with Progress() as progress:
+        progress.step(f"importing {model}")
+        chain = load_chain(
+            model, input_shapes=input_shapes or None, activation_bytes=activation_bytes
+        )
+    if fmt == "json" or as_json:
         doc = chain_report(chain)
         doc["partial_execution"] = partial_report(chain, activation_bytes)
         click.echo(json.dumps(doc, indent=2))
@@ -56,6 +63,13 @@ def command(
                 f"{pex['peak_bytes']:,} B with partial execution "
                 f"({len(pex['loops'])} channel loop(s), PEX; zero extra MACs)"
             )
+    meta = chain.graph.metadata if chain.graph else {}
+    if "upgraded_from_opset" in meta:  # on stderr: --format json / csv stay machine-readable
+        click.echo(
+            f"note: {model}: opset {meta['upgraded_from_opset']} upgraded on load to opset "
+            f"{meta['opset']} with onnx.version_converter",
+            err=True,
+        )
 
 
 def render_table(chain: Chain) -> Table:
@@ -65,8 +79,8 @@ def render_table(chain: Chain) -> Table:
     table = Table(title=f"{chain.name}: {totals['layers']} layers", show_footer=True)
     numeric = {"FLASH": "flash_bytes", "RAM": "ram_bytes", "MACs": "macs", "out bytes": "out_bytes"}
     table.add_column("#", justify="right", footer="total", no_wrap=True)
-    for title in ("name", "op", "input", "output"):
-        table.add_column(title, no_wrap=True)
+    for title in ("name", "op", "input", "output"):  # exporters' long names: cut with an ellipsis
+        table.add_column(title, no_wrap=True, max_width=60 if title == "name" else None)
     footers = {
         "FLASH": totals["flash_bytes"],
         "RAM": totals["max_ram_bytes"],

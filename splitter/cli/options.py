@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
@@ -71,6 +72,59 @@ objective_option = click.option(
     default="latency",
     show_default=True,
 )
+
+
+def solver_options(fn: Callable[..., None]) -> Callable[..., None]:
+    """``--solver``, ``--time-limit``, ``--var-order`` and ``--val-order`` (``plan``, ``compile``).
+
+    The orderings are branch and bound's (thesis section 4.3, :mod:`splitter.partition.bnb`); they
+    apply to ``bnb`` and to the ``bnb`` entrant of ``auto``'s portfolio.
+    """
+    from splitter.partition import SOLVER_NAMES
+    from splitter.partition.bnb import VAL_ORDERS, VAR_ORDERS
+
+    for option in reversed(
+        (
+            click.option(
+                "--solver", type=click.Choice(SOLVER_NAMES), default="auto", show_default=True,
+                help="Partition solver; auto races the exact ones, the first proof wins.",
+            ),
+            click.option(
+                "--time-limit", type=click.FloatRange(min=0.0, min_open=True), default=None,
+                metavar="SECONDS",
+                help="Stop the solver after SECONDS (default 60 for auto, dp and cpsat) with the "
+                "best plan so far, reported as not proved optimal with its gap.",
+            ),
+            click.option(
+                "--var-order", type=click.Choice(VAR_ORDERS), default=None,
+                help="bnb variable order (layer chosen next) [input].",
+            ),
+            click.option(
+                "--val-order", type=click.Choice(VAL_ORDERS), default=None,
+                help="bnb value order (device tried first) [fastest].",
+            ),
+        )
+    ):  # fmt: skip
+        fn = option(fn)
+    return fn
+
+
+def solver_kwargs(
+    solver: str, time_limit: float | None, var_order: str | None, val_order: str | None
+) -> dict[str, object]:
+    """The solver options of :func:`solver_options` as ``solve(**options)`` takes them.
+
+    Orderings are refused with a solver other than ``bnb`` or ``auto`` (they would be ignored).
+    """
+    orders = {"var_order": var_order, "val_order": val_order}
+    given = {k: v for k, v in orders.items() if v is not None}
+    if given and solver not in ("bnb", "auto"):
+        flags = " and ".join(f"--{k.replace('_', '-')}" for k in given)
+        verb, pronoun = ("orders", "it") if len(given) == 1 else ("order", "them")
+        raise click.UsageError(
+            f"{flags} {verb} branch and bound; use {pronoun} with --solver bnb or auto"
+        )
+    return {**given, **({"time_limit": time_limit} if time_limit is not None else {})}
 
 
 def parse_ports(

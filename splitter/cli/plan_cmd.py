@@ -8,12 +8,18 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from splitter.cli.options import activation_bytes_option, input_shape_option, objective_option
+from splitter.cli.options import (
+    activation_bytes_option,
+    input_shape_option,
+    objective_option,
+    solver_kwargs,
+    solver_options,
+)
+from splitter.cli.progress import Progress
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
 from splitter.ir import Plan
 from splitter.manifest import PlanManifest
-from splitter.partition import SOLVER_NAMES
 from splitter.partition.report import build_manifest, plan_chain
 
 
@@ -44,9 +50,17 @@ def _render(m: PlanManifest, plan: Plan) -> None:
     console = Console(width=max(132, shutil.get_terminal_size().columns))
     console.print(table)
     thr, ref9 = m.throughput_per_s, m.throughput_ref9_per_s
-    proof = "proved optimal" if m.optimal else "not proved optimal"
-    if m.gap is not None:
-        proof += f", gap {100 * m.gap:.2f}%"
+    proof = (
+        "proved optimal"
+        if m.optimal
+        else (
+            "not proved optimal (ds is a heuristic)"
+            if m.solver == "ds"
+            else "not proved optimal (stopped by the time limit)"
+        )
+    )
+    if not m.optimal:
+        proof += ", gap unknown" if m.gap is None else f", gap {100 * m.gap:.2f}%"
     console.print(
         f"latency {m.latency_s:.6f} s | throughput (eq. 17) "
         f"{'inf' if thr is None else f'{thr:.6f}'} /s | throughput (ref. [9]) "
@@ -59,10 +73,7 @@ def _render(m: PlanManifest, plan: Plan) -> None:
 @click.argument("input_path", metavar="INPUT")
 @click.option("--target", "target", required=True, metavar="BOARDS.toml", help="Board file.")
 @objective_option
-@click.option("--solver", type=click.Choice(SOLVER_NAMES), default="auto", show_default=True)
-@click.option("--time-limit", type=click.FloatRange(min=0.0, min_open=True), default=None,
-              help="Seconds for dp / cpsat / bnb (default 60 for dp and cpsat); stops "
-                   "with the best plan found so far and reports its gap.")  # fmt: skip
+@solver_options
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the plan manifest (what compile writes)."
 )
@@ -74,19 +85,22 @@ def command(
     objective: str,
     solver: str,
     time_limit: float | None,
+    var_order: str | None,
+    val_order: str | None,
     as_json: bool,
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
 ) -> None:
     """Place the layers of INPUT (ONNX, TFLite or CSV/JSON profile) on the boards of --target."""
-    boards = load_boards(target)
-    chain = load_chain(
-        input_path, input_shapes=input_shapes or None, activation_bytes=activation_bytes
-    )
-    options: dict[str, object] = {}
-    if time_limit is not None:
-        options["time_limit"] = time_limit
-    plan = plan_chain(chain, boards, objective, solver, **options)
+    options = solver_kwargs(solver, time_limit, var_order, val_order)
+    with Progress() as progress:
+        boards = load_boards(target)
+        progress.step(f"importing {input_path}")
+        chain = load_chain(
+            input_path, input_shapes=input_shapes or None, activation_bytes=activation_bytes
+        )
+        progress.step(f"solving ({solver}, {objective})")
+        plan = plan_chain(chain, boards, objective, solver, on_progress=progress.status, **options)
     manifest = build_manifest(
         plan,
         chain,

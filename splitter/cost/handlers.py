@@ -28,8 +28,9 @@ shift the int8 kernels requantise each output channel with (codegen/ops/quant.py
 * batchnorm (unfused scale and shift): two per element (kws_cnn BatchNorm 40x7x28: 15 680).
 * softmax: 15 per element (MobileNet v1 ``Predictions`` 1000 -> 15 000; Tiny-CNN's dense row
   ``480 + 10 + 150 = 640``).
-* element-wise binary ops, activations, concat, pad, transpose, quantize, dequantize: one per
-  output element, so that no op that does work costs zero time (issue 2).
+* element-wise binary ops, activations, concat, pad (every mode), slice, nearest resize,
+  transpose, quantize, dequantize: one per output element, so that no op that does work costs
+  zero time (issue 2); linear resize: four per output element.
 * reshape (also Flatten/Squeeze/Unsqueeze): zero, it is a view of the same bytes.
 
 MACs count the whole tensors, batch dimension included (batch is 1 in every model here).
@@ -310,6 +311,38 @@ class PadHandler(OpHandler):
         return tuple(x[i] + pads[i] + pads[i + rank] for i in range(rank))
 
 
+class PadModeHandler(PadHandler):
+    """pad_mode (reflect / edge / wrap): the shape of a pad; one copy per output element."""
+
+
+class SliceHandler(OpHandler):
+    """slice: per axis ``len(range(starts, ends, steps))`` elements (the importer normalises the
+    bounds as Python's ``slice.indices``); one copy per output element."""
+
+    def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
+        x = in_shapes[0]
+        bounds = list(zip(op.attr("starts"), op.attr("ends"), op.attr("steps"), strict=True))
+        if len(bounds) != len(x):
+            raise ShapeError(f"{op.name}: slice of a rank-{len(x)} tensor needs {len(x)} bounds")
+        return tuple(len(range(int(a), int(b), int(s))) for a, b, s in bounds)
+
+
+class ResizeHandler(OpHandler):
+    """resize to ``sizes`` (the output shape: ONNX's ``floor(n * scale)`` or the given sizes).
+    Nearest: one copy per output element; linear: 4 MAC-equivalents per output element (three
+    lerps ``a + w (b - a)`` and the weight loads)."""
+
+    def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
+        if len(op.attr("sizes")) != len(in_shapes[0]):
+            raise ShapeError(
+                f"{op.name}: resize sizes {op.attr('sizes')} of a rank-{len(in_shapes[0])} tensor"
+            )
+        return tuple(int(d) for d in op.attr("sizes"))
+
+    def macs(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec) -> int:
+        return out.size * (4 if op.attr("mode") == "linear" else 1)
+
+
 class ReshapeHandler(OpHandler):
     """reshape (Flatten, Squeeze, Unsqueeze): zero MACs, the output aliases the input's bytes.
 
@@ -340,6 +373,15 @@ class TransposeHandler(OpHandler):
         return tuple(x[int(p)] for p in perm)
 
 
+class QuantizeHandler(UnaryHandler):
+    """quantize / dequantize: one per element; the shape transposed by ``perm`` when given
+    (a QDQ ONNX input: float NCHW -> int8 NHWC, ``splitter.importers.onnx_qdq``)."""
+
+    def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
+        x, perm = in_shapes[0], op.attr("perm")
+        return tuple(x) if perm is None else tuple(x[int(p)] for p in perm)
+
+
 _UNARY = UnaryHandler()
 _BINARY = BinaryHandler()
 _POOL = PoolHandler()
@@ -367,14 +409,20 @@ HANDLERS: Mapping[str, OpHandler] = MappingProxyType(
         "tanh": _UNARY,
         "hardswish": _UNARY,
         "hardsigmoid": _UNARY,
+        "erf": _UNARY,
+        "gelu": _UNARY,
+        "gelu_tanh": _UNARY,
         "lrn": LRNHandler(),
         "softmax": SoftmaxHandler(),
         "batchnorm": BatchNormHandler(),
         "pad": PadHandler(),
+        "pad_mode": PadModeHandler(),
+        "slice": SliceHandler(),
+        "resize": ResizeHandler(),
         "reshape": ReshapeHandler(),
         "transpose": TransposeHandler(),
-        "quantize": _UNARY,
-        "dequantize": _UNARY,
+        "quantize": QuantizeHandler(),
+        "dequantize": QuantizeHandler(),
     }
 )
 

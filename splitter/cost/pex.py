@@ -75,8 +75,9 @@ class PartialSchedule:
 
 
 def channel_axis(spec: TensorSpec, layout: str) -> int:
-    """The channel axis of an activation: 1 in NCHW (rank >= 3), the last one otherwise."""
-    if layout != "NHWC" and len(spec.shape) >= 3:
+    """The channel axis of an activation: 1 in NCHW (rank >= 3), the last one otherwise (int8
+    tensors are NHWC in any graph: ``splitter.importers.onnx_qdq``)."""
+    if layout != "NHWC" and spec.dtype != "int8" and len(spec.shape) >= 3:
         return 1
     return len(spec.shape) - 1
 

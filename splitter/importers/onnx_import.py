@@ -2,16 +2,18 @@
 
 Pipeline (each step a small function below):
 
-1. read the file, check the default-domain opset (11..21) and that the graph has nodes,
+1. read the file, check the default-domain opset (7..21) and that the graph has nodes,
    inputs and outputs;
-2. list every unsupported op at once, before anything else can fail on it;
+2. list every unsupported op at once, before anything else can fail on it; upgrade opsets
+   7..10 to 17 with ``onnx.version_converter`` (``onnx_opset``) and list again;
 3. apply ``--input-shape`` overrides, reject remaining dynamic input dims, run
    ``onnx.checker`` and strict shape inference with data propagation
    (``onnx.shape_inference.infer_shapes``);
 4. fold constant subgraphs with ``onnx.reference.ReferenceEvaluator`` (``onnx_fold``) and drop
    ``Identity``/``Dropout``;
 5. convert node by node (``onnx_ops.CONVERTERS``), then fold BatchNorm/bias and fuse
-   activations (``onnx_fuse``);
+   activations (``onnx_fuse``); a QDQ model (QuantizeLinear / DequantizeLinear nodes) is
+   instead lowered to int8 ops by ``onnx_qdq.lower_qdq`` and nothing is folded;
 6. (:func:`import_onnx`) write the folded values back as initializers in place of the folded
    nodes (``onnx_fold.folded_model``) and infer shapes again: the normalised model that slicing
    and validation read.
@@ -52,13 +54,18 @@ from splitter.importers.onnx_nodes import (
     read_nodes,
 )
 from splitter.importers.onnx_ops import CONVERTERS
+from splitter.importers.onnx_opset import MIN_UPGRADE_OPSET, upgrade_opset
+from splitter.importers.onnx_qdq import is_qdq, lower_qdq
 from splitter.inputs import MODEL_MAX_BYTES, read_input_file
 from splitter.ir import Graph, Op, TensorSpec
 
-#: Default-domain opsets the importer accepts.
+#: Default-domain opsets the importer reads as they are (older ones from
+#: ``MIN_UPGRADE_OPSET`` on are upgraded on load).
 MIN_OPSET, MAX_OPSET = 11, 21
 #: Opset suggested when converting an out-of-range model.
 TARGET_OPSET = 17
+#: Old operator names the opset upgrade replaces by a supported one (old name -> new name).
+UPGRADED_NAMES = {"Upsample": "Resize"}
 
 
 def _first_line(exc: BaseException) -> str:
@@ -95,16 +102,18 @@ def read_model(path: Path) -> tuple[onnx.ModelProto, bytes | None]:
 
 
 def model_opset(model: onnx.ModelProto, path: Path) -> int:
-    """The default-domain opset; InputFileError with a conversion recipe when out of range."""
+    """The default-domain opset; InputFileError with a conversion recipe when it is neither
+    in ``MIN_OPSET..MAX_OPSET`` nor old enough to upgrade (``MIN_UPGRADE_OPSET..``)."""
     versions = [o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS]
     if not versions:
         raise InputFileError(
             f"{path}: model declares no default-domain opset; the file is corrupt or truncated"
         )
     opset = int(versions[0])
-    if not MIN_OPSET <= opset <= MAX_OPSET:
+    if not MIN_UPGRADE_OPSET <= opset <= MAX_OPSET:
         raise InputFileError(
-            f"{path}: opset {opset} is not supported (need {MIN_OPSET}..{MAX_OPSET}); convert it "
+            f"{path}: opset {opset} is not supported (need {MIN_UPGRADE_OPSET}..{MAX_OPSET}); "
+            "convert it "
             f'with onnx.version_converter: python -c "import onnx; from onnx import '
             f"version_converter as vc; onnx.save(vc.convert_version(onnx.load('{path}'), "
             f"{TARGET_OPSET}), 'model_opset{TARGET_OPSET}.onnx')\""
@@ -137,16 +146,25 @@ def check_model(model: onnx.ModelProto | bytes, path: Path) -> None:
         ) from exc
 
 
-def check_supported(nodes: Sequence[OnnxNode], known_consts: set[str], path: Path) -> None:
-    """Raise one UnsupportedOpError listing every node that is neither foldable nor supported."""
+def check_supported(
+    nodes: Sequence[OnnxNode],
+    known_consts: set[str],
+    path: Path,
+    renamed: Mapping[str, str] | None = None,
+) -> None:
+    """Raise one UnsupportedOpError listing every node that is neither foldable nor supported.
+
+    ``renamed`` maps old op names an opset upgrade will replace to their new names.
+    """
     folded = constant_nodes(nodes, known_consts)
+    names = renamed or {}
     bad = [
         n.label
         for n in nodes
         if n.name not in folded
         and (
             n.domain not in DEFAULT_DOMAINS
-            or (n.op_type not in CONVERTERS and n.op_type not in NO_OPS)
+            or (names.get(n.op_type, n.op_type) not in CONVERTERS and n.op_type not in NO_OPS)
         )
     ]
     if bad:
@@ -364,7 +382,7 @@ def build_ops(
         ops.append(
             Op(node.name, "reshape", (source,), (dst,), {"shape": ctx.shape(dst)}, {}, (node.name,))
         )
-    return fuse(ops, outputs, lambda name: len(ctx.shape(name))), kept
+    return fuse(ops, outputs, ctx.shape), kept
 
 
 def tensor_specs(
@@ -381,11 +399,14 @@ def tensor_specs(
     return specs
 
 
-def _metadata(model: onnx.ModelProto, opset: int) -> dict[str, str]:
-    """The model's ``metadata_props`` plus ``producer`` and ``opset``."""
+def _metadata(model: onnx.ModelProto, opset: int, file_opset: int) -> dict[str, str]:
+    """The model's ``metadata_props`` plus ``producer`` and ``opset`` (and
+    ``upgraded_from_opset`` when the file's opset was upgraded on load)."""
     meta = {p.key: p.value for p in model.metadata_props}
     meta["producer"] = f"{model.producer_name} {model.producer_version}".strip()
     meta["opset"] = str(opset)
+    if file_opset != opset:
+        meta["upgraded_from_opset"] = str(file_opset)
     return meta
 
 
@@ -393,8 +414,9 @@ def load_onnx(path: Path, *, input_shapes: Mapping[str, tuple[int, ...]] | None 
     """Import the ONNX model at ``path`` as a canonical NCHW :class:`Graph`.
 
     ``input_shapes`` maps graph-input names to full static shapes (batch included) and replaces
-    the declared shapes. Raises InputFileError (unreadable file, opset out of 11..21, empty
-    graph), UnsupportedOpError (listing every unsupported node) or ShapeError (dynamic shapes).
+    the declared shapes. Opsets 7..10 are upgraded to 17 first. Raises InputFileError
+    (unreadable file, opset out of 7..21 or not convertible, empty graph), UnsupportedOpError
+    (listing every unsupported node) or ShapeError (dynamic shapes).
     """
     return _import(Path(path), input_shapes)[1]
 
@@ -421,18 +443,32 @@ def _import(
     """The inferred model, its graph, the protos of the unfolded nodes and the import context
     (constants, inferred types)."""
     model, data = read_model(path)
-    model_opset(model, path)
+    file_opset = model_opset(model, path)
     nodes = read_nodes(model.graph)
     check_nonempty(model, path)
-    check_supported(nodes, {i.name for i in model.graph.initializer}, path)
+    qdq = is_qdq(nodes)  # QDQ models: onnx_qdq lists what it cannot lower
+    old = file_opset < MIN_OPSET
+    inits = {i.name for i in model.graph.initializer}
+    if not qdq:
+        check_supported(nodes, inits, path, UPGRADED_NAMES if old else {})
+    if old:
+        model, data = upgrade_opset(model, file_opset, path), None
+        nodes = read_nodes(model.graph)
+        if not qdq:
+            check_supported(nodes, {i.name for i in model.graph.initializer}, path)
     changed = apply_input_shapes(model, input_shapes or {}, path)
     blob = data if data is not None and not changed else model.SerializeToString()
     check_model(blob, path)
     inferred = infer(blob, path)
     ctx = make_context(model, inferred, path)
-    ops, kept = build_ops(model, nodes, ctx, path)
     inputs, outputs = _graph_io(model)
-    tensors = tensor_specs(ops, inputs, ctx)
+    if qdq:  # int8 ops on the int8 kernels; nothing folded, so sub-models keep the QDQ form
+        ctx.consumed = {i for n in nodes for i in n.inputs} | set(outputs)
+        ops, tensors = lower_qdq(nodes, ctx, inputs, outputs, path)
+        kept = list(model.graph.node)
+    else:
+        ops, kept = build_ops(model, nodes, ctx, path)
+        tensors = tensor_specs(ops, inputs, ctx)
     produced = set(tensors)
     lost = [o for o in outputs if o not in produced]
     if lost:
@@ -446,6 +482,6 @@ def _import(
         layout="NCHW",
         source_format="onnx",
         source_path=str(path),
-        metadata=_metadata(model, ctx.opset),
+        metadata=_metadata(model, ctx.opset, file_opset),
     )
     return inferred, graph, kept, ctx

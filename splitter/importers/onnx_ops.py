@@ -416,14 +416,15 @@ def batchnorm(node: OnnxNode, ctx: ImportContext) -> list[Op]:
 
 
 def pad(node: OnnxNode, ctx: ImportContext) -> list[Op]:
-    """Pad (constant mode) -> pad(pads, value), pads in ONNX order over every axis.
+    """Pad -> pad(pads, value) (constant mode) or pad_mode(pads, mode) (reflect, edge, wrap),
+    pads in ONNX order over every axis.
 
     ``pads``/``constant_value``/``axes`` come from inputs 1/2/3 (opset >= 11, ``axes`` >= 18).
     """
     x = _single_input(node, ctx)
     mode = node.attr("mode", "constant")
-    if mode != "constant":
-        raise Unsupported(f"mode={mode} (only constant padding)")
+    if mode not in ("constant", "reflect", "edge", "wrap"):
+        raise Unsupported(f"mode={mode} (constant, reflect, edge or wrap)")
     rank = len(ctx.shape(x))
     given = [int(p) for p in ctx.const(node.inputs[1]).reshape(-1)]
     axes = list(range(rank))
@@ -434,6 +435,14 @@ def pad(node: OnnxNode, ctx: ImportContext) -> list[Op]:
         pads[axis], pads[rank + axis] = given[k], given[len(axes) + k]
     if any(p < 0 for p in pads):
         raise Unsupported("negative pads (cropping)")
+    if mode != "constant":
+        for axis in range(rank):
+            n = ctx.shape(x)[axis]
+            if mode == "reflect" and max(pads[axis], pads[rank + axis]) >= n:
+                raise Unsupported(
+                    f"reflect pad of {max(pads[axis], pads[rank + axis])} on an axis of length {n}"
+                )
+        return make_op(node, "pad_mode", (x,), {"pads": tuple(pads), "mode": mode})
     value = _scalar(node, ctx, 2, 0.0)
     return make_op(node, "pad", (x,), {"pads": tuple(pads), "value": value})
 
@@ -449,10 +458,14 @@ def reshape(node: OnnxNode, ctx: ImportContext) -> list[Op]:
 
 
 def transpose(node: OnnxNode, ctx: ImportContext) -> list[Op]:
-    """Transpose -> transpose(perm); the default perm reverses the axes."""
+    """Transpose -> transpose(perm); the default perm reverses the axes. A transpose that only
+    moves axes of length 1 keeps the bytes in order: a zero-cost reshape."""
     x = _single_input(node, ctx)
-    rank = len(ctx.shape(x))
-    perm = tuple(int(p) for p in node.attr("perm", tuple(reversed(range(rank)))))
+    shape = ctx.shape(x)
+    perm = tuple(int(p) for p in node.attr("perm", tuple(reversed(range(len(shape))))))
+    moved = [p for p in perm if shape[p] != 1]
+    if moved == sorted(moved):
+        return make_op(node, "reshape", (x,), {"shape": tuple(shape[p] for p in perm)})
     return make_op(node, "transpose", (x,), {"perm": perm})
 
 
@@ -462,6 +475,110 @@ def cast(node: OnnxNode, ctx: ImportContext) -> list[Op]:
     if ctx.dtype(x) != ctx.dtype(node.outputs[0]):
         raise Unsupported(f"cast {ctx.dtype(x)} -> {ctx.dtype(node.outputs[0])}")
     return make_op(node, "reshape", (x,), {"shape": ctx.shape(node.outputs[0])})
+
+
+def gelu(node: OnnxNode, ctx: ImportContext) -> list[Op]:
+    """Gelu (opset 20) -> gelu (``approximate="none"``) or gelu_tanh (``"tanh"``)."""
+    x = _single_input(node, ctx)
+    approx = node.attr("approximate", "none")
+    if approx not in ("none", "tanh"):
+        raise Unsupported(f"approximate={approx}")
+    return make_op(node, "gelu" if approx == "none" else "gelu_tanh", (x,))
+
+
+def _ints(ctx: ImportContext, name: str) -> list[int]:
+    """A constant integer input as a list (``[]`` for an absent optional input)."""
+    return [int(v) for v in ctx.const(name).reshape(-1)] if name else []
+
+
+def slice_op(node: OnnxNode, ctx: ImportContext) -> list[Op]:
+    """Slice (inputs starts, ends, axes, steps; opset >= 10) -> slice with per-axis bounds
+    normalised by Python's ``slice(start, end, step).indices(n)``, which clamps exactly as
+    the ONNX spec does (negative indices counted from the end, out-of-range values clamped)."""
+    x = _single_input(node, ctx)
+    shape = ctx.shape(x)
+    rank = len(shape)
+    starts, ends = _ints(ctx, node.input(1)), _ints(ctx, node.input(2))
+    axes = [a % rank for a in _ints(ctx, node.input(3))] or list(range(len(starts)))
+    steps = _ints(ctx, node.input(4)) or [1] * len(starts)
+    if 0 in steps:
+        raise Unsupported("a step of 0")
+    bounds = [(0, n, 1) for n in shape]
+    for axis, a, b, st in zip(axes, starts, ends, steps, strict=True):
+        bounds[axis] = slice(a, b, st).indices(shape[axis])
+    attrs = {
+        name: tuple(int(t[k]) for t in bounds) for k, name in enumerate(("starts", "ends", "steps"))
+    }
+    return make_op(node, "slice", (x,), attrs)
+
+
+def split(node: OnnxNode, ctx: ImportContext) -> list[Op]:
+    """Split -> one slice per output along ``axis``, lengths from the inferred output shapes
+    (``split`` input or attribute, or ``num_outputs`` / equal parts, as shape inference read
+    them). Output ``k`` is op ``<node>`` for ``k = 0`` and ``<node>_<k>`` after."""
+    x = _single_input(node, ctx)
+    shape = ctx.shape(x)
+    axis = int(node.attr("axis", 0)) % len(shape)
+    ops, begin = [], 0
+    for k, out in enumerate(node.outputs):
+        length = ctx.shape(out)[axis] if out else 0
+        starts = [0] * len(shape)
+        ends = list(shape)
+        starts[axis], ends[axis] = begin, begin + length
+        begin += length
+        if not out or out not in ctx.consumed:
+            continue
+        name = node.name if k == 0 else f"{node.name}_{k}"
+        attrs = {"starts": tuple(starts), "ends": tuple(ends), "steps": (1,) * len(shape)}
+        ops.append(Op(name, "slice", (x,), (out,), attrs, {}, (node.name,)))
+    if begin != shape[axis]:
+        raise Unsupported(f"parts of {begin} along axis {axis} of length {shape[axis]}")
+    return ops
+
+
+#: tf_half_pixel_for_nearest, tf_crop_and_resize and half_pixel_symmetric are left out
+#: (onnxruntime, the reference validation runs, refuses the first).
+_COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+
+
+def resize(node: OnnxNode, ctx: ImportContext) -> list[Op]:
+    """Resize (opset >= 11) -> resize(mode, coord_mode, nearest_mode, scales, sizes).
+
+    ``scales`` are the given ones (input 2, float32 as in the file), or ``sizes / n`` (exact)
+    when input 3 gives sizes; ``sizes`` is the inferred output shape.
+    Supported: modes nearest and linear, no antialias, the coordinate modes of
+    ``_COORD_MODES``, ``axes`` (opset 18) and keep_aspect_ratio_policy ``stretch``.
+    """
+    x = _single_input(node, ctx)
+    xs, ys = ctx.shape(x), ctx.shape(node.outputs[0])
+    mode = node.attr("mode", "nearest")
+    coord = node.attr("coordinate_transformation_mode", "half_pixel")
+    if mode not in ("nearest", "linear"):
+        raise Unsupported(f"mode={mode} (nearest or linear)")
+    if coord not in _COORD_MODES:
+        raise Unsupported(f"coordinate_transformation_mode={coord}")
+    if int(node.attr("antialias", 0)):
+        raise Unsupported("antialias=1")
+    if node.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
+        raise Unsupported(f"keep_aspect_ratio_policy={node.attr('keep_aspect_ratio_policy')}")
+    rank = len(xs)
+    axes = [int(a) % rank for a in node.attr("axes", range(rank))]
+    given = [float(v) for v in ctx.const(node.input(2)).reshape(-1)] if node.input(2) else []
+    scales = [1.0] * rank
+    if given:
+        for axis, s in zip(axes, given, strict=True):
+            scales[axis] = float(np.float32(s))
+    else:
+        for axis in axes:
+            scales[axis] = ys[axis] / xs[axis]
+    attrs = {
+        "mode": mode,
+        "coord_mode": coord,
+        "nearest_mode": node.attr("nearest_mode", "round_prefer_floor"),
+        "scales": tuple(scales),
+        "sizes": tuple(int(d) for d in ys),
+    }
+    return make_op(node, "resize", (x,), attrs)
 
 
 def lrn(node: OnnxNode, ctx: ImportContext) -> list[Op]:
@@ -504,6 +621,11 @@ CONVERTERS: Mapping[str, Converter] = {
     "Tanh": _unary("tanh"),
     "HardSwish": _unary("hardswish"),
     "HardSigmoid": hard_sigmoid,
+    "Erf": _unary("erf"),
+    "Gelu": gelu,
+    "Slice": slice_op,
+    "Split": split,
+    "Resize": resize,
     "LRN": lrn,
     "LeakyRelu": leaky_relu,
     "PRelu": prelu,

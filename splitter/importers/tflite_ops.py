@@ -481,6 +481,6 @@ CONVERTERS: Mapping[str, Callable[[Node], Converted]] = {
     "PAD": pad,
     "PADV2": pad,
     "TRANSPOSE": transpose,
-    "QUANTIZE": _unary("quantize"),
-    "DEQUANTIZE": _unary("dequantize"),
+    "QUANTIZE": _unary("quantize", perm=None),
+    "DEQUANTIZE": _unary("dequantize", perm=None),
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -246,13 +247,16 @@ def user_budgets(manifest: PlanManifest) -> dict[str, tuple[int, int]]:
     }
 
 
-def build_all(out_dir: Path, *, emulator: bool = True) -> list[DeviceBuild]:
+def build_all(
+    out_dir: Path, *, emulator: bool = True, on_device: Callable[[str], None] | None = None
+) -> list[DeviceBuild]:
     """Build every device (and its emulator variant), measure each against the plan.
 
     The estimates are the planner's (:func:`plan_estimates`, from the plan manifest).
     Both manifests are validated first (:func:`~splitter.manifest.read_wiring`,
     :func:`~splitter.manifest.read_manifest`) and every device directory is resolved inside
-    ``OUT`` (:func:`~splitter.outputs.contained`) before any ``make`` runs.
+    ``OUT`` (:func:`~splitter.outputs.contained`) before any ``make`` runs. ``on_device`` is
+    called with each device's name before its build (progress).
     """
     wiring = read_wiring(out_dir)
     manifest = read_manifest(out_dir)
@@ -271,6 +275,8 @@ def build_all(out_dir: Path, *, emulator: bool = True) -> list[DeviceBuild]:
     builds = []
     for dev in wiring["devices"]:
         ddir = dirs[dev["name"]]
+        if on_device is not None:
+            on_device(dev["name"])
         elf = run_make(ddir)
         if emulator:
             run_make(ddir, emulator=True)
@@ -287,3 +293,26 @@ def build_all(out_dir: Path, *, emulator: bool = True) -> list[DeviceBuild]:
         }
         builds.append(measure(entry, elf, _capacities(ddir), budgets))
     return builds
+
+
+def build_emulator_variants(
+    out_dir: Path, *, on_device: Callable[[str], None] | None = None
+) -> dict[str, str | None]:
+    """``make EMULATOR=1`` per device, building every variant that can be built.
+
+    Returns device name -> None (built) or why not (the one-line error, e.g. the firmware does
+    not fit the emulated part): a plan made for real parts need not fit the emulator.
+    """
+    wiring = read_wiring(out_dir)
+    dirs = {d["name"]: contained(out_dir, f"firmware/{d['name']}") for d in wiring["devices"]}
+    require_toolchain()
+    status: dict[str, str | None] = {}
+    for name, ddir in dirs.items():
+        if on_device is not None:
+            on_device(name)
+        try:
+            run_make(ddir, emulator=True)
+            status[name] = None
+        except (InfeasibleError, ToolchainError) as exc:
+            status[name] = " ".join(str(exc).split())
+    return status

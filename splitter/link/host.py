@@ -89,6 +89,8 @@ class HostLink:
     ) -> None:
         self.device = device
         self.ack_timeout, self.retries, self.log = ack_timeout, retries, log
+        #: progress of tensor transfers: called with ("send" | "receive", bytes done, total)
+        self.on_bytes: Callable[[str, int, int], None] | None = None
         if isinstance(port, str):
             port = open_transport(port, baud=baud, peer=f"device {device}")
         self.transport = port
@@ -330,6 +332,8 @@ def send_tensor(link: HostLink, submodel: int, data: bytes, until: float | None 
             size = len(part) // 2
             continue
         off += len(part)
+        if link.on_bytes is not None:
+            link.on_bytes("send", off, len(data))
         size = min(P.CHUNK_DATA, size * 2) if attempts == 1 else size
         if not data:
             break
@@ -365,6 +369,8 @@ def receive_result(
                 got = 0
             buf[chunk.offset : chunk.offset + len(chunk.data)] = chunk.data
             got = max(got, chunk.offset + len(chunk.data))
+            if link.on_bytes is not None:
+                link.on_bytes("receive", got, nbytes)
             if nbytes == 0:
                 break
         else:

@@ -127,9 +127,13 @@ def run(
     icount: bool = True,
     timeout: float = 60.0,
     log: Callable[[str], None] | None = None,
+    on_step: Callable[[str], None] | None = None,
+    on_bytes: Callable[[str, int, int], None] | None = None,
 ) -> RunResult:
     """One inference: over ``ports`` (device name -> transport URL, see ``open_transport``) or
-    a fresh emulation."""
+    a fresh emulation. ``on_step`` hears each step, ``on_bytes`` the tensor transfers
+    (:attr:`HostLink.on_bytes`)."""
+    step = on_step or (lambda _text: None)
     manifest = read_manifest(out_dir)
     wiring = read_wiring(out_dir)
     out_spec = manifest.output
@@ -137,6 +141,7 @@ def run(
     with ExitStack() as stack:
         note = ""
         if emulate:
+            step("booting the emulated boards")
             emu = stack.enter_context(Emulation(out_dir, icount=icount))
             ports, note = emu.endpoints, emu.note
         urls = _host_ports(wiring, ports or {})
@@ -144,8 +149,11 @@ def run(
             stack.enter_context(open_host_link(u, n, int(wiring["baud"]), log))
             for n, u in urls.items()
         ]
+        step("checking the boards' firmware")
         for link in links:
             check_pong(link, expected, timeout=min(timeout, 15.0))
+            link.on_bytes = on_bytes
+        step("running one inference")
         res = infer(
             links,
             wiring["first_device"],
@@ -189,20 +197,51 @@ def _host_ports(wiring: Mapping[str, Any], ports: Mapping[str, str]) -> dict[str
     return {n: ports[n] for n in facing}
 
 
-def check_output(y: np.ndarray, ref: np.ndarray, tol: float = CHECK_TOLERANCE) -> float:
-    """Max-abs difference to the reference; :class:`ValidationError` above ``tol``.
+def output_tolerance(model: Path) -> float:
+    """:data:`CHECK_TOLERANCE`, or for a QDQ ONNX model whose (first) output is written by a
+    DequantizeLinear, one quantisation step of that output: the int8 kernels follow TFLite's
+    integer arithmetic, onnxruntime rounds the float QDQ graph, and each requantising op may
+    differ by one step (``splitter.importers.onnx_qdq``)."""
+    if model.suffix.lower() != ".onnx" or not model.is_file():
+        return CHECK_TOLERANCE
+    import onnx
+    from onnx import numpy_helper
+
+    graph = onnx.load(str(model), load_external_data=False).graph
+    out = graph.output[0].name if graph.output else ""
+    node = next((n for n in graph.node if out in n.output), None)
+    if node is None or node.op_type != "DequantizeLinear":
+        return CHECK_TOLERANCE
+    scale = next((i for i in graph.initializer if i.name == node.input[1]), None)
+    if scale is None:
+        return CHECK_TOLERANCE
+    return max(CHECK_TOLERANCE, 1.01 * float(np.max(numpy_helper.to_array(scale))))
+
+
+def reference_runtime(manifest: PlanManifest, model: Path | None = None) -> str:
+    """The runtime :func:`reference_output` uses for ``model`` (else the plan's model): LiteRT
+    for TFLite, onnxruntime for ONNX."""
+    path = model or Path(manifest.model.path)
+    return "LiteRT" if path.suffix.lower() == ".tflite" else "onnxruntime"
+
+
+def check_output(
+    y: np.ndarray, ref: np.ndarray, tol: float = CHECK_TOLERANCE, runtime: str = "onnxruntime"
+) -> float:
+    """Max-abs difference to the reference (computed by ``runtime``); :class:`ValidationError`
+    above ``tol``.
 
     A non-finite value (NaN, +-Inf) in the boards' output or the reference fails the check:
     ``|NaN - r| > tol`` is false, so without this a NaN result would pass as correct.
     """
     if y.size != ref.size:
-        raise ValidationError(f"output has {y.size} values, onnxruntime gives {ref.size}")
+        raise ValidationError(f"output has {y.size} values, {runtime} gives {ref.size}")
     _check_finite(y, "boards' output")
-    _check_finite(ref, "reference output (onnxruntime)")
+    _check_finite(ref, f"reference output ({runtime})")
     err = float(np.max(np.abs(y.ravel().astype(np.float64) - ref.ravel().astype(np.float64))))
     if err > tol:
         raise ValidationError(
-            f"boards' output differs from onnxruntime by {err:.3g} (max-abs) > {tol:g}; "
+            f"boards' output differs from {runtime} by {err:.3g} (max-abs) > {tol:g}; "
             "rebuild the firmware and check the plan"
         )
     return err

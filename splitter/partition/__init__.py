@@ -19,6 +19,7 @@ from splitter.partition.cpsat import solve_cpsat
 from splitter.partition.dp import solve_dp
 from splitter.partition.ds import solve_ds
 from splitter.partition.fs import FS_LIMIT, solve_fs
+from splitter.partition.portfolio import solve_auto
 from splitter.partition.problem import (
     OBJECTIVES,
     Evaluation,
@@ -40,8 +41,6 @@ SOLVERS: dict[str, tuple[SolverFn, tuple[str, ...], bool]] = {
     "cpsat": (solve_cpsat, OBJECTIVES, True),
 }
 SOLVER_NAMES = ("auto", *SOLVERS)
-#: throughput instances up to this many layers go to bnb under ``auto``, larger ones to cpsat
-AUTO_BNB_MAX_LAYERS = 40
 
 __all__ = [
     "SOLVERS",
@@ -50,19 +49,9 @@ __all__ = [
     "Problem",
     "evaluate",
     "make_problem",
-    "pick_solver",
     "solve",
     "verify",
 ]
-
-
-def pick_solver(problem: Problem, objective: str) -> str:
-    """``auto``: the fastest exact solver for the instance (measured in benchmarks/solvers.md)."""
-    if objective == "latency":
-        return "dp"
-    if problem.d**problem.n <= 4096:
-        return "fs"
-    return "bnb" if problem.n <= AUTO_BNB_MAX_LAYERS else "cpsat"
 
 
 def solve(
@@ -70,20 +59,26 @@ def solve(
 ) -> Plan:
     """Solve ``problem`` for ``objective`` ("latency" | "throughput") with ``solver``.
 
+    ``auto`` is the portfolio of :mod:`splitter.partition.portfolio` (a bnb probe, then a race of
+    the exact solvers); the plan names the solver whose answer it is.
+
     Raises :class:`InfeasibleError` (with the failing constraint, numbers and fix) when no
     assignment is feasible, :class:`SolverError` when the solver cannot handle the instance.
     """
     if objective not in OBJECTIVES:
         raise SolverError(f"objective '{objective}' unknown; use latency or throughput")
-    name = pick_solver(problem, objective) if solver == "auto" else solver
-    if name not in SOLVERS:
+    if solver != "auto" and solver not in SOLVERS:
         raise SolverError(f"solver '{solver}' unknown; use one of {', '.join(SOLVER_NAMES)}")
-    fn, supported, _exact = SOLVERS[name]
-    if objective not in supported:
-        raise SolverError(f"solver {name} does not solve {objective}; use bnb, cpsat or fs")
+    if solver != "auto" and objective not in SOLVERS[solver][1]:
+        raise SolverError(f"solver {solver} does not solve {objective}; use bnb, cpsat or fs")
     check_global(problem)
     start = time.perf_counter()
-    result = fn(problem, objective, **options)
+    if solver == "auto":
+        name, result = solve_auto(problem, objective, **options)
+    else:
+        if solver in ("fs", "ds"):  # no progress to report: bounded by a candidate count
+            options = {k: v for k, v in options.items() if k != "on_progress"}
+        name, result = solver, SOLVERS[solver][0](problem, objective, **options)
     if name == "cpsat" and result.assignment is not None and result.optimal:
         result = _tie_break(problem, objective, result)
     elapsed = time.perf_counter() - start

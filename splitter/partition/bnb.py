@@ -40,6 +40,8 @@ from splitter.partition.base import Incumbent, SolverResult
 from splitter.partition.problem import TOL, Problem, value_of
 
 VAR_ORDERS = ("input", "degree", "mrv", "flash")
+#: seconds between two progress lines (option ``on_progress``)
+REPORT_S = 0.5
 VAL_ORDERS = ("fastest", "lcv", "free_flash", "index")
 BOUNDS = ("strong", "thesis")
 
@@ -104,6 +106,11 @@ class BranchAndBound:
         self.node_limit = int(options.get("node_limit", 0) or 0)  # type: ignore[call-overload]
         limit = options.get("time_limit")
         self.deadline = time.perf_counter() + float(limit) if limit else None  # type: ignore[arg-type]
+        #: a ``threading.Event`` another thread sets to stop the search (the auto portfolio)
+        self.stop = options.get("stop")
+        #: called about every :data:`REPORT_S` seconds with a progress line (nodes, best, gap)
+        self.on_progress = options.get("on_progress")
+        self.last_report = time.perf_counter()
         self._check_options()
         n, d = problem.n, problem.d
         self.inc = Incumbent()
@@ -144,9 +151,26 @@ class BranchAndBound:
         except _Stop:
             self.stopped = True
         search = tuple(tuple(row) for row in self.visits)
+        gap = self.gap() if self.stopped else None
         return SolverResult(
-            self.inc.assignment, self.nodes, optimal=not self.stopped, search=search
+            self.inc.assignment, self.nodes, optimal=not self.stopped, gap=gap, search=search
         )
+
+    def gap(self) -> float | None:
+        """Relative gap ``(value - root bound) / value`` of the incumbent (None without one).
+
+        Root bound: latency ``min_i (L_0i + h[0][i])`` (the flash-free cost-to-go, so a lower
+        bound); throughput the balance bound with nothing assigned (all MACs still to place).
+        """
+        if self.inc.assignment is None or self.inc.value <= 0:
+            return None
+        p = self.p
+        if self.objective == "latency":
+            h = self.h if self.h is not None else cost_to_go(p)
+            lower = min(p.t_list[0][i] + h[0][i] for i in range(p.d) if self.allowed[0][i])
+        else:
+            lower = balance_bound([0.0] * p.d, self.rates, float(sum(self.macs)))
+        return max(0.0, (self.inc.value - lower) / self.inc.value)
 
     # --- shared helpers ---
 
@@ -154,12 +178,25 @@ class BranchAndBound:
         self.nodes += 1
         if self.node_limit and self.nodes > self.node_limit:
             raise _Stop
-        if (
-            self.deadline is not None
-            and self.nodes % 1024 == 0
-            and time.perf_counter() > self.deadline
-        ):
-            raise _Stop
+        if self.nodes % 1024 == 0:
+            if (self.deadline is not None and time.perf_counter() > self.deadline) or (
+                self.stop is not None and self.stop.is_set()  # type: ignore[attr-defined]
+            ):
+                raise _Stop
+            if self.on_progress is not None:
+                self._report()
+
+    def _report(self) -> None:
+        """A progress line at most every :data:`REPORT_S` seconds."""
+        now = time.perf_counter()
+        if now - self.last_report < REPORT_S:
+            return
+        self.last_report = now
+        line = f"bnb: {self.nodes:,} nodes"
+        if self.inc.assignment is not None:
+            gap = self.gap()
+            line += f", best {self.inc.value:.6g} s" + ("" if gap is None else f", gap {gap:.1%}")
+        self.on_progress(line)  # type: ignore[operator]
 
     def _values(self, j: int) -> list[int]:
         """Devices layer ``j`` may take now, in value order."""
@@ -413,5 +450,7 @@ class BranchAndBound:
 
 def solve_bnb(problem: Problem, objective: str, **options: object) -> SolverResult:
     """Branch and Bound; options ``var_order``, ``val_order``, ``bound``, ``node_limit``,
-    ``time_limit`` (s) and ``incumbent`` (a starting assignment)."""
+    ``time_limit`` (s), ``incumbent`` (a starting assignment), ``stop`` (a
+    ``threading.Event``: the search ends, not proved, soon after it is set) and ``on_progress``
+    (called with a line: nodes, best value, gap to the root bound)."""
     return BranchAndBound(problem, objective, **options).run()

@@ -20,6 +20,10 @@ integer rounding and applies the SPEC.md tie rule, so every exact solver returns
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from ortools.sat.python import cp_model
 
 from splitter.partition.base import SolverResult
@@ -33,8 +37,16 @@ def _scale(problem: Problem) -> float:
     return worst / UNITS if worst > 0 else 1.0
 
 
-def solve_cpsat(problem: Problem, objective: str, **options: object) -> SolverResult:
-    """Solve with CP-SAT; options ``time_limit`` (s, default 60), ``workers`` (default 2)."""
+@dataclass(frozen=True)
+class CpsatModel:
+    """A built CP-SAT model and its ``x[j][i]`` variables."""
+
+    model: cp_model.CpModel
+    x: list[list[cp_model.IntVar]]
+
+
+def build_cpsat(problem: Problem, objective: str) -> CpsatModel:
+    """The CP-SAT model of ``problem`` for ``objective`` (see the module docstring)."""
     n, d = problem.n, problem.d
     scale = _scale(problem)
     ti = [[round(problem.t_list[j][i] / scale) for i in range(d)] for j in range(n)]
@@ -52,10 +64,25 @@ def solve_cpsat(problem: Problem, objective: str, **options: object) -> SolverRe
         _latency_objective(m, x, ti, ci)
     else:
         _throughput_objective(m, x, ti, ci)
+    return CpsatModel(m, x)
+
+
+def solve_cpsat(problem: Problem, objective: str, **options: object) -> SolverResult:
+    """Solve with CP-SAT; options ``time_limit`` (s, default 60), ``workers`` (default 2),
+    ``stop`` (a ``threading.Event``: the search ends, not proved, soon after it is set),
+    ``model`` (a :class:`CpsatModel` built beforehand by :func:`build_cpsat`) and
+    ``on_progress`` (called with a line at each improving solution: best, bound, gap)."""
+    n, d = problem.n, problem.d
+    built = options.get("model")
+    if not isinstance(built, CpsatModel):
+        built = build_cpsat(problem, objective)
+    m, x = built.model, built.x
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = float(options.get("time_limit", 60.0))  # type: ignore[arg-type]
     solver.parameters.num_workers = int(options.get("workers", 2))  # type: ignore[call-overload]
-    status = solver.solve(m)
+    report = options.get("on_progress")
+    callback = None if not callable(report) else _Reporter(report, _scale(problem))
+    status = _solve_stoppable(solver, m, options.get("stop"), callback)
     nodes = int(solver.num_branches)
     if status == cp_model.INFEASIBLE:
         return SolverResult(None, nodes, optimal=True)
@@ -68,6 +95,51 @@ def solve_cpsat(problem: Problem, objective: str, **options: object) -> SolverRe
         obj, bound = solver.objective_value, solver.best_objective_bound
         gap = (obj - bound) / obj if obj > 0 else 0.0
     return SolverResult(a, nodes, optimal=optimal, gap=gap)
+
+
+class _Reporter(cp_model.CpSolverSolutionCallback):
+    """Reports each improving solution: objective and bound in seconds, and the gap."""
+
+    def __init__(self, report: Callable[[str], None], scale: float) -> None:
+        super().__init__()
+        self.report, self.scale = report, scale
+
+    def on_solution_callback(self) -> None:
+        best, bound = self.objective_value, self.best_objective_bound
+        gap = (best - bound) / best if best > 0 else 0.0
+        self.report(
+            f"cpsat: best {best * self.scale:.6g} s, bound {bound * self.scale:.6g} s, "
+            f"gap {gap:.1%}"
+        )
+
+
+def _solve_stoppable(
+    solver: cp_model.CpSolver,
+    m: cp_model.CpModel,
+    stop: object,
+    callback: cp_model.CpSolverSolutionCallback | None = None,
+) -> object:
+    """``solver.solve(m)``; a watcher thread calls ``stop_search`` once ``stop`` is set."""
+    if stop is None:
+        return solver.solve(m, callback)
+    assert isinstance(stop, threading.Event)
+    if stop.is_set():
+        return cp_model.UNKNOWN
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            if stop.wait(0.005):
+                solver.stop_search()
+                return
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        return solver.solve(m, callback)
+    finally:
+        done.set()
+        watcher.join()
 
 
 def _sends(m: cp_model.CpModel, x: list[list[cp_model.IntVar]]) -> list[list[cp_model.IntVar]]:

@@ -33,6 +33,7 @@ penalty repair and a beam of the same search), so the last pass always succeeds.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,7 +79,8 @@ def solve_dp(problem: Problem, objective: str, **options: object) -> SolverResul
     inc = Incumbent()
     start = options.get("incumbent")
     tables, columns = build_tables(problem)
-    search = _Search(problem, tables, deadline)
+    report = options.get("on_progress")
+    search = _Search(problem, tables, deadline, on_progress=report if callable(report) else None)
     try:
         starts = [tuple(int(x) for x in start)] if start is not None else []  # type: ignore[attr-defined]
         for a in [*starts, *columns, *repair_paths(problem, tables)]:
@@ -111,6 +113,7 @@ class _Search:
     tables: Tables
     deadline: float | None
     nodes: int = 0
+    on_progress: Callable[[str], None] | None = None
 
     def check_time(self) -> None:
         """Raise :class:`_Stop` once the deadline has passed."""
@@ -143,6 +146,9 @@ class _Search:
                 return None
             lower = max(lower, target)
             failed += 1
+            if self.on_progress is not None and inc.assignment is not None:
+                gap = (inc.value - lower) / inc.value if inc.value > 0 else 0.0
+                self.on_progress(f"dp: best {inc.value:.6g} s, bound {lower:.6g} s, gap {gap:.1%}")
 
     @staticmethod
     def next_target(lower: float, inc: Incumbent, failed: int, ceiling: float) -> float:

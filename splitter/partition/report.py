@@ -24,8 +24,8 @@ from splitter.manifest import (
     finite_or_none,
     input_shapes_tuple,
     model_format,
+    submodel_boundaries,
     submodel_file,
-    submodel_io,
 )
 from splitter.partition import make_problem, solve
 from splitter.partition.problem import Evaluation, Problem, close, evaluate
@@ -257,7 +257,7 @@ def _submodel(
     for j in idx:
         for cls, m in problem.costs[j].macs_by_class:
             by_class[cls] = by_class.get(cls, 0) + int(m)
-    entering, leaving = submodel_io(chain, sub.first, sub.last)
+    entering, leaving = submodel_boundaries(chain, sub.first, sub.last)
     return SubModelEntry(
         index=k,
         device=dev.name,
@@ -275,8 +275,8 @@ def _submodel(
         out_bytes=int(problem.costs[sub.last].out_bytes),
         compute_s=float(ev.sub_compute[k]),
         transfer_s=float(ev.sub_transfer[k]),
-        inputs=(entering,),
-        outputs=(leaving,),
+        inputs=entering,
+        outputs=leaving,
     )
 
 

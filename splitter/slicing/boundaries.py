@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from splitter.ir import Chain, TensorSpec
-from splitter.manifest import PlanManifest, safe_name, submodel_io
+from splitter.manifest import PlanManifest, safe_name, submodel_boundaries, submodel_io
 
 __all__ = [
     "Cut",
@@ -83,7 +83,7 @@ def cuts_from_ranges(
     """Cuts for ``(device_index, first, last)`` runs covering the chain in order."""
     cuts = []
     for index, (device_index, first, last) in enumerate(ranges):
-        entering, leaving = submodel_io(chain, first, last)
+        entering, leaving = submodel_boundaries(chain, first, last)
         cuts.append(
             Cut(
                 index=index,
@@ -91,8 +91,8 @@ def cuts_from_ranges(
                 device_index=device_index,
                 first=first,
                 last=last,
-                inputs=(entering,),
-                outputs=(leaving,),
+                inputs=entering,
+                outputs=leaving,
             )
         )
     return cuts

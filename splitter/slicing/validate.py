@@ -430,10 +430,9 @@ def validate_chain(
     for feeds in samples:
         expected = original.run(feeds)
         env = run_chain(submodels, feeds)
-        last = [env[t.name] for t in submodels[-1].outputs]
         for pos, spec in enumerate(original.outputs):
             refs[spec.name].append(expected[spec.name])
-            gots[spec.name].append(env[spec.name] if spec.name in env else last[pos])
+            gots[spec.name].append(_chain_output(spec, pos, env, submodels[-1], expected))
         for name, _ in probes:
             if name in expected or name in feeds:
                 bref[name].append(expected[name] if name in expected else feeds[name])
@@ -451,6 +450,37 @@ def validate_chain(
         tolerance={"float_max_abs": FLOAT_MAX_ABS, "integer": "bit-exact"},
         boundaries=bounds,
     )
+
+
+def _chain_output(
+    spec: TensorSpec,
+    pos: int,
+    env: Mapping[str, np.ndarray],
+    last: Runner,
+    expected: Mapping[str, np.ndarray],
+) -> np.ndarray:
+    """The chain's value of graph output ``spec``: by name, else by position among the last
+    sub-model's outputs when it has as many as the original (a pass-through renamed it).
+
+    A missing output or one of another shape is a :class:`ValidationError` naming it (a
+    multi-output model compared position by position crashed with a broadcasting error)."""
+    outs = [t.name for t in last.outputs]
+    if spec.name in env:
+        got = env[spec.name]
+    elif len(outs) == len(expected) and pos < len(outs):
+        got = env[outs[pos]]
+    else:
+        raise ValidationError(
+            f"graph output {spec.name!r} is not produced by the sub-models (the last one writes "
+            f"{outs}); every graph output must leave the last sub-model"
+        )
+    want = np.shape(expected[spec.name])
+    if np.shape(got) != want:
+        raise ValidationError(
+            f"graph output {spec.name!r}: the sub-models give shape {list(np.shape(got))}, the "
+            f"model {list(want)}; the cut is wrong, report it"
+        )
+    return got
 
 
 def boundary_probes(submodels: Sequence[Runner]) -> list[tuple[str, int]]:

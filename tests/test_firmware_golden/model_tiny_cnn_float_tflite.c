@@ -6,19 +6,19 @@
 
 #define WEIGHTS __attribute__((section(".weights"), aligned(4)))
 
-static const float w_conv_2d_0_W[72] WEIGHTS = { /* sha256 1e74c2b7e30ff331325863d1c31b2393a8b00869bdbccff2215f4265d8b09d6c */ };
+static const float w_conv_2d_0_W[72] WEIGHTS = { /* sha256 59281fe3298aaa6b71dc16dc0ce0f43d03d1b8cbfe60e9a6c4fc9a8eac9bd22f */ };
 
 static const float w_conv_2d_0_B[8] WEIGHTS = { /* sha256 c01f873cecd6d912af4c77d41535b143fdf5b474b127fb0c5c4bde55e04095df */ };
 
-static const float w_depthwise_conv_2d_1_W[72] WEIGHTS = { /* sha256 065e2d88a87d6210f1ea3601a72efad7809d74e31c5cdacc1258f70fb66d0ad5 */ };
+static const float w_depthwise_conv_2d_1_W[72] WEIGHTS = { /* sha256 836b7c4ae6a6746fece3597d6ae3e81fec5a495d48cc1c367e4a69dbe6247804 */ };
 
 static const float w_depthwise_conv_2d_1_B[8] WEIGHTS = { /* sha256 c01f873cecd6d912af4c77d41535b143fdf5b474b127fb0c5c4bde55e04095df */ };
 
-static const float w_conv_2d_2_W[128] WEIGHTS = { /* sha256 643eba56c71491ce57b7df0e3d5de16a9a4409f67d0711560e10d1be6e36c320 */ };
+static const float w_conv_2d_2_W[128] WEIGHTS = { /* sha256 0c28379d3db7db35920a4d05af82e3e804544a17fa8bcafbe5f48ea6a5bb1a04 */ };
 
 static const float w_conv_2d_2_B[16] WEIGHTS = { /* sha256 3274e7b735bed9938541b05a12aa040c75fe820702b92670248cf6ba1c6a7ee7 */ };
 
-static const float w_conv_2d_3_W[2304] WEIGHTS = { /* sha256 e502e00746aebdbcd12c904448f82c59c347aed38dbf7749e7f8e8b2b7273857 */ };
+static const float w_conv_2d_3_W[2304] WEIGHTS = { /* sha256 f80596789d037ca33b39aefcaf5a80ba185fa3bf177316f2eef864ccd8b0b1a7 */ };
 
 static const float w_conv_2d_3_B[16] WEIGHTS = { /* sha256 3274e7b735bed9938541b05a12aa040c75fe820702b92670248cf6ba1c6a7ee7 */ };
 

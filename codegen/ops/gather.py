@@ -1,0 +1,217 @@
+"""Per-axis index gathers: slice (and split), reflect / edge / wrap pad, resize.
+
+Each of these ops reads, along every axis ``d`` independently, source index ``src_d[i]`` for
+output index ``i``; :func:`slice_index`, :func:`pad_index` and :func:`resize_coords` compute
+those indices from the op's attributes (the ONNX formulas), and the emitter writes them as
+element offsets (index times the input's stride) for ``k_gather_axes``, or, for a linear
+resize, the two neighbours and the weight of the second for ``k_resize_linear``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from math import prod
+
+import numpy as np
+
+from codegen.ops.base import EmitContext, OpEmitter, block, ints, pad4, rank4_or_less, record
+from codegen.ops.literals import c_float
+from splitter.ir import Op, TensorSpec
+
+#: numpy.pad modes of the ONNX Pad modes (ONNX "reflect" excludes the edge, as numpy's does).
+PAD_MODES = {"reflect": "reflect", "edge": "edge", "wrap": "wrap"}
+
+#: ONNX Resize coordinate_transformation_mode values supported.
+COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+#: ONNX Resize nearest_mode values.
+NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+def slice_index(n_out: int, start: int, step: int) -> np.ndarray:
+    """``start + i * step`` for ``i < n_out`` (ONNX Slice after clamping, numpy semantics)."""
+    return start + step * np.arange(n_out, dtype=np.int64)
+
+
+def pad_index(n_in: int, begin: int, end: int, mode: str) -> np.ndarray:
+    """Source index of every output position of a ``mode`` pad of ``begin``/``end`` cells
+    (``numpy.pad`` of ``arange(n_in)``, whose reflect / edge / wrap are ONNX's)."""
+    return np.pad(np.arange(n_in, dtype=np.int64), (begin, end), mode=PAD_MODES[mode])  # type: ignore[call-overload]
+
+
+def resize_coords(n_in: int, n_out: int, scale: float, coord_mode: str) -> np.ndarray:
+    """Source coordinate (float32, as onnxruntime computes it) of every output index along one
+    axis, by ONNX Resize's ``coordinate_transformation_mode``:
+    half_pixel ``(i + 0.5) / s - 0.5``; pytorch_half_pixel the same, 0 when ``n_out == 1``;
+    align_corners ``i (n_in - 1) / (n_out - 1)``; asymmetric ``i * (1 / s)`` with ``1 / s``
+    rounded to float32 first (so ``2 * (7 / 4)`` is the tie 3.5, as in onnxruntime; checked
+    against it for every mode in tests/test_op_exported.py). ``s`` is the file's float32 scale,
+    or the exact ``n_out / n_in`` when the model gives sizes."""
+    i = np.arange(n_out, dtype=np.float32)
+    s = np.float32(scale)
+    if coord_mode == "half_pixel":
+        return (i + np.float32(0.5)) / s - np.float32(0.5)
+    if coord_mode == "pytorch_half_pixel":
+        if n_out == 1:
+            return np.zeros(1, np.float32)
+        return (i + np.float32(0.5)) / s - np.float32(0.5)
+    if coord_mode == "align_corners":
+        if n_out == 1:
+            return np.zeros(1, np.float32)
+        return i * np.float32(n_in - 1) / np.float32(n_out - 1)
+    if coord_mode == "asymmetric":
+        return i * np.float32(1.0 / scale)
+    raise ValueError(f"coordinate_transformation_mode {coord_mode!r}")
+
+
+def nearest_index(coords: np.ndarray, n_in: int, nearest_mode: str) -> np.ndarray:
+    """Nearest source index by ONNX Resize's ``nearest_mode``, clamped to ``[0, n_in)``."""
+    frac = coords - np.floor(coords)
+    if nearest_mode == "round_prefer_floor":
+        idx = np.where(frac == 0.5, np.floor(coords), np.round(coords))
+    elif nearest_mode == "round_prefer_ceil":
+        idx = np.where(frac == 0.5, np.ceil(coords), np.round(coords))
+    elif nearest_mode == "floor":
+        idx = np.floor(coords)
+    elif nearest_mode == "ceil":
+        idx = np.ceil(coords)
+    else:
+        raise ValueError(f"nearest_mode {nearest_mode!r}")
+    return np.clip(idx, 0, n_in - 1).astype(np.int64)
+
+
+def linear_taps(coords: np.ndarray, n_in: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(lo, hi, w)``: the coordinate clamped to ``[0, n_in - 1]`` lies between ``lo`` and
+    ``hi = min(lo + 1, n_in - 1)`` with weight ``w`` on ``hi`` (onnxruntime's linear resize)."""
+    c = np.clip(coords, np.float32(0), np.float32(n_in - 1)).astype(np.float32)
+    lo = np.floor(c).astype(np.int64)
+    hi = np.minimum(lo + 1, n_in - 1)
+    return lo, hi, (c - lo.astype(np.float32)).astype(np.float32)
+
+
+def _strides4(shape: Sequence[int]) -> list[int]:
+    """Element strides of ``shape`` left-padded to rank 4."""
+    s = pad4(shape)
+    return [prod(s[d + 1 :]) for d in range(4)]
+
+
+def _int_array(name: str, values: Sequence[int]) -> str:
+    return f"static const int {name}[{len(values)}] = {{{ints(values)}}};"
+
+
+def _float_array(name: str, values: Sequence[float]) -> str:
+    return f"static const float {name}[{len(values)}] = {{{', '.join(map(c_float, values))}}};"
+
+
+def _gather_call(op: Op, ctx: EmitContext, index: Sequence[np.ndarray]) -> list[str]:
+    """``k_gather_axes`` with the per-axis source ``index`` (one array per axis of the input)."""
+    x, y = op.inputs[0], op.outputs[0]
+    strides = _strides4(ctx.shape(x))
+    maps = [np.zeros(1, np.int64)] * (4 - len(index)) + list(index)
+    offsets = [np.asarray(m, np.int64) * strides[d] for d, m in enumerate(maps)]
+    flat = np.concatenate(offsets)
+    starts = np.cumsum([0] + [len(m) for m in offsets[:-1]])
+    rows: list[list[tuple[str, object]]] = [
+        [("ys", f"{{{ints(pad4(ctx.shape(y)))}}}")],
+        [("map", "{" + ", ".join(f"m + {int(s)}" for s in starts) + "}")],
+    ]
+    lines = [_int_array("m", [int(v) for v in flat]), *record("k_gather_params", "p", rows)]
+    return block(lines, f"k_gather_axes(&p, {ctx.ptr(x)}, {ctx.ptr(y)})")
+
+
+class Slice(OpEmitter):
+    """slice (ONNX Slice, one output of Split): ``y[i] = x[starts + i * steps]`` per axis."""
+
+    kind = "slice"
+    float_checks = (rank4_or_less,)
+
+    def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
+        ys = ctx.shape(op.outputs[0])
+        starts, steps = op.attr("starts"), op.attr("steps")
+        index = [slice_index(n, int(a), int(s)) for n, a, s in zip(ys, starts, steps, strict=True)]
+        return _gather_call(op, ctx, index)
+
+
+def known_pad_mode(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+    """A reflect / edge / wrap pad with non-negative pads of a rank <= 4 tensor."""
+    if op.attr("mode") not in PAD_MODES:
+        return f"pad mode {op.attr('mode')!r} (reflect, edge, wrap)"
+    if any(int(p) < 0 for p in op.attr("pads", ())):
+        return "negative pads (cropping)"
+    return rank4_or_less(op, tensors)
+
+
+class PadMode(OpEmitter):
+    """pad_mode: reflect / edge / wrap padding as an index gather."""
+
+    kind = "pad_mode"
+    float_checks = (known_pad_mode,)
+
+    def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
+        xs = ctx.shape(op.inputs[0])
+        pads, rank, mode = op.attr("pads"), len(xs), op.attr("mode")
+        index = [pad_index(xs[d], int(pads[d]), int(pads[d + rank]), mode) for d in range(rank)]
+        return _gather_call(op, ctx, index)
+
+
+def resize_index(
+    op: Op, xs: Sequence[int], ys: Sequence[int]
+) -> list[np.ndarray] | list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per axis: the nearest source index (mode nearest) or the linear taps (mode linear)."""
+    scales, cm = op.attr("scales"), op.attr("coord_mode")
+    coords = [resize_coords(n, m, s, cm) for n, m, s in zip(xs, ys, scales, strict=True)]
+    if op.attr("mode") == "nearest":
+        nm = op.attr("nearest_mode")
+        return [nearest_index(c, n, nm) for c, n in zip(coords, xs, strict=True)]
+    return [linear_taps(c, n) for c, n in zip(coords, xs, strict=True)]
+
+
+def resizable(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+    """Nearest on any axes; linear only over the last two axes of a rank <= 4 tensor."""
+    if op.attr("mode") not in ("nearest", "linear"):
+        return f"resize mode {op.attr('mode')!r} (nearest, linear)"
+    if op.attr("coord_mode") not in COORD_MODES:
+        return f"coordinate_transformation_mode {op.attr('coord_mode')!r}"
+    if op.attr("mode") == "nearest" and op.attr("nearest_mode") not in NEAREST_MODES:
+        return f"nearest_mode {op.attr('nearest_mode')!r}"
+    reason = rank4_or_less(op, tensors)
+    if reason or op.attr("mode") == "nearest":
+        return reason
+    xs, ys = tensors[op.inputs[0]].shape, tensors[op.outputs[0]].shape
+    for d in range(max(0, len(xs) - 2)):
+        if xs[d] != ys[d] or float(op.attr("scales")[d]) != 1.0:
+            return f"linear resize of axis {d} (only the last two axes)"
+    return None
+
+
+class Resize(OpEmitter):
+    """resize: nearest as ``k_gather_axes``, linear as ``k_resize_linear`` (last two axes)."""
+
+    kind = "resize"
+    float_checks = (resizable,)
+
+    def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
+        x, y = op.inputs[0], op.outputs[0]
+        xs, ys = ctx.shape(x), ctx.shape(y)
+        index = resize_index(op, xs, ys)
+        if op.attr("mode") == "nearest":
+            return _gather_call(op, ctx, index)  # type: ignore[arg-type]
+        st = _strides4(xs)
+        taps = [(np.zeros(1, np.int64),) * 2 + (np.zeros(1, np.float32),)] * (4 - len(xs))
+        taps += list(index)  # type: ignore[arg-type]
+        lines = [
+            _int_array("m0", [int(v) * st[0] for v in taps[0][0]]),
+            _int_array("m1", [int(v) * st[1] for v in taps[1][0]]),
+            _int_array("h0", [int(v) * st[2] for v in taps[2][0]]),
+            _int_array("h1", [int(v) * st[2] for v in taps[2][1]]),
+            _float_array("fh", [float(v) for v in taps[2][2]]),
+            _int_array("w0", [int(v) for v in taps[3][0]]),
+            _int_array("w1", [int(v) for v in taps[3][1]]),
+            _float_array("fw", [float(v) for v in taps[3][2]]),
+        ]
+        rows: list[list[tuple[str, object]]] = [
+            [("ys", f"{{{ints(pad4(ys))}}}")],
+            [("m0", "m0"), ("m1", "m1"), ("h0", "h0"), ("h1", "h1")],
+            [("w0", "w0"), ("w1", "w1"), ("fh", "fh"), ("fw", "fw")],
+        ]
+        lines += record("k_resize_params", "p", rows)
+        return block(lines, f"k_resize_linear(&p, {ctx.ptr(x)}, {ctx.ptr(y)})")
