@@ -27,8 +27,9 @@ from splitter.manifest import (
     submodel_boundaries,
     submodel_file,
 )
-from splitter.partition import make_problem, solve
-from splitter.partition.problem import Evaluation, Problem, close, evaluate
+from splitter.partition import make_plan, make_problem, solve
+from splitter.partition.base import SolverResult
+from splitter.partition.problem import Evaluation, Problem, better, close, evaluate
 
 
 def chain_problem(chain: Chain, boards: Boards, *, upper: bool = True) -> Problem:
@@ -105,6 +106,30 @@ def _overflows(chain: Chain, boards: Boards, plan: Plan) -> list[tuple[int, str,
 
 #: re-solves with raised reserves before the upper bound is used (each raises one device)
 REPAIR_ROUNDS = 8
+#: instances with at most this many assignments are searched exhaustively with the exact
+#: firmware figures when the relaxation's plan overflows (proved optimal)
+EXHAUSTIVE_LIMIT = 4096
+
+
+def _exhaustive(chain: Chain, boards: Boards, lower: Problem, objective: str) -> Plan:
+    """Every assignment, each checked with the exact firmware figures; the best by the SPEC.md
+    rule (:func:`~splitter.partition.problem.better`), proved optimal."""
+    best: tuple[float, int, tuple[int, ...]] | None = None
+    for a in itertools.product(range(lower.d), repeat=lower.n):
+        ev = evaluate(lower, a)
+        if not ev.feasible:
+            continue
+        subs = tuple(SubModel(k, d, f, last) for k, (d, f, last) in enumerate(ev.submodels))
+        probe = Plan(objective, "fs", True, 1, 0.0, a, subs, ev.latency_s, 0.0, 0.0)
+        if _overflows(chain, boards, probe):
+            continue
+        cand = (ev.value(objective), len(subs), a)
+        if best is None or better(*cand, *best):
+            best = cand
+    if best is None:
+        return solve(chain_problem(chain, boards), objective, "fs")  # raises the reason
+    result = SolverResult(best[2], lower.d**lower.n, True)
+    return make_plan(lower, objective, "fs", result, 0.0)
 
 
 def plan_chain(
@@ -131,6 +156,8 @@ def plan_chain(
         return solve(chain_problem(chain, boards), objective, solver, **options)
     lower = chain_problem(chain, boards, upper=False)
     first = solve(lower, objective, solver, **options)
+    if _overflows(chain, boards, first) and lower.d**lower.n <= EXHAUSTIVE_LIMIT:
+        return _exhaustive(chain, boards, lower, objective)
     reserves_now = list(lower.reserves)
     plan = first
     for _round in range(REPAIR_ROUNDS):
