@@ -97,7 +97,9 @@ def test_compile_validates_every_model_on_two_board_files(
     _check_output_dir(result)
 
 
-@pytest.mark.parametrize("name", ["mobilenet_v1_025.onnx", "tiny_cnn_int8.tflite"])
+# tiny_cnn_int8 no longer alternates on these boards: with each device's firmware code counted
+# exactly, its optimal plan is one cut (the second link's code costs more than it saves)
+@pytest.mark.parametrize("name", ["mobilenet_v1_025.onnx"])
 def test_one_device_runs_two_non_adjacent_submodels(tmp_path: Path, name: str) -> None:
     import json
 
