@@ -43,7 +43,10 @@ def main() -> None:
                 except SplitterError:
                     continue
                 out = Path(tmp) / f"{model.stem}-{boards.stem}"
-                result = compile_model(model, boards, out, CompileOptions(validate=False))
+                try:
+                    result = compile_model(model, boards, out, CompileOptions(validate=False))
+                except SplitterError:
+                    continue  # firmware refused at compile (baud, routing, ops)
                 if not result.firmware.startswith("generated"):
                     continue
                 manifest = read_manifest(out)
