@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm chromium
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo check models system-deps venv clean bench
+.PHONY: test demo check models system-deps venv clean bench code-sizes
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -55,3 +55,8 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) demo-out .pytest_cache .mypy_cache
+
+# The firmware code / runtime RAM size table the planner uses (splitter/cost/code_sizes.json),
+# measured from real arm-none-eabi-gcc builds; tests/test_code_table.py says when it is stale.
+code-sizes: system-deps $(STAMP)
+	PYTHONPATH=$(CURDIR) $(PY) -m splitter.link.code_table

@@ -216,23 +216,23 @@ def make_plan(chain: Chain, boards: Boards, opts: CompileOptions) -> Plan:
     """Solve the partition, or evaluate ``opts.assignment`` when one is given."""
     if opts.assignment is not None:
         return plan_from_assignment(chain, boards, opts.assignment, opts.objective)
-    from splitter.partition import make_problem, solve
+    from splitter.partition.report import plan_chain
 
-    problem = make_problem(chain.costs, boards, [layer.name for layer in chain.layers])
-    return solve(problem, opts.objective, opts.solver or "auto", **opts.solver_options)
+    return plan_chain(chain, boards, opts.objective, opts.solver or "auto", **opts.solver_options)
 
 
 def plan_from_assignment(
     chain: Chain, boards: Boards, assignment: Sequence[int], objective: str = "latency"
 ) -> Plan:
     """A :class:`Plan` for a given per-layer device assignment (SPEC.md objectives)."""
-    from splitter.partition.problem import evaluate, make_problem
+    from splitter.partition.problem import evaluate
+    from splitter.partition.report import chain_problem, firmware_overflow
 
-    problem = make_problem(chain.costs, boards, [layer.name for layer in chain.layers])
+    problem = chain_problem(chain, boards, upper=False)
     ev = evaluate(problem, assignment)
     if not ev.feasible:
         raise SolverError(f"assignment {list(assignment)} is infeasible: {ev.violations[0]}")
-    return Plan(
+    plan = Plan(
         objective=objective,
         solver="given",
         optimal=False,
@@ -244,6 +244,10 @@ def plan_from_assignment(
         throughput_per_s=ev.throughput_per_s,
         throughput_ref9_per_s=ev.throughput_ref9_per_s,
     )
+    over = firmware_overflow(chain, boards, plan)
+    if over is not None:
+        raise SolverError(f"assignment {list(assignment)} is infeasible: {over}")
+    return plan
 
 
 def make_manifest(

@@ -130,6 +130,28 @@ class DeviceEntry:
     intermediate_s: float
     #: calibrated cycles per MAC by op class (sorted by class), empty when not calibrated
     cpm_by_class: tuple[tuple[str, float], ...] = ()
+    #: firmware code besides the weights and RAM besides the arena (``splitter.cost.code``;
+    #: 0 for layer profiles, which get no firmware)
+    code_bytes: int = 0
+    runtime_ram_bytes: int = 0
+    #: the RAM region the arena is linked into and its size ("" / 0 for layer profiles)
+    ram_region: str = ""
+    ram_region_bytes: int = 0
+
+    @property
+    def flash_total(self) -> int:
+        """Weights + code: the flash the device's image takes."""
+        return self.flash_used + self.code_bytes
+
+    @property
+    def ram_total(self) -> int:
+        """Arena + runtime RAM."""
+        return self.ram_used + self.runtime_ram_bytes
+
+    @property
+    def ram_limit(self) -> int:
+        """The RAM the image may take: the budget, within the arena's region when known."""
+        return min(self.ram_budget, self.ram_region_bytes or self.ram_budget)
 
 
 @dataclass(frozen=True)
@@ -472,10 +494,10 @@ def _problems(m: PlanManifest) -> list[str]:
                 f"device {d.name}: totals {d.flash_used} B FLASH / {d.ram_used} B RAM but its "
                 f"sub-models sum to {flash} / {ram}"
             )
-        if flash > d.flash_budget or ram > d.ram_budget:
+        if d.flash_total > d.flash_budget or d.ram_total > d.ram_limit:
             out.append(
-                f"device {d.name}: needs {flash} B FLASH / {ram} B RAM, budget "
-                f"{d.flash_budget} / {d.ram_budget}"
+                f"device {d.name}: needs {d.flash_total} B FLASH / {d.ram_total} B RAM, budget "
+                f"{d.flash_budget} / {d.ram_limit}"
             )
     out += _boundary_problems(m)
     return out
@@ -600,6 +622,10 @@ def _device_dict(d: DeviceEntry) -> dict[str, Any]:
         "send_s": d.send_s,
         "recv_s": d.recv_s,
         "intermediate_s": d.intermediate_s,
+        "code_bytes": d.code_bytes,
+        "runtime_ram_bytes": d.runtime_ram_bytes,
+        "ram_region": d.ram_region,
+        "ram_region_bytes": d.ram_region_bytes,
     }
 
 
@@ -679,6 +705,10 @@ def _parse_device(d: Mapping[str, Any]) -> DeviceEntry:
         send_s=float(d["send_s"]),
         recv_s=float(d["recv_s"]),
         intermediate_s=float(d["intermediate_s"]),
+        code_bytes=int(d.get("code_bytes", 0)),
+        runtime_ram_bytes=int(d.get("runtime_ram_bytes", 0)),
+        ram_region=str(d.get("ram_region", "")),
+        ram_region_bytes=int(d.get("ram_region_bytes", 0)),
     )
 
 

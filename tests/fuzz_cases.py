@@ -116,8 +116,8 @@ def good_boards() -> dict[str, Any]:
     return {
         "link": {"baud": 115200},
         "device": [
-            {"name": "a", "mcu": "STM32F405RG", "flash": "40 KiB"},
-            {"name": "b", "mcu": "STM32F405RG", "flash": "60 KiB"},
+            {"name": "a", "mcu": "STM32F405RG", "flash": "62 KiB"},
+            {"name": "b", "mcu": "STM32F405RG", "flash": "84 KiB"},
         ],
     }
 

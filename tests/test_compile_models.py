@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 import pytest
 from ai_edge_litert.interpreter import Interpreter
-from test_slice_helpers import ensure_model, sized_boards
+from test_slice_helpers import can_force_split, ensure_model, sized_boards
 
 from splitter.compile import CompileOptions, compile_model
 from splitter.importers import load_chain
@@ -90,13 +90,16 @@ def test_compile_validates_every_model_on_two_board_files(
 ) -> None:
     result = _compile(tmp_path, name, kind)
     assert result.validation is not None and result.validation.passed
-    assert len(result.submodels) >= 2
-    if kind == "three" and len(result.chain) >= 3:
-        assert len({s.cut.device for s in result.submodels}) >= 2
+    if can_force_split(result.chain, 2 if kind == "fastslow" else 3):
+        assert len(result.submodels) >= 2
+        if kind == "three" and len(result.chain) >= 3:
+            assert len({s.cut.device for s in result.submodels}) >= 2
     _check_output_dir(result)
 
 
-@pytest.mark.parametrize("name", ["mobilenet_v1_025.onnx", "tiny_cnn_int8.tflite"])
+# tiny_cnn_int8 no longer alternates on these boards: with each device's firmware code counted
+# exactly, its optimal plan is one cut (the second link's code costs more than it saves)
+@pytest.mark.parametrize("name", ["mobilenet_v1_025.onnx"])
 def test_one_device_runs_two_non_adjacent_submodels(tmp_path: Path, name: str) -> None:
     import json
 

@@ -40,8 +40,7 @@ mcu = "STM32F405RG"
 
 [[device]]
 name = "b"
-mcu = "STM32G071RB"
-ram = "-4 KiB"  # room for the runtime (UART rings, frame buffers, stack) besides the arena
+mcu = "STM32L412KB"  # 40 KiB of SRAM: layer 2's 28.8 KiB arena and the runtime (8.7 KiB)
 """
 pytestmark = [pytest.mark.slow, pytest.mark.toolchain, pytest.mark.qemu]
 
@@ -122,7 +121,7 @@ def test_run_emulated_matches_onnxruntime(aba: Path, x_file: Path, tmp_path: Pat
         str(y_file),
     )  # the original model for the check comes from plan.json's model_path
     assert r.returncode == 0, r.stderr
-    assert "STM32G071RB emulated as an F405 with the plan's own code" in r.stdout
+    assert "STM32L412KB emulated as an F405 with the plan's own code" in r.stdout
     assert "check: max-abs difference to onnxruntime" in r.stdout
     assert "s (cycles / core clock), links and host" in r.stdout
     y = np.load(y_file)

@@ -19,7 +19,7 @@ import pytest
 
 from splitter.cli import main
 from splitter.compile import CompileOptions, compile_model
-from splitter.deploy.flash import TOOLS
+from splitter.deploy.flash import AUTO_TOOLS, TOOLS
 
 pytestmark = [pytest.mark.toolchain]
 
@@ -36,7 +36,7 @@ def boards_text(
 ) -> str:
     """e2e_tiny2.toml's devices, with probe serials, another part for b, or another baud."""
     lines = [f"[link]\nbaud = {baud}"]
-    for name, flash, mcu in (("a", "40 KiB", "STM32F405RG"), ("b", "60 KiB", mcu_b)):
+    for name, flash, mcu in (("a", "62 KiB", "STM32F405RG"), ("b", "84 KiB", mcu_b)):
         lines.append(f'[[device]]\nname = "{name}"\nmcu = "{mcu}"\nflash = "{flash}"')
         if probes:
             lines.append(f'probe = "{probes[name]}"')
@@ -116,7 +116,7 @@ def test_dry_run_auto_shows_the_installed_tool_or_st_flash(
 ) -> None:
     code, out, err = flash([str(compiled), "--dry-run"], capsys)
     assert code == 0, err
-    installed = [exe for exe in TOOLS.values() if shutil.which(exe)]
+    installed = [TOOLS[t] for t in AUTO_TOOLS if shutil.which(TOOLS[t])]
     commands = [line for line in out.splitlines() if not line.startswith("#")]
     assert len(commands) == 2
     first_word = installed[0] if installed else "st-flash"

@@ -138,18 +138,35 @@ def sized_boards(chain, kind: str) -> str:  # type: ignore[no-untyped-def]
     ``"fastslow"``: a fast device holding a quarter of the weights and a slow one holding all,
     over a fast link, so latency-optimal plans alternate (a device runs non-adjacent
     sub-models). ``"three"``: three equal devices each holding ~40 % of the weights (>= 3
-    sub-models whenever the layers allow it).
+    sub-models whenever the layers allow it). Each budget also holds the firmware's code and
+    runtime RAM (the planner's upper bound, splitter/cost/code.py) for a model.
     """
     costs = chain.costs
     total = sum(c.flash for c in costs)
     biggest = max(c.flash for c in costs)
-    ram = max(c.ram for c in costs) * 1.1 + 1024
+    d = 2 if kind == "fastslow" else 3
+    code, runtime = firmware_reserve(chain, d)
+    ram = max(c.ram for c in costs) * 1.1 + 1024 + runtime
     if kind == "fastslow":
-        fast = max(0.25 * total, biggest * 1.01)
-        return boards_toml([("fast", fast, ram, 480, 1), ("slow", 2 * total, ram, 16, 10)], 10**7)
-    share = max(0.4 * total, biggest * 1.01)
+        fast = max(0.25 * total, biggest * 1.01) + code
+        slow = 2 * total + code
+        return boards_toml([("fast", fast, ram, 480, 1), ("slow", slow, ram, 16, 10)], 10**7)
+    share = max(0.4 * total, biggest * 1.01) + code
     devices = [(f"m{k}", share, ram, 80 + 40 * k, 6) for k in range(3)]
     return boards_toml(devices, 921600)
+
+
+def firmware_reserve(chain, devices: int) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    """Upper bound of the firmware code and runtime RAM of an F4 device hosting any part of
+    ``chain`` (``(0, 0)`` for a layer profile: no firmware)."""
+    if chain.graph is None:
+        return 0, 0
+    from splitter.cost.code import code_bytes, layer_keys, runtime_ram_bytes
+    from splitter.hardware.catalog import get_part
+
+    part = get_part("STM32F405RG")
+    keys = layer_keys(chain, range(len(chain.layers)))
+    return code_bytes(part, keys, devices, devices), runtime_ram_bytes(part, devices, devices)
 
 
 def ensure_model(name: str):  # type: ignore[no-untyped-def]
@@ -165,3 +182,20 @@ def ensure_model(name: str):  # type: ignore[no-untyped-def]
     sys.modules["models_build"] = module  # dataclasses in build.py look their module up
     spec.loader.exec_module(module)
     return module.ensure_model(name)
+
+
+def can_force_split(chain, devices: int) -> bool:  # type: ignore[no-untyped-def]
+    """Whether :func:`sized_boards` can force a split: the weights besides the largest layer
+    exceed what the firmware of a split device may need beyond that of one device hosting
+    everything (more links and sub-models; tiny models such as sine_float cannot be forced)."""
+    costs = chain.costs
+    rest = sum(c.flash for c in costs) - max(c.flash for c in costs)
+    if chain.graph is None:
+        return True
+    from splitter.cost.code import code_bytes, layer_keys
+    from splitter.hardware.catalog import get_part
+
+    part = get_part("STM32F405RG")
+    keys = layer_keys(chain, range(len(chain.layers)))
+    slack = code_bytes(part, keys, devices, devices) - code_bytes(part, keys, 1, 1)
+    return rest > slack

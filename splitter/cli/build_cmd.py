@@ -86,19 +86,22 @@ def build_json(builds: list[DeviceBuild], variants: dict[str, str | None]) -> di
 
 
 def build_table(builds: list[DeviceBuild]) -> Table:
-    """Estimated vs actual flash (weights) and RAM (arena), code and runtime RAM separately."""
+    """Estimated vs actual flash (weights, code) and RAM (arena, runtime) against the budgets
+    of the boards file (the part's size when the plan has none)."""
     table = Table(title="firmware sizes (bytes)")
     for col in (
         "device",
         "part",
         "flash est.",
         "flash (.weights)",
+        "code est.",
         "code",
-        "flash total / part",
+        "flash total / budget",
         "RAM est.",
         "RAM (.arena)",
+        "runtime est.",
         "data+bss+stack",
-        "RAM total / part",
+        "RAM total / budget",
     ):
         table.add_column(col, justify="left" if col in ("device", "part") else "right")
     for b in builds:
@@ -107,11 +110,13 @@ def build_table(builds: list[DeviceBuild]) -> Table:
             b.part,
             str(b.weights_estimate),
             str(b.weights_actual),
+            str(b.code_estimate or "-"),
             str(b.code_bytes),
-            f"{b.flash_total} / {b.flash_capacity}",
+            f"{b.flash_total} / {b.flash_budget or b.flash_capacity}",
             str(b.arena_estimate),
             str(b.arena_actual),
+            str(b.runtime_ram_estimate or "-"),
             str(b.runtime_ram_bytes),
-            f"{b.ram_total} / {b.ram_capacity}",
+            f"{b.ram_total} / {b.ram_budget or b.ram_capacity}",
         )
     return table

@@ -12,7 +12,15 @@ import click
 
 from splitter.cli.options import out_argument
 from splitter.cli.progress import Progress
-from splitter.deploy.flash import TOOLS, FlashTarget, check_probes, choose_tool, flash_all
+from splitter.deploy.flash import (
+    TOOLS,
+    UART_TOOLS,
+    FlashTarget,
+    check_probes,
+    choose_tool,
+    flash_all,
+)
+from splitter.deploy.pyocd_flash import needs_pack
 from splitter.deploy.targets import FlashJob, load_job
 from splitter.errors import ToolchainError
 from splitter.link.build import build_all, check
@@ -42,7 +50,8 @@ DRY_RUN_DEFAULT = "st-flash"
     type=click.Choice(TOOL_CHOICES),
     default="auto",
     show_default=True,
-    help="Flashing tool; auto takes the first installed of st-flash, openocd, cubeprog.",
+    help="Flashing tool; auto takes the first installed of st-flash, openocd, cubeprog; pyocd "
+    "(Python API) and stm32flash (UART bootloader, needs each device's port) when asked for.",
 )
 @click.option("--dry-run", is_flag=True, help="Build, then print the commands without flashing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the commands and results as JSON.")
@@ -52,10 +61,10 @@ def command(out: Path, target: str | None, tool: str, dry_run: bool, as_json: bo
     requested = tool_name(tool)
     if dry_run:
         chosen = _dry_run_tool(requested)
-        _warn_missing_probes(job)
+        _warn_missing_probes(job, chosen)
     else:
         chosen = choose_tool(requested)  # before the build: no tool, no waiting
-        check_probes(job.targets, str(job.boards_path))
+        check_probes(job.targets, str(job.boards_path), chosen)
     with Progress() as progress:
         _build(job, progress)
         progress.step(f"flashing with {chosen}")
@@ -66,7 +75,7 @@ def command(out: Path, target: str | None, tool: str, dry_run: bool, as_json: bo
         return
     if dry_run:
         for flash_target, cmd in zip(job.targets, commands, strict=True):
-            click.echo(f"# {_describe(flash_target)}")
+            click.echo(f"# {_describe(flash_target, chosen)}")
             click.echo(shlex.join(cmd))
         return
     click.echo(f"flashed and verified {len(commands)} device(s) with {chosen}")
@@ -106,10 +115,10 @@ def _dry_run_tool(requested: str | None) -> str:
         return DRY_RUN_DEFAULT
 
 
-def _warn_missing_probes(job: FlashJob) -> None:
+def _warn_missing_probes(job: FlashJob, tool: str) -> None:
     """A dry run still shows the lines, but says what a real run would refuse."""
     try:
-        check_probes(job.targets, str(job.boards_path))
+        check_probes(job.targets, str(job.boards_path), tool)
     except ToolchainError as exc:
         click.echo(f"warning: {exc}", err=True)
 
@@ -121,9 +130,14 @@ def _build(job: FlashJob, progress: Progress) -> None:
         check(build)
 
 
-def _describe(target: FlashTarget) -> str:
+def _describe(target: FlashTarget, tool: str) -> str:
+    if tool in UART_TOOLS:
+        return f"{target.device} ({target.mcu}), system bootloader on {target.port} (BOOT0 high)"
     probe = f"probe {target.probe}" if target.probe else "no probe serial (any attached probe)"
-    return f"{target.device} ({target.mcu}), {probe}"
+    pack = ""
+    if tool == "pyocd" and needs_pack(target.mcu):
+        pack = f"; needs `pyocd pack install {target.mcu}` once"
+    return f"{target.device} ({target.mcu}), {probe}{pack}"
 
 
 def _run_quiet(cmd: list[str]) -> int:

@@ -9,20 +9,32 @@ check the exact lines):
   -c "program FW.elf verify reset exit"`` (``program ... verify`` compares the flash with the ELF;
   the target script is the part family's ``openocd_target``, ``splitter/hardware/families.py``);
 * ``cubeprog`` (STM32CubeProgrammer): ``STM32_Programmer_CLI -c port=SWD sn=SN -w FW.elf -v -rst``
-  (``-v`` verifies).
+  (``-v`` verifies);
+* ``pyocd`` (pyOCD's Python API, a dependency of splitter): ``python -m
+  splitter.deploy.pyocd_flash --uid SN --target T --base 0x08000000 FW.elf FW.bin`` connects,
+  programs the ELF, reads the flash back against the binary and resets
+  (:mod:`splitter.deploy.pyocd_flash`);
+* ``stm32flash`` (the ST system bootloader over a UART, no ST-LINK needed; BOOT0 high at reset,
+  the port wired to a bootloader USART of the part, ST AN2606; protocol AN3155):
+  ``stm32flash -b 115200 -S 0x08000000 -w FW.bin -v -g 0x08000000 PORT`` writes the binary,
+  verifies it (``-v``) and starts it (``-g``); ``PORT`` is the device's ``port`` in boards.toml.
 
 A probe serial number per device comes from ``probe = "..."`` in boards.toml; with more than one
-device each device must name its probe, otherwise the boards would be flashed in a random order.
+device each device must name its probe (``stm32flash``: its ``port``), otherwise the boards
+would be flashed in a random order.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from splitter.deploy.pyocd_flash import pyocd_target
 from splitter.errors import ToolchainError
 from splitter.hardware.families import family_for
 
@@ -31,13 +43,23 @@ TOOLS: dict[str, str] = {
     "st-flash": "st-flash",
     "openocd": "openocd",
     "cubeprog": "STM32_Programmer_CLI",
+    "pyocd": "pyocd",  # the Python package (its API), not an executable
+    "stm32flash": "stm32flash",
 }
+#: tools that talk to the board over its UART (``port``), not a debug probe (``probe``)
+UART_TOOLS = ("stm32flash",)
+#: what ``--tool auto`` looks for on PATH, in order (pyocd and stm32flash: only when asked)
+AUTO_TOOLS = ("st-flash", "openocd", "cubeprog")
+#: the system bootloader's baud rate (AN3155: auto-baud, 1200-115200 on every STM32)
+BOOTLOADER_BAUD = 115200
 
 #: how to get each tool (Debian packages where they exist)
 INSTALL_HINTS: dict[str, str] = {
     "st-flash": "apt-get install --no-install-recommends stlink-tools",
     "openocd": "apt-get install --no-install-recommends openocd",
     "cubeprog": "install STM32CubeProgrammer from st.com and put STM32_Programmer_CLI on PATH",
+    "pyocd": "pip install pyocd (a dependency of splitter: reinstall splitter)",
+    "stm32flash": "apt-get install --no-install-recommends stm32flash",
 }
 
 
@@ -52,6 +74,7 @@ class FlashTarget:
     binary: Path
     flash_origin: int = 0x0800_0000
     family: str = field(kw_only=True)  # a key of splitter.hardware.families.FAMILIES
+    port: str | None = field(default=None, kw_only=True)  # serial port, for stm32flash
 
 
 def command_line(tool: str, target: FlashTarget) -> list[str]:
@@ -78,32 +101,68 @@ def command_line(tool: str, target: FlashTarget) -> list[str]:
             "-v",
             "-rst",
         ]
+    if tool == "pyocd":
+        cmd = [sys.executable, "-m", "splitter.deploy.pyocd_flash"]
+        if target.probe:
+            cmd += ["--uid", target.probe]
+        cmd += ["--target", pyocd_target(target.mcu), "--base", f"0x{target.flash_origin:08x}"]
+        return [*cmd, str(target.elf), str(target.binary)]
+    if tool == "stm32flash":
+        if not target.port:
+            raise ToolchainError(
+                f"device {target.device}: stm32flash needs the device's serial port; add "
+                'port = "/dev/ttyUSB0" (the USB-serial adapter on a bootloader USART) to its '
+                "[[device]]"
+            )
+        origin = f"0x{target.flash_origin:08x}"
+        return [
+            "stm32flash", "-b", str(BOOTLOADER_BAUD), "-S", origin, "-w", str(target.binary),
+            "-v", "-g", origin, target.port,
+        ]  # fmt: skip
     raise ToolchainError(f"unknown flash tool '{tool}'; choose one of {', '.join(TOOLS)}")
 
 
+def installed(tool: str, which: Callable[[str], str | None] = shutil.which) -> bool:
+    """Whether ``tool`` can run: pyOCD importable, any other tool's executable on PATH."""
+    if tool == "pyocd":
+        return importlib.util.find_spec("pyocd") is not None
+    return which(TOOLS[tool]) is not None
+
+
 def choose_tool(requested: str | None, which: Callable[[str], str | None] = shutil.which) -> str:
-    """The requested tool if installed, else the first installed one of :data:`TOOLS`."""
+    """The requested tool if installed, else the first installed one of :data:`AUTO_TOOLS`."""
     if requested is not None:
         if requested not in TOOLS:
             raise ToolchainError(
                 f"unknown flash tool '{requested}'; choose one of {', '.join(TOOLS)}"
             )
-        if which(TOOLS[requested]) is None:
+        if not installed(requested, which):
+            where = "in this Python" if requested == "pyocd" else "on PATH"
             raise ToolchainError(
-                f"{TOOLS[requested]} not found on PATH; install it: {INSTALL_HINTS[requested]}"
+                f"{TOOLS[requested]} not found {where}; install it: {INSTALL_HINTS[requested]}"
             )
         return requested
-    for tool, exe in TOOLS.items():
-        if which(exe) is not None:
+    for tool in AUTO_TOOLS:
+        if installed(tool, which):
             return tool
     raise ToolchainError(
         "no flash tool found (st-flash, openocd or STM32_Programmer_CLI); install one, e.g. "
-        f"{INSTALL_HINTS['st-flash']}"
+        f"{INSTALL_HINTS['st-flash']}, or use --tool pyocd (installed with splitter)"
     )
 
 
-def check_probes(targets: Sequence[FlashTarget], boards_file: str) -> None:
-    """With several devices every one needs ``probe = "SERIAL"`` in the boards file."""
+def check_probes(targets: Sequence[FlashTarget], boards_file: str, tool: str = "") -> None:
+    """With several devices every one needs ``probe = "SERIAL"`` in the boards file
+    (``stm32flash``: every device, even a single one, needs its ``port``)."""
+    if tool in UART_TOOLS:
+        missing = [t.device for t in targets if not t.port]
+        if missing:
+            raise ToolchainError(
+                f"{boards_file}: device(s) {', '.join(missing)} have no port; add "
+                'port = "/dev/ttyUSB0" (a USB-serial adapter on a bootloader USART, AN2606) '
+                "to each [[device]]"
+            )
+        return
     if len(targets) < 2:
         return
     missing = [t.device for t in targets if not t.probe]

@@ -62,6 +62,7 @@ def load_job(out_dir: str | Path, boards_path: str | Path | None = None) -> Flas
                 binary=images / "firmware.bin",
                 flash_origin=device.part.flash_origin,
                 family=device.part.family,
+                port=device.port,
             )
         )
     return FlashJob(out, boards_file, tuple(targets))

@@ -21,7 +21,7 @@ from elftools.elf.elffile import ELFFile
 from splitter.errors import InfeasibleError, InputFileError, ToolchainError, ValidationError
 from splitter.hardware.qemu import EMULATOR
 from splitter.inputs import read_input_text
-from splitter.manifest import WIRING_FILE, read_manifest, read_wiring
+from splitter.manifest import WIRING_FILE, PlanManifest, read_manifest, read_wiring
 from splitter.outputs import contained
 
 GCC = "arm-none-eabi-gcc"
@@ -48,6 +48,13 @@ class DeviceBuild:
     runtime_ram_bytes: int  # RAM besides the arena: .data + .bss + minimum stack
     flash_capacity: int
     ram_capacity: int
+    #: the user's budgets from plan.json (boards.toml ``flash`` / ``ram``; RAM within the
+    #: arena's region) and the planner's code / runtime RAM estimates (0: not estimated)
+    flash_budget: int = 0
+    ram_budget: int = 0
+    code_estimate: int = 0
+    runtime_ram_estimate: int = 0
+    boards_path: str = ""
 
     @property
     def flash_total(self) -> int:
@@ -113,8 +120,14 @@ def section_sizes(elf: Path) -> dict[str, int]:
         }
 
 
-def measure(device: dict[str, Any], elf: Path, capacities: tuple[int, int]) -> DeviceBuild:
-    """Compare one device's ELF with its estimates (``wiring.json`` device entry)."""
+def measure(
+    device: dict[str, Any],
+    elf: Path,
+    capacities: tuple[int, int],
+    budgets: dict[str, Any] | None = None,
+) -> DeviceBuild:
+    """Compare one device's ELF with its estimates (``wiring.json`` device entry) and, when
+    given, the plan's budgets and code / runtime estimates (``budgets``)."""
     sizes = section_sizes(elf)
     code = sum(sizes.get(s, 0) for s in FLASH_CODE_SECTIONS)
     runtime = sum(sizes.get(s, 0) for s in RAM_RUNTIME_SECTIONS) + MIN_STACK_BYTES
@@ -130,6 +143,7 @@ def measure(device: dict[str, Any], elf: Path, capacities: tuple[int, int]) -> D
         runtime_ram_bytes=runtime,
         flash_capacity=capacities[0],
         ram_capacity=capacities[1],
+        **(budgets or {}),
     )
 
 
@@ -175,12 +189,37 @@ def check(build: DeviceBuild) -> None:
             f"{build.arena_estimate} B for device {build.device}; "
             "regenerate with `splitter compile`"
         )
+    over = _over_budget(build)
+    if over:
+        raise InfeasibleError(
+            f"{build.boards_path}: device {build.device} ({build.part}): the image needs "
+            f"{'; '.join(over)}; raise the device's budget in the boards file or re-run "
+            "`splitter compile` with it (the plan counts the code and runtime)"
+        )
     if build.flash_total > build.flash_capacity or build.ram_total > build.ram_capacity:
         raise InfeasibleError(
             f"device {build.device} ({build.part}): needs {build.flash_total} B flash / "
             f"{build.ram_total} B RAM (code and stack included), part has "
             f"{build.flash_capacity} / {build.ram_capacity} B; plan with a larger reserve"
         )
+
+
+def _over_budget(build: DeviceBuild) -> list[str]:
+    """What of the image exceeds the user's budget (``flash = ...`` / ``ram = ...``)."""
+    out = []
+    if build.flash_budget and build.flash_total > build.flash_budget:
+        out.append(
+            f"{build.flash_total} B flash (weights {build.weights_actual} + code "
+            f"{build.code_bytes}), over its flash budget {build.flash_budget} B by "
+            f"{build.flash_total - build.flash_budget} B"
+        )
+    if build.ram_budget and build.ram_total > build.ram_budget:
+        out.append(
+            f"{build.ram_total} B RAM (arena {build.arena_actual} + runtime "
+            f"{build.runtime_ram_bytes}), over its RAM budget {build.ram_budget} B by "
+            f"{build.ram_total - build.ram_budget} B"
+        )
+    return out
 
 
 def plan_estimates(out_dir: Path) -> dict[str, tuple[int, int]]:
@@ -190,6 +229,22 @@ def plan_estimates(out_dir: Path) -> dict[str, tuple[int, int]]:
     device ``i`` (SPEC.md (4), (5)), as the manifest records them per sub-model.
     """
     return read_manifest(out_dir).device_totals()
+
+
+def user_budgets(manifest: PlanManifest) -> dict[str, tuple[int, int]]:
+    """Per device name, the flash and RAM budgets of the boards file the plan names, read now
+    (the user may have lowered them since compiling), RAM within the arena's region; empty
+    when that file is gone (plan.json's budgets are used then)."""
+    path = Path(manifest.boards_path)
+    if not path.is_file():
+        return {}
+    from splitter.cost.code import arena_region
+    from splitter.hardware.boards import load_boards
+
+    return {
+        d.name: (d.flash_bytes, min(d.ram_bytes, arena_region(d.part)[2]))
+        for d in load_boards(path).devices
+    }
 
 
 def build_all(
@@ -204,7 +259,8 @@ def build_all(
     called with each device's name before its build (progress).
     """
     wiring = read_wiring(out_dir)
-    estimates = plan_estimates(Path(out_dir))
+    manifest = read_manifest(out_dir)
+    estimates = manifest.device_totals()
     wiring_path = Path(out_dir) / WIRING_FILE
     dirs = {}
     for dev in wiring["devices"]:
@@ -215,6 +271,7 @@ def build_all(
             )
         dirs[dev["name"]] = contained(out_dir, f"firmware/{dev['name']}")
     require_toolchain()
+    user = user_budgets(manifest)
     builds = []
     for dev in wiring["devices"]:
         ddir = dirs[dev["name"]]
@@ -225,7 +282,16 @@ def build_all(
             run_make(ddir, emulator=True)
         flash, ram = estimates[dev["name"]]
         entry = {**dev, "weights_bytes": flash, "arena_bytes": ram}
-        builds.append(measure(entry, elf, _capacities(ddir)))
+        planned = manifest.device(dev["name"])
+        flash_budget, ram_budget = user.get(dev["name"], (planned.flash_budget, planned.ram_limit))
+        budgets = {
+            "flash_budget": flash_budget,
+            "ram_budget": ram_budget,
+            "code_estimate": planned.code_bytes,
+            "runtime_ram_estimate": planned.runtime_ram_bytes,
+            "boards_path": manifest.boards_path,
+        }
+        builds.append(measure(entry, elf, _capacities(ddir), budgets))
     return builds
 
 

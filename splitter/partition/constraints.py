@@ -28,14 +28,15 @@ def global_violation(problem: Problem) -> str | None:
     where = _where(problem)
     total, cap = int(problem.flash.sum()), int(problem.dev_flash.sum())
     if total > cap:
+        code = " after each one's firmware code" if problem.reserves else ""
         return (
             f"{where}: constraint (1) fails: the layers need {_kib(total)} of flash, all devices "
-            f"together offer {_kib(cap)} (short by {total - cap} B); add a device, use bigger "
-            "parts or lower the flash reserves"
+            f"together offer {_kib(cap)}{code} (short by {total - cap} B); add a device, use "
+            "bigger parts or lower the flash reserves"
         )
-    for kind, need_arr, have_arr, num in (
-        ("flash", problem.flash, problem.dev_flash, "(2)"),
-        ("RAM", problem.ram, problem.dev_ram, "(3)"),
+    for kind, need_arr, have_arr, num, note in (
+        ("flash", problem.flash, problem.dev_flash, "(2)", problem.flash_note),
+        ("RAM", problem.ram, problem.dev_ram, "(3)", problem.ram_note),
     ):
         j, i = int(need_arr.argmax()), int(have_arr.argmax())
         need, have = int(need_arr[j]), int(have_arr[i])
@@ -44,7 +45,8 @@ def global_violation(problem: Problem) -> str | None:
             return (
                 f"{where}: constraint {num} fails: layer {j} ({problem.names[j]}) needs "
                 f"{_kib(need)} of {kind}, the largest device {devs[i].name} "
-                f"({devs[i].part.name}) has {_kib(have)} (short by {need - have} B); {fix}"
+                f"({devs[i].part.name}) has {_kib(have)}{note(i)} (short by {need - have} B); "
+                f"{fix}"
             )
     for j in range(problem.n):
         if not problem.allowed[j].any():
@@ -81,8 +83,8 @@ def explain_infeasible(problem: Problem) -> str:
             return (
                 f"{_where(problem)}: constraint (4) fails on device {devs[i].name}: the layers "
                 f"only it can hold (by RAM) need {_kib(need)} of flash, it has "
-                f"{_kib(int(problem.dev_flash[i]))} (short by {over} B); use a bigger part or a "
-                "smaller flash reserve"
+                f"{_kib(int(problem.dev_flash[i]))}{problem.flash_note(i)} (short by {over} B); "
+                "use a bigger part or a smaller flash reserve"
             )
     total, cap = int(problem.flash.sum()), int(problem.dev_flash.sum())
     return (

@@ -14,6 +14,7 @@ from itertools import pairwise
 
 import numpy as np
 
+from splitter.cost.code import Reserve
 from splitter.errors import InfeasibleError
 from splitter.ir import Boards, Device, LayerCost
 
@@ -53,6 +54,17 @@ class Problem:
     allowed: np.ndarray  # (n, d) bool: layer j alone fits device i (flash and RAM)
     t_list: list[list[float]] = field(repr=False)
     comm_list: list[float] = field(repr=False)
+    #: per device, what its firmware takes besides weights and arena (empty: nothing, as for
+    #: the thesis's layer profiles); ``dev_flash`` / ``dev_ram`` have it taken off already
+    reserves: tuple[Reserve, ...] = ()
+
+    def ram_note(self, i: int) -> str:
+        """`` (RAM region ... less ... runtime)`` for device ``i``, or ``""``."""
+        return f" ({self.reserves[i].describe_ram()})" if self.reserves else ""
+
+    def flash_note(self, i: int) -> str:
+        """`` (flash budget less ... code)`` for device ``i``, or ``""``."""
+        return f" ({self.reserves[i].describe_flash()})" if self.reserves else ""
 
     @property
     def n(self) -> int:
@@ -66,9 +78,17 @@ class Problem:
 
 
 def make_problem(
-    costs: Sequence[LayerCost], boards: Boards, names: Sequence[str] | None = None
+    costs: Sequence[LayerCost],
+    boards: Boards,
+    names: Sequence[str] | None = None,
+    reserves: Sequence[Reserve] = (),
 ) -> Problem:
-    """Build a :class:`Problem` from per-layer costs and parsed boards."""
+    """Build a :class:`Problem` from per-layer costs and parsed boards.
+
+    With ``reserves`` (one per device, :func:`splitter.cost.code.reserves`) the usable
+    ``FLASH_i = budget - code`` and ``RAM_i = min(budget, arena region) - runtime RAM``, so a
+    plan that fits also links; without, the budgets are used as they are (the thesis's model).
+    """
     if not costs:
         raise InfeasibleError("the layer chain is empty; give a model or profile with layers")
     devs = boards.devices
@@ -80,6 +100,11 @@ def make_problem(
     ram = np.array([c.ram for c in costs], dtype=np.int64)
     dev_flash = np.array([dv.flash_bytes for dv in devs], dtype=np.int64)
     dev_ram = np.array([dv.ram_bytes for dv in devs], dtype=np.int64)
+    if reserves:
+        dev_flash -= np.array([r.flash for r in reserves], dtype=np.int64)
+        dev_ram = np.minimum(dev_ram, [r.ram_cap for r in reserves])
+        dev_ram -= np.array([r.ram for r in reserves], dtype=np.int64)
+        dev_flash, dev_ram = np.maximum(dev_flash, 0), np.maximum(dev_ram, 0)
     allowed = (flash[:, None] <= dev_flash[None, :]) & (ram[:, None] <= dev_ram[None, :])
     labels = tuple(names) if names is not None else tuple(f"layer {j}" for j in range(len(costs)))
     return Problem(
@@ -95,6 +120,7 @@ def make_problem(
         allowed=allowed,
         t_list=t.tolist(),
         comm_list=comm.tolist(),
+        reserves=tuple(reserves),
     )
 
 
@@ -242,10 +268,16 @@ def _violations(problem: Problem, flash_used: list[int], ram_used: list[int]) ->
     for i, dev in enumerate(problem.boards.devices):
         if flash_used[i] > problem.dev_flash[i]:
             over = flash_used[i] - int(problem.dev_flash[i])
-            out.append(f"(4) device {dev.name}: flash {flash_used[i]} B exceeds by {over} B")
+            out.append(
+                f"(4) device {dev.name}: flash {flash_used[i]} B exceeds by {over} B"
+                + problem.flash_note(i)
+            )
         if ram_used[i] > problem.dev_ram[i]:
             over = ram_used[i] - int(problem.dev_ram[i])
-            out.append(f"(5) device {dev.name}: RAM {ram_used[i]} B exceeds by {over} B")
+            out.append(
+                f"(5) device {dev.name}: RAM {ram_used[i]} B exceeds by {over} B"
+                + problem.ram_note(i)
+            )
     return out
 
 

@@ -7,9 +7,13 @@ the plan's assignment with :func:`~splitter.partition.problem.evaluate`.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
+from splitter.cost.code import arena_region, code_bytes, layer_keys, reserves, runtime_ram_bytes
+from splitter.errors import InfeasibleError
 from splitter.ir import Boards, Chain, Device, Plan, SubModel
 from splitter.manifest import (
     DeviceEntry,
@@ -23,13 +27,109 @@ from splitter.manifest import (
     submodel_boundaries,
     submodel_file,
 )
-from splitter.partition import make_problem, solve
-from splitter.partition.problem import Evaluation, Problem, evaluate
+from splitter.partition import make_plan, make_problem, solve
+from splitter.partition.base import SolverResult
+from splitter.partition.problem import Evaluation, Problem, better, close, evaluate
 
 
-def chain_problem(chain: Chain, boards: Boards) -> Problem:
-    """The partition problem of a costed chain on boards (layer names kept for messages)."""
-    return make_problem(chain.costs, boards, names=[layer.name for layer in chain.layers])
+def chain_problem(chain: Chain, boards: Boards, *, upper: bool = True) -> Problem:
+    """The partition problem of a costed chain on boards (layer names kept for messages).
+
+    A model (ONNX, TFLite: it gets firmware) plans with each device's firmware code and runtime
+    RAM taken off its budgets and its RAM limited to the arena's region
+    (:func:`splitter.cost.code.reserves`, an upper bound, or with ``upper=False`` a lower
+    bound); a layer profile (the thesis's reference cases) with the budgets as they are.
+    """
+    names = [layer.name for layer in chain.layers]
+    if chain.graph is None:
+        return make_problem(chain.costs, boards, names=names)
+    parts = [dev.part for dev in boards.devices]
+    found = reserves(chain, parts, upper=upper)
+    return make_problem(chain.costs, boards, names=names, reserves=found)
+
+
+def firmware_needs(
+    chain: Chain, boards: Boards, submodels: Sequence[SubModel]
+) -> list[tuple[int, int] | None]:
+    """Per device, ``(code, runtime RAM)`` of its firmware for ``submodels`` (its own ops,
+    sub-models and links; :mod:`splitter.cost.code`), ``None`` for a device with none."""
+    peers: dict[int, set[int]] = {}
+    seq = [-1, *(s.device_index for s in submodels), -1]
+    for a, b in itertools.pairwise(seq):
+        for me, other in ((a, b), (b, a)):
+            if me >= 0:
+                peers.setdefault(me, set()).add(other)
+    out: list[tuple[int, int] | None] = []
+    for i, dev in enumerate(boards.devices):
+        mine = [s for s in submodels if s.device_index == i]
+        if not mine:
+            out.append(None)
+            continue
+        keys = layer_keys(chain, [j for s in mine for j in range(s.first, s.last + 1)])
+        links = len(peers[i])
+        out.append(
+            (
+                code_bytes(dev.part, keys, len(mine), links),
+                runtime_ram_bytes(dev.part, len(mine), links),
+            )
+        )
+    return out
+
+
+def firmware_overflow(chain: Chain, boards: Boards, plan: Plan) -> str | None:
+    """The first device whose weights + code or arena + runtime exceed its budget (or the
+    arena's RAM region), as a message; ``None`` when the plan's firmware fits everywhere."""
+    over = _overflows(chain, boards, plan)
+    return over[0][1] if over else None
+
+
+def _overflows(chain: Chain, boards: Boards, plan: Plan) -> list[tuple[int, str, int, int]]:
+    """``(device, message, code, runtime RAM)`` of every device the plan's firmware overflows."""
+    if chain.graph is None:
+        return []
+    ev = evaluate(chain_problem(chain, boards, upper=False), plan.assignment)
+    out = []
+    for i, need in enumerate(firmware_needs(chain, boards, plan.submodels)):
+        if need is None:
+            continue
+        dev = boards.devices[i]
+        ram_cap = min(dev.ram_bytes, arena_region(dev.part)[2])
+        flash, ram = ev.flash_used[i] + need[0], ev.ram_used[i] + need[1]
+        if flash > dev.flash_bytes or ram > ram_cap:
+            message = (
+                f"device {dev.name}: weights + code {flash} B / budget {dev.flash_bytes} B, "
+                f"arena + runtime {ram} B / {ram_cap} B"
+            )
+            out.append((i, message, need[0], need[1]))
+    return out
+
+
+#: re-solves with raised reserves before the upper bound is used (each raises one device)
+REPAIR_ROUNDS = 8
+#: instances with at most this many assignments are searched exhaustively with the exact
+#: firmware figures when the relaxation's plan overflows (proved optimal)
+EXHAUSTIVE_LIMIT = 4096
+
+
+def _exhaustive(chain: Chain, boards: Boards, lower: Problem, objective: str) -> Plan:
+    """Every assignment, each checked with the exact firmware figures; the best by the SPEC.md
+    rule (:func:`~splitter.partition.problem.better`), proved optimal."""
+    best: tuple[float, int, tuple[int, ...]] | None = None
+    for a in itertools.product(range(lower.d), repeat=lower.n):
+        ev = evaluate(lower, a)
+        if not ev.feasible:
+            continue
+        subs = tuple(SubModel(k, d, f, last) for k, (d, f, last) in enumerate(ev.submodels))
+        probe = Plan(objective, "fs", True, 1, 0.0, a, subs, ev.latency_s, 0.0, 0.0)
+        if _overflows(chain, boards, probe):
+            continue
+        cand = (ev.value(objective), len(subs), a)
+        if best is None or better(*cand, *best):
+            best = cand
+    if best is None:
+        return solve(chain_problem(chain, boards), objective, "fs")  # raises the reason
+    result = SolverResult(best[2], lower.d**lower.n, True)
+    return make_plan(lower, objective, "fs", result, 0.0)
 
 
 def plan_chain(
@@ -39,8 +139,50 @@ def plan_chain(
     solver: str = "auto",
     **options: object,
 ) -> Plan:
-    """Solve the placement of ``chain`` on ``boards`` (see :func:`splitter.partition.solve`)."""
-    return solve(chain_problem(chain, boards), objective, solver, **options)
+    """Solve the placement of ``chain`` on ``boards`` (see :func:`splitter.partition.solve`).
+
+    For a model (firmware follows), every plan returned fits exactly (:func:`firmware_overflow`):
+
+    1. solve with the lower-bound reserves (runtime with one link, no kernel): if infeasible,
+       no plan exists (its error is raised); if its plan fits exactly, it is the answer and
+       optimal whenever the solver proved it;
+    2. else raise the reserves of the devices that overflow to what that plan needed on them
+       and solve again (at most :data:`REPAIR_ROUNDS` times); a plan that fits is the answer,
+       proved optimal only when its value equals step 1's (a relaxation's optimum);
+    3. else solve with the upper-bound reserves (every kernel of the model on every device),
+       whose plans always fit, reported as not proved optimal.
+    """
+    if chain.graph is None:
+        return solve(chain_problem(chain, boards), objective, solver, **options)
+    lower = chain_problem(chain, boards, upper=False)
+    first = solve(lower, objective, solver, **options)
+    if _overflows(chain, boards, first) and lower.d**lower.n <= EXHAUSTIVE_LIMIT:
+        return _exhaustive(chain, boards, lower, objective)
+    reserves_now = list(lower.reserves)
+    plan = first
+    for _round in range(REPAIR_ROUNDS):
+        over = _overflows(chain, boards, plan)
+        if not over:
+            best = first.optimal and plan.optimal
+            best = best and close(plan_value(plan, objective), plan_value(first, objective))
+            return replace(plan, optimal=best)
+        for i, _message, code, runtime in over:
+            r = reserves_now[i]
+            reserves_now[i] = replace(r, flash=max(r.flash, code), ram=max(r.ram, runtime))
+        problem = make_problem(chain.costs, boards, lower.names, reserves_now)
+        try:
+            plan = solve(problem, objective, solver, **options)
+        except InfeasibleError:
+            break
+    plan = solve(chain_problem(chain, boards), objective, solver, **options)
+    return replace(plan, optimal=False)
+
+
+def plan_value(plan: Plan, objective: str) -> float:
+    """The minimised value of a plan: latency, or the waiting time ``1 / throughput``."""
+    if objective == "latency":
+        return plan.latency_s
+    return 1.0 / plan.throughput_per_s if plan.throughput_per_s > 0 else float("inf")
 
 
 def build_manifest(
@@ -61,7 +203,7 @@ def build_manifest(
     (4)), RAM used (max, constraint (5)), MACs (sum, total and per op class), compute time
     (eq. 7) and the time to send its output onward; per device its budgets and totals.
     """
-    problem = chain_problem(chain, boards)
+    problem = chain_problem(chain, boards, upper=False)
     ev = evaluate(problem, plan.assignment)
     fmt = model_format(chain)
     model = ModelInfo(
@@ -96,7 +238,29 @@ def build_manifest(
         devices=tuple(_device(ev, i, dev) for i, dev in enumerate(boards.devices)),
         submodels=subs,
     )
+    if chain.graph is not None:
+        manifest = _with_firmware(manifest, chain, boards, plan)
     return manifest.check()
+
+
+def _with_firmware(m: PlanManifest, chain: Chain, boards: Boards, plan: Plan) -> PlanManifest:
+    """Each device's code and runtime RAM for its own sub-models, ops and links
+    (:func:`firmware_needs`), and its arena's RAM region."""
+    devices = []
+    needs = firmware_needs(chain, boards, plan.submodels)
+    for dev, entry, need in zip(boards.devices, m.devices, needs, strict=True):
+        region, _origin, size = arena_region(dev.part)
+        code, runtime = need or (0, 0)
+        devices.append(
+            replace(
+                entry,
+                code_bytes=code,
+                runtime_ram_bytes=runtime,
+                ram_region=region,
+                ram_region_bytes=size,
+            )
+        )
+    return replace(m, devices=tuple(devices))
 
 
 def _resolved(path: str | Path) -> str:

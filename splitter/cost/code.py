@@ -1,0 +1,171 @@
+"""Firmware code and runtime RAM per device, from the measured size table ``code_sizes.json``.
+
+The table is measured from real arm-none-eabi-gcc builds by ``make code-sizes``
+(:mod:`splitter.link.code_table`, which says how); ``tests/test_code_table.py`` fails when
+the sources it was measured from changed. For a device hosting ops ``O`` in ``s`` sub-models
+over ``l`` links (SPEC.md's constraints (4) and (5) extended by what the firmware itself needs):
+
+* ``code = runtime_code[part][l] + |union of closure(k) for the kernels k that O call|
+  + sum_{o in O} op_bytes[core][key(o)] + s * per_submodel[core]``;
+* ``runtime RAM = runtime_ram[part][l] + (s - s_l) * ram_per_submodel[part]`` (``s_l`` the
+  sub-models the measured stub with ``l`` links hosts)
+  (``.data`` + ``.bss`` + the 2 KiB minimum stack);
+* the arena lives in the part's first RAM region (``ram_regions``, the linker script's RAM),
+  so the RAM a device offers is ``min(budget, region) - runtime RAM``.
+
+An op key the table does not know (an op no model in ``models/`` uses) counts every kernel
+of the core and the largest op bytes: an upper bound, never an under-estimate.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from splitter.hardware.families import family_for
+from splitter.ir import Chain, Op, Part
+
+CODE_TABLE = Path(__file__).with_name("code_sizes.json")
+#: gcc ``-mcpu`` of a family -> the core the table is keyed by
+CORE_OF_FAMILY = {"cortex-m0plus": "M0+", "cortex-m4": "M4F", "cortex-m7": "M7"}
+
+
+@cache
+def code_table() -> dict[str, Any]:
+    """The measured table (``code_sizes.json``)."""
+    data: dict[str, Any] = json.loads(CODE_TABLE.read_text("utf-8"))
+    return data
+
+
+def op_key(op: Op, chain: Chain) -> str:
+    """``kind/layout/in>out`` of an op: its kind, the graph layout and the dtypes of its first
+    input and output (a quantize from float32 and a requantize from int8 call other kernels)."""
+    assert chain.graph is not None
+    tensors = chain.graph.tensors
+
+    def dtype(name: str | None) -> str:
+        spec = tensors.get(name) if name is not None else None
+        return spec.dtype if spec is not None else "-"
+
+    first_in = op.inputs[0] if op.inputs else None
+    return f"{op.kind}/{chain.graph.layout}/{dtype(first_in)}>{dtype(op.outputs[0])}"
+
+
+def layer_keys(chain: Chain, layers: Iterable[int]) -> list[str]:
+    """The op keys of ``chain``'s layers ``layers`` (one per op, repeats kept)."""
+    return [op_key(op, chain) for j in layers for op in chain.layers[j].ops]
+
+
+def _core(part: Part) -> dict[str, Any]:
+    core: dict[str, Any] = code_table()["cores"][CORE_OF_FAMILY[family_for(part.family).core]]
+    return core
+
+
+def _runtime_entry(part: Part) -> dict[str, Any]:
+    """The part's measured runtime, else (an inline part) the first catalog part of its family."""
+    table = code_table()["runtime"]
+    if part.name in table:
+        entry: dict[str, Any] = table[part.name]
+        return entry
+    from splitter.hardware.catalog import parts
+
+    first = next(p for p in parts() if p.family == part.family)
+    entry = table[first.name]
+    return entry
+
+
+def _runtime(part: Part, links: int, what: str) -> int:
+    """Runtime code or RAM for ``links`` links (beyond the measured 3: the last step repeated)."""
+    rt = _runtime_entry(part)
+    top = max(int(k) for k in rt if k.isdigit())
+    if links <= top:
+        return int(rt[str(max(links, 1))][what])
+    if top == 1:
+        return int(rt["1"][what])
+    step = int(rt[str(top)][what]) - int(rt[str(top - 1)][what])
+    return int(rt[str(top)][what]) + (links - top) * step
+
+
+def kernel_bytes(part: Part, keys: Iterable[str]) -> int:
+    """Bytes of the union of the kernel closures the ops ``keys`` call on ``part``'s core."""
+    core = _core(part)
+    kernels: set[str] = set()
+    for key in set(keys):
+        kernels.update(core["op_kernels"].get(key, core["kernels"]))
+    symbols: dict[str, int] = {}
+    for k in kernels:
+        symbols.update(core["kernels"].get(k, {}))
+    return sum(symbols.values())
+
+
+def code_bytes(part: Part, keys: Sequence[str], submodels: int, links: int) -> int:
+    """Flash besides the weights of a device (module docstring formula)."""
+    core = _core(part)
+    ops = core["ops"]
+    worst = max(ops.values(), default=0)
+    model = sum(int(ops.get(k, worst)) for k in keys) + submodels * int(core["per_submodel"])
+    return _runtime(part, links, "code") + kernel_bytes(part, keys) + model
+
+
+def runtime_ram_bytes(part: Part, submodels: int, links: int) -> int:
+    """RAM besides the arena of a device (module docstring formula)."""
+    stub = int(code_table()["stub_submodels"][str(min(max(links, 1), 3))])
+    extra = (submodels - stub) * int(_runtime_entry(part)["ram_per_submodel"])
+    return _runtime(part, links, "ram") + extra
+
+
+def arena_region(part: Part) -> tuple[str, int, int]:
+    """``(name, origin, bytes)`` of the RAM region the arena is linked into."""
+    if part.ram_regions:
+        return part.ram_regions[0]
+    return ("RAM", 0x2000_0000, round(part.ram_kib * 1024))
+
+
+@dataclass(frozen=True)
+class Reserve:
+    """What a device's firmware takes besides the plan's weights and arena (an upper bound
+    over every assignment): flash for code, and the RAM limit with the runtime taken off."""
+
+    flash: int  # code bytes
+    ram_cap: int  # bytes of the arena's region
+    ram: int  # runtime RAM bytes
+    region: str  # region name
+
+    def describe_ram(self) -> str:
+        """``RAM region AXI_SRAM (512 KiB, where the arena is linked) less 6.9 KiB runtime``."""
+        return (
+            f"RAM region {self.region} ({self.ram_cap / 1024:g} KiB, where the arena is linked) "
+            f"less {self.ram / 1024:.1f} KiB runtime (stack, link buffers)"
+        )
+
+    def describe_flash(self) -> str:
+        """``flash budget less 21.3 KiB code``."""
+        return f"flash budget less {self.flash / 1024:.1f} KiB code (runtime and kernels)"
+
+
+def reserves(chain: Chain, parts: Sequence[Part], *, upper: bool = True) -> list[Reserve]:
+    """Per device, the code and runtime RAM a plan of ``chain`` on ``parts`` reserves.
+
+    ``upper``: at most what any plan needs (every op of the model, ``d`` links, ``d``
+    sub-models, ``d`` = number of devices), so a plan within it always links. Otherwise at
+    least what any plan needs (the runtime with one link, no kernel, no op): a relaxation
+    whose optimum, when it fits exactly, is the exact optimum.
+    """
+    keys = layer_keys(chain, range(len(chain.layers))) if upper else []
+    d = len(parts) if upper else 1
+    out = []
+    for part in parts:
+        name, _origin, size = arena_region(part)
+        out.append(
+            Reserve(
+                flash=code_bytes(part, keys, d, d) if upper else _runtime(part, 1, "code"),
+                ram_cap=size,
+                ram=runtime_ram_bytes(part, d, d),
+                region=name,
+            )
+        )
+    return out

@@ -1,0 +1,399 @@
+"""Regenerate ``splitter/cost/code_sizes.json``: firmware code and runtime RAM from real builds.
+
+``make code-sizes`` (``python -m splitter.link.code_table``) builds with arm-none-eabi-gcc, with
+the generated projects' own Makefile and flags, and measures:
+
+* ``runtime[part][links]``: flash code (``.isr_vector``, ``.text``, ``.rodata``, ``.data``
+  load image) and RAM (``.data`` + ``.bss`` + the minimum stack) of a device project whose model
+  is a stub (``sm_NN`` returning 0), per catalog part (each has its own clock setup) and 1-3
+  links (hosting ``stub_submodels[links]`` sub-models), plus the RAM each further hosted
+  sub-model adds;
+* ``cores[core].kernels[k]``: per global kernel function ``k`` of ``firmware_templates/kernels``,
+  the functions and constants (``name -> bytes``, ELF symbol sizes) that linking the runtime
+  with ``-Wl,--undefined=k --gc-sections`` adds: its closure, libgcc included, so the code of
+  a set of kernels is the size of the union of their closures;
+* ``cores[core].ops[key]``: the bytes of ``model.c`` per op (``kind/layout/in>out`` dtypes: the call
+  and its ``static const`` parameter record), a least-squares fit over every layer of every
+  model in ``models/`` compiled one layer per function, and ``per_submodel`` (the function's
+  own prologue); ``cores[core].op_kernels[key]``: the kernel functions such an op calls.
+
+``sources`` is the SHA-256 of every input of these figures (templates, kernels, the C
+generator, the family facts, the compiler version); ``tests/test_code_table.py`` recomputes it
+and fails when the table is stale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from elftools.elf.elffile import ELFFile
+from elftools.elf.relocation import RelocationSection
+from elftools.elf.sections import SymbolTableSection
+
+from splitter.cost.code import CODE_TABLE, CORE_OF_FAMILY, op_key
+from splitter.errors import BoardFileError
+from splitter.hardware.catalog import parts
+from splitter.hardware.families import family_for
+from splitter.ir import Chain, Part
+from splitter.link.build import FLASH_CODE_SECTIONS, GCC, MIN_STACK_BYTES, section_sizes
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+#: Files whose content decides the figures (globs relative to the repository root).
+SOURCE_GLOBS = (
+    "firmware_templates/*.c",
+    "firmware_templates/*.h",
+    "firmware_templates/*.j2",
+    "firmware_templates/kernels/*",
+    "codegen/*.py",
+    "codegen/ops/*.py",
+    "splitter/hardware/families.py",
+    "splitter/hardware/catalog.toml",
+)
+MAX_LINKS = 3
+MODELS = ROOT / "models"
+
+
+def source_files() -> list[Path]:
+    """Every file :data:`SOURCE_GLOBS` names, sorted."""
+    return sorted({p for g in SOURCE_GLOBS for p in ROOT.glob(g) if p.is_file()})
+
+
+def gcc_version() -> str:
+    """First line of ``arm-none-eabi-gcc --version``."""
+    out = subprocess.run([GCC, "--version"], capture_output=True, text=True, check=True)
+    return out.stdout.splitlines()[0]
+
+
+def sources_hash() -> str:
+    """SHA-256 over the :func:`source_files` (path and bytes) and the compiler version."""
+    h = hashlib.sha256(gcc_version().encode())
+    for p in source_files():
+        h.update(str(p.relative_to(ROOT)).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------- stub projects ---------
+def _stub_files(n_sub: int) -> dict[str, str]:
+    """``model.h`` / ``model.c`` of a model whose sub-models do nothing (the runtime alone)."""
+    decls = "".join(f"int sm_{k:02d}(float *arena);\n" for k in range(n_sub))
+    defs = "".join(
+        f"int sm_{k:02d}(float *arena) {{ (void)arena; return 0; }}\n" for k in range(n_sub)
+    )
+    header = f"#ifndef MODEL_H\n#define MODEL_H\nextern float model_arena[];\n{decls}#endif\n"
+    source = f'#include "model.h"\nfloat model_arena[2] __attribute__((aligned(8)));\n{defs}'
+    return {"model.h": header, "model.c": source}
+
+
+#: per link count: a sub-model device sequence whose device 0 has that many links and hosts
+#: one sub-model (3 links: two), and one with one more sub-model than the 2-link one
+_SEQUENCES = {1: [0], 2: [0, 1], 3: [0, 1, 0, 2]}
+_EXTRA_SUB = [0, 1, 0]
+
+
+def render_stub(part: Part, seq: Sequence[int], where: Path, kernels: bool = True) -> Path:
+    """Write the stub project of device 0 of the sub-model device sequence ``seq`` into
+    ``where``; its directory."""
+    from codegen.firmware import DeviceSpec, _env, build_plan_context, render_device
+
+    specs = []
+    for dev in sorted(set(seq)):
+        mine = [k for k, d in enumerate(seq) if d == dev]
+        rows = [(k, 0, 4, 0, 4) for k in mine]
+        stub = _stub_files(len(seq))
+        specs.append(DeviceSpec(f"d{dev}", dev, part, stub, 0, 8, rows))
+    ctx = build_plan_context(specs, seq, "0" * 16)
+    dev0 = ctx.devices[0]
+    for rel, text in render_device(_env(), ctx, dev0).items():
+        if rel.startswith("kernels/") and not kernels:
+            continue  # the runtime alone: nothing calls a kernel
+        path = where / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return where
+
+
+def make_part(project: Path) -> Path:
+    """``make`` the part build of a project; the ELF."""
+    subprocess.run(["make", "-s", "-j2", "-C", str(project), "EMULATOR=0"], check=True,
+                   capture_output=True)  # fmt: skip
+    return project / "build" / "part" / "firmware.elf"
+
+
+def _stub_sm_bytes(elf: Path) -> int:
+    return sum(size for name, size in flash_symbols(elf).items() if name.startswith("sm_"))
+
+
+def runtime_figures(part: Part, tmp: Path) -> dict[str, Any]:
+    """Runtime code and RAM of ``part`` for 1..3 links (stub projects without kernels)."""
+    out: dict[str, Any] = {}
+    for links in range(1, MAX_LINKS + 1):
+        where = tmp / f"{part.name}-{links}"
+        try:
+            stub = render_stub(part, _SEQUENCES[links], where, kernels=False)
+        except BoardFileError:
+            break  # the part (its board) routes fewer USARTs: no plan gives it more links
+        elf = make_part(stub)
+        sizes = section_sizes(elf)
+        out[str(links)] = {
+            "code": sum(sizes.get(s, 0) for s in FLASH_CODE_SECTIONS) - _stub_sm_bytes(elf),
+            "ram": sizes.get(".data", 0) + sizes.get(".bss", 0) + MIN_STACK_BYTES,
+        }
+    stub = render_stub(part, _EXTRA_SUB, tmp / f"{part.name}-x", kernels=False)
+    two = section_sizes(make_part(stub))
+    base = out["2"]["ram"] - MIN_STACK_BYTES
+    out["ram_per_submodel"] = two.get(".data", 0) + two.get(".bss", 0) - base
+    return out
+
+
+# --------------------------------------------------------------------- kernels ---------------
+def flash_symbols(elf: Path) -> dict[str, int]:
+    """Functions and objects in flash (address below 0x20000000) with their sizes; symbols
+    that overlap (libgcc's aliases such as ``__aeabi_dadd`` / ``__adddf3``) are one entry,
+    named by the alphabetically first, sized by their union."""
+    spans = []
+    with elf.open("rb") as fh:
+        symtab = ELFFile(fh).get_section_by_name(".symtab")
+        assert isinstance(symtab, SymbolTableSection)
+        for sym in symtab.iter_symbols():
+            kind, addr, size = sym["st_info"]["type"], sym["st_value"] & ~1, sym["st_size"]
+            if kind in ("STT_FUNC", "STT_OBJECT") and size and addr < 0x2000_0000:
+                spans.append((addr, addr + int(size), sym.name))
+    out: dict[str, int] = {}
+    group: list[tuple[int, int, str]] = []
+    for span in sorted(spans):
+        if group and span[0] < max(end for _, end, _ in group):
+            group.append(span)
+            continue
+        _flush(group, out)
+        group = [span]
+    _flush(group, out)
+    return out
+
+
+def _flush(group: list[tuple[int, int, str]], out: dict[str, int]) -> None:
+    if group:
+        out[min(name for _, _, name in group)] = max(e for _, e, _ in group) - group[0][0]
+
+
+def _link(project: Path, objects: Sequence[Path], elf: Path, undefined: Iterable[str]) -> Path:
+    cpu = _make_var(project, "CPU")
+    args = [GCC, *cpu.split(), "-nostdlib", f"-T{project / 'part.ld'}", "-Wl,--gc-sections"]
+    args += [f"-Wl,--undefined={u}" for u in undefined]
+    subprocess.run([*args, *map(str, objects), "-lgcc", "-o", str(elf)], check=True,
+                   capture_output=True)  # fmt: skip
+    return elf
+
+
+def _make_var(project: Path, name: str) -> str:
+    text = (project / "Makefile").read_text().replace("\\\n", " ")
+    m = re.search(rf"^{name} := (.*)$", text, re.M)
+    assert m is not None, f"{name} not in the Makefile"
+    return m.group(1)
+
+
+def kernel_closures(project: Path) -> dict[str, dict[str, int]]:
+    """Per global kernel function: the symbols linking it adds to the runtime."""
+    build = project / "build" / "part"
+    objects = sorted(build.glob("*.o")) + sorted((build / "kernels").glob("*.o"))
+    base = flash_symbols(_link(project, objects, build / "base.elf", ()))
+    out = {}
+    for name in sorted(_kernel_functions(build / "kernels")):
+        syms = flash_symbols(_link(project, objects, build / "k.elf", (name,)))
+        out[name] = {s: n for s, n in sorted(syms.items()) if s not in base}
+    return out
+
+
+def _kernel_functions(kernel_dir: Path) -> set[str]:
+    names: set[str] = set()
+    for obj in kernel_dir.glob("*.o"):
+        with obj.open("rb") as fh:
+            symtab = ELFFile(fh).get_section_by_name(".symtab")
+            assert isinstance(symtab, SymbolTableSection)
+            for sym in symtab.iter_symbols():
+                info = sym["st_info"]
+                if (
+                    info["type"] == "STT_FUNC"
+                    and info["bind"] == "STB_GLOBAL"
+                    and sym["st_shndx"] != "SHN_UNDEF"
+                ):
+                    names.add(sym.name)
+    return names
+
+
+# --------------------------------------------------------------------- model.c per op --------
+def _chains() -> list[Chain]:
+    """Costed chains of every model in ``models/`` the C generator handles."""
+    from splitter.graph.chain import build_chain
+    from splitter.importers import load_model
+
+    chains = []
+    for path in sorted([*MODELS.glob("*.onnx"), *MODELS.glob("*.tflite")]):
+        try:
+            chains.append(build_chain(load_model(path).graph))
+        except Exception:
+            continue
+    return chains
+
+
+_WEIGHTS = re.compile(r"(WEIGHTS = )\{.*?\n\};", re.S)
+
+
+def layer_functions(
+    chain: Chain, project: Path, name: str
+) -> tuple[dict[int, tuple[int, set[str]]], str]:
+    """Compile ``chain``'s model C, one layer per function, with the project's flags; per layer
+    function the bytes of its code plus the constants it references, and the kernels it calls;
+    and the C source."""
+    from codegen.model_c import generate_device_c
+    from splitter.errors import UnsupportedOpError
+
+    ranges = [(j - 1, j, j) for j in range(1, len(chain.layers))]
+    try:
+        gen = generate_device_c(chain, ranges, "probe")
+    except UnsupportedOpError:
+        return {}, ""
+    src = project / f"{name}.c"
+    src.write_text(_WEIGHTS.sub(r"\1{0};", gen.files["model.c"]))
+    (project / "model.h").write_text(gen.files["model.h"])
+    obj = project / f"{name}.o"
+    cflags = _make_var(project, "CFLAGS").replace("$(CPU)", _make_var(project, "CPU"))
+    cflags = cflags.replace("$(EMULATOR)", "0")
+    subprocess.run([GCC, *cflags.split(), "-c", str(src), "-o", str(obj)], check=True,
+                   capture_output=True, cwd=project)  # fmt: skip
+    (project / "model.h").write_text(_stub_files(len(ranges))["model.h"])
+    return _function_bytes(obj), gen.files["model.c"]
+
+
+def _function_bytes(obj: Path) -> dict[int, tuple[int, set[str]]]:
+    out = {}
+    with obj.open("rb") as fh:
+        ef = ELFFile(fh)
+        symtab = ef.get_section_by_name(".symtab")
+        assert isinstance(symtab, SymbolTableSection)
+        syms = list(symtab.iter_symbols())
+        for sec in ef.iter_sections():
+            m = re.fullmatch(r"\.rel\.text\.sm_(\d+)", sec.name)
+            if not m or not isinstance(sec, RelocationSection):
+                continue
+            size = _section_size(ef, f".text.sm_{m[1]}")
+            consts: set[str] = set()
+            kernels: set[str] = set()
+            for rel in sec.iter_relocations():
+                sym = syms[rel["r_info_sym"]]
+                if sym["st_shndx"] == "SHN_UNDEF":
+                    if sym.name.startswith("k_"):
+                        kernels.add(sym.name)
+                    continue
+                target = ef.get_section(sym["st_shndx"])
+                if target.name.startswith(".rodata"):
+                    consts.add(target.name)
+            size += sum(_section_size(ef, c) for c in consts)
+            out[int(m[1])] = (size, kernels)
+    return out
+
+
+def _section_size(ef: ELFFile, name: str) -> int:
+    section = ef.get_section_by_name(name)
+    assert section is not None, name
+    return int(section["sh_size"])
+
+
+_CALL = re.compile(r"\b(k_\w+)\(")
+
+
+def op_calls(chain: Chain, source: str) -> dict[int, list[tuple[str, set[str]]]]:
+    """Per layer function of ``source`` (``sm_NN`` runs layer ``NN + 1``): each op's key and
+    the kernels its block calls (the emitters open every op's block with ``/* name: ...``)."""
+    from codegen.escape import c_comment
+
+    out: dict[int, list[tuple[str, set[str]]]] = {}
+    for m in re.finditer(r"^int sm_(\d+)\(float \*arena\)\n\{\n(.*?)^\}", source, re.S | re.M):
+        layer = chain.layers[int(m[1]) + 1]
+        ops = [(f"/* {c_comment(op.name)}: ", op_key(op, chain)) for op in layer.ops]
+        rows: list[tuple[str, set[str]]] = [(key, set()) for _, key in ops]
+        current = -1
+        for line in m[2].splitlines():
+            for i, (tag, _key) in enumerate(ops):
+                if tag in line:
+                    current = i
+            if current >= 0:
+                rows[current][1].update(_CALL.findall(line))
+        out[int(m[1])] = rows
+    return out
+
+
+def op_figures(project: Path, chains: Sequence[Chain]) -> dict[str, Any]:
+    """Least-squares bytes per op key and per sub-model function; kernels per op key."""
+    rows: list[tuple[list[str], int]] = []
+    kernels: dict[str, set[str]] = {}
+    for c, chain in enumerate(chains):
+        measured, source = layer_functions(chain, project, f"m{c}")
+        calls = op_calls(chain, source)
+        for k, (size, _kernels) in measured.items():
+            rows.append(([key for key, _ in calls[k]], size))
+            for key, called in calls[k]:
+                kernels.setdefault(key, set()).update(called)
+    names = sorted({key for keys, _ in rows for key in keys})
+    a = np.array([[1.0] + [keys.count(n) for n in names] for keys, _ in rows])
+    b = np.array([size for _, size in rows], dtype=float)
+    coef = np.linalg.lstsq(a, b, rcond=None)[0]
+    return {
+        "per_submodel": max(0, round(float(coef[0]))),
+        "ops": {n: max(0, round(float(x))) for n, x in zip(names, coef[1:], strict=True)},
+        "op_kernels": {k: sorted(v) for k, v in sorted(kernels.items())},
+    }
+
+
+# --------------------------------------------------------------------- the table -------------
+def representative_parts() -> dict[str, Part]:
+    """The first catalog part of every family."""
+    out: dict[str, Part] = {}
+    for part in parts():
+        out.setdefault(part.family, part)
+    return out
+
+
+def build_table() -> dict[str, Any]:
+    """Measure everything (module docstring); the JSON object."""
+    chains = _chains()
+    table: dict[str, Any] = {"sources": sources_hash(), "compiler": gcc_version()}
+    table["stub_submodels"] = {str(k): seq.count(0) for k, seq in _SEQUENCES.items()}
+    table["runtime"], table["cores"] = {}, {}
+    with tempfile.TemporaryDirectory(prefix="splitter-code-") as tmp_name:
+        tmp = Path(tmp_name)
+        for part in parts():
+            print(f"runtime {part.name}", file=sys.stderr)
+            table["runtime"][part.name] = runtime_figures(part, tmp)
+        for family, part in sorted(representative_parts().items()):
+            core = CORE_OF_FAMILY[family_for(family).core]
+            if core in table["cores"]:
+                continue
+            print(f"kernels and ops on {core}", file=sys.stderr)
+            project = tmp / f"{family}-kernels"
+            make_part(render_stub(part, _SEQUENCES[1], project))
+            table["cores"][core] = {
+                "family": family,
+                "kernels": kernel_closures(project),
+                **op_figures(project, chains),
+            }
+    return table
+
+
+def main() -> None:
+    """Write :data:`splitter.cost.code.CODE_TABLE`."""
+    table = build_table()
+    CODE_TABLE.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {CODE_TABLE}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

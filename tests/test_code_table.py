@@ -1,0 +1,40 @@
+"""The code / runtime size table (splitter/cost/code_sizes.json) is fresh and complete.
+
+The table is measured by ``make code-sizes`` (splitter/link/code_table.py) from real
+arm-none-eabi-gcc builds; its ``sources`` hash covers every file the figures depend on (the
+firmware templates, the kernels, the C generator, the family facts and catalog) and the
+compiler version. A change to any of them without regenerating the table fails here, naming
+the command. Whether the figures are right is tests/test_firmware_fit.py's job (every plan
+of every model on every board file against the real ELF).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from splitter.cost.code import CORE_OF_FAMILY, code_table
+from splitter.hardware.catalog import parts
+from splitter.hardware.families import family_for
+from splitter.link.code_table import MAX_LINKS, sources_hash
+
+pytestmark = [pytest.mark.toolchain]
+
+
+def test_table_was_measured_from_the_current_sources() -> None:
+    assert code_table()["sources"] == sources_hash(), (
+        "splitter/cost/code_sizes.json is stale (kernels, templates, codegen, families or the "
+        "compiler changed); regenerate it with `make code-sizes` and commit it"
+    )
+
+
+def test_every_catalog_family_and_core_is_in_the_table() -> None:
+    table = code_table()
+    for part in parts():
+        runtime = table["runtime"][part.name]
+        measured = [k for k in range(1, MAX_LINKS + 1) if str(k) in runtime]
+        assert measured[:2] == [1, 2] and all(runtime[str(k)]["code"] > 0 for k in measured)
+        # each further link adds a ring buffer and its state (uart.c), never less RAM
+        ram = [runtime[str(k)]["ram"] for k in measured]
+        assert ram == sorted(ram) and ram[0] > 2048  # the minimum stack alone is 2 KiB
+        core = table["cores"][CORE_OF_FAMILY[family_for(part.family).core]]
+        assert "k_conv2d" in core["kernels"] and core["op_kernels"]["conv2d/NCHW/float32>float32"]

@@ -1,0 +1,207 @@
+"""Plans that fit always link: the planner's flash and RAM figures against real ELF files.
+
+Over every model in ``models/`` and every board file in ``models/boards/``: every plan that says
+it fits is compiled, each device's firmware is built with arm-none-eabi-gcc (the part build,
+``make`` without ``EMULATOR``), and the ELF must match the plan: ``.weights`` and ``.arena``
+exactly, the code (``.isr_vector``, ``.text``, ``.rodata``, ``.data``) within 2 % of the plan's
+``code_bytes`` (``splitter/cost/code.py``), the runtime RAM (``.data``, ``.bss``, minimum
+stack) equal to ``runtime_ram_bytes``, and weights + code and arena + runtime within the
+user's budgets. Kernel objects are compiled once per CPU flag set and shared between the
+device projects (the expensive part); one test per model so xdist spreads them.
+
+Also: ``yamnet_256`` on one H743 is refused at plan time naming the arena's RAM region and its
+size; ``splitter build`` fails (exit 2, one line) when an image exceeds the user's budget.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from splitter.compile import CompileOptions, compile_model
+from splitter.errors import BoardFileError, SplitterError, UnsupportedOpError
+from splitter.hardware.boards import load_boards
+from splitter.importers import load_chain
+from splitter.link.build import _capacities, measure, run_make
+from splitter.manifest import read_manifest
+from splitter.partition.report import plan_chain
+
+pytestmark = [pytest.mark.toolchain]
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = sorted([*(ROOT / "models").glob("*.onnx"), *(ROOT / "models").glob("*.tflite")])
+BOARDS = sorted((ROOT / "models" / "boards").glob("*.toml"))
+CODE_TOLERANCE = 0.02
+
+
+def _kernel_key(device_dir: Path) -> str:
+    """The CPU flags of the part build and the kernel sources: what the kernel objects depend on."""
+    text = (device_dir / "Makefile").read_text().split("ifeq ($(EMULATOR),0)", 1)[1]
+    cpu = text.split("CPU := ", 1)[1].splitlines()[0]
+    h = hashlib.sha256(cpu.encode())
+    for p in sorted((device_dir / "kernels").glob("*")):
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _prime(device_dir: Path, cache: Path) -> None:
+    """Copy cached kernel objects for this CPU into the project, newer than its sources."""
+    src = cache / _kernel_key(device_dir)
+    if not src.is_dir():
+        return
+    dst = device_dir / "build" / "part" / "kernels"
+    dst.mkdir(parents=True, exist_ok=True)
+    for obj in src.glob("*.o"):
+        shutil.copy(obj, dst / obj.name)
+        os.utime(dst / obj.name)
+
+
+def _keep(device_dir: Path, cache: Path) -> None:
+    dst = cache / _kernel_key(device_dir)
+    if not dst.is_dir():
+        shutil.copytree(device_dir / "build" / "part" / "kernels", dst)
+
+
+def _fitting_boards(model: Path) -> list[Path]:
+    """The board files on which the planner says ``model`` fits."""
+    chain = load_chain(model)
+    out = []
+    for boards in BOARDS:
+        try:
+            plan_chain(chain, load_boards(boards))
+        except SplitterError:
+            continue
+        out.append(boards)
+    return out
+
+
+def check_builds(out: Path, cache: Path, seen: set[tuple[object, ...]] | None = None) -> int:
+    """Build every device of ``out`` (part only) and compare each ELF with plan.json; a device
+    whose firmware another plan of the same model already built (same part, layers, sub-models
+    and links: the same image up to names) is skipped. Returns the number of devices built."""
+    manifest = read_manifest(out)
+    links = manifest.links()
+    built = 0
+    for planned in manifest.devices:
+        ranges = tuple((s.first, s.last) for s in manifest.submodels if s.device == planned.name)
+        if not ranges:
+            continue
+        peers = links[planned.name]
+        key = (
+            manifest.model.path,
+            planned.mcu,
+            ranges,
+            len(set(peers["receives_from"]) | set(peers["sends_to"])),
+        )
+        if seen is not None and key in seen:
+            continue
+        device_dir = out / "firmware" / planned.name
+        _prime(device_dir, cache)
+        elf = run_make(device_dir)
+        _keep(device_dir, cache)
+        entry = {"name": planned.name, "part": planned.mcu, "weights_bytes": planned.flash_used,
+                 "arena_bytes": planned.ram_used}  # fmt: skip
+        b = measure(entry, elf, _capacities(device_dir))
+        where = f"{out.name} {b.device} ({b.part})"
+        assert b.weights_actual == planned.flash_used, where
+        assert b.arena_actual == (planned.ram_used + 3) // 4 * 4, where
+        error = abs(b.code_bytes - planned.code_bytes) / b.code_bytes
+        assert error <= CODE_TOLERANCE, (
+            f"{where}: code {b.code_bytes} B, plan {planned.code_bytes} B"
+        )
+        assert b.runtime_ram_bytes == planned.runtime_ram_bytes, where
+        assert b.flash_total <= planned.flash_budget, where
+        assert b.ram_total <= planned.ram_limit, where
+        if seen is not None:
+            seen.add(key)
+        built += 1
+    return built
+
+
+@pytest.fixture(scope="module")
+def kernel_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Kernel objects per CPU flag set, shared by every build of this module (per worker)."""
+    return tmp_path_factory.mktemp("kernel-objects")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", MODELS, ids=[m.name for m in MODELS])
+def test_every_plan_that_fits_links_within_its_figures(
+    model: Path, kernel_cache: Path, tmp_path: Path
+) -> None:
+    seen: set[tuple[object, ...]] = set()
+    for boards in _fitting_boards(model):
+        out = tmp_path / f"{model.stem}-{boards.stem}"
+        try:
+            result = compile_model(model, boards, out, CompileOptions(validate=False))
+        except (BoardFileError, UnsupportedOpError):
+            continue  # the boards cannot run firmware (e.g. a baud rate no USART divides)
+        if not result.firmware.startswith("generated"):
+            continue  # no kernels for the model (reported by compile); nothing to link
+        check_builds(out, kernel_cache, seen)
+
+
+def test_the_sweep_covers_plans_on_every_core() -> None:
+    """The sweep is not empty: some plan of some model fits on an M0+, an M4F and an M7."""
+    from splitter.cost.code import CORE_OF_FAMILY
+    from splitter.hardware.families import family_for
+
+    cores = set()
+    for name in ("kws_cnn.onnx", "tiny_cnn_int8.tflite"):
+        chain = load_chain(ROOT / "models" / name)
+        for boards in BOARDS:
+            parsed = load_boards(boards)
+            try:
+                plan = plan_chain(chain, parsed)
+            except SplitterError:
+                continue
+            for sub in plan.submodels:
+                part = parsed.devices[sub.device_index].part
+                cores.add(CORE_OF_FAMILY[family_for(part.family).core])
+    assert cores == {"M0+", "M4F", "M7"}
+
+
+def test_yamnet_on_one_h743_is_refused_naming_the_arena_region(tmp_path: Path) -> None:
+    """The H743's arena links into the 512 KiB AXI SRAM (RM0433 section 2.3.2), not the 1 MiB
+    of every bank together; yamnet_256's largest layer needs 576 KiB."""
+    boards = tmp_path / "h7.toml"
+    boards.write_text('[[device]]\nname = "h7"\nmcu = "STM32H743ZI"\n')
+    proc = subprocess.run(
+        [sys.executable, "-m", "splitter", "plan", str(ROOT / "models" / "yamnet_256.onnx"),
+         "--target", str(boards)],
+        capture_output=True, text=True, cwd=ROOT, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == ""
+    (line,) = proc.stderr.strip().splitlines()
+    assert "needs 576.00 KiB of RAM" in line
+    assert "RAM region AXI_SRAM (512 KiB, where the arena is linked)" in line
+
+
+def test_build_fails_over_the_users_budget(tmp_path: Path, kernel_cache: Path) -> None:
+    """A plan that fits builds within the budgets; once the user lowers device a's flash budget
+    in boards.toml below its image (the part still has room), `splitter build` fails: exit 2,
+    one line naming the boards file, the device, the budget and the excess."""
+    boards = tmp_path / "boards.toml"
+    text = (
+        '[[device]]\nname = "a"\nmcu = "STM32F405RG"\nflash = "62 KiB"\n'
+        '[[device]]\nname = "b"\nmcu = "STM32F405RG"\nflash = "84 KiB"\n'
+    )
+    boards.write_text(text)
+    out = tmp_path / "out"
+    compile_model(ROOT / "models" / "tiny_cnn.onnx", boards, out, CompileOptions(validate=False))
+    check_builds(out, kernel_cache)  # as planned: within the budgets
+    boards.write_text(text.replace('"62 KiB"', '"36 KiB"'))
+    proc = subprocess.run(
+        [sys.executable, "-m", "splitter", "build", str(out), "--no-emulator"],
+        capture_output=True, text=True, cwd=ROOT, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"splitter: error: {boards}: device a (STM32F405RG): the image needs")
+    assert "over its flash budget 36864 B by" in line and "RAM" not in line
