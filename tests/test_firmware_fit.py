@@ -37,6 +37,8 @@ pytestmark = [pytest.mark.toolchain]
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = sorted([*(ROOT / "models").glob("*.onnx"), *(ROOT / "models").glob("*.tflite")])
 BOARDS = sorted((ROOT / "models" / "boards").glob("*.toml"))
+#: bytes the runtime RAM estimate may exceed an image's (alignment of .bss, see below)
+RUNTIME_RAM_SLACK = 64
 CODE_TOLERANCE = 0.02
 
 
@@ -115,7 +117,10 @@ def check_builds(out: Path, cache: Path, seen: set[tuple[object, ...]] | None = 
         assert error <= CODE_TOLERANCE, (
             f"{where}: code {b.code_bytes} B, plan {planned.code_bytes} B"
         )
-        assert b.runtime_ram_bytes == planned.runtime_ram_bytes, where
+        # runtime RAM (.data + .bss + stack) is measured on a stub linking every kernel; an
+        # image linking fewer may align its .bss a few bytes lower: never more than planned
+        slack = planned.runtime_ram_bytes - b.runtime_ram_bytes
+        assert 0 <= slack <= RUNTIME_RAM_SLACK, (where, slack)
         assert b.flash_total <= planned.flash_budget, where
         assert b.ram_total <= planned.ram_limit, where
         if seen is not None:

@@ -26,6 +26,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from splitter.cost.handlers import q8_conv_kind
 from splitter.hardware.families import family_for
 from splitter.ir import Chain, Op, Part
 
@@ -43,16 +44,22 @@ def code_table() -> dict[str, Any]:
 
 def op_key(op: Op, chain: Chain) -> str:
     """``kind/layout/in>out`` of an op: its kind, the graph layout and the dtypes of its first
-    input and output (a quantize from float32 and a requantize from int8 call other kernels)."""
+    input and output (a quantize from float32 and a requantize from int8 call other kernels).
+    An int8 conv's kind carries its kernel family (``conv2d.depthwise``, ...:
+    :func:`~splitter.cost.handlers.q8_conv_kind`), as each family links its own kernels."""
     assert chain.graph is not None
     tensors = chain.graph.tensors
+    kind = op.kind
+    if kind == "conv2d":
+        family = q8_conv_kind(op, [tensors[n] for n in op.inputs if n in tensors])
+        kind = f"conv2d.{family}" if family else kind
 
     def dtype(name: str | None) -> str:
         spec = tensors.get(name) if name is not None else None
         return spec.dtype if spec is not None else "-"
 
     first_in = op.inputs[0] if op.inputs else None
-    return f"{op.kind}/{chain.graph.layout}/{dtype(first_in)}>{dtype(op.outputs[0])}"
+    return f"{kind}/{chain.graph.layout}/{dtype(first_in)}>{dtype(op.outputs[0])}"
 
 
 def layer_keys(chain: Chain, layers: Iterable[int]) -> list[str]:

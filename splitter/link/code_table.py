@@ -248,17 +248,17 @@ _WEIGHTS = re.compile(r"(WEIGHTS = )\{.*?\n\};", re.S)
 
 
 def layer_functions(
-    chain: Chain, project: Path, name: str
+    chain: Chain, project: Path, name: str, core: str
 ) -> tuple[dict[int, tuple[int, set[str]]], str]:
-    """Compile ``chain``'s model C, one layer per function, with the project's flags; per layer
-    function the bytes of its code plus the constants it references, and the kernels it calls;
-    and the C source."""
+    """Compile ``chain``'s model C for ``core`` (gcc ``-mcpu``: it picks the int8 kernel
+    variants), one layer per function, with the project's flags; per layer function the bytes
+    of its code plus the constants it references, and the kernels it calls; and the C source."""
     from codegen.model_c import generate_device_c
     from splitter.errors import UnsupportedOpError
 
     ranges = [(j - 1, j, j) for j in range(1, len(chain.layers))]
     try:
-        gen = generate_device_c(chain, ranges, "probe")
+        gen = generate_device_c(chain, ranges, "probe", core=core)
     except UnsupportedOpError:
         return {}, ""
     src = project / f"{name}.c"
@@ -331,12 +331,13 @@ def op_calls(chain: Chain, source: str) -> dict[int, list[tuple[str, set[str]]]]
     return out
 
 
-def op_figures(project: Path, chains: Sequence[Chain]) -> dict[str, Any]:
-    """Least-squares bytes per op key and per sub-model function; kernels per op key."""
+def op_figures(project: Path, chains: Sequence[Chain], core: str) -> dict[str, Any]:
+    """Least-squares bytes per op key and per sub-model function; kernels per op key (model C
+    generated for ``core``, gcc ``-mcpu``)."""
     rows: list[tuple[list[str], int]] = []
     kernels: dict[str, set[str]] = {}
     for c, chain in enumerate(chains):
-        measured, source = layer_functions(chain, project, f"m{c}")
+        measured, source = layer_functions(chain, project, f"m{c}", core)
         calls = op_calls(chain, source)
         for k, (size, _kernels) in measured.items():
             rows.append(([key for key, _ in calls[k]], size))
@@ -383,7 +384,7 @@ def build_table() -> dict[str, Any]:
             table["cores"][core] = {
                 "family": family,
                 "kernels": kernel_closures(project),
-                **op_figures(project, chains),
+                **op_figures(project, chains, family_for(family).core),
             }
     return table
 
