@@ -3,33 +3,16 @@ the dynamic programme against brute force over every set of loops."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import numpy as np
 import pytest
+from test_graph_chain import _models_build
 
 from splitter.cost.layer import itemsize_function
 from splitter.cost.pex import partial_role, partial_schedule
 from splitter.importers import load_graph
 from splitter.ir import Graph, Op, TensorSpec
 
-MODELS = Path(__file__).resolve().parents[1] / "models"
 ONE_BYTE = itemsize_function(1)
-
-
-def _models_build() -> ModuleType:
-    """models/build.py (models/ is not a package), imported once."""
-    if "models_build" in sys.modules:
-        return sys.modules["models_build"]
-    spec = importlib.util.spec_from_file_location("models_build", MODELS / "build.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["models_build"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_mobilenet_v2_224_int8_peak_is_pex_376_kb() -> None:
