@@ -128,7 +128,7 @@ def test_time_limit_on_plan_and_compile(
     assert m["optimal"] is False and 0 < m["gap"] <= 1
     code, out, err = run_cli(
         capsys, "compile", str(root / "models/tiny_cnn.onnx"), "-t",
-        str(root / "models/boards/e2e_tiny2.toml"), "-o", str(Path(str(tmp_path)) / "o"),
+        str(root / "models/boards/demo.toml"), "-o", str(Path(str(tmp_path)) / "o"),
         "--no-firmware", "--no-validate", "--solver", "cpsat", "--time-limit", "5", "--json",
     )  # fmt: skip
     assert code == 0, err

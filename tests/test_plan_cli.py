@@ -155,7 +155,7 @@ def test_ram_constraint_explained(capsys, tmp_path) -> None:
     target = _bad(tmp_path, '[[device]]\nname = "a"\nmcu = "STM32F446RE"\n')
     code, _, err = run_cli(capsys, "plan", str(profile), "--target", str(target))
     assert code == 2
-    assert "constraint (3)" in err and "layer 1 (Conv)" in err and "partial execution" in err
+    assert "constraint (3)" in err and "layer 1 (Conv)" in err and "use a bigger part" in err
 
 
 def test_plan_subprocess_exit_code(case_files, tmp_path) -> None:

@@ -1,7 +1,8 @@
 """Constraints (1)-(5) of SPEC.md: global checks before any search, and explanations.
 
 Every message says which constraint fails, for which layer and device, by how many bytes, and
-what would fix it (a bigger part, a smaller flash reserve, partial execution to lower RAM_j).
+what would fix it (a bigger part, a smaller flash reserve). Partial execution would lower RAM_j
+(``splitter inspect`` reports it) but the planner does not use it yet, so it is not advised.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def global_violation(problem: Problem) -> str | None:
         j, i = int(need_arr.argmax()), int(have_arr.argmax())
         need, have = int(need_arr[j]), int(have_arr[i])
         if need > have:
-            fix = "use partial execution or a bigger part" if kind == "RAM" else "use a bigger part"
+            fix = "use a bigger part"
             return (
                 f"{where}: constraint {num} fails: layer {j} ({problem.names[j]}) needs "
                 f"{_kib(need)} of {kind}, the largest device {devs[i].name} "
@@ -53,8 +54,7 @@ def global_violation(problem: Problem) -> str | None:
             return (
                 f"{where}: constraints (4)-(5) fail for layer {j} ({problem.names[j]}): it needs "
                 f"{_kib(int(problem.flash[j]))} flash and {_kib(int(problem.ram[j]))} RAM, and no "
-                "single device has both; use a part with enough of both or lower its RAM with "
-                "partial execution"
+                "single device has both; use a part with enough of both"
             )
     return None
 
@@ -90,6 +90,5 @@ def explain_infeasible(problem: Problem) -> str:
     return (
         f"{_where(problem)}: constraints (4)-(5) cannot hold together: the layers need "
         f"{_kib(total)} of flash in all ({_kib(cap)} offered) but no assignment packs them into "
-        "the devices whose RAM each layer fits; use a bigger part, a smaller flash reserve or "
-        "partial execution to lower RAM"
+        "the devices whose RAM each layer fits; use a bigger part or a smaller flash reserve"
     )
