@@ -25,7 +25,7 @@ from splitter.slicing.validate import compare, make_runner
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "models" / "tiny_cnn.onnx"
-BOARDS = ROOT / "models" / "boards" / "e2e_tiny2.toml"
+BOARDS = ROOT / "tests" / "report_boards.toml"
 PLOTS = ("plot-profile", "plot-memory", "plot-gantt", "plot-search", "plot-confusion")
 FLIPPED = 3  # labels made wrong on purpose in the labelled set
 
