@@ -27,7 +27,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from splitter.hardware.qemu import EMULATOR
+from splitter.hardware.qemu import EMULATOR, bare_metal_linker, bare_metal_startup
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "firmware_templates" / "kernels"
@@ -198,11 +198,9 @@ HARNESS = r"""
 #include "kernels_q8_opt.h"
 #define USART1_SR (*(volatile unsigned *)0x40011000u)
 #define USART1_DR (*(volatile unsigned *)0x40011004u)
-#define USART1_CR1 (*(volatile unsigned *)0x4001100Cu)
 #define SYST_CSR (*(volatile unsigned *)0xE000E010u)
 #define SYST_RVR (*(volatile unsigned *)0xE000E014u)
 #define SYST_CVR (*(volatile unsigned *)0xE000E018u)
-#define CPACR (*(volatile unsigned *)0xE000ED88u)
 
 float xbuf[12288] __attribute__((aligned(8)));
 float ybuf[12288] __attribute__((aligned(8)));
@@ -263,37 +261,9 @@ int main(void)
     for (;;) {}
 }
 
-extern unsigned _sidata, _sdata, _edata, _sbss, _ebss, _estack;
-void reset_handler(void)
-{
-    unsigned *s = &_sidata, *d = &_sdata;
-    while (d < &_edata) *d++ = *s++;
-    for (d = &_sbss; d < &_ebss;) *d++ = 0;
-    CPACR |= 0xFu << 20; /* CP10/CP11 full access: enable the FPU */
-    __asm volatile("dsb\n isb");
-    USART1_CR1 = (1u << 13) | (1u << 3); /* UE | TE */
-    main();
-}
-void default_handler(void) { for (;;) {} }
-__attribute__((section(".isr_vector"), used)) void (*const vectors[16])(void) = {
-    (void (*)(void))&_estack, reset_handler, default_handler, default_handler, default_handler,
-    default_handler, default_handler, 0, 0, 0, 0, default_handler, default_handler, 0,
-    default_handler, default_handler,
-};
-"""
+""" + bare_metal_startup("main")
 
-LINKER = """
-MEMORY { FLASH (rx) : ORIGIN = 0x08000000, LENGTH = 1024K
-         RAM (rwx) : ORIGIN = 0x20000000, LENGTH = 128K }
-_estack = ORIGIN(RAM) + LENGTH(RAM);
-SECTIONS {
-  .isr_vector : { KEEP(*(.isr_vector)) } > FLASH
-  .text : { *(.text*) *(.rodata*) *(.weights*) . = ALIGN(4); } > FLASH
-  _sidata = LOADADDR(.data);
-  .data : { _sdata = .; *(.data*) . = ALIGN(4); _edata = .; } > RAM AT> FLASH
-  .bss (NOLOAD) : { _sbss = .; *(.bss*) *(COMMON) . = ALIGN(4); _ebss = .; } > RAM
-}
-"""
+LINKER = bare_metal_linker()
 
 
 def build(work: Path) -> Path:

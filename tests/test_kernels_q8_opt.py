@@ -33,7 +33,7 @@ from codegen.model_c import KERNELS_DIR
 from codegen.ops.conv import ohwi
 from codegen.ops.q8_variants import conv_weights, dense_weights, depthwise_weights, isa_of
 from splitter.cost.handlers import handler, q8_conv_kind
-from splitter.hardware.qemu import EMULATOR
+from splitter.hardware.qemu import EMULATOR, bare_metal_linker, bare_metal_startup
 from splitter.ir import Op, TensorSpec
 
 
@@ -298,8 +298,6 @@ int main(void) { return run_all(); }
 TARGET = r"""
 #define USART1_SR (*(volatile unsigned *)0x40011000u)
 #define USART1_DR (*(volatile unsigned *)0x40011004u)
-#define USART1_CR1 (*(volatile unsigned *)0x4001100Cu)
-#define CPACR (*(volatile unsigned *)0xE000ED88u)
 int run_all(void);
 static void putc_(char c) { while (!(USART1_SR & 0x80u)) {} USART1_DR = (unsigned)c; }
 void say(const char *label, int v)
@@ -312,39 +310,14 @@ void say(const char *label, int v)
     while (n) putc_(b[--n]);
     putc_('\n');
 }
-extern unsigned _sidata, _sdata, _edata, _sbss, _ebss, _estack;
-void reset_handler(void)
+void harness_main(void)
 {
-    unsigned *s = &_sidata, *d = &_sdata;
-    while (d < &_edata) *d++ = *s++;
-    for (d = &_sbss; d < &_ebss;) *d++ = 0;
-    CPACR |= 0xFu << 20;
-    __asm volatile("dsb\n isb");
-    USART1_CR1 = (1u << 13) | (1u << 3);
     run_all();
     say("@done", 0);
-    for (;;) {}
 }
-void default_handler(void) { for (;;) {} }
-__attribute__((section(".isr_vector"), used)) void (*const vectors[16])(void) = {
-    (void (*)(void))&_estack, reset_handler, default_handler, default_handler, default_handler,
-    default_handler, default_handler, 0, 0, 0, 0, default_handler, default_handler, 0,
-    default_handler, default_handler,
-};
-"""
+""" + bare_metal_startup("harness_main")
 
-LINKER = """
-MEMORY { FLASH (rx) : ORIGIN = 0x08000000, LENGTH = 1024K
-         RAM (rwx) : ORIGIN = 0x20000000, LENGTH = 128K }
-_estack = ORIGIN(RAM) + LENGTH(RAM);
-SECTIONS {
-  .isr_vector : { KEEP(*(.isr_vector)) } > FLASH
-  .text : { *(.text*) *(.rodata*) . = ALIGN(4); } > FLASH
-  _sidata = LOADADDR(.data);
-  .data : { _sdata = .; *(.data*) . = ALIGN(4); _edata = .; } > RAM AT> FLASH
-  .bss (NOLOAD) : { _sbss = .; *(.bss*) *(COMMON) . = ALIGN(4); _ebss = .; } > RAM
-}
-"""
+LINKER = bare_metal_linker()
 
 N_CASES = len(CONVS) + len(DENSES)
 

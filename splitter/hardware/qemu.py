@@ -68,3 +68,46 @@ EMULATOR = EmulatedBoard(
         for name in ("USART1", "USART2", "USART3", "UART4", "UART5", "USART6")
     ),
 )
+
+
+def bare_metal_startup(entry: str) -> str:
+    """C text of a minimal bare-metal start-up for :data:`EMULATOR`, shared by the kernel
+    harnesses run on it (``benchmarks/kernels.py``, ``tests/test_kernels_q8_opt.py``): copy
+    ``.data``, zero ``.bss``, grant CP10/CP11 (the FPU, ARMv7-M ARM B3.2.20 CPACR), enable
+    USART1 (UE | TE, RM0090 30.6.4) for the harness's output, call ``entry()``; and the 16-word
+    vector table. ``entry`` must be declared before this text."""
+    return (
+        "extern unsigned _sidata, _sdata, _edata, _sbss, _ebss, _estack;\n"
+        "void reset_handler(void)\n{\n"
+        "    unsigned *s = &_sidata, *d = &_sdata;\n"
+        "    while (d < &_edata) *d++ = *s++;\n"
+        "    for (d = &_sbss; d < &_ebss;) *d++ = 0;\n"
+        "    *(volatile unsigned *)0xE000ED88u |= 0xFu << 20; /* CPACR: CP10/CP11 full */\n"
+        '    __asm volatile("dsb\\n isb");\n'
+        "    *(volatile unsigned *)0x4001100Cu = (1u << 13) | (1u << 3); /* USART1_CR1 */\n"
+        f"    {entry}();\n"
+        "    for (;;) {}\n}\n"
+        "void default_handler(void) { for (;;) {} }\n"
+        '__attribute__((section(".isr_vector"), used)) void (*const vectors[16])(void) = {\n'
+        "    (void (*)(void))&_estack, reset_handler, default_handler, default_handler,\n"
+        "    default_handler, default_handler, default_handler, 0, 0, 0, 0, default_handler,\n"
+        "    default_handler, 0, default_handler, default_handler,\n};\n"
+    )
+
+
+def bare_metal_linker() -> str:
+    """The linker script of :func:`bare_metal_startup`: :data:`EMULATOR`'s flash and RAM,
+    vectors first, ``.weights`` with the read-only data."""
+    (flash, flash_len), (ram, ram_len) = EMULATOR.flash, EMULATOR.ram
+    return f"""
+MEMORY {{ FLASH (rx) : ORIGIN = {flash:#x}, LENGTH = {flash_len // 1024}K
+         RAM (rwx) : ORIGIN = {ram:#x}, LENGTH = {ram_len // 1024}K }}
+_estack = ORIGIN(RAM) + LENGTH(RAM);
+SECTIONS {{
+  .isr_vector : {{ KEEP(*(.isr_vector)) }} > FLASH
+  .text : {{ *(.text*) *(.rodata*) *(.weights*) . = ALIGN(4); }} > FLASH
+  _sidata = LOADADDR(.data);
+  .data : {{ _sdata = .; *(.data*) . = ALIGN(4); _edata = .; }} > RAM AT> FLASH
+  .bss (NOLOAD) : {{ _sbss = .; *(.bss*) *(COMMON) . = ALIGN(4); _ebss = .; }} > RAM
+}}
+"""
