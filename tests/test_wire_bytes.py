@@ -1,0 +1,170 @@
+"""Bytes on the wire (splitter/cost/wire.py) against the protocol's encoder and real transfers.
+
+* the formula against the frames :mod:`splitter.link.protocol` encodes for a transfer;
+* real transfers of the host's :func:`~splitter.link.host.send_tensor` through the fault proxy
+  (splitter/bench/faults.py) to a receiving :class:`~splitter.link.host.HostLink`, for message
+  sizes around the chunk size: the proxy's count per direction equals the prediction exactly;
+* KWS-CNN on three emulated boards (models/boards/e2e_kws3.toml, the build
+  tests/test_e2e_kws.py shares): the proxies on the board-to-board links and a byte counter on
+  the host's link count, per link and direction, exactly the bytes plan.json predicts
+  (TIMING records growing along the chain included).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import pytest
+from test_e2e_support import gone, shared_build
+
+from splitter.bench.faults import CountingTransport, FaultSpec, LinkProxy
+from splitter.bench.runner import BenchConfig, one_run, open_session, random_input
+from splitter.cost.wire import Wire, wire
+from splitter.link import protocol as P
+from splitter.link.host import HostLink, send_tensor, to_wire
+from splitter.link.transport import SocketTransport
+from splitter.manifest import HOST, read_manifest
+
+#: message sizes: small, around one chunk (CHUNK_DATA = 1012 today), two chunks, large
+SIZES = (1, 40, P.CHUNK_DATA - 1, P.CHUNK_DATA, P.CHUNK_DATA + 1, 2 * P.CHUNK_DATA,
+         2 * P.CHUNK_DATA + 1, 40_000)  # fmt: skip
+
+
+def encoded(nbytes: int, records: int) -> tuple[int, int]:
+    """Bytes of the frames the protocol's encoder builds for a transfer: (forward, back)."""
+    data = bytes(range(256)) * (nbytes // 256 + 1)
+    timing = P.encode_frame(P.FrameType.TIMING, 1, bytes(P.TIMING.size * records))
+    chunks = [P.encode_frame(P.FrameType.TENSOR, 2 + k, c)
+              for k, c in enumerate(P.chunk_payloads(0, data[:nbytes]))]  # fmt: skip
+    acks = [P.encode_frame(P.FrameType.ACK, k + 1) for k in range(1 + len(chunks))]
+    return len(timing) + sum(map(len, chunks)), sum(map(len, acks))
+
+
+@pytest.mark.parametrize("records", [0, 1, 5])
+@pytest.mark.parametrize("nbytes", [0, *SIZES])
+def test_formula_equals_the_encoded_frames(nbytes: int, records: int) -> None:
+    w = wire(nbytes, records)
+    assert (w.forward, w.back) == encoded(nbytes, records)
+    assert w.total == w.clean and w.payload == nbytes
+
+
+def test_retransmission_budget_scales_the_clean_bytes() -> None:
+    clean, noisy = wire(5000, 2), wire(5000, 2, retransmit=0.1)
+    assert noisy.clean == clean.clean
+    assert noisy.total == pytest.approx(1.1 * clean.clean)
+    with pytest.raises(ValueError):
+        wire(10, -1)
+
+
+@contextmanager
+def proxied_pair(tmp_path: Path) -> Iterator[tuple[LinkProxy, HostLink, HostLink]]:
+    """sender (``cli``) -> proxy -> receiver (``srv``) over unix sockets, as between QEMUs."""
+    real, front = tmp_path / "l.sock.real", tmp_path / "l.sock"
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(str(real))
+    srv.listen(1)
+    proxy = LinkProxy(front, real, "srv", "cli", FaultSpec())
+    proxy.start()
+    cli = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    cli.connect(str(front))
+    conn, _ = srv.accept()
+    srv.close()
+    sender = HostLink(SocketTransport.from_socket(cli, "unix://cli"), "srv")
+    receiver = HostLink(SocketTransport.from_socket(conn, "unix://srv"), "cli")
+    try:
+        yield proxy, sender, receiver
+    finally:
+        proxy.stop()
+        sender.close()
+        receiver.close()
+
+
+def receive_tensor(link: HostLink, nbytes: int, got: list[int]) -> None:
+    """TIMING, then chunks until ``nbytes`` arrived (each ACKed by ``HostLink.receive``)."""
+    assert link.receive(5.0).type == P.FrameType.TIMING
+    done = 0
+    while done < nbytes:
+        c = P.decode_chunk(link.receive(5.0).payload)
+        done = max(done, c.offset + len(c.data))
+    got.append(done)
+
+
+def counted(events: list, sender: str) -> int:
+    """Bytes of every frame ``sender`` put on the link."""
+    return sum(e.wire_bytes for e in events if e.sender == sender)
+
+
+def test_proxy_counts_the_predicted_bytes_per_message_size(tmp_path: Path) -> None:
+    with proxied_pair(tmp_path) as (proxy, sender, receiver):
+        for nbytes in SIZES:
+            before = len(proxy.snapshot())
+            got: list[int] = []
+            rx = threading.Thread(target=receive_tensor, args=(receiver, nbytes, got))
+            rx.start()
+            send_tensor(sender, 0, bytes(nbytes))  # returns once the last chunk is ACKed
+            rx.join(10.0)
+            assert got == [nbytes]
+            events = proxy.snapshot()[before:]
+            w = wire(nbytes, 0)
+            assert (counted(events, "cli"), counted(events, "srv")) == (w.forward, w.back), nbytes
+            assert all(e.crc_ok and not e.dropped for e in events)
+
+
+# --- three emulated boards ------------------------------------------------------------------
+
+
+def predicted_bytes(out: Path) -> tuple[Counter[tuple[str, str]], list[Wire]]:
+    """Bytes per (sender, receiver) of one inference, from plan.json's sub-models and the
+    formula; checks the manifest's own ``wire_bytes`` on the way."""
+    plan = read_manifest(out)
+    subs, want = plan.submodels, Counter[tuple[str, str]]()
+    transfers = [(HOST, subs[0].device, wire(plan.host_io.input.bytes, 0))]
+    for k, sub in enumerate(subs):
+        to = subs[k + 1].device if k + 1 < len(subs) else HOST
+        w = wire(sub.out_bytes, k + 1)
+        assert sub.wire_bytes == w.clean
+        transfers.append((sub.device, to, w))
+    assert plan.host_io.input.wire_bytes == transfers[0][2].clean
+    assert plan.host_io.output.wire_bytes == transfers[-1][2].clean
+    for src, dst, w in transfers:
+        want[(src, dst)] += w.forward
+        want[(dst, src)] += w.back
+    return want, [w for _, _, w in transfers]
+
+
+@pytest.mark.slow
+@pytest.mark.qemu
+@pytest.mark.toolchain
+def test_emulated_links_carry_the_predicted_bytes(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    out = shared_build(tmp_path_factory, "kws_cnn.onnx", "e2e_kws3.toml", "wire")
+    want, transfers = predicted_bytes(out)
+    plan = read_manifest(out)
+    x = to_wire(random_input(plan.input, 3))
+    with ExitStack() as stack:
+        s = open_session(stack, out, BenchConfig(runs=1, emulate=True), plan)
+        pids = s.pids
+        hosts = {name: CountingTransport(link.transport) for name, link in s.links.items()}
+        for name, link in s.links.items():
+            link.transport = hosts[name]
+        t0 = time.monotonic()
+        one_run(s, x, plan.output.nbytes, 60.0)
+        events = [e for p in s.proxies for e in p.snapshot() if e.t_start >= t0]
+    assert gone(pids)
+    got = Counter[tuple[str, str]]()
+    for e in events:
+        assert e.crc_ok and not e.dropped
+        got[(e.sender, e.receiver)] += e.wire_bytes
+    for name, t in hosts.items():
+        got[(HOST, name)] += t.written
+        got[(name, HOST)] += t.read_bytes
+    assert dict(got) == dict(want)
+    sizes = sorted(w.payload for w in transfers)
+    assert sizes[0] < P.CHUNK_DATA < sizes[-1] and len(s.proxies) == 3  # small and large
