@@ -151,11 +151,9 @@ def test_emulated_links_carry_the_predicted_bytes(
     with ExitStack() as stack:
         s = open_session(stack, out, BenchConfig(runs=1, emulate=True), plan)
         pids = s.pids
-        hosts = {name: CountingTransport(link.transport) for name, link in s.links.items()}
-        for name, link in s.links.items():
-            link.transport = hosts[name]
+        hosts = {name: link.transport for name, link in s.links.items()}  # counting from PONG on
         t0 = time.monotonic()
-        one_run(s, x, plan.output.nbytes, 60.0)
+        sample = one_run(s, x, plan.output.nbytes, 60.0)
         events = [e for p in s.proxies for e in p.snapshot() if e.t_start >= t0]
     assert gone(pids)
     got = Counter[tuple[str, str]]()
@@ -163,8 +161,10 @@ def test_emulated_links_carry_the_predicted_bytes(
         assert e.crc_ok and not e.dropped
         got[(e.sender, e.receiver)] += e.wire_bytes
     for name, t in hosts.items():
+        assert isinstance(t, CountingTransport)
         got[(HOST, name)] += t.written
         got[(name, HOST)] += t.read_bytes
     assert dict(got) == dict(want)
+    assert (sample.in_wire, sample.out_wire) == (transfers[0].clean, transfers[-1].clean)
     sizes = sorted(w.payload for w in transfers)
     assert sizes[0] < P.CHUNK_DATA < sizes[-1] and len(s.proxies) == 3  # small and large

@@ -156,7 +156,8 @@ def _exhaustive(chain: Chain, boards: Boards, lower: Problem, objective: str) ->
         if best is None or better(*cand, *best):
             best = cand
     if best is None:  # raises the reason
-        return solve(chain_problem(chain, boards, host_io=lower.link_model.host_io), objective, "fs")
+        full = chain_problem(chain, boards, host_io=lower.link_model.host_io)
+        return solve(full, objective, "fs")
     result = SolverResult(best[2], lower.d**lower.n, True)
     return make_plan(lower, objective, "fs", result, 0.0)
 
