@@ -12,24 +12,33 @@
 
 from __future__ import annotations
 
+import math
 import socket
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
-from test_e2e_support import gone, shared_build
+from partition_helpers import CASES, case_boards, thesis_costs
+from test_e2e_support import MODELS, gone, shared_build
 
 from splitter.bench.faults import CountingTransport, FaultSpec, LinkProxy
 from splitter.bench.runner import BenchConfig, one_run, open_session, random_input
 from splitter.cost.wire import Wire, wire
+from splitter.errors import BoardFileError
+from splitter.hardware.boards import load_boards
+from splitter.importers import load_chain
 from splitter.link import protocol as P
 from splitter.link.host import HostLink, send_tensor, to_wire
 from splitter.link.transport import SocketTransport
-from splitter.manifest import HOST, read_manifest
+from splitter.manifest import HOST, PlanManifest, read_manifest
+from splitter.partition import evaluate, make_problem, solve
+from splitter.partition.report import build_manifest, plan_chain
 
 #: message sizes: small, around one chunk (CHUNK_DATA = 1012 today), two chunks, large
 SIZES = (1, 40, P.CHUNK_DATA - 1, P.CHUNK_DATA, P.CHUNK_DATA + 1, 2 * P.CHUNK_DATA,
@@ -168,3 +177,68 @@ def test_emulated_links_carry_the_predicted_bytes(
     assert (sample.in_wire, sample.out_wire) == (transfers[0].clean, transfers[-1].clean)
     sizes = sorted(w.payload for w in transfers)
     assert sizes[0] < P.CHUNK_DATA < sizes[-1] and len(s.proxies) == 3  # small and large
+
+
+# --- the planner's use of it ------------------------------------------------------------------
+
+
+def manifest_of(model: str, boards_text: str, tmp_path: Path, host_io: bool = True) -> Any:
+    """plan + build_manifest of ``models/<model>`` on a board file written from ``boards_text``."""
+    path = tmp_path / "boards.toml"
+    path.write_text(boards_text)
+    boards, chain = load_boards(path), load_chain(MODELS / model)
+    plan = plan_chain(chain, boards, host_io=host_io)
+    return build_manifest(
+        plan, chain, boards, model_path=MODELS / model, boards_path=path, host_io=host_io
+    )
+
+
+TWO_F405 = """
+[link]
+baud = 115200
+{extra}
+[[device]]
+name = "a"
+mcu = "STM32F405RG"
+flash = "62 KiB"
+[[device]]
+name = "b"
+mcu = "STM32F405RG"
+"""
+
+
+def test_host_io_is_in_the_latency_unless_excluded(tmp_path: Path) -> None:
+    on = manifest_of("tiny_cnn.onnx", TWO_F405.format(extra=""), tmp_path)
+    off = manifest_of("tiny_cnn.onnx", TWO_F405.format(extra=""), tmp_path, host_io=False)
+    assert on.link_model == off.link_model == "wire"
+    assert on.host_io.counted and not off.host_io.counted
+    assert on.assignment == off.assignment  # a constant of the latency: same optimum
+    assert on.host_io == replace(off.host_io, counted=True)
+    inp = wire(3136, 0)  # tiny_cnn's 1x1x28x28 float32 input, after an empty TIMING
+    assert on.host_io.input.wire_bytes == inp.clean
+    assert on.host_io.input.seconds == pytest.approx(inp.clean * 10 / 115200)
+    assert on.latency_s == pytest.approx(off.latency_s + on.host_io.seconds, rel=1e-12)
+    assert PlanManifest.from_json(on.to_json()) == on
+
+
+def test_retransmission_budget_scales_link_times(tmp_path: Path) -> None:
+    clean = manifest_of("tiny_cnn.onnx", TWO_F405.format(extra=""), tmp_path)
+    noisy = manifest_of("tiny_cnn.onnx", TWO_F405.format(extra="retransmit = 0.25"), tmp_path)
+    assert noisy.retransmit == 0.25 and noisy.assignment == clean.assignment
+    assert len(noisy.submodels) == 2 and clean.submodels[0].transfer_s > 0
+    sub = noisy.submodels[0]
+    assert sub.transfer_s == pytest.approx(1.25 * clean.submodels[0].transfer_s)
+    assert sub.wire_bytes == math.ceil(1.25 * clean.submodels[0].wire_bytes)
+    bad = TWO_F405.format(extra="retransmit = -1")
+    with pytest.raises(BoardFileError, match="retransmit"):
+        manifest_of("tiny_cnn.onnx", bad, tmp_path)
+
+
+def test_profiles_keep_the_thesis_link_model() -> None:
+    case = CASES[0]
+    problem = make_problem(thesis_costs(case["model"]), case_boards(case))
+    plan = solve(problem, "latency", "dp")
+    ev = evaluate(problem, plan.assignment)
+    assert problem.link_model.name == "payload" and not problem.link_model.host_io
+    assert ev.host_io_s == 0.0 and all(w.total == w.payload for w in ev.sub_wire)
+    assert plan.latency_s == pytest.approx(case["latency_s"], rel=1e-6)
