@@ -204,6 +204,7 @@ flash = "62 KiB"
 [[device]]
 name = "b"
 mcu = "STM32F405RG"
+flash = "84 KiB"
 """
 
 
