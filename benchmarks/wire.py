@@ -110,8 +110,9 @@ def markdown(plans: list[dict[str, Any]], counts: list[dict[str, Any]]) -> str:
               "|---|---|---:|---:|---:|---:|"]  # fmt: skip
     for p in plans:
         share = 100.0 * p["host_io_s"] / p["latency_s"]
-        lines.append(f"| {p['model']} | {p['boards']} | {p['latency_s']:.4f} | "
-                     f"{p['latency_no_host_io_s']:.4f} | {p['host_io_s']:.4f} | {share:.1f} |")  # fmt: skip
+        cells = (p["latency_s"], p["latency_no_host_io_s"], p["host_io_s"])
+        nums = " | ".join(f"{x:.4f}" for x in cells)
+        lines.append(f"| {p['model']} | {p['boards']} | {nums} | {share:.1f} |")
     if counts:
         lines += ["", "## Counted on emulated boards (one inference, `splitter bench --emulate`)",
                   "", "Board-to-board links counted by the fault proxy (splitter/bench/faults.py), "
