@@ -464,7 +464,10 @@ def _estimate_lines(m: PlanManifest) -> list[str]:
     return [
         f"- objective: {m.objective}, solver {m.solver}, "
         f"{'proved optimal' if m.optimal else 'not proved optimal'}{gap}, {m.nodes} nodes",
-        f"- latency (SPEC.md eq. 13): {m.latency_s * 1e3:.3f} ms",
+        f"- latency (SPEC.md eq. 13): {m.latency_s * 1e3:.3f} ms, host I/O "
+        f"{m.host_io.seconds * 1e3:.3f} ms {'included' if m.host_io.counted else 'not included'}"
+        f" (input {m.host_io.input.wire_bytes} B, output {m.host_io.output.wire_bytes} B on the "
+        f"wire; links: {'bytes on the wire' if m.link_model == 'wire' else 'payload only'})",
         f"- throughput (eq. 17): {_rate(m.throughput_per_s)} inferences/s; "
         f"reference [9]: {_rate(m.throughput_ref9_per_s)} inferences/s",
     ]
