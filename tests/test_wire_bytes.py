@@ -29,6 +29,7 @@ from test_e2e_support import MODELS, gone, shared_build
 
 from splitter.bench.faults import CountingTransport, FaultSpec, LinkProxy
 from splitter.bench.runner import BenchConfig, one_run, open_session, random_input
+from splitter.cli import main
 from splitter.cost.wire import Wire, wire
 from splitter.errors import BoardFileError
 from splitter.hardware.boards import load_boards
@@ -243,3 +244,18 @@ def test_profiles_keep_the_thesis_link_model() -> None:
     assert problem.link_model.name == "payload" and not problem.link_model.host_io
     assert ev.host_io_s == 0.0 and all(w.total == w.payload for w in ev.sub_wire)
     assert plan.latency_s == pytest.approx(case["latency_s"], rel=1e-6)
+
+
+def test_plan_prints_wire_bytes_and_host_io(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    boards = tmp_path / "b.toml"
+    boards.write_text(TWO_F405.format(extra=""))
+    for extra, where in (((), "in the latency"), (("--no-host-io",), "not in the latency")):
+        with pytest.raises(SystemExit) as info:
+            main(["plan", str(MODELS / "tiny_cnn.onnx"), "--target", str(boards), *extra])
+        out = capsys.readouterr().out
+        assert info.value.code in (0, None)
+        assert f"3200 / {wire(3200, 1).clean}" in out  # a -> b: payload / on the wire
+        assert f"40 / {wire(40, 2).clean}" in out  # b -> host, after two TIMING records
+        assert f"input 3136 B ({wire(3136, 0).clean} B on the wire)" in out and where in out

@@ -218,7 +218,13 @@ def _pipeline(m: PlanManifest, names: Sequence[str]) -> str:
         f"Simulated run of {GANTT_INFERENCES} inferences (the model of SPEC.md eq. 17: the "
         f"bottleneck device {names[bottleneck]} serves one inference from its first to its last "
         "sub-model, the others interleave); first result after "
-        f"{num(sim.latency_s * 1e3, '.3f')} ms (eq. 13: {num(m.latency_s * 1e3, '.3f')} ms)"
+        f"{num(sim.latency_s * 1e3, '.3f')} ms (eq. 13: {num(m.latency_s * 1e3, '.3f')} ms"
+        + (
+            f", of which the host's input and output transfers, not drawn: "
+            f"{num(m.host_io.seconds * 1e3, '.3f')} ms)"
+            if m.host_io.counted
+            else ")"
+        )
     )
     svg = plots.gantt_svg(sim, names, bottleneck, steady)
     return figure("plot-gantt", svg, caption) + verdict
