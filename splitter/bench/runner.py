@@ -90,7 +90,8 @@ class RunSample:
     t_first_rx: float
     t1: float
     #: bytes on the host's links (both directions, :class:`CountingTransport`) while sending
-    #: the input and while receiving the result
+    #: the input and while receiving the result (with one device first and last, one read may
+    #: take the result's first bytes along with the input's last ACK; the sum stays exact)
     in_wire: int | None = None
     out_wire: int | None = None
 
