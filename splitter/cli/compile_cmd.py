@@ -124,9 +124,11 @@ def _print_summary(result: CompileResult) -> None:
         if plan.optimal
         else ", not proved optimal" + (f" (gap {plan.gap:.2%})" if plan.gap is not None else "")
     )
+    io = result.manifest.host_io
+    host = f", host I/O {io.seconds * 1e3:.3f} ms {'in' if io.counted else 'not in'} it"
     click.echo(
-        f"latency {plan.latency_s * 1e3:.3f} ms, throughput {plan.throughput_per_s:.3f}/s "
-        f"({plan.objective}, {plan.solver}{proof})"
+        f"latency {plan.latency_s * 1e3:.3f} ms{host if io.seconds else ''}, throughput "
+        f"{plan.throughput_per_s:.3f}/s ({plan.objective}, {plan.solver}{proof})"
     )
     click.echo(result.validation.summary() if result.validation else "validation skipped")
     status = result.firmware
