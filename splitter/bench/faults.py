@@ -25,6 +25,7 @@ with :mod:`splitter.cost.wire`'s prediction).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import socket
 import threading
@@ -87,12 +88,15 @@ class FrameEvent:
 
 
 class CountingTransport(Transport):
-    """Any transport, counting the bytes written to and read from it."""
+    """Any transport, counting the bytes written to and read from it and noting every frame's
+    ``(direction, type, seq)`` (``"w"`` written, ``"r"`` read) so retransmissions show."""
 
     def __init__(self, inner: Transport) -> None:
         self.inner, self.url = inner, inner.url
         self.written = 0
         self.read_bytes = 0
+        self.frames: list[tuple[str, int, int]] = []
+        self._split = {"w": FrameSplitter(), "r": FrameSplitter()}
 
     def open(self) -> None:
         """Open the wrapped transport."""
@@ -106,12 +110,28 @@ class CountingTransport(Transport):
         """Read through, counting what came."""
         data = self.inner.read(n, timeout)
         self.read_bytes += len(data)
+        self._note("r", data)
         return data
 
     def write(self, data: bytes) -> None:
         """Count and write through."""
         self.written += len(data)
+        self._note("w", data)
         self.inner.write(data)
+
+    def _note(self, way: str, data: bytes) -> None:
+        for kind, raw, _t in self._split[way].feed(data, 0.0):
+            if kind == "frame":
+                ftype, seq, _len = P.HEADER.unpack_from(raw, len(P.SYNC))
+                self.frames.append((way, ftype, seq))
+
+
+def resent(frames: list[tuple[int, int]]) -> int:
+    """Data frames of one direction's ``(type, seq)`` list sent again right after themselves
+    (stop and wait: a retransmission follows its original), plus NACKs."""
+    data = [f for f in frames if f[0] not in P.UNACKED]
+    again = sum(1 for a, b in itertools.pairwise(data) if a == b)
+    return again + sum(1 for f in frames if f[0] == P.FrameType.NACK)
 
 
 class FrameSplitter:
