@@ -59,7 +59,7 @@ LOADER_RAM_BYTES = 1040
 BLOB_FILE = "weights.bin"
 #: The segmentation record of a segmented ``OUT`` (read by ``run`` to serve the weights).
 SEGMENTS_FILE = "segments.json"
-SCHEMA = "splitter.segments/1"
+SCHEMA = "splitter.segment-firmware/1"
 
 
 @dataclass(frozen=True)
