@@ -21,13 +21,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from splitter.errors import UnsupportedOpError
+from codegen.segments import ExtFlash
+from splitter.errors import SplitterError, UnsupportedOpError
 from splitter.ir import Boards, Chain, Device, Plan, SubModel
 from splitter.manifest import MANIFEST_FILE, PlanManifest
 from splitter.partition.problem import layer_time
 from splitter.partition.segment import Segmentation, SegmentProblem
+
+if TYPE_CHECKING:
+    from codegen.firmware import PlanContext
 
 Step = Callable[[str], None]
 
@@ -83,9 +87,11 @@ def write_segmented(
     *,
     force: bool = False,
     input_shapes: dict[str, tuple[int, ...]] | None = None,
+    extflash: ExtFlash | None = None,
     step: Step = lambda _t: None,
 ) -> SegmentedOut:
-    """Generate and write ``OUT`` (module docstring), atomically."""
+    """Generate and write ``OUT`` (module docstring), atomically. ``extflash``: the part's
+    build links the weights into that memory-mapped region and reads them from there."""
     from codegen.firmware import DeviceSpec, build_plan_context, render_firmware
     from codegen.segments import BLOB_FILE, SEGMENTS_FILE, generate_segmented_c, segments_record
     from splitter.hardware.families import family_for
@@ -94,7 +100,14 @@ def write_segmented(
 
     core = family_for(device.part.family).core
     step("generating the segment firmware")
-    gen = generate_segmented_c(chain, units, answer.segments, device.name, core=core)
+    gen = generate_segmented_c(
+        chain, units, answer.segments, device.name, core=core, extflash=extflash is not None
+    )
+    if extflash is not None and len(gen.blob) > extflash.size:
+        raise SplitterError(
+            f"--extflash: the weights take {len(gen.blob)} B, the region {extflash.size} B; "
+            "give the board's whole external flash"
+        )
     manifest = segmented_manifest(chain, boards, device, gen.region_bytes, model, target, answer)
     index = boards.devices.index(device)
     spec = DeviceSpec(
@@ -109,6 +122,8 @@ def write_segmented(
         device.board,
     )
     ctx = build_plan_context([spec], [index], plan_hash(manifest.to_dict()), baud=boards.link.baud)
+    if extflash is not None:
+        ctx = _with_extflash(ctx, extflash)
     extra = {
         "model": chain.name,
         "device": device.name,
@@ -117,6 +132,9 @@ def write_segmented(
         "optimal": answer.optimal,
         "plan_hash": ctx.plan_hash,
         "input_shapes": {k: list(v) for k, v in (input_shapes or {}).items()},
+        "extflash": None
+        if extflash is None
+        else {"name": extflash.name, "origin": extflash.origin, "bytes": extflash.size},
     }
     record = segments_record(chain, units, answer.segments, gen, extra)
     with OutputDir(out_dir, force=force) as out:
@@ -126,6 +144,41 @@ def write_segmented(
         out.write_json(SEGMENTS_FILE, record)
         out.write_text("report.md", report_text(record))
     return SegmentedOut(out.target, record, manifest)
+
+
+def _with_extflash(ctx: PlanContext, ext: ExtFlash) -> PlanContext:
+    """``ctx`` whose device's part linker script and Makefile place the weights in ``ext``."""
+    from codegen.firmware import _env, render_device
+    from codegen.segments import extflash_ldscript, extflash_makefile
+
+    dev = ctx.devices[0]
+    rendered = render_device(_env(), ctx, dev)
+    files = {
+        **dev.files,
+        "part.ld": extflash_ldscript(rendered["part.ld"], ext),
+        "Makefile": extflash_makefile(rendered["Makefile"]),
+    }
+    return replace(ctx, devices=(replace(dev, files=files),))
+
+
+def parse_extflash(text: str) -> ExtFlash:
+    """``ORIGIN:SIZE[:NAME]``, e.g. ``0x90000000:8MiB:QSPI`` (SIZE in bytes, KiB or MiB)."""
+    parts = text.split(":")
+    try:
+        origin = int(parts[0], 0)
+        size_text = parts[1].replace(" ", "")
+        scale = {"KiB": 1024, "MiB": 1024 * 1024}.get(size_text[-3:], 1)
+        size = int(size_text[:-3] if scale > 1 else size_text) * scale
+    except (IndexError, ValueError):
+        raise SplitterError(
+            f"--extflash {text!r}: expected ORIGIN:SIZE[:NAME], e.g. 0x90000000:8MiB:QSPI"
+        ) from None
+    if origin <= 0 or size <= 0 or origin + size > 2**32 or len(parts) > 3:
+        raise SplitterError(
+            f"--extflash {text!r}: the region must lie in the 32-bit address space, e.g. "
+            "0x90000000:8MiB:QSPI"
+        )
+    return ExtFlash(origin, size, parts[2] if len(parts) == 3 and parts[2] else "EXTFLASH")
 
 
 def segmented_manifest(

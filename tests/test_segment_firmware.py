@@ -7,6 +7,7 @@ once on QEMU with the host streaming every segment's weights; the output must eq
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -50,7 +51,7 @@ def test_units_cover_every_layer_and_weight_once(planned: tuple) -> None:
         assert sum(u.macs for u in parts) == chain.layers[j].cost.macs
         if len(parts) > 1:
             rows = [u.rows for u in parts]
-            assert rows[0][0] == 0 and all(a[1] == b[0] for a, b in zip(rows, rows[1:]))
+            assert rows[0][0] == 0 and all(a[1] == b[0] for a, b in itertools.pairwise(rows))
             assert rows[-1][1] == chain.layers[j].ops[parts[0].op].weights["W"].shape[0]
             assert [u.out for u in parts[:-1]] == [u.peak for u in parts[:-1]]
     assert all(u.weights + u.peak <= cap for u in units)

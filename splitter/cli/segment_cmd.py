@@ -40,7 +40,7 @@ from splitter.partition.segment import (
     segment_time,
     solve_segments,
 )
-from splitter.segment_build import firmware_cap, unit_problem, write_segmented
+from splitter.segment_build import firmware_cap, parse_extflash, unit_problem, write_segmented
 
 
 def segment_problem(
@@ -130,6 +130,13 @@ def _rows(
     help="Write the segment firmware project here (then `splitter build OUT`, `run OUT`).",
 )
 @click.option("--force", is_flag=True, help="Replace OUT even if splitter did not write it.")
+@click.option(
+    "--extflash",
+    default=None,
+    metavar="ORIGIN:SIZE[:NAME]",
+    help="With -o: the board's memory-mapped external flash (e.g. 0x90000000:8MiB:QSPI); the "
+    "part's build reads the weights from there (the emulator's build still streams them).",
+)
 @input_shape_option
 @activation_bytes_option
 def command(
@@ -142,12 +149,14 @@ def command(
     as_json: bool,
     out_dir: Path | None,
     force: bool,
+    extflash: str | None,
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
 ) -> None:
     """Cut INPUT into LO-SC segments run one after another on ONE board, carrying fewest bytes."""
     boards = load_boards(target)
     device = _pick_device(boards, device_name, target)
+    ext = None if extflash is None else parse_extflash(extflash)
     with Progress() as progress:
         progress.step(f"importing {input_path}")
         chain = load_chain(
@@ -176,7 +185,8 @@ def command(
                 )
             written = write_segmented(
                 out_dir, input_path, target, chain, boards, device, units, answer,
-                force=force, input_shapes=input_shapes or None, step=progress.step,
+                force=force, input_shapes=input_shapes or None, extflash=ext,
+                step=progress.step,
             )  # fmt: skip
     rows = _rows(chain, problem, answer, units)
     if as_json:
