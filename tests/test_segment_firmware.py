@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from test_e2e_support import BOARDS, MODELS, TOL, cli, random_input, reference
 from codegen.segments import chain_units
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
+from splitter.link.build import run_make
 from splitter.partition.segment import segment_memory, solve_segments
 from splitter.segment_build import firmware_cap, unit_problem
 
@@ -101,3 +103,41 @@ def test_mobilenet_runs_on_one_f405_by_segments(tmp_path: Path, planned: tuple) 
     assert [x["bytes"] for x in res["loads"]] == [s["weights_bytes"] for s in record["segments"]]
     assert 0 < res["load_s"] < res["round_trip_s"]
     assert res["timings"][0]["cycles"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.toolchain
+def test_extflash_build_links_the_weights_into_the_external_region(tmp_path: Path) -> None:
+    """--extflash: the part's ELF holds weights.bin at the region's address, read in place by
+    segments.c (seg_blob); firmware.bin (internal flash) leaves it out. Built, not run."""
+    boards = tmp_path / "l4.toml"
+    boards.write_text("[link]\nbaud = 115200\n[[device]]\nname = 'l4'\nboard = 'nucleo-l4r5zi'\n")
+    out = tmp_path / "out"
+    seg = cli("segment", str(MODELS / MODEL), "--target", str(boards), "-o", str(out),
+              "--extflash", "0x90000000:8MiB:OCTOSPI1", "--json")  # fmt: skip
+    assert seg.returncode == 0, seg.stderr
+    record = json.loads((out / "segments.json").read_text())
+    assert record["extflash"] == {"name": "OCTOSPI1", "origin": 0x90000000, "bytes": 8 << 20}
+    elf = run_make(out / "firmware" / "l4")
+    sections = subprocess.run(
+        ["arm-none-eabi-readelf", "-SW", str(elf)], capture_output=True, text=True, check=True
+    ).stdout
+    row = next(line.split() for line in sections.splitlines() if " .extflash " in line)
+    addr, size = int(row[row.index(".extflash") + 2], 16), int(row[row.index(".extflash") + 4], 16)
+    assert (addr, size) == (0x90000000, record["blob_bytes"]) and size > F405_FLASH
+    symbols = subprocess.run(
+        ["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True
+    ).stdout
+    assert "90000000 R seg_blob" in symbols and "seg_rx" not in symbols
+    assert (elf.parent / "firmware.bin").stat().st_size < 64 * 1024
+
+
+def test_extflash_option_is_checked(tmp_path: Path) -> None:
+    bad = cli("segment", str(MODELS / MODEL), "--target", str(BOARD_FILE), "-o",
+              str(tmp_path / "o"), "--extflash", "0x90000000:lots")  # fmt: skip
+    assert bad.returncode == 2
+    assert "expected ORIGIN:SIZE[:NAME]" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    small = cli("segment", str(MODELS / MODEL), "--target", str(BOARD_FILE), "-o",
+                str(tmp_path / "o"), "--extflash", "0x90000000:1MiB")  # fmt: skip
+    assert small.returncode == 2 and "the weights take 1869344 B" in small.stderr
+    assert not (tmp_path / "o").exists()
