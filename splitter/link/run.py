@@ -161,7 +161,7 @@ def run(
         for link in links:
             check_pong(link, expected, timeout=min(timeout, 15.0))
             link.on_bytes = on_bytes
-        server = _weight_server(out_dir, links)
+        server = weight_server(out_dir, links)
         step("running one inference")
         res = infer(
             links,
@@ -177,7 +177,7 @@ def run(
     return RunResult(y, res.timings, res.seconds, note, compute, list(loads))
 
 
-def _weight_server(out_dir: Path, links: list[HostLink]) -> WeightServer | None:
+def weight_server(out_dir: Path, links: list[HostLink]) -> WeightServer | None:
     """For a segmented ``OUT`` (``segments.json``), the server of its segments' weights,
     attached to the (one) device's host link; None otherwise."""
     from codegen.segments import read_segments
