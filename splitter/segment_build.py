@@ -137,6 +137,7 @@ def write_segmented(
         else {"name": extflash.name, "origin": extflash.origin, "bytes": extflash.size},
     }
     record = segments_record(chain, units, answer.segments, gen, extra)
+    _add_estimates(record, chain, boards, device, units, answer)
     with OutputDir(out_dir, force=force) as out:
         out.write_text(MANIFEST_FILE, manifest.to_json() + "\n")
         render_firmware(out.root, ctx)
@@ -144,6 +145,27 @@ def write_segmented(
         out.write_json(SEGMENTS_FILE, record)
         out.write_text("report.md", report_text(record))
     return SegmentedOut(out.target, record, manifest)
+
+
+def _add_estimates(
+    record: dict[str, Any],
+    chain: Chain,
+    boards: Boards,
+    device: Device,
+    units: list[Any],
+    answer: Segmentation,
+) -> None:
+    """Per segment and in total: the estimated time to load its weights over the link
+    (``W_s * bits_per_byte / baud``, the host streaming them) and to compute it (eq. 6)."""
+    link = boards.link
+    for row, (a, b) in zip(record["segments"], answer.segments, strict=True):
+        row["load_s"] = int(row["weights_bytes"]) * link.bits_per_byte / link.baud
+        row["compute_s"] = sum(
+            layer_time(replace(chain.layers[u.layer].cost, macs=u.macs, macs_by_class=()), device)
+            for u in units[a : b + 1]
+        )
+    record["load_s"] = sum(r["load_s"] for r in record["segments"])
+    record["compute_s"] = sum(r["compute_s"] for r in record["segments"])
 
 
 def _with_extflash(ctx: PlanContext, ext: ExtFlash) -> PlanContext:
@@ -236,9 +258,12 @@ def report_text(record: dict[str, Any]) -> str:
         "on the emulator, `firmware/<device>/weights.bin`).",
         f"Carried bytes (LO-SC eq. 9): {record['carried_bytes']}"
         + (" (proved optimal)." if record["optimal"] else " (not proved optimal)."),
+        f"Estimated per inference: loading {record['load_s']:.3f} s (weights x bits per byte / "
+        f"baud, streamed over the link), compute {record['compute_s']:.4f} s (eq. 6).",
         "",
-        "| # | units | layers | weights B | activations B | memory B | carried B |",
-        "|---|---|---|---|---|---|---|",
+        "| # | units | layers | weights B | activations B | memory B | carried B | load s |"
+        " compute s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for s in record["segments"]:
         units = s["units"]
@@ -246,6 +271,6 @@ def report_text(record: dict[str, Any]) -> str:
         lines.append(
             f"| {s['index']} | {span} | {s['first_name']}..{s['last_name']} | "
             f"{s['weights_bytes']} | {s['activation_bytes']} | {s['memory_bytes']} | "
-            f"{s['carried_bytes']} |"
+            f"{s['carried_bytes']} | {s['load_s']:.3f} | {s['compute_s']:.4f} |"
         )
     return "\n".join(lines) + "\n"

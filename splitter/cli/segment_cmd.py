@@ -76,8 +76,17 @@ def _pick_device(boards: Boards, name: str | None, target: str) -> Device:
     raise SplitterError(f"{target}: no device named '{name}'; choose one of {names}")
 
 
+def _load_s(problem: SegmentProblem, first: int, last: int, link_rate: float) -> float:
+    """Seconds to bring the segment's weights over the link: ``sum MEM_l / (baud / bits)``."""
+    return sum(problem.memory[first : last + 1]) / link_rate
+
+
 def _rows(
-    chain: Chain, problem: SegmentProblem, answer: Segmentation, units: list[Any] | None = None
+    chain: Chain,
+    problem: SegmentProblem,
+    answer: Segmentation,
+    units: list[Any] | None,
+    link_rate: float,
 ) -> list[dict[str, object]]:
     """One row per segment; ``first``/``last`` are layers, ``units`` the items (layers, or
     slices ``layer/part`` of a layer) when the model was cut into units."""
@@ -95,6 +104,7 @@ def _rows(
                 "weights_bytes": sum(problem.memory[first : last + 1]),
                 "memory_bytes": segment_memory(problem, first, last),
                 "time_s": segment_time(problem, first, last),
+                "load_s": _load_s(problem, first, last, link_rate),
                 "carried_bytes": problem.output[last],
             }
         )
@@ -188,7 +198,7 @@ def command(
                 force=force, input_shapes=input_shapes or None, extflash=ext,
                 step=progress.step,
             )  # fmt: skip
-    rows = _rows(chain, problem, answer, units)
+    rows = _rows(chain, problem, answer, units, boards.link.baud / boards.link.bits_per_byte)
     if as_json:
         doc = {
             "schema": "splitter.segments/1",
