@@ -50,8 +50,13 @@ from codegen.ops.q8_variants import isa_of
 from splitter.errors import InfeasibleError, InputFileError, UnsupportedOpError
 from splitter.ir import Chain, Layer, Op, TensorSpec
 
+TEMPLATES = Path(__file__).resolve().parent.parent / "firmware_templates"
 #: The static C file of the segment loader (copied into segmented firmware projects only).
-LOADER_C = Path(__file__).resolve().parent.parent / "firmware_templates" / "segments.c"
+LOADER_C = TEMPLATES / "segments.c"
+#: What a segmented project's copy of runtime.c changes: a sub-model's TIMING cycles leave out
+#: the cycles its segments spent loading weights (``runtime_load_cycles``, segments.c).
+RUNTIME_ANCHOR = "uint64_t cycles = cycles_stop();"
+RUNTIME_PATCH = "uint64_t cycles = cycles_stop() - runtime_load_cycles(); /* segments.c */"
 #: RAM the loader adds to the runtime: its receive frame (type, seq, len, 1024 B payload) and
 #: its cycle counter (``segments.c``), rounded up to 8.
 LOADER_RAM_BYTES = 1040
@@ -324,8 +329,22 @@ def generate_segmented_c(
         "model.h": _header(device_name, region, len(segments), extflash),
         "model.c": _source(device_name, chain, region, rows, bodies, in_bytes, out_bytes),
         "segments.c": LOADER_C.read_text(),
+        "runtime.c": segmented_runtime(),
     }
     return SegmentedC(files, bytes(blob), region, tuple(rows), out_bytes, in_bytes)
+
+
+def segmented_runtime() -> str:
+    """``firmware_templates/runtime.c`` with :data:`RUNTIME_PATCH` (compute cycles only)."""
+    text = (TEMPLATES / "runtime.c").read_text()
+    if text.count(RUNTIME_ANCHOR) != 1:
+        raise UnsupportedOpError(
+            f"firmware_templates/runtime.c: no single '{RUNTIME_ANCHOR}' to take the segment "
+            "loading cycles off; update codegen/segments.py RUNTIME_ANCHOR"
+        )
+    head = '#include "runtime.h"\n'
+    decl = head + "uint64_t runtime_load_cycles(void); /* segments.c: cycles spent loading */\n"
+    return text.replace(RUNTIME_ANCHOR, RUNTIME_PATCH).replace(head, decl, 1)
 
 
 def _unit_code(chain: Chain, u: Unit, table: WeightTable, isa: str) -> list[str]:

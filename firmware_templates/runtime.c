@@ -73,15 +73,10 @@ static int send_tensor(int l, uint8_t type, uint8_t sub, const uint8_t *data, ui
     return 0;
 }
 
-/* Cycles a sub-model spent loading segment weights (segments.c overrides this); they are not
- * compute, so TIMING leaves them out. */
-__attribute__((weak)) uint64_t runtime_load_cycles(void) { return 0; }
-
 static void run_submodel(const submodel_t *s) {
     cycles_start();
-    (void)runtime_load_cycles();
     int rc = s->run(model_arena);
-    uint64_t cycles = cycles_stop() - runtime_load_cycles();
+    uint64_t cycles = cycles_stop();
     add_timing(s->index, DEVICE_INDEX, cycles);
     if (rc != 0) {
         send_error(ERR_MODEL, s->index, runtime_text.model_error);

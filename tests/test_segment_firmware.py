@@ -102,7 +102,9 @@ def test_mobilenet_runs_on_one_f405_by_segments(tmp_path: Path, planned: tuple) 
     assert [x["segment"] for x in res["loads"]] == list(range(len(record["segments"])))
     assert [x["bytes"] for x in res["loads"]] == [s["weights_bytes"] for s in record["segments"]]
     assert 0 < res["load_s"] < res["round_trip_s"]
-    assert res["timings"][0]["cycles"] > 0
+    # compute cycles only: under -icount they are deterministic, about 1.6 M for MobileNet's
+    # 3.8 M MACs; with the loading's busy-waiting left in they would be far above 0.1 s
+    assert 0 < res["compute_s"] < 0.1
 
 
 @pytest.mark.slow
