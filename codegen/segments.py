@@ -28,6 +28,7 @@ unit's segment's weights (``PEAK + W_s <= A_s + W_s <= M``): loading never overw
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from math import ceil, prod
@@ -363,11 +364,29 @@ def _unit_code(chain: Chain, u: Unit, table: WeightTable, isa: str) -> list[str]
         )
     what = "" if u.parts == 1 else f", output channels {u.rows[0]}..{u.rows[1] - 1}"
     head = f"/* layer {u.layer}: {c_comment(layer.name)}{what}, RAM {mem.size} B */"
-    lines = [head, *_emit_unit(chain, layer, u.op, u.rows, u.part, u.parts, table, isa)]
+    body = _emit_unit(chain, layer, u.op, u.rows, u.part, u.parts, table, isa)
+    lines = [head, *runtime_records(body, {name for name, _ in table.arrays})]
     out = offs[layer.output.name]
     if u.part == u.parts - 1 and out != 0:
         lines.append(f"seg_move(A8, {out}u, {layer.output.size * float_itemsize(layer.output)}u);")
     return lines
+
+
+def runtime_records(lines: Sequence[str], names: set[str]) -> list[str]:
+    """``lines`` with every ``static const`` parameter record that points at a weight array of
+    ``names`` made an automatic ``const``: the arrays live in RAM now (``W8 + offset``, not a
+    constant expression), e.g. the int8 kernels' per-channel multipliers in ``k_q_params``."""
+    out = list(lines)
+    for i, line in enumerate(lines):
+        if not (line.lstrip().startswith("static const ") and line.rstrip().endswith("= {")):
+            continue
+        j = i
+        while j < len(lines) - 1 and not lines[j].strip().startswith("};"):
+            j += 1
+        words = set(re.findall(r"\w+", " ".join(lines[i : j + 1])))
+        if words & names:
+            out[i] = line.replace("static const ", "const ", 1)
+    return out
 
 
 def _table_blob(table: WeightTable) -> bytes:

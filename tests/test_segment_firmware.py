@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from test_e2e_support import BOARDS, MODELS, TOL, cli, random_input, reference
 
-from codegen.segments import chain_units
+from codegen.segments import chain_units, generate_segmented_c, runtime_records
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
 from splitter.link.build import run_make
@@ -143,3 +143,23 @@ def test_extflash_option_is_checked(tmp_path: Path) -> None:
                 str(tmp_path / "o"), "--extflash", "0x90000000:1MiB")  # fmt: skip
     assert small.returncode == 2 and "the weights take 1869344 B" in small.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_int8_records_pointing_at_loaded_weights_are_not_static() -> None:
+    """The int8 kernels' records point at the multipliers, which live in RAM (W8 + offset) in
+    segment firmware: those records become automatic, the others stay static const."""
+    chain = load_chain(MODELS / "tiny_cnn_int8.tflite")
+    units = chain_units(chain, 15 * 1024, core="cortex-m4")
+    gen = generate_segmented_c(chain, units, [(0, 3), (4, len(units) - 1)], "f4")
+    text = gen.files["model.c"]
+    assert "        const k_q_params q = {" in text
+    static = text.split("static const k_q_params")[1:]
+    assert all(".mult = w_" not in block.split("};")[0] for block in static)
+    assert "static const k_window_params p = {" in text
+    assert len(gen.blob) == sum(layer.cost.flash for layer in chain.layers)
+    assert gen.region_bytes == max(
+        sum(u.weights for u in units[a : b + 1]) + max(u.peak for u in units[a : b + 1])
+        for a, b in [(0, 3), (4, len(units) - 1)]
+    )
+    lines = ["static const k_x p = {", "    .w = w_a,", "};", "static const k_y q = {", "};"]
+    assert runtime_records(lines, {"w_a"})[::3] == ["const k_x p = {", "static const k_y q = {"]
