@@ -94,7 +94,7 @@ def test_mobilenet_runs_on_one_f405_by_segments(tmp_path: Path, planned: tuple) 
     x = random_input((1, 3, 64, 64), seed=16)
     np.save(tmp_path / "x.npy", x)
     run = cli("run", str(out), "--input", str(tmp_path / "x.npy"), "--emulate", "--json",
-              "--output", str(tmp_path / "y.npy"), "--timeout", "240")  # fmt: skip
+              "--output", str(tmp_path / "y.npy"))  # fmt: skip
     assert run.returncode == 0, run.stderr
     res = json.loads(run.stdout)
     y = np.load(tmp_path / "y.npy")

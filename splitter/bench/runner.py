@@ -116,7 +116,8 @@ def one_run(s: Session, x: bytes, nbytes: int, timeout: float) -> RunSample:
     send_tensor(s.links[s.first], 0, x)
     t_sent = time.monotonic()
     watch = [ln for name, ln in s.links.items() if name != s.last]
-    data, timings, t_first = receive_result(s.links[s.last], nbytes, timeout, watch)
+    budget = 0.0 if s.weights is None else s.weights.budget_s
+    data, timings, t_first = receive_result(s.links[s.last], nbytes, timeout + budget, watch)
     load = 0.0 if s.weights is None else s.weights.seconds - loaded
     return RunSample(data, timings, t0, t_sent, t_first, time.monotonic(), load)
 

@@ -56,7 +56,8 @@ from splitter.manifest import read_manifest
     type=float,
     default=60.0,
     show_default=True,
-    help="Seconds to wait for the result before naming the silent board.",
+    help="Seconds to wait for the result before naming the silent board (for LO-SC segments, "
+    "plus the estimated time to load their weights).",
 )
 @verbose_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")

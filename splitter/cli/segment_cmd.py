@@ -225,6 +225,14 @@ def command(
         )
 
 
+def _span(row: dict[str, object]) -> str:
+    """``3-8``, or the units ``28/2of10`` / ``25/2of2..26`` when layers are sliced."""
+    units = row.get("units")
+    if isinstance(units, list) and any("/" in str(u) for u in units):
+        return str(units[0]) if len(units) == 1 else f"{units[0]}..{units[-1]}"
+    return f"{row['first']}-{row['last']}"
+
+
 def _render(
     chain: Chain, device: Device, cap: int, answer: Segmentation, rows: list[dict[str, object]]
 ) -> None:
@@ -237,7 +245,7 @@ def _render(
     for r in rows:
         table.add_row(
             str(r["index"]),
-            f"{r['first']}-{r['last']} ({r['first_name']}..{r['last_name']})",
+            f"{_span(r)} ({r['first_name']}..{r['last_name']})",
             f"{int(r['weights_bytes']) / 1024:.1f}",  # type: ignore[call-overload]
             f"{int(r['memory_bytes']) / 1024:.1f}",  # type: ignore[call-overload]
             f"{float(r['time_s']):.6f}",  # type: ignore[arg-type]

@@ -169,7 +169,7 @@ def run(
             wiring["last_device"],
             x,
             out_spec.nbytes,
-            timeout=timeout,
+            timeout=timeout + (server.budget_s if server is not None else 0.0),
         )
     y = from_wire(res.data, out_spec)
     compute = compute_seconds(wiring, res.timings, emulated=emulate)

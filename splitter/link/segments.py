@@ -40,6 +40,9 @@ class WeightServer:
     blob: bytes
     segments: list[tuple[int, int]]
     loads: list[Load] = field(default_factory=list)
+    #: seconds added to a result's deadline: the estimated loading time of one inference
+    #: (segments.json ``load_s``: weights x bits per byte / baud)
+    budget_s: float = 0.0
 
     @classmethod
     def from_out(cls, out_dir: Path, record: dict[str, Any], device: str) -> WeightServer:
@@ -58,7 +61,7 @@ class WeightServer:
                 "re-run `splitter segment ... -o OUT`"
             )
         rows = [(int(s["blob_offset"]), int(s["weights_bytes"])) for s in record["segments"]]
-        return cls(blob, rows)
+        return cls(blob, rows, budget_s=float(record.get("load_s", 0.0)))
 
     @property
     def seconds(self) -> float:
