@@ -19,7 +19,10 @@ from test_e2e_support import BOARDS, MODELS, TOL, cli, random_input, reference
 from codegen.segments import chain_units, generate_segmented_c, runtime_records
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
+from splitter.link import protocol as P
 from splitter.link.build import run_make
+from splitter.link.host import MalformedFrameError
+from splitter.link.segments import LOAD, WEIGHTS, WeightServer
 from splitter.partition.segment import segment_memory, solve_segments
 from splitter.segment_build import firmware_cap, unit_problem
 
@@ -163,3 +166,43 @@ def test_int8_records_pointing_at_loaded_weights_are_not_static() -> None:
     )
     lines = ["static const k_x p = {", "    .w = w_a,", "};", "static const k_y q = {", "};"]
     assert runtime_records(lines, {"w_a"})[::3] == ["const k_x p = {", "static const k_y q = {"]
+
+
+class _FakeLink:
+    """What WeightServer uses of a HostLink: it records the frames it is asked to send."""
+
+    url, device, plan_tag, on_bytes = "fake://", "f4", 0x1234, None
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[int, bytes]] = []
+
+    def send(self, ftype: int, payload: bytes) -> int:
+        self.sent.append((ftype, payload))
+        return 1
+
+
+def test_weight_server_answers_load_with_the_segment_bytes() -> None:
+    blob = bytes(range(256)) * 12  # 3072 B: segment 0 = 1000 B, segment 1 = 2072 B
+    server = WeightServer(blob, [(0, 1000), (1000, 2072)])
+    link = _FakeLink()
+    load = P.Frame(LOAD, 1, P.CHUNK.pack(1, 0, 0x1234, 2072, 0))
+    assert server(link, load)  # type: ignore[arg-type]
+    got = bytearray()
+    for ftype, payload in link.sent:
+        chunk = P.decode_chunk(payload)
+        assert (ftype, chunk.submodel, chunk.total, chunk.tag) == (WEIGHTS, 1, 2072, 0x1234)
+        assert chunk.offset == len(got) and len(chunk.data) <= P.CHUNK_DATA
+        got += chunk.data
+    assert bytes(got) == blob[1000:]
+    assert [(x.segment, x.bytes) for x in server.loads] == [(1, 2072)]
+    assert not server(link, P.Frame(P.FrameType.TIMING, 2, b""))  # type: ignore[arg-type]
+    for bad in (P.CHUNK.pack(2, 0, 0, 10, 0), P.CHUNK.pack(0, 0, 0, 999, 0), b"\x00"):
+        with pytest.raises(MalformedFrameError, match="device f4"):
+            server(link, P.Frame(LOAD, 3, bad))  # type: ignore[arg-type]
+
+
+def test_segment_out_refuses_a_layer_profile(tmp_path: Path) -> None:
+    profile = str(MODELS / "profiles" / "thesis_profiles.json") + "#kws_cnn"
+    res = cli("segment", profile, "--target", str(BOARD_FILE), "-o", str(tmp_path / "o"))
+    assert res.returncode == 2 and "layer profile has no weights" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
