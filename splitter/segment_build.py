@@ -108,7 +108,9 @@ def write_segmented(
             f"--extflash: the weights take {len(gen.blob)} B, the region {extflash.size} B; "
             "give the board's whole external flash"
         )
-    manifest = segmented_manifest(chain, boards, device, gen.region_bytes, model, target, answer)
+    manifest, plan = segmented_manifest(
+        chain, boards, device, gen.region_bytes, model, target, answer
+    )
     index = boards.devices.index(device)
     spec = DeviceSpec(
         device.name,
@@ -144,7 +146,19 @@ def write_segmented(
         out.write_bytes(f"firmware/{device.name}/{BLOB_FILE}", gen.blob)
         out.write_json(SEGMENTS_FILE, record)
         out.write_text("report.md", report_text(record))
+        _write_html(out, chain, plan, manifest)
     return SegmentedOut(out.target, record, manifest)
+
+
+def _write_html(out: Any, chain: Chain, plan: Plan, manifest: PlanManifest) -> None:
+    """``report.json`` and ``report.html`` as compile writes them (the one-device plan, its
+    layers with their own weights), so ``splitter report`` / ``bench`` refresh it."""
+    from splitter.report import REPORT_DATA_FILE, REPORT_FILE, report_data
+    from splitter.report import render_report as render_html
+
+    data = report_data(chain, plan)
+    out.write_json(REPORT_DATA_FILE, data.to_dict())
+    out.write_text(REPORT_FILE, render_html(manifest, data, {"skipped": True}))
 
 
 def _add_estimates(
@@ -211,7 +225,7 @@ def segmented_manifest(
     model: str,
     target: str,
     answer: Segmentation,
-) -> PlanManifest:
+) -> tuple[PlanManifest, Plan]:
     """plan.json of a segmented device: one sub-model, FLASH 0 (weights outside internal
     flash), RAM = the region; the loader's RAM is added to the device's runtime RAM."""
     from codegen.segments import LOADER_RAM_BYTES
@@ -244,7 +258,7 @@ def segmented_manifest(
         else d
         for d in manifest.devices
     )
-    return replace(manifest, devices=devices).check()
+    return replace(manifest, devices=devices).check(), plan
 
 
 def report_text(record: dict[str, Any]) -> str:
