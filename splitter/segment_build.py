@@ -109,7 +109,7 @@ def write_segmented(
             "give the board's whole external flash"
         )
     manifest, plan = segmented_manifest(
-        chain, boards, device, gen.region_bytes, model, target, answer
+        chain, boards, device, gen.region_bytes, model, target, answer, segments_digest(gen)
     )
     index = boards.devices.index(device)
     spec = DeviceSpec(
@@ -148,6 +148,17 @@ def write_segmented(
         out.write_text("report.md", report_text(record))
         _write_html(out, chain, plan, manifest)
     return SegmentedOut(out.target, record, manifest)
+
+
+def segments_digest(gen: Any) -> str:
+    """16 hex digits of ``sha256`` over the segment table and the weights: in plan.json's
+    ``solver`` (``lo-sc <digest>``), so the plan hash a board reports in PONG changes with the
+    segmentation and the weights, and ``run`` refuses a board flashed for other segments."""
+    import hashlib
+
+    h = hashlib.sha256(repr(gen.segments).encode())
+    h.update(gen.blob)
+    return h.hexdigest()[:16]
 
 
 def _write_html(out: Any, chain: Chain, plan: Plan, manifest: PlanManifest) -> None:
@@ -225,6 +236,7 @@ def segmented_manifest(
     model: str,
     target: str,
     answer: Segmentation,
+    digest: str = "",
 ) -> tuple[PlanManifest, Plan]:
     """plan.json of a segmented device: one sub-model, FLASH 0 (weights outside internal
     flash), RAM = the region; the loader's RAM is added to the device's runtime RAM."""
@@ -241,7 +253,7 @@ def segmented_manifest(
     n = len(chain.layers)
     plan = Plan(
         objective="latency",
-        solver="lo-sc",
+        solver=f"lo-sc {digest}".strip(),
         optimal=answer.optimal,
         nodes=0,
         solve_time_s=0.0,
