@@ -119,7 +119,8 @@ def _rows(
     "--segment-memory",
     default=None,
     metavar="SIZE",
-    help="Bytes a segment may occupy, e.g. '96 KiB' (default: the device's usable RAM).",
+    help="Bytes a segment may occupy, e.g. '96 KiB' (default for a model: what the firmware "
+    "has, the RAM region less runtime and loader; for a layer profile: the usable RAM).",
 )
 @click.option(
     "--segment-time",
