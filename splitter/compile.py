@@ -66,6 +66,8 @@ class CompileOptions:
     assignment: tuple[int, ...] | None = None
     #: labelled set (``.npz`` with inputs ``x`` and labels ``y``): accuracy in the validation
     data_file: str | None = None
+    #: PEX partial execution: "off", "auto" or "on" (:mod:`splitter.partition.partial`)
+    partial_execution: str = "auto"
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,7 +138,7 @@ def compile_model(
         check_input_files(chain, opts.input_files)
         check_data_file(chain, opts)
     with clock("plan", "solving the partition"):
-        plan = make_plan(chain, boards, opts)
+        chain, plan = make_plan(chain, boards, opts)
     manifest = make_manifest(plan, chain, boards, model, target, opts)
     cuts = cuts_from_manifest(manifest)
     with clock("slice", f"slicing into {len(cuts)} sub-models"):
@@ -212,13 +214,21 @@ def check_data_file(chain: Chain, opts: CompileOptions) -> None:
     load_labelled(opts.data_file, chain.layers[0].output, prod(chain.layers[-1].output.shape))
 
 
-def make_plan(chain: Chain, boards: Boards, opts: CompileOptions) -> Plan:
-    """Solve the partition, or evaluate ``opts.assignment`` when one is given."""
-    if opts.assignment is not None:
-        return plan_from_assignment(chain, boards, opts.assignment, opts.objective)
-    from splitter.partition.report import plan_chain
+def make_plan(chain: Chain, boards: Boards, opts: CompileOptions) -> tuple[Chain, Plan]:
+    """Solve the partition, or evaluate ``opts.assignment`` when one is given (with
+    ``partial_execution="on"`` the assignment is over the chain with its loops fused); returns
+    the chain the plan is for (:mod:`splitter.partition.partial`) and the plan."""
+    from splitter.cost.pex_chain import partial_chain
+    from splitter.partition.partial import plan_partial
 
-    return plan_chain(chain, boards, opts.objective, opts.solver or "auto", **opts.solver_options)
+    if opts.assignment is not None:
+        if opts.partial_execution == "on":
+            chain = partial_chain(chain, opts.activation_bytes)
+        return chain, plan_from_assignment(chain, boards, opts.assignment, opts.objective)
+    return plan_partial(
+        chain, boards, opts.partial_execution, opts.objective, opts.solver or "auto",
+        opts.activation_bytes, **opts.solver_options,
+    )  # fmt: skip
 
 
 def plan_from_assignment(

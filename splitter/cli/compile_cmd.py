@@ -11,6 +11,7 @@ from splitter.cli.options import (
     activation_bytes_option,
     input_shape_option,
     objective_option,
+    partial_execution_option,
     solver_kwargs,
     solver_options,
 )
@@ -49,6 +50,7 @@ from splitter.errors import UnsupportedOpError
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
 @input_shape_option
 @activation_bytes_option
+@partial_execution_option
 def command(
     model: str,
     target: str,
@@ -66,6 +68,7 @@ def command(
     as_json: bool,
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
+    partial_execution: str,
 ) -> None:
     """Split MODEL over the boards of BOARDS.toml into validated sub-model files in OUT."""
     options = CompileOptions(
@@ -79,6 +82,7 @@ def command(
         input_shapes=input_shapes or None,
         activation_bytes=activation_bytes,
         data_file=data_file,
+        partial_execution=partial_execution,
     )
     with Progress() as progress:
         report = {**options.solver_options, "on_progress": progress.status}

@@ -66,6 +66,15 @@ activation_bytes_option = click.option(
     help="Bytes per activation element (e.g. 1 for int8); default: the tensors' dtype.",
 )
 
+partial_execution_option = click.option(
+    "--partial-execution",
+    type=click.Choice(["off", "auto", "on"]),
+    default="auto",
+    show_default=True,
+    help="PEX channel-by-channel loops (float32 NCHW models): on = wherever they lower RAM, "
+    "auto = only when no plan fits without them.",
+)
+
 objective_option = click.option(
     "--objective",
     type=click.Choice(["latency", "throughput"]),

@@ -12,6 +12,7 @@ from splitter.cli.options import (
     activation_bytes_option,
     input_shape_option,
     objective_option,
+    partial_execution_option,
     solver_kwargs,
     solver_options,
 )
@@ -20,7 +21,8 @@ from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
 from splitter.ir import Plan
 from splitter.manifest import PlanManifest
-from splitter.partition.report import build_manifest, plan_chain
+from splitter.partition.partial import plan_partial
+from splitter.partition.report import build_manifest
 
 
 def _kib(n: int) -> str:
@@ -49,6 +51,14 @@ def _render(m: PlanManifest, plan: Plan) -> None:
         )
     console = Console(width=max(132, shutil.get_terminal_size().columns))
     console.print(table)
+    for s in m.submodels:
+        if s.loops:
+            console.print(
+                f"sub-model {s.index}: partial execution (PEX) RAM {_kib(s.ram_bytes)} KiB, "
+                f"{_kib(s.ram_whole_bytes)} KiB run op by op; {len(s.loops)} channel loop(s): "
+                + "; ".join(s.loops),
+                highlight=False,
+            )
     thr, ref9 = m.throughput_per_s, m.throughput_ref9_per_s
     proof = (
         "proved optimal"
@@ -79,6 +89,7 @@ def _render(m: PlanManifest, plan: Plan) -> None:
 )
 @input_shape_option
 @activation_bytes_option
+@partial_execution_option
 def command(
     input_path: str,
     target: str,
@@ -90,6 +101,7 @@ def command(
     as_json: bool,
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
+    partial_execution: str,
 ) -> None:
     """Place the layers of INPUT (ONNX, TFLite or CSV/JSON profile) on the boards of --target."""
     options = solver_kwargs(solver, time_limit, var_order, val_order)
@@ -100,7 +112,10 @@ def command(
             input_path, input_shapes=input_shapes or None, activation_bytes=activation_bytes
         )
         progress.step(f"solving ({solver}, {objective})")
-        plan = plan_chain(chain, boards, objective, solver, on_progress=progress.status, **options)
+        chain, plan = plan_partial(
+            chain, boards, partial_execution, objective, solver, activation_bytes,
+            on_progress=progress.status, **options,
+        )  # fmt: skip
     manifest = build_manifest(
         plan,
         chain,

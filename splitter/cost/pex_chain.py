@@ -25,10 +25,10 @@ from splitter.cost.memory import plan_layer_memory
 from splitter.cost.pex import LoopRules, PartialSchedule, partial_schedule
 from splitter.ir import ACTIVATIONS, Chain, ChannelLoop, Layer, LayerCost, Op, TensorSpec
 
-#: Standalone activation kinds the generated loops run one channel at a time (``k_act``).
-LOOP_ACTIVATIONS = frozenset(
-    {"relu", "relu6", "clip", "sigmoid", "tanh", "hardswish", "leaky_relu", "hardsigmoid"}
-) & frozenset(ACTIVATIONS)
+#: Standalone activation kinds (no parameters) the generated loops run one plane at a time.
+LOOP_ACTIVATIONS = frozenset({"relu", "relu6", "sigmoid", "tanh", "hardswish"}) & frozenset(
+    ACTIVATIONS
+)
 
 #: The modes of ``--partial-execution``.
 MODES = ("off", "auto", "on")
@@ -123,7 +123,9 @@ def partial_chain(chain: Chain, activation_bytes: int | None = None) -> Chain:
     for first, last, loops in groups:
         layers.extend(chain.layers[pos:first])
         fused = fuse_layers(chain, chain.layers[first : last + 1], loops, itemsize_of)
-        layers.extend([fused] if fused.cost.ram < fused.whole_ram else chain.layers[first : last + 1])
+        layers.extend(
+            [fused] if fused.cost.ram < fused.whole_ram else chain.layers[first : last + 1]
+        )
         pos = last + 1
     layers.extend(chain.layers[pos:])
     if len(layers) == len(chain.layers) and all(not x.loops for x in layers):

@@ -1,0 +1,43 @@
+"""Planning with PEX partial execution: ``--partial-execution off | auto | on``.
+
+* ``off``: the chain as imported, every op run whole.
+* ``on``: the chain with its executable loops fused (:func:`splitter.cost.pex_chain.
+  partial_chain`): every loop that lowers a layer's RAM, whether or not a board needs it.
+* ``auto`` (the default): plan without partial execution; only when no plan fits the boards
+  (:class:`InfeasibleError`) plan again with the loops. A plan that fits is never changed:
+  partial execution costs no extra MACs, but its per-channel kernel calls run slower than the
+  whole-tensor kernels and a loop's layers can no longer be cut apart, so it is used when RAM
+  demands it.
+"""
+
+from __future__ import annotations
+
+from splitter.cost.pex_chain import MODES, partial_chain
+from splitter.errors import InfeasibleError
+from splitter.ir import Boards, Chain, Plan
+from splitter.partition.report import plan_chain
+
+
+def plan_partial(
+    chain: Chain,
+    boards: Boards,
+    mode: str = "auto",
+    objective: str = "latency",
+    solver: str = "auto",
+    activation_bytes: int | None = None,
+    **options: object,
+) -> tuple[Chain, Plan]:
+    """The chain the plan is for (with loops or not, per ``mode``) and the plan."""
+    if mode not in MODES:
+        raise ValueError(f"partial execution mode {mode!r}: one of {', '.join(MODES)}")
+    if mode == "off":
+        return chain, plan_chain(chain, boards, objective, solver, **options)
+    fused = partial_chain(chain, activation_bytes)
+    if mode == "on":
+        return fused, plan_chain(fused, boards, objective, solver, **options)
+    try:
+        return chain, plan_chain(chain, boards, objective, solver, **options)
+    except InfeasibleError:
+        if fused is chain:
+            raise
+    return fused, plan_chain(fused, boards, objective, solver, **options)
