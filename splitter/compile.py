@@ -454,7 +454,13 @@ def render_report(
 
 def _estimate_lines(m: PlanManifest) -> list[str]:
     gap = "" if m.gap is None else f" (gap {m.gap:.2%})"
-    return [
+    pex = [
+        f"- sub-model {s.index} ({md_text(s.device)}): partial execution (PEX), RAM "
+        f"{s.ram_bytes} B, {s.ram_whole_bytes} B run op by op, {len(s.loops)} channel loop(s)"
+        for s in m.submodels
+        if s.loops
+    ]
+    return pex + [
         f"- objective: {m.objective}, solver {m.solver}, "
         f"{'proved optimal' if m.optimal else 'not proved optimal'}{gap}, {m.nodes} nodes",
         f"- latency (SPEC.md eq. 13): {m.latency_s * 1e3:.3f} ms",

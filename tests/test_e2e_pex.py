@@ -62,6 +62,8 @@ def test_each_submodel_runs_a_loop_and_its_arena_is_the_estimate(out: Path) -> N
         header = (out / "firmware" / dev["name"] / "model.h").read_text()
         arena = int(re.search(r"MODEL_ARENA_BYTES (\d+)u", header).group(1))  # type: ignore[union-attr]
         assert arena == dev["ram_used"] == sub["ram_bytes"]
+    assert "<h2>Partial execution</h2>" in (out / "report.html").read_text()
+    assert "partial execution (PEX), RAM" in (out / "report.md").read_text()
 
 
 @pytest.mark.slow

@@ -150,5 +150,6 @@ def test_mobilenet_v2_float_loops_on_host(mnv2: Path, tmp_path: Path) -> None:
         ref = sess.run(None, {sess.get_inputs()[0].name: x})[0]
         dev, row = rows[sm]
         got = run_host(exes[dev], row, x, tmp_path / dev)
-        assert float(np.max(np.abs(got - ref.ravel()))) <= TOL * max(1.0, float(np.max(np.abs(ref))))
+        err = float(np.max(np.abs(got - ref.ravel())))
+        assert err <= TOL * max(1.0, float(np.max(np.abs(ref)))), (sm, err)
         x = ref

@@ -164,9 +164,9 @@ def _allowed(
     for s, group in candidates.items():
         for lp in group:
             inside = ops[lp.first + 1 : lp.last]
-            if ok(rules.start, ops[lp.first]) and ok(rules.end, ops[lp.last]):
-                if all(ok(rules.middle, op) for op in inside):
-                    kept.setdefault(s, []).append(lp)
+            ends = ok(rules.start, ops[lp.first]) and ok(rules.end, ops[lp.last])
+            if ends and all(ok(rules.middle, op) for op in inside):
+                kept.setdefault(s, []).append(lp)
     return kept
 
 
