@@ -34,6 +34,7 @@ from codegen.ops.base import EmitContext
 from codegen.ops.literals import WeightTable
 from codegen.ops.q8_variants import isa_of
 from codegen.pex import emit_layer as emit_pex_layer
+from codegen.pex import placed_offsets as pex_offsets
 from splitter.cost.handlers import op_flash
 from splitter.errors import UnsupportedOpError
 from splitter.ir import Chain, Layer, Op, SubModel, TensorSpec
@@ -375,6 +376,8 @@ def _submodel_function(
             continue
         mem = layer_memory(layer, chain, planner)
         offs = placed_offsets(mem, layer, arena, at_top)
+        if layer.loops:  # int8 accumulators: the result's offset (codegen/pex.py)
+            offs = pex_offsets(layer, offs, mem.sizes, tensors)
         label = f"{c_comment(layer.name)} ({c_comment(layer.op_label)})"
         lines.append(f"    /* layer {j}: {label}, RAM {mem.size} B */")
         before = weights.nbytes

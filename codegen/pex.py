@@ -14,6 +14,15 @@ channel is one contiguous ``H*W`` plane; the rules are ``splitter.cost.pex_chain
   ``(O, C)``, column ``c`` read with stride ``C``) and applies its fused activation after the
   loop (float accumulates in place, no wider buffer).
 
+int8 NHWC loops (a channel is strided there, so each slice is a plane of its own) generate with
+``k_q_conv2d`` (``O = 1``, the filter row ``c`` of the OHWI weights, multiplier / shift / bias
+``c``), run depthwise convs on one plane (``k_q_conv2d``, ``C = O = groups = 1``, weights
+``(C, kh*kw)``) and accumulate into int32 accumulators (``k_q_pex_fill`` /
+``k_q_pex_accumulate``), requantised in place after the loop (``k_q_pex_requant``) as
+``k_q_conv2d`` rounds: bit for bit the ops run whole. The accumulators occupy the output's block
+(``4 * elements`` bytes); the int8 result lands at its start, or at its end when the block is
+the layer output at the top of the arena (:func:`placed_offsets` says where).
+
 Every op computes each output once: the MACs are those of the op run whole. Offsets are the
 layer's arena plan with its loops (``splitter.cost.memory.plan_layer_memory``): the inner
 tensors' one-channel buffers and the loop context, so the arena is the planner's RAM_j. Ops
@@ -29,9 +38,17 @@ import numpy as np
 
 from codegen import ops as emitters
 from codegen.escape import c_comment
-from codegen.ops.base import ACT_CODES, EmitContext, act_args, act_params, act_record
-from codegen.ops.conv import window_record
+from codegen.ops.base import (
+    ACT_CODES,
+    EmitContext,
+    act_args,
+    act_params,
+    act_record,
+    is_quantised,
+)
+from codegen.ops.conv import ohwi, q_record, window_record
 from codegen.ops.literals import c_float
+from codegen.ops.quant import bias, gemm_rounding, qp, requant_arrays
 from splitter.cost.memory import accumulates
 from splitter.ir import ChannelLoop, Layer, Op, TensorSpec
 
@@ -49,38 +66,67 @@ def emit_layer(layer: Layer, ctx: EmitContext) -> list[str]:
     return lines
 
 
+def placed_offsets(layer: Layer, offsets: Mapping[str, int], sizes: Mapping[str, int],
+                   tensors: Mapping[str, TensorSpec]) -> dict[str, int]:  # fmt: skip
+    """``offsets`` with each int8 accumulating output at its int8 result (the start of its
+    accumulator block, or its last ``elements`` bytes when it is the layer output placed at the
+    top, offset > 0), the accumulators under ``"<name>:acc"``."""
+    out = dict(offsets)
+    for loop in layer.loops:
+        last = next(op for op in layer.ops if op.name == loop.ops[-1])
+        y = last.outputs[0]
+        if accumulates(last) and tensors[y].dtype == "int8":
+            out[f"{y}:acc"] = offsets[y]
+            n = tensors[y].size
+            if y == layer.output.name and offsets[y] != 0:
+                out[y] = offsets[y] + sizes[y] - n
+    return out
+
+
 def emit_loop(loop: ChannelLoop, layer: Layer, ctx: EmitContext) -> list[str]:
     """One partial execution loop (module docstring)."""
     by_name = {op.name: op for op in layer.ops}
     ops = [by_name[name] for name in loop.ops]
     inner = {op.outputs[0] for op in ops[:-1]}
-    plane = _sliced(ops, inner, ctx.tensors)
-    sub = replace(ctx, tensors=plane)
+    q8 = is_quantised(ops[0], ctx.tensors)
+    if q8:  # the int8 kernels are NHWC whatever the graph's layout (codegen/ops/base.py)
+        ctx = replace(ctx, layout="NHWC")
+    sub = replace(ctx, tensors=_sliced(ops, inner, ctx.tensors, q8))
     last = ops[-1]
     acc = accumulates(last)
     head = [f"/* PEX loop: {c_comment(' -> '.join(loop.ops))} over {loop.channels} channels */"]
     lines = ["{"]
     if acc:
-        bias = ctx.const(last, "B") if "B" in last.weights else "0"
-        out = ctx.tensors[last.outputs[0]].shape
-        lines.append(f"    k_pex_fill({ctx.ptr(last.outputs[0])}, {bias}, {out[1]}, {_hw(out)});")
+        lines.extend("    " + line for line in (_q8_fill if q8 else _fill)(last, ctx))
     lines.append(f"    for (int c = 0; c < {loop.channels}; c++) {{")
     for k, op in enumerate(ops):
-        first_gen = k == 0 and not _channelwise(op)
         if k == len(ops) - 1 and acc:
-            body = _accumulate(op, ctx, inner)
-        elif first_gen:
-            body = _generate(op, ctx, sub)
+            body = (_q8_accumulate if q8 else _accumulate)(op, ctx, inner)
+        elif k == 0 and not _channelwise(op):
+            body = (_q8_generate if q8 else _generate)(op, ctx, sub)
         else:
-            body = _channel_op(op, ctx, sub, inner)
+            body = (_q8_channel_op if q8 else _channel_op)(op, ctx, sub, inner)
         text = [f"/* {c_comment(op.name)}: {op.kind} */", "{", *("    " + b for b in body), "}"]
         lines.extend("        " + line for line in text)
     lines.append("    }")
-    if acc and last.attr("act") is not None:
-        y = last.outputs[0]
-        n = ctx.tensors[y].size
-        lines.append(f"    k_act({ctx.ptr(y)}, {ctx.ptr(y)}, {n}, {act_args(last)});")
+    if acc:
+        lines.extend("    " + line for line in (_q8_finish if q8 else _finish)(last, ctx))
     return [*head, *lines, "}"]
+
+
+def _fill(op: Op, ctx: EmitContext) -> list[str]:
+    """Float output planes set to the bias before the loop."""
+    bias = ctx.const(op, "B") if "B" in op.weights else "0"
+    out = ctx.tensors[op.outputs[0]].shape
+    return [f"k_pex_fill({ctx.ptr(op.outputs[0])}, {bias}, {out[1]}, {_hw(out)});"]
+
+
+def _finish(op: Op, ctx: EmitContext) -> list[str]:
+    """The accumulating conv's fused activation over its whole float output."""
+    if op.attr("act") is None:
+        return []
+    y = op.outputs[0]
+    return [f"k_act({ctx.ptr(y)}, {ctx.ptr(y)}, {ctx.tensors[y].size}, {act_args(op)});"]
 
 
 def _channelwise(op: Op) -> bool:
@@ -92,10 +138,10 @@ def _hw(shape: tuple[int, ...]) -> int:
 
 
 def _sliced(
-    ops: list[Op], inner: set[str], tensors: Mapping[str, TensorSpec]
+    ops: list[Op], inner: set[str], tensors: Mapping[str, TensorSpec], q8: bool
 ) -> dict[str, TensorSpec]:
     """The tensors as one loop iteration sees them: every tensor a channel-wise op touches, and
-    every inner one, has one channel (the records' ``C`` / ``O``)."""
+    every inner one, has one channel (the records' ``C`` / ``O``; NHWC for int8)."""
     out = dict(tensors)
     for k, op in enumerate(ops):
         touched = set(op.outputs) & inner
@@ -105,7 +151,8 @@ def _sliced(
             touched.add(op.inputs[0])
         for name in touched:
             spec = tensors[name]
-            out[name] = replace(spec, shape=(spec.shape[0], 1, *spec.shape[2:]))
+            one = (*spec.shape[:3], 1) if q8 else (spec.shape[0], 1, *spec.shape[2:])
+            out[name] = replace(spec, shape=one)
     return out
 
 
@@ -152,3 +199,70 @@ def _accumulate(op: Op, ctx: EmitContext, inner: set[str]) -> list[str]:
     hw = _hw(ctx.tensors[y].shape)
     x = _plane(op.inputs[0], ctx, inner)
     return [f"k_pex_accumulate({x}, {wn} + c, {cin}, {o}, {hw}, {ctx.ptr(y)});"]
+
+
+# ------------------------------------------------------------------------------ int8 ----
+
+
+def _q8_generate(op: Op, ctx: EmitContext, sub: EmitContext) -> list[str]:
+    """Output channel ``c`` of an int8 ``groups == 1`` conv (``k_q_conv2d``, ``O = 1``)."""
+    w = ohwi(np.asarray(op.weights["W"]))
+    taps = int(np.prod(w.shape[1:]))
+    wn = ctx.weights.add(f"{op.name}_W", w, np.int8)
+    return _q8_conv_call(op, ctx, sub, f"{wn} + c * {taps}", ctx.p8(op.inputs[0]),
+                         ctx.p8(op.outputs[0]))  # fmt: skip
+
+
+def _q8_channel_op(op: Op, ctx: EmitContext, sub: EmitContext, inner: set[str]) -> list[str]:
+    """Channel ``c`` of an int8 depthwise conv on its one-plane slices."""
+    w = ohwi(np.asarray(op.weights["W"]))  # (C, kh, kw, 1): channel c's taps contiguous
+    taps = int(np.prod(w.shape[1:]))
+    wn = ctx.weights.add(f"{op.name}_W", w, np.int8)
+    return _q8_conv_call(op, ctx, sub, f"{wn} + c * {taps}", ctx.p8(op.inputs[0]),
+                         ctx.p8(op.outputs[0]))  # fmt: skip
+
+
+def _q8_conv_call(op: Op, ctx: EmitContext, sub: EmitContext, w: str, x: str, y: str) -> list[str]:
+    """``k_q_conv2d`` of one channel: the window of the sliced tensors, the requantisation of
+    channel ``c`` (a ``const`` record: its pointers depend on ``c``)."""
+    bn = bias(op, ctx)
+    mult, shift, nq = requant_arrays(op, ctx)
+    k = " + c" if nq > 1 else ""
+    kernel = np.asarray(op.weights["W"]).shape[2:]
+    params = window_record(op, sub, kernel, groups=1)
+    q = q_record(op, ctx, (f"{mult}{k}", f"{shift}{k}", 1), gemm_rounding(op))
+    q[0] = q[0].replace("static const", "const", 1)
+    b = f"{bn} + c" if bn != "0" else "0"
+    return [*params, *q, f"k_q_conv2d(&p, &q, {x}, {w}, {b}, {y});"]
+
+
+def _q8_fill(op: Op, ctx: EmitContext) -> list[str]:
+    """int32 accumulators set to the bias before the loop."""
+    y = op.outputs[0]
+    hw = int(np.prod(ctx.tensors[y].shape[1:3]))
+    o = ctx.tensors[y].shape[3]
+    return [f"k_q_pex_fill(A8 + {ctx.offsets[y + ':acc']}, {bias(op, ctx)}, {o}, {hw});"]
+
+
+def _q8_accumulate(op: Op, ctx: EmitContext, inner: set[str]) -> list[str]:
+    """Input channel ``c``'s contribution to an int8 pointwise conv's accumulators."""
+    w = np.asarray(op.weights["W"])
+    o, cin = w.shape[:2]
+    wn = ctx.weights.add(f"{op.name}_W", w.reshape(o, cin), np.int8)
+    y = op.outputs[0]
+    hw = int(np.prod(ctx.tensors[y].shape[1:3]))
+    _, in_zp = qp(ctx.tensors[op.inputs[0]])
+    x = ctx.p8(op.inputs[0])
+    acc = f"A8 + {ctx.offsets[y + ':acc']}"
+    return [f"k_q_pex_accumulate({x}, {wn} + c, {cin}, {in_zp}, {o}, {hw}, {acc});"]
+
+
+def _q8_finish(op: Op, ctx: EmitContext) -> list[str]:
+    """The accumulators requantised in place into the int8 output."""
+    y = op.outputs[0]
+    hw = int(np.prod(ctx.tensors[y].shape[1:3]))
+    o = ctx.tensors[y].shape[3]
+    q = q_record(op, ctx, requant_arrays(op, ctx), gemm_rounding(op))
+    acc = f"A8 + {ctx.offsets[y + ':acc']}"
+    return ["{", *("    " + line for line in q),
+            f"    k_q_pex_requant(&q, {acc}, {o}, {hw}, {ctx.p8(y)});", "}"]  # fmt: skip

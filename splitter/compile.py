@@ -460,12 +460,13 @@ def _estimate_lines(m: PlanManifest) -> list[str]:
         for s in m.submodels
         if s.loops
     ]
-    return pex + [
+    return [
         f"- objective: {m.objective}, solver {m.solver}, "
         f"{'proved optimal' if m.optimal else 'not proved optimal'}{gap}, {m.nodes} nodes",
         f"- latency (SPEC.md eq. 13): {m.latency_s * 1e3:.3f} ms",
         f"- throughput (eq. 17): {_rate(m.throughput_per_s)} inferences/s; "
         f"reference [9]: {_rate(m.throughput_ref9_per_s)} inferences/s",
+        *pex,
     ]
 
 

@@ -153,3 +153,73 @@ def test_mobilenet_v2_float_loops_on_host(mnv2: Path, tmp_path: Path) -> None:
         err = float(np.max(np.abs(got - ref.ravel())))
         assert err <= TOL * max(1.0, float(np.max(np.abs(ref)))), (sm, err)
         x = ref
+
+
+@pytest.fixture(scope="module")
+def irb_qdq(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``models/pex_irb_48.onnx`` quantised to QDQ int8 (per-channel weights) by onnxruntime, as
+    models/make_exported.py quantises resnet_tv_28."""
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    rng = np.random.default_rng(16)
+    samples = iter([rng.standard_normal((1, 3, 48, 48)).astype(np.float32) for _ in range(8)])
+
+    class Reader(CalibrationDataReader):
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            x = next(samples, None)
+            return None if x is None else {"input": x}
+
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    work = tmp_path_factory.mktemp("qdq")
+    out, pre = work / "pex_irb_48_qdq.onnx", work / "pre.onnx"
+    quant_pre_process(str(BOARDS.parent / "pex_irb_48.onnx"), str(pre), skip_symbolic_shape=True)
+    quantize_static(str(pre), str(out), Reader(), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+                    per_channel=True)  # fmt: skip
+    return out
+
+
+def _host_bytes(exe: Path, row: int, data: bytes, work: Path) -> bytes:
+    import subprocess
+
+    (work / "in.bin").write_bytes(data)
+    res = subprocess.run([str(exe), str(row), str(work / "in.bin"), str(work / "out.bin")],
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    return (work / "out.bin").read_bytes()
+
+
+def test_int8_loops_are_bit_exact_with_the_ops_run_whole(irb_qdq: Path, tmp_path: Path) -> None:
+    """int8 loops (int32 accumulators requantised in place) give the very bytes of the int8
+    kernels run op by op, which follow LiteRT's arithmetic (tests/test_qdq.py,
+    tests/test_tflite_loaded.py); the accumulating output both at the bottom and at the top of
+    the arena (two splits); arena bytes == the estimate."""
+    chain = load_chain(str(irb_qdq))
+    fused = partial_chain(chain)
+    looped = [layer for layer in fused.layers if layer.loops]
+    assert len(looped) == 2 and all(layer.cost.ram < layer.whole_ram for layer in looped)
+    assert max(c.ram for c in fused.costs) < max(c.ram for c in chain.costs)
+    assert sum(c.macs for c in fused.costs) == sum(c.macs for c in chain.costs)
+    n, m = len(chain), len(fused)
+    whole = build_host(generate_device_c(chain, [(0, 0, n - 1)], "whole"), tmp_path / "whole")
+    # block 2's loop (layer 3) ends the layer: its output at the top of the arena (sub-model 1
+    # starts at layer 2), then at the bottom (sub-model 3 starts at layer 3)
+    ranges = [(0, 0, 1), (1, 2, m - 1), (2, 2, 2), (3, 3, m - 1)]
+    gen = generate_device_c(fused, ranges, "pex")
+    assert gen.arena_bytes == max(c.ram for c in fused.costs)
+    assert gen.files["model.c"].count("k_q_pex_requant(") == 4
+    exe = build_host(gen, tmp_path / "pex")
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        x = rng.standard_normal((1, 3, 48, 48)).astype(np.float32).tobytes()
+        want = _host_bytes(whole, 0, x, tmp_path / "whole")
+        mid = _host_bytes(exe, 0, x, tmp_path / "pex")
+        assert _host_bytes(exe, 1, mid, tmp_path / "pex") == want
+        block_1 = _host_bytes(exe, 2, mid, tmp_path / "pex")
+        assert _host_bytes(exe, 3, block_1, tmp_path / "pex") == want

@@ -119,6 +119,56 @@ void k_q_conv2d(const k_window_params *p, const k_q_params *q, const int8_t *res
     }
 }
 
+void k_q_pex_fill(void *acc, const int32_t *b, int O, int HW)
+{
+    unsigned char *a = (unsigned char *)acc;
+    int i, o;
+    for (i = 0; i < HW; i++)
+        for (o = 0; o < O; o++) {
+            const int32_t v = b ? b[o] : 0;
+            memcpy(a + ((size_t)i * O + o) * 4, &v, 4);
+        }
+}
+
+void k_q_pex_accumulate(const int8_t *restrict x, const int8_t *restrict w, int wstride,
+                        int in_zp, int O, int HW, void *acc)
+{
+    unsigned char *a = (unsigned char *)acc;
+    int i, o;
+    for (i = 0; i < HW; i++) {
+        const int32_t xv = (int32_t)x[i] - in_zp;
+        unsigned char *ai = a + (size_t)i * O * 4;
+        for (o = 0; o < O; o++) {
+            int32_t v;
+            memcpy(&v, ai + (size_t)o * 4, 4);
+            v += (int32_t)w[(size_t)o * wstride] * xv;
+            memcpy(ai + (size_t)o * 4, &v, 4);
+        }
+    }
+}
+
+/* One requantised accumulator, as k_q_conv2d's last steps. */
+static int8_t pex_out(const k_q_params *q, const unsigned char *a, int n, int o)
+{
+    const int k = q->nq > 1 ? o : 0;
+    int32_t v;
+    memcpy(&v, a + (size_t)n * 4, 4);
+    v = q->round_up ? k_q_mul_up(v, q->mult[k], q->shift[k]) : k_q_mul(v, q->mult[k], q->shift[k]);
+    return (int8_t)clampi(v + q->out_zp, q->act_min, q->act_max);
+}
+
+void k_q_pex_requant(const k_q_params *q, const void *acc, int O, int HW, int8_t *y)
+{
+    const unsigned char *a = (const unsigned char *)acc;
+    const int n = O * HW;
+    int i;
+    if ((const unsigned char *)y <= a) {
+        for (i = 0; i < n; i++) y[i] = pex_out(q, a, i, i % O); /* byte i <= word i's bytes */
+    } else {
+        for (i = n - 1; i >= 0; i--) y[i] = pex_out(q, a, i, i % O); /* y = a + 3n: above */
+    }
+}
+
 void k_q_dense(const k_dense_params *p, const k_q_params *q, const int8_t *restrict x,
                const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict y)
 {

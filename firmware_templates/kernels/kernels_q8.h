@@ -131,6 +131,19 @@ void k_q_copy(const int8_t *x, int8_t *y, int n);
  * generator validates this one against the float formula within one quantisation step. */
 void k_q_lrn(const k_lrn_params *p, const int8_t *restrict x, int8_t *restrict y);
 
+/* PEX partial execution (codegen/pex.py) of a pointwise conv that accumulates one input channel
+ * at a time: acc holds HW x O int32 accumulators (NHWC order, any byte alignment: read and
+ * written with memcpy). k_q_pex_fill sets acc[i, o] = b[o] (0 when b is NULL);
+ * k_q_pex_accumulate adds input plane x (HW int8 codes) times column w[o * wstride] of the
+ * (O, C) weights: acc[i, o] += w[o * wstride] * (x[i] - in_zp); k_q_pex_requant then writes
+ * y[i, o] = clamp(requant(acc[i, o]) + out_zp) exactly as k_q_conv2d rounds (round_up, per
+ * channel mult / shift when nq > 1). y is either acc's first byte (written forward) or its last
+ * HW * O bytes (written backward), so the int8 result replaces the accumulators in place. */
+void k_q_pex_fill(void *acc, const int32_t *b, int O, int HW);
+void k_q_pex_accumulate(const int8_t *restrict x, const int8_t *restrict w, int wstride,
+                        int in_zp, int O, int HW, void *acc);
+void k_q_pex_requant(const k_q_params *q, const void *acc, int O, int HW, int8_t *y);
+
 /* The tuned variants (k_q_conv_dsp, k_q_depthwise_plain, ...) the generator calls for conv,
  * depthwise and dense layers; the generic loops above stay the reference they are tested
  * against and run grouped convs. */

@@ -24,7 +24,8 @@ same rule with three changes per loop over ops ``s..e`` (``docs/arena.md``): a t
 loop ops (an inner tensor) holds one channel, ``ceil(bytes / channels)``; every other tensor a
 loop op reads or writes (the loop context) is live over all of ``s..e`` (it is read or written
 again at every iteration); the full output of an accumulating last op (a conv with
-``groups == 1`` or a dense) is live from ``s`` (zeroed, then accumulated) and, for an integer
+``groups == 1`` or a dense) is live from ``s``; loop ops get no scratch block (the generated
+loops call the generic kernels) (zeroed, then accumulated) and, for an integer
 output, holds 32-bit accumulators (``4 * elements``; the int8 result is requantised in place).
 """
 
@@ -114,8 +115,10 @@ def plan_layer_memory(
                 continue
             block = blocks[name]
             order.append((block.start, k if block.start == k else -1, block))
-        scratch = _scratch(op, tensors, itemsize_of)
-        if scratch:
+        scratch = (
+            0 if any(a <= k <= b for a, b, _c in spans) else _scratch(op, tensors, itemsize_of)
+        )
+        if scratch:  # (a loop's ops call the generic kernels, which need no scratch)
             order.append((k, k, _Block(f"{op.name}:scratch", scratch, k, k)))
     for _start, _rank, block in sorted(order, key=lambda item: (item[0], item[1])):
         _first_fit(block, placed)  # in order of start (loop context first at its loop's start)

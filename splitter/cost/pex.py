@@ -59,9 +59,9 @@ AGGREGATE, CHANNELWISE = "aggregate", "channelwise"
 class LoopRules:
     """Which ops may start, run inside (channel-wise) and end a loop; None: any op of the role."""
 
-    start: Callable[[Op, Mapping[str, TensorSpec]], bool] | None = None
-    middle: Callable[[Op, Mapping[str, TensorSpec]], bool] | None = None
-    end: Callable[[Op, Mapping[str, TensorSpec]], bool] | None = None
+    start: Callable[[Op, Graph], bool] | None = None
+    middle: Callable[[Op, Graph], bool] | None = None
+    end: Callable[[Op, Graph], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -157,8 +157,8 @@ def _allowed(
 ) -> dict[int, list[Loop]]:
     """The candidate loops whose every op ``rules`` accepts in its place."""
 
-    def ok(rule: Callable[[Op, Mapping[str, TensorSpec]], bool] | None, op: Op) -> bool:
-        return rule is None or rule(op, graph.tensors)
+    def ok(rule: Callable[[Op, Graph], bool] | None, op: Op) -> bool:
+        return rule is None or rule(op, graph)
 
     kept: dict[int, list[Loop]] = {}
     for s, group in candidates.items():

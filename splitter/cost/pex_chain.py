@@ -16,14 +16,16 @@ expanded tensor, the very buffer the loop avoids, over a link).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import reduce
 
+import numpy as np
+
 from splitter.cost.layer import itemsize_function
 from splitter.cost.memory import plan_layer_memory
-from splitter.cost.pex import LoopRules, PartialSchedule, partial_schedule
-from splitter.ir import ACTIVATIONS, Chain, ChannelLoop, Layer, LayerCost, Op, TensorSpec
+from splitter.cost.pex import LoopRules, PartialSchedule, channel_axis, partial_schedule
+from splitter.ir import ACTIVATIONS, Chain, ChannelLoop, Graph, Layer, LayerCost, Op, TensorSpec
 
 #: Standalone activation kinds (no parameters) the generated loops run one plane at a time.
 LOOP_ACTIVATIONS = frozenset({"relu", "relu6", "sigmoid", "tanh", "hardswish"}) & frozenset(
@@ -34,40 +36,60 @@ LOOP_ACTIVATIONS = frozenset({"relu", "relu6", "sigmoid", "tanh", "hardswish"}) 
 MODES = ("off", "auto", "on")
 
 
-def _float_nchw(op: Op, tensors: Mapping[str, TensorSpec]) -> bool:
-    """The loops' kernels are the float32 NCHW ones (a channel is one contiguous plane)."""
-    names = (*op.inputs, *op.outputs)
-    return all(tensors[n].dtype == "float32" and len(tensors[n].shape) == 4 for n in names)
+def _kernels_for(op: Op, graph: Graph) -> str:
+    """``"f32"`` (float32 NCHW: a channel is one contiguous plane), ``"i8"`` (int8 NHWC,
+    per-tensor activations: the loops' slices are planes of their own) or ``""`` (no loop)."""
+    specs = [graph.tensors[n] for n in (*op.inputs, *op.outputs)]
+    if any(len(spec.shape) != 4 for spec in specs):
+        return ""
+    if graph.layout != "NHWC" and all(spec.dtype == "float32" for spec in specs):
+        return "f32"
+    if all(spec.dtype == "int8" and _per_tensor(spec) for spec in specs):
+        w = op.weights.get("W")
+        return "i8" if w is None or np.asarray(w).dtype == np.int8 else ""
+    return ""
 
 
-def _depthwise(op: Op, tensors: Mapping[str, TensorSpec]) -> bool:
-    c = tensors[op.inputs[0]].shape[1]
+def _per_tensor(spec: TensorSpec) -> bool:
+    return spec.quant is not None and len(spec.quant.scale) == 1
+
+
+def _channels(spec: TensorSpec) -> int:
+    return int(spec.shape[channel_axis(spec, "NHWC" if spec.dtype == "int8" else "NCHW")])
+
+
+def _depthwise(op: Op, graph: Graph) -> bool:
+    c = _channels(graph.tensors[op.inputs[0]])
     groups = int(op.attr("groups", 1) or 1)
-    return op.kind == "conv2d" and groups == c == tensors[op.outputs[0]].shape[1] and c > 1
+    out = _channels(graph.tensors[op.outputs[0]])
+    return op.kind == "conv2d" and groups == c == out and c > 1 and "W" in op.weights
 
 
-def _channelwise(op: Op, tensors: Mapping[str, TensorSpec]) -> bool:
-    """Depthwise conv or a standalone activation, one input."""
-    if not _float_nchw(op, tensors) or len(op.inputs) != 1:
+def _channelwise(op: Op, graph: Graph) -> bool:
+    """Depthwise conv (float or int8) or a standalone float activation, one input."""
+    kernels = _kernels_for(op, graph)
+    if not kernels or len(op.inputs) != 1:
         return False
-    return _depthwise(op, tensors) or op.kind in LOOP_ACTIVATIONS
+    return _depthwise(op, graph) or (kernels == "f32" and op.kind in LOOP_ACTIVATIONS)
 
 
-def _generates(op: Op, tensors: Mapping[str, TensorSpec]) -> bool:
-    """A conv with ``groups == 1`` computes one output channel (``k_conv2d`` with ``O = 1``)."""
+def _generates(op: Op, graph: Graph) -> bool:
+    """A conv with ``groups == 1`` computes one output channel (``k_conv2d`` / ``k_q_conv2d``
+    with ``O = 1``)."""
     return (
         op.kind == "conv2d"
         and int(op.attr("groups", 1) or 1) == 1
-        and _float_nchw(op, tensors)
         and "W" in op.weights
+        and bool(_kernels_for(op, graph))
     )
 
 
-def _pointwise(op: Op, tensors: Mapping[str, TensorSpec]) -> bool:
-    """A 1x1, stride 1, unpadded conv accumulates one input channel (``k_pex_accumulate``)."""
+def _pointwise(op: Op, graph: Graph) -> bool:
+    """A 1x1, stride 1, unpadded conv accumulates one input channel (``k_pex_accumulate``,
+    ``k_q_pex_accumulate``)."""
     w = op.weights.get("W")
     return (
-        _generates(op, tensors)
+        _generates(op, graph)
         and w is not None
         and tuple(w.shape[2:]) == (1, 1)
         and tuple(op.attr("strides", (1, 1))) == (1, 1)
@@ -75,12 +97,20 @@ def _pointwise(op: Op, tensors: Mapping[str, TensorSpec]) -> bool:
     )
 
 
-#: The loops ``codegen/pex.py`` emits: start with a generating conv or a channel-wise op,
-#: continue with channel-wise ops, end with a pointwise conv (accumulate) or a channel-wise op.
+def _float_channelwise(op: Op, graph: Graph) -> bool:
+    """A float loop may also start on planes of a full tensor or end writing planes of one
+    (NCHW planes are contiguous; int8 NHWC channels are strided, so int8 loops generate and
+    accumulate)."""
+    return _kernels_for(op, graph) == "f32" and _channelwise(op, graph)
+
+
+#: The loops ``codegen/pex.py`` emits: start with a generating conv (or, float, a channel-wise
+#: op), continue with channel-wise ops, end with a pointwise conv (accumulate) or, float, a
+#: channel-wise op.
 EXECUTABLE = LoopRules(
-    start=lambda op, t: _generates(op, t) or _channelwise(op, t),
+    start=lambda op, g: _generates(op, g) or _float_channelwise(op, g),
     middle=_channelwise,
-    end=lambda op, t: _pointwise(op, t) or _channelwise(op, t),
+    end=lambda op, g: _pointwise(op, g) or _float_channelwise(op, g),
 )
 
 
