@@ -214,12 +214,28 @@ def _q8_generate(op: Op, ctx: EmitContext, sub: EmitContext) -> list[str]:
 
 
 def _q8_channel_op(op: Op, ctx: EmitContext, sub: EmitContext, inner: set[str]) -> list[str]:
-    """Channel ``c`` of an int8 depthwise conv on its one-plane slices."""
+    """Channel ``c`` of an int8 depthwise conv (``k_q_dw_plane``): its one-channel slices, or
+    channel ``c`` of a full NHWC input / output (stride ``C``)."""
     w = ohwi(np.asarray(op.weights["W"]))  # (C, kh, kw, 1): channel c's taps contiguous
     taps = int(np.prod(w.shape[1:]))
     wn = ctx.weights.add(f"{op.name}_W", w, np.int8)
-    return _q8_conv_call(op, ctx, sub, f"{wn} + c * {taps}", ctx.p8(op.inputs[0]),
-                         ctx.p8(op.outputs[0]))  # fmt: skip
+    bn = bias(op, ctx)
+    mult, shift, nq = requant_arrays(op, ctx)
+    k = " + c" if nq > 1 else ""
+    params = window_record(op, sub, np.asarray(op.weights["W"]).shape[2:], groups=1)
+    q = q_record(op, ctx, (f"{mult}{k}", f"{shift}{k}", 1), gemm_rounding(op))
+    q[0] = q[0].replace("static const", "const", 1)
+    (x, xs), (y, ys) = (_q8_plane(name, ctx, inner) for name in (op.inputs[0], op.outputs[0]))
+    b = f"{bn} + c" if bn != "0" else "0"
+    call = f"k_q_dw_plane(&p, &q, {x}, {xs}, {wn} + c * {taps}, {b}, {y}, {ys});"
+    return [*params, *q, call]
+
+
+def _q8_plane(name: str, ctx: EmitContext, inner: set[str]) -> tuple[str, int]:
+    """Pointer to channel ``c`` of int8 ``name`` and its channel stride."""
+    if name in inner:
+        return ctx.p8(name), 1
+    return f"{ctx.p8(name)} + c", int(ctx.tensors[name].shape[-1])
 
 
 def _q8_conv_call(op: Op, ctx: EmitContext, sub: EmitContext, w: str, x: str, y: str) -> list[str]:

@@ -119,6 +119,33 @@ void k_q_conv2d(const k_window_params *p, const k_q_params *q, const int8_t *res
     }
 }
 
+void k_q_dw_plane(const k_window_params *p, const k_q_params *q, const int8_t *x, int xs,
+                  const int8_t *restrict w, const int32_t *b, int8_t *y, int ys)
+{
+    const int H = p->H, W = p->W, OH = p->OH, OW = p->OW, kh = p->kh, kw = p->kw;
+    const int sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl, dh = p->dh, dw = p->dw;
+    const int in_zp = q->in_zp;
+    int oy, ox, ky, kx, ky0, ky1, kx0, kx1;
+    for (oy = 0; oy < OH; oy++) {
+        const int iy0 = oy * sh - pt;
+        k_tap_range(iy0, H, kh, dh, &ky0, &ky1);
+        for (ox = 0; ox < OW; ox++) {
+            const int ix0 = ox * sw - pl;
+            int32_t acc = 0;
+            k_tap_range(ix0, W, kw, dw, &kx0, &kx1);
+            for (ky = ky0; ky < ky1; ky++) {
+                const int8_t *xr = x + (size_t)(iy0 + ky * dh) * W * xs;
+                for (kx = kx0; kx < kx1; kx++)
+                    acc += (int32_t)w[ky * kw + kx] * (xr[(size_t)(ix0 + kx * dw) * xs] - in_zp);
+            }
+            if (b) acc += *b;
+            acc = q->round_up ? k_q_mul_up(acc, q->mult[0], q->shift[0])
+                              : k_q_mul(acc, q->mult[0], q->shift[0]);
+            y[((size_t)oy * OW + ox) * ys] = (int8_t)clampi(acc + q->out_zp, q->act_min, q->act_max);
+        }
+    }
+}
+
 void k_q_pex_fill(void *acc, const int32_t *b, int O, int HW)
 {
     unsigned char *a = (unsigned char *)acc;

@@ -139,6 +139,12 @@ void k_q_lrn(const k_lrn_params *p, const int8_t *restrict x, int8_t *restrict y
  * y[i, o] = clamp(requant(acc[i, o]) + out_zp) exactly as k_q_conv2d rounds (round_up, per
  * channel mult / shift when nq > 1). y is either acc's first byte (written forward) or its last
  * HW * O bytes (written backward), so the int8 result replaces the accumulators in place. */
+/* One channel of an int8 depthwise conv (PEX loops): the window of p (C = O = 1), input pixel
+ * (iy, ix) at x[(iy * W + ix) * xs], output pixel (oy, ox) at y[(oy * OW + ox) * ys] (stride 1 for
+ * a one-channel plane, C for channel c of a full NHWC tensor), taps w[ky * kw + kx], bias *b
+ * (b NULL: 0), requantised by q->mult[0], q->shift[0] as k_q_conv2d does. */
+void k_q_dw_plane(const k_window_params *p, const k_q_params *q, const int8_t *x, int xs,
+                  const int8_t *restrict w, const int32_t *b, int8_t *y, int ys);
 void k_q_pex_fill(void *acc, const int32_t *b, int O, int HW);
 void k_q_pex_accumulate(const int8_t *restrict x, const int8_t *restrict w, int wstride,
                         int in_zp, int O, int HW, void *acc);

@@ -97,20 +97,13 @@ def _pointwise(op: Op, graph: Graph) -> bool:
     )
 
 
-def _float_channelwise(op: Op, graph: Graph) -> bool:
-    """A float loop may also start on planes of a full tensor or end writing planes of one
-    (NCHW planes are contiguous; int8 NHWC channels are strided, so int8 loops generate and
-    accumulate)."""
-    return _kernels_for(op, graph) == "f32" and _channelwise(op, graph)
-
-
-#: The loops ``codegen/pex.py`` emits: start with a generating conv (or, float, a channel-wise
-#: op), continue with channel-wise ops, end with a pointwise conv (accumulate) or, float, a
-#: channel-wise op.
+#: The loops ``codegen/pex.py`` emits: start with a generating conv or a channel-wise op (on
+#: channel ``c`` of its full input), continue with channel-wise ops, end with a pointwise conv
+#: (accumulate) or a channel-wise op (writing channel ``c`` of its full output).
 EXECUTABLE = LoopRules(
-    start=lambda op, g: _generates(op, g) or _float_channelwise(op, g),
+    start=lambda op, g: _generates(op, g) or _channelwise(op, g),
     middle=_channelwise,
-    end=lambda op, g: _pointwise(op, g) or _float_channelwise(op, g),
+    end=lambda op, g: _pointwise(op, g) or _channelwise(op, g),
 )
 
 
