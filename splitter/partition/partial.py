@@ -30,9 +30,18 @@ def plan_partial(
     """The chain the plan is for (with loops or not, per ``mode``) and the plan."""
     if mode not in MODES:
         raise ValueError(f"partial execution mode {mode!r}: one of {', '.join(MODES)}")
-    if mode == "off":
-        return chain, plan_chain(chain, boards, objective, solver, **options)
     fused = partial_chain(chain, activation_bytes)
+    if mode == "off":
+        try:
+            return chain, plan_chain(chain, boards, objective, solver, **options)
+        except InfeasibleError as exc:
+            if fused is chain:
+                raise
+            looped = sum(1 for layer in fused.layers if layer.loops)
+            raise InfeasibleError(
+                f"{exc}; or plan with --partial-execution auto (PEX loops lower the RAM of "
+                f"{looped} layer group(s))"
+            ) from exc
     if mode == "on":
         return fused, plan_chain(fused, boards, objective, solver, **options)
     try:
