@@ -22,7 +22,7 @@ from splitter.compile import CompileOptions, compile_model
 from splitter.errors import InfeasibleError
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
-from splitter.link.build import run_make
+from splitter.link.build import run_make, section_sizes
 from splitter.partition.partial import plan_partial
 
 MODEL = "pex_irb_48.onnx"
@@ -70,8 +70,12 @@ def test_each_submodel_runs_a_loop_and_its_arena_is_the_estimate(out: Path) -> N
 @pytest.mark.qemu
 @pytest.mark.toolchain
 def test_runs_on_two_emulated_f405(out: Path, tmp_path: Path) -> None:
-    for dev in ("a", "b"):
-        run_make(out / "firmware" / dev, emulator=True)
+    """The linked ``.arena`` is the planned RAM (4-byte aligned) and fits the 128 KiB region."""
+    plan = json.loads((out / "plan.json").read_text())
+    for dev in plan["devices"]:
+        elf = run_make(out / "firmware" / dev["name"], emulator=True)
+        arena = section_sizes(elf)[".arena"]
+        assert arena == (dev["ram_used"] + 3) // 4 * 4 and arena < REGION
     x = random_input((1, 3, 48, 48), seed=16)
     np.save(tmp_path / "x.npy", x)
     run = cli("run", str(out), "--input", str(tmp_path / "x.npy"), "--emulate",
