@@ -15,9 +15,10 @@ channel is one contiguous ``H*W`` plane; the rules are ``splitter.cost.pex_chain
   loop (float accumulates in place, no wider buffer).
 
 int8 NHWC loops (a channel is strided there, so each slice is a plane of its own) generate with
-``k_q_conv2d`` (``O = 1``, the filter row ``c`` of the OHWI weights, multiplier / shift / bias
-``c``), run depthwise convs on one plane (``k_q_conv2d``, ``C = O = groups = 1``, weights
-``(C, kh*kw)``) and accumulate into int32 accumulators (``k_q_pex_fill`` /
+``k_q_pex_pointwise`` (1x1 convs) or ``k_q_conv2d`` (``O = 1``; the filter row ``c`` of the OHWI
+weights, multiplier / shift / bias ``c``), run depthwise convs on one channel (``k_q_dw_plane``,
+weights ``(C, kh*kw)``, reading / writing channel ``c`` of a full NHWC tensor at the loop's
+ends) and accumulate into int32 accumulators (``k_q_pex_fill`` /
 ``k_q_pex_accumulate``), requantised in place after the loop (``k_q_pex_requant``) as
 ``k_q_conv2d`` rounds: bit for bit the ops run whole. The accumulators occupy the output's block
 (``4 * elements`` bytes); the int8 result lands at its start, or at its end when the block is
@@ -205,12 +206,31 @@ def _accumulate(op: Op, ctx: EmitContext, inner: set[str]) -> list[str]:
 
 
 def _q8_generate(op: Op, ctx: EmitContext, sub: EmitContext) -> list[str]:
-    """Output channel ``c`` of an int8 ``groups == 1`` conv (``k_q_conv2d``, ``O = 1``)."""
+    """Output channel ``c`` of an int8 ``groups == 1`` conv: ``k_q_pex_pointwise`` for a 1x1,
+    stride-1, unpadded one, else ``k_q_conv2d`` with ``O = 1``."""
     w = ohwi(np.asarray(op.weights["W"]))
     taps = int(np.prod(w.shape[1:]))
     wn = ctx.weights.add(f"{op.name}_W", w, np.int8)
-    return _q8_conv_call(op, ctx, sub, f"{wn} + c * {taps}", ctx.p8(op.inputs[0]),
-                         ctx.p8(op.outputs[0]))  # fmt: skip
+    q, b = _q8_channel_requant(op, ctx)
+    x, y = ctx.p8(op.inputs[0]), ctx.p8(op.outputs[0])
+    pointwise = taps == w.shape[-1] and tuple(op.attr("strides", (1, 1))) == (1, 1)
+    if pointwise and not any(op.attr("pads", (0, 0, 0, 0))):
+        shape = ctx.tensors[op.inputs[0]].shape  # NHWC
+        hw = int(shape[1] * shape[2])
+        return [*q, f"k_q_pex_pointwise(&q, {x}, {taps}, {hw}, {wn} + c * {taps}, {b}, {y});"]
+    params = window_record(op, sub, np.asarray(op.weights["W"]).shape[2:], groups=1)
+    return [*params, *q, f"k_q_conv2d(&p, &q, {x}, {wn} + c * {taps}, {b}, {y});"]
+
+
+def _q8_channel_requant(op: Op, ctx: EmitContext) -> tuple[list[str], str]:
+    """The ``k_q_params q`` of output channel ``c`` (a ``const`` record: its pointers depend
+    on ``c``) and the C expression of its bias pointer."""
+    bn = bias(op, ctx)
+    mult, shift, nq = requant_arrays(op, ctx)
+    k = " + c" if nq > 1 else ""
+    q = q_record(op, ctx, (f"{mult}{k}", f"{shift}{k}", 1), gemm_rounding(op))
+    q[0] = q[0].replace("static const", "const", 1)
+    return q, (f"{bn} + c" if bn != "0" else "0")
 
 
 def _q8_channel_op(op: Op, ctx: EmitContext, sub: EmitContext, inner: set[str]) -> list[str]:
@@ -219,14 +239,9 @@ def _q8_channel_op(op: Op, ctx: EmitContext, sub: EmitContext, inner: set[str]) 
     w = ohwi(np.asarray(op.weights["W"]))  # (C, kh, kw, 1): channel c's taps contiguous
     taps = int(np.prod(w.shape[1:]))
     wn = ctx.weights.add(f"{op.name}_W", w, np.int8)
-    bn = bias(op, ctx)
-    mult, shift, nq = requant_arrays(op, ctx)
-    k = " + c" if nq > 1 else ""
+    q, b = _q8_channel_requant(op, ctx)
     params = window_record(op, sub, np.asarray(op.weights["W"]).shape[2:], groups=1)
-    q = q_record(op, ctx, (f"{mult}{k}", f"{shift}{k}", 1), gemm_rounding(op))
-    q[0] = q[0].replace("static const", "const", 1)
     (x, xs), (y, ys) = (_q8_plane(name, ctx, inner) for name in (op.inputs[0], op.outputs[0]))
-    b = f"{bn} + c" if bn != "0" else "0"
     call = f"k_q_dw_plane(&p, &q, {x}, {xs}, {wn} + c * {taps}, {b}, {y}, {ys});"
     return [*params, *q, call]
 
@@ -236,20 +251,6 @@ def _q8_plane(name: str, ctx: EmitContext, inner: set[str]) -> tuple[str, int]:
     if name in inner:
         return ctx.p8(name), 1
     return f"{ctx.p8(name)} + c", int(ctx.tensors[name].shape[-1])
-
-
-def _q8_conv_call(op: Op, ctx: EmitContext, sub: EmitContext, w: str, x: str, y: str) -> list[str]:
-    """``k_q_conv2d`` of one channel: the window of the sliced tensors, the requantisation of
-    channel ``c`` (a ``const`` record: its pointers depend on ``c``)."""
-    bn = bias(op, ctx)
-    mult, shift, nq = requant_arrays(op, ctx)
-    k = " + c" if nq > 1 else ""
-    kernel = np.asarray(op.weights["W"]).shape[2:]
-    params = window_record(op, sub, kernel, groups=1)
-    q = q_record(op, ctx, (f"{mult}{k}", f"{shift}{k}", 1), gemm_rounding(op))
-    q[0] = q[0].replace("static const", "const", 1)
-    b = f"{bn} + c" if bn != "0" else "0"
-    return [*params, *q, f"k_q_conv2d(&p, &q, {x}, {w}, {b}, {y});"]
 
 
 def _q8_fill(op: Op, ctx: EmitContext) -> list[str]:

@@ -146,6 +146,26 @@ void k_q_dw_plane(const k_window_params *p, const k_q_params *q, const int8_t *x
     }
 }
 
+/* A 4-byte copy the compiler inlines even with -ffreestanding (an unaligned LDR / STR on the
+ * M4 / M7, byte loads on the M0+): the accumulators sit at any byte offset of the arena. */
+#define K_MEMCPY4(dst, src) __builtin_memcpy((dst), (src), 4)
+
+void k_q_pex_pointwise(const k_q_params *q, const int8_t *restrict x, int C, int HW,
+                       const int8_t *restrict w, const int32_t *b, int8_t *restrict y)
+{
+    int32_t base = b ? *b : 0;
+    int i, k;
+    for (k = 0; k < C; k++) base -= (int32_t)w[k] * q->in_zp;
+    for (i = 0; i < HW; i++) {
+        const int8_t *xi = x + (size_t)i * C;
+        int32_t acc = base;
+        for (k = 0; k < C; k++) acc += (int32_t)w[k] * xi[k];
+        acc = q->round_up ? k_q_mul_up(acc, q->mult[0], q->shift[0])
+                          : k_q_mul(acc, q->mult[0], q->shift[0]);
+        y[i] = (int8_t)clampi(acc + q->out_zp, q->act_min, q->act_max);
+    }
+}
+
 void k_q_pex_fill(void *acc, const int32_t *b, int O, int HW)
 {
     unsigned char *a = (unsigned char *)acc;
@@ -153,7 +173,7 @@ void k_q_pex_fill(void *acc, const int32_t *b, int O, int HW)
     for (i = 0; i < HW; i++)
         for (o = 0; o < O; o++) {
             const int32_t v = b ? b[o] : 0;
-            memcpy(a + ((size_t)i * O + o) * 4, &v, 4);
+            K_MEMCPY4(a + ((size_t)i * O + o) * 4, &v);
         }
 }
 
@@ -167,9 +187,9 @@ void k_q_pex_accumulate(const int8_t *restrict x, const int8_t *restrict w, int 
         unsigned char *ai = a + (size_t)i * O * 4;
         for (o = 0; o < O; o++) {
             int32_t v;
-            memcpy(&v, ai + (size_t)o * 4, 4);
+            K_MEMCPY4(&v, ai + (size_t)o * 4);
             v += (int32_t)w[(size_t)o * wstride] * xv;
-            memcpy(ai + (size_t)o * 4, &v, 4);
+            K_MEMCPY4(ai + (size_t)o * 4, &v);
         }
     }
 }
@@ -179,7 +199,7 @@ static int8_t pex_out(const k_q_params *q, const unsigned char *a, int n, int o)
 {
     const int k = q->nq > 1 ? o : 0;
     int32_t v;
-    memcpy(&v, a + (size_t)n * 4, 4);
+    K_MEMCPY4(&v, a + (size_t)n * 4);
     v = q->round_up ? k_q_mul_up(v, q->mult[k], q->shift[k]) : k_q_mul(v, q->mult[k], q->shift[k]);
     return (int8_t)clampi(v + q->out_zp, q->act_min, q->act_max);
 }

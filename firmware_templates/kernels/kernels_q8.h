@@ -145,6 +145,12 @@ void k_q_lrn(const k_lrn_params *p, const int8_t *restrict x, int8_t *restrict y
  * (b NULL: 0), requantised by q->mult[0], q->shift[0] as k_q_conv2d does. */
 void k_q_dw_plane(const k_window_params *p, const k_q_params *q, const int8_t *x, int xs,
                   const int8_t *restrict w, const int32_t *b, int8_t *y, int ys);
+/* Output channel c of an int8 1x1, stride-1, unpadded conv (PEX loops): y[i] = clamp(requant(
+ * *b + sum_k w[k] * (x[i * C + k] - in_zp)) + out_zp) for HW pixels of C channels, w the C
+ * weights of channel c, b its bias (NULL: 0), q->mult[0], q->shift[0] its rescale, as
+ * k_q_conv2d computes it (sum_k w[k] * x[..] - in_zp * sum_k w[k]: the same integer). */
+void k_q_pex_pointwise(const k_q_params *q, const int8_t *restrict x, int C, int HW,
+                       const int8_t *restrict w, const int32_t *b, int8_t *restrict y);
 void k_q_pex_fill(void *acc, const int32_t *b, int O, int HW);
 void k_q_pex_accumulate(const int8_t *restrict x, const int8_t *restrict w, int wstride,
                         int in_zp, int O, int HW, void *acc);
