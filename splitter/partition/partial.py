@@ -6,8 +6,8 @@
 * ``auto`` (the default): plan without partial execution; only when no plan fits the boards
   (:class:`InfeasibleError`) plan again with the loops. A plan that fits is never changed:
   partial execution costs no extra MACs, but its per-channel kernel calls run slower than the
-  whole-tensor kernels and a loop's layers can no longer be cut apart, so it is used when RAM
-  demands it.
+  tuned whole-tensor kernels (``benchmarks/results/pex.md``: 1.9x the instructions on an int8
+  network) and a loop's layers can no longer be cut apart, so it is used when RAM demands it.
 """
 
 from __future__ import annotations
