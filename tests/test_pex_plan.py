@@ -260,3 +260,19 @@ def test_mobilenet_v2_int8_loops(mnv2: Path, tmp_path: Path) -> None:
     gen = generate_device_c(fused, [(0, 0, len(fused) - 1)], "one")
     assert gen.arena_bytes == max(c.ram for c in fused.costs)
     assert gen.files["model.c"].count("k_q_dw_plane(") == 17
+
+
+@pytest.mark.slow
+def test_int8_tflite_loops_bit_exact_with_litert(tmp_path: Path) -> None:
+    """MLPerf Tiny VWW (MobileNet v1 0.25, full-integer TFLite): its pointwise -> depthwise loops
+    (each depthwise writing channel c of its full NHWC output) lower the peak; three sub-models
+    on two devices, each bit for bit LiteRT's output of the same sub-model file."""
+    from test_codegen_tflite import check_tflite_model
+    from test_codegen_tflite import split3 as split3_tflite
+
+    path = BOARDS.parent / "mlperf_vww_mobilenet_v1_025_int8.tflite"
+    chain = load_chain(str(path))
+    fused = partial_chain(chain)
+    assert sum(1 for layer in fused.layers if layer.loops) == 8
+    assert max(c.ram for c in fused.costs) < max(c.ram for c in chain.costs)
+    check_tflite_model(fused, path, split3_tflite(len(fused)), tmp_path)

@@ -71,7 +71,7 @@ partial_execution_option = click.option(
     type=click.Choice(["off", "auto", "on"]),
     default="auto",
     show_default=True,
-    help="PEX channel-by-channel loops (float32 NCHW models): on = wherever they lower RAM, "
+    help="PEX channel-by-channel loops (float32 NCHW, int8 models): on = wherever they lower RAM, "
     "auto = only when no plan fits without them.",
 )
 
