@@ -78,7 +78,9 @@ def row(model: Path, boards: Path, mode: str, work: Path) -> dict[str, object]:
     return {
         "mode": mode,
         "ram_bytes": max(int(s["ram_bytes"]) for s in plan["submodels"]),
-        "loops": sum(len(s.get("partial_execution", {}).get("loops", [])) for s in plan["submodels"]),
+        "loops": sum(
+            len(s.get("partial_execution", {}).get("loops", [])) for s in plan["submodels"]
+        ),
         "macs": macs,
         "instructions": round(ticks / TICKS_PER_INSTRUCTION),
         "instr_per_mac": round(ticks / TICKS_PER_INSTRUCTION / macs, 3),
