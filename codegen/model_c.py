@@ -33,6 +33,8 @@ from codegen.escape import c_comment
 from codegen.ops.base import EmitContext
 from codegen.ops.literals import WeightTable
 from codegen.ops.q8_variants import isa_of
+from codegen.pex import emit_layer as emit_pex_layer
+from codegen.pex import placed_offsets as pex_offsets
 from splitter.cost.handlers import op_flash
 from splitter.errors import UnsupportedOpError
 from splitter.ir import Chain, Layer, Op, SubModel, TensorSpec
@@ -205,8 +207,14 @@ def layer_memory(layer: Layer, chain: Chain, planner: Planner) -> LayerMemoryLik
     if layer.kind == "input" or not layer.ops:
         return _InputMemory(layer.output)
     assert layer.input is not None
+    loops = {"loops": layer.loops} if layer.loops else {}  # PEX: planned with its loops
     return planner(
-        list(layer.ops), chain.graph.tensors, layer.input.name, layer.output.name, float_itemsize
+        list(layer.ops),
+        chain.graph.tensors,
+        layer.input.name,
+        layer.output.name,
+        float_itemsize,
+        **loops,
     )
 
 
@@ -368,11 +376,17 @@ def _submodel_function(
             continue
         mem = layer_memory(layer, chain, planner)
         offs = placed_offsets(mem, layer, arena, at_top)
+        if layer.loops:  # int8 accumulators: the result's offset (codegen/pex.py)
+            offs = pex_offsets(layer, offs, mem.sizes, tensors)
         label = f"{c_comment(layer.name)} ({c_comment(layer.op_label)})"
         lines.append(f"    /* layer {j}: {label}, RAM {mem.size} B */")
         before = weights.nbytes
-        for op in layer.ops:
-            ctx = EmitContext(offs, tensors, weights, chain.graph.layout or "NCHW", isa)
+        layout = chain.graph.layout or "NCHW"
+        if layer.loops:
+            ctx = EmitContext(offs, tensors, weights, layout, isa)
+            lines.extend("    " + s for s in emit_pex_layer(layer, ctx))
+        for op in () if layer.loops else layer.ops:
+            ctx = EmitContext(offs, tensors, weights, layout, isa)
             lines.extend("    " + s for s in emit_op(op, ctx))
         _check_emitted_flash(chain, layer, weights.nbytes - before)
         out_off = offs[layer.output.name]

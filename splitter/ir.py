@@ -141,6 +141,17 @@ class LayerCost:
         )
 
 
+@dataclass(frozen=True)
+class ChannelLoop:
+    """A PEX partial execution loop inside a layer (``splitter.cost.pex``): the ops ``ops`` (names,
+    in schedule order) run one channel at a time over ``channels`` channels; the first generates
+    (or slices its full input), the last accumulates into (or writes a channel of) its full
+    output, only one channel of every tensor between them exists."""
+
+    ops: tuple[str, ...]
+    channels: int
+
+
 @dataclass(frozen=True, eq=False)
 class Layer:
     """One element of the chain: the input layer, one fused op group, or a super-node.
@@ -157,11 +168,17 @@ class Layer:
     input: TensorSpec | None
     output: TensorSpec
     cost: LayerCost
+    #: partial execution loops (``splitter.cost.pex_chain``); ``cost.ram`` then counts them
+    loops: tuple[ChannelLoop, ...] = ()
+    #: RAM_j with every op run whole, when ``loops`` lowered it (0: no loops)
+    whole_ram: int = 0
 
     @property
     def op_label(self) -> str:
-        """What ``inspect`` prints in the op column: the kind, or ``super(k ops)``."""
-        return f"super({len(self.ops)} ops)" if self.kind == "super" else self.kind
+        """What ``inspect`` prints in the op column: the kind, or ``super(k ops)``, with
+        ``pex`` when the layer runs partial execution loops."""
+        label = f"super({len(self.ops)} ops)" if self.kind == "super" else self.kind
+        return f"{label} pex" if self.loops else label
 
 
 @dataclass(frozen=True, eq=False)

@@ -185,6 +185,10 @@ class SubModelEntry:
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
     wire_bytes: int = 0
+    #: PEX partial execution loops the sub-model runs (``"a -> b -> c over 96 channels"``) and
+    #: its RAM with every op run whole (``ram_bytes`` counts the loops); empty / 0 without loops
+    loops: tuple[str, ...] = ()
+    ram_whole_bytes: int = 0
 
     @property
     def layers(self) -> int:
@@ -705,6 +709,21 @@ def _submodel_dict(s: SubModelEntry) -> dict[str, Any]:
         "wire_bytes": s.wire_bytes,
         "inputs": [tensor_dict(t) for t in s.inputs],
         "outputs": [tensor_dict(t) for t in s.outputs],
+        **_partial_dict(s),
+    }
+
+
+def _partial_dict(s: SubModelEntry) -> dict[str, Any]:
+    """``{"partial_execution": {loops, ram_whole_bytes, saved_bytes}}`` when it runs loops."""
+    if not s.loops:
+        return {}
+    saved = s.ram_whole_bytes - s.ram_bytes
+    return {
+        "partial_execution": {
+            "loops": list(s.loops),
+            "ram_whole_bytes": s.ram_whole_bytes,
+            "saved_bytes": saved,
+        }
     }
 
 
@@ -805,6 +824,8 @@ def _parse_submodel(s: Mapping[str, Any]) -> SubModelEntry:
         inputs=tuple(_tensor(t) for t in s["inputs"]),
         outputs=tuple(_tensor(t) for t in s["outputs"]),
         wire_bytes=int(s.get("wire_bytes", s["out_bytes"])),
+        loops=tuple(str(x) for x in dict(s.get("partial_execution") or {}).get("loops", ())),
+        ram_whole_bytes=int(dict(s.get("partial_execution") or {}).get("ram_whole_bytes", 0)),
     )
     if int(s["layers"]) != entry.layers:
         raise ValueError(f"sub-model {entry.index}: layers {s['layers']} != last - first + 1")

@@ -12,6 +12,7 @@ from splitter.cli.options import (
     host_io_option,
     input_shape_option,
     objective_option,
+    partial_execution_option,
     solver_kwargs,
     solver_options,
 )
@@ -51,6 +52,7 @@ from splitter.errors import UnsupportedOpError
 @input_shape_option
 @activation_bytes_option
 @host_io_option
+@partial_execution_option
 def command(
     model: str,
     target: str,
@@ -69,6 +71,7 @@ def command(
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
     no_host_io: bool,
+    partial_execution: str,
 ) -> None:
     """Split MODEL over the boards of BOARDS.toml into validated sub-model files in OUT."""
     options = CompileOptions(
@@ -83,6 +86,7 @@ def command(
         activation_bytes=activation_bytes,
         data_file=data_file,
         host_io=not no_host_io,
+        partial_execution=partial_execution,
     )
     with Progress() as progress:
         report = {**options.solver_options, "on_progress": progress.status}

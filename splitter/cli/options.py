@@ -74,6 +74,15 @@ host_io_option = click.option(
     "(default: counted, as the user waits for them). Layer profiles never count them.",
 )
 
+partial_execution_option = click.option(
+    "--partial-execution",
+    type=click.Choice(["off", "auto", "on"]),
+    default="auto",
+    show_default=True,
+    help="PEX channel-by-channel loops (float32 NCHW, int8 models): on = wherever they lower RAM, "
+    "auto = only when no plan fits without them.",
+)
+
 objective_option = click.option(
     "--objective",
     type=click.Choice(["latency", "throughput"]),

@@ -13,6 +13,7 @@ from splitter.cli.options import (
     host_io_option,
     input_shape_option,
     objective_option,
+    partial_execution_option,
     solver_kwargs,
     solver_options,
 )
@@ -21,7 +22,8 @@ from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
 from splitter.ir import Plan
 from splitter.manifest import PlanManifest
-from splitter.partition.report import build_manifest, plan_chain
+from splitter.partition.partial import plan_partial
+from splitter.partition.report import build_manifest
 
 
 def _kib(n: int) -> str:
@@ -52,6 +54,14 @@ def _render(m: PlanManifest, plan: Plan) -> None:
         )
     console = Console(width=max(132, shutil.get_terminal_size().columns))
     console.print(table)
+    for s in m.submodels:
+        if s.loops:
+            console.print(
+                f"sub-model {s.index}: partial execution (PEX) RAM {_kib(s.ram_bytes)} KiB, "
+                f"{_kib(s.ram_whole_bytes)} KiB run op by op; {len(s.loops)} channel loop(s): "
+                + "; ".join(s.loops),
+                highlight=False,
+            )
     thr, ref9 = m.throughput_per_s, m.throughput_ref9_per_s
     proof = (
         "proved optimal"
@@ -99,6 +109,7 @@ def _link_line(m: PlanManifest) -> str:
 @input_shape_option
 @activation_bytes_option
 @host_io_option
+@partial_execution_option
 def command(
     input_path: str,
     target: str,
@@ -111,6 +122,7 @@ def command(
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
     no_host_io: bool,
+    partial_execution: str,
 ) -> None:
     """Place the layers of INPUT (ONNX, TFLite or CSV/JSON profile) on the boards of --target."""
     options = solver_kwargs(solver, time_limit, var_order, val_order)
@@ -121,15 +133,10 @@ def command(
             input_path, input_shapes=input_shapes or None, activation_bytes=activation_bytes
         )
         progress.step(f"solving ({solver}, {objective})")
-        plan = plan_chain(
-            chain,
-            boards,
-            objective,
-            solver,
-            host_io=not no_host_io,
-            on_progress=progress.status,
-            **options,
-        )
+        chain, plan = plan_partial(
+            chain, boards, partial_execution, objective, solver, activation_bytes,
+            host_io=not no_host_io, on_progress=progress.status, **options,
+        )  # fmt: skip
     manifest = build_manifest(
         plan,
         chain,
