@@ -58,6 +58,8 @@ class CompileOptions:
     force: bool = False
     input_shapes: Mapping[str, tuple[int, ...]] | None = None
     activation_bytes: int | None = None
+    #: chain granularity: "supernode" (branches collapsed) or "op" (cuts carry live tensors)
+    granularity: str = "supernode"
     samples: int = DEFAULT_SAMPLES
     seed: int = DEFAULT_SEED
     #: generate the C firmware projects into ``OUT/firmware`` (codegen)
@@ -187,7 +189,9 @@ def _load(
             "to slice); use 'splitter plan' for profiles"
         )
     loaded = load_model(model, input_shapes=opts.input_shapes)
-    chain = build_chain(loaded.graph, activation_bytes=opts.activation_bytes)
+    chain = build_chain(
+        loaded.graph, activation_bytes=opts.activation_bytes, granularity=opts.granularity
+    )
     return loaded, chain, load_boards(target)
 
 

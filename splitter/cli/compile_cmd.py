@@ -9,6 +9,7 @@ import click
 
 from splitter.cli.options import (
     activation_bytes_option,
+    granularity_option,
     input_shape_option,
     objective_option,
     solver_kwargs,
@@ -49,6 +50,7 @@ from splitter.errors import UnsupportedOpError
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
 @input_shape_option
 @activation_bytes_option
+@granularity_option
 def command(
     model: str,
     target: str,
@@ -66,6 +68,7 @@ def command(
     as_json: bool,
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
+    granularity: str,
 ) -> None:
     """Split MODEL over the boards of BOARDS.toml into validated sub-model files in OUT."""
     options = CompileOptions(
@@ -78,6 +81,7 @@ def command(
         force=force,
         input_shapes=input_shapes or None,
         activation_bytes=activation_bytes,
+        granularity=granularity,
         data_file=data_file,
     )
     with Progress() as progress:

@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from splitter.cli.options import activation_bytes_option, input_shape_option
+from splitter.cli.options import activation_bytes_option, granularity_option, input_shape_option
 from splitter.cli.progress import Progress
 from splitter.cost.report import (
     chain_report,
@@ -24,6 +24,7 @@ from splitter.ir import Chain
 @click.argument("model", metavar="MODEL")
 @input_shape_option
 @activation_bytes_option
+@granularity_option
 @click.option(
     "--format",
     "fmt",
@@ -36,6 +37,7 @@ def command(
     model: str,
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
+    granularity: str,
     fmt: str,
     as_json: bool,
 ) -> None:
@@ -43,7 +45,10 @@ def command(
     with Progress() as progress:
         progress.step(f"importing {model}")
         chain = load_chain(
-            model, input_shapes=input_shapes or None, activation_bytes=activation_bytes
+            model,
+            input_shapes=input_shapes or None,
+            activation_bytes=activation_bytes,
+            granularity=granularity,
         )
     if fmt == "json" or as_json:
         doc = chain_report(chain)

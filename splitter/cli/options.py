@@ -66,6 +66,15 @@ activation_bytes_option = click.option(
     help="Bytes per activation element (e.g. 1 for int8); default: the tensors' dtype.",
 )
 
+granularity_option = click.option(
+    "--granularity",
+    type=click.Choice(["supernode", "op"]),
+    default="supernode",
+    show_default=True,
+    help="supernode: every branch is one layer (the thesis); op: one layer per fused op, a cut "
+    "carries every tensor live across it (skip tensors too).",
+)
+
 objective_option = click.option(
     "--objective",
     type=click.Choice(["latency", "throughput"]),

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from splitter.cli.options import (
     activation_bytes_option,
+    granularity_option,
     input_shape_option,
     objective_option,
     solver_kwargs,
@@ -79,6 +80,7 @@ def _render(m: PlanManifest, plan: Plan) -> None:
 )
 @input_shape_option
 @activation_bytes_option
+@granularity_option
 def command(
     input_path: str,
     target: str,
@@ -90,6 +92,7 @@ def command(
     as_json: bool,
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
+    granularity: str,
 ) -> None:
     """Place the layers of INPUT (ONNX, TFLite or CSV/JSON profile) on the boards of --target."""
     options = solver_kwargs(solver, time_limit, var_order, val_order)
@@ -97,7 +100,10 @@ def command(
         boards = load_boards(target)
         progress.step(f"importing {input_path}")
         chain = load_chain(
-            input_path, input_shapes=input_shapes or None, activation_bytes=activation_bytes
+            input_path,
+            input_shapes=input_shapes or None,
+            activation_bytes=activation_bytes,
+            granularity=granularity,
         )
         progress.step(f"solving ({solver}, {objective})")
         plan = plan_chain(chain, boards, objective, solver, on_progress=progress.status, **options)
