@@ -96,6 +96,9 @@ def render_table(chain: Chain) -> Table:
         foot = footers[title]
         label = "" if foot is None else (f"max {foot:,}" if title == "RAM" else f"{foot:,}")
         table.add_column(title, justify="right", footer=label, no_wrap=True)
+    crossing = chain.granularity != "supernode"
+    if crossing:  # op granularity: how many tensors cross the cut after each layer
+        table.add_column("crossing", justify="right", no_wrap=True)
     for row in report["layers"]:
         table.add_row(
             str(row["index"]),
@@ -104,5 +107,6 @@ def render_table(chain: Chain) -> Table:
             shape_text(row["input_shape"]),
             shape_text(row["output_shape"]),
             *(f"{row[key]:,}" for key in numeric.values()),
+            *([str(len(row["crossing"]))] if crossing else []),
         )
     return table

@@ -8,13 +8,12 @@ are graph outputs. Its transfer bytes ``OUT_j`` are their total, and the RAM of 
 tensors it only passes on:
 
 * ``OUT_j = sum_{t in live(j)} bytes(t)``;
-* ``RAM_j = bytes(held_j) + arena_j`` with ``held_j = live(j - 1) - reads_j`` (tensors received and
-  forwarded untouched) and ``arena_j`` the arena rule of :mod:`splitter.cost.memory` for a group
-  with one input, else ``sum(reads_j) + scratch + bytes(out_j)`` (a group reading several tensors
-  is a single op: fusion only joins groups reading one tensor).
+* ``RAM_j = sum_{t in live(j - 1)} bytes(t) + extra_j``: the tensors received (skip tensors held
+  untouched included) packed at the bottom, and above them what the layer's ops write
+  (:mod:`splitter.graph.oparena`, the layout the firmware generator uses).
 
-For a model without branches every live set is the one output and no tensor is held, so the chain
-is the super-node chain layer for layer (``tests/test_graph_opchain.py``).
+For a model without branches every live set is the one output, so the chain is the super-node
+chain layer for layer, costs included (``tests/test_graph_opchain.py``).
 
 **Order.** Any topological order of the groups is a valid chain; the one kept minimises, lexico-
 graphically, the peak live bytes over the cuts and then their sum. Exact search: dynamic
@@ -33,9 +32,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from splitter import ops as op_table
-from splitter.cost.handlers import handler, op_flash
-from splitter.cost.layer import ItemsizeOf, layer_cost, op_macs
-from splitter.ir import ZERO_COST_KINDS, Graph, Layer, LayerCost, Op
+from splitter.cost.handlers import op_flash
+from splitter.cost.layer import ItemsizeOf, op_macs
+from splitter.graph.oparena import plan_op_layer
+from splitter.ir import ZERO_COST_KINDS, Graph, Layer, LayerCost, Op, TensorSpec
 
 #: Down-sets the exact order search may visit before falling back to the heuristics.
 EXACT_STATES = 50_000
@@ -97,8 +97,6 @@ def _host(
         return None
     index = owner[reads[0]]
     prev = groups[index]
-    if len(prev.reads) > 1:
-        return None
     if op.kind in ZERO_COST_KINDS:
         return index
     if op.kind in op_table.POOL_KINDS:
@@ -252,30 +250,24 @@ def build_op_layers(graph: Graph, itemsize_of: ItemsizeOf) -> list[Layer]:
     order = [groups[i] for i in choose_order(groups, graph, nbytes)]
     lives = live_sets(order, graph)
     layers = []
-    before: tuple[str, ...] = ()
+    before: tuple[str, ...] = (graph.inputs[0],)
     for index, (group, live) in enumerate(zip(order, lives, strict=True)):
-        held = tuple(t for t in before if t not in group.reads)
-        cost = _group_cost(group, graph, itemsize_of, nbytes)
-        cost = replace(
-            cost,
-            ram=cost.ram + sum(nbytes(t) for t in held),
-            out_bytes=sum(nbytes(t) for t in live),
-        )
-        reads = group.reads or (group.output,)
+        entering = group.reads[0] if group.reads else graph.inputs[0]
+        ram = plan_op_layer(group.ops, before, live, tensors, itemsize_of).size
+        before = live
         layers.append(
             Layer(
                 index=index,
-                name=group.ops[0].name if group.ops and group.kind != "input" else graph.inputs[0],
+                name=graph.inputs[0] if group.kind == "input" else group.ops[0].name,
                 kind=group.kind,
                 ops=group.ops,
-                input=tensors[reads[0]] if group.kind != "input" else tensors[graph.inputs[0]],
+                input=tensors[entering],
                 output=tensors[group.output],
-                cost=cost,
+                cost=_group_cost(group, tensors, ram, sum(map(nbytes, live))),
                 live=tuple(tensors[t] for t in live),
                 reads=tuple(tensors[t] for t in group.reads),
             )
         )
-        before = live
     return layers
 
 
@@ -299,24 +291,19 @@ def live_sets(order: Sequence[OpGroup], graph: Graph) -> list[tuple[str, ...]]:
 
 
 def _group_cost(
-    group: OpGroup, graph: Graph, itemsize_of: ItemsizeOf, nbytes: Callable[[str], int]
+    group: OpGroup, tensors: Mapping[str, TensorSpec], ram: int, out_bytes: int
 ) -> LayerCost:
-    """The arena-rule cost for a group reading one tensor (or the input group); for any other
-    (a single op): FLASH, MACs, and ``RAM = sum(reads) + scratch + out``."""
-    tensors = graph.tensors
-    if group.kind == "input":
-        return layer_cost(group.ops, tensors, graph.inputs[0], group.output, itemsize_of)
-    if len(group.reads) == 1:
-        return layer_cost(group.ops, tensors, group.reads[0], group.output, itemsize_of)
-    (op,) = group.ops
-    cls, macs = op_macs(op, tensors)
-    out = tensors[group.output]
-    ins = [tensors[t] for t in op.inputs]
-    scratch = handler(op).scratch_bytes(op, ins, out, itemsize_of(out))
+    """FLASH_j and MAC_j of the group's ops (handlers), RAM_j of the chain's arena plan
+    (:mod:`splitter.graph.oparena`) and OUT_j the live bytes after it."""
+    classes: dict[str, int] = {}
+    for op in group.ops:
+        cls, macs = op_macs(op, tensors)
+        if macs:
+            classes[cls] = classes.get(cls, 0) + macs
     return LayerCost(
-        flash=op_flash(op),
-        ram=sum(nbytes(t) for t in group.reads) + scratch + nbytes(group.output),
-        macs=macs,
-        out_bytes=nbytes(group.output),
-        macs_by_class=((cls, macs),) if macs else (),
+        flash=sum(op_flash(op) for op in group.ops),
+        ram=ram,
+        macs=sum(classes.values()),
+        out_bytes=out_bytes,
+        macs_by_class=tuple(sorted(classes.items())),
     )
