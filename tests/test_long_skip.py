@@ -128,3 +128,18 @@ def test_resnet8_cut_inside_a_residual_block_passes_the_skip_through(
             feeds[spec.name] = rng.standard_normal(spec.shape).astype(spec.dtype)
     out = runner.run(feeds)
     np.testing.assert_array_equal(out[skip], feeds[skip])
+
+
+def test_manifest_checks_every_boundary_tensor_in_order(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from splitter.manifest import ManifestError, PlanManifest
+
+    args = ["plan", str(LONG_SKIP), "--target", str(BOARDS4), "--granularity", "op", "--json"]
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0, err
+    data = json.loads(out)
+    assert PlanManifest.from_dict(data).model.granularity == "op"
+    data["submodels"][2]["inputs"].reverse()  # same tensors, another order
+    with pytest.raises(ManifestError, match=r"sub-model 1 sends \['stem/relu', .*reads \['body"):
+        PlanManifest.from_dict(data)
