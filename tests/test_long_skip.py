@@ -72,6 +72,9 @@ def test_long_skip_needs_op_granularity_over_four_f405(
         assert sum(t["bytes"] for t in sub["inputs"]) == 2 * 48 * 8 * 8 * 4
     for dev in plan["devices"]:
         assert dev["flash_used"] + dev["code_bytes"] <= dev["flash_budget"] <= KIB400
+    code, out, err = run_cli(capsys, *args[:-1])  # the table names the tensors of each cut
+    assert code == 0, err
+    assert "cut 0->1: 2 tensors (stem/relu, body_" in out
 
 
 def test_long_skip_op_split_validates_every_tensor(tmp_path: Path) -> None:

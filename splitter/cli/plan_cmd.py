@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import shutil
 
 import click
@@ -50,6 +51,10 @@ def _render(m: PlanManifest, plan: Plan) -> None:
         )
     console = Console(width=max(132, shutil.get_terminal_size().columns))
     console.print(table)
+    for a, b in itertools.pairwise(m.submodels):
+        if len(a.outputs) > 1:  # op granularity: the cut carries several live tensors
+            names = ", ".join(t.name for t in a.outputs)
+            console.print(f"cut {a.index}->{b.index}: {len(a.outputs)} tensors ({names})")
     thr, ref9 = m.throughput_per_s, m.throughput_ref9_per_s
     proof = (
         "proved optimal"
