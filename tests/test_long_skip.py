@@ -78,8 +78,9 @@ def test_long_skip_needs_op_granularity_over_four_f405(
 
 
 def test_long_skip_op_split_validates_every_tensor(tmp_path: Path) -> None:
-    options = CompileOptions(firmware=False, granularity="op")
+    options = CompileOptions(firmware=False, granularity="auto")  # auto: the block fits no board
     result = compile_model(LONG_SKIP, BOARDS4, tmp_path / "out", options)
+    assert result.chain.granularity == result.manifest.model.granularity == "op"
     report = result.validation
     assert report is not None and report.passed
     assert len(result.submodels) == 4
@@ -146,3 +147,15 @@ def test_manifest_checks_every_boundary_tensor_in_order(
     data["submodels"][2]["inputs"].reverse()  # same tensors, another order
     with pytest.raises(ManifestError, match=r"sub-model 1 sends \['stem/relu', .*reads \['body"):
         PlanManifest.from_dict(data)
+
+
+def test_auto_granularity_splits_only_blocks_that_fit_no_board() -> None:
+    from splitter.hardware.boards import load_boards
+    from splitter.partition.granularity import auto_granularity
+
+    four = load_boards(BOARDS4)
+    assert auto_granularity(load_chain(LONG_SKIP), four).granularity == "op"
+    large = load_boards(LARGE)  # resnet8's blocks fit: the thesis chain is kept
+    assert auto_granularity(load_chain(MODELS / "resnet8.onnx"), large).granularity == "supernode"
+    tiny = load_chain(MODELS / "tiny_cnn.onnx")  # no super-node: kept even when infeasible
+    assert auto_granularity(tiny, load_boards(MODELS / "boards" / "e2e_tiny2.toml")) is tiny

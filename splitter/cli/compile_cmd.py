@@ -9,7 +9,7 @@ import click
 
 from splitter.cli.options import (
     activation_bytes_option,
-    granularity_option,
+    granularity_auto_option,
     input_shape_option,
     objective_option,
     solver_kwargs,
@@ -50,7 +50,7 @@ from splitter.errors import UnsupportedOpError
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
 @input_shape_option
 @activation_bytes_option
-@granularity_option
+@granularity_auto_option
 def command(
     model: str,
     target: str,

@@ -75,6 +75,17 @@ granularity_option = click.option(
     "carries every tensor live across it (skip tensors too).",
 )
 
+#: ``plan`` and ``compile`` also take ``auto`` (they know the boards).
+granularity_auto_option = click.option(
+    "--granularity",
+    type=click.Choice(["supernode", "op", "auto"]),
+    default="supernode",
+    show_default=True,
+    help="supernode: every branch is one layer (the thesis); op: one layer per fused op, a cut "
+    "carries every tensor live across it (skip tensors too); auto: supernode unless a block "
+    "fits no board, then op.",
+)
+
 objective_option = click.option(
     "--objective",
     type=click.Choice(["latency", "throughput"]),

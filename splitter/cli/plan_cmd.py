@@ -11,7 +11,7 @@ from rich.table import Table
 
 from splitter.cli.options import (
     activation_bytes_option,
-    granularity_option,
+    granularity_auto_option,
     input_shape_option,
     objective_option,
     solver_kwargs,
@@ -22,6 +22,7 @@ from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
 from splitter.ir import Plan
 from splitter.manifest import PlanManifest
+from splitter.partition.granularity import auto_granularity
 from splitter.partition.report import build_manifest, plan_chain
 
 
@@ -85,7 +86,7 @@ def _render(m: PlanManifest, plan: Plan) -> None:
 )
 @input_shape_option
 @activation_bytes_option
-@granularity_option
+@granularity_auto_option
 def command(
     input_path: str,
     target: str,
@@ -108,8 +109,10 @@ def command(
             input_path,
             input_shapes=input_shapes or None,
             activation_bytes=activation_bytes,
-            granularity=granularity,
+            granularity="supernode" if granularity == "auto" else granularity,
         )
+        if granularity == "auto":
+            chain = auto_granularity(chain, boards, activation_bytes)
         progress.step(f"solving ({solver}, {objective})")
         plan = plan_chain(chain, boards, objective, solver, on_progress=progress.status, **options)
     manifest = build_manifest(
