@@ -159,3 +159,16 @@ def test_auto_granularity_splits_only_blocks_that_fit_no_board() -> None:
     assert auto_granularity(load_chain(MODELS / "resnet8.onnx"), large).granularity == "supernode"
     tiny = load_chain(MODELS / "tiny_cnn.onnx")  # no super-node: kept even when infeasible
     assert auto_granularity(tiny, load_boards(MODELS / "boards" / "e2e_tiny2.toml")) is tiny
+
+
+def test_inspect_lists_the_tensors_of_every_cut(capsys: pytest.CaptureFixture[str]) -> None:
+    model = str(MODELS / "resnet8.onnx")
+    code, out, err = run_cli(capsys, "inspect", model, "--granularity", "op", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["granularity"] == "op"
+    block = doc["layers"][2]  # the first conv of the first residual block
+    assert [t["name"] for t in block["crossing"]] == ["conv1_relu/out", "stage1_relu1/out"]
+    assert block["out_bytes"] == sum(t["bytes"] for t in block["crossing"]) == 2 * 65536
+    code, out, err = run_cli(capsys, "inspect", model)
+    assert code == 0 and "crossing" not in out  # the default table is unchanged
