@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -198,3 +199,39 @@ def test_granularity_is_checked_and_profiles_ignore_it() -> None:
         build_chain(skip_graph(), granularity="ops")
     profile = MODELS / "profiles" / "thesis_profiles.json"
     assert len(load_chain(f"{profile}#tiny_cnn", granularity="op")) == 5
+
+
+@settings(max_examples=40, deadline=None)
+@given(random_dags())
+def test_layer_arenas_keep_every_live_tensor_intact(graph: Graph) -> None:
+    """Simulate each op layer on a byte arena: received tensors written packed, each op's
+    outputs and scratch written at their offsets in order, then the compaction moves; every
+    tensor live after the layer must then hold its own bytes at its packed offset."""
+    chain = build_chain(graph, granularity="op")
+    before = [graph.inputs[0]]
+    for layer in chain.layers:
+        after = [t.name for t in layer.boundary]
+        plan = plan_op_layer(layer.ops, before, after, graph.tensors, lambda s: s.itemsize)
+        assert plan.size == layer.cost.ram
+        arena = np.full(plan.size, -1, np.int64)
+
+        def write(name: str, tag: int, arena: np.ndarray = arena, plan: object = plan) -> None:
+            off, n = plan.offsets[name], plan.sizes[name]  # type: ignore[attr-defined]
+            arena[off : off + n] = tag * 10_000 + np.arange(n)
+
+        tags = {name: k + 1 for k, name in enumerate(graph.tensors)}
+        for name in before:
+            write(name, tags[name])
+        for op in layer.ops:
+            if f"{op.name}:scratch" in plan.offsets:
+                write(f"{op.name}:scratch", 9_999)
+            if op.kind != "reshape":
+                write(op.outputs[0], tags[op.outputs[0]])
+        for _name, src, dst, n in plan.moves:
+            arena[dst : dst + n] = arena[src : src + n].copy()
+        offset = 0
+        for name in after:
+            n = graph.tensors[name].nbytes
+            assert np.array_equal(arena[offset : offset + n], tags[name] * 10_000 + np.arange(n))
+            offset += n
+        before = after
