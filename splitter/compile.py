@@ -58,6 +58,9 @@ class CompileOptions:
     force: bool = False
     input_shapes: Mapping[str, tuple[int, ...]] | None = None
     activation_bytes: int | None = None
+    #: chain granularity: "supernode" (branches collapsed), "op" (cuts carry live tensors) or
+    #: "auto" (``splitter.partition.granularity``)
+    granularity: str = "supernode"
     samples: int = DEFAULT_SAMPLES
     seed: int = DEFAULT_SEED
     #: generate the C firmware projects into ``OUT/firmware`` (codegen)
@@ -191,8 +194,17 @@ def _load(
             "to slice); use 'splitter plan' for profiles"
         )
     loaded = load_model(model, input_shapes=opts.input_shapes)
-    chain = build_chain(loaded.graph, activation_bytes=opts.activation_bytes)
-    return loaded, chain, load_boards(target)
+    auto = opts.granularity == "auto"
+    granularity = "supernode" if auto else opts.granularity
+    chain = build_chain(
+        loaded.graph, activation_bytes=opts.activation_bytes, granularity=granularity
+    )
+    boards = load_boards(target)
+    if auto:
+        from splitter.partition.granularity import auto_granularity
+
+        chain = auto_granularity(chain, boards, opts.activation_bytes)
+    return loaded, chain, boards
 
 
 def check_input_files(chain: Chain, input_files: Sequence[str | Path]) -> None:

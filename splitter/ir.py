@@ -158,7 +158,10 @@ class Layer:
 
     ``kind`` is ``"input"``, a canonical op kind, or ``"super"`` (a collapsed single-entry /
     single-exit region; ``ops`` then holds its inner ops in a valid schedule order).
-    ``input``/``output`` are the single tensors crossing the boundaries before and after it.
+    ``input``/``output`` are the single tensors crossing the boundaries before and after it in a
+    super-node chain. In an operator-granularity chain (``splitter.graph.opchain``) ``live`` holds
+    every tensor crossing the cut after the layer (skip tensors included, a fixed order) and
+    ``reads`` every tensor the layer reads from earlier layers (``input`` is the first).
     """
 
     index: int
@@ -172,6 +175,13 @@ class Layer:
     loops: tuple[ChannelLoop, ...] = ()
     #: RAM_j with every op run whole, when ``loops`` lowered it (0: no loops)
     whole_ram: int = 0
+    live: tuple[TensorSpec, ...] = ()
+    reads: tuple[TensorSpec, ...] = ()
+
+    @property
+    def boundary(self) -> tuple[TensorSpec, ...]:
+        """The tensors crossing the cut after this layer: ``live``, or the output alone."""
+        return self.live or (self.output,)
 
     @property
     def op_label(self) -> str:
@@ -189,6 +199,9 @@ class Chain:
     layers: tuple[Layer, ...]
     graph: Graph | None = None  # None for layer profiles (no ops, no weights)
     source_path: str = ""
+    #: "supernode" (branches collapsed, one tensor per cut) or "op" (one layer per fused op
+    #: group, every live tensor crosses a cut; ``splitter.graph.opchain``)
+    granularity: str = "supernode"
 
     def __len__(self) -> int:
         return len(self.layers)

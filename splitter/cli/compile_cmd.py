@@ -9,6 +9,7 @@ import click
 
 from splitter.cli.options import (
     activation_bytes_option,
+    granularity_auto_option,
     host_io_option,
     input_shape_option,
     objective_option,
@@ -51,6 +52,7 @@ from splitter.errors import UnsupportedOpError
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
 @input_shape_option
 @activation_bytes_option
+@granularity_auto_option
 @host_io_option
 @partial_execution_option
 def command(
@@ -70,6 +72,7 @@ def command(
     as_json: bool,
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
+    granularity: str,
     no_host_io: bool,
     partial_execution: str,
 ) -> None:
@@ -84,6 +87,7 @@ def command(
         force=force,
         input_shapes=input_shapes or None,
         activation_bytes=activation_bytes,
+        granularity=granularity,
         data_file=data_file,
         host_io=not no_host_io,
         partial_execution=partial_execution,

@@ -66,6 +66,26 @@ activation_bytes_option = click.option(
     help="Bytes per activation element (e.g. 1 for int8); default: the tensors' dtype.",
 )
 
+granularity_option = click.option(
+    "--granularity",
+    type=click.Choice(["supernode", "op"]),
+    default="supernode",
+    show_default=True,
+    help="supernode: every branch is one layer (the thesis); op: one layer per fused op, a cut "
+    "carries every tensor live across it (skip tensors too).",
+)
+
+#: ``plan`` and ``compile`` also take ``auto`` (they know the boards).
+granularity_auto_option = click.option(
+    "--granularity",
+    type=click.Choice(["supernode", "op", "auto"]),
+    default="supernode",
+    show_default=True,
+    help="supernode: every branch is one layer (the thesis); op: one layer per fused op, a cut "
+    "carries every tensor live across it (skip tensors too); auto: supernode unless a block "
+    "fits no board, then op.",
+)
+
 host_io_option = click.option(
     "--no-host-io",
     "no_host_io",

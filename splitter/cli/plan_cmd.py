@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import shutil
 
 import click
@@ -10,6 +11,7 @@ from rich.table import Table
 
 from splitter.cli.options import (
     activation_bytes_option,
+    granularity_auto_option,
     host_io_option,
     input_shape_option,
     objective_option,
@@ -22,6 +24,7 @@ from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
 from splitter.ir import Plan
 from splitter.manifest import PlanManifest
+from splitter.partition.granularity import auto_granularity
 from splitter.partition.partial import plan_partial
 from splitter.partition.report import build_manifest
 
@@ -62,6 +65,10 @@ def _render(m: PlanManifest, plan: Plan) -> None:
                 + "; ".join(s.loops),
                 highlight=False,
             )
+    for a, b in itertools.pairwise(m.submodels):
+        if len(a.outputs) > 1:  # op granularity: the cut carries several live tensors
+            names = ", ".join(t.name for t in a.outputs)
+            console.print(f"cut {a.index}->{b.index}: {len(a.outputs)} tensors ({names})")
     thr, ref9 = m.throughput_per_s, m.throughput_ref9_per_s
     proof = (
         "proved optimal"
@@ -108,6 +115,7 @@ def _link_line(m: PlanManifest) -> str:
 )
 @input_shape_option
 @activation_bytes_option
+@granularity_auto_option
 @host_io_option
 @partial_execution_option
 def command(
@@ -121,6 +129,7 @@ def command(
     as_json: bool,
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
+    granularity: str,
     no_host_io: bool,
     partial_execution: str,
 ) -> None:
@@ -130,8 +139,13 @@ def command(
         boards = load_boards(target)
         progress.step(f"importing {input_path}")
         chain = load_chain(
-            input_path, input_shapes=input_shapes or None, activation_bytes=activation_bytes
+            input_path,
+            input_shapes=input_shapes or None,
+            activation_bytes=activation_bytes,
+            granularity="supernode" if granularity == "auto" else granularity,
         )
+        if granularity == "auto":
+            chain = auto_granularity(chain, boards, activation_bytes)
         progress.step(f"solving ({solver}, {objective})")
         chain, plan = plan_partial(
             chain, boards, partial_execution, objective, solver, activation_bytes,

@@ -126,7 +126,10 @@ def chain_schedule(chain: Chain, activation_bytes: int | None = None) -> Partial
 
 def partial_chain(chain: Chain, activation_bytes: int | None = None) -> Chain:
     """``chain`` with every useful executable loop fused into one layer (module docstring);
-    the chain itself when no loop lowers any layer's RAM."""
+    the chain itself when no loop lowers any layer's RAM, or when the chain is at operator
+    granularity (its cuts carry several live tensors, which fused loop layers do not keep)."""
+    if chain.granularity == "op":
+        return chain
     schedule = chain_schedule(chain, activation_bytes)
     if schedule is None or not schedule.loops:
         return chain

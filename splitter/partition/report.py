@@ -252,6 +252,7 @@ def build_manifest(
         layout=chain.graph.layout if chain.graph is not None else "",
         input_shapes=input_shapes_tuple(input_shapes),
         activation_bytes=activation_bytes,
+        granularity=chain.granularity,
     )
     subs = tuple(
         _submodel(problem, ev, chain, boards, k, sub, file_suffix(fmt))
