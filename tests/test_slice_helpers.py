@@ -187,9 +187,12 @@ def ensure_model(name: str):  # type: ignore[no-untyped-def]
 def can_force_split(chain, devices: int) -> bool:  # type: ignore[no-untyped-def]
     """Whether :func:`sized_boards` can force a split: the weights besides the largest layer
     exceed what the firmware of a split device may need beyond that of one device hosting
-    everything (more links and sub-models; tiny models such as sine_float cannot be forced)."""
+    everything (more links and sub-models; tiny models such as sine_float cannot be forced), and
+    the largest layer, sized in with 1 % to spare, leaves some weights out (not long_skip)."""
     costs = chain.costs
     rest = sum(c.flash for c in costs) - max(c.flash for c in costs)
+    if max(c.flash for c in costs) * 1.01 >= sum(c.flash for c in costs):
+        return False
     if chain.graph is None:
         return True
     from splitter.cost.code import code_bytes, layer_keys
