@@ -64,6 +64,8 @@ BYTE_TIMEOUT_S = 0.05
 SEND_RETRIES = 8
 MIN_STACK_BYTES = 2048
 MAX_TIMING_RECORDS = 32
+#: Largest boundary tensor (bytes): runtime.c keeps a sub-model's receive progress in 24 bits.
+MAX_TENSOR_BYTES = (1 << 24) - 1
 
 
 # ---------------------------------------------------------------- inputs -------------------
@@ -486,6 +488,12 @@ def _sub_context(
             f"device {d.name}: sub-model {k} has {len(slots.inputs)} inputs and "
             f"{len(slots.outputs)} outputs; the link carries 1 to {MAX_TENSORS} tensors per hop; "
             "choose other cuts"
+        )
+    big = next((t for t in (*slots.inputs, *slots.outputs) if t.nbytes > MAX_TENSOR_BYTES), None)
+    if big is not None:
+        raise UnsupportedOpError(
+            f"device {d.name}: sub-model {k} carries tensor {big.name!r} of {big.nbytes} B, "
+            f"above the {MAX_TENSOR_BYTES} B the firmware receives; choose other cuts"
         )
     src = sub_devices[k - 1] if k > 0 else -1
     last = k == len(sub_devices) - 1

@@ -13,10 +13,13 @@
 
 static uint8_t timing[MAX_TIMING_RECORDS * PROTO_TIMING_RECORD];
 static uint32_t n_timing;
-/* Per hosted sub-model: the input tensor being received (they arrive in plan.json order) and
- * the highest byte of it received so far. */
-static uint8_t receiving[N_SUBMODELS];
-static uint32_t received[N_SUBMODELS];
+/* Per hosted sub-model, one word: the input tensor being received (they arrive in plan.json
+ * order) in the top 8 bits and the highest byte of it received so far in the low 24 (tensors
+ * are below 16 MiB: codegen/firmware.py MAX_TENSOR_BYTES), so the runtime RAM per hosted
+ * sub-model stays 4 bytes. */
+#define RX_TENSOR_SHIFT 24u
+#define RX_BYTES_MASK 0x00FFFFFFu
+static uint32_t rx_state[N_SUBMODELS];
 static uint32_t chunk_size[N_LINKS];
 static frame_t rx;
 
@@ -116,19 +119,25 @@ static int take_chunk(uint32_t i, int l, uint8_t t, const uint8_t *p, uint32_t l
         off + len > total) {
         return 0;
     }
-    if (t == 0 && off == 0) { receiving[i] = 0; received[i] = 0; }
-    if (t < receiving[i]) return 1;
+    if (t == 0 && off == 0) rx_state[i] = 0;
+    uint32_t receiving = rx_state[i] >> RX_TENSOR_SHIFT;
+    uint32_t received = rx_state[i] & RX_BYTES_MASK;
+    if (t < receiving) return 1;
     /* chunks come in order; a re-chunked retransmission may overlap what already arrived */
-    if (t != receiving[i] || off > received[i]) return 0;
+    if (t != receiving || off > received) return 0;
+    if (off == 0) received = 0; /* a chunk at offset 0 restarts its tensor's count */
     uint8_t *dst = (uint8_t *)model_arena + s->in[t].offset + off;
     for (uint32_t k = 0; k < len; k++) dst[k] = p[PROTO_CHUNK_HEADER + k];
-    if (off + len > received[i]) received[i] = off + len;
-    if (received[i] == total) {
-        received[i] = 0;
-        if (++receiving[i] == s->n_in) {
-            receiving[i] = 0;
-            run_submodel(s);
-        }
+    if (off + len > received) received = off + len;
+    if (received == total) {
+        receiving++;
+        received = 0;
+    }
+    if (receiving == s->n_in) {
+        rx_state[i] = 0;
+        run_submodel(s);
+    } else {
+        rx_state[i] = (receiving << RX_TENSOR_SHIFT) | received;
     }
     return 1;
 }
@@ -193,7 +202,7 @@ void runtime_init(void) {
         proto_reset_rx(l);
         chunk_size[l] = 0;
     }
-    for (uint32_t i = 0; i < N_SUBMODELS; i++) { receiving[i] = 0; received[i] = 0; }
+    for (uint32_t i = 0; i < N_SUBMODELS; i++) rx_state[i] = 0;
     link_init();
 }
 
