@@ -23,6 +23,7 @@ from splitter.ir import TensorSpec
 from splitter.link.emulator import Emulation
 from splitter.link.host import HostLink, Timing, infer
 from splitter.link.protocol import FIRMWARE_VERSION, PROTOCOL_VERSION, plan_hash
+from splitter.link.segments import Load, WeightServer
 from splitter.link.transport import open_transport
 from splitter.manifest import PlanManifest, read_manifest, read_wiring
 
@@ -44,7 +45,14 @@ class RunResult:
     seconds: float = 0.0
     note: str = ""
     compute_s: float = 0.0
+    #: LO-SC segment loads the host served (a segmented OUT, ``splitter segment -o``)
+    loads: list[Load] = field(default_factory=list)
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def load_s(self) -> float:
+        """Wall time spent loading segment weights (part of ``seconds``)."""
+        return sum(x.seconds for x in self.loads)
 
 
 def input_specs(manifest: PlanManifest) -> tuple[TensorSpec, ...]:
@@ -233,6 +241,7 @@ def run(
         for link in links:
             check_pong(link, expected, timeout=min(timeout, 15.0))
             link.on_bytes = on_bytes
+        server = weight_server(out_dir, links)
         step("running one inference")
         res = infer(
             links,
@@ -240,11 +249,14 @@ def run(
             wiring["last_device"],
             xs,
             [s.nbytes for s in specs],
-            timeout=timeout,
+            timeout=timeout + (server.budget_s if server is not None else 0.0),
         )
     ys = {s.name: from_wire(d, s) for s, d in zip(specs, res.tensors, strict=True)}
     compute = compute_seconds(wiring, res.timings, emulated=emulate)
-    return RunResult(next(iter(ys.values())), res.timings, res.seconds, note, compute, ys)
+    loads = server.loads if server is not None else []
+    return RunResult(
+        next(iter(ys.values())), res.timings, res.seconds, note, compute, list(loads), ys
+    )
 
 
 def _ordered_inputs(
@@ -263,6 +275,19 @@ def _ordered_inputs(
     if missing:
         raise ShapeError(f"no array for model input(s) {', '.join(missing)}")
     return [x[s.name] for s in specs]
+
+
+def weight_server(out_dir: Path, links: list[HostLink]) -> WeightServer | None:
+    """For a segmented ``OUT`` (``segments.json``), the server of its segments' weights,
+    attached to the (one) device's host link; None otherwise."""
+    from codegen.segments import read_segments
+
+    record = read_segments(out_dir)
+    if record is None:
+        return None
+    server = WeightServer.from_out(out_dir, record, links[0].device)
+    links[0].serve = server
+    return server
 
 
 def open_host_link(
