@@ -34,13 +34,14 @@ from pathlib import Path
 import jinja2
 
 from codegen.escape import register
-from splitter.errors import BoardFileError, OutputError
+from codegen.slots import SubModelSlots, TensorSlot
+from splitter.errors import BoardFileError, OutputError, UnsupportedOpError
 from splitter.hardware.board_catalog import Wiring, device_wiring
 from splitter.hardware.clocks import Step
 from splitter.hardware.families import Family, RegWrite, family_for
 from splitter.hardware.qemu import EMULATOR
 from splitter.ir import Boards, Chain, Part
-from splitter.link.protocol import FIRMWARE_VERSION
+from splitter.link.protocol import FIRMWARE_VERSION, MAX_TENSORS
 from splitter.manifest import PlanManifest
 from splitter.outputs import contained
 
@@ -63,6 +64,8 @@ BYTE_TIMEOUT_S = 0.05
 SEND_RETRIES = 8
 MIN_STACK_BYTES = 2048
 MAX_TIMING_RECORDS = 32
+#: Largest boundary tensor (bytes): runtime.c keeps a sub-model's receive progress in 24 bits.
+MAX_TENSOR_BYTES = (1 << 24) - 1
 
 
 # ---------------------------------------------------------------- inputs -------------------
@@ -76,8 +79,9 @@ class DeviceSpec:
     files: Mapping[str, str]  # model C sources by file name (model.h, model.c)
     weights_bytes: int
     arena_bytes: int
-    #: ``(index, input_offset, input_bytes, output_offset, output_bytes)`` per hosted sub-model
-    submodels: Sequence[tuple[int, int, int, int, int]]
+    #: per hosted sub-model its tensor slots (``codegen.model_c.GeneratedC.slots``), or
+    #: ``(index, input_offset, input_bytes, output_offset, output_bytes)`` for one in, one out
+    submodels: Sequence[SubModelSlots | tuple[int, int, int, int, int]]
     clock_hz: float = 0.0  # the real board's clock (0: the part's catalog clock)
     board: str | None = None  # board definition (board_catalog.toml)
 
@@ -147,13 +151,14 @@ class LinkContext:
 
 @dataclass(frozen=True)
 class SubModelContext:
-    """A hosted sub-model: arena offsets (bytes) and the links its input/output use."""
+    """A hosted sub-model: its tensors' arena slots (plan.json order; the chunk header's tensor
+    index is the position), their total bytes, and the links its inputs/outputs use."""
 
     index: int
     function: str
-    input_offset: int
+    inputs: tuple[TensorSlot, ...]
+    outputs: tuple[TensorSlot, ...]
     input_bytes: int
-    output_offset: int
     output_bytes: int
     in_link: int
     out_link: int
@@ -469,24 +474,37 @@ def _link_usarts(
 
 def _sub_context(
     d: DeviceSpec,
-    row: tuple[int, int, int, int, int],
+    row: SubModelSlots | tuple[int, int, int, int, int],
     peers: Sequence[int],
     sub_devices: Sequence[int],
     names: Mapping[int, str],
 ) -> SubModelContext:
-    k, in_off, in_b, out_off, out_b = row
+    slots = SubModelSlots.of(row)
+    k = slots.index
     if sub_devices[k] != d.index:
         raise ValueError(f"sub-model {k} is on device {sub_devices[k]}, not {d.name}")
+    if max(len(slots.inputs), len(slots.outputs)) > MAX_TENSORS or not slots.outputs:
+        raise UnsupportedOpError(
+            f"device {d.name}: sub-model {k} has {len(slots.inputs)} inputs and "
+            f"{len(slots.outputs)} outputs; the link carries 1 to {MAX_TENSORS} tensors per hop; "
+            "choose other cuts"
+        )
+    big = next((t for t in (*slots.inputs, *slots.outputs) if t.nbytes > MAX_TENSOR_BYTES), None)
+    if big is not None:
+        raise UnsupportedOpError(
+            f"device {d.name}: sub-model {k} carries tensor {big.name!r} of {big.nbytes} B, "
+            f"above the {MAX_TENSOR_BYTES} B the firmware receives; choose other cuts"
+        )
     src = sub_devices[k - 1] if k > 0 else -1
     last = k == len(sub_devices) - 1
     dst = -1 if last else sub_devices[k + 1]
     return SubModelContext(
         index=k,
         function=f"sm_{k:02d}",
-        input_offset=in_off,
-        input_bytes=in_b,
-        output_offset=out_off,
-        output_bytes=out_b,
+        inputs=slots.inputs,
+        outputs=slots.outputs,
+        input_bytes=sum(t.nbytes for t in slots.inputs),
+        output_bytes=sum(t.nbytes for t in slots.outputs),
         in_link=peers.index(src),
         out_link=peers.index(dst),
         in_peer=names[src],
@@ -645,11 +663,13 @@ def generate_firmware(
 
     specs = []
     for index, device in enumerate(boards.devices):
-        ranges = [(s.index, s.first, s.last) for s in manifest.submodels if s.device_index == index]
-        if not ranges:
+        hosted = [s for s in manifest.submodels if s.device_index == index]
+        if not hosted:
             continue
+        ranges = [(s.index, s.first, s.last) for s in hosted]
+        io = {s.index: ([t.name for t in s.inputs], [t.name for t in s.outputs]) for s in hosted}
         core = family_for(device.part.family).core
-        gen = generate_device_c(chain, ranges, device.name, core=core)
+        gen = generate_device_c(chain, ranges, device.name, core=core, boundaries=io)
         specs.append(
             DeviceSpec(
                 device.name,
@@ -658,7 +678,7 @@ def generate_firmware(
                 gen.files,
                 gen.weights_bytes,
                 gen.arena_bytes,
-                gen.submodels,
+                gen.slots,
                 device.clock_hz,
                 device.board,
             )

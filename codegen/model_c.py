@@ -35,10 +35,12 @@ from codegen.ops.literals import WeightTable
 from codegen.ops.q8_variants import isa_of
 from codegen.pex import emit_layer as emit_pex_layer
 from codegen.pex import placed_offsets as pex_offsets
+from codegen.slots import SubModelSlots, TensorSlot
 from splitter.cost.handlers import op_flash
 from splitter.errors import UnsupportedOpError
 from splitter.graph.oparena import LayerArena, plan_op_layer
 from splitter.ir import Chain, Layer, Op, SubModel, TensorSpec
+from splitter.manifest import submodel_boundaries
 from splitter.ops import kinds_with_kernel
 
 #: Where the kernel library lives (copied verbatim into every firmware project).
@@ -68,13 +70,16 @@ class GeneratedC:
     """C sources of one device and the byte counts they allocate.
 
     ``submodels`` rows are ``(index, input_offset, input_bytes, output_offset, output_bytes)``
-    with offsets in bytes from the start of the arena.
+    of the main (chain) input and output with offsets in bytes from the start of the arena;
+    ``slots`` place every boundary tensor of each sub-model (plan.json's ``inputs`` /
+    ``outputs``), what the firmware tables list.
     """
 
     files: dict[str, str]
     weights_bytes: int
     arena_bytes: int
     submodels: list[tuple[int, int, int, int, int]] = field(default_factory=list)
+    slots: list[SubModelSlots] = field(default_factory=list)
 
 
 def kernel_sources() -> dict[str, str]:
@@ -125,11 +130,6 @@ def missing_ops(chain: Chain, ranges: Sequence[RangeLike]) -> list[str]:
         return [f"{chain.name}: a layer profile has no ops; import the model file instead"]
     if graph.layout not in LAYOUTS:
         problems.append(f"{chain.name}: {graph.layout} layout (the kernels are NCHW or NHWC)")
-    if len(graph.inputs) != 1 or len(graph.outputs) != 1:
-        problems.append(
-            f"{chain.name}: {len(graph.inputs)} inputs and {len(graph.outputs)} outputs (the "
-            "firmware receives one tensor and sends one; split and validate with --no-firmware)"
-        )
     for _, first, last in _normalise_ranges(ranges):
         for layer in chain.layers[first : last + 1]:
             problems.extend(_layer_problems(layer, graph.tensors))
@@ -317,6 +317,10 @@ def placed_offsets(mem: LayerMemoryLike, layer: Layer, arena: int, at_top: bool)
 # ------------------------------------------------------------------------ generation ----
 
 
+#: Boundary tensor names of a sub-model: ``(inputs, outputs)`` in plan.json order.
+BoundaryNames = tuple[Sequence[str], Sequence[str]]
+
+
 def generate_device_c(
     chain: Chain,
     layer_ranges: Sequence[RangeLike],
@@ -324,6 +328,7 @@ def generate_device_c(
     *,
     planner: Planner | None = None,
     core: str | None = None,
+    boundaries: Mapping[int, BoundaryNames] | None = None,
 ) -> GeneratedC:
     """C sources (``model.h``, ``model.c``) for the sub-models ``layer_ranges`` of one device.
 
@@ -332,7 +337,9 @@ def generate_device_c(
 
     ``layer_ranges`` items are :class:`SubModel`, ``(first, last)`` (numbered 0, 1, ... in order)
     or ``(index, first, last)``; function ``sm_<index:02d>`` runs layers ``first..last``.
-    Raises :class:`UnsupportedOpError` listing every op the kernels lack.
+    ``boundaries[index]`` names the sub-model's input and output tensors (plan.json; default
+    :func:`splitter.manifest.submodel_boundaries`); see :func:`side_offsets` for the tensors
+    besides the chain's. Raises :class:`UnsupportedOpError` listing every op the kernels lack.
     """
     check_supported(chain, layer_ranges)
     plan = planner or default_planner()
@@ -343,18 +350,98 @@ def generate_device_c(
     weights = WeightTable()
     bodies: list[str] = []
     rows: list[tuple[int, int, int, int, int]] = []
+    slots: list[SubModelSlots] = []
+    top = arena
     for index, first, last in ranges:
         if chain.granularity == "op":
             body, row = _op_submodel_function(chain, (index, first, last), weights, isa)
+            slots.append(_packed_slots(chain, (index, first, last), boundaries))
         else:
-            body, row = _submodel_function(chain, (index, first, last), arena, plan, weights, isa)
+            given = (boundaries or {}).get(index)
+            names = given or _default_names(chain, first, last)
+            side = side_offsets(chain, names, arena)
+            body, row, last_offs = _submodel_function(
+                chain, (index, first, last), arena, plan, weights, isa, side
+            )
+            slots.append(_slots(chain, (index, first, last), names, row, last_offs, side))
         bodies.append(body)
         rows.append(row)
+        top = max([top, *(t.offset + t.nbytes for t in (*slots[-1].inputs, *slots[-1].outputs))])
     files = {
-        "model.h": _header(device_name, arena, weights.nbytes, ranges),
-        "model.c": _source(device_name, chain, arena, weights, bodies, ranges, rows),
+        "model.h": _header(device_name, top, weights.nbytes, ranges),
+        "model.c": _source(device_name, chain, top, weights, bodies, ranges, rows),
     }
-    return GeneratedC(files, weights.nbytes, arena, rows)
+    return GeneratedC(files, weights.nbytes, top, rows, slots)
+
+
+def _default_names(chain: Chain, first: int, last: int) -> BoundaryNames:
+    ins, outs = submodel_boundaries(chain, first, last)
+    return [t.name for t in ins], [t.name for t in outs]
+
+
+def _nbytes(chain: Chain, name: str) -> int:
+    """Arena bytes of activation ``name`` (:func:`float_itemsize` per element)."""
+    assert chain.graph is not None
+    spec = chain.graph.tensors[name]
+    return spec.size * float_itemsize(spec)
+
+
+def side_offsets(chain: Chain, names: BoundaryNames, arena: int) -> dict[str, int]:
+    """Arena offsets of the sub-model's pass-through tensors (inputs that are also outputs).
+
+    The layers' ping-pong plans (module docstring) use ``[0, arena)``; a pass-through tensor must
+    survive the whole sub-model, so each gets its own block above: ``arena + sum of the 4-aligned
+    sizes of the pass-through tensors before it``. It is received there and sent from there (no
+    copy); when it is also the chain's input of the sub-model its first layer reads it there.
+    """
+    ins, outs = names
+    offsets: dict[str, int] = {}
+    top = arena
+    for name in ins:
+        if name in outs and name not in offsets:
+            offsets[name] = top
+            top += -(-_nbytes(chain, name) // 4) * 4
+    return offsets
+
+
+def _slots(
+    chain: Chain,
+    span: tuple[int, int, int],
+    names: BoundaryNames,
+    row: tuple[int, int, int, int, int],
+    last_offs: Mapping[str, int],
+    side: Mapping[str, int],
+) -> SubModelSlots:
+    """Every boundary tensor's slot: the chain's input at 0 and output where the last layer left
+    it, pass-through tensors in their side blocks, and further outputs (a graph's other outputs)
+    where the last layer's plan keeps them live to its end (produced and never read there).
+    :class:`UnsupportedOpError` for any other tensor (an input read besides the chain's)."""
+    index, first, last = span
+    _, in_off, _, out_off, _ = row
+    main_in, main_out = submodel_boundaries(chain, first, last)[0][0], chain.layers[last].output
+    ops = chain.layers[last].ops
+    read = {n for op in ops for n in op.inputs}
+
+    def slot(name: str, where: str) -> TensorSlot:
+        if name in side:
+            return TensorSlot(name, side[name], _nbytes(chain, name))
+        if where == "in" and name == main_in.name:
+            return TensorSlot(name, in_off, _nbytes(chain, name))
+        if where == "out" and name == main_out.name:
+            return TensorSlot(name, out_off, _nbytes(chain, name))
+        if where == "out" and name in last_offs and name not in read:
+            return TensorSlot(name, last_offs[name], _nbytes(chain, name))
+        raise UnsupportedOpError(
+            f"{chain.source_path or chain.name}: sub-model {index} (layers {first}..{last}) "
+            f"{'reads' if where == 'in' else 'writes'} tensor '{name}' besides the chain's "
+            f"'{main_in.name if where == 'in' else main_out.name}'; the firmware generator "
+            "places only pass-through tensors and outputs of the last layer there; cut elsewhere"
+        )
+
+    ins, outs = names
+    return SubModelSlots(
+        index, tuple(slot(n, "in") for n in ins), tuple(slot(n, "out") for n in outs)
+    )
 
 
 def _submodel_function(
@@ -364,9 +451,11 @@ def _submodel_function(
     planner: Planner,
     weights: WeightTable,
     isa: str,
-) -> tuple[str, tuple[int, int, int, int, int]]:
-    """C function of sub-model ``span = (index, first, last)`` and its ``(index, in_off,
-    in_bytes, out_off, out_bytes)``; ``isa`` the int8 kernel variant."""
+    side: Mapping[str, int] | None = None,
+) -> tuple[str, tuple[int, int, int, int, int], dict[str, int]]:
+    """C function of sub-model ``span = (index, first, last)``, its ``(index, in_off,
+    in_bytes, out_off, out_bytes)`` and the last layer's tensor offsets; ``isa`` the int8
+    kernel variant, ``side`` the pass-through tensors' offsets (:func:`side_offsets`)."""
     assert chain.graph is not None
     index, first, last = span
     tensors = chain.graph.tensors
@@ -375,6 +464,7 @@ def _submodel_function(
     first_layer = chain.layers[first]
     in_spec = first_layer.output if first_layer.input is None else first_layer.input
     out_off = 0
+    offs: dict[str, int] = {}
     for j in range(first, last + 1):
         layer = chain.layers[j]
         if layer.kind == "input" or not layer.ops:
@@ -382,7 +472,7 @@ def _submodel_function(
             lines.append(f"    /* layer {j}: {name} (input, already at offset 0) */")
             continue
         mem = layer_memory(layer, chain, planner)
-        offs = placed_offsets(mem, layer, arena, at_top)
+        offs = placed_offsets(mem, layer, arena, at_top) | dict(side or {})
         if layer.loops:  # int8 accumulators: the result's offset (codegen/pex.py)
             offs = pex_offsets(layer, offs, mem.sizes, tensors)
         label = f"{c_comment(layer.name)} ({c_comment(layer.op_label)})"
@@ -404,7 +494,7 @@ def _submodel_function(
     fn += "\n".join(lines) + "\n    (void)A;\n    (void)A8;\n    return 0;\n}\n"
     in_bytes = in_spec.size * float_itemsize(in_spec)
     row = (index, 0, in_bytes, out_off, out_spec.size * float_itemsize(out_spec))
-    return fn, row
+    return fn, row, offs
 
 
 # ------------------------------------------------------------- op granularity ----
@@ -457,6 +547,38 @@ def _op_submodel_function(
     fn += "\n".join(lines) + "\n    (void)A;\n    (void)A8;\n    return 0;\n}\n"
     in_bytes = sum(t.size * float_itemsize(t) for t in entering)
     return fn, (index, 0, in_bytes, 0, sum(t.size * float_itemsize(t) for t in leaving))
+
+
+def _packed_slots(
+    chain: Chain, span: tuple[int, int, int], boundaries: Mapping[int, BoundaryNames] | None
+) -> SubModelSlots:
+    """Slots of an operator-granularity sub-model: its inputs, and its outputs, each packed from
+    offset 0 in plan.json order (:func:`splitter.graph.oparena.packed`, no padding), as
+    :func:`_op_submodel_function` leaves them; plan.json must list the chain's boundary tensors."""
+    assert chain.graph is not None
+    index, first, last = span
+    tensors = chain.graph.tensors
+    entering = chain.layers[first - 1].boundary if first else (tensors[chain.graph.inputs[0]],)
+    leaving = chain.layers[last].boundary
+    given = (boundaries or {}).get(index)
+    if given is not None and (list(given[0]), list(given[1])) != (
+        [t.name for t in entering],
+        [t.name for t in leaving],
+    ):
+        raise UnsupportedOpError(
+            f"{chain.source_path or chain.name}: sub-model {index}: plan.json's boundary tensors "
+            "differ from the operator-granularity chain's; re-run compile"
+        )
+
+    def pack(specs: tuple[TensorSpec, ...]) -> tuple[TensorSlot, ...]:
+        slots, top = [], 0
+        for t in specs:
+            nbytes = t.size * float_itemsize(t)
+            slots.append(TensorSlot(t.name, top, nbytes))
+            top += nbytes
+        return tuple(slots)
+
+    return SubModelSlots(index, pack(entering), pack(leaving))
 
 
 def _check_emitted_flash(chain: Chain, layer: Layer, emitted: int) -> None:

@@ -9,16 +9,19 @@
 #define PROTO_SYNC0 0xA5u
 #define PROTO_SYNC1 0x5Au
 #define PROTO_MAX_PAYLOAD 1024u
-/* TENSOR/RESULT chunk header: sub-model u8, flags u8, plan tag u16, total u32, offset u32
- * (splitter.link.protocol.CHUNK). */
+/* TENSOR/RESULT chunk header: sub-model u8, tensor u8, plan tag u16, total u32, offset u32
+ * (splitter.link.protocol.CHUNK); tensor = position in the sub-model's inputs (TENSOR) or in
+ * the last sub-model's outputs (RESULT). */
 #define PROTO_CHUNK_HEADER 12u
+#define PROTO_CHUNK_SUB 0u
+#define PROTO_CHUNK_TENSOR 1u
 /* One TIMING record: sub-model u8, device u8, reserved u16, cycles u64 (little-endian) at these
  * offsets (splitter.link.protocol.TIMING; tests/test_runtime_host.py checks they agree). */
 #define PROTO_TIMING_RECORD 12u
 #define PROTO_TIMING_SUB 0u
 #define PROTO_TIMING_DEV 1u
 #define PROTO_TIMING_CYCLES 4u
-#define PROTO_VERSION 1u
+#define PROTO_VERSION 2u
 
 enum {
     FT_PING = 0x01, FT_PONG = 0x02, FT_TENSOR = 0x03, FT_RESULT = 0x04,

@@ -13,7 +13,13 @@
 
 static uint8_t timing[MAX_TIMING_RECORDS * PROTO_TIMING_RECORD];
 static uint32_t n_timing;
-static uint32_t received[N_SUBMODELS];
+/* Per hosted sub-model, one word: the input tensor being received (they arrive in plan.json
+ * order) in the top 8 bits and the highest byte of it received so far in the low 24 (tensors
+ * are below 16 MiB: codegen/firmware.py MAX_TENSOR_BYTES), so the runtime RAM per hosted
+ * sub-model stays 4 bytes. */
+#define RX_TENSOR_SHIFT 24u
+#define RX_BYTES_MASK 0x00FFFFFFu
+static uint32_t rx_state[N_SUBMODELS];
 static uint32_t chunk_size[N_LINKS];
 static frame_t rx;
 
@@ -46,18 +52,17 @@ static void send_error(uint8_t code, uint8_t arg, const char *text) {
     (void)proto_send(0, FT_ERROR, head, 4, (const uint8_t *)text, n, SEND_RETRIES);
 }
 
-/* The TIMING list, then `n` bytes as TENSOR/RESULT chunks; 0, or proto_send's -1/-2. */
-static int send_tensor(int l, uint8_t type, uint8_t sub, const uint8_t *data, uint32_t n) {
+/* Tensor `t` of a hop: `n` bytes as TENSOR/RESULT chunks; 0, or proto_send's -1/-2. */
+static int send_chunks(int l, uint8_t type, uint8_t sub, uint8_t t, const uint8_t *data,
+                       uint32_t n) {
     uint8_t head[PROTO_CHUNK_HEADER];
-    int rt = proto_send(l, FT_TIMING, timing, (uint16_t)(PROTO_TIMING_RECORD * n_timing), 0, 0,
-                        SEND_RETRIES);
-    if (rt < 0) return rt;
-    n_timing = 0;
     uint32_t off = 0;
     do {
         uint32_t cs = chunk_size[l] ? chunk_size[l] : MAX_CHUNK;
         uint32_t len = n - off < cs ? n - off : cs;
-        head[0] = sub; head[1] = 0; head[2] = (uint8_t)PLAN_TAG; head[3] = (uint8_t)(PLAN_TAG >> 8);
+        head[PROTO_CHUNK_SUB] = sub;
+        head[PROTO_CHUNK_TENSOR] = t;
+        head[2] = (uint8_t)PLAN_TAG; head[3] = (uint8_t)(PLAN_TAG >> 8);
         put32(head + 4, n);
         put32(head + 8, off);
         int tries = len > MIN_CHUNK ? 2 : 2 * SEND_RETRIES;
@@ -73,6 +78,21 @@ static int send_tensor(int l, uint8_t type, uint8_t sub, const uint8_t *data, ui
     return 0;
 }
 
+/* The TIMING list, then every output tensor of `s` in order; 0, or proto_send's -1/-2. */
+static int send_outputs(const submodel_t *s) {
+    int l = s->out_link;
+    int rt = proto_send(l, FT_TIMING, timing, (uint16_t)(PROTO_TIMING_RECORD * n_timing), 0, 0,
+                        SEND_RETRIES);
+    if (rt < 0) return rt;
+    n_timing = 0;
+    for (uint8_t t = 0; t < s->n_out; t++) {
+        const uint8_t *data = (const uint8_t *)model_arena + s->out[t].offset;
+        int r = send_chunks(l, s->out_type, s->next_index, t, data, s->out[t].bytes);
+        if (r < 0) return r;
+    }
+    return 0;
+}
+
 static void run_submodel(const submodel_t *s) {
     cycles_start();
     int rc = s->run(model_arena);
@@ -82,41 +102,62 @@ static void run_submodel(const submodel_t *s) {
         send_error(ERR_MODEL, s->index, runtime_text.model_error);
         return;
     }
-    const uint8_t *out = (const uint8_t *)model_arena + s->out_offset;
-    int r = send_tensor(s->out_link, s->out_type, s->next_index, out, s->out_bytes);
+    int r = send_outputs(s);
     n_timing = 0;
     if (r == -1) send_error(ERR_LINK_TIMEOUT, s->out_link, runtime_text.link_timeout[s->out_link]);
     /* r == -2: the peer reported an error, forwarded by the main loop */
 }
 
-static void on_chunk(int l, const frame_t *f) {
-    const uint8_t *p = f->payload;
+/* Input tensor `t` of hosted sub-model `i`: store the chunk; 1 when it was accepted.
+ * Tensors arrive in order; tensor 0 at offset 0 starts a new set of inputs. A chunk of a
+ * tensor already complete is a retransmission whose ACK was lost: accepted, nothing stored. */
+static int take_chunk(uint32_t i, int l, uint8_t t, const uint8_t *p, uint32_t len) {
+    const submodel_t *s = &submodels[i];
     uint32_t total = get32(p + 4);
     uint32_t off = get32(p + 8);
-    uint32_t len = (uint32_t)f->len - PROTO_CHUNK_HEADER;
+    if ((int)s->in_link != l || t >= s->n_in || total != s->in[t].bytes || off + len < off ||
+        off + len > total) {
+        return 0;
+    }
+    if (t == 0 && off == 0) rx_state[i] = 0;
+    uint32_t receiving = rx_state[i] >> RX_TENSOR_SHIFT;
+    uint32_t received = rx_state[i] & RX_BYTES_MASK;
+    if (t < receiving) return 1;
+    /* chunks come in order; a re-chunked retransmission may overlap what already arrived */
+    if (t != receiving || off > received) return 0;
+    if (off == 0) received = 0; /* a chunk at offset 0 restarts its tensor's count */
+    uint8_t *dst = (uint8_t *)model_arena + s->in[t].offset + off;
+    for (uint32_t k = 0; k < len; k++) dst[k] = p[PROTO_CHUNK_HEADER + k];
+    if (off + len > received) received = off + len;
+    if (received == total) {
+        receiving++;
+        received = 0;
+    }
+    if (receiving == s->n_in) {
+        rx_state[i] = 0;
+        run_submodel(s);
+    } else {
+        rx_state[i] = (receiving << RX_TENSOR_SHIFT) | received;
+    }
+    return 1;
+}
+
+static void on_chunk(int l, const frame_t *f) {
+    const uint8_t *p = f->payload;
+    uint32_t off = get32(p + 8);
+    uint8_t sub = p[PROTO_CHUNK_SUB];
     if ((uint32_t)(p[2] | (p[3] << 8)) != PLAN_TAG) {
         if (off != 0) return; /* reported once, at the first chunk */
-        send_error(ERR_PLAN, p[0], runtime_text.plan_mismatch);
+        send_error(ERR_PLAN, sub, runtime_text.plan_mismatch);
         return;
     }
     for (uint32_t i = 0; i < N_SUBMODELS; i++) {
-        const submodel_t *s = &submodels[i];
-        if (s->index != p[0]) continue;
-        if (off == 0) received[i] = 0;
-        /* chunks come in order; a re-chunked retransmission may overlap what already arrived */
-        if ((int)s->in_link != l || total != s->in_bytes || off + len > total || off > received[i]) {
-            break;
-        }
-        uint8_t *dst = (uint8_t *)model_arena + s->in_offset + off;
-        for (uint32_t k = 0; k < len; k++) dst[k] = p[PROTO_CHUNK_HEADER + k];
-        if (off + len > received[i]) received[i] = off + len;
-        if (received[i] == total) {
-            received[i] = 0;
-            run_submodel(s);
-        }
-        return;
+        if (submodels[i].index != sub) continue;
+        uint32_t len = (uint32_t)f->len - PROTO_CHUNK_HEADER;
+        if (take_chunk(i, l, p[PROTO_CHUNK_TENSOR], p, len)) return;
+        break;
     }
-    send_error(ERR_BAD_TENSOR, p[0], runtime_text.bad_tensor);
+    send_error(ERR_BAD_TENSOR, sub, runtime_text.bad_tensor);
 }
 
 /* The received record list replaces ours (whole records only, at most MAX_TIMING_RECORDS). */
@@ -161,7 +202,7 @@ void runtime_init(void) {
         proto_reset_rx(l);
         chunk_size[l] = 0;
     }
-    for (uint32_t i = 0; i < N_SUBMODELS; i++) received[i] = 0;
+    for (uint32_t i = 0; i < N_SUBMODELS; i++) rx_state[i] = 0;
     link_init();
 }
 

@@ -6,14 +6,24 @@
 #include <stdint.h>
 #include "config.h"
 
-/* A hosted sub-model: where its input and output live in the arena and which links they use. */
+/* One boundary tensor of a sub-model: `bytes` at model_arena + `offset` (bytes). */
+typedef struct {
+    uint32_t offset, bytes;
+} tensor_slot_t;
+
+/* A hosted sub-model: where its input and output tensors live in the arena (in plan.json's
+ * order: TENSOR/RESULT chunk header's tensor index = position) and which links they use. A
+ * pass-through tensor (received and forwarded unchanged) is an input and an output slot at the
+ * same offset: it is sent from where it was received, never copied. */
 typedef struct {
     uint8_t index;      /* plan sub-model index */
-    uint8_t in_link;    /* link its input arrives on */
-    uint8_t out_link;   /* link its output leaves on */
+    uint8_t in_link;    /* link its inputs arrive on */
+    uint8_t out_link;   /* link its outputs leave on */
     uint8_t out_type;   /* FT_TENSOR (to the next device) or FT_RESULT (to the host) */
-    uint8_t next_index; /* sub-model the output feeds (its own index for RESULT) */
-    uint32_t in_offset, in_bytes, out_offset, out_bytes;
+    uint8_t next_index; /* sub-model the outputs feed (its own index for RESULT) */
+    uint8_t n_in, n_out;
+    const tensor_slot_t *in;  /* n_in input slots */
+    const tensor_slot_t *out; /* n_out output slots */
     int (*run)(float *arena);
 } submodel_t;
 

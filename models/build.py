@@ -505,6 +505,31 @@ def _basic_block(net: Net, name: str, out: int, stride: int) -> None:
     net.relu(f"{name}_relu2")
 
 
+def two_heads() -> onnx.ModelProto:
+    """Two outputs: a small CNN trunk (2 x [Conv 3x3 + ReLU + MaxPool 2], 8 and 16 channels)
+    feeding a classification head (Dense 10 + Softmax, output ``classes``) and a regression
+    head (Dense 4, output ``box``), as detectors and multi-task nets end."""
+    net = Net("two_heads", (1, 1, 28, 28))
+    for i, out in enumerate((8, 16), start=1):
+        net.conv(f"conv{i}", out, (3, 3))
+        net.relu(f"conv{i}_relu")
+        net.maxpool(f"pool{i}")
+    net.flatten("flatten")
+    feat, feat_shape = net.cur, net.shape
+    net.dense("classes_fc", 10)
+    net.softmax("classes")
+    classes, classes_shape = net.cur, net.shape
+    net.cur, net.shape = feat, feat_shape
+    net.dense("box", 4)
+    model = net.model(
+        "splitter tests: a multi-output network (issue 15)",
+        "Two-head CNN 28x28: 10 classes + 4 box coordinates",
+    )
+    value = helper.make_tensor_value_info(classes, TensorProto.FLOAT, list(classes_shape))
+    model.graph.output.insert(0, value)
+    return model
+
+
 BUILDERS: dict[str, Callable[[], onnx.ModelProto]] = {
     "kws_ds_cnn": kws_ds_cnn,
     "mobilenet_v1_025": mobilenet_v1(0.25),
@@ -518,6 +543,7 @@ BUILDERS: dict[str, Callable[[], onnx.ModelProto]] = {
     "resnet8": resnet8,
     "mobilenet_v1_025_64": mobilenet_v1_025_64,
     "pex_irb_48": pex_irb_48,
+    "two_heads": two_heads,
 }
 
 THESIS_MODELS = tuple(list(BUILDERS)[:8])

@@ -3,7 +3,9 @@
 ``tests/host_c/`` holds what the generated project would add: the tables of a device (``d1``,
 index 1: sub-model 0 from the host to ``d2``, sub-model 2 from ``d2`` to the host), a config.h,
 a clock (microsecond ticks) and ``link_fake.c``, a ``link.h`` transport over one socket per link.
-The test plays the host on link 0 and device ``d2`` on link 1 with the real ``HostLink``
+Sub-model 2 has two inputs and two outputs (one a pass-through tensor): a two-tensor
+boundary from ``d2`` and a two-tensor RESULT. The test plays the host on link 0 and device
+``d2`` on link 1 with the real ``HostLink``
 (splitter/link/host.py) over ``SocketTransport``: framing, ACK/NACK and retransmission,
 re-chunking on a bad line, TIMING records and the ERROR paths, compiled with ASan and UBSan.
 """
@@ -29,8 +31,9 @@ from splitter.link.host import (
     HostLink,
     SilentError,
     Timing,
-    receive_result,
+    receive_results,
     send_tensor,
+    send_tensors,
 )
 from splitter.link.transport import SocketTransport
 
@@ -42,6 +45,8 @@ TAG = P.plan_tag(PLAN_HASH)
 #: the stand-in sub-models' cycle counts (runtime_main.c)
 CYCLES_0, CYCLES_2 = 0x1_0000_0005, 42
 N_IN, N_MID, N_OUT = 1500, 1500, 64
+#: sub-model 2's pass-through tensor (its second input and output)
+N_PASS = 16
 
 
 @pytest.fixture(scope="module")
@@ -103,10 +108,12 @@ def floats(n_bytes: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(n_bytes // 4).astype("<f4")
 
 
-def chunk(sub: int, data: bytes, lo: int, hi: int, tag: int = TAG, total: int = -1) -> bytes:
-    """A TENSOR payload carrying ``data[lo:hi]``."""
+def chunk(
+    sub: int, data: bytes, lo: int, hi: int, tag: int = TAG, total: int = -1, tensor: int = 0
+) -> bytes:
+    """A TENSOR payload carrying ``data[lo:hi]`` of input ``tensor``."""
     size = len(data) if total < 0 else total
-    return P.CHUNK.pack(sub, 0, tag, size, lo) + data[lo:hi]
+    return P.CHUNK.pack(sub, tensor, tag, size, lo) + data[lo:hi]
 
 
 def receive_tensor(
@@ -150,7 +157,8 @@ def test_pong_and_nack(runtime_exe: Path) -> None:
     with device(runtime_exe) as rig:
         pong = rig.host.ping(timeout=3.0)
         assert (pong.device_index, pong.device_name, pong.plan_hash) == (1, "d1", PLAN_HASH)
-        assert (pong.n_submodels, pong.firmware_version) == (2, 2)
+        assert (pong.n_submodels, pong.firmware_version) == (2, P.FIRMWARE_VERSION)
+        assert pong.protocol == P.PROTOCOL_VERSION == 2
         bad = bytearray(P.encode_frame(P.FrameType.TIMING, 77, b"x" * 12))
         bad[-2] ^= 0x10
         rig.host_sock.sendall(b"noise" + bytes(bad))
@@ -159,7 +167,8 @@ def test_pong_and_nack(runtime_exe: Path) -> None:
 
 
 def test_tensor_through_both_sub_models_with_timing(runtime_exe: Path) -> None:
-    """Host -> sub-model 0 -> d2 (two chunks); d2 -> sub-model 2 -> host, records in order."""
+    """Host -> sub-model 0 -> d2 (two chunks); d2 -> sub-model 2 (two input tensors) -> host
+    (two output tensors, the second passed through unchanged), records in order."""
     x = floats(N_IN, 1)
     with device(runtime_exe) as rig:
         rig.host.ping(timeout=3.0)
@@ -168,13 +177,35 @@ def test_tensor_through_both_sub_models_with_timing(runtime_exe: Path) -> None:
         assert np.array_equal(np.frombuffer(mid, "<f4"), 2 * x)
         assert timings == [Timing(0, 1, CYCLES_0)]
         assert [len(c.data) for c in chunks] == [P.CHUNK_DATA, N_MID - P.CHUNK_DATA]
-        z = floats(N_OUT, 2)
+        z, p = floats(N_OUT, 2), floats(N_PASS, 3)
         records = b"".join(P.TIMING.pack(t.submodel, t.device, 0, t.cycles) for t in timings)
         rig.d2.send(P.FrameType.TIMING, records + P.TIMING.pack(1, 2, 0, 777))
         rig.d2.send(P.FrameType.TENSOR, chunk(2, z.tobytes(), 0, N_OUT))
-        out, got, _ = receive_result(rig.host, N_OUT, timeout=5.0)
+        with pytest.raises(SilentError):  # one of two inputs: the sub-model waits
+            rig.host.receive(0.3)
+        rig.d2.send(P.FrameType.TENSOR, chunk(2, p.tobytes(), 0, N_PASS, tensor=1))
+        (out, passed), got, _ = receive_results(rig.host, [N_OUT, N_PASS], timeout=5.0)
         assert np.array_equal(np.frombuffer(out, "<f4"), z + 1)
+        assert passed == p.tobytes()
         assert got == [Timing(0, 1, CYCLES_0), Timing(1, 2, 777), Timing(2, 1, CYCLES_2)]
+
+
+def test_input_tensors_arrive_in_plan_order(runtime_exe: Path) -> None:
+    """Tensor 1 before tensor 0, or an index past the inputs: ERROR 1; tensor 0 at offset 0
+    starts the set again, so a resent set runs the sub-model once with the new values."""
+    z, p = floats(N_OUT, 4).tobytes(), floats(N_PASS, 5).tobytes()
+    with device(runtime_exe) as rig:
+        rig.d2.send(P.FrameType.TENSOR, chunk(2, p, 0, N_PASS, tensor=1))
+        expect_error(rig.host, 1, 2, "d1: unexpected TENSOR")
+        rig.d2.send(P.FrameType.TENSOR, chunk(2, z, 0, N_OUT, tensor=2))
+        expect_error(rig.host, 1, 2, "d1: unexpected TENSOR")
+        rig.d2.send(P.FrameType.TENSOR, chunk(2, z, 0, N_OUT))
+        rig.d2.send(P.FrameType.TENSOR, chunk(2, p, 0, N_PASS, tensor=1, total=N_PASS + 4))
+        expect_error(rig.host, 1, 2, "d1: unexpected TENSOR")  # wrong size of tensor 1
+        z2 = floats(N_OUT, 6)
+        send_tensors(rig.d2, 2, [z2.tobytes(), p])
+        (out, passed), _, _ = receive_results(rig.host, [N_OUT, N_PASS], timeout=5.0)
+        assert np.array_equal(np.frombuffer(out, "<f4"), z2 + 1) and passed == p
 
 
 def test_unacked_chunk_is_retransmitted_then_halved(runtime_exe: Path) -> None:

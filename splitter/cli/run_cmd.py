@@ -1,4 +1,8 @@
-"""``splitter run OUT --input x.npy [--port P | --emulate]``: one inference on the boards."""
+"""``splitter run OUT --input x.npy [--port P | --emulate]``: one inference on the boards.
+
+Several model inputs: ``--input NAME=X.npy`` per input or one ``--input X.npz`` keyed by input
+name; several outputs: each is checked and printed by name, ``--output Y.npz`` saves them all.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import numpy as np
 
 from splitter.cli.options import out_argument, port_option, stop_on_sigterm, verbose_option
 from splitter.cli.progress import Progress
-from splitter.errors import OutputError
+from splitter.errors import OutputError, ValidationError, escaped
 from splitter.link import run as R
 from splitter.manifest import read_manifest
 
@@ -20,11 +24,12 @@ from splitter.manifest import read_manifest
 @out_argument
 @click.option(
     "--input",
-    "input_path",
+    "inputs",
     required=True,
-    type=click.Path(path_type=Path),
-    metavar="X.npy",
-    help="Input array (the model input's shape and dtype).",
+    multiple=True,
+    metavar="[NAME=]X.npy|X.npz",
+    help="Input array (the model input's shape and dtype); for several model inputs "
+    "NAME=X.npy once per input, or one .npz holding an array per input name.",
 )
 @port_option
 @click.option("--emulate", is_flag=True, help="Boot the boards in QEMU for this run.")
@@ -39,8 +44,8 @@ from splitter.manifest import read_manifest
     "output_path",
     type=click.Path(path_type=Path),
     default=None,
-    metavar="Y.npy",
-    help="Write the output array here.",
+    metavar="Y.npy|Y.npz",
+    help="Write the output array here (.npz: every output by name; needed for several).",
 )
 @click.option(
     "--no-check", is_flag=True, help="Do not compare with onnxruntime (LiteRT for TFLite)."
@@ -63,7 +68,7 @@ from splitter.manifest import read_manifest
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def command(
     out: Path,
-    input_path: Path,
+    inputs: tuple[str, ...],
     ports: dict[str, str],
     emulate: bool,
     icount: bool,
@@ -79,7 +84,10 @@ def command(
         raise click.UsageError("give --port PORT (a board) or --emulate")
     stop_on_sigterm()
     manifest = read_manifest(out)
-    x = R.load_input(input_path, manifest.input)
+    xs = R.load_inputs(inputs, R.input_specs(manifest))
+    x = next(iter(xs.values())) if len(xs) == 1 else xs
+    if output_path is not None:
+        check_output_path(output_path, [t.name for t in R.output_specs(manifest)])
     log = (lambda text: click.echo(text, err=True)) if verbose else None
     with Progress() as progress:
         res = R.run(
@@ -87,22 +95,54 @@ def command(
             on_step=progress.step, on_bytes=progress.transfers(),
         )  # fmt: skip
         if output_path is not None:
-            try:
-                np.save(output_path, res.output)
-            except OSError as exc:
-                raise OutputError(f"{output_path}: cannot write the output ({exc})") from None
+            save_outputs(output_path, res.outputs)
         check = None
         if not no_check:
             progress.step("computing the reference output")
-            runtime = R.reference_runtime(manifest, model)
-            ref = R.reference_output(manifest, out, x, model)
-            tol = R.output_tolerance(model or Path(manifest.model.path))
-            err = R.check_output(res.output, ref, tol, runtime=runtime)
-            check = {"reference": runtime, "max_abs": err, "tolerance": tol}
+            check = check_outputs(manifest, out, x, res, model)
     if as_json:
         click.echo(json.dumps(run_json(res, output_path, check)))
         return
     render(res, output_path, check)
+
+
+def check_output_path(path: Path, names: list[str]) -> None:
+    """``--output`` must be ``.npz`` for several outputs (one array per output name)."""
+    if len(names) > 1 and path.suffix.lower() != ".npz":
+        raise OutputError(
+            f"{path}: the model has outputs {', '.join(names)}; give --output Y.npz to save "
+            "them by name"
+        )
+
+
+def save_outputs(path: Path, outputs: dict[str, np.ndarray]) -> None:
+    """``.npz``: every output by name; else the one output as ``.npy``."""
+    try:
+        if path.suffix.lower() == ".npz":
+            np.savez(path, **outputs)  # type: ignore[arg-type]
+        else:
+            np.save(path, next(iter(outputs.values())))
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write the output ({exc})") from None
+
+
+def check_outputs(
+    manifest: Any, out: Path, x: Any, res: R.RunResult, model: Path | None
+) -> dict[str, Any]:
+    """Every output against the reference runtime; the check object of ``--json`` (the
+    largest difference, and per output name its difference and tolerance)."""
+    runtime = R.reference_runtime(manifest, model)
+    refs = R.reference_outputs(manifest, out, x, model)
+    several = len(res.outputs) > 1
+    per: dict[str, dict[str, float]] = {}
+    for k, (name, y) in enumerate(res.outputs.items()):
+        tol = R.output_tolerance(model or Path(manifest.model.path), k)
+        if name not in refs:
+            raise ValidationError(f"output {name}: {runtime} gives no output number {k}")
+        err = R.check_output(y, refs[name], tol, runtime, name if several else "")
+        per[name] = {"max_abs": err, "tolerance": tol}
+    worst = max(per.values(), key=lambda d: d["max_abs"] / d["tolerance"])
+    return {"reference": runtime, **worst, "outputs": per}
 
 
 def run_json(
@@ -113,6 +153,10 @@ def run_json(
         "note": res.note or None,
         "output_shape": list(res.output.shape),
         "output_dtype": str(res.output.dtype),
+        "outputs": [
+            {"name": n, "shape": list(y.shape), "dtype": str(y.dtype)}
+            for n, y in res.outputs.items()
+        ],
         "output_file": None if output_path is None else str(output_path),
         "timings": [
             {"submodel": t.submodel, "device": t.device, "cycles": t.cycles} for t in res.timings
@@ -143,10 +187,17 @@ def render(res: R.RunResult, output_path: Path | None, check: dict[str, Any] | N
         f"round trip {res.seconds:.3f} s: compute {res.compute_s:.4f} s (cycles / core clock), "
         f"links and host {res.seconds - res.compute_s:.3f} s"
     )
+    if len(res.outputs) > 1:
+        for name, y in res.outputs.items():
+            click.echo(f"output {escaped(name)}: shape {list(y.shape)} {y.dtype}")
     if output_path is not None:
         click.echo(f"output written to {output_path}")
-    if check is not None:
+    if check is None:
+        return
+    per = check["outputs"] if len(check["outputs"]) > 1 else {"": check}
+    for name, c in per.items():
+        what = f" of {escaped(name)}" if name else ""
         click.echo(
-            f"check: max-abs difference to {check['reference']} {check['max_abs']:.3g} "
-            f"<= {check['tolerance']:g}"
+            f"check{what}: max-abs difference to {check['reference']} {c['max_abs']:.3g} "
+            f"<= {c['tolerance']:g}"
         )

@@ -6,7 +6,8 @@ the sources it was measured from changed. For a device hosting ops ``O`` in ``s`
 over ``l`` links (SPEC.md's constraints (4) and (5) extended by what the firmware itself needs):
 
 * ``code = runtime_code[part][l] + |union of closure(k) for the kernels k that O call|
-  + sum_{o in O} op_bytes[core][key(o)] + s * per_submodel[core]``;
+  + sum_{o in O} op_bytes[core][key(o)] + s * per_submodel[core]
+  + (s - s_l) * code_per_submodel[part]`` (the runtime's tables: ``s_l`` below);
 * ``runtime RAM = runtime_ram[part][l] + (s - s_l) * ram_per_submodel[part]`` (``s_l`` the
   sub-models the measured stub with ``l`` links hosts)
   (``.data`` + ``.bss`` + the 2 KiB minimum stack);
@@ -124,7 +125,9 @@ def code_bytes(part: Part, keys: Sequence[str], submodels: int, links: int) -> i
     ops = core["ops"]
     worst = max(ops.values(), default=0)
     model = sum(int(ops.get(k, worst)) for k in keys) + submodels * int(core["per_submodel"])
-    return _runtime(part, links, "code") + kernel_bytes(part, keys) + model
+    stub = int(code_table()["stub_submodels"][str(min(max(links, 1), 3))])
+    tables = (submodels - stub) * int(_runtime_entry(part).get("code_per_submodel", 0))
+    return _runtime(part, links, "code") + kernel_bytes(part, keys) + model + tables
 
 
 def runtime_ram_bytes(part: Part, submodels: int, links: int) -> int:

@@ -63,11 +63,13 @@ class Timing:
 
 @dataclass
 class InferenceResult:
-    """Output tensor bytes, per sub-model cycles and the wall time of the exchange."""
+    """Output tensor bytes (every output's, concatenated, and ``tensors`` one per output), per
+    sub-model cycles and the wall time of the exchange."""
 
     data: bytes
     timings: list[Timing] = field(default_factory=list)
     seconds: float = 0.0
+    tensors: list[bytes] = field(default_factory=list)
 
 
 class HostLink:
@@ -276,21 +278,26 @@ def decode_timing(link: HostLink, frame: P.Frame) -> list[Timing]:
         raise _malformed(link, frame, str(exc)) from None
 
 
-def decode_result_chunk(link: HostLink, frame: P.Frame, nbytes: int, got: int) -> P.Chunk:
-    """A RESULT chunk of an ``nbytes`` tensor of which ``[0, got)`` arrived, checked.
+def decode_result_chunk(
+    link: HostLink, frame: P.Frame, nbytes: int, got: int, tensor: int = 0
+) -> P.Chunk:
+    """A RESULT chunk of output ``tensor`` (``nbytes`` long, ``[0, got)`` arrived), checked.
 
-    Accepted: ``total == nbytes``, ``offset + len(data) <= nbytes``, ``offset <= got`` (chunks
-    arrive in order; a re-chunked retransmission may overlap what arrived, docs/protocol.md),
-    non-empty data unless the tensor is empty. Anything else is a :class:`LinkError`.
+    Accepted: the chunk's tensor index is ``tensor``, ``total == nbytes``,
+    ``offset + len(data) <= nbytes``, ``offset <= got`` (chunks arrive in order; a re-chunked
+    retransmission may overlap what arrived, docs/protocol.md), non-empty data unless the tensor
+    is empty. Anything else is a :class:`LinkError`.
     """
     try:
         chunk = P.decode_chunk(frame.payload)
     except ValueError as exc:
         raise _malformed(link, frame, str(exc)) from None
+    if chunk.tensor != tensor:
+        raise _malformed(link, frame, f"output tensor {chunk.tensor} while receiving {tensor}")
     if chunk.total != nbytes:
         raise LinkError(
-            f"device {link.device}: RESULT of {chunk.total} B, expected {nbytes} B; "
-            "the board runs a different plan"
+            f"device {link.device}: RESULT of {chunk.total} B, expected {nbytes} B (output "
+            f"tensor {tensor}); the board runs a different plan"
         )
     end = chunk.offset + len(chunk.data)
     if end > nbytes:
@@ -309,21 +316,47 @@ MIN_CHUNK = 32
 
 
 def send_tensor(link: HostLink, submodel: int, data: bytes, until: float | None = None) -> None:
-    """An empty TIMING, then the tensor as TENSOR chunks for ``submodel``.
+    """An empty TIMING, then one tensor as TENSOR chunks for ``submodel``
+    (:func:`send_tensors` with one tensor)."""
+    send_tensors(link, submodel, [data], until)
+
+
+def send_tensors(
+    link: HostLink, submodel: int, tensors: Sequence[bytes], until: float | None = None
+) -> None:
+    """An empty TIMING, then every tensor in order as TENSOR chunks for ``submodel``; the chunk
+    header's tensor index is the position in ``tensors`` (the sub-model's inputs in plan.json).
 
     Every chunk carries the plan tag of the firmware that answered PING; a board running
     another plan rejects it with an ERROR naming itself.
+    """
+    link.send(P.FrameType.TIMING, b"", until=until)
+    sent, total = 0, sum(len(d) for d in tensors)
+    for t, data in enumerate(tensors):
+        _send_chunks(link, submodel, t, data, until, (sent, total))
+        sent += len(data)
+
+
+def _send_chunks(
+    link: HostLink,
+    submodel: int,
+    tensor: int,
+    data: bytes,
+    until: float | None,
+    progress: tuple[int, int],
+) -> None:
+    """Tensor ``tensor`` as TENSOR chunks.
 
     The chunk size adapts to the line (as the firmware does): a chunk that is not ACKed within
     two transmissions is re-sent as two halves (down to :data:`MIN_CHUNK` bytes, where twice the
     retry count applies); a chunk ACKed at once doubles the size again. Nothing is sent after
     the absolute ``until`` (``time.monotonic``): a board that stops answering is named then.
+    ``progress`` is ``(bytes of the earlier tensors, bytes of all)`` for :attr:`HostLink.on_bytes`.
     """
-    link.send(P.FrameType.TIMING, b"", until=until)
     size, off = P.CHUNK_DATA, 0
     while off < len(data) or (off == 0 and not data):
         part = data[off : off + size]
-        payload = P.CHUNK.pack(submodel, 0, link.plan_tag, len(data), off) + part
+        payload = P.CHUNK.pack(submodel, tensor, link.plan_tag, len(data), off) + part
         small = len(part) <= MIN_CHUNK
         try:
             attempts = link.send(
@@ -336,7 +369,7 @@ def send_tensor(link: HostLink, submodel: int, data: bytes, until: float | None 
             continue
         off += len(part)
         if link.on_bytes is not None:
-            link.on_bytes("send", off, len(data))
+            link.on_bytes("send", progress[0] + off, progress[1])
         size = min(P.CHUNK_DATA, size * 2) if attempts == 1 else size
         if not data:
             break
@@ -345,8 +378,17 @@ def send_tensor(link: HostLink, submodel: int, data: bytes, until: float | None 
 def receive_result(
     link: HostLink, nbytes: int, timeout: float, watch: Sequence[HostLink] = ()
 ) -> tuple[bytes, list[Timing], float]:
-    """TIMING then RESULT chunks from the last device, reassembled; with the monotonic time
-    the first frame arrived (the start of the result's transfer, for ``splitter bench``).
+    """:func:`receive_results` of one output tensor of ``nbytes`` bytes."""
+    data, timings, t_first = receive_results(link, [nbytes], timeout, watch)
+    return data[0], timings, t_first
+
+
+def receive_results(
+    link: HostLink, sizes: Sequence[int], timeout: float, watch: Sequence[HostLink] = ()
+) -> tuple[list[bytes], list[Timing], float]:
+    """TIMING then the RESULT chunks of every output tensor (``sizes[t]`` bytes each, in order)
+    from the last device, reassembled; with the monotonic time the first frame arrived (the
+    start of the result's transfer, for ``splitter bench``).
 
     Chunks arrive in order but a re-chunked retransmission may overlap bytes already received,
     so progress is the highest byte received (``got = max(got, offset + len)``), never a sum;
@@ -354,31 +396,43 @@ def receive_result(
     are polled for an ERROR frame: a board that gives up on a board-to-board link reports it on
     its link 0, which may not be the link the result comes on; that error is raised at once.
     """
-    buf = bytearray(nbytes)
-    got, t_first = 0, 0.0
+    bufs = [bytearray(n) for n in sizes]
+    t, got, t_first = 0, 0, 0.0
     timings: list[Timing] = []
     deadline = time.monotonic() + timeout
-    frames = 0
-    while got < nbytes or nbytes == 0:
-        _check_deadline(link, deadline, timeout, frames, got, nbytes)
+    frames, done, total = 0, 0, sum(sizes)
+    while t < len(sizes):
+        _check_deadline(link, deadline, timeout, frames, done + got, total)
         frame = _receive_watching(link, deadline, watch)
         frames += 1
         t_first = t_first or time.monotonic()
         if frame.type == P.FrameType.TIMING:
             timings = decode_timing(link, frame)
         elif frame.type == P.FrameType.RESULT:
-            chunk = decode_result_chunk(link, frame, nbytes, got)
+            if _stale(frame, sizes, t):
+                continue
+            chunk = decode_result_chunk(link, frame, sizes[t], got, t)
             if chunk.offset == 0:
                 got = 0
-            buf[chunk.offset : chunk.offset + len(chunk.data)] = chunk.data
+            bufs[t][chunk.offset : chunk.offset + len(chunk.data)] = chunk.data
             got = max(got, chunk.offset + len(chunk.data))
             if link.on_bytes is not None:
-                link.on_bytes("receive", got, nbytes)
-            if nbytes == 0:
-                break
+                link.on_bytes("receive", done + got, total)
+            if got == sizes[t]:
+                t, done, got = t + 1, done + sizes[t], 0
         elif link.serve is None or not link.serve(link, frame):
             raise _malformed(link, frame, "a board sends the host only TIMING, RESULT or ERROR")
-    return bytes(buf), timings, t_first
+    return [bytes(b) for b in bufs], timings, t_first
+
+
+def _stale(frame: P.Frame, sizes: Sequence[int], t: int) -> bool:
+    """A chunk of an output tensor before ``t``, within it: the board re-sent (re-chunked) a
+    chunk whose ACK was lost after the host had the whole tensor; it is dropped."""
+    try:
+        c = P.decode_chunk(frame.payload)
+    except ValueError:
+        return False
+    return c.tensor < t and c.total == sizes[c.tensor] and c.offset + len(c.data) <= c.total
 
 
 def _check_deadline(
@@ -421,15 +475,19 @@ def infer(
     links: Sequence[HostLink],
     first: str,
     last: str,
-    x: np.ndarray,
-    out_bytes: int,
+    x: np.ndarray | Sequence[np.ndarray],
+    out_bytes: int | Sequence[int],
     *,
     timeout: float = 60.0,
 ) -> InferenceResult:
-    """Send ``x`` to device ``first``, return the RESULT of device ``last`` (little-endian)."""
+    """Send the input(s) ``x`` to device ``first``, return the RESULT of device ``last``
+    (little-endian; the output tensors' bytes one after another when ``out_bytes`` lists
+    several, :attr:`InferenceResult.tensors` keeps them apart)."""
     by_name = {ln.device: ln for ln in links}
+    xs = [x] if isinstance(x, np.ndarray) else list(x)
+    sizes = [out_bytes] if isinstance(out_bytes, int) else list(out_bytes)
     t0 = time.monotonic()
-    send_tensor(by_name[first], 0, to_wire(x), until=t0 + timeout)
+    send_tensors(by_name[first], 0, [to_wire(a) for a in xs], until=t0 + timeout)
     left = max(t0 + timeout - time.monotonic(), 0.0)
-    data, timings, _ = receive_result(by_name[last], out_bytes, left)
-    return InferenceResult(data, timings, time.monotonic() - t0)
+    data, timings, _ = receive_results(by_name[last], sizes, left)
+    return InferenceResult(b"".join(data), timings, time.monotonic() - t0, data)

@@ -27,12 +27,17 @@ CRC = struct.Struct("<I")
 MAX_PAYLOAD = 1024
 #: Bytes a frame adds around its payload: sync 2 + header 4 + crc 4.
 OVERHEAD = len(SYNC) + HEADER.size + CRC.size
-PROTOCOL_VERSION = 1
+#: Version 2: byte 1 of the chunk header is the tensor index (version 1: flags, always 0).
+PROTOCOL_VERSION = 2
 #: Version of the generated firmware runtime (bump when runtime.c/proto.c behaviour changes).
-FIRMWARE_VERSION = 2
-#: TENSOR/RESULT chunk header: sub-model u8, flags u8, plan tag u16, total u32, offset u32.
+FIRMWARE_VERSION = 3
+#: TENSOR/RESULT chunk header: sub-model u8, tensor u8, plan tag u16, total u32, offset u32.
+#: ``tensor`` is the tensor's position in the receiving sub-model's ``inputs`` (TENSOR) or in
+#: the last sub-model's ``outputs`` (RESULT) of plan.json.
 CHUNK = struct.Struct("<BBHII")
 CHUNK_DATA = MAX_PAYLOAD - CHUNK.size
+#: Most tensors one hop carries (the tensor index is one byte).
+MAX_TENSORS = 255
 #: PONG payload head: protocol u8, device index u8, sub-models u8, name length u8, plan hash 8,
 #: firmware version u16 (codegen.firmware.FIRMWARE_VERSION); the name follows.
 PONG = struct.Struct("<BBBB8sH")
@@ -100,6 +105,7 @@ class Chunk:
     offset: int
     data: bytes
     tag: int = 0
+    tensor: int = 0
 
 
 def crc32(data: bytes) -> int:
@@ -171,12 +177,13 @@ def plan_tag(plan_hash_hex: str) -> int:
     return int.from_bytes(bytes.fromhex(plan_hash_hex)[:2], "little")
 
 
-def chunk_payloads(submodel: int, data: bytes, tag: int = 0) -> list[bytes]:
-    """Split a tensor into TENSOR/RESULT payloads of at most :data:`MAX_PAYLOAD` bytes."""
+def chunk_payloads(submodel: int, data: bytes, tag: int = 0, tensor: int = 0) -> list[bytes]:
+    """Split tensor ``tensor`` of a hop into TENSOR/RESULT payloads of at most
+    :data:`MAX_PAYLOAD` bytes."""
     chunks = []
     for offset in range(0, max(len(data), 1), CHUNK_DATA):
         part = data[offset : offset + CHUNK_DATA]
-        chunks.append(CHUNK.pack(submodel, 0, tag, len(data), offset) + part)
+        chunks.append(CHUNK.pack(submodel, tensor, tag, len(data), offset) + part)
     return chunks
 
 
@@ -184,8 +191,8 @@ def decode_chunk(payload: bytes) -> Chunk:
     """Decode a TENSOR/RESULT payload."""
     if len(payload) < CHUNK.size:
         raise ValueError(f"chunk payload of {len(payload)} bytes is shorter than its header")
-    sub, _flags, tag, total, offset = CHUNK.unpack_from(payload)
-    return Chunk(sub, total, offset, payload[CHUNK.size :], tag)
+    sub, tensor, tag, total, offset = CHUNK.unpack_from(payload)
+    return Chunk(sub, total, offset, payload[CHUNK.size :], tag, tensor)
 
 
 def decode_pong(payload: bytes) -> Pong:

@@ -3,12 +3,13 @@
 Reads the plan manifest ``OUT/plan.json`` (:func:`splitter.manifest.read_manifest`: the graph
 input and output tensors, the original model) and ``OUT/firmware/wiring.json`` (which devices
 face the host). Connects to every host-facing device, checks its PONG (device name, plan hash of
-plan.json), sends the input to the first device and reads the RESULT of the last one.
+plan.json), sends the input tensors to the first device and reads the RESULT tensors of the
+last one (several for a model with several inputs / outputs, in plan.json's order).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from splitter.errors import InputFileError, LinkError, ShapeError, ValidationError
-from splitter.inputs import read_npy
+from splitter.inputs import read_npy, read_npz
 from splitter.ir import TensorSpec
 from splitter.link.emulator import Emulation
 from splitter.link.host import HostLink, Timing, infer
@@ -31,8 +32,9 @@ CHECK_TOLERANCE = 1e-4
 
 @dataclass
 class RunResult:
-    """Output, the per sub-model cycles the firmware reported, wall time, emulation note.
+    """Output(s), the per sub-model cycles the firmware reported, wall time, emulation note.
 
+    ``outputs`` holds every graph output by name in plan.json order, ``output`` the first.
     ``compute_s`` is ``sum(cycles_k / f_clk(device_k))`` with the device's core clock (168 MHz
     in the emulator, the part's reset clock on a board); the rest of ``seconds`` is link and
     host time.
@@ -45,6 +47,7 @@ class RunResult:
     compute_s: float = 0.0
     #: LO-SC segment loads the host served (a segmented OUT, ``splitter segment -o``)
     loads: list[Load] = field(default_factory=list)
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def load_s(self) -> float:
@@ -52,9 +55,66 @@ class RunResult:
         return sum(x.seconds for x in self.loads)
 
 
+def input_specs(manifest: PlanManifest) -> tuple[TensorSpec, ...]:
+    """The graph inputs the host sends: the first sub-model's inputs, in plan.json order."""
+    return manifest.submodels[0].inputs
+
+
+def output_specs(manifest: PlanManifest) -> tuple[TensorSpec, ...]:
+    """The graph outputs the host receives: the last sub-model's outputs, in plan.json order."""
+    return manifest.submodels[-1].outputs
+
+
+def load_inputs(args: Sequence[str], specs: Sequence[TensorSpec]) -> dict[str, np.ndarray]:
+    """The input arrays by name from ``--input`` arguments, each checked (:func:`load_input`).
+
+    Each argument is ``X.npy`` (a model with one input), ``NAME=X.npy`` (input ``NAME``) or an
+    ``.npz`` archive holding one array per input name; every model input must be given once.
+    """
+    names = [s.name for s in specs]
+    paths: dict[str, Path] = {}
+    for arg in args:
+        name, sep, rest = arg.partition("=")
+        if sep and name in names:
+            paths[name] = Path(rest)
+        elif Path(arg).suffix.lower() == ".npz":
+            return _load_npz(Path(arg), specs)
+        elif len(names) == 1 and not sep:
+            paths[names[0]] = Path(arg)
+        else:
+            raise ShapeError(
+                f"--input {arg}: the model has inputs {', '.join(names)}; give --input "
+                f"{names[0]}=X.npy per input or one .npz keyed by input name"
+            )
+    missing = [n for n in names if n not in paths]
+    if missing:
+        raise ShapeError(
+            f"no --input for model input(s) {', '.join(missing)}; give --input "
+            f"{missing[0]}=X.npy or one .npz keyed by input name"
+        )
+    return {s.name: load_input(paths[s.name], s) for s in specs}
+
+
+def _load_npz(path: Path, specs: Sequence[TensorSpec]) -> dict[str, np.ndarray]:
+    """Every input of ``specs`` from the ``.npz`` archive ``path`` (keys = input names)."""
+    arrays = read_npz(path, ".npz input")
+    missing = [s.name for s in specs if s.name not in arrays]
+    if missing:
+        raise ShapeError(
+            f"{path}: no array {missing[0]!r} (holds {', '.join(sorted(arrays)) or 'none'}); "
+            f"save it with numpy.savez(path, **{{name: array}}) for inputs "
+            f"{', '.join(s.name for s in specs)}"
+        )
+    return {s.name: _checked(path, arrays[s.name], s) for s in specs}
+
+
 def load_input(path: Path, spec: TensorSpec) -> np.ndarray:
     """The ``.npy`` input, checked against the plan's input shape and dtype."""
-    x = read_npy(path)
+    return _checked(path, read_npy(path), spec)
+
+
+def _checked(path: Path, x: np.ndarray, spec: TensorSpec) -> np.ndarray:
+    """``x`` (read from ``path``) when its dtype and shape are ``spec``'s; else ShapeError."""
     if x.dtype != np.dtype(spec.dtype):
         raise ShapeError(
             f"{path}: dtype {x.dtype}, the model input {spec.name} needs {spec.dtype}; "
@@ -99,36 +159,54 @@ def from_wire(data: bytes, spec: TensorSpec) -> np.ndarray:
 
 
 def reference_output(
-    manifest: PlanManifest, out_dir: Path, x: np.ndarray, model: Path | None = None
+    manifest: PlanManifest,
+    out_dir: Path,
+    x: np.ndarray | Mapping[str, np.ndarray],
+    model: Path | None = None,
 ) -> np.ndarray:
-    """The original model's output (``model``, else the manifest's model path): onnxruntime for
-    ONNX, LiteRT for TFLite."""
+    """The original model's (first) output: :func:`reference_outputs`' first array."""
+    return next(iter(reference_outputs(manifest, out_dir, x, model).values()))
+
+
+def reference_outputs(
+    manifest: PlanManifest,
+    out_dir: Path,
+    x: np.ndarray | Mapping[str, np.ndarray],
+    model: Path | None = None,
+) -> dict[str, np.ndarray]:
+    """The original model's outputs by plan.json output name (``model``, else the manifest's
+    model path): onnxruntime for ONNX, LiteRT for TFLite. Inputs and outputs are matched by
+    position in plan.json's order (the importers keep the model's order)."""
     path = model or Path(manifest.model.path)
     if not path.is_file():
         raise InputFileError(
             f"{path}: the original model of {out_dir}/plan.json is gone; pass --model or --no-check"
         )
+    xs = [x] if isinstance(x, np.ndarray) else list(x.values())
+    names = [t.name for t in output_specs(manifest)]
     suffix = path.suffix.lower()
     if suffix == ".tflite":
         from ai_edge_litert.interpreter import Interpreter
 
         interp = Interpreter(model_path=str(path))
         interp.allocate_tensors()
-        interp.set_tensor(interp.get_input_details()[0]["index"], x)
+        for detail, a in zip(interp.get_input_details(), xs, strict=False):
+            interp.set_tensor(detail["index"], a)
         interp.invoke()
-        return np.asarray(interp.get_tensor(interp.get_output_details()[0]["index"]))
+        outs = [np.asarray(interp.get_tensor(d["index"])) for d in interp.get_output_details()]
+        return dict(zip(names, outs, strict=False))
     if suffix != ".onnx":
         raise InputFileError(f"{path}: the output check needs an .onnx or .tflite model")
     import onnxruntime as ort
 
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    name = sess.get_inputs()[0].name
-    return np.asarray(sess.run(None, {name: x})[0])
+    feeds = {i.name: a for i, a in zip(sess.get_inputs(), xs, strict=False)}
+    return dict(zip(names, (np.asarray(y) for y in sess.run(None, feeds)), strict=False))
 
 
 def run(
     out_dir: Path,
-    x: np.ndarray,
+    x: np.ndarray | Mapping[str, np.ndarray],
     *,
     ports: Mapping[str, str] | None = None,
     emulate: bool = False,
@@ -139,12 +217,14 @@ def run(
     on_bytes: Callable[[str, int, int], None] | None = None,
 ) -> RunResult:
     """One inference: over ``ports`` (device name -> transport URL, see ``open_transport``) or
-    a fresh emulation. ``on_step`` hears each step, ``on_bytes`` the tensor transfers
+    a fresh emulation. ``x`` is the input array, or for several inputs the arrays by input name
+    (:func:`load_inputs`). ``on_step`` hears each step, ``on_bytes`` the tensor transfers
     (:attr:`HostLink.on_bytes`)."""
     step = on_step or (lambda _text: None)
     manifest = read_manifest(out_dir)
     wiring = read_wiring(out_dir)
-    out_spec = manifest.output
+    specs = output_specs(manifest)
+    xs = _ordered_inputs(manifest, x)
     expected = plan_hash(manifest.to_dict())
     with ExitStack() as stack:
         note = ""
@@ -167,14 +247,34 @@ def run(
             links,
             wiring["first_device"],
             wiring["last_device"],
-            x,
-            out_spec.nbytes,
+            xs,
+            [s.nbytes for s in specs],
             timeout=timeout + (server.budget_s if server is not None else 0.0),
         )
-    y = from_wire(res.data, out_spec)
+    ys = {s.name: from_wire(d, s) for s, d in zip(specs, res.tensors, strict=True)}
     compute = compute_seconds(wiring, res.timings, emulated=emulate)
     loads = server.loads if server is not None else []
-    return RunResult(y, res.timings, res.seconds, note, compute, list(loads))
+    return RunResult(
+        next(iter(ys.values())), res.timings, res.seconds, note, compute, list(loads), ys
+    )
+
+
+def _ordered_inputs(
+    manifest: PlanManifest, x: np.ndarray | Mapping[str, np.ndarray]
+) -> list[np.ndarray]:
+    """The input arrays in plan.json order; ShapeError naming a missing input."""
+    specs = input_specs(manifest)
+    if isinstance(x, np.ndarray):
+        if len(specs) != 1:
+            raise ShapeError(
+                f"the model has inputs {', '.join(s.name for s in specs)}; pass the arrays "
+                "by input name"
+            )
+        return [x]
+    missing = [s.name for s in specs if s.name not in x]
+    if missing:
+        raise ShapeError(f"no array for model input(s) {', '.join(missing)}")
+    return [x[s.name] for s in specs]
 
 
 def weight_server(out_dir: Path, links: list[HostLink]) -> WeightServer | None:
@@ -220,18 +320,18 @@ def _host_ports(wiring: Mapping[str, Any], ports: Mapping[str, str]) -> dict[str
     return {n: ports[n] for n in facing}
 
 
-def output_tolerance(model: Path) -> float:
-    """:data:`CHECK_TOLERANCE`, or for a QDQ ONNX model whose (first) output is written by a
-    DequantizeLinear, one quantisation step of that output: the int8 kernels follow TFLite's
-    integer arithmetic, onnxruntime rounds the float QDQ graph, and each requantising op may
-    differ by one step (``splitter.importers.onnx_qdq``)."""
+def output_tolerance(model: Path, output: int = 0) -> float:
+    """:data:`CHECK_TOLERANCE`, or for a QDQ ONNX model whose output number ``output`` is
+    written by a DequantizeLinear, one quantisation step of that output: the int8 kernels follow
+    TFLite's integer arithmetic, onnxruntime rounds the float QDQ graph, and each requantising
+    op may differ by one step (``splitter.importers.onnx_qdq``)."""
     if model.suffix.lower() != ".onnx" or not model.is_file():
         return CHECK_TOLERANCE
     import onnx
     from onnx import numpy_helper
 
     graph = onnx.load(str(model), load_external_data=False).graph
-    out = graph.output[0].name if graph.output else ""
+    out = graph.output[output].name if output < len(graph.output) else ""
     node = next((n for n in graph.node if out in n.output), None)
     if node is None or node.op_type != "DequantizeLinear":
         return CHECK_TOLERANCE
@@ -249,7 +349,11 @@ def reference_runtime(manifest: PlanManifest, model: Path | None = None) -> str:
 
 
 def check_output(
-    y: np.ndarray, ref: np.ndarray, tol: float = CHECK_TOLERANCE, runtime: str = "onnxruntime"
+    y: np.ndarray,
+    ref: np.ndarray,
+    tol: float = CHECK_TOLERANCE,
+    runtime: str = "onnxruntime",
+    name: str = "",
 ) -> float:
     """Max-abs difference to the reference (computed by ``runtime``); :class:`ValidationError`
     above ``tol``.
@@ -257,14 +361,17 @@ def check_output(
     A non-finite value (NaN, +-Inf) in the boards' output or the reference fails the check:
     ``|NaN - r| > tol`` is false, so without this a NaN result would pass as correct.
     """
+    what = f"output {name}" if name else "output"
     if y.size != ref.size:
-        raise ValidationError(f"output has {y.size} values, {runtime} gives {ref.size}")
-    _check_finite(y, "boards' output")
-    _check_finite(ref, f"reference output ({runtime})")
+        raise ValidationError(f"{what} has {y.size} values, {runtime} gives {ref.size}")
+    _check_finite(y, f"boards' {what}")
+    _check_finite(ref, f"reference {what} ({runtime})")
+    if not y.size:
+        return 0.0
     err = float(np.max(np.abs(y.ravel().astype(np.float64) - ref.ravel().astype(np.float64))))
     if err > tol:
         raise ValidationError(
-            f"boards' output differs from {runtime} by {err:.3g} (max-abs) > {tol:g}; "
+            f"boards' {what} differs from {runtime} by {err:.3g} (max-abs) > {tol:g}; "
             "rebuild the firmware and check the plan"
         )
     return err

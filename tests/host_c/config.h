@@ -7,7 +7,7 @@
 
 #define EMULATOR 1
 #define DEVICE_INDEX 1u
-#define FIRMWARE_VERSION 2u
+#define FIRMWARE_VERSION 3u
 #define DEVICE_NAME_LEN 2
 #define N_SUBMODELS 2u
 #define N_LINKS 2

@@ -2,7 +2,9 @@
  * stand-ins, and a main that hands the link descriptors from argv to link_fake.c.
  *   sub-model 0: 1500 B from the host (link 0) -> y = 2 x (float) -> sub-model 1 on d2 (link 1);
  *                x[0] == -1 makes it fail (ERROR 3)
- *   sub-model 2: 64 B from d2 (link 1) -> y = x + 1 (float) -> RESULT to the host (link 0) */
+ *   sub-model 2: two inputs from d2 (link 1): x (64 B) and p (16 B, a pass-through tensor);
+ *                two outputs as the RESULT to the host (link 0): y = x + 1 (float) and p, sent
+ *                from where it was received (its input and output slots are one) */
 #include <stdlib.h>
 
 #include "config.h"
@@ -29,9 +31,14 @@ static int sm_02(float *arena) {
     return 0;
 }
 
+static const tensor_slot_t sm_00_in[1] = {{0u, 1500u}};
+static const tensor_slot_t sm_00_out[1] = {{2048u, 1500u}};
+static const tensor_slot_t sm_02_in[2] = {{0u, 64u}, {3584u, 16u}};
+static const tensor_slot_t sm_02_out[2] = {{256u, 64u}, {3584u, 16u}};
+
 const submodel_t submodels[N_SUBMODELS] = {
-    {0u, 0u, 1u, FT_TENSOR, 1u, 0u, 1500u, 2048u, 1500u, sm_00},
-    {2u, 1u, 0u, FT_RESULT, 2u, 0u, 64u, 256u, 64u, sm_02},
+    {0u, 0u, 1u, FT_TENSOR, 1u, 1u, 1u, sm_00_in, sm_00_out, sm_00},
+    {2u, 1u, 0u, FT_RESULT, 2u, 2u, 2u, sm_02_in, sm_02_out, sm_02},
 };
 
 const runtime_text_t runtime_text = {
