@@ -66,6 +66,8 @@ class CompileOptions:
     assignment: tuple[int, ...] | None = None
     #: labelled set (``.npz`` with inputs ``x`` and labels ``y``): accuracy in the validation
     data_file: str | None = None
+    #: plan for a run on the emulator (QEMU's clock, emulated calibrations)
+    emulated: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,6 +96,8 @@ class CompileResult:
             "gap": self.plan.gap,
             "latency_s": self.plan.latency_s,
             "throughput_per_s": self.plan.throughput_per_s,
+            "prediction": "emulator" if self.manifest.emulated else "boards",
+            "calibration": self.manifest.calibration,
             "submodels": [
                 {
                     "index": s.cut.index,
@@ -178,7 +182,7 @@ def _load(
 ) -> tuple[LoadedModel, Chain, Boards]:
     """Read the model once (:func:`load_model`), cost it as a chain, parse the board file."""
     from splitter.graph.chain import build_chain
-    from splitter.hardware.boards import load_boards
+    from splitter.hardware.boards import for_prediction, load_boards
     from splitter.importers import MODEL_SUFFIXES, load_model
 
     if Path(model).suffix.lower() not in MODEL_SUFFIXES:
@@ -188,7 +192,7 @@ def _load(
         )
     loaded = load_model(model, input_shapes=opts.input_shapes)
     chain = build_chain(loaded.graph, activation_bytes=opts.activation_bytes)
-    return loaded, chain, load_boards(target)
+    return loaded, chain, for_prediction(load_boards(target), opts.emulated)
 
 
 def check_input_files(chain: Chain, input_files: Sequence[str | Path]) -> None:

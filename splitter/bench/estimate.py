@@ -10,8 +10,13 @@ board file; nothing is re-imported. The times use the partition engine's own for
   linear in the MACs, so the sum over the layers equals the time of the summed cost);
 * transfer of ``B`` bytes over a link: ``B * bits_per_byte / baud`` (SPEC.md, Links).
 
-Without a board file (``--target``, else the manifest's ``boards_path``) the devices the plan was
-made for are taken from the manifest (the estimate then says so).
+Without a board file (``--target``, else the manifest's ``boards_path``) the devices the plan
+was made for are taken from the manifest (the estimate then says so).
+
+A bench under the emulator is predicted as an emulated run (the emulator's clock and the parts'
+``[calibration.emulated.*]`` factors), a bench over ``--port`` as a run on the parts
+(``[calibration.real.*]``); the estimate names the calibration it used per device
+(:mod:`splitter.cost.calibration`).
 """
 
 from __future__ import annotations
@@ -21,10 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from splitter.cost.calibration import timing_clock_hz
 from splitter.errors import InputFileError
 from splitter.inputs import parse_json, read_input_text
-from splitter.ir import Boards, Device, LayerCost, LinkSpec
-from splitter.manifest import PlanManifest, tensor_bytes
+from splitter.ir import Boards, Calibration, Device, LayerCost, LinkSpec
+from splitter.manifest import DeviceEntry, PlanManifest, tensor_bytes
 
 HOST = "host"
 
@@ -53,17 +59,19 @@ def find_target(manifest: PlanManifest, target: str | Path | None) -> Path | Non
 
 
 def load_devices(
-    manifest: PlanManifest, target: Path | None
+    manifest: PlanManifest, target: Path | None, emulated: bool = False
 ) -> tuple[dict[str, Device], LinkSpec, str]:
-    """Devices by name, link settings and where they came from.
+    """Devices by name, link settings and where they came from, predicting an emulated run or
+    one on the parts (``emulated``).
 
     From the board file when there is one (e.g. a calibrated one), else the devices the plan
-    was made for, as the manifest records them (clock, CpM, per-class CpM, budgets).
+    was made for, as the manifest records them (clock, CpM, per-class CpM, budgets, and its
+    calibrations when the plan predicted the same kind of run).
     """
-    from splitter.hardware.boards import load_boards
+    from splitter.hardware.boards import for_prediction, load_boards
 
     if target is not None:
-        boards: Boards = load_boards(target)
+        boards: Boards = for_prediction(load_boards(target), emulated)
         return {d.name: d for d in boards.devices}, boards.link, str(target)
     from splitter.hardware.catalog import get_part
 
@@ -77,11 +85,21 @@ def load_devices(
             cpm=d.cpm,
             port=d.port,
             cpm_by_class=dict(d.cpm_by_class),
+            calibration=_manifest_calibration(d) if manifest.emulated == emulated else None,
+            emulated=emulated,
         )
         for d in manifest.devices
     }
     link = LinkSpec(baud=manifest.baud, bits_per_byte=manifest.bits_per_byte)
     return devices, link, "the plan's devices in plan.json (its board file is gone)"
+
+
+def _manifest_calibration(d: DeviceEntry) -> Calibration | None:
+    """The calibration the plan used for device ``d`` (``None``: uncalibrated)."""
+    if d.calibration == "none":
+        return None
+    by_class = dict(d.calibration_by_class)
+    return Calibration(d.calibration, d.mcu, d.calibration_factor, by_class, "from plan.json")
 
 
 def submodel_costs(manifest: PlanManifest) -> list[SubModelCost]:
@@ -120,9 +138,12 @@ def estimate(
     manifest: PlanManifest,
     target: Path | None,
     costs: Sequence[SubModelCost] | None = None,
+    emulated: bool = False,
 ) -> dict[str, Any]:
     """The ``estimate`` object of bench.json (see the module docstring for the formulas)."""
-    devices, link, source = load_devices(manifest, target)
+    from splitter.hardware.boards import calibration_label
+
+    devices, link, source = load_devices(manifest, target, emulated)
     costs = list(costs) if costs is not None else submodel_costs(manifest)
     subs: list[dict[str, Any]] = []
     for c in costs:
@@ -135,7 +156,7 @@ def estimate(
                 "macs": c.macs,
                 "macs_by_class": dict(sorted(c.macs_by_class.items())),
                 "seconds": seconds,
-                "cycles": seconds * dev.clock_hz,
+                "cycles": seconds * timing_clock_hz(dev),
             }
         )
     links = [
@@ -144,13 +165,17 @@ def estimate(
     ]
     return {
         "source": source,
-        "formulas": "compute = sum MAC*CpM/f (per class when calibrated); link = B*bits/baud",
+        "formulas": "compute = sum_c k_c MAC_c CpM/f (k_c: the part's calibration, 1 without); "
+        "link = B*bits/baud",
+        "prediction": "emulator" if emulated else "boards",
+        "calibration": calibration_label(devices.values()),
         "devices": [
             {
                 "device": d.name,
                 "clock_hz": d.clock_hz,
                 "cpm": d.cpm,
                 "cpm_by_class": dict(d.cpm_by_class),
+                "calibration": d.calibration_label,
             }
             for d in devices.values()
         ],

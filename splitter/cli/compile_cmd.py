@@ -9,6 +9,7 @@ import click
 
 from splitter.cli.options import (
     activation_bytes_option,
+    emulated_option,
     input_shape_option,
     objective_option,
     solver_kwargs,
@@ -49,6 +50,7 @@ from splitter.errors import UnsupportedOpError
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
 @input_shape_option
 @activation_bytes_option
+@emulated_option
 def command(
     model: str,
     target: str,
@@ -66,6 +68,7 @@ def command(
     as_json: bool,
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
+    emulated: bool,
 ) -> None:
     """Split MODEL over the boards of BOARDS.toml into validated sub-model files in OUT."""
     options = CompileOptions(
@@ -79,6 +82,7 @@ def command(
         input_shapes=input_shapes or None,
         activation_bytes=activation_bytes,
         data_file=data_file,
+        emulated=emulated,
     )
     with Progress() as progress:
         report = {**options.solver_options, "on_progress": progress.status}
@@ -124,6 +128,7 @@ def _print_summary(result: CompileResult) -> None:
         f"latency {plan.latency_s * 1e3:.3f} ms, throughput {plan.throughput_per_s:.3f}/s "
         f"({plan.objective}, {plan.solver}{proof})"
     )
+    click.echo(result.manifest.prediction_note)
     click.echo(result.validation.summary() if result.validation else "validation skipped")
     status = result.firmware
     click.echo(f"firmware: {status if len(status) < 160 else status[:150] + '... (see report.md)'}")

@@ -10,13 +10,14 @@ from rich.table import Table
 
 from splitter.cli.options import (
     activation_bytes_option,
+    emulated_option,
     input_shape_option,
     objective_option,
     solver_kwargs,
     solver_options,
 )
 from splitter.cli.progress import Progress
-from splitter.hardware.boards import load_boards
+from splitter.hardware.boards import for_prediction, load_boards
 from splitter.importers import load_chain
 from splitter.ir import Plan
 from splitter.manifest import PlanManifest
@@ -67,6 +68,7 @@ def _render(m: PlanManifest, plan: Plan) -> None:
         f"{'inf' if ref9 is None else f'{ref9:.6f}'} /s | bottleneck {m.bottleneck_device}"
     )
     console.print(f"solver {m.solver}: {proof}, {m.nodes} nodes, {plan.solve_time_s:.3f} s")
+    console.print(m.prediction_note)
 
 
 @click.command("plan")
@@ -79,6 +81,7 @@ def _render(m: PlanManifest, plan: Plan) -> None:
 )
 @input_shape_option
 @activation_bytes_option
+@emulated_option
 def command(
     input_path: str,
     target: str,
@@ -90,11 +93,12 @@ def command(
     as_json: bool,
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
+    emulated: bool,
 ) -> None:
     """Place the layers of INPUT (ONNX, TFLite or CSV/JSON profile) on the boards of --target."""
     options = solver_kwargs(solver, time_limit, var_order, val_order)
     with Progress() as progress:
-        boards = load_boards(target)
+        boards = for_prediction(load_boards(target), emulated)
         progress.step(f"importing {input_path}")
         chain = load_chain(
             input_path, input_shapes=input_shapes or None, activation_bytes=activation_bytes

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -142,11 +142,11 @@ def for_prediction(boards: Boards, emulated: bool) -> Boards:
     return replace(boards, devices=devices)
 
 
-def calibration_label(boards: Boards) -> str:
+def calibration_label(devices: Iterable[Device]) -> str:
     """Which calibration the devices' estimates use: ``"none"``, ``"emulated"``, ``"real"``, or
     e.g. ``"real (STM32F405RG); none (STM32F446RE)"`` when only some parts have one."""
     by_part: dict[str, str] = {}
-    for d in boards.devices:
+    for d in devices:
         by_part.setdefault(d.part.name, d.calibration_label)
     labels = set(by_part.values())
     if len(labels) == 1:
