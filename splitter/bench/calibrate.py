@@ -64,6 +64,13 @@ MAX_ERROR_PCT = 10.0
 MAX_CONDITION = 1e4
 
 
+#: What each kind of calibration predicts (the board file's comment and the CLI say it).
+USED_FOR = {
+    "emulated": "emulated calibration, used only to predict emulated runs (plan --emulated)",
+    "real": "real-board calibration, used to predict runs on the parts",
+}
+
+
 class CalibrationRefused(InputFileError):
     """The bench's own data contradicts the factors calibrate would write."""
 
@@ -191,10 +198,7 @@ def class_factors(subs: Sequence[Measured]) -> tuple[dict[str | None, float] | N
         return None, f"one class ({names})"
     rank = int(np.linalg.matrix_rank(a))
     if rank < len(cols):
-        return None, (
-            f"{len(subs)} sub-model(s) give {rank} independent equation(s) for {len(cols)} "
-            f"classes ({names})"
-        )
+        return None, f"{rank} independent equation(s) for {len(cols)} classes ({names})"
     norm = a / np.linalg.norm(a, axis=0)
     if np.linalg.cond(norm) > MAX_CONDITION:
         return None, f"the sub-models' class mixes are too alike to separate {names}"
@@ -293,7 +297,7 @@ def _fmt(v: float) -> str:
 def table_lines(fit: PartFit, bench: str) -> list[str]:
     """The ``[calibration.KIND.PART]`` table of ``fit``."""
     lines = [
-        f"# `splitter calibrate` from {bench}: {fit.fit_text}",
+        f"# `splitter calibrate` from {bench}: {USED_FOR[fit.kind]}",
         f"[calibration.{fit.kind}.{_key(fit.part)}]",
         f"factor = {_fmt(fit.factor)}",
     ]

@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from splitter.bench.calibrate import MAX_ERROR_PCT, CalibrationResult, calibrate
+from splitter.bench.calibrate import MAX_ERROR_PCT, USED_FOR, CalibrationResult, calibrate
 from splitter.cli.options import out_argument
 from splitter.report import refresh_report
 
@@ -123,5 +123,4 @@ def render(result: CalibrationResult) -> None:
             "-" if err is None else f"{err:+.2f}",
         )
     console.print(check)
-    used = "emulated runs only (plan/compile --emulated)" if result.kind == "emulated" else "real"
-    console.print(f"wrote {result.path} (used for {used} predictions)")
+    console.print(f"wrote {result.path}: {USED_FOR[result.kind]}")
