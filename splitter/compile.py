@@ -454,6 +454,7 @@ def _estimate_lines(m: PlanManifest) -> list[str]:
         f"- latency (SPEC.md eq. 13): {m.latency_s * 1e3:.3f} ms",
         f"- throughput (eq. 17): {_rate(m.throughput_per_s)} inferences/s; "
         f"reference [9]: {_rate(m.throughput_ref9_per_s)} inferences/s",
+        f"- {m.prediction_note}",
     ]
 
 

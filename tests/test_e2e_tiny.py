@@ -170,6 +170,7 @@ def test_bench_and_calibrate_human_output(out: Path, tmp_path: Path) -> None:
     assert "estimated vs measured" in text and "error %" in text
     assert "sub-model 0 on a (compute)" in text and "link a -> b (3200 B, proxy)" in text
     assert "throughput (sequential)" in text and "wrote" in text
+    assert "the estimate predicts an emulated run; calibration: none" in text
     cal = cli("calibrate", str(out), "-o", str(tmp_path / "c.toml"), "--max-error", "15", env=wide)
     assert cal.returncode == 0, cal.stderr
     assert "emulated calibration: measured / estimated" in cal.stdout and "fit error" in cal.stdout
