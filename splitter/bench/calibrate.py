@@ -46,14 +46,19 @@ from typing import Any
 
 import numpy as np
 
-from splitter.bench.estimate import SubModelCost, find_target, read_json
+from splitter.bench.estimate import (
+    SubModelCost,
+    compute_seconds,
+    find_target,
+    read_json,
+    submodel_costs,
+)
 from splitter.bench.report import BENCH_FILE, write_atomic
 from splitter.bench.stats import error_pct, median
-from splitter.cost.calibration import estimated_cycles
 from splitter.errors import BoardFileError, InputFileError, escaped
 from splitter.inputs import read_input_text
 from splitter.ir import Boards, Calibration, Device
-from splitter.manifest import PlanManifest, read_manifest
+from splitter.manifest import read_manifest
 
 CLASSES = ("conv", "depthwise", "dense", "other")
 #: Default limit of the fit error (``--max-error``), %: the issue's target for predicting other
@@ -252,9 +257,12 @@ def check_fit(fit: PartFit, max_error: float, bench: str) -> None:
 
 
 def measurements(
-    bench: Mapping[str, Any], devices: Mapping[str, Device]
+    bench: Mapping[str, Any],
+    devices: Mapping[str, Device],
+    costs: Mapping[int, SubModelCost] | None = None,
 ) -> dict[str, list[Measured]]:
-    """Per part, the bench's sub-models with the uncalibrated estimate on their devices."""
+    """Per part, the bench's sub-models with the uncalibrated estimate on their devices (from
+    the planner's per-layer ``costs`` when given, else from bench.json's MACs by class)."""
     out: dict[str, list[Measured]] = {}
     for d in bench["devices"]:
         dev = devices[d["device"]]
@@ -266,8 +274,8 @@ def measurements(
                     f"bench.json: sub-model {s['index']} on {d['device']} measured 0 cycles; "
                     "re-run splitter bench"
                 )
-            cost = SubModelCost(int(s["index"]), dev.name, int(s["macs"]), s["macs_by_class"])
-            est = estimated_cycles(cost.cost, dev)
+            own = SubModelCost(int(s["index"]), dev.name, int(s["macs"]), s["macs_by_class"])
+            est = (costs or {}).get(own.index, own).estimated_cycles(dev)
             if sum(est.values()) <= 0:
                 continue  # nothing estimated (no MACs): no equation for any factor
             spread = (max(runs) - min(runs)) / mid
@@ -278,12 +286,17 @@ def measurements(
 
 
 def fit_all(
-    bench: Mapping[str, Any], boards: Boards, max_error: float, bench_name: str, kind: str
+    bench: Mapping[str, Any],
+    boards: Boards,
+    max_error: float,
+    bench_name: str,
+    kind: str,
+    costs: Mapping[int, SubModelCost] | None = None,
 ) -> list[PartFit]:
     """One checked :class:`PartFit` per part that ran a sub-model."""
     devices = {d.name: d for d in boards.devices}
     fits = []
-    for part, subs in measurements(bench, devices).items():
+    for part, subs in measurements(bench, devices, costs).items():
         fit = fit_part(part, kind, subs)
         check_fit(fit, max_error, bench_name)
         fits.append(fit)
@@ -417,24 +430,24 @@ def calibrate(
         )
     label = escaped(bench_path)
     kind = bench_kind(bench, kind, label)
-    fits = fit_all(bench, boards, max_error, label, kind)
+    costs = {c.index: c for c in submodel_costs(plan)}
+    fits = fit_all(bench, for_prediction(boards, kind == "emulated"), max_error, label, kind, costs)
     text = calibrated_text(read_input_text(source, "board file", error=BoardFileError), fits, label)
     import tomllib
 
     calibrated = boards_from_dict(tomllib.loads(text), str(output or source))
     result = CalibrationResult(fits, kind, text, source)
-    result.check = recheck(plan, bench, for_prediction(calibrated, kind == "emulated"))
+    result.check = recheck(costs, bench, for_prediction(calibrated, kind == "emulated"))
     if output is not None:
         result.path = write_atomic(Path(output), text)
     return result
 
 
-def recheck(plan: PlanManifest, bench: Mapping[str, Any], boards: Boards) -> list[dict[str, Any]]:
+def recheck(
+    costs: Mapping[int, SubModelCost], bench: Mapping[str, Any], boards: Boards
+) -> list[dict[str, Any]]:
     """Per device: the planner's compute estimate with ``boards`` vs the measured seconds."""
-    from splitter.bench.estimate import compute_seconds, submodel_costs
-
     devices = {d.name: d for d in boards.devices}
-    costs = {c.index: c for c in submodel_costs(plan)}
     rows = []
     for d in bench["devices"]:
         if not d["submodels"]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from splitter.cost.calibration import timing_clock_hz
+from splitter.cost.calibration import estimated_cycles, timing_clock_hz
 from splitter.errors import InputFileError
 from splitter.inputs import parse_json, read_input_text
 from splitter.ir import Boards, Calibration, Device, LayerCost, LinkSpec
@@ -37,17 +37,29 @@ HOST = "host"
 
 @dataclass(frozen=True)
 class SubModelCost:
-    """MACs of one sub-model (total and by op class), as the planner counted them."""
+    """MACs of one sub-model (total and by op class), as the planner counted them, and the
+    planner's own per-layer costs when the model could be read again (``layers``)."""
 
     index: int
     device: str
     macs: int
     macs_by_class: dict[str, int]
+    layers: tuple[LayerCost, ...] = ()
 
     @property
     def cost(self) -> LayerCost:
         """The sub-model's summed MACs as a :class:`LayerCost` (for ``layer_time``)."""
         return LayerCost(macs=self.macs, macs_by_class=tuple(sorted(self.macs_by_class.items())))
+
+    def estimated_cycles(self, device: Device) -> dict[str | None, float]:
+        """Uncalibrated cycles by op class on ``device``: the sum of the layers' estimates
+        (:func:`splitter.cost.calibration.estimated_cycles`), or of the summed MACs' without
+        the layers."""
+        total: dict[str | None, float] = {}
+        for layer in self.layers or (self.cost,):
+            for cls, cycles in estimated_cycles(layer, device).items():
+                total[cls] = total.get(cls, 0.0) + cycles
+        return total
 
 
 def find_target(manifest: PlanManifest, target: str | Path | None) -> Path | None:
@@ -103,17 +115,49 @@ def _manifest_calibration(d: DeviceEntry) -> Calibration | None:
 
 
 def submodel_costs(manifest: PlanManifest) -> list[SubModelCost]:
-    """Per sub-model MACs (total and by op class) from the manifest."""
+    """Per sub-model MACs (total and by op class) from the manifest, with the planner's
+    per-layer costs when the model file still gives the same chain (:func:`_chain_layers`)."""
+    layers = _chain_layers(manifest)
     return [
-        SubModelCost(s.index, s.device, s.macs, dict(s.macs_by_class)) for s in manifest.submodels
+        SubModelCost(
+            s.index,
+            s.device,
+            s.macs,
+            dict(s.macs_by_class),
+            tuple(layers[s.first : s.last + 1]) if layers else (),
+        )
+        for s in manifest.submodels
     ]
 
 
+def _chain_layers(manifest: PlanManifest) -> list[LayerCost] | None:
+    """The per-layer costs of the manifest's model, re-read with its import options; ``None``
+    for profiles, a missing or unreadable file, or a chain whose MACs differ from the plan's."""
+    from splitter.errors import SplitterError
+    from splitter.importers import load_chain
+
+    m = manifest.model
+    if m.format == "profile" or not Path(m.path).is_file():
+        return None
+    try:
+        chain = load_chain(
+            m.path, input_shapes=dict(m.input_shapes) or None, activation_bytes=m.activation_bytes
+        )
+    except (SplitterError, OSError):
+        return None
+    costs = [layer.cost for layer in chain.layers]
+    same = len(costs) == m.layers and all(
+        sum(c.macs for c in costs[s.first : s.last + 1]) == s.macs for s in manifest.submodels
+    )
+    return costs if same else None
+
+
 def compute_seconds(cost: SubModelCost, device: Device) -> float:
-    """``layer_time(cost_k, device)`` (planner's formula, see the module docstring)."""
+    """``sum_j layer_time(cost_j, device)`` over the sub-model's layers (or ``layer_time`` of
+    the summed MACs without them; planner's formula, see the module docstring)."""
     from splitter.partition.problem import layer_time
 
-    return layer_time(cost.cost, device)
+    return sum(layer_time(layer, device) for layer in cost.layers or (cost.cost,))
 
 
 def link_transfers(manifest: PlanManifest) -> list[dict[str, Any]]:
