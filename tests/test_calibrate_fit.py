@@ -20,6 +20,7 @@ from splitter.bench.calibrate import (
     bench_kind,
     calibrated_text,
     check_fit,
+    check_real,
     fit_all,
     fit_part,
     nnls,
@@ -154,6 +155,10 @@ def test_real_calibration_of_emulated_data_is_refused() -> None:
     with pytest.raises(CalibrationRefused, match="emulated calibration, never a real one"):
         bench_kind({"emulated": True}, "real", "bench.json")
     assert bench_kind({"emulated": True}, None, "b") == "emulated"
+    emulated_over_ports = bench(False, x=[sub(0, {"conv": 0.05}, conv=1000)])  # 0.45 per MAC
+    with pytest.raises(CalibrationRefused, match="fewer than a real Cortex-M can"):
+        check_real(emulated_over_ports, "bench.json")
+    check_real(bench(False, x=[sub(0, {"conv": 0.2}, conv=1000)]), "bench.json")  # 1.8 per MAC
     assert bench_kind({"emulated": False}, None, "b") == "real"
 
 

@@ -160,6 +160,10 @@ def test_bench_over_ports_derives_board_link_time(out: Path) -> None:
     assert (link["from"], link["to"], link["measured_by"]) == ("a", "b", "derived")
     assert all(s is not None and s > 0 for s in link["seconds"])  # 3200 B take time
     assert all(c > 0 for d in b["devices"] for s in d["submodels"] for c in s["cycles"])
+    # those "boards" were QEMUs: a real calibration of their cycles is refused, nothing written
+    cal = cli("calibrate", str(out), "-o", str(out / "real.toml"))
+    assert cal.returncode == 2 and not (out / "real.toml").exists()
+    assert "cycles per MAC, fewer than a real Cortex-M can" in cal.stderr
 
 
 def test_bench_and_calibrate_human_output(out: Path, tmp_path: Path) -> None:

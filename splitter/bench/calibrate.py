@@ -69,6 +69,13 @@ MAX_ERROR_PCT = 10.0
 MAX_CONDITION = 1e4
 
 
+#: Fewest cycles per MAC a real Cortex-M can take with the project's kernels: they execute at
+#: least 1.76 instructions per MAC (int8 dense, ``_dsp`` variant; benchmarks/results/kernels.md)
+#: and a core retires at most one instruction per cycle (M0+, M4: Arm DDI 0484C 3.3, DDI 0439B
+#: 3.3.1), two on the dual-issue M7 (DDI 0489F 1.2): 1.76 / 2 = 0.88, rounded down. QEMU under
+#: ``-icount shift=0`` counts 0.168 ticks per instruction: 0.3-0.6 per MAC on whole sub-models.
+MIN_REAL_CYCLES_PER_MAC = 0.8
+
 #: What each kind of calibration predicts (the board file's comment and the CLI say it).
 USED_FOR = {
     "emulated": "emulated calibration, used only to predict emulated runs (plan --emulated)",
@@ -401,6 +408,22 @@ def bench_kind(bench: Mapping[str, Any], kind: str | None, where: str) -> str:
     return kind or measured
 
 
+def check_real(bench: Mapping[str, Any], where: str) -> None:
+    """Refuse a real calibration from cycles no real core can reach
+    (:data:`MIN_REAL_CYCLES_PER_MAC`): such data comes from an emulator (e.g. QEMU boards benched
+    over ``--port``)."""
+    for d in bench["devices"]:
+        for s in d["submodels"]:
+            per_mac = median(s["cycles"]) / max(1, int(s["macs"]))
+            if per_mac < MIN_REAL_CYCLES_PER_MAC:
+                raise CalibrationRefused(
+                    f"{where}: sub-model {s['index']} on {d['device']} took {per_mac:.3f} cycles "
+                    f"per MAC, fewer than a real Cortex-M can ({MIN_REAL_CYCLES_PER_MAC:g}): "
+                    "emulated data, never a real calibration; nothing written: bench the boards "
+                    "themselves, or bench --emulate for an emulated calibration"
+                )
+
+
 def calibrate(
     out_dir: str | Path,
     output: str | Path | None = None,
@@ -430,6 +453,8 @@ def calibrate(
         )
     label = escaped(bench_path)
     kind = bench_kind(bench, kind, label)
+    if kind == "real":
+        check_real(bench, label)
     costs = {c.index: c for c in submodel_costs(plan)}
     fits = fit_all(bench, for_prediction(boards, kind == "emulated"), max_error, label, kind, costs)
     text = calibrated_text(read_input_text(source, "board file", error=BoardFileError), fits, label)
