@@ -23,7 +23,8 @@ multiplies whatever the estimate is, so it corrects it rather than replacing it.
   (:func:`splitter.cost.calibration.timing_clock_hz`).
 
 Refused (one line, exit 2, nothing written) when the data contradicts the factors: a real
-calibration asked of emulated data; two devices of the same part whose measured / predicted
+calibration asked of emulated data (``bench --emulate``, or fewer cycles per MAC than a real
+core can take, :data:`MIN_REAL_CYCLES_PER_MAC`: QEMU boards benched over ``--port``); two devices of the same part whose measured / predicted
 ratios differ by more than the allowance; a sub-model the fit misses by more than the allowance.
 The allowance is ``max_error`` (``--max-error``, default :data:`MAX_ERROR_PCT` %) plus three times
 the largest run-to-run spread ``(max - min) / median`` of the part's sub-models (0 under QEMU's

@@ -123,4 +123,4 @@ def render(result: CalibrationResult) -> None:
             "-" if err is None else f"{err:+.2f}",
         )
     console.print(check)
-    console.print(f"wrote {result.path}: {USED_FOR[result.kind]}")
+    console.print(f"wrote {result.path}: {USED_FOR[result.kind]}", soft_wrap=True)
