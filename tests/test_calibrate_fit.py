@@ -169,6 +169,20 @@ def test_check_fit_is_quiet_on_consistent_data() -> None:
     check_fit(fit, 0.1, "b")
 
 
+def test_benches_of_several_models_pool_per_part() -> None:
+    """Two benches of one class each cannot identify two classes; pooled they can (the second
+    bench's devices are named after its OUT)."""
+    from splitter.bench.calibrate import fit_parts
+
+    one = [Measured(0, "a", 900.0, 0.0, {"conv": 1000.0, "dense": 10.0}),
+           Measured(1, "b", 45.0, 0.0, {"conv": 10.0, "dense": 100.0})]  # fmt: skip
+    (alone,) = fit_parts({F405: one[:1]}, "emulated", 10.0, "b")
+    assert alone.by_class == {}
+    two = [*one, Measured(0, "kws/d0", 2000.0, 0.0, {"conv": 2000.0, "dense": 500.0})]
+    (pooled,) = fit_parts({F405: two}, "emulated", 10.0, "b1, b2")
+    assert set(pooled.by_class) == {"conv", "dense"} and "3 sub-model(s) on 3" in pooled.method
+
+
 def test_tables_replace_their_old_versions_and_keep_the_rest() -> None:
     text = (BOARDS / "e2e_kws3.toml").read_text()
     b = bench(True, d0=[sub(0, TRUE, conv=1000)], d1=[sub(1, TRUE, conv=2000)])

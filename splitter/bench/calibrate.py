@@ -6,7 +6,8 @@ cycles, ``e_kc`` the estimate's cycles of op class ``c`` (``conv``, ``depthwise`
 multiplies whatever the estimate is, so it corrects it rather than replacing it.
 
 * **Per part.** Every sub-model benched on a device of part ``P`` is one equation of ``P``'s
-  system; identical parts get identical factors by construction.
+  system; identical parts get identical factors by construction. ``--also OUT2`` pools the
+  benches of other compiled models (more distinct sub-models per part).
 * **Per class when the data identifies the classes**: the equations, weighted by ``1 / m_k``
   (relative residuals, so a large sub-model does not drown a small one), have full column rank
   and non-negative least squares gives every class a positive factor. Otherwise one factor
@@ -24,8 +25,9 @@ multiplies whatever the estimate is, so it corrects it rather than replacing it.
 
 Refused (one line, exit 2, nothing written) when the data contradicts the factors: a real
 calibration asked of emulated data (``bench --emulate``, or fewer cycles per MAC than a real
-core can take, :data:`MIN_REAL_CYCLES_PER_MAC`: QEMU boards benched over ``--port``); two devices of the same part whose measured / predicted
-ratios differ by more than the allowance; a sub-model the fit misses by more than the allowance.
+core can take, :data:`MIN_REAL_CYCLES_PER_MAC`: QEMU boards benched over ``--port``); two
+devices of the same part whose measured / predicted ratios differ by more than the allowance; a
+sub-model the fit misses by more than the allowance.
 The allowance is ``max_error`` (``--max-error``, default :data:`MAX_ERROR_PCT` %) plus three times
 the largest run-to-run spread ``(max - min) / median`` of the part's sub-models (0 under QEMU's
 ``-icount``, whose cycles are deterministic), so a disagreement must exceed the noise.
@@ -41,7 +43,7 @@ atomically.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -214,7 +216,7 @@ def class_factors(subs: Sequence[Measured]) -> tuple[dict[str | None, float] | N
         return None, f"{rank} independent equation(s) for {len(cols)} classes ({names})"
     norm = a / np.linalg.norm(a, axis=0)
     if np.linalg.cond(norm) > MAX_CONDITION:
-        return None, f"the sub-models' class mixes are too alike to separate {names}"
+        return None, f"the sub-models' class mixes are too alike to tell {names} apart"
     x = nnls(a, np.ones(len(subs)))
     if not (x > 0).all():
         zero = ", ".join(c or "unclassified" for c, v in zip(cols, x, strict=True) if v <= 0)
@@ -228,7 +230,7 @@ def fit_part(part: str, kind: str, subs: Sequence[Measured]) -> PartFit:
     pooled = one_factor(subs)
     by_class, why = class_factors(subs)
     if by_class is None:
-        method = f"one factor for all classes over {where} ({why} to fit per class)"
+        method = f"one factor for all classes over {where} (not per class: {why})"
         return PartFit(part, kind, pooled, {}, method, list(subs), exact=len(subs) == 1)
     exact = len(subs) == len(by_class)
     default = by_class.pop(None, pooled)
@@ -303,8 +305,15 @@ def fit_all(
 ) -> list[PartFit]:
     """One checked :class:`PartFit` per part that ran a sub-model."""
     devices = {d.name: d for d in boards.devices}
+    return fit_parts(measurements(bench, devices, costs), kind, max_error, bench_name)
+
+
+def fit_parts(
+    by_part: Mapping[str, Sequence[Measured]], kind: str, max_error: float, bench_name: str
+) -> list[PartFit]:
+    """:func:`fit_part` and :func:`check_fit` for every part."""
     fits = []
-    for part, subs in measurements(bench, devices, costs).items():
+    for part, subs in by_part.items():
         fit = fit_part(part, kind, subs)
         check_fit(fit, max_error, bench_name)
         fits.append(fit)
@@ -425,19 +434,39 @@ def check_real(bench: Mapping[str, Any], where: str) -> None:
                 )
 
 
-def calibrate(
-    out_dir: str | Path,
-    output: str | Path | None = None,
-    target: str | Path | None = None,
-    max_error: float = MAX_ERROR_PCT,
-    kind: str | None = None,
-) -> CalibrationResult:
-    """Fit from ``OUT/bench.json``, check, write the calibrated board file, re-check estimates."""
-    from splitter.hardware.boards import boards_from_dict, for_prediction, load_boards
+@dataclass
+class BenchData:
+    """One ``OUT``'s bench, plan, board file and the planner's per-sub-model costs."""
+
+    out: Path
+    bench: dict[str, Any]
+    source: Path
+    boards: Boards
+    costs: dict[int, SubModelCost]
+
+    @property
+    def label(self) -> str:
+        """``OUT/bench.json`` as error messages and the board file name it."""
+        return escaped(self.out / BENCH_FILE)
+
+    def measured(self, kind: str, prefix: str = "") -> dict[str, list[Measured]]:
+        """Per part, the sub-models (device names prefixed with ``prefix``)."""
+        from splitter.hardware.boards import for_prediction
+
+        devices = {d.name: d for d in for_prediction(self.boards, kind == "emulated").devices}
+        by_part = measurements(self.bench, devices, self.costs)
+        return {
+            part: [replace(m, device=prefix + m.device) for m in subs]
+            for part, subs in by_part.items()
+        }
+
+
+def load_bench(out_dir: str | Path, target: str | Path | None = None) -> BenchData:
+    """Read ``OUT/bench.json``, ``OUT/plan.json`` and the board file (``target`` or the plan's)."""
+    from splitter.hardware.boards import load_boards
 
     out = Path(out_dir)
-    bench_path = out / BENCH_FILE
-    bench = read_json(bench_path, "bench results", f"run `splitter bench {out}` first")
+    bench = read_json(out / BENCH_FILE, "bench results", f"run `splitter bench {out}` first")
     plan = read_manifest(out)
     source = find_target(plan, target or bench.get("target"))
     if source is None:
@@ -452,18 +481,43 @@ def calibrate(
         raise BoardFileError(
             f"{source}: has no device {missing[0]!r} of the bench; pass the plan's board file"
         )
-    label = escaped(bench_path)
-    kind = bench_kind(bench, kind, label)
-    if kind == "real":
-        check_real(bench, label)
-    costs = {c.index: c for c in submodel_costs(plan)}
-    fits = fit_all(bench, for_prediction(boards, kind == "emulated"), max_error, label, kind, costs)
-    text = calibrated_text(read_input_text(source, "board file", error=BoardFileError), fits, label)
+    return BenchData(out, bench, source, boards, {c.index: c for c in submodel_costs(plan)})
+
+
+def calibrate(
+    out_dir: str | Path,
+    output: str | Path | None = None,
+    target: str | Path | None = None,
+    max_error: float = MAX_ERROR_PCT,
+    kind: str | None = None,
+    also: Sequence[str | Path] = (),
+) -> CalibrationResult:
+    """Fit from ``OUT/bench.json`` (pooled with the benches of the ``also`` OUTs, each with its
+    own plan's board file), check, write the calibrated board file, re-check the estimates."""
     import tomllib
 
-    calibrated = boards_from_dict(tomllib.loads(text), str(output or source))
-    result = CalibrationResult(fits, kind, text, source)
-    result.check = recheck(costs, bench, for_prediction(calibrated, kind == "emulated"))
+    from splitter.hardware.boards import boards_from_dict, for_prediction
+
+    main = load_bench(out_dir, target)
+    kind = bench_kind(main.bench, kind, main.label)
+    by_part: dict[str, list[Measured]] = {}
+    for k, data in enumerate([main, *(load_bench(o) for o in also)]):
+        if bench_kind(data.bench, None, data.label) != bench_kind(main.bench, None, main.label):
+            raise CalibrationRefused(
+                f"{data.label}: an {'emulated' if data.bench.get('emulated') else 'real'} bench "
+                f"cannot be pooled with {main.label}'s; calibrate them apart"
+            )
+        if kind == "real":
+            check_real(data.bench, data.label)
+        for part, subs in data.measured(kind, f"{data.out.name}/" if k else "").items():
+            by_part.setdefault(part, []).extend(subs)
+    label = ", ".join([main.label, *(escaped(Path(o) / BENCH_FILE) for o in also)])
+    fits = fit_parts(by_part, kind, max_error, label)
+    text = read_input_text(main.source, "board file", error=BoardFileError)
+    text = calibrated_text(text, fits, label)
+    calibrated = boards_from_dict(tomllib.loads(text), str(output or main.source))
+    result = CalibrationResult(fits, kind, text, main.source)
+    result.check = recheck(main.costs, main.bench, for_prediction(calibrated, kind == "emulated"))
     if output is not None:
         result.path = write_atomic(Path(output), text)
     return result

@@ -46,6 +46,14 @@ from splitter.report import refresh_report
     help="Calibration to write [emulated after bench --emulate, real after bench --port]; "
     "real is refused for emulated data.",
 )
+@click.option(
+    "--also",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    metavar="OUT2",
+    help="Pool the bench of another compiled and benched OUT (repeatable): more distinct "
+    "sub-models per part, so the per-class fit can engage.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the fits and the re-check as JSON.")
 def command(
     out: Path,
@@ -53,10 +61,11 @@ def command(
     target: str | None,
     max_error: float,
     kind: str | None,
+    also: tuple[Path, ...],
     as_json: bool,
 ) -> None:
     """Fit measured/estimated factors per part (and op class); write them to a board file."""
-    result = calibrate(out, output or out / "calibrated.toml", target, max_error, kind)
+    result = calibrate(out, output or out / "calibrated.toml", target, max_error, kind, also)
     refresh_report(out)  # refresh report.html
     if as_json:
         click.echo(json.dumps(_as_dict(result)))
