@@ -42,7 +42,8 @@ from splitter.bench.calibrate import (  # noqa: E402
     CalibrationRefused,
     PartFit,
     calibrated_text,
-    fit_all,
+    fit_parts,
+    load_bench,
 )
 from splitter.bench.estimate import compute_seconds, submodel_costs  # noqa: E402
 from splitter.bench.report import write_bench  # noqa: E402
@@ -80,15 +81,15 @@ def measure(model: str, boards: str, work: Path) -> Path:
 
 
 def calibration_of(out: Path, boards: str) -> tuple[list[PartFit], str | None]:
-    """The emulated factors fitted from ``out``'s bench, and the refusal at the default limit."""
-    data = json.loads((out / "bench.json").read_text())
-    parsed = load_boards(BOARDS / boards)
+    """The emulated factors ``splitter calibrate`` fits from ``out``'s bench (the planner's
+    per-layer estimate), and its refusal at the default limit."""
+    by_part = load_bench(out, BOARDS / boards).measured("emulated")
     try:
-        fit_all(data, parsed, MAX_ERROR_PCT, "bench.json", "emulated")
+        fit_parts(by_part, "emulated", MAX_ERROR_PCT, "bench.json")
         refused = None
     except CalibrationRefused as exc:
         refused = str(exc).split(": ", 1)[1]
-    return fit_all(data, parsed, math.inf, "bench.json", "emulated"), refused
+    return fit_parts(by_part, "emulated", math.inf, "bench.json"), refused
 
 
 def device_errors(out: Path, boards: str, fits: list[PartFit]) -> dict[str, float]:
