@@ -143,7 +143,7 @@ def _chain_layers(manifest: PlanManifest) -> list[LayerCost] | None:
         chain = load_chain(
             m.path, input_shapes=dict(m.input_shapes) or None, activation_bytes=m.activation_bytes
         )
-    except (SplitterError, OSError):
+    except (SplitterError, OSError, ValueError):
         return None
     costs = [layer.cost for layer in chain.layers]
     same = len(costs) == m.layers and all(
