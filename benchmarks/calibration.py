@@ -143,11 +143,25 @@ def run(work: Path) -> dict[str, Any]:
         )
     return {
         "date": time.strftime("%Y-%m-%d"),
+        "estimate": estimate_name(),
         "target_pct": TARGET_PCT,
         "failed": failed,
         "uncalibrated": uncalibrated,
         "sources": sources,
     }
+
+
+def estimate_name() -> str:
+    """Which compute estimate the planner of this tree uses for these models."""
+    from splitter.ir import LayerCost
+
+    if hasattr(LayerCost(), "instructions"):
+        return (
+            "kernel cost table (splitter/cost/kernel_costs.json: instructions per kernel "
+            "variant, fitted on a shape grid plus the measured shapes of the layers of models/, "
+            "so these models are largely in-sample)"
+        )
+    return "flat cycles per MAC of the catalog (9 for the F405), no per-kernel model"
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -159,6 +173,8 @@ def markdown(result: dict[str, Any]) -> str:
         "netduinoplus2 under `-icount shift=0` (deterministic). Error per device = planner's "
         "compute time with the source's emulated calibration (plan --emulated) vs measured, %. "
         f"Target: |error| <= {result['target_pct']:g} % for every device.",
+        "",
+        f"Estimate calibrated: {result['estimate']}.",
         "",
         "| calibrated on | factors (STM32F405RG) | refused by default? | devices within "
         f"{result['target_pct']:g} % | median abs error % | max abs error % |",
