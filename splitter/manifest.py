@@ -505,7 +505,7 @@ def _problems(m: PlanManifest) -> list[str]:
         return out
     n_dev = len(m.devices)
     for d in m.devices:
-        if m.devices[d.index] is not d:
+        if not 0 <= d.index < n_dev or m.devices[d.index] is not d:
             out.append(f"device {d.name} has index {d.index}, listed at another position")
     for s in m.submodels:
         if not 0 <= s.device_index < n_dev or m.devices[s.device_index].name != s.device:
