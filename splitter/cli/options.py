@@ -73,6 +73,14 @@ emulated_option = click.option(
     help="Predict a run on the emulator (QEMU's clock, [calibration.emulated.*] factors) "
     "instead of on the parts ([calibration.real.*]).",
 )
+host_io_option = click.option(
+    "--no-host-io",
+    "no_host_io",
+    is_flag=True,
+    help="Leave the host's input and output transfers out of the latency, as the thesis does "
+    "(default: counted, as the user waits for them). Layer profiles never count them.",
+)
+
 objective_option = click.option(
     "--objective",
     type=click.Choice(["latency", "throughput"]),
