@@ -33,8 +33,11 @@ from codegen.escape import c_comment
 from codegen.ops.base import EmitContext
 from codegen.ops.literals import WeightTable
 from codegen.ops.q8_variants import isa_of
+from codegen.pex import emit_layer as emit_pex_layer
+from codegen.pex import placed_offsets as pex_offsets
 from splitter.cost.handlers import op_flash
 from splitter.errors import UnsupportedOpError
+from splitter.graph.oparena import LayerArena, plan_op_layer
 from splitter.ir import Chain, Layer, Op, SubModel, TensorSpec
 from splitter.ops import kinds_with_kernel
 
@@ -200,13 +203,22 @@ def check_supported(chain: Chain, ranges: Sequence[RangeLike]) -> None:
 
 
 def layer_memory(layer: Layer, chain: Chain, planner: Planner) -> LayerMemoryLike:
-    """The ARENA RULE plan of one layer (layer 0: one buffer, input == output)."""
+    """The ARENA RULE plan of one layer (layer 0: one buffer, input == output); in an
+    operator-granularity chain the op layer plan (:func:`op_layer_memory`)."""
     assert chain.graph is not None
+    if chain.granularity == "op":
+        return op_layer_memory(layer, chain)
     if layer.kind == "input" or not layer.ops:
         return _InputMemory(layer.output)
     assert layer.input is not None
+    loops = {"loops": layer.loops} if layer.loops else {}  # PEX: planned with its loops
     return planner(
-        list(layer.ops), chain.graph.tensors, layer.input.name, layer.output.name, float_itemsize
+        list(layer.ops),
+        chain.graph.tensors,
+        layer.input.name,
+        layer.output.name,
+        float_itemsize,
+        **loops,
     )
 
 
@@ -332,7 +344,10 @@ def generate_device_c(
     bodies: list[str] = []
     rows: list[tuple[int, int, int, int, int]] = []
     for index, first, last in ranges:
-        body, row = _submodel_function(chain, (index, first, last), arena, plan, weights, isa)
+        if chain.granularity == "op":
+            body, row = _op_submodel_function(chain, (index, first, last), weights, isa)
+        else:
+            body, row = _submodel_function(chain, (index, first, last), arena, plan, weights, isa)
         bodies.append(body)
         rows.append(row)
     files = {
@@ -368,11 +383,17 @@ def _submodel_function(
             continue
         mem = layer_memory(layer, chain, planner)
         offs = placed_offsets(mem, layer, arena, at_top)
+        if layer.loops:  # int8 accumulators: the result's offset (codegen/pex.py)
+            offs = pex_offsets(layer, offs, mem.sizes, tensors)
         label = f"{c_comment(layer.name)} ({c_comment(layer.op_label)})"
         lines.append(f"    /* layer {j}: {label}, RAM {mem.size} B */")
         before = weights.nbytes
-        for op in layer.ops:
-            ctx = EmitContext(offs, tensors, weights, chain.graph.layout or "NCHW", isa)
+        layout = chain.graph.layout or "NCHW"
+        if layer.loops:
+            ctx = EmitContext(offs, tensors, weights, layout, isa)
+            lines.extend("    " + s for s in emit_pex_layer(layer, ctx))
+        for op in () if layer.loops else layer.ops:
+            ctx = EmitContext(offs, tensors, weights, layout, isa)
             lines.extend("    " + s for s in emit_op(op, ctx))
         _check_emitted_flash(chain, layer, weights.nbytes - before)
         out_off = offs[layer.output.name]
@@ -384,6 +405,58 @@ def _submodel_function(
     in_bytes = in_spec.size * float_itemsize(in_spec)
     row = (index, 0, in_bytes, out_off, out_spec.size * float_itemsize(out_spec))
     return fn, row
+
+
+# ------------------------------------------------------------- op granularity ----
+
+
+def op_layer_memory(layer: Layer, chain: Chain) -> LayerArena:
+    """The plan of an operator-granularity layer (:mod:`splitter.graph.oparena`): the tensors
+    crossing the cut before it packed from 0 in order, its own blocks above, then compaction."""
+    assert chain.graph is not None
+    j = layer.index
+    before = [t.name for t in chain.layers[j - 1].boundary] if j else [chain.graph.inputs[0]]
+    after = [t.name for t in layer.boundary]
+    return plan_op_layer(layer.ops, before, after, chain.graph.tensors, float_itemsize)
+
+
+def _op_submodel_function(
+    chain: Chain, span: tuple[int, int, int], weights: WeightTable, isa: str
+) -> tuple[str, tuple[int, int, int, int, int]]:
+    """C function of sub-model ``span`` of an operator-granularity chain and its table row.
+
+    Every layer runs at the offsets of its own plan and ends with the ``memmove`` s packing the
+    tensors live after it from offset 0 (:mod:`splitter.graph.oparena`), so the sub-model reads
+    its inputs packed at 0 in plan.json order and leaves its outputs packed at 0: the row is
+    ``(index, 0, bytes of all inputs, 0, bytes of all outputs)``."""
+    assert chain.graph is not None
+    index, first, last = span
+    tensors = chain.graph.tensors
+    lines: list[str] = []
+    for j in range(first, last + 1):
+        layer = chain.layers[j]
+        mem = op_layer_memory(layer, chain)
+        label = f"{c_comment(layer.name)} ({c_comment(layer.op_label)})"
+        lines.append(f"    /* layer {j}: {label}, RAM {mem.size} B */")
+        if layer.kind != "input":
+            before = weights.nbytes
+            for op in layer.ops:
+                ctx = EmitContext(
+                    dict(mem.offsets), tensors, weights, chain.graph.layout or "NCHW", isa
+                )
+                lines.extend("    " + s for s in emit_op(op, ctx))
+            _check_emitted_flash(chain, layer, weights.nbytes - before)
+        for name, src, dst, n in mem.moves:
+            lines.append(
+                f"    __builtin_memmove(A8 + {dst}u, A8 + {src}u, {n}u); /* {c_comment(name)} */"
+            )
+    entering = chain.layers[first - 1].boundary if first else (tensors[chain.graph.inputs[0]],)
+    leaving = chain.layers[last].boundary
+    fn = f"int sm_{index:02d}(float *arena)\n{{\n    float *A = arena;\n"
+    fn += "    unsigned char *A8 = (unsigned char *)arena;\n"
+    fn += "\n".join(lines) + "\n    (void)A;\n    (void)A8;\n    return 0;\n}\n"
+    in_bytes = sum(t.size * float_itemsize(t) for t in entering)
+    return fn, (index, 0, in_bytes, 0, sum(t.size * float_itemsize(t) for t in leaving))
 
 
 def _check_emitted_flash(chain: Chain, layer: Layer, emitted: int) -> None:

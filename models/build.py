@@ -440,6 +440,31 @@ def _inverted_residual(net: Net, name: str, t: int, out: int, stride: int) -> No
         net.add(f"{name}_add", block_in)
 
 
+def pex_irb_48() -> onnx.ModelProto:
+    """A small inverted-residual net that needs PEX partial execution on QEMU's F405 (128 KiB
+    arena region): Conv 3x3 s2 16 + BN + ReLU6 on 48x48 RGB, two MobileNetV2 blocks (t = 6:
+    16 -> 16 with the residual Add, 16 -> 24 stride 2) at 24x24, Conv 1x1 64, global average
+    pool, Dense 10. Each expanded tensor is 96 x 24 x 24 float32 = 221,184 B, more than the
+    whole region; run channel by channel a block needs at most 110,592 B
+    (``tests/test_e2e_pex.py``)."""
+    net = Net("pex_irb_48", (1, 3, 48, 48))
+    net.conv("stem_conv", 16, (3, 3), (2, 2), (1, 1, 1, 1), bias=False)
+    net.bn("stem_bn")
+    net.relu6("stem_relu6")
+    _inverted_residual(net, "block_1", 6, 16, 1)
+    _inverted_residual(net, "block_2", 6, 24, 2)
+    net.conv("head_conv", 64, (1, 1), bias=False)
+    net.bn("head_bn")
+    net.relu6("head_relu6")
+    net.gap("global_avgpool")
+    net.flatten("flatten")
+    net.dense("classifier", 10)
+    return net.model(
+        "Sandler et al., MobileNetV2 (arXiv:1801.04381) inverted residual blocks, scaled down",
+        "Two inverted-residual blocks at 24x24 (48x48 RGB input), 10 classes",
+    )
+
+
 def resnet8() -> onnx.ModelProto:
     """CIFAR ResNet-8 (He et al. 2016, section 4.2 with n = 1): Conv 3x3 16 + BN + ReLU, three
     basic blocks (16, 32 s2, 64 s2) with 1x1 projection shortcuts where the shape changes,
@@ -492,6 +517,7 @@ BUILDERS: dict[str, Callable[[], onnx.ModelProto]] = {
     "mobilenet_v2_224": mobilenet_v2_224,
     "resnet8": resnet8,
     "mobilenet_v1_025_64": mobilenet_v1_025_64,
+    "pex_irb_48": pex_irb_48,
 }
 
 THESIS_MODELS = tuple(list(BUILDERS)[:8])

@@ -58,6 +58,9 @@ class CompileOptions:
     force: bool = False
     input_shapes: Mapping[str, tuple[int, ...]] | None = None
     activation_bytes: int | None = None
+    #: chain granularity: "supernode" (branches collapsed), "op" (cuts carry live tensors) or
+    #: "auto" (``splitter.partition.granularity``)
+    granularity: str = "supernode"
     samples: int = DEFAULT_SAMPLES
     seed: int = DEFAULT_SEED
     #: generate the C firmware projects into ``OUT/firmware`` (codegen)
@@ -70,6 +73,8 @@ class CompileOptions:
     emulated: bool = False
     #: count the host's input and output transfers in the latency (``--no-host-io``: not)
     host_io: bool = True
+    #: PEX partial execution: "off", "auto" or "on" (:mod:`splitter.partition.partial`)
+    partial_execution: str = "auto"
 
 
 @dataclass(frozen=True, eq=False)
@@ -142,7 +147,7 @@ def compile_model(
         check_input_files(chain, opts.input_files)
         check_data_file(chain, opts)
     with clock("plan", "solving the partition"):
-        plan = make_plan(chain, boards, opts)
+        chain, plan = make_plan(chain, boards, opts)
     manifest = make_manifest(plan, chain, boards, model, target, opts)
     cuts = cuts_from_manifest(manifest)
     with clock("slice", f"slicing into {len(cuts)} sub-models"):
@@ -193,8 +198,17 @@ def _load(
             "to slice); use 'splitter plan' for profiles"
         )
     loaded = load_model(model, input_shapes=opts.input_shapes)
-    chain = build_chain(loaded.graph, activation_bytes=opts.activation_bytes)
-    return loaded, chain, for_prediction(load_boards(target), opts.emulated)
+    auto = opts.granularity == "auto"
+    granularity = "supernode" if auto else opts.granularity
+    chain = build_chain(
+        loaded.graph, activation_bytes=opts.activation_bytes, granularity=granularity
+    )
+    boards = for_prediction(load_boards(target), opts.emulated)
+    if auto:
+        from splitter.partition.granularity import auto_granularity
+
+        chain = auto_granularity(chain, boards, opts.activation_bytes)
+    return loaded, chain, boards
 
 
 def check_input_files(chain: Chain, input_files: Sequence[str | Path]) -> None:
@@ -218,22 +232,24 @@ def check_data_file(chain: Chain, opts: CompileOptions) -> None:
     load_labelled(opts.data_file, chain.layers[0].output, prod(chain.layers[-1].output.shape))
 
 
-def make_plan(chain: Chain, boards: Boards, opts: CompileOptions) -> Plan:
-    """Solve the partition, or evaluate ``opts.assignment`` when one is given."""
+def make_plan(chain: Chain, boards: Boards, opts: CompileOptions) -> tuple[Chain, Plan]:
+    """Solve the partition, or evaluate ``opts.assignment`` when one is given (with
+    ``partial_execution="on"`` the assignment is over the chain with its loops fused); returns
+    the chain the plan is for (:mod:`splitter.partition.partial`) and the plan."""
+    from splitter.cost.pex_chain import partial_chain
+    from splitter.partition.partial import plan_partial
+
     if opts.assignment is not None:
-        return plan_from_assignment(
+        if opts.partial_execution == "on":
+            chain = partial_chain(chain, opts.activation_bytes)
+        plan = plan_from_assignment(
             chain, boards, opts.assignment, opts.objective, host_io=opts.host_io
         )
-    from splitter.partition.report import plan_chain
-
-    return plan_chain(
-        chain,
-        boards,
-        opts.objective,
-        opts.solver or "auto",
-        host_io=opts.host_io,
-        **opts.solver_options,
-    )
+        return chain, plan
+    return plan_partial(
+        chain, boards, opts.partial_execution, opts.objective, opts.solver or "auto",
+        opts.activation_bytes, host_io=opts.host_io, **opts.solver_options,
+    )  # fmt: skip
 
 
 def plan_from_assignment(
@@ -465,6 +481,12 @@ def render_report(
 
 def _estimate_lines(m: PlanManifest) -> list[str]:
     gap = "" if m.gap is None else f" (gap {m.gap:.2%})"
+    pex = [
+        f"- sub-model {s.index} ({md_text(s.device)}): partial execution (PEX), RAM "
+        f"{s.ram_bytes} B, {s.ram_whole_bytes} B run op by op, {len(s.loops)} channel loop(s)"
+        for s in m.submodels
+        if s.loops
+    ]
     return [
         f"- objective: {m.objective}, solver {m.solver}, "
         f"{'proved optimal' if m.optimal else 'not proved optimal'}{gap}, {m.nodes} nodes",
@@ -475,6 +497,7 @@ def _estimate_lines(m: PlanManifest) -> list[str]:
         f"- throughput (eq. 17): {_rate(m.throughput_per_s)} inferences/s; "
         f"reference [9]: {_rate(m.throughput_ref9_per_s)} inferences/s",
         f"- {m.prediction_note}",
+        *pex,
     ]
 
 

@@ -141,13 +141,27 @@ class LayerCost:
         )
 
 
+@dataclass(frozen=True)
+class ChannelLoop:
+    """A PEX partial execution loop inside a layer (``splitter.cost.pex``): the ops ``ops`` (names,
+    in schedule order) run one channel at a time over ``channels`` channels; the first generates
+    (or slices its full input), the last accumulates into (or writes a channel of) its full
+    output, only one channel of every tensor between them exists."""
+
+    ops: tuple[str, ...]
+    channels: int
+
+
 @dataclass(frozen=True, eq=False)
 class Layer:
     """One element of the chain: the input layer, one fused op group, or a super-node.
 
     ``kind`` is ``"input"``, a canonical op kind, or ``"super"`` (a collapsed single-entry /
     single-exit region; ``ops`` then holds its inner ops in a valid schedule order).
-    ``input``/``output`` are the single tensors crossing the boundaries before and after it.
+    ``input``/``output`` are the single tensors crossing the boundaries before and after it in a
+    super-node chain. In an operator-granularity chain (``splitter.graph.opchain``) ``live`` holds
+    every tensor crossing the cut after the layer (skip tensors included, a fixed order) and
+    ``reads`` every tensor the layer reads from earlier layers (``input`` is the first).
     """
 
     index: int
@@ -157,11 +171,24 @@ class Layer:
     input: TensorSpec | None
     output: TensorSpec
     cost: LayerCost
+    #: partial execution loops (``splitter.cost.pex_chain``); ``cost.ram`` then counts them
+    loops: tuple[ChannelLoop, ...] = ()
+    #: RAM_j with every op run whole, when ``loops`` lowered it (0: no loops)
+    whole_ram: int = 0
+    live: tuple[TensorSpec, ...] = ()
+    reads: tuple[TensorSpec, ...] = ()
+
+    @property
+    def boundary(self) -> tuple[TensorSpec, ...]:
+        """The tensors crossing the cut after this layer: ``live``, or the output alone."""
+        return self.live or (self.output,)
 
     @property
     def op_label(self) -> str:
-        """What ``inspect`` prints in the op column: the kind, or ``super(k ops)``."""
-        return f"super({len(self.ops)} ops)" if self.kind == "super" else self.kind
+        """What ``inspect`` prints in the op column: the kind, or ``super(k ops)``, with
+        ``pex`` when the layer runs partial execution loops."""
+        label = f"super({len(self.ops)} ops)" if self.kind == "super" else self.kind
+        return f"{label} pex" if self.loops else label
 
 
 @dataclass(frozen=True, eq=False)
@@ -172,6 +199,9 @@ class Chain:
     layers: tuple[Layer, ...]
     graph: Graph | None = None  # None for layer profiles (no ops, no weights)
     source_path: str = ""
+    #: "supernode" (branches collapsed, one tensor per cut) or "op" (one layer per fused op
+    #: group, every live tensor crosses a cut; ``splitter.graph.opchain``)
+    granularity: str = "supernode"
 
     def __len__(self) -> int:
         return len(self.layers)

@@ -80,13 +80,22 @@ def submodel_boundaries(
     (``first == 0``) and the other graph outputs on the last (``last == len(chain) - 1``), in the
     graph's order. The chain carries one tensor between layers, so those extra tensors must be
     read and written by the first and last sub-models (the slicer reports a plan that puts them
-    elsewhere)."""
+    elsewhere).
+
+    In an operator-granularity chain a cut carries every live tensor: the inputs are
+    ``layers[first - 1].live`` and the outputs ``layers[last].live`` (the graph outputs after the
+    last layer), in the chain's fixed order, so sub-model ``k``'s outputs are ``k + 1``'s inputs
+    name for name."""
     entering, leaving = submodel_io(chain, first, last)
     ins: tuple[TensorSpec, ...] = (entering,)
     outs: tuple[TensorSpec, ...] = (leaving,)
     graph = chain.graph
     if graph is None:
         return ins, outs
+    if first > 0 and chain.layers[first - 1].live:
+        ins = chain.layers[first - 1].live
+    if chain.layers[last].live:
+        outs = chain.layers[last].live
     if first == 0 and len(graph.inputs) > 1:
         ins = tuple(graph.tensors[n] for n in graph.inputs)
     if last == len(chain) - 1 and len(graph.outputs) > 1:
@@ -108,6 +117,9 @@ class ModelInfo:
     layout: str = ""
     input_shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
     activation_bytes: int | None = None
+    #: chain granularity (``splitter.graph.chain.GRANULARITIES``); written only when not the
+    #: default ``"supernode"``, so earlier plans (and their hashes) stay as they were
+    granularity: str = "supernode"
 
 
 @dataclass(frozen=True)
@@ -190,6 +202,10 @@ class SubModelEntry:
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
     wire_bytes: int = 0
+    #: PEX partial execution loops the sub-model runs (``"a -> b -> c over 96 channels"``) and
+    #: its RAM with every op run whole (``ram_bytes`` counts the loops); empty / 0 without loops
+    loops: tuple[str, ...] = ()
+    ram_whole_bytes: int = 0
 
     @property
     def layers(self) -> int:
@@ -353,6 +369,7 @@ class PlanManifest:
                 "layout": m.layout,
                 "input_shapes": {k: list(v) for k, v in m.input_shapes},
                 "activation_bytes": m.activation_bytes,
+                **({} if m.granularity == "supernode" else {"granularity": m.granularity}),
             },
             "boards_path": self.boards_path,
             "link": {
@@ -628,8 +645,9 @@ def _boundary_problems(m: PlanManifest) -> list[str]:
         if not s.inputs or not s.outputs:
             return [f"sub-model {s.index}: no boundary tensors"]
     for a, b in itertools.pairwise(subs):
-        if [t.name for t in a.outputs] != [t.name for t in b.inputs]:
-            return [f"sub-model {a.index} sends {a.outputs[0].name!r}, {b.index} reads another"]
+        sent, read = [t.name for t in a.outputs], [t.name for t in b.inputs]
+        if sent != read:
+            return [f"sub-model {a.index} sends {sent}, sub-model {b.index} reads {read}"]
     return []
 
 
@@ -735,6 +753,21 @@ def _submodel_dict(s: SubModelEntry) -> dict[str, Any]:
         "wire_bytes": s.wire_bytes,
         "inputs": [tensor_dict(t) for t in s.inputs],
         "outputs": [tensor_dict(t) for t in s.outputs],
+        **_partial_dict(s),
+    }
+
+
+def _partial_dict(s: SubModelEntry) -> dict[str, Any]:
+    """``{"partial_execution": {loops, ram_whole_bytes, saved_bytes}}`` when it runs loops."""
+    if not s.loops:
+        return {}
+    saved = s.ram_whole_bytes - s.ram_bytes
+    return {
+        "partial_execution": {
+            "loops": list(s.loops),
+            "ram_whole_bytes": s.ram_whole_bytes,
+            "saved_bytes": saved,
+        }
     }
 
 
@@ -750,6 +783,7 @@ def _parse(data: Mapping[str, Any]) -> PlanManifest:
             (str(k), tuple(int(d) for d in v)) for k, v in dict(m["input_shapes"]).items()
         ),
         activation_bytes=None if m["activation_bytes"] is None else int(m["activation_bytes"]),
+        granularity=str(m.get("granularity", "supernode")),
     )
     return PlanManifest(
         model=model,
@@ -847,6 +881,8 @@ def _parse_submodel(s: Mapping[str, Any]) -> SubModelEntry:
         inputs=tuple(_tensor(t) for t in s["inputs"]),
         outputs=tuple(_tensor(t) for t in s["outputs"]),
         wire_bytes=int(s.get("wire_bytes", s["out_bytes"])),
+        loops=tuple(str(x) for x in dict(s.get("partial_execution") or {}).get("loops", ())),
+        ram_whole_bytes=int(dict(s.get("partial_execution") or {}).get("ram_whole_bytes", 0)),
     )
     if int(s["layers"]) != entry.layers:
         raise ValueError(f"sub-model {entry.index}: layers {s['layers']} != last - first + 1")

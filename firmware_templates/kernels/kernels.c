@@ -224,6 +224,27 @@ void k_act(const float *x, float *y, int n, int act, float p0, float p1)
     }
 }
 
+void k_pex_fill(float *restrict y, const float *restrict b, int O, int HW)
+{
+    int o, i;
+    for (o = 0; o < O; o++) {
+        const float v = b ? b[o] : 0.0f;
+        float *yo = y + o * HW;
+        for (i = 0; i < HW; i++) yo[i] = v;
+    }
+}
+
+void k_pex_accumulate(const float *restrict x, const float *restrict w, int wstride, int O, int HW,
+                      float *restrict y)
+{
+    int o, i;
+    for (o = 0; o < O; o++) {
+        const float wo = w[o * wstride];
+        float *yo = y + o * HW;
+        for (i = 0; i < HW; i++) yo[i] += wo * x[i];
+    }
+}
+
 void k_copy(const float *x, float *y, int n)
 {
     int i;

@@ -153,6 +153,14 @@ void k_pad(const k_pad_params *p, const float *restrict x, float *restrict y);
 /* Rank-4 transpose: y has shape ys[4]; xstr[d] is the element stride in x of output axis d. */
 void k_transpose(const float *restrict x, float *restrict y, const int *ys, const int *xstr);
 
+/* PEX partial execution (codegen/pex.py): before a loop that accumulates into y (O planes of HW
+ * floats), fill plane o with b[o] (0 when b is NULL); at channel c of the loop, add the 1x1
+ * convolution's contribution of input channel x (HW floats): y[o, i] += w[o * wstride] * x[i]
+ * (w points at column c of the (O, C) weights, wstride = C). */
+void k_pex_fill(float *restrict y, const float *restrict b, int O, int HW);
+void k_pex_accumulate(const float *restrict x, const float *restrict w, int wstride, int O, int HW,
+                      float *restrict y);
+
 /* Copy n floats, regions may overlap (zero-copy reshape that ping-pong placement moved). */
 void k_copy(const float *x, float *y, int n);
 

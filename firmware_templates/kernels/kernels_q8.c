@@ -119,6 +119,103 @@ void k_q_conv2d(const k_window_params *p, const k_q_params *q, const int8_t *res
     }
 }
 
+void k_q_dw_plane(const k_window_params *p, const k_q_params *q, const int8_t *x, int xs,
+                  const int8_t *restrict w, const int32_t *b, int8_t *y, int ys)
+{
+    const int H = p->H, W = p->W, OH = p->OH, OW = p->OW, kh = p->kh, kw = p->kw;
+    const int sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl, dh = p->dh, dw = p->dw;
+    const int in_zp = q->in_zp;
+    int oy, ox, ky, kx, ky0, ky1, kx0, kx1;
+    for (oy = 0; oy < OH; oy++) {
+        const int iy0 = oy * sh - pt;
+        k_tap_range(iy0, H, kh, dh, &ky0, &ky1);
+        for (ox = 0; ox < OW; ox++) {
+            const int ix0 = ox * sw - pl;
+            int32_t acc = 0;
+            k_tap_range(ix0, W, kw, dw, &kx0, &kx1);
+            for (ky = ky0; ky < ky1; ky++) {
+                const int8_t *xr = x + (size_t)(iy0 + ky * dh) * W * xs;
+                for (kx = kx0; kx < kx1; kx++)
+                    acc += (int32_t)w[ky * kw + kx] * (xr[(size_t)(ix0 + kx * dw) * xs] - in_zp);
+            }
+            if (b) acc += *b;
+            acc = q->round_up ? k_q_mul_up(acc, q->mult[0], q->shift[0])
+                              : k_q_mul(acc, q->mult[0], q->shift[0]);
+            y[((size_t)oy * OW + ox) * ys] = (int8_t)clampi(acc + q->out_zp, q->act_min, q->act_max);
+        }
+    }
+}
+
+/* A 4-byte copy the compiler inlines even with -ffreestanding (an unaligned LDR / STR on the
+ * M4 / M7, byte loads on the M0+): the accumulators sit at any byte offset of the arena. */
+#define K_MEMCPY4(dst, src) __builtin_memcpy((dst), (src), 4)
+
+void k_q_pex_pointwise(const k_q_params *q, const int8_t *restrict x, int C, int HW,
+                       const int8_t *restrict w, const int32_t *b, int8_t *restrict y)
+{
+    int32_t base = b ? *b : 0;
+    int i, k;
+    for (k = 0; k < C; k++) base -= (int32_t)w[k] * q->in_zp;
+    for (i = 0; i < HW; i++) {
+        const int8_t *xi = x + (size_t)i * C;
+        int32_t acc = base;
+        for (k = 0; k < C; k++) acc += (int32_t)w[k] * xi[k];
+        acc = q->round_up ? k_q_mul_up(acc, q->mult[0], q->shift[0])
+                          : k_q_mul(acc, q->mult[0], q->shift[0]);
+        y[i] = (int8_t)clampi(acc + q->out_zp, q->act_min, q->act_max);
+    }
+}
+
+void k_q_pex_fill(void *acc, const int32_t *b, int O, int HW)
+{
+    unsigned char *a = (unsigned char *)acc;
+    int i, o;
+    for (i = 0; i < HW; i++)
+        for (o = 0; o < O; o++) {
+            const int32_t v = b ? b[o] : 0;
+            K_MEMCPY4(a + ((size_t)i * O + o) * 4, &v);
+        }
+}
+
+void k_q_pex_accumulate(const int8_t *restrict x, const int8_t *restrict w, int wstride,
+                        int in_zp, int O, int HW, void *acc)
+{
+    unsigned char *a = (unsigned char *)acc;
+    int i, o;
+    for (i = 0; i < HW; i++) {
+        const int32_t xv = (int32_t)x[i] - in_zp;
+        unsigned char *ai = a + (size_t)i * O * 4;
+        for (o = 0; o < O; o++) {
+            int32_t v;
+            K_MEMCPY4(&v, ai + (size_t)o * 4);
+            v += (int32_t)w[(size_t)o * wstride] * xv;
+            K_MEMCPY4(ai + (size_t)o * 4, &v);
+        }
+    }
+}
+
+/* One requantised accumulator, as k_q_conv2d's last steps. */
+static int8_t pex_out(const k_q_params *q, const unsigned char *a, int n, int o)
+{
+    const int k = q->nq > 1 ? o : 0;
+    int32_t v;
+    K_MEMCPY4(&v, a + (size_t)n * 4);
+    v = q->round_up ? k_q_mul_up(v, q->mult[k], q->shift[k]) : k_q_mul(v, q->mult[k], q->shift[k]);
+    return (int8_t)clampi(v + q->out_zp, q->act_min, q->act_max);
+}
+
+void k_q_pex_requant(const k_q_params *q, const void *acc, int O, int HW, int8_t *y)
+{
+    const unsigned char *a = (const unsigned char *)acc;
+    const int n = O * HW;
+    int i;
+    if ((const unsigned char *)y <= a) {
+        for (i = 0; i < n; i++) y[i] = pex_out(q, a, i, i % O); /* byte i <= word i's bytes */
+    } else {
+        for (i = n - 1; i >= 0; i--) y[i] = pex_out(q, a, i, i % O); /* y = a + 3n: above */
+    }
+}
+
 void k_q_dense(const k_dense_params *p, const k_q_params *q, const int8_t *restrict x,
                const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict y)
 {

@@ -131,6 +131,31 @@ void k_q_copy(const int8_t *x, int8_t *y, int n);
  * generator validates this one against the float formula within one quantisation step. */
 void k_q_lrn(const k_lrn_params *p, const int8_t *restrict x, int8_t *restrict y);
 
+/* PEX partial execution (codegen/pex.py) of a pointwise conv that accumulates one input channel
+ * at a time: acc holds HW x O int32 accumulators (NHWC order, any byte alignment: read and
+ * written with memcpy). k_q_pex_fill sets acc[i, o] = b[o] (0 when b is NULL);
+ * k_q_pex_accumulate adds input plane x (HW int8 codes) times column w[o * wstride] of the
+ * (O, C) weights: acc[i, o] += w[o * wstride] * (x[i] - in_zp); k_q_pex_requant then writes
+ * y[i, o] = clamp(requant(acc[i, o]) + out_zp) exactly as k_q_conv2d rounds (round_up, per
+ * channel mult / shift when nq > 1). y is either acc's first byte (written forward) or its last
+ * HW * O bytes (written backward), so the int8 result replaces the accumulators in place. */
+/* One channel of an int8 depthwise conv (PEX loops): the window of p (C = O = 1), input pixel
+ * (iy, ix) at x[(iy * W + ix) * xs], output pixel (oy, ox) at y[(oy * OW + ox) * ys] (stride 1 for
+ * a one-channel plane, C for channel c of a full NHWC tensor), taps w[ky * kw + kx], bias *b
+ * (b NULL: 0), requantised by q->mult[0], q->shift[0] as k_q_conv2d does. */
+void k_q_dw_plane(const k_window_params *p, const k_q_params *q, const int8_t *x, int xs,
+                  const int8_t *restrict w, const int32_t *b, int8_t *y, int ys);
+/* Output channel c of an int8 1x1, stride-1, unpadded conv (PEX loops): y[i] = clamp(requant(
+ * *b + sum_k w[k] * (x[i * C + k] - in_zp)) + out_zp) for HW pixels of C channels, w the C
+ * weights of channel c, b its bias (NULL: 0), q->mult[0], q->shift[0] its rescale, as
+ * k_q_conv2d computes it (sum_k w[k] * x[..] - in_zp * sum_k w[k]: the same integer). */
+void k_q_pex_pointwise(const k_q_params *q, const int8_t *restrict x, int C, int HW,
+                       const int8_t *restrict w, const int32_t *b, int8_t *restrict y);
+void k_q_pex_fill(void *acc, const int32_t *b, int O, int HW);
+void k_q_pex_accumulate(const int8_t *restrict x, const int8_t *restrict w, int wstride,
+                        int in_zp, int O, int HW, void *acc);
+void k_q_pex_requant(const k_q_params *q, const void *acc, int O, int HW, int8_t *y);
+
 /* The tuned variants (k_q_conv_dsp, k_q_depthwise_plain, ...) the generator calls for conv,
  * depthwise and dense layers; the generic loops above stay the reference they are tested
  * against and run grouped convs. */

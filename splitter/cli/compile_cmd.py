@@ -10,9 +10,11 @@ import click
 from splitter.cli.options import (
     activation_bytes_option,
     emulated_option,
+    granularity_auto_option,
     host_io_option,
     input_shape_option,
     objective_option,
+    partial_execution_option,
     solver_kwargs,
     solver_options,
 )
@@ -52,7 +54,9 @@ from splitter.errors import UnsupportedOpError
 @input_shape_option
 @activation_bytes_option
 @emulated_option
+@granularity_auto_option
 @host_io_option
+@partial_execution_option
 def command(
     model: str,
     target: str,
@@ -71,7 +75,9 @@ def command(
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
     emulated: bool,
+    granularity: str,
     no_host_io: bool,
+    partial_execution: str,
 ) -> None:
     """Split MODEL over the boards of BOARDS.toml into validated sub-model files in OUT."""
     options = CompileOptions(
@@ -84,9 +90,11 @@ def command(
         force=force,
         input_shapes=input_shapes or None,
         activation_bytes=activation_bytes,
+        granularity=granularity,
         data_file=data_file,
         emulated=emulated,
         host_io=not no_host_io,
+        partial_execution=partial_execution,
     )
     with Progress() as progress:
         report = {**options.solver_options, "on_progress": progress.status}

@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from splitter.cli.options import activation_bytes_option, input_shape_option
+from splitter.cli.options import activation_bytes_option, granularity_option, input_shape_option
 from splitter.cli.progress import Progress
 from splitter.cost.report import (
     chain_report,
@@ -24,6 +24,7 @@ from splitter.ir import Chain
 @click.argument("model", metavar="MODEL")
 @input_shape_option
 @activation_bytes_option
+@granularity_option
 @click.option(
     "--format",
     "fmt",
@@ -36,6 +37,7 @@ def command(
     model: str,
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
+    granularity: str,
     fmt: str,
     as_json: bool,
 ) -> None:
@@ -43,7 +45,10 @@ def command(
     with Progress() as progress:
         progress.step(f"importing {model}")
         chain = load_chain(
-            model, input_shapes=input_shapes or None, activation_bytes=activation_bytes
+            model,
+            input_shapes=input_shapes or None,
+            activation_bytes=activation_bytes,
+            granularity=granularity,
         )
     if fmt == "json" or as_json:
         doc = chain_report(chain)
@@ -91,6 +96,9 @@ def render_table(chain: Chain) -> Table:
         foot = footers[title]
         label = "" if foot is None else (f"max {foot:,}" if title == "RAM" else f"{foot:,}")
         table.add_column(title, justify="right", footer=label, no_wrap=True)
+    crossing = chain.granularity != "supernode"
+    if crossing:  # op granularity: how many tensors cross the cut after each layer
+        table.add_column("crossing", justify="right", no_wrap=True)
     for row in report["layers"]:
         table.add_row(
             str(row["index"]),
@@ -99,5 +107,6 @@ def render_table(chain: Chain) -> Table:
             shape_text(row["input_shape"]),
             shape_text(row["output_shape"]),
             *(f"{row[key]:,}" for key in numeric.values()),
+            *([str(len(row["crossing"]))] if crossing else []),
         )
     return table

@@ -73,12 +73,41 @@ emulated_option = click.option(
     help="Predict a run on the emulator (QEMU's clock, [calibration.emulated.*] factors) "
     "instead of on the parts ([calibration.real.*]).",
 )
+granularity_option = click.option(
+    "--granularity",
+    type=click.Choice(["supernode", "op"]),
+    default="supernode",
+    show_default=True,
+    help="supernode: every branch is one layer (the thesis); op: one layer per fused op, a cut "
+    "carries every tensor live across it (skip tensors too).",
+)
+
+#: ``plan`` and ``compile`` also take ``auto`` (they know the boards).
+granularity_auto_option = click.option(
+    "--granularity",
+    type=click.Choice(["supernode", "op", "auto"]),
+    default="supernode",
+    show_default=True,
+    help="supernode: every branch is one layer (the thesis); op: one layer per fused op, a cut "
+    "carries every tensor live across it (skip tensors too); auto: supernode unless a block "
+    "fits no board, then op.",
+)
+
 host_io_option = click.option(
     "--no-host-io",
     "no_host_io",
     is_flag=True,
     help="Leave the host's input and output transfers out of the latency, as the thesis does "
     "(default: counted, as the user waits for them). Layer profiles never count them.",
+)
+
+partial_execution_option = click.option(
+    "--partial-execution",
+    type=click.Choice(["off", "auto", "on"]),
+    default="auto",
+    show_default=True,
+    help="PEX channel-by-channel loops (float32 NCHW, int8 models): on = wherever they lower RAM, "
+    "auto = only when no plan fits without them.",
 )
 
 objective_option = click.option(

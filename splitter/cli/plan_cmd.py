@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import shutil
 
 import click
@@ -11,9 +12,11 @@ from rich.table import Table
 from splitter.cli.options import (
     activation_bytes_option,
     emulated_option,
+    granularity_auto_option,
     host_io_option,
     input_shape_option,
     objective_option,
+    partial_execution_option,
     solver_kwargs,
     solver_options,
 )
@@ -22,7 +25,9 @@ from splitter.hardware.boards import for_prediction, load_boards
 from splitter.importers import load_chain
 from splitter.ir import Plan
 from splitter.manifest import PlanManifest
-from splitter.partition.report import build_manifest, plan_chain
+from splitter.partition.granularity import auto_granularity
+from splitter.partition.partial import plan_partial
+from splitter.partition.report import build_manifest
 
 
 def _kib(n: int) -> str:
@@ -53,6 +58,18 @@ def _render(m: PlanManifest, plan: Plan) -> None:
         )
     console = Console(width=max(132, shutil.get_terminal_size().columns))
     console.print(table)
+    for s in m.submodels:
+        if s.loops:
+            console.print(
+                f"sub-model {s.index}: partial execution (PEX) RAM {_kib(s.ram_bytes)} KiB, "
+                f"{_kib(s.ram_whole_bytes)} KiB run op by op; {len(s.loops)} channel loop(s): "
+                + "; ".join(s.loops),
+                highlight=False,
+            )
+    for a, b in itertools.pairwise(m.submodels):
+        if len(a.outputs) > 1:  # op granularity: the cut carries several live tensors
+            names = ", ".join(t.name for t in a.outputs)
+            console.print(f"cut {a.index}->{b.index}: {len(a.outputs)} tensors ({names})")
     thr, ref9 = m.throughput_per_s, m.throughput_ref9_per_s
     proof = (
         "proved optimal"
@@ -101,7 +118,9 @@ def _link_line(m: PlanManifest) -> str:
 @input_shape_option
 @activation_bytes_option
 @emulated_option
+@granularity_auto_option
 @host_io_option
+@partial_execution_option
 def command(
     input_path: str,
     target: str,
@@ -114,7 +133,9 @@ def command(
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
     emulated: bool,
+    granularity: str,
     no_host_io: bool,
+    partial_execution: str,
 ) -> None:
     """Place the layers of INPUT (ONNX, TFLite or CSV/JSON profile) on the boards of --target."""
     options = solver_kwargs(solver, time_limit, var_order, val_order)
@@ -122,18 +143,18 @@ def command(
         boards = for_prediction(load_boards(target), emulated)
         progress.step(f"importing {input_path}")
         chain = load_chain(
-            input_path, input_shapes=input_shapes or None, activation_bytes=activation_bytes
+            input_path,
+            input_shapes=input_shapes or None,
+            activation_bytes=activation_bytes,
+            granularity="supernode" if granularity == "auto" else granularity,
         )
+        if granularity == "auto":
+            chain = auto_granularity(chain, boards, activation_bytes)
         progress.step(f"solving ({solver}, {objective})")
-        plan = plan_chain(
-            chain,
-            boards,
-            objective,
-            solver,
-            host_io=not no_host_io,
-            on_progress=progress.status,
-            **options,
-        )
+        chain, plan = plan_partial(
+            chain, boards, partial_execution, objective, solver, activation_bytes,
+            host_io=not no_host_io, on_progress=progress.status, **options,
+        )  # fmt: skip
     manifest = build_manifest(
         plan,
         chain,

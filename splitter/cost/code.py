@@ -63,8 +63,17 @@ def op_key(op: Op, chain: Chain) -> str:
 
 
 def layer_keys(chain: Chain, layers: Iterable[int]) -> list[str]:
-    """The op keys of ``chain``'s layers ``layers`` (one per op, repeats kept)."""
-    return [op_key(op, chain) for j in layers for op in chain.layers[j].ops]
+    """The op keys of ``chain``'s layers ``layers`` (one per op, repeats kept). An op of a PEX
+    loop calls other kernels (``codegen/pex.py``) than the table measured for its key, so it
+    gets the key ``pex:<key>``, unknown to the table: the upper bound (module docstring)."""
+    keys = []
+    for j in layers:
+        layer = chain.layers[j]
+        looped = {name for loop in layer.loops for name in loop.ops}
+        for op in layer.ops:
+            key = op_key(op, chain)
+            keys.append(f"pex:{key}" if op.name in looped else key)
+    return keys
 
 
 def _core(part: Part) -> dict[str, Any]:

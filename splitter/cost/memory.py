@@ -18,6 +18,15 @@ both give identical numbers (``docs/arena.md``):
 
 Nothing is live above the output, so any arena ``A >= size`` can host the layer with the output
 moved to ``A - out_bytes``.
+
+A layer with partial execution loops (:class:`splitter.ir.ChannelLoop`, PEX) is planned by the
+same rule with three changes per loop over ops ``s..e`` (``docs/arena.md``): a tensor between two
+loop ops (an inner tensor) holds one channel, ``ceil(bytes / channels)``; every other tensor a
+loop op reads or writes (the loop context) is live over all of ``s..e`` (it is read or written
+again at every iteration); the full output of an accumulating last op (a conv with
+``groups == 1`` or a dense) is live from ``s``; loop ops get no scratch block (the generated
+loops call the generic kernels) (zeroed, then accumulated) and, for an integer
+output, holds 32-bit accumulators (``4 * elements``; the int8 result is requantised in place).
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from types import MappingProxyType
 
 from splitter.cost.handlers import handler
 from splitter.errors import ShapeError
-from splitter.ir import ZERO_COST_KINDS, Op, TensorSpec
+from splitter.ir import ZERO_COST_KINDS, ChannelLoop, Op, TensorSpec
 
 
 @dataclass(frozen=True)
@@ -65,15 +74,20 @@ def plan_layer_memory(
     input_name: str,
     output_name: str,
     itemsize_of: Callable[[TensorSpec], int],
+    loops: Sequence[ChannelLoop] = (),
 ) -> LayerMemory:
     """Plan one layer's arena by the arena rule (module docstring); returns offsets and RAM_j.
 
     ``itemsize_of(spec)`` gives the bytes per element of an activation (the dtype's itemsize, or
-    the user's ``--activation-bytes``).
+    the user's ``--activation-bytes``); ``loops`` the layer's partial execution loops.
     """
     ops = tuple(layer_ops)
+    spans = loop_spans(ops, loops)
+    loop_bytes = _loop_bytes(ops, spans, tensors, itemsize_of)
 
     def nbytes(name: str) -> int:
+        if name in loop_bytes:
+            return loop_bytes[name]
         spec = tensors[name]
         return spec.size * itemsize_of(spec)
 
@@ -88,19 +102,26 @@ def plan_layer_memory(
         del alias[output_name]  # output must sit on top, not on the input: a copy, own block
 
     blocks = _live_blocks(ops, input_name, output_name, nbytes, root)
+    _widen_for_loops(ops, spans, blocks, root)
     out_root = root(output_name)
     if out_root not in blocks:
         raise ShapeError(f"layer output '{output_name}' is not produced by the layer's ops")
     blocks[input_name].offset = 0
     placed: list[_Block] = [blocks[input_name]]
+    order: list[tuple[int, int, _Block]] = []
     for k, op in enumerate(ops):
         for name in op.outputs:
             if name in alias or name == out_root or name not in blocks:
                 continue
-            _first_fit(blocks[name], placed)
-        scratch = _scratch(op, tensors, itemsize_of)
-        if scratch:
-            _first_fit(_Block(f"{op.name}:scratch", scratch, k, k), placed)
+            block = blocks[name]
+            order.append((block.start, k if block.start == k else -1, block))
+        scratch = (
+            0 if any(a <= k <= b for a, b, _c in spans) else _scratch(op, tensors, itemsize_of)
+        )
+        if scratch:  # (a loop's ops call the generic kernels, which need no scratch)
+            order.append((k, k, _Block(f"{op.name}:scratch", scratch, k, k)))
+    for _start, _rank, block in sorted(order, key=lambda item: (item[0], item[1])):
+        _first_fit(block, placed)  # in order of start (loop context first at its loop's start)
     size = blocks[input_name].nbytes
     if out_root != input_name:
         size = max(size, _place_output(blocks[out_root], placed))
@@ -139,6 +160,66 @@ def _live_blocks(
         if r != input_name and (r not in consumed or r == root(output_name)):
             block.end = last  # the output and any unconsumed (graph output) tensor stay live
     return blocks
+
+
+def loop_spans(ops: Sequence[Op], loops: Sequence[ChannelLoop]) -> list[tuple[int, int, int]]:
+    """``(first, last, channels)`` op indices of each loop in ``ops``."""
+    index = {op.name: k for k, op in enumerate(ops)}
+    spans = []
+    for loop in loops:
+        missing = [n for n in (loop.ops[0], loop.ops[-1]) if n not in index]
+        if missing:
+            raise ShapeError(f"partial execution loop over {missing[0]}: op not in the layer")
+        spans.append((index[loop.ops[0]], index[loop.ops[-1]], loop.channels))
+    return spans
+
+
+def accumulates(op: Op) -> bool:
+    """An op ending a loop accumulates into its full output (conv ``groups == 1``, dense)."""
+    return op.kind == "dense" or (op.kind == "conv2d" and int(op.attr("groups", 1) or 1) == 1)
+
+
+def accumulator_itemsize(spec: TensorSpec, itemsize_of: Callable[[TensorSpec], int]) -> int:
+    """Bytes per accumulator element: 4 (int32) for an integer output, else its own width (a
+    float output accumulates in place)."""
+    return 4 if spec.dtype in ("int8", "uint8") else itemsize_of(spec)
+
+
+def _loop_bytes(
+    ops: Sequence[Op],
+    spans: Sequence[tuple[int, int, int]],
+    tensors: Mapping[str, TensorSpec],
+    itemsize_of: Callable[[TensorSpec], int],
+) -> dict[str, int]:
+    """Bytes of the tensors a loop resizes: one channel of an inner tensor, the accumulators."""
+    out: dict[str, int] = {}
+    for s, e, channels in spans:
+        for k in range(s, e):
+            spec = tensors[ops[k].outputs[0]]
+            out[spec.name] = -(-spec.size // channels) * itemsize_of(spec)
+        if accumulates(ops[e]):
+            spec = tensors[ops[e].outputs[0]]
+            out[spec.name] = spec.size * accumulator_itemsize(spec, itemsize_of)
+    return out
+
+
+def _widen_for_loops(
+    ops: Sequence[Op],
+    spans: Sequence[tuple[int, int, int]],
+    blocks: Mapping[str, _Block],
+    root: Callable[[str], str],
+) -> None:
+    """Every loop context tensor is live over its whole loop (read / written each iteration)."""
+    for s, e, _channels in spans:
+        inner = {ops[k].outputs[0] for k in range(s, e)}
+        for k in range(s, e + 1):
+            for name in (*ops[k].inputs, *ops[k].outputs):
+                block = blocks.get(root(name))
+                if block is None or name in inner:
+                    continue
+                block.end = max(block.end, e)
+                if name in ops[e].outputs:
+                    block.start = min(block.start, s)
 
 
 def _scratch(op: Op, tensors: Mapping[str, TensorSpec], itemsize_of: Callable[..., int]) -> int:

@@ -32,7 +32,13 @@ positions (``best[k]`` = least peak of running ops ``0..k-1``; an ordinary step 
 at ``e`` extends it: ``best[e+1] = min(max(best[s], step))``), then, within that peak, the
 schedule with the fewest loops (the paper's preference for the simpler schedule). For a fixed op
 order it is exact: a loop's inner tensors exist only inside it, so choices never change the
-memory of other steps.
+memory of other steps. With ``everywhere=True`` it keeps, within that peak, the schedule of least
+total memory (``sum`` over ops of the bytes live while the op runs): every loop that lowers
+memory somewhere, not only at the peak, which is what a plan split over several boards needs
+(each board's share has its own peak).
+
+:class:`LoopRules` narrows which ops may start, continue and end a loop (the planner passes the
+ops the generated C can run partially, ``EXECUTABLE``).
 """
 
 from __future__ import annotations
@@ -47,6 +53,15 @@ _CHANNELWISE = frozenset(
     {"maxpool", "avgpool", "global_avgpool", "add", "sub", "mul", "div", "batchnorm", "pad"}
 )
 AGGREGATE, CHANNELWISE = "aggregate", "channelwise"
+
+
+@dataclass(frozen=True)
+class LoopRules:
+    """Which ops may start, run inside (channel-wise) and end a loop; None: any op of the role."""
+
+    start: Callable[[Op, Graph], bool] | None = None
+    middle: Callable[[Op, Graph], bool] | None = None
+    end: Callable[[Op, Graph], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -116,20 +131,76 @@ def partial_schedule(
     ops: Sequence[Op] | None = None,
     channels_per_step: int = 1,
     accumulator_bytes: int | None = None,
+    rules: LoopRules | None = None,
+    everywhere: bool = False,
 ) -> PartialSchedule:
     """The least-peak partial execution schedule of ``ops`` (default: the whole graph).
 
     ``itemsize_of(spec)`` gives an activation's bytes per element; ``accumulator_bytes`` the
     bytes per element of an accumulating loop's output (None: the output's own width, as the
-    paper's figures count it).
+    paper's figures count it); ``rules`` narrows the loops; ``everywhere`` keeps every loop
+    that lowers memory within the least peak (module docstring).
     """
     seq = tuple(graph.ops if ops is None else ops)
     live = _Liveness(seq, graph, itemsize_of)
     steps = [live.step(k) for k in range(len(seq))]
     candidates = _loops(seq, graph, live, channels_per_step, accumulator_bytes)
+    if rules is not None:
+        candidates = _allowed(seq, graph, candidates, rules)
     peak = _least_peak(steps, candidates)
-    loops = _fewest_loops(steps, candidates, peak)
+    loops = (_least_total if everywhere else _fewest_loops)(steps, candidates, peak)
     return PartialSchedule(max(steps, default=0), peak, loops, tuple(op.name for op in seq))
+
+
+def _allowed(
+    ops: Sequence[Op], graph: Graph, candidates: Mapping[int, Sequence[Loop]], rules: LoopRules
+) -> dict[int, list[Loop]]:
+    """The candidate loops whose every op ``rules`` accepts in its place."""
+
+    def ok(rule: Callable[[Op, Graph], bool] | None, op: Op) -> bool:
+        return rule is None or rule(op, graph)
+
+    kept: dict[int, list[Loop]] = {}
+    for s, group in candidates.items():
+        for lp in group:
+            inside = ops[lp.first + 1 : lp.last]
+            ends = ok(rules.start, ops[lp.first]) and ok(rules.end, ops[lp.last])
+            if ends and all(ok(rules.middle, op) for op in inside):
+                kept.setdefault(s, []).append(lp)
+    return kept
+
+
+def _least_total(
+    steps: Sequence[int], candidates: Mapping[int, Sequence[Loop]], peak: int
+) -> tuple[Loop, ...]:
+    """Within ``peak``, the schedule of least ``sum`` of per-op memory (a loop counts its memory
+    once per op), then of fewest loops."""
+    inf = (1 << 62, 0)
+    cost: list[tuple[int, int]] = [(0, 0)] + [inf] * len(steps)
+    back: list[tuple[int, Loop | None]] = [(0, None)] * (len(steps) + 1)
+    for k, memory in enumerate(steps):
+        if cost[k] == inf:
+            continue
+        total, count = cost[k]
+        if memory <= peak and (total + memory, count) < cost[k + 1]:
+            cost[k + 1], back[k + 1] = (total + memory, count), (k, None)
+        for loop in candidates.get(k, ()):
+            end = loop.last + 1
+            value = (total + loop.memory * (end - k), count + 1)
+            if loop.memory <= peak and value < cost[end]:
+                cost[end], back[end] = value, (k, loop)
+    return _walk_back(back, len(steps))
+
+
+def _walk_back(back: Sequence[tuple[int, Loop | None]], n: int) -> tuple[Loop, ...]:
+    """The loops on the back-pointer path from position ``n`` to 0, in schedule order."""
+    loops: list[Loop] = []
+    pos = n
+    while pos > 0:
+        pos, taken = back[pos]
+        if taken is not None:
+            loops.append(taken)
+    return tuple(reversed(loops))
 
 
 def _least_peak(steps: Sequence[int], candidates: Mapping[int, Sequence[Loop]]) -> int:
@@ -158,13 +229,7 @@ def _fewest_loops(
             end = loop.last + 1
             if loop.memory <= peak and count[k] + 1 < count[end]:
                 count[end], back[end] = count[k] + 1, (k, loop)
-    loops: list[Loop] = []
-    pos = len(steps)
-    while pos > 0:
-        pos, taken = back[pos]
-        if taken is not None:
-            loops.append(taken)
-    return tuple(reversed(loops))
+    return _walk_back(back, len(steps))
 
 
 class _Liveness:

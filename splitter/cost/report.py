@@ -3,7 +3,10 @@
 JSON shape (issue 2): ``{"layers": [{"index", "name", "op", "input_shape", "output_shape",
 "flash_bytes", "ram_bytes", "macs", "out_bytes"}], "totals": {"flash_bytes", "max_ram_bytes",
 "macs", "layers"}}``; shapes are lists of ints. Totals: FLASH and MACs add up over layers, RAM is
-the maximum (SPEC.md constraint (5): RAM is reused layer after layer).
+the maximum (SPEC.md constraint (5): RAM is reused layer after layer). An operator-granularity
+chain (``--granularity op``) adds ``"granularity": "op"`` and, per layer, ``"crossing"``: the
+tensors live across the cut after it (``[{"name", "shape", "dtype", "bytes"}]``; ``out_bytes`` is
+their total).
 """
 
 from __future__ import annotations
@@ -60,7 +63,15 @@ def chain_totals(chain: Chain) -> dict[str, int]:
 
 def chain_report(chain: Chain) -> dict[str, Any]:
     """The whole report as a JSON-ready dict."""
-    return {"layers": [layer_row(layer) for layer in chain.layers], "totals": chain_totals(chain)}
+    rows = [layer_row(layer) for layer in chain.layers]
+    if chain.granularity == "supernode":
+        return {"layers": rows, "totals": chain_totals(chain)}
+    for row, layer in zip(rows, chain.layers, strict=True):
+        row["crossing"] = [
+            {"name": t.name, "shape": list(t.shape), "dtype": t.dtype, "bytes": t.nbytes}
+            for t in layer.boundary
+        ]
+    return {"granularity": chain.granularity, "layers": rows, "totals": chain_totals(chain)}
 
 
 def report_json(chain: Chain) -> str:

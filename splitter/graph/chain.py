@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from splitter import ops
 from splitter.cost.layer import itemsize_function, layer_cost
 from splitter.errors import InputFileError, ShapeError
-from splitter.graph.supernodes import Region, find_regions
+from splitter.graph.opchain import build_op_layers
+from splitter.graph.supernodes import Region, find_regions, single_input
 from splitter.ir import ZERO_COST_KINDS, Chain, Graph, Layer, Op
 
 #: Pools (splitter/ops.py); each joins a directly preceding layer of a kind in its ``joins``.
@@ -39,18 +40,35 @@ class _Group:
     pooled: bool = False
 
 
-def build_chain(graph: Graph, *, activation_bytes: int | None = None) -> Chain:
+#: Chain granularities: branches collapsed into super-nodes, or one layer per fused op group.
+GRANULARITIES = ("supernode", "op")
+
+
+def build_chain(
+    graph: Graph, *, activation_bytes: int | None = None, granularity: str = "supernode"
+) -> Chain:
     """The costed chain of ``graph``; layer 0 is the input layer.
 
-    ``activation_bytes`` overrides the bytes per activation element in RAM_j and OUT_j.
+    ``activation_bytes`` overrides the bytes per activation element in RAM_j and OUT_j;
+    ``granularity`` is ``"supernode"`` (this module) or ``"op"`` (:mod:`splitter.graph.opchain`).
     """
     where = graph.source_path or graph.name
     if activation_bytes is not None and activation_bytes < 1:
         raise ShapeError(f"activation bytes must be >= 1, got {activation_bytes}")
+    if granularity not in GRANULARITIES:
+        raise InputFileError(
+            f"granularity {granularity!r} is unknown; use one of {', '.join(GRANULARITIES)}"
+        )
     if not graph.ops or not graph.outputs:
         raise InputFileError(f"{where}: the model has no operators or no outputs; nothing to split")
-    groups = group_layers(graph)
     itemsize_of = itemsize_function(activation_bytes)
+    if granularity == "op":
+        single_input(graph)
+        layers = build_op_layers(graph, itemsize_of)
+        return Chain(
+            graph.name, tuple(layers), graph=graph, source_path=graph.source_path, granularity="op"
+        )
+    groups = group_layers(graph)
     last = len(groups) - 1
     layers = []
     for index, group in enumerate(groups):

@@ -135,14 +135,19 @@ def schedule(dag: nx.DiGraph) -> list[int]:
     return [n for n in order if n not in (SOURCE, SINK)]
 
 
-def find_regions(graph: Graph) -> list[Region]:
-    """Split ``graph`` (single input) into minimal single-entry / single-exit regions."""
+def single_input(graph: Graph) -> None:
+    """Raise unless ``graph`` has exactly one input (the chain's first layer reads one tensor)."""
     if len(graph.inputs) != 1:
         raise InputFileError(
             f"{graph.source_path or graph.name}: splitter needs exactly one graph input, the "
             f"model has {len(graph.inputs)} ({', '.join(graph.inputs) or 'none'}); export a "
             "single-input model"
         )
+
+
+def find_regions(graph: Graph) -> list[Region]:
+    """Split ``graph`` (single input) into minimal single-entry / single-exit regions."""
+    single_input(graph)
     dag = op_digraph(graph)
     cuts = cut_points(graph, dag)
     regions: list[Region] = []

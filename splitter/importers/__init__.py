@@ -101,11 +101,14 @@ def load_chain(
     *,
     input_shapes: Mapping[str, tuple[int, ...]] | None = None,
     activation_bytes: int | None = None,
+    granularity: str = "supernode",
 ) -> Chain:
     """Import a model or a layer profile as a costed :class:`Chain` (layer 0 = input layer).
 
     ``activation_bytes`` overrides the bytes per activation element (e.g. 1 for 8-bit
-    activations) in RAM_j and OUT_j; weights keep their own dtype.
+    activations) in RAM_j and OUT_j; weights keep their own dtype. ``granularity`` is
+    ``"supernode"`` or ``"op"`` (:func:`splitter.graph.chain.build_chain`); a layer profile is
+    already a chain and ignores it.
     """
     text = str(path)
     base = Path(text.split("#", 1)[0])
@@ -116,4 +119,4 @@ def load_chain(
     from splitter.graph.chain import build_chain
 
     graph = load_graph(base, input_shapes=input_shapes)
-    return build_chain(graph, activation_bytes=activation_bytes)
+    return build_chain(graph, activation_bytes=activation_bytes, granularity=granularity)

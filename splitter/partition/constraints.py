@@ -1,8 +1,8 @@
 """Constraints (1)-(5) of SPEC.md: global checks before any search, and explanations.
 
 Every message says which constraint fails, for which layer and device, by how many bytes, and
-what would fix it (a bigger part, a smaller flash reserve). Partial execution would lower RAM_j
-(``splitter inspect`` reports it) but the planner does not use it yet, so it is not advised.
+what would fix it (a bigger part, a smaller flash reserve). Partial execution, which lowers RAM_j,
+is advised by :func:`splitter.partition.partial.plan_partial` when planning without it fails.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from splitter.cost.code import arena_region, code_bytes, layer_keys, reserves, runtime_ram_bytes
+from splitter.cost.pex_chain import describe_loop
 from splitter.cost.wire import THESIS, LinkModel
 from splitter.errors import InfeasibleError
 from splitter.ir import Boards, Chain, Device, Plan, SubModel
@@ -251,6 +252,7 @@ def build_manifest(
         layout=chain.graph.layout if chain.graph is not None else "",
         input_shapes=input_shapes_tuple(input_shapes),
         activation_bytes=activation_bytes,
+        granularity=chain.granularity,
     )
     subs = tuple(
         _submodel(problem, ev, chain, boards, k, sub, file_suffix(fmt))
@@ -360,6 +362,10 @@ def _submodel(
         wire_bytes=math.ceil(ev.sub_wire[k].total),
         inputs=entering,
         outputs=leaving,
+        loops=tuple(describe_loop(lp) for j in idx for lp in chain.layers[j].loops),
+        ram_whole_bytes=max(chain.layers[j].whole_ram or int(problem.ram[j]) for j in idx)
+        if any(chain.layers[j].loops for j in idx)
+        else 0,
     )
 
 

@@ -96,6 +96,7 @@ def render(
             "FLASH, RAM and MACs per layer, coloured by device; dashed lines are the cuts",
         ),
         _submodel_table(m),
+        *_partial(m),
         "<h2>Memory per device</h2>",
         figure(
             "plot-memory",
@@ -191,6 +192,31 @@ def _submodel_table(m: PlanManifest) -> str:
         "wire B",
     ]
     return table(head, rows, left=5)
+
+
+def _partial(m: PlanManifest) -> list[str]:
+    """PEX partial execution: per sub-model running loops, its RAM with and without them and the
+    loops (nothing when no sub-model runs one)."""
+    rows = [
+        [
+            str(s.index),
+            esc(s.device),
+            str(s.ram_bytes),
+            str(s.ram_whole_bytes),
+            str(s.ram_whole_bytes - s.ram_bytes),
+            "<br>".join(esc(loop) for loop in s.loops),
+        ]
+        for s in m.submodels
+        if s.loops
+    ]
+    if not rows:
+        return []
+    head = ["#", "device", "RAM B (partial execution)", "RAM B (op by op)", "saved B", "loops"]
+    note = (
+        "<p>Partial execution (PEX): these sub-models run the loops below one channel at a time, "
+        "with the same MACs; their RAM estimate is the arena the firmware allocates.</p>"
+    )
+    return ["<h2>Partial execution</h2>", note, table(head, rows, left=2)]
 
 
 def _pipeline(m: PlanManifest, names: Sequence[str]) -> str:

@@ -365,16 +365,35 @@ def load_input_file(path: str | Path, spec: TensorSpec) -> list[np.ndarray]:
 
 def run_chain(runners: Sequence[Runner], feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Run sub-models in order, each fed by name from what came before (or by position)."""
+    return run_chain_steps(runners, feeds)[-1]
+
+
+def run_chain_steps(
+    runners: Sequence[Runner], feeds: Mapping[str, np.ndarray]
+) -> list[dict[str, np.ndarray]]:
+    """:func:`run_chain`, also returning what sub-model ``k`` wrote: entry ``k`` maps each of
+    its outputs to its value (a tensor passed through several sub-models is checked at each
+    hop); the last entry is the whole environment, as :func:`run_chain` returns it.
+
+    Sub-model ``k`` reads every input by name from the previous sub-model's outputs when it
+    has it (several tensors per cut), else from anything before, else by position."""
     env: dict[str, np.ndarray] = dict(feeds)
-    previous: list[np.ndarray] = list(feeds.values())
+    previous: dict[str, np.ndarray] = dict(feeds)
+    steps: list[dict[str, np.ndarray]] = []
     for runner in runners:
+        order = list(previous.values())
         sub_feeds = {}
         for pos, spec in enumerate(runner.inputs):
-            sub_feeds[spec.name] = env[spec.name] if spec.name in env else previous[pos]
+            if spec.name in previous:
+                sub_feeds[spec.name] = previous[spec.name]
+            else:
+                sub_feeds[spec.name] = env[spec.name] if spec.name in env else order[pos]
         out = runner.run(sub_feeds)
+        previous = {t.name: out[t.name] for t in runner.outputs}
         env.update(out)
-        previous = [out[t.name] for t in runner.outputs]
-    return env | dict(zip((t.name for t in runners[-1].outputs), previous, strict=True))
+        steps.append(previous)
+    steps.append(env | previous)
+    return steps
 
 
 def compare(name: str, refs: Sequence[np.ndarray], gots: Sequence[np.ndarray]) -> OutputStats:
@@ -425,21 +444,24 @@ def validate_chain(
     probes = boundary_probes(submodels)
     refs: dict[str, list[np.ndarray]] = {t.name: [] for t in original.outputs}
     gots: dict[str, list[np.ndarray]] = {t.name: [] for t in original.outputs}
-    bref: dict[str, list[np.ndarray]] = {name: [] for name, _ in probes}
-    bgot: dict[str, list[np.ndarray]] = {name: [] for name, _ in probes}
+    bref: dict[tuple[str, int], list[np.ndarray]] = {probe: [] for probe in probes}
+    bgot: dict[tuple[str, int], list[np.ndarray]] = {probe: [] for probe in probes}
     for feeds in samples:
         expected = original.run(feeds)
-        env = run_chain(submodels, feeds)
+        envs = run_chain_steps(submodels, feeds)
+        env = envs[-1]
         for pos, spec in enumerate(original.outputs):
             refs[spec.name].append(expected[spec.name])
             gots[spec.name].append(_chain_output(spec, pos, env, submodels[-1], expected))
-        for name, _ in probes:
+        for name, k in probes:
             if name in expected or name in feeds:
-                bref[name].append(expected[name] if name in expected else feeds[name])
-                bgot[name].append(env[name])
+                bref[name, k].append(expected[name] if name in expected else feeds[name])
+                bgot[name, k].append(envs[k][name])
     stats = tuple(compare(n, refs[n], gots[n]) for n in refs)
     bounds = tuple(
-        _at_submodel(compare(name, bref[name], bgot[name]), k) for name, k in probes if bref[name]
+        _at_submodel(compare(name, bref[name, k], bgot[name, k]), k)
+        for name, k in probes
+        if bref[name, k]
     )
     return ValidationReport(
         passed=all(s.passed for s in stats + bounds),

@@ -1,0 +1,285 @@
+"""C for a layer with PEX partial execution loops (:attr:`splitter.ir.Layer.loops`).
+
+A loop over ops ``s..e`` and ``C`` channels becomes one C ``for`` over ``c`` (float32 NCHW: a
+channel is one contiguous ``H*W`` plane; the rules are ``splitter.cost.pex_chain.EXECUTABLE``):
+
+* a generating conv (``groups == 1``, any window) runs ``k_conv2d`` with ``O = 1`` on its full
+  input, its weights row-major ``(O, C*kh*kw)`` so row ``c`` is output channel ``c``'s filter;
+* a depthwise conv runs ``k_conv2d`` on one plane (``C = O = groups = 1``), weights ``(C, kh*kw)``
+  as the model has them; a standalone activation runs ``k_act`` on one plane; at the loop's
+  start these read plane ``c`` of their full input, at its end write plane ``c`` of their full
+  output;
+* an accumulating pointwise conv is zeroed with its bias before the loop (``k_pex_fill``), adds
+  plane ``c``'s contribution at each iteration (``k_pex_accumulate``, weights row-major
+  ``(O, C)``, column ``c`` read with stride ``C``) and applies its fused activation after the
+  loop (float accumulates in place, no wider buffer).
+
+int8 NHWC loops (a channel is strided there, so each slice is a plane of its own) generate with
+``k_q_pex_pointwise`` (1x1 convs) or ``k_q_conv2d`` (``O = 1``; the filter row ``c`` of the OHWI
+weights, multiplier / shift / bias ``c``), run depthwise convs on one channel (``k_q_dw_plane``,
+weights ``(C, kh*kw)``, reading / writing channel ``c`` of a full NHWC tensor at the loop's
+ends) and accumulate into int32 accumulators (``k_q_pex_fill`` /
+``k_q_pex_accumulate``), requantised in place after the loop (``k_q_pex_requant``) as
+``k_q_conv2d`` rounds: bit for bit the ops run whole. The accumulators occupy the output's block
+(``4 * elements`` bytes); the int8 result lands at its start, or at its end when the block is
+the layer output at the top of the arena (:func:`placed_offsets` says where).
+
+Every op computes each output once: the MACs are those of the op run whole. Offsets are the
+layer's arena plan with its loops (``splitter.cost.memory.plan_layer_memory``): the inner
+tensors' one-channel buffers and the loop context, so the arena is the planner's RAM_j. Ops
+outside loops are emitted by :mod:`codegen.ops` as usual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+import numpy as np
+
+from codegen import ops as emitters
+from codegen.escape import c_comment
+from codegen.ops.base import (
+    ACT_CODES,
+    EmitContext,
+    act_args,
+    act_params,
+    act_record,
+    is_quantised,
+)
+from codegen.ops.conv import ohwi, q_record, window_record
+from codegen.ops.literals import c_float
+from codegen.ops.quant import bias, gemm_rounding, qp, requant_arrays
+from splitter.cost.memory import accumulates
+from splitter.ir import ChannelLoop, Layer, Op, TensorSpec
+
+
+def emit_layer(layer: Layer, ctx: EmitContext) -> list[str]:
+    """The C statements of ``layer``: its loops as ``for`` loops, other ops as usual."""
+    starts = {loop.ops[0]: loop for loop in layer.loops}
+    inside = {name for loop in layer.loops for name in loop.ops}
+    lines: list[str] = []
+    for op in layer.ops:
+        if op.name in starts:
+            lines.extend(emit_loop(starts[op.name], layer, ctx))
+        elif op.name not in inside:
+            lines.extend(emitters.emit(op, ctx))
+    return lines
+
+
+def placed_offsets(layer: Layer, offsets: Mapping[str, int], sizes: Mapping[str, int],
+                   tensors: Mapping[str, TensorSpec]) -> dict[str, int]:  # fmt: skip
+    """``offsets`` with each int8 accumulating output at its int8 result (the start of its
+    accumulator block, or its last ``elements`` bytes when it is the layer output placed at the
+    top, offset > 0), the accumulators under ``"<name>:acc"``."""
+    out = dict(offsets)
+    for loop in layer.loops:
+        last = next(op for op in layer.ops if op.name == loop.ops[-1])
+        y = last.outputs[0]
+        if accumulates(last) and tensors[y].dtype == "int8":
+            out[f"{y}:acc"] = offsets[y]
+            n = tensors[y].size
+            if y == layer.output.name and offsets[y] != 0:
+                out[y] = offsets[y] + sizes[y] - n
+    return out
+
+
+def emit_loop(loop: ChannelLoop, layer: Layer, ctx: EmitContext) -> list[str]:
+    """One partial execution loop (module docstring)."""
+    by_name = {op.name: op for op in layer.ops}
+    ops = [by_name[name] for name in loop.ops]
+    inner = {op.outputs[0] for op in ops[:-1]}
+    q8 = is_quantised(ops[0], ctx.tensors)
+    if q8:  # the int8 kernels are NHWC whatever the graph's layout (codegen/ops/base.py)
+        ctx = replace(ctx, layout="NHWC")
+    sub = replace(ctx, tensors=_sliced(ops, inner, ctx.tensors, q8))
+    last = ops[-1]
+    acc = accumulates(last)
+    head = [f"/* PEX loop: {c_comment(' -> '.join(loop.ops))} over {loop.channels} channels */"]
+    lines = ["{"]
+    if acc:
+        lines.extend("    " + line for line in (_q8_fill if q8 else _fill)(last, ctx))
+    lines.append(f"    for (int c = 0; c < {loop.channels}; c++) {{")
+    for k, op in enumerate(ops):
+        if k == len(ops) - 1 and acc:
+            body = (_q8_accumulate if q8 else _accumulate)(op, ctx, inner)
+        elif k == 0 and not _channelwise(op):
+            body = (_q8_generate if q8 else _generate)(op, ctx, sub)
+        else:
+            body = (_q8_channel_op if q8 else _channel_op)(op, ctx, sub, inner)
+        text = [f"/* {c_comment(op.name)}: {op.kind} */", "{", *("    " + b for b in body), "}"]
+        lines.extend("        " + line for line in text)
+    lines.append("    }")
+    if acc:
+        lines.extend("    " + line for line in (_q8_finish if q8 else _finish)(last, ctx))
+    return [*head, *lines, "}"]
+
+
+def _fill(op: Op, ctx: EmitContext) -> list[str]:
+    """Float output planes set to the bias before the loop."""
+    bias = ctx.const(op, "B") if "B" in op.weights else "0"
+    out = ctx.tensors[op.outputs[0]].shape
+    return [f"k_pex_fill({ctx.ptr(op.outputs[0])}, {bias}, {out[1]}, {_hw(out)});"]
+
+
+def _finish(op: Op, ctx: EmitContext) -> list[str]:
+    """The accumulating conv's fused activation over its whole float output."""
+    if op.attr("act") is None:
+        return []
+    y = op.outputs[0]
+    return [f"k_act({ctx.ptr(y)}, {ctx.ptr(y)}, {ctx.tensors[y].size}, {act_args(op)});"]
+
+
+def _channelwise(op: Op) -> bool:
+    return not (op.kind == "conv2d" and int(op.attr("groups", 1) or 1) == 1)
+
+
+def _hw(shape: tuple[int, ...]) -> int:
+    return int(np.prod(shape[2:]))
+
+
+def _sliced(
+    ops: list[Op], inner: set[str], tensors: Mapping[str, TensorSpec], q8: bool
+) -> dict[str, TensorSpec]:
+    """The tensors as one loop iteration sees them: every tensor a channel-wise op touches, and
+    every inner one, has one channel (the records' ``C`` / ``O``; NHWC for int8)."""
+    out = dict(tensors)
+    for k, op in enumerate(ops):
+        touched = set(op.outputs) & inner
+        if _channelwise(op):
+            touched |= {op.inputs[0], op.outputs[0]}
+        elif k > 0:
+            touched.add(op.inputs[0])
+        for name in touched:
+            spec = tensors[name]
+            one = (*spec.shape[:3], 1) if q8 else (spec.shape[0], 1, *spec.shape[2:])
+            out[name] = replace(spec, shape=one)
+    return out
+
+
+def _plane(name: str, ctx: EmitContext, inner: set[str]) -> str:
+    """Pointer to channel ``c`` of ``name``: its one-channel buffer, or plane ``c`` of it."""
+    if name in inner:
+        return ctx.ptr(name)
+    return f"{ctx.ptr(name)} + c * {_hw(ctx.tensors[name].shape)}"
+
+
+def _generate(op: Op, ctx: EmitContext, sub: EmitContext) -> list[str]:
+    """Output channel ``c`` of a ``groups == 1`` conv from its full input."""
+    w = np.asarray(op.weights["W"], dtype=np.float32)
+    rows = w.reshape(w.shape[0], -1)
+    wn = ctx.weights.add(f"{op.name}_W", rows)
+    bn = f"{ctx.const(op, 'B')} + c" if "B" in op.weights else "0"
+    params = window_record(op, sub, w.shape[2:], groups=1, act=act_record(op))
+    call = f"k_conv2d(&p, {ctx.ptr(op.inputs[0])}, {wn} + c * {rows.shape[1]}, {bn}, "
+    return [*params, call + f"{ctx.ptr(op.outputs[0])});"]
+
+
+def _channel_op(op: Op, ctx: EmitContext, sub: EmitContext, inner: set[str]) -> list[str]:
+    """Channel ``c`` of a depthwise conv or an activation."""
+    x, y = _plane(op.inputs[0], ctx, inner), _plane(op.outputs[0], ctx, inner)
+    if op.kind != "conv2d":
+        hw = _hw(ctx.tensors[op.outputs[0]].shape)
+        p0, p1 = act_params(op, op.kind)
+        code = ACT_CODES[op.kind]
+        return [f"k_act({x}, {y}, {hw}, {code}, {c_float(p0)}, {c_float(p1)});"]
+    w = np.asarray(op.weights["W"], dtype=np.float32)
+    taps = int(np.prod(w.shape[1:]))
+    wn = ctx.const(op, "W", w)
+    bn = f"{ctx.const(op, 'B')} + c" if "B" in op.weights else "0"
+    params = window_record(op, sub, w.shape[2:], groups=1, act=act_record(op))
+    return [*params, f"k_conv2d(&p, {x}, {wn} + c * {taps}, {bn}, {y});"]
+
+
+def _accumulate(op: Op, ctx: EmitContext, inner: set[str]) -> list[str]:
+    """Input channel ``c``'s contribution to a pointwise conv's full output."""
+    w = np.asarray(op.weights["W"], dtype=np.float32)
+    o, cin = w.shape[:2]
+    wn = ctx.weights.add(f"{op.name}_W", w.reshape(o, cin))
+    y = op.outputs[0]
+    hw = _hw(ctx.tensors[y].shape)
+    x = _plane(op.inputs[0], ctx, inner)
+    return [f"k_pex_accumulate({x}, {wn} + c, {cin}, {o}, {hw}, {ctx.ptr(y)});"]
+
+
+# ------------------------------------------------------------------------------ int8 ----
+
+
+def _q8_generate(op: Op, ctx: EmitContext, sub: EmitContext) -> list[str]:
+    """Output channel ``c`` of an int8 ``groups == 1`` conv: ``k_q_pex_pointwise`` for a 1x1,
+    stride-1, unpadded one, else ``k_q_conv2d`` with ``O = 1``."""
+    w = ohwi(np.asarray(op.weights["W"]))
+    taps = int(np.prod(w.shape[1:]))
+    wn = ctx.weights.add(f"{op.name}_W", w, np.int8)
+    q, b = _q8_channel_requant(op, ctx)
+    x, y = ctx.p8(op.inputs[0]), ctx.p8(op.outputs[0])
+    pointwise = taps == w.shape[-1] and tuple(op.attr("strides", (1, 1))) == (1, 1)
+    if pointwise and not any(op.attr("pads", (0, 0, 0, 0))):
+        shape = ctx.tensors[op.inputs[0]].shape  # NHWC
+        hw = int(shape[1] * shape[2])
+        return [*q, f"k_q_pex_pointwise(&q, {x}, {taps}, {hw}, {wn} + c * {taps}, {b}, {y});"]
+    params = window_record(op, sub, np.asarray(op.weights["W"]).shape[2:], groups=1)
+    return [*params, *q, f"k_q_conv2d(&p, &q, {x}, {wn} + c * {taps}, {b}, {y});"]
+
+
+def _q8_channel_requant(op: Op, ctx: EmitContext) -> tuple[list[str], str]:
+    """The ``k_q_params q`` of output channel ``c`` (a ``const`` record: its pointers depend
+    on ``c``) and the C expression of its bias pointer."""
+    bn = bias(op, ctx)
+    mult, shift, nq = requant_arrays(op, ctx)
+    k = " + c" if nq > 1 else ""
+    q = q_record(op, ctx, (f"{mult}{k}", f"{shift}{k}", 1), gemm_rounding(op))
+    q[0] = q[0].replace("static const", "const", 1)
+    return q, (f"{bn} + c" if bn != "0" else "0")
+
+
+def _q8_channel_op(op: Op, ctx: EmitContext, sub: EmitContext, inner: set[str]) -> list[str]:
+    """Channel ``c`` of an int8 depthwise conv (``k_q_dw_plane``): its one-channel slices, or
+    channel ``c`` of a full NHWC input / output (stride ``C``)."""
+    w = ohwi(np.asarray(op.weights["W"]))  # (C, kh, kw, 1): channel c's taps contiguous
+    taps = int(np.prod(w.shape[1:]))
+    wn = ctx.weights.add(f"{op.name}_W", w, np.int8)
+    q, b = _q8_channel_requant(op, ctx)
+    params = window_record(op, sub, np.asarray(op.weights["W"]).shape[2:], groups=1)
+    (x, xs), (y, ys) = (_q8_plane(name, ctx, inner) for name in (op.inputs[0], op.outputs[0]))
+    call = f"k_q_dw_plane(&p, &q, {x}, {xs}, {wn} + c * {taps}, {b}, {y}, {ys});"
+    return [*params, *q, call]
+
+
+def _q8_plane(name: str, ctx: EmitContext, inner: set[str]) -> tuple[str, int]:
+    """Pointer to channel ``c`` of int8 ``name`` and its channel stride."""
+    if name in inner:
+        return ctx.p8(name), 1
+    return f"{ctx.p8(name)} + c", int(ctx.tensors[name].shape[-1])
+
+
+def _q8_fill(op: Op, ctx: EmitContext) -> list[str]:
+    """int32 accumulators set to the bias before the loop."""
+    y = op.outputs[0]
+    hw = int(np.prod(ctx.tensors[y].shape[1:3]))
+    o = ctx.tensors[y].shape[3]
+    return [f"k_q_pex_fill(A8 + {ctx.offsets[y + ':acc']}, {bias(op, ctx)}, {o}, {hw});"]
+
+
+def _q8_accumulate(op: Op, ctx: EmitContext, inner: set[str]) -> list[str]:
+    """Input channel ``c``'s contribution to an int8 pointwise conv's accumulators."""
+    w = np.asarray(op.weights["W"])
+    o, cin = w.shape[:2]
+    wn = ctx.weights.add(f"{op.name}_W", w.reshape(o, cin), np.int8)
+    y = op.outputs[0]
+    hw = int(np.prod(ctx.tensors[y].shape[1:3]))
+    _, in_zp = qp(ctx.tensors[op.inputs[0]])
+    x = ctx.p8(op.inputs[0])
+    acc = f"A8 + {ctx.offsets[y + ':acc']}"
+    return [f"k_q_pex_accumulate({x}, {wn} + c, {cin}, {in_zp}, {o}, {hw}, {acc});"]
+
+
+def _q8_finish(op: Op, ctx: EmitContext) -> list[str]:
+    """The accumulators requantised in place into the int8 output."""
+    y = op.outputs[0]
+    hw = int(np.prod(ctx.tensors[y].shape[1:3]))
+    o = ctx.tensors[y].shape[3]
+    q = q_record(op, ctx, requant_arrays(op, ctx), gemm_rounding(op))
+    acc = f"A8 + {ctx.offsets[y + ':acc']}"
+    return ["{", *("    " + line for line in q),
+            f"    k_q_pex_requant(&q, {acc}, {o}, {hw}, {ctx.p8(y)});", "}"]  # fmt: skip

@@ -1,0 +1,278 @@
+"""PEX partial execution in the planner and the generated C (issue 16 item 1).
+
+* MobileNetV2-1.0 224 with 8-bit activations: the chain with its loops fused peaks at the PEX
+  paper's 376,320 B (1,505,280 B run op by op), zero extra MACs, same FLASH; every layer's
+  planned arena equals the DP's loop memory; split over three boards (models/boards/
+  pex_mnv2.toml) no plan exists without loops and every sub-model of the plan with them shows
+  its own reduction.
+* Generated C: a hand-built net with every loop shape the generator emits (generating 3x3 conv,
+  standalone activations, depthwise 5x5 stride 2, accumulating pointwise conv with a fused
+  activation, a loop starting on a full tensor, a loop ending by writing planes of a full output)
+  and MobileNetV2 float (17 loops, residual blocks) compiled with gcc (ASan + UBSan) and run on
+  the host against onnxruntime; the generated arena (``MODEL_ARENA_BYTES``) equals the estimate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from test_codegen_host import TOL, split3, sub_model_ref
+from test_codegen_support import Net, build_host, run_host
+from test_graph_chain import _models_build
+
+from codegen.model_c import generate_device_c
+from splitter.cost.layer import itemsize_function
+from splitter.cost.pex import partial_schedule
+from splitter.cost.pex_chain import EXECUTABLE, fuse_layers, partial_chain
+from splitter.errors import InfeasibleError
+from splitter.hardware.boards import load_boards
+from splitter.importers import load_chain
+from splitter.ir import Chain, ChannelLoop
+from splitter.partition.partial import plan_partial
+
+BOARDS = Path(__file__).resolve().parent.parent / "models" / "boards"
+
+
+@pytest.fixture(scope="module")
+def mnv2() -> Path:
+    return Path(_models_build().ensure_model("mobilenet_v2_224"))
+
+
+def test_mobilenet_v2_8bit_chain_peaks_at_376_kb(mnv2: Path) -> None:
+    chain = load_chain(str(mnv2), activation_bytes=1)
+    fused = partial_chain(chain, 1)
+    assert max(c.ram for c in chain.costs) == 1_505_280
+    assert max(c.ram for c in fused.costs) == 376_320  # PEX Table 3: '376 kB'
+    assert sum(c.macs for c in fused.costs) == sum(c.macs for c in chain.costs)  # zero extra
+    assert sum(c.flash for c in fused.costs) == sum(c.flash for c in chain.costs)
+    looped = [layer for layer in fused.layers if layer.loops]
+    assert len(looped) == 17  # one loop per inverted-residual block (and the stem)
+    # the arena plan of each fused layer is the scheduler's memory of its loop
+    schedule = partial_schedule(
+        chain.graph,  # type: ignore[arg-type]
+        itemsize_function(1),
+        ops=[op for layer in chain.layers for op in layer.ops],
+        rules=EXECUTABLE,
+        everywhere=True,
+    )
+    assert schedule.peak == 376_320 and len(schedule.loops) == 17
+    assert all(layer.cost.ram < layer.whole_ram for layer in looped)
+
+
+def test_mobilenet_v2_split_plan_reduction_per_submodel(mnv2: Path) -> None:
+    chain = load_chain(str(mnv2), activation_bytes=1)
+    boards = load_boards(BOARDS / "pex_mnv2.toml")
+    with pytest.raises(InfeasibleError):
+        plan_partial(chain, boards, "off", activation_bytes=1)
+    fused, plan = plan_partial(chain, boards, "auto", activation_bytes=1)
+    with_loops = 0
+    for sub in plan.submodels:
+        layers = fused.layers[sub.first : sub.last + 1]
+        ram = max(layer.cost.ram for layer in layers)
+        whole = max(layer.whole_ram or layer.cost.ram for layer in layers)
+        assert ram <= boards.devices[sub.device_index].ram_bytes
+        if any(layer.loops for layer in layers):
+            with_loops += 1
+            assert ram < whole  # this board's own reduction
+    assert with_loops >= 2  # the classifier alone needs no loop
+
+
+def _fuse(
+    chain: Chain, spans: list[tuple[int, int, int]], ops: list[tuple[str, ...]] | None = None
+) -> Chain:
+    """Chain with layers ``first..last`` fused into one loop over ``channels`` per span (the
+    loop over the op names ``ops[k]`` of span ``k`` when given, else all the layers' ops)."""
+    layers, pos = [], 0
+    for k, (first, last, channels) in enumerate(spans):
+        layers.extend(chain.layers[pos:first])
+        group = chain.layers[first : last + 1]
+        names = tuple(op.name for layer in group for op in layer.ops)
+        loop = ChannelLoop(ops[k] if ops else names, channels)
+        fused = fuse_layers(chain, group, [loop], itemsize_function(None))
+        layers.append(fused)
+        pos = last + 1
+    layers.extend(chain.layers[pos:])
+    return replace(chain, layers=tuple(replace(x, index=k) for k, x in enumerate(layers)))
+
+
+def _loops_net() -> Net:
+    n = Net("pexloops", (1, 4, 10, 10), seed=5)
+    a = n.conv("x", 4, 12, 3, pad=1)  # generates one channel: 3x3 window
+    b = n.unary("relu", a)
+    c = n.conv(b, 12, 12, 5, stride=2, pad=2, groups=12, act="relu6")  # depthwise 5x5 s2
+    d = n.unary("sigmoid", c)
+    e = n.conv(d, 12, 6, 1, act="relu")  # accumulates, activation after the loop
+    f = n.conv(e, 6, 6, 3, pad=1, groups=6)  # starts on planes of a full tensor
+    g = n.conv(f, 6, 9, 1, bias=False)  # accumulates, no bias
+    h = n.conv(g, 9, 16, 1)  # generates (pointwise)
+    i = n.conv(h, 16, 16, 3, pad=1, groups=16, act="tanh")  # writes planes of a full output
+    n.pool("maxpool", i, 2, 2)
+    return n
+
+
+def test_generated_loops_match_onnxruntime(tmp_path: Path) -> None:
+    net = _loops_net()
+    model = net.onnx_model()
+    path = tmp_path / "pexloops.onnx"
+    onnx.save(model, str(path))
+    chain = _fuse(net.chain(model), [(1, 5, 12), (6, 7, 6), (8, 9, 16)])
+    assert sum(1 for layer in chain.layers if layer.loops) == 3
+    gen = generate_device_c(chain, [(0, 0, len(chain) - 1)], "solo")
+    assert gen.arena_bytes == max(c.ram for c in chain.costs)
+    assert gen.files["model.c"].count("for (int c = 0;") == 3
+    exe = build_host(gen, tmp_path / "solo")
+    x = np.random.default_rng(2).standard_normal(net.input_shape).astype(np.float32)
+    sess = sub_model_ref(path, chain, 0, len(chain) - 1, tmp_path)
+    ref = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+    got = run_host(exe, 0, x, tmp_path / "solo")
+    assert float(np.max(np.abs(got - ref.ravel()))) <= TOL * max(1.0, float(np.max(np.abs(ref))))
+
+
+@pytest.mark.slow
+def test_mobilenet_v2_float_loops_on_host(mnv2: Path, tmp_path: Path) -> None:
+    """Float MobileNetV2 with its 17 loops in three sub-models on two devices: arena bytes are
+    the estimate (1,505,280 B = 4 x 376,320: float accumulates in place), outputs match."""
+    chain = partial_chain(load_chain(str(mnv2)))
+    assert max(c.ram for c in chain.costs) == 1_505_280
+    ranges = split3(len(chain))
+    devices = {"dev0": [(0, *ranges[0]), (2, *ranges[2])], "dev1": [(1, *ranges[1])]}
+    exes, rows = {}, {}
+    for dev, rs in devices.items():
+        gen = generate_device_c(chain, rs, dev)
+        layers = [chain.layers[j] for _, a, b in rs for j in range(a, b + 1)]
+        assert gen.arena_bytes == max(layer.cost.ram for layer in layers)
+        assert f"#define MODEL_ARENA_BYTES {gen.arena_bytes}u" in gen.files["model.h"]
+        exes[dev] = build_host(gen, tmp_path / dev)
+        rows.update({sm: (dev, k) for k, (sm, _, _) in enumerate(rs)})
+    x = np.random.default_rng(11).standard_normal(chain.layers[0].output.shape).astype(np.float32)
+    for sm, (first, last) in enumerate(ranges):
+        sess = sub_model_ref(mnv2, chain, first, last, tmp_path)
+        ref = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+        dev, row = rows[sm]
+        got = run_host(exes[dev], row, x, tmp_path / dev)
+        err = float(np.max(np.abs(got - ref.ravel())))
+        assert err <= TOL * max(1.0, float(np.max(np.abs(ref)))), (sm, err)
+        x = ref
+
+
+@pytest.fixture(scope="module")
+def irb_qdq(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``models/pex_irb_48.onnx`` quantised to QDQ int8."""
+    work = tmp_path_factory.mktemp("qdq")
+    return _quantise(BOARDS.parent / "pex_irb_48.onnx", work, (1, 3, 48, 48), samples=8)
+
+
+def _quantise(src: Path, work: Path, shape: tuple[int, ...], samples: int) -> Path:
+    """``src`` quantised to QDQ int8 (per-channel weights) by onnxruntime, as
+    models/make_exported.py quantises resnet_tv_28 (seeded normal calibration inputs)."""
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    rng = np.random.default_rng(16)
+    data = iter([rng.standard_normal(shape).astype(np.float32) for _ in range(samples)])
+
+    class Reader(CalibrationDataReader):
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            x = next(data, None)
+            return None if x is None else {"input": x}
+
+    out, pre = work / f"{src.stem}_qdq.onnx", work / "pre.onnx"
+    quant_pre_process(str(src), str(pre), skip_symbolic_shape=True)
+    quantize_static(str(pre), str(out), Reader(), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+                    per_channel=True)  # fmt: skip
+    return out
+
+
+def _host_bytes(exe: Path, row: int, data: bytes, work: Path) -> bytes:
+    import subprocess
+
+    (work / "in.bin").write_bytes(data)
+    res = subprocess.run([str(exe), str(row), str(work / "in.bin"), str(work / "out.bin")],
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    return (work / "out.bin").read_bytes()
+
+
+@pytest.mark.slow
+def test_int8_loops_are_bit_exact_with_the_ops_run_whole(irb_qdq: Path, tmp_path: Path) -> None:
+    """int8 loops (int32 accumulators requantised in place) give the very bytes of the int8
+    kernels run op by op, which follow LiteRT's arithmetic (tests/test_qdq.py,
+    tests/test_tflite_loaded.py); the accumulating output both at the bottom and at the top of
+    the arena (two splits); arena bytes == the estimate."""
+    chain = load_chain(str(irb_qdq))
+    fused = partial_chain(chain)
+    looped = [layer for layer in fused.layers if layer.loops]
+    assert len(looped) == 2 and all(layer.cost.ram < layer.whole_ram for layer in looped)
+    assert max(c.ram for c in fused.costs) < max(c.ram for c in chain.costs)
+    assert sum(c.macs for c in fused.costs) == sum(c.macs for c in chain.costs)
+    n = len(chain)
+    whole = build_host(generate_device_c(chain, [(0, 0, n - 1)], "whole"), tmp_path / "whole")
+    gen = generate_device_c(fused, [(0, 0, len(fused) - 1)], "pex")
+    assert gen.arena_bytes == max(c.ram for c in fused.costs)
+    exe = build_host(gen, tmp_path / "pex")
+    # loops the scheduler did not pick: block 1's dw reading channel c of its full input ->
+    # project; block 2's whole expand -> dw -> project, whose int32 accumulators are the layer
+    # output: at the top of the arena (sub-model 1 starts at layer 3), then at the bottom
+    block_2 = ("block_2_expand", "block_2_dw", "block_2_project")
+    other = _fuse(chain, [(3, 3, 96), (4, 6, 96)], [("block_1_dw", "block_1_project"), block_2])
+    m = len(other)
+    ranges = [(0, 0, 2), (1, 3, m - 1), (2, 3, 3), (3, 4, m - 1)]
+    gen = generate_device_c(other, ranges, "b")
+    assert gen.arena_bytes == max(c.ram for c in other.costs)
+    assert gen.files["model.c"].count("k_q_pex_requant(") == 4
+    forced = build_host(gen, tmp_path / "b")
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        x = rng.standard_normal((1, 3, 48, 48)).astype(np.float32).tobytes()
+        want = _host_bytes(whole, 0, x, tmp_path / "whole")
+        assert _host_bytes(exe, 0, x, tmp_path / "pex") == want
+        mid = _host_bytes(forced, 0, x, tmp_path / "b")
+        assert _host_bytes(forced, 1, mid, tmp_path / "b") == want
+        block_1 = _host_bytes(forced, 2, mid, tmp_path / "b")
+        assert _host_bytes(forced, 3, block_1, tmp_path / "b") == want
+
+
+def test_mobilenet_v2_int8_loops(mnv2: Path, tmp_path: Path) -> None:
+    """MobileNetV2 quantised to QDQ int8: with int32 accumulators (bit-exact) the network's
+    activation peak drops from 1,505,280 B to 602,112 B (the scheduler's figure; 132 B more for
+    the im2col scratch of features_1_project, run whole); the QUANTIZE of the float input
+    (602,112 + 150,528 B) then dominates the chain (a full-integer model has no such layer). The
+    PEX paper's 376 kB counts 8-bit accumulators, which change the results. Arena == estimate."""
+    qdq = _quantise(mnv2, tmp_path, (1, 3, 224, 224), samples=2)
+    chain = load_chain(str(qdq))
+    fused = partial_chain(chain)
+    body = [layer for layer in fused.layers if layer.kind not in ("input", "quantize")]
+    assert max(c.ram for c in chain.costs[2:]) == 1_505_280
+    assert max(layer.cost.ram for layer in body) == 602_112 + 132
+    assert sum(1 for layer in fused.layers if layer.loops) == 17
+    assert sum(c.macs for c in fused.costs) == sum(c.macs for c in chain.costs)
+    assert max(c.ram for c in fused.costs) == 602_112 + 150_528  # the float input's QUANTIZE
+    gen = generate_device_c(fused, [(0, 0, len(fused) - 1)], "one")
+    assert gen.arena_bytes == max(c.ram for c in fused.costs)
+    assert gen.files["model.c"].count("k_q_dw_plane(") == 17
+
+
+@pytest.mark.slow
+def test_int8_tflite_loops_bit_exact_with_litert(tmp_path: Path) -> None:
+    """MLPerf Tiny VWW (MobileNet v1 0.25, full-integer TFLite): its pointwise -> depthwise loops
+    (each depthwise writing channel c of its full NHWC output) lower the peak; three sub-models
+    on two devices, each bit for bit LiteRT's output of the same sub-model file."""
+    from test_codegen_tflite import check_tflite_model
+    from test_codegen_tflite import split3 as split3_tflite
+
+    path = BOARDS.parent / "mlperf_vww_mobilenet_v1_025_int8.tflite"
+    chain = load_chain(str(path))
+    fused = partial_chain(chain)
+    assert sum(1 for layer in fused.layers if layer.loops) == 8
+    assert max(c.ram for c in fused.costs) < max(c.ram for c in chain.costs)
+    check_tflite_model(fused, path, split3_tflite(len(fused)), tmp_path)
