@@ -69,6 +69,8 @@ class CompileOptions:
     assignment: tuple[int, ...] | None = None
     #: labelled set (``.npz`` with inputs ``x`` and labels ``y``): accuracy in the validation
     data_file: str | None = None
+    #: plan for a run on the emulator (QEMU's clock, emulated calibrations)
+    emulated: bool = False
     #: count the host's input and output transfers in the latency (``--no-host-io``: not)
     host_io: bool = True
     #: PEX partial execution: "off", "auto" or "on" (:mod:`splitter.partition.partial`)
@@ -101,6 +103,8 @@ class CompileResult:
             "gap": self.plan.gap,
             "latency_s": self.plan.latency_s,
             "throughput_per_s": self.plan.throughput_per_s,
+            "prediction": "emulator" if self.manifest.emulated else "boards",
+            "calibration": self.manifest.calibration,
             "submodels": [
                 {
                     "index": s.cut.index,
@@ -185,7 +189,7 @@ def _load(
 ) -> tuple[LoadedModel, Chain, Boards]:
     """Read the model once (:func:`load_model`), cost it as a chain, parse the board file."""
     from splitter.graph.chain import build_chain
-    from splitter.hardware.boards import load_boards
+    from splitter.hardware.boards import for_prediction, load_boards
     from splitter.importers import MODEL_SUFFIXES, load_model
 
     if Path(model).suffix.lower() not in MODEL_SUFFIXES:
@@ -199,7 +203,7 @@ def _load(
     chain = build_chain(
         loaded.graph, activation_bytes=opts.activation_bytes, granularity=granularity
     )
-    boards = load_boards(target)
+    boards = for_prediction(load_boards(target), opts.emulated)
     if auto:
         from splitter.partition.granularity import auto_granularity
 
@@ -492,6 +496,7 @@ def _estimate_lines(m: PlanManifest) -> list[str]:
         f"wire; links: {'bytes on the wire' if m.link_model == 'wire' else 'payload only'})",
         f"- throughput (eq. 17): {_rate(m.throughput_per_s)} inferences/s; "
         f"reference [9]: {_rate(m.throughput_ref9_per_s)} inferences/s",
+        f"- {m.prediction_note}",
         *pex,
     ]
 

@@ -238,6 +238,34 @@ class Part:
     source: str = ""  # datasheet / reference manual the numbers come from
 
 
+#: What a calibration was measured on: "emulated" (QEMU, only predicts emulated runs) or "real".
+CALIBRATION_KINDS = ("emulated", "real")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Correction of the compute estimate for one part, from ``splitter calibrate``.
+
+    ``predicted cycles = sum_c factor_c * estimated cycles_c`` over op classes ``c``, with
+    ``factor_c = by_class.get(c, factor)``: measured / estimated, fitted on a bench of ``kind``
+    ("emulated": QEMU, used only to predict emulated runs; "real": boards over ``--port``).
+    ``fit`` says how it was fitted and ``error_pct`` is its largest |residual| over the bench's
+    sub-models (``None`` when the fit is exactly determined and so cannot be checked).
+    """
+
+    kind: str
+    part: str
+    factor: float
+    by_class: Mapping[str, float] = field(default_factory=dict)
+    fit: str = ""
+    error_pct: float | None = None
+    bench: str = ""
+
+    def of(self, cls: str | None) -> float:
+        """The factor of op class ``cls`` (``None``: MACs no class accounts for)."""
+        return self.by_class.get(cls, self.factor) if cls is not None else self.factor
+
+
 @dataclass(frozen=True)
 class Device:
     """One board of boards.toml: a part plus the usable memory and speed the planner uses."""
@@ -254,6 +282,16 @@ class Device:
     cpm_by_class: Mapping[str, float] = field(default_factory=dict)
     #: the board definition (``splitter/hardware/board_catalog.toml``), e.g. "nucleo-h743zi"
     board: str | None = None
+    #: the calibration of the device's part the estimate uses (``None``: uncalibrated); its
+    #: ``kind`` matches ``emulated`` (:func:`splitter.hardware.boards.for_prediction`)
+    calibration: Calibration | None = None
+    #: predict a run on the emulator (QEMU) rather than on the part
+    emulated: bool = False
+
+    @property
+    def calibration_label(self) -> str:
+        """``"none"``, ``"emulated"`` or ``"real"``: which calibration the estimate uses."""
+        return self.calibration.kind if self.calibration is not None else "none"
 
 
 @dataclass(frozen=True)
@@ -276,6 +314,8 @@ class Boards:
     devices: tuple[Device, ...]
     link: LinkSpec
     source_path: str = ""
+    #: every ``[calibration.KIND.PART]`` table of the file, whichever the devices use
+    calibrations: tuple[Calibration, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,11 @@ class DeviceEntry:
     #: the RAM region the arena is linked into and its size ("" / 0 for layer profiles)
     ram_region: str = ""
     ram_region_bytes: int = 0
+    #: which calibration ``compute_s`` used: "none", "emulated" or "real"
+    #: (``[calibration.KIND.PART]`` of the board file), its default factor and per-class factors
+    calibration: str = "none"
+    calibration_factor: float = 1.0
+    calibration_by_class: tuple[tuple[str, float], ...] = ()
 
     @property
     def flash_total(self) -> int:
@@ -264,6 +269,26 @@ class PlanManifest:
     devices: tuple[DeviceEntry, ...]
     submodels: tuple[SubModelEntry, ...]
     schema: str = field(default=SCHEMA)
+    #: the times predict a run on the emulator (``--emulated``: QEMU's clock, emulated
+    #: calibrations) rather than on the parts
+    emulated: bool = False
+
+    @property
+    def calibration(self) -> str:
+        """Which calibration the compute times use: "none", "emulated", "real", or per part
+        (``"real (STM32F405RG); none (STM32F446RE)"``) when only some parts have one."""
+        by_part = dict.fromkeys((d.mcu, d.calibration) for d in self.devices)
+        labels = {label for _, label in by_part}
+        if len(labels) == 1:
+            return labels.pop()
+        return "; ".join(f"{label} ({mcu})" for mcu, label in by_part)
+
+    @property
+    def prediction_note(self) -> str:
+        """One line: which runs the compute times predict and which calibration they use."""
+        what = "an emulated run (QEMU)" if self.emulated else "a run on the parts"
+        return f"compute times predict {what}; calibration: {self.calibration}"
+
     #: link model (:class:`splitter.cost.wire.LinkModel`): "wire" (the protocol's bytes) or
     #: "payload" (the thesis's), and the retransmission budget of the board file
     link_model: str = "payload"
@@ -370,6 +395,8 @@ class PlanManifest:
             "waiting_s": self.waiting_s,
             "bottleneck_device": self.bottleneck_device,
             "assignment": list(self.assignment),
+            "prediction": "emulator" if self.emulated else "boards",
+            "calibration": self.calibration,
             "devices": [_device_dict(d) for d in self.devices],
             "submodels": [_submodel_dict(s) for s in self.submodels],
             "links": self.links(),
@@ -550,7 +577,7 @@ def _problems(m: PlanManifest) -> list[str]:
         return out
     n_dev = len(m.devices)
     for d in m.devices:
-        if m.devices[d.index] is not d:
+        if not 0 <= d.index < n_dev or m.devices[d.index] is not d:
             out.append(f"device {d.name} has index {d.index}, listed at another position")
     for s in m.submodels:
         if not 0 <= s.device_index < n_dev or m.devices[s.device_index].name != s.device:
@@ -698,6 +725,9 @@ def _device_dict(d: DeviceEntry) -> dict[str, Any]:
         "runtime_ram_bytes": d.runtime_ram_bytes,
         "ram_region": d.ram_region,
         "ram_region_bytes": d.ram_region_bytes,
+        "calibration": d.calibration,
+        "calibration_factor": d.calibration_factor,
+        "calibration_by_class": dict(d.calibration_by_class),
     }
 
 
@@ -774,6 +804,7 @@ def _parse(data: Mapping[str, Any]) -> PlanManifest:
         devices=tuple(_parse_device(d) for d in data["devices"]),
         submodels=tuple(_parse_submodel(s) for s in data["submodels"]),
         schema=str(data["schema"]),
+        emulated=str(data.get("prediction", "boards")) == "emulator",
         **_parse_host_io(data),
     )
 
@@ -815,7 +846,18 @@ def _parse_device(d: Mapping[str, Any]) -> DeviceEntry:
         runtime_ram_bytes=int(d.get("runtime_ram_bytes", 0)),
         ram_region=str(d.get("ram_region", "")),
         ram_region_bytes=int(d.get("ram_region_bytes", 0)),
+        calibration=_calibration_label(d.get("calibration", "none")),
+        calibration_factor=float(d.get("calibration_factor", 1.0)),
+        calibration_by_class=tuple(
+            sorted((str(k), float(v)) for k, v in dict(d.get("calibration_by_class", {})).items())
+        ),
     )
+
+
+def _calibration_label(value: Any) -> str:
+    if value not in ("none", "emulated", "real"):
+        raise ValueError(f"calibration {value!r} is not none, emulated or real")
+    return str(value)
 
 
 def _parse_submodel(s: Mapping[str, Any]) -> SubModelEntry:

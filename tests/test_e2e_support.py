@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from splitter.compile import CompileOptions, compile_model
-from splitter.hardware.boards import load_boards
+from splitter.hardware.boards import for_prediction, load_boards
 from splitter.importers import load_chain
 from splitter.link.build import run_make
 from splitter.manifest import read_manifest
@@ -118,15 +118,18 @@ def random_input(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
-def planner_errors(out: Path, calibrated: Path, model: str) -> dict[str, float]:
+def planner_errors(
+    out: Path, calibrated: Path, model: str, emulated: bool = True
+) -> dict[str, float]:
     """Per device: the planner's compute time (calibrated boards, plan's assignment) vs bench, %.
 
     The planner's own code computes it: ``make_problem`` + ``evaluate`` on the original model's
-    chain with the plan's per-layer assignment.
+    chain with the plan's per-layer assignment, predicting an emulated run (the benches here are
+    emulated) unless ``emulated`` is false.
     """
     plan = read_manifest(out)
     bench = json.loads((out / "bench.json").read_text())
-    boards = load_boards(calibrated)
+    boards = for_prediction(load_boards(calibrated), emulated)
     index = {d.name: i for i, d in enumerate(boards.devices)}
     chain = load_chain(MODELS / model)
     problem = make_problem(chain.costs, boards, [layer.name for layer in chain.layers])

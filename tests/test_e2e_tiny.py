@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,7 @@ def test_bench_json_shape(out: Path, benches: list[dict[str, Any]]) -> None:
     assert b["links"][1]["measured_by"] == "proxy"
     assert len(b["latency_s"]) == 2 and min(b["latency_s"]) > 0
     assert {"submodels", "links", "latency_s"} <= set(b["estimate"])
+    assert (b["estimate"]["prediction"], b["estimate"]["calibration"]) == ("emulator", "none")
     # one sub-model per device and distinct first/last boards: inputs are pipelined
     assert b["throughput"]["mode"] == "pipelined"
     assert b["throughput"]["pipelined"]["inputs"] == 2 and b["throughput"]["per_s"] > 0
@@ -98,18 +100,50 @@ def test_bench_cycles_identical_on_two_runs(benches: list[dict[str, Any]]) -> No
         assert len(set(per_sub)) == 1  # identical within a bench too (-icount shift=0)
 
 
-def test_calibrated_plan_predicts_compute_within_2pct(
+def test_calibrate_refuses_what_its_data_contradicts(
+    out: Path, benches: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """``a`` and ``b`` are both F405s; two sub-models cannot identify three classes, so one
+    factor must explain both, and the two boards' measured / predicted ratios differ (by about
+    10 % with the flat per-MAC estimate, less with the kernel cost table): beyond a 0.001 %
+    limit, refused, nothing written. A real calibration of emulated data is refused whatever
+    the limit."""
+    cal = tmp_path / "calibrated.toml"
+    for extra, why in ((["--max-error", "0.001"], "are both STM32F405RG"),
+                       (["--kind", "real", "--max-error", "50"], "never a real one")):  # fmt: skip
+        proc = cli("calibrate", str(out), "-o", str(cal), *extra)
+        assert proc.returncode == 2, proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and why in lines[0] and "bench.json" in lines[0], lines
+        assert not cal.exists()
+
+
+def test_emulated_calibration_predicts_emulated_runs_only(
     out: Path, benches: list[dict[str, Any]], tmp_path: Path
 ) -> None:
     cal = tmp_path / "calibrated.toml"
-    proc = cli("calibrate", str(out), "-o", str(cal))
+    proc = cli("calibrate", str(out), "-o", str(cal), "--max-error", "15", "--json")
     assert proc.returncode == 0, proc.stderr
-    assert "cpm_by_class" in cal.read_text()
-    errors = planner_errors(out, cal, MODEL)
-    assert errors and max(abs(e) for e in errors.values()) <= 2.0, errors
+    (part,) = json.loads(proc.stdout)["parts"]
+    assert (part["part"], part["kind"], part["devices"]) == ("STM32F405RG", "emulated", ["a", "b"])
+    assert 0 < part["error_pct"] <= 15 and "one factor for all classes" in part["method"]
+    assert list(tomllib.loads(cal.read_text())["calibration"]) == ["emulated"]
+    # one sub-model per device: each device's error is its sub-model's residual
+    errors = planner_errors(out, cal, MODEL)  # factors are written with 6 significant digits
+    assert max(abs(e) for e in errors.values()) == pytest.approx(part["error_pct"], rel=1e-4)
+    # the same file predicting the real parts ignores the emulated factors: a real core's
+    # cycles at 168 MHz against the emulator's 1 instruction per ns
+    assert min(planner_errors(out, cal, MODEL, emulated=False).values()) > 100
+    labels = {}
+    for extra in ([], ["--emulated"]):
+        plan = cli("plan", str(MODELS / MODEL), "--target", str(cal), "--json", *extra)
+        assert plan.returncode == 0, plan.stderr
+        labels[bool(extra)] = json.loads(plan.stdout)["calibration"]
+    assert labels == {False: "none", True: "emulated"}
     again = cli("compile", str(MODELS / MODEL), "--target", str(cal), "-o",
-                str(tmp_path / "recompiled"), "--no-validate")  # fmt: skip
+                str(tmp_path / "recompiled"), "--no-validate", "--emulated")  # fmt: skip
     assert again.returncode == 0, again.stderr
+    assert "calibration: emulated" in again.stdout
 
 
 def test_bench_over_ports_derives_board_link_time(out: Path) -> None:
@@ -129,6 +163,10 @@ def test_bench_over_ports_derives_board_link_time(out: Path) -> None:
     assert (link["from"], link["to"], link["measured_by"]) == ("a", "b", "derived")
     assert all(s is not None and s > 0 for s in link["seconds"])  # 3200 B take time
     assert all(c > 0 for d in b["devices"] for s in d["submodels"] for c in s["cycles"])
+    # those "boards" were QEMUs: a real calibration of their cycles is refused, nothing written
+    cal = cli("calibrate", str(out), "-o", str(out / "real.toml"))
+    assert cal.returncode == 2 and not (out / "real.toml").exists()
+    assert "cycles per MAC, fewer than a real Cortex-M can" in cal.stderr
 
 
 def test_bench_and_calibrate_human_output(out: Path, tmp_path: Path) -> None:
@@ -140,7 +178,9 @@ def test_bench_and_calibrate_human_output(out: Path, tmp_path: Path) -> None:
     assert "sub-model 0 on a (compute)" in text and "link a -> b (3200 B, proxy)" in text
     assert f"link a -> b: 3200 B payload, {wire(3200, 1).clean} B on the wire predicted, " in text
     assert "throughput (sequential)" in text and "wrote" in text
-    cal = cli("calibrate", str(out), "-o", str(tmp_path / "c.toml"), env=wide)
+    assert "the estimate predicts an emulated run; calibration: none" in text
+    cal = cli("calibrate", str(out), "-o", str(tmp_path / "c.toml"), "--max-error", "15", env=wide)
     assert cal.returncode == 0, cal.stderr
-    assert "calibrated cycles per MAC" in cal.stdout and "wrote" in cal.stdout
+    assert "emulated calibration: measured / estimated" in cal.stdout and "fit error" in cal.stdout
+    assert "wrote" in cal.stdout and "only to predict emulated runs" in cal.stdout
     assert qemu_pids(str(out)) == []

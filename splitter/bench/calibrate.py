@@ -1,76 +1,169 @@
-"""``splitter calibrate``: fit cycles per MAC per device and op class from ``OUT/bench.json``.
+"""``splitter calibrate``: correction factors of the compute estimate per part, from a bench.
 
-Model (the planner's, ``splitter.partition.problem.layer_time``): a sub-model ``k`` on device
-``i`` takes ``c_k = sum_c MAC_kc * CpM_ic`` cycles, ``MAC_kc`` its MACs of class ``c`` (conv,
-depthwise, dense, other; from its file's layer chain). With the measured ``c_k`` (median over the
-runs) of every sub-model of the device as equations, ``CpM_i`` is the non-negative least-squares
-solution of ``A x = c`` (``A[k, c] = MAC_kc``), only over the classes the device's sub-models
-contain. A device with fewer independent equations than classes (one sub-model and two classes,
-the usual case) borrows the class *ratios* of a pooled fit over every device with the same core
-(under QEMU all devices are the same emulated F405 running the same kernels), scaled by one
-factor so its own total is exact; when the pool is underdetermined too, it gets one
-class-independent ``CpM_i = sum_k c_k / sum_k MAC_k`` for all its classes (also exact on its
-total). Classes a device did not run get the pooled values scaled the same way, so a re-plan that
-moves layers still has per-class figures. Every device's report says which fit it got.
+Model (:mod:`splitter.cost.calibration`): sub-model ``k`` takes ``m_k = sum_c x_c e_kc``
+cycles, ``e_kc`` the estimate's cycles of op class ``c`` (``conv``, ``depthwise``, ``dense``,
+``other``) and ``x_c`` the factor (measured / estimated) of the part that ran it. The factor
+multiplies whatever the estimate is, so it corrects it rather than replacing it.
+
+* **Per part.** Every sub-model benched on a device of part ``P`` is one equation of ``P``'s
+  system; identical parts get identical factors by construction. ``--also OUT2`` pools the
+  benches of other compiled models (more distinct sub-models per part).
+* **Per class when the data identifies the classes**: the equations, weighted by ``1 / m_k``
+  (relative residuals, so a large sub-model does not drown a small one), have full column rank
+  and non-negative least squares gives every class a positive factor. Otherwise one factor
+  ``x`` for all classes, minimising ``sum_k ((x E_k - m_k) / m_k)^2`` (``E_k = sum_c e_kc``):
+  ``x = sum_k r_k / sum_k r_k^2`` with ``r_k = E_k / m_k``; the fit says why.
+* **Fit error**: the largest ``|predicted - measured| / measured`` over the part's sub-models, in
+  %. With as many sub-models as unknowns the fit is exact and cannot be checked against its own
+  data; it says so.
+* **Kind**: a bench under QEMU (``bench --emulate``) gives an *emulated* calibration
+  (``[calibration.emulated.PART]``, used only to predict emulated runs), one over ``--port`` a
+  *real* one (``[calibration.real.PART]``). Measured cycles are SysTick ticks of the emulated
+  168 MHz core under QEMU (whatever part the device stands for), core cycles at the device's
+  clock on a real board; the estimate's cycles count at the same clock
+  (:func:`splitter.cost.calibration.timing_clock_hz`).
+
+Refused (one line, exit 2, nothing written) when the data contradicts the factors: a real
+calibration asked of emulated data (``bench --emulate``, or fewer cycles per MAC than a real
+core can take, :data:`MIN_REAL_CYCLES_PER_MAC`: QEMU boards benched over ``--port``); two
+devices of the same part whose measured / predicted ratios differ by more than the allowance; a
+sub-model the fit misses by more than the allowance.
+The allowance is ``max_error`` (``--max-error``, default :data:`MAX_ERROR_PCT` %) plus three times
+the largest run-to-run spread ``(max - min) / median`` of the part's sub-models (0 under QEMU's
+``-icount``, whose cycles are deterministic), so a disagreement must exceed the noise.
 
 NNLS: Lawson & Hanson's active-set algorithm (*Solving Least Squares Problems*, 1974, ch. 23),
-in numpy. scipy.optimize.nnls is the same algorithm, but scipy is not a dependency of splitter
-and the systems here have at most four unknowns, so a 30-line numpy version is enough.
+in numpy (scipy is not a dependency; at most four unknowns).
 
-Clock: under QEMU the firmware's cycles are SysTick ticks of the emulated 168 MHz core (with
-``-icount shift=0``: instructions x 0.168). An emulated device keeps its own ``clock_mhz`` ``f``
-(a real part may not reach 168 MHz) and its fitted cycles per MAC are scaled by ``f / 168`` so
-that ``MAC * CpM / f`` is still the measured (emulated) time; on real boards the cycles are core
-cycles at the device's own clock, used as fitted.
-
-The calibrated boards file is the original text with, per ``[[device]]``, its ``clock_mhz``,
-``cpm`` and ``cpm_by_class`` lines replaced (comments kept); it is parsed back with the boards
-parser before being written atomically.
+The calibrated board file is the original text (comments kept) with the written
+``[calibration.KIND.PART]`` tables replaced or appended; it is parsed back before being written
+atomically.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from splitter.bench.estimate import find_target, read_json
+from splitter.bench.estimate import (
+    SubModelCost,
+    compute_seconds,
+    find_target,
+    read_json,
+    submodel_costs,
+)
 from splitter.bench.report import BENCH_FILE, write_atomic
 from splitter.bench.stats import error_pct, median
 from splitter.errors import BoardFileError, InputFileError, escaped
-from splitter.hardware.qemu import EMULATOR
 from splitter.inputs import read_input_text
-from splitter.manifest import PlanManifest, read_manifest
+from splitter.ir import Boards, Calibration, Device
+from splitter.manifest import read_manifest
 
 CLASSES = ("conv", "depthwise", "dense", "other")
-#: A per-class fit whose device total misses the measurement by more than this (relative) is
-#: replaced by the exact class-independent ratio.
-CLASS_FIT_TOLERANCE = 0.005
-EMULATED_CLOCK_MHZ = EMULATOR.clock_hz / 1e6
-REPLACED_KEYS = ("clock_mhz", "cpm", "cpm_by_class")
+#: Default limit of the fit error (``--max-error``), %: the issue's target for predicting other
+#: models from a calibration.
+MAX_ERROR_PCT = 10.0
+#: Largest condition number of the (column-normalised, weighted) per-class system: beyond it the
+#: classes are not told apart by the data, whatever the rank says.
+MAX_CONDITION = 1e4
+
+
+#: Fewest cycles per MAC a real Cortex-M can take with the project's kernels: they execute at
+#: least 1.76 instructions per MAC (int8 dense, ``_dsp`` variant; benchmarks/results/kernels.md)
+#: and a core retires at most one instruction per cycle (M0+, M4: Arm DDI 0484C 3.3, DDI 0439B
+#: 3.3.1), two on the dual-issue M7 (DDI 0489F 1.2): 1.76 / 2 = 0.88, rounded down. QEMU under
+#: ``-icount shift=0`` counts 0.168 ticks per instruction: 0.3-0.6 per MAC on whole sub-models.
+MIN_REAL_CYCLES_PER_MAC = 0.8
+
+#: What each kind of calibration predicts (the board file's comment and the CLI say it).
+USED_FOR = {
+    "emulated": "emulated calibration, used only to predict emulated runs (plan --emulated)",
+    "real": "real-board calibration, used to predict runs on the parts",
+}
+
+
+class CalibrationRefused(InputFileError):
+    """The bench's own data contradicts the factors calibrate would write."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One benched sub-model: measured cycles (median), run-to-run spread, estimate by class."""
+
+    index: int
+    device: str
+    cycles: float
+    spread: float  # (max - min) / median over the runs
+    estimated: Mapping[str | None, float]
+
+    @property
+    def estimated_total(self) -> float:
+        """``E_k = sum_c e_kc``."""
+        return float(sum(self.estimated.values()))
 
 
 @dataclass
-class DeviceFit:
-    """The fit of one device: its cpm per class, the default cpm, the clock, how it was fit."""
+class PartFit:
+    """The factors of one part and how well they explain the part's sub-models."""
 
-    device: str
-    clock_mhz: float
-    cpm: float
-    cpm_by_class: dict[str, float]
+    part: str
+    kind: str
+    factor: float
+    by_class: dict[str, float]
     method: str
-    measured_cycles: float
-    predicted_cycles: float
-    submodels: list[int] = field(default_factory=list)
+    subs: list[Measured]
+    exact: bool = False
+
+    def calibration(self, bench: str = "") -> Calibration:
+        """As the board file's ``[calibration.KIND.PART]``."""
+        return Calibration(
+            self.kind, self.part, self.factor, dict(self.by_class), self.method,
+            self.error_pct, bench,
+        )  # fmt: skip
+
+    def predicted(self, sub: Measured) -> float:
+        """``sum_c x_c e_kc``."""
+        return float(sum(self._factor(c) * e for c, e in sub.estimated.items()))
+
+    def _factor(self, cls: str | None) -> float:
+        return self.by_class.get(cls, self.factor) if cls is not None else self.factor
+
+    def residual_pct(self, sub: Measured) -> float:
+        """``100 (predicted - measured) / measured``."""
+        return error_pct(self.predicted(sub), sub.cycles) or 0.0
 
     @property
     def error_pct(self) -> float | None:
-        """Predicted vs measured cycles of the device's sub-models, in %."""
-        return error_pct(self.predicted_cycles, self.measured_cycles)
+        """Largest |residual| in %; ``None`` when the fit is exact by construction."""
+        if self.exact:
+            return None
+        return max(abs(self.residual_pct(s)) for s in self.subs)
+
+    @property
+    def devices(self) -> list[str]:
+        """The part's devices that ran sub-models, in bench order."""
+        return list(dict.fromkeys(s.device for s in self.subs))
+
+    def device_ratio(self, device: str) -> float:
+        """Measured / predicted cycles over ``device``'s sub-models (1: the fit is exact on it)."""
+        subs = [s for s in self.subs if s.device == device]
+        return sum(s.cycles for s in subs) / sum(self.predicted(s) for s in subs)
+
+    @property
+    def noise(self) -> float:
+        """Largest run-to-run relative spread of the part's sub-models."""
+        return max(s.spread for s in self.subs)
+
+    @property
+    def fit_text(self) -> str:
+        """The method and its error, as printed."""
+        err = self.error_pct
+        how = "exact, not checkable" if err is None else f"fit error {err:.2f} %"
+        return f"{self.method}; {how}"
 
 
 def nnls(a: np.ndarray, b: np.ndarray, max_iter: int = 100) -> np.ndarray:
@@ -98,154 +191,196 @@ def nnls(a: np.ndarray, b: np.ndarray, max_iter: int = 100) -> np.ndarray:
     return x
 
 
-def _system(subs: Sequence[Mapping[str, Any]]) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Classes present, ``A[k, c] = MAC_kc`` and the median cycles ``c_k`` of ``subs``."""
-    present = [c for c in CLASSES if any(s["macs_by_class"].get(c, 0) for s in subs)]
-    a = np.array([[float(s["macs_by_class"].get(c, 0)) for c in present] for s in subs])
-    cycles = np.array([median(s["cycles"]) for s in subs], dtype=float)
-    return present, a.reshape(len(subs), len(present)), cycles
+def one_factor(subs: Sequence[Measured]) -> float:
+    """``x = sum_k r_k / sum_k r_k^2``, ``r_k = E_k / m_k`` (least relative squares)."""
+    r = np.array([s.estimated_total / s.cycles for s in subs])
+    return float(r.sum() / (r * r).sum())
 
 
-def class_fit(subs: Sequence[Mapping[str, Any]]) -> dict[str, float] | None:
-    """NNLS cycles per MAC per class over ``subs``; ``None`` when underdetermined or a class
-    gets no positive value (a board file needs every ``cpm_by_class`` entry > 0)."""
-    present, a, cycles = _system(subs)
-    if not present or np.linalg.matrix_rank(a) < len(present):
-        return None
-    x = nnls(a, cycles)
-    if not all(v > 0 for v in x):
-        return None
-    return {c: float(v) for c, v in zip(present, x, strict=True)}
+def _columns(subs: Sequence[Measured]) -> list[str | None]:
+    """The op classes (``None``: unclassified) with estimated cycles in some sub-model."""
+    seen = {c for s in subs for c, e in s.estimated.items() if e > 0}
+    return [c for c in (*CLASSES, None) if c in seen]
 
 
-def fit_device(
-    device: str,
-    clock_mhz: float,
-    subs: Sequence[Mapping[str, Any]],
-    pooled: Mapping[str, float] | None = None,
-    pool_size: str = "",
-) -> DeviceFit:
-    """Fit one device from its bench sub-models (``cycles`` per run, ``macs_by_class``).
-
-    In order: the device's own per-class NNLS (if determined, positive and within
-    :data:`CLASS_FIT_TOLERANCE` of its total); else the ``pooled`` per-class values of devices
-    with the same core, scaled by one factor so the device's total is exact; else one
-    class-independent ``sum c_k / sum MAC_k``. Classes the device did not run get the pooled
-    values scaled the same way (or its default ``cpm``).
-    """
-    present, a, cycles = _system(subs)
-    macs = np.array([float(s["macs"]) for s in subs])
-    total, ratio = float(cycles.sum()), float(cycles.sum() / macs.sum()) if macs.sum() else 0.0
-    unclassified = float(macs.sum() - a.sum())
-    index = [int(s["index"]) for s in subs]
-    own = class_fit(subs)
-    if own is not None:
-        pred = sum(float(a[:, k].sum()) * own[c] for k, c in enumerate(present))
-        pred += unclassified * ratio
-        if abs(pred - total) <= CLASS_FIT_TOLERANCE * total:
-            by_class = {**_scaled(pooled, a, present, total - unclassified * ratio), **own}
-            method = f"per-class NNLS over {len(subs)} sub-model(s), classes {', '.join(present)}"
-            return DeviceFit(device, clock_mhz, ratio, by_class, method, total, pred, index)
-    why = (
-        f"{len(subs)} sub-model(s) give too few equations for {len(present)} classes "
-        f"({', '.join(present) or 'none'})"
-    )
-    if pooled is not None and all(c in pooled for c in present):
-        by_class = _scaled(pooled, a, present, total - unclassified * ratio)
-        method = f"{why}: class ratios of the pooled fit ({pool_size}) scaled to its total"
-        return DeviceFit(device, clock_mhz, ratio, by_class, method, total, total, index)
-    by_class = {c: ratio for c in present}
-    method = f"{why}: one cpm for all of them"
-    return DeviceFit(device, clock_mhz, ratio, by_class, method, total, ratio * macs.sum(), index)
+def class_factors(subs: Sequence[Measured]) -> tuple[dict[str | None, float] | None, str]:
+    """Per-class factors by weighted NNLS, or ``None`` and why the data does not identify them."""
+    cols = _columns(subs)
+    names = ", ".join(c or "unclassified" for c in cols)
+    a = np.array([[s.estimated.get(c, 0.0) / s.cycles for c in cols] for s in subs])
+    a = a.reshape(len(subs), len(cols))
+    if len(cols) < 2:
+        return None, f"one class ({names})"
+    rank = int(np.linalg.matrix_rank(a))
+    if rank < len(cols):
+        return None, f"{rank} independent equation(s) for {len(cols)} classes ({names})"
+    norm = a / np.linalg.norm(a, axis=0)
+    if np.linalg.cond(norm) > MAX_CONDITION:
+        return None, f"the sub-models' class mixes are too alike to tell {names} apart"
+    x = nnls(a, np.ones(len(subs)))
+    if not (x > 0).all():
+        zero = ", ".join(c or "unclassified" for c, v in zip(cols, x, strict=True) if v <= 0)
+        return None, f"the per-class fit gives {zero} no positive factor"
+    return {c: float(v) for c, v in zip(cols, x, strict=True)}, names
 
 
-def _scaled(
-    pooled: Mapping[str, float] | None, a: np.ndarray, present: Sequence[str], target: float
-) -> dict[str, float]:
-    """``s * pooled_c`` for every pooled class, ``s`` making ``sum_kc MAC_kc s pooled_c`` equal
-    ``target`` (the device's cycles minus those of unclassified MACs)."""
-    if not pooled:
-        return {}
-    base = sum(float(a[:, k].sum()) * pooled.get(c, 0.0) for k, c in enumerate(present))
-    if base <= 0 or target <= 0:
-        return {}
-    return {c: v * target / base for c, v in pooled.items()}
+def fit_part(part: str, kind: str, subs: Sequence[Measured]) -> PartFit:
+    """The factors of ``part`` from its sub-models (module docstring)."""
+    where = f"{len(subs)} sub-model(s) on {len({s.device for s in subs})} device(s)"
+    pooled = one_factor(subs)
+    by_class, why = class_factors(subs)
+    if by_class is None:
+        method = f"one factor for all classes over {where} (not per class: {why})"
+        return PartFit(part, kind, pooled, {}, method, list(subs), exact=len(subs) == 1)
+    exact = len(subs) == len(by_class)
+    default = by_class.pop(None, pooled)
+    named = {str(c): v for c, v in by_class.items()}
+    method = f"per-class NNLS over {where}, classes {why}"
+    return PartFit(part, kind, default, named, method, list(subs), exact=exact)
 
 
-def fit_all(bench: Mapping[str, Any], boards_clock_mhz: Mapping[str, float]) -> list[DeviceFit]:
-    """One :class:`DeviceFit` per device of bench.json that ran a sub-model.
+def check_fit(fit: PartFit, max_error: float, bench: str) -> None:
+    """Refuse (:class:`CalibrationRefused`) factors the fit's own data contradicts."""
+    devices = fit.devices
+    allowed = max_error + 300.0 * fit.noise
+    if len(devices) > 1:
+        ratios = {d: fit.device_ratio(d) for d in devices}
+        lo, hi = min(ratios, key=ratios.__getitem__), max(ratios, key=ratios.__getitem__)
+        spread = 100.0 * (ratios[hi] / ratios[lo] - 1.0)
+        if spread > allowed:
+            raise CalibrationRefused(
+                f"{bench}: devices {lo} and {hi} are both {fit.part} but measured / predicted "
+                f"differs by {spread:.1f} % between them (allowed {allowed:.1f} % = --max-error + "
+                f"3 x run-to-run noise; {fit.method}); nothing written: bench a split with more "
+                "distinct sub-models per part, check both boards' clocks, or raise --max-error"
+            )
+    err = fit.error_pct
+    if err is not None and err > allowed:
+        worst = max(fit.subs, key=lambda s: abs(fit.residual_pct(s)))
+        raise CalibrationRefused(
+            f"{bench}: the {fit.part} factors ({fit.method}) miss sub-model {worst.index} on "
+            f"{worst.device} by {fit.residual_pct(worst):+.1f} % (allowed {allowed:.1f} % = "
+            "--max-error + 3 x run-to-run noise); "
+            "nothing written: bench a split with more distinct sub-models per part or raise "
+            "--max-error"
+        )
 
-    Devices with the same core are pooled (under QEMU every device is the same emulated F405
-    core running the same kernels; on real boards, the same part) for :func:`class_fit`.
-    """
-    emulated = bool(bench.get("emulated"))
-    devices = [d for d in bench["devices"] if d["submodels"]]
-    pools: dict[str, list[Mapping[str, Any]]] = {}
-    for d in devices:
-        pools.setdefault(_pool_key(d, emulated), []).append(d)
+
+def measurements(
+    bench: Mapping[str, Any],
+    devices: Mapping[str, Device],
+    costs: Mapping[int, SubModelCost] | None = None,
+) -> dict[str, list[Measured]]:
+    """Per part, the bench's sub-models with the uncalibrated estimate on their devices (from
+    the planner's per-layer ``costs`` when given, else from bench.json's MACs by class)."""
+    out: dict[str, list[Measured]] = {}
+    for d in bench["devices"]:
+        dev = devices[d["device"]]
+        for s in d["submodels"]:
+            runs = [float(c) for c in s["cycles"]]
+            mid = median(runs)
+            if mid <= 0:
+                raise InputFileError(
+                    f"bench.json: sub-model {s['index']} on {d['device']} measured 0 cycles; "
+                    "re-run splitter bench"
+                )
+            own = SubModelCost(int(s["index"]), dev.name, int(s["macs"]), s["macs_by_class"])
+            est = (costs or {}).get(own.index, own).estimated_cycles(dev)
+            if sum(est.values()) <= 0:
+                continue  # nothing estimated (no MACs): no equation for any factor
+            spread = (max(runs) - min(runs)) / mid
+            out.setdefault(dev.part.name, []).append(
+                Measured(int(s["index"]), dev.name, mid, spread, est)
+            )
+    return out
+
+
+def fit_all(
+    bench: Mapping[str, Any],
+    boards: Boards,
+    max_error: float,
+    bench_name: str,
+    kind: str,
+    costs: Mapping[int, SubModelCost] | None = None,
+) -> list[PartFit]:
+    """One checked :class:`PartFit` per part that ran a sub-model."""
+    devices = {d.name: d for d in boards.devices}
+    return fit_parts(measurements(bench, devices, costs), kind, max_error, bench_name)
+
+
+def fit_parts(
+    by_part: Mapping[str, Sequence[Measured]], kind: str, max_error: float, bench_name: str
+) -> list[PartFit]:
+    """:func:`fit_part` and :func:`check_fit` for every part."""
     fits = []
-    for d in devices:
-        members = pools[_pool_key(d, emulated)]
-        subs = [s for m in members for s in m["submodels"]]
-        pooled = class_fit(subs) if len(members) > 1 else None
-        size = f"{len(subs)} sub-models on {len(members)} devices"
-        clock = boards_clock_mhz.get(d["device"], float(d["clock_hz"]) / 1e6)
-        fit = fit_device(d["device"], clock, d["submodels"], pooled, size)
-        fits.append(_at_own_clock(fit, EMULATED_CLOCK_MHZ) if emulated else fit)
+    for part, subs in by_part.items():
+        fit = fit_part(part, kind, subs)
+        check_fit(fit, max_error, bench_name)
+        fits.append(fit)
     return fits
-
-
-def _at_own_clock(fit: DeviceFit, measured_mhz: float) -> DeviceFit:
-    """Cycles counted at ``measured_mhz`` re-expressed at the device's clock ``f``: every cpm
-    times ``f / measured_mhz``, so ``MAC * CpM / f`` (the predicted time) is unchanged."""
-    scale = fit.clock_mhz / measured_mhz
-    fit.cpm *= scale
-    fit.cpm_by_class = {c: v * scale for c, v in fit.cpm_by_class.items()}
-    return fit
-
-
-def _pool_key(device: Mapping[str, Any], emulated: bool) -> str:
-    return f"qemu-{EMULATOR.machine}" if emulated else str(device.get("part", device["device"]))
 
 
 def _fmt(v: float) -> str:
     return f"{v:.6g}"
 
 
-def device_lines(fit: DeviceFit) -> list[str]:
-    """The TOML lines the calibration sets in a ``[[device]]`` table."""
-    classes = ", ".join(f"{c} = {_fmt(v)}" for c, v in fit.cpm_by_class.items())
-    return [
-        f"clock_mhz = {_fmt(fit.clock_mhz)}",
-        f"cpm = {_fmt(fit.cpm)}",
-        f"cpm_by_class = {{ {classes} }}",
-        f"# calibrated: {fit.method}",
+def table_lines(fit: PartFit, bench: str) -> list[str]:
+    """The ``[calibration.KIND.PART]`` table of ``fit``."""
+    lines = [
+        f"# `splitter calibrate` from {bench}: {USED_FOR[fit.kind]}",
+        f"[calibration.{fit.kind}.{_key(fit.part)}]",
+        f"factor = {_fmt(fit.factor)}",
     ]
+    if fit.by_class:
+        classes = ", ".join(f"{c} = {_fmt(v)}" for c, v in fit.by_class.items())
+        lines.append(f"by_class = {{ {classes} }}")
+    lines.append(f"fit = {_quote(fit.method)}")
+    if fit.error_pct is not None:
+        lines.append(f"error_pct = {_fmt(fit.error_pct)}")
+    lines.append(f"bench = {_quote(bench)}")
+    return lines
 
 
-_KEY_RE = re.compile(r"^\s*(?P<key>[A-Za-z0-9_-]+)\s*=")
-_NAME_RE = re.compile(r"""^\s*name\s*=\s*["'](?P<name>[^"']+)["']""")
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def calibrated_text(text: str, fits: Sequence[DeviceFit], header: str) -> str:
-    """The board file ``text`` with every fitted device's clock/cpm/cpm_by_class replaced."""
-    by_name = {f.device: f for f in fits}
-    sections = _split_sections(text.splitlines())
-    out = [header] if header else []
-    for head, body in sections:
-        if head is None or head.strip() != "[[device]]":
-            out += ([head] if head is not None else []) + body
+def _key(part: str) -> str:
+    bare = part.replace("-", "").replace("_", "").isalnum() and part.isascii()
+    return part if bare else _quote(part)
+
+
+def calibrated_text(text: str, fits: Sequence[PartFit], bench: str) -> str:
+    """``text`` without the ``[calibration.KIND.PART]`` tables ``fits`` replace, plus theirs."""
+    replaced = {(f.kind, f.part) for f in fits}
+    out: list[str] = []
+    for head, body in _split_sections(text.splitlines()):
+        if head is not None and _calibration_key(head) in replaced:
+            while out and out[-1].startswith("# `splitter calibrate`"):
+                out.pop()  # the comment that introduced the replaced table
             continue
-        name = next((m["name"] for ln in body if (m := _NAME_RE.match(ln))), None)
-        fit = by_name.get(name or "")
-        if fit is None:
-            out += [head, *body]
-            continue
-        kept = [ln for ln in body if not ((m := _KEY_RE.match(ln)) and m["key"] in REPLACED_KEYS)]
-        while kept and not kept[-1].strip():
-            kept.pop()
-        out += [head, *kept, *device_lines(fit), ""]
-    return "\n".join(out).rstrip("\n") + "\n"
+        out += ([head] if head is not None else []) + body
+    while out and not out[-1].strip():
+        out.pop()
+    for f in fits:
+        out += ["", *table_lines(f, bench)]
+    return "\n".join(out).lstrip("\n") + "\n"
+
+
+def _calibration_key(head: str) -> tuple[str, str] | None:
+    """``(kind, part)`` of a ``[calibration.KIND.PART]`` header line, else ``None``."""
+    import tomllib
+
+    try:
+        parsed = tomllib.loads(head.split("#", 1)[0].strip())
+    except tomllib.TOMLDecodeError:
+        return None
+    cal = parsed.get("calibration")
+    if isinstance(cal, dict) and len(cal) == 1:
+        kind, parts = next(iter(cal.items()))
+        if isinstance(parts, dict) and len(parts) == 1:
+            return str(kind), str(next(iter(parts)))
+    return None
 
 
 def _split_sections(lines: list[str]) -> list[tuple[str | None, list[str]]]:
@@ -260,21 +395,75 @@ def _split_sections(lines: list[str]) -> list[tuple[str | None, list[str]]]:
 
 
 @dataclass
-class Calibration:
+class CalibrationResult:
     """The result: fits, the calibrated file's text and path, and the re-check per device."""
 
-    fits: list[DeviceFit]
+    fits: list[PartFit]
+    kind: str
     text: str
     source: Path
     path: Path | None = None
     check: list[dict[str, Any]] = field(default_factory=list)
 
 
-def calibrate(
-    out_dir: str | Path, output: str | Path | None = None, target: str | Path | None = None
-) -> Calibration:
-    """Fit from ``OUT/bench.json``, write the calibrated board file, re-check the estimates."""
-    from splitter.hardware.boards import boards_from_dict, load_boards
+def bench_kind(bench: Mapping[str, Any], kind: str | None, where: str) -> str:
+    """``"emulated"`` for a bench under QEMU, ``"real"`` over ``--port``; ``kind`` must agree."""
+    measured = "emulated" if bench.get("emulated") else "real"
+    if kind == "real" and measured == "emulated":
+        raise CalibrationRefused(
+            f"{where}: the bench ran on the emulator (bench --emulate): its data gives an "
+            "emulated calibration, never a real one; bench the boards over --port for a real "
+            "calibration, or drop --kind real"
+        )
+    return kind or measured
+
+
+def check_real(bench: Mapping[str, Any], where: str) -> None:
+    """Refuse a real calibration from cycles no real core can reach
+    (:data:`MIN_REAL_CYCLES_PER_MAC`): such data comes from an emulator (e.g. QEMU boards benched
+    over ``--port``)."""
+    for d in bench["devices"]:
+        for s in d["submodels"]:
+            per_mac = median(s["cycles"]) / max(1, int(s["macs"]))
+            if per_mac < MIN_REAL_CYCLES_PER_MAC:
+                raise CalibrationRefused(
+                    f"{where}: sub-model {s['index']} on {d['device']} took {per_mac:.3f} cycles "
+                    f"per MAC, fewer than a real Cortex-M can ({MIN_REAL_CYCLES_PER_MAC:g}): "
+                    "emulated data, never a real calibration; nothing written: bench the boards "
+                    "themselves, or bench --emulate for an emulated calibration"
+                )
+
+
+@dataclass
+class BenchData:
+    """One ``OUT``'s bench, plan, board file and the planner's per-sub-model costs."""
+
+    out: Path
+    bench: dict[str, Any]
+    source: Path
+    boards: Boards
+    costs: dict[int, SubModelCost]
+
+    @property
+    def label(self) -> str:
+        """``OUT/bench.json`` as error messages and the board file name it."""
+        return escaped(self.out / BENCH_FILE)
+
+    def measured(self, kind: str, prefix: str = "") -> dict[str, list[Measured]]:
+        """Per part, the sub-models (device names prefixed with ``prefix``)."""
+        from splitter.hardware.boards import for_prediction
+
+        devices = {d.name: d for d in for_prediction(self.boards, kind == "emulated").devices}
+        by_part = measurements(self.bench, devices, self.costs)
+        return {
+            part: [replace(m, device=prefix + m.device) for m in subs]
+            for part, subs in by_part.items()
+        }
+
+
+def load_bench(out_dir: str | Path, target: str | Path | None = None) -> BenchData:
+    """Read ``OUT/bench.json``, ``OUT/plan.json`` and the board file (``target`` or the plan's)."""
+    from splitter.hardware.boards import load_boards
 
     out = Path(out_dir)
     bench = read_json(out / BENCH_FILE, "bench results", f"run `splitter bench {out}` first")
@@ -286,39 +475,59 @@ def calibrate(
             "was compiled with)"
         )
     boards = load_boards(source)
-    fits = fit_all(bench, {d.name: d.clock_hz / 1e6 for d in boards.devices})
-    missing = [f.device for f in fits if f.device not in {d.name for d in boards.devices}]
+    names = {d.name for d in boards.devices}
+    missing = [d["device"] for d in bench["devices"] if d["device"] not in names]
     if missing:
         raise BoardFileError(
             f"{source}: has no device {missing[0]!r} of the bench; pass the plan's board file"
         )
-    mhz = f"{EMULATED_CLOCK_MHZ:g}"
-    how = f"QEMU: cycles are SysTick ticks at {mhz} MHz, so clock_mhz = {mhz}"
-    header = (
-        f"# Calibrated by `splitter calibrate` from {escaped(out / BENCH_FILE)} "
-        f"({how if bench.get('emulated') else 'real boards: cycles at each clock'})."
-    )
-    text = calibrated_text(
-        read_input_text(source, "board file", error=BoardFileError), fits, header
-    )
+    return BenchData(out, bench, source, boards, {c.index: c for c in submodel_costs(plan)})
+
+
+def calibrate(
+    out_dir: str | Path,
+    output: str | Path | None = None,
+    target: str | Path | None = None,
+    max_error: float = MAX_ERROR_PCT,
+    kind: str | None = None,
+    also: Sequence[str | Path] = (),
+) -> CalibrationResult:
+    """Fit from ``OUT/bench.json`` (pooled with the benches of the ``also`` OUTs, each with its
+    own plan's board file), check, write the calibrated board file, re-check the estimates."""
     import tomllib
 
-    calibrated = boards_from_dict(tomllib.loads(text), str(output or source))
-    result = Calibration(fits, text, source)
-    result.check = recheck(out, plan, bench, calibrated)
+    from splitter.hardware.boards import boards_from_dict, for_prediction
+
+    main = load_bench(out_dir, target)
+    kind = bench_kind(main.bench, kind, main.label)
+    by_part: dict[str, list[Measured]] = {}
+    for k, data in enumerate([main, *(load_bench(o) for o in also)]):
+        if bench_kind(data.bench, None, data.label) != bench_kind(main.bench, None, main.label):
+            raise CalibrationRefused(
+                f"{data.label}: an {'emulated' if data.bench.get('emulated') else 'real'} bench "
+                f"cannot be pooled with {main.label}'s; calibrate them apart"
+            )
+        if kind == "real":
+            check_real(data.bench, data.label)
+        for part, subs in data.measured(kind, f"{data.out.name}/" if k else "").items():
+            by_part.setdefault(part, []).extend(subs)
+    label = ", ".join([main.label, *(escaped(Path(o) / BENCH_FILE) for o in also)])
+    fits = fit_parts(by_part, kind, max_error, label)
+    text = read_input_text(main.source, "board file", error=BoardFileError)
+    text = calibrated_text(text, fits, label)
+    calibrated = boards_from_dict(tomllib.loads(text), str(output or main.source))
+    result = CalibrationResult(fits, kind, text, main.source)
+    result.check = recheck(main.costs, main.bench, for_prediction(calibrated, kind == "emulated"))
     if output is not None:
         result.path = write_atomic(Path(output), text)
     return result
 
 
 def recheck(
-    out_dir: Path, plan: PlanManifest, bench: Mapping[str, Any], boards: Any
+    costs: Mapping[int, SubModelCost], bench: Mapping[str, Any], boards: Boards
 ) -> list[dict[str, Any]]:
     """Per device: the planner's compute estimate with ``boards`` vs the measured seconds."""
-    from splitter.bench.estimate import compute_seconds, submodel_costs
-
     devices = {d.name: d for d in boards.devices}
-    costs = {c.index: c for c in submodel_costs(plan)}
     rows = []
     for d in bench["devices"]:
         if not d["submodels"]:
@@ -329,6 +538,8 @@ def recheck(
         rows.append(
             {
                 "device": d["device"],
+                "part": dev.part.name,
+                "calibration": dev.calibration_label,
                 "estimated_s": est,
                 "measured_s": measured,
                 "error_pct": error_pct(est, measured),

@@ -15,8 +15,13 @@ board file; nothing is re-imported. The times use the partition engine's own for
   carries ``i`` TIMING records. The host's transfers are always in the estimated latency: the
   bench measures them.
 
-Without a board file (``--target``, else the manifest's ``boards_path``) the devices the plan was
-made for are taken from the manifest (the estimate then says so).
+Without a board file (``--target``, else the manifest's ``boards_path``) the devices the plan
+was made for are taken from the manifest (the estimate then says so).
+
+A bench under the emulator is predicted as an emulated run (the emulator's clock and the parts'
+``[calibration.emulated.*]`` factors), a bench over ``--port`` as a run on the parts
+(``[calibration.real.*]``); the estimate names the calibration it used per device
+(:mod:`splitter.cost.calibration`).
 """
 
 from __future__ import annotations
@@ -26,28 +31,41 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from splitter.cost.calibration import estimated_cycles, timing_clock_hz
 from splitter.cost.wire import LinkModel
 from splitter.errors import InputFileError
 from splitter.inputs import parse_json, read_input_text
-from splitter.ir import Boards, Device, LayerCost, LinkSpec
-from splitter.manifest import PlanManifest, tensor_bytes
+from splitter.ir import Boards, Calibration, Device, LayerCost, LinkSpec
+from splitter.manifest import DeviceEntry, PlanManifest, tensor_bytes
 
 HOST = "host"
 
 
 @dataclass(frozen=True)
 class SubModelCost:
-    """MACs of one sub-model (total and by op class), as the planner counted them."""
+    """MACs of one sub-model (total and by op class), as the planner counted them, and the
+    planner's own per-layer costs when the model could be read again (``layers``)."""
 
     index: int
     device: str
     macs: int
     macs_by_class: dict[str, int]
+    layers: tuple[LayerCost, ...] = ()
 
     @property
     def cost(self) -> LayerCost:
         """The sub-model's summed MACs as a :class:`LayerCost` (for ``layer_time``)."""
         return LayerCost(macs=self.macs, macs_by_class=tuple(sorted(self.macs_by_class.items())))
+
+    def estimated_cycles(self, device: Device) -> dict[str | None, float]:
+        """Uncalibrated cycles by op class on ``device``: the sum of the layers' estimates
+        (:func:`splitter.cost.calibration.estimated_cycles`), or of the summed MACs' without
+        the layers."""
+        total: dict[str | None, float] = {}
+        for layer in self.layers or (self.cost,):
+            for cls, cycles in estimated_cycles(layer, device).items():
+                total[cls] = total.get(cls, 0.0) + cycles
+        return total
 
 
 def find_target(manifest: PlanManifest, target: str | Path | None) -> Path | None:
@@ -59,17 +77,19 @@ def find_target(manifest: PlanManifest, target: str | Path | None) -> Path | Non
 
 
 def load_devices(
-    manifest: PlanManifest, target: Path | None
+    manifest: PlanManifest, target: Path | None, emulated: bool = False
 ) -> tuple[dict[str, Device], LinkSpec, str]:
-    """Devices by name, link settings and where they came from.
+    """Devices by name, link settings and where they came from, predicting an emulated run or
+    one on the parts (``emulated``).
 
     From the board file when there is one (e.g. a calibrated one), else the devices the plan
-    was made for, as the manifest records them (clock, CpM, per-class CpM, budgets).
+    was made for, as the manifest records them (clock, CpM, per-class CpM, budgets, and its
+    calibrations when the plan predicted the same kind of run).
     """
-    from splitter.hardware.boards import load_boards
+    from splitter.hardware.boards import for_prediction, load_boards
 
     if target is not None:
-        boards: Boards = load_boards(target)
+        boards: Boards = for_prediction(load_boards(target), emulated)
         return {d.name: d for d in boards.devices}, boards.link, str(target)
     from splitter.hardware.catalog import get_part
 
@@ -83,6 +103,8 @@ def load_devices(
             cpm=d.cpm,
             port=d.port,
             cpm_by_class=dict(d.cpm_by_class),
+            calibration=_manifest_calibration(d) if manifest.emulated == emulated else None,
+            emulated=emulated,
         )
         for d in manifest.devices
     }
@@ -92,18 +114,58 @@ def load_devices(
     return devices, link, "the plan's devices in plan.json (its board file is gone)"
 
 
+def _manifest_calibration(d: DeviceEntry) -> Calibration | None:
+    """The calibration the plan used for device ``d`` (``None``: uncalibrated)."""
+    if d.calibration == "none":
+        return None
+    by_class = dict(d.calibration_by_class)
+    return Calibration(d.calibration, d.mcu, d.calibration_factor, by_class, "from plan.json")
+
+
 def submodel_costs(manifest: PlanManifest) -> list[SubModelCost]:
-    """Per sub-model MACs (total and by op class) from the manifest."""
+    """Per sub-model MACs (total and by op class) from the manifest, with the planner's
+    per-layer costs when the model file still gives the same chain (:func:`_chain_layers`)."""
+    layers = _chain_layers(manifest)
     return [
-        SubModelCost(s.index, s.device, s.macs, dict(s.macs_by_class)) for s in manifest.submodels
+        SubModelCost(
+            s.index,
+            s.device,
+            s.macs,
+            dict(s.macs_by_class),
+            tuple(layers[s.first : s.last + 1]) if layers else (),
+        )
+        for s in manifest.submodels
     ]
 
 
+def _chain_layers(manifest: PlanManifest) -> list[LayerCost] | None:
+    """The per-layer costs of the manifest's model, re-read with its import options; ``None``
+    for profiles, a missing or unreadable file, or a chain whose MACs differ from the plan's."""
+    from splitter.errors import SplitterError
+    from splitter.importers import load_chain
+
+    m = manifest.model
+    if m.format == "profile" or not Path(m.path).is_file():
+        return None
+    try:
+        chain = load_chain(
+            m.path, input_shapes=dict(m.input_shapes) or None, activation_bytes=m.activation_bytes
+        )
+    except (SplitterError, OSError, ValueError):
+        return None
+    costs = [layer.cost for layer in chain.layers]
+    same = len(costs) == m.layers and all(
+        sum(c.macs for c in costs[s.first : s.last + 1]) == s.macs for s in manifest.submodels
+    )
+    return costs if same else None
+
+
 def compute_seconds(cost: SubModelCost, device: Device) -> float:
-    """``layer_time(cost_k, device)`` (planner's formula, see the module docstring)."""
+    """``sum_j layer_time(cost_j, device)`` over the sub-model's layers (or ``layer_time`` of
+    the summed MACs without them; planner's formula, see the module docstring)."""
     from splitter.partition.problem import layer_time
 
-    return layer_time(cost.cost, device)
+    return sum(layer_time(layer, device) for layer in cost.layers or (cost.cost,))
 
 
 def link_transfers(manifest: PlanManifest) -> list[dict[str, Any]]:
@@ -128,9 +190,12 @@ def estimate(
     manifest: PlanManifest,
     target: Path | None,
     costs: Sequence[SubModelCost] | None = None,
+    emulated: bool = False,
 ) -> dict[str, Any]:
     """The ``estimate`` object of bench.json (see the module docstring for the formulas)."""
-    devices, link, source = load_devices(manifest, target)
+    from splitter.hardware.boards import calibration_label
+
+    devices, link, source = load_devices(manifest, target, emulated)
     costs = list(costs) if costs is not None else submodel_costs(manifest)
     subs: list[dict[str, Any]] = []
     for c in costs:
@@ -143,7 +208,7 @@ def estimate(
                 "macs": c.macs,
                 "macs_by_class": dict(sorted(c.macs_by_class.items())),
                 "seconds": seconds,
-                "cycles": seconds * dev.clock_hz,
+                "cycles": seconds * timing_clock_hz(dev),
             }
         )
     model = LinkModel(wire=manifest.link_model == "wire")
@@ -154,14 +219,17 @@ def estimate(
     ]
     return {
         "source": source,
-        "formulas": "compute = sum MAC*CpM/f (per class when calibrated); link = W*bits/baud, "
-        f"W = {'bytes on the wire' if model.wire else 'B'}",
+        "formulas": "compute = sum_c k_c MAC_c CpM/f (k_c: the part's calibration, 1 without); "
+        f"link = W*bits/baud, W = {'bytes on the wire' if model.wire else 'B'}",
+        "prediction": "emulator" if emulated else "boards",
+        "calibration": calibration_label(devices.values()),
         "devices": [
             {
                 "device": d.name,
                 "clock_hz": d.clock_hz,
                 "cpm": d.cpm,
                 "cpm_by_class": dict(d.cpm_by_class),
+                "calibration": d.calibration_label,
             }
             for d in devices.values()
         ],

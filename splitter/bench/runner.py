@@ -273,7 +273,7 @@ def bench(out_dir: str | Path, cfg: BenchConfig | None = None) -> dict[str, Any]
     wiring = read_wiring(out)
     target = find_target(plan, cfg.target)
     costs = submodel_costs(plan)
-    est = estimate(plan, target, costs)
+    est = estimate(plan, target, costs, emulated=cfg.emulate)
     in_spec, out_spec = plan.input, plan.output
     if cfg.input_path is not None:
         arr = load_input(Path(cfg.input_path), in_spec)

@@ -106,6 +106,9 @@ def render(result: dict[str, Any], path: Path) -> None:
     for row in comparison_rows(result):
         table.add_row(*row)
     console.print(table)
+    est = result["estimate"]
+    what = "an emulated run" if est.get("prediction") == "emulator" else "a run on the parts"
+    console.print(f"the estimate predicts {what}; calibration: {est.get('calibration', 'none')}")
     for line in wire_lines(result):
         console.print(line)
     lat = result["latency_summary"]

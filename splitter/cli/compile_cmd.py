@@ -9,6 +9,7 @@ import click
 
 from splitter.cli.options import (
     activation_bytes_option,
+    emulated_option,
     granularity_auto_option,
     host_io_option,
     input_shape_option,
@@ -52,6 +53,7 @@ from splitter.errors import UnsupportedOpError
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
 @input_shape_option
 @activation_bytes_option
+@emulated_option
 @granularity_auto_option
 @host_io_option
 @partial_execution_option
@@ -72,6 +74,7 @@ def command(
     as_json: bool,
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
+    emulated: bool,
     granularity: str,
     no_host_io: bool,
     partial_execution: str,
@@ -89,6 +92,7 @@ def command(
         activation_bytes=activation_bytes,
         granularity=granularity,
         data_file=data_file,
+        emulated=emulated,
         host_io=not no_host_io,
         partial_execution=partial_execution,
     )
@@ -138,6 +142,7 @@ def _print_summary(result: CompileResult) -> None:
         f"latency {plan.latency_s * 1e3:.3f} ms{host if io.seconds else ''}, throughput "
         f"{plan.throughput_per_s:.3f}/s ({plan.objective}, {plan.solver}{proof})"
     )
+    click.echo(result.manifest.prediction_note)
     click.echo(result.validation.summary() if result.validation else "validation skipped")
     status = result.firmware
     click.echo(f"firmware: {status if len(status) < 160 else status[:150] + '... (see report.md)'}")

@@ -2,8 +2,9 @@
 
 ``input_shape_option`` and ``activation_bytes_option`` are the import options of ``inspect``,
 ``plan`` and ``compile``; ``objective_option`` is the planning objective of ``plan`` and
-``compile``; ``port_option`` and ``verbose_option`` are the link options of ``run`` and
-``bench``. Each is a decorator: ``@input_shape_option`` above the command function.
+``compile`` and ``emulated_option`` which runs (emulated or on the parts) their times
+predict; ``port_option`` and ``verbose_option`` are the link options of ``run`` and ``bench``.
+Each is a decorator: ``@input_shape_option`` above the command function.
 :func:`stop_on_sigterm` is how the commands that boot emulators or open ports end cleanly.
 """
 
@@ -66,6 +67,12 @@ activation_bytes_option = click.option(
     help="Bytes per activation element (e.g. 1 for int8); default: the tensors' dtype.",
 )
 
+emulated_option = click.option(
+    "--emulated",
+    is_flag=True,
+    help="Predict a run on the emulator (QEMU's clock, [calibration.emulated.*] factors) "
+    "instead of on the parts ([calibration.real.*]).",
+)
 granularity_option = click.option(
     "--granularity",
     type=click.Choice(["supernode", "op"]),

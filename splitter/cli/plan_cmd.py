@@ -11,6 +11,7 @@ from rich.table import Table
 
 from splitter.cli.options import (
     activation_bytes_option,
+    emulated_option,
     granularity_auto_option,
     host_io_option,
     input_shape_option,
@@ -20,7 +21,7 @@ from splitter.cli.options import (
     solver_options,
 )
 from splitter.cli.progress import Progress
-from splitter.hardware.boards import load_boards
+from splitter.hardware.boards import for_prediction, load_boards
 from splitter.importers import load_chain
 from splitter.ir import Plan
 from splitter.manifest import PlanManifest
@@ -88,6 +89,7 @@ def _render(m: PlanManifest, plan: Plan) -> None:
     )
     console.print(_link_line(m))
     console.print(f"solver {m.solver}: {proof}, {m.nodes} nodes, {plan.solve_time_s:.3f} s")
+    console.print(m.prediction_note)
 
 
 def _link_line(m: PlanManifest) -> str:
@@ -115,6 +117,7 @@ def _link_line(m: PlanManifest) -> str:
 )
 @input_shape_option
 @activation_bytes_option
+@emulated_option
 @granularity_auto_option
 @host_io_option
 @partial_execution_option
@@ -129,6 +132,7 @@ def command(
     as_json: bool,
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
+    emulated: bool,
     granularity: str,
     no_host_io: bool,
     partial_execution: str,
@@ -136,7 +140,7 @@ def command(
     """Place the layers of INPUT (ONNX, TFLite or CSV/JSON profile) on the boards of --target."""
     options = solver_kwargs(solver, time_limit, var_order, val_order)
     with Progress() as progress:
-        boards = load_boards(target)
+        boards = for_prediction(load_boards(target), emulated)
         progress.step(f"importing {input_path}")
         chain = load_chain(
             input_path,

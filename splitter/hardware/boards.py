@@ -23,6 +23,20 @@ Shape (every other key is an error naming the key)::
     port = "/dev/ttyACM0"    # optional
     probe = "066DFF..."      # optional probe serial number for flashing
 
+    [calibration.real.STM32H743ZI]   # written by `splitter calibrate` (bench over --port)
+    factor = 1.12                    # measured / estimated cycles, every class not listed
+    by_class = { conv = 1.08, depthwise = 1.31 }   # optional, per op class
+    fit = "per-class NNLS over 5 sub-models on 2 devices"   # optional: how it was fitted
+    error_pct = 2.4                  # optional: largest |residual| of the fit, %
+    bench = "out/bench.json"         # optional: the bench it came from
+
+    [calibration.emulated.STM32F405RG]   # from a bench under QEMU (`bench --emulate`)
+    factor = 0.047
+
+A calibration belongs to a part, not a device: every device of the part gets the same factors.
+A plan predicting real boards uses ``[calibration.real.*]`` only, a prediction of an emulated
+run (``--emulated``) ``[calibration.emulated.*]`` only (:func:`for_prediction`).
+
 Size strings: ``"NN%"`` of the part (0 < NN <= 100, no space before ``%``), ``"NNN KiB"``
 absolute, ``"-NN KiB"`` = the part's size minus a reserve. ``KB`` is read as KiB (1024 bytes)
 because the thesis writes sizes such as ``"-70 KB"`` in KiB; ``MiB``/``MB`` are 1024 KiB.
@@ -39,7 +53,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -48,15 +63,16 @@ from splitter.hardware.board_catalog import device_wiring, get_board
 from splitter.hardware.catalog import get_part, part_from_table
 from splitter.hardware.families import family_for
 from splitter.inputs import parse_toml, read_input_text
-from splitter.ir import Boards, Device, LinkSpec, Part
+from splitter.ir import CALIBRATION_KINDS, Boards, Calibration, Device, LinkSpec, Part
 from splitter.names import DEVICE_NAME, PORT, PROBE, problem
 
-TOP_KEYS = ("link", "device")
+TOP_KEYS = ("link", "device", "calibration")
 LINK_KEYS = ("baud", "bits_per_byte", "retransmit")
 DEVICE_KEYS = (
     "name", "board", "mcu", "part", "flash", "ram", "clock_mhz", "cpm", "cpm_by_class", "port",
     "probe",
 )  # fmt: skip
+CALIBRATION_KEYS = ("factor", "by_class", "fit", "error_pct", "bench")
 PART_REQUIRED = ("name", "flash_kib", "ram_kib", "clock_mhz", "cpm", "family")
 PART_OPTIONAL = ("fpu", "flash_origin", "ram_regions", "usarts", "source")
 CPM_CLASSES = ("conv", "depthwise", "dense", "other")
@@ -111,7 +127,83 @@ def boards_from_dict(data: Mapping[str, Any], where: str = "boards.toml") -> Boa
     for dev in devices:
         if dev.board is not None or _in_catalog(dev.part):
             check_device_links(dev, link.baud, len(devices), where)
-    return Boards(devices=tuple(devices), link=link, source_path=where)
+    calibrations = _parse_calibrations(data.get("calibration", {}), where)
+    boards = Boards(devices=tuple(devices), link=link, source_path=where, calibrations=calibrations)
+    return for_prediction(boards, emulated=False)
+
+
+def for_prediction(boards: Boards, emulated: bool) -> Boards:
+    """``boards`` predicting real runs (``emulated=False``: each device gets its part's
+    ``[calibration.real.PART]``) or emulated runs (``[calibration.emulated.PART]`` only and the
+    emulator's clock, :mod:`splitter.cost.calibration`); a part without one stays uncalibrated."""
+    kind = "emulated" if emulated else "real"
+    table = {c.part: c for c in boards.calibrations if c.kind == kind}
+    devices = tuple(
+        replace(d, calibration=table.get(d.part.name), emulated=emulated) for d in boards.devices
+    )
+    return replace(boards, devices=devices)
+
+
+def calibration_label(devices: Iterable[Device]) -> str:
+    """Which calibration the devices' estimates use: ``"none"``, ``"emulated"``, ``"real"``, or
+    e.g. ``"real (STM32F405RG); none (STM32F446RE)"`` when only some parts have one."""
+    by_part: dict[str, str] = {}
+    for d in devices:
+        by_part.setdefault(d.part.name, d.calibration_label)
+    labels = set(by_part.values())
+    if len(labels) == 1:
+        return labels.pop()
+    return "; ".join(f"{v} ({k})" for k, v in by_part.items())
+
+
+def _parse_calibrations(raw: Any, where: str) -> tuple[Calibration, ...]:
+    """Every ``[calibration.KIND.PART]`` table (KIND in :data:`CALIBRATION_KINDS`)."""
+    fix = "write [calibration.real.PART] or [calibration.emulated.PART] tables"
+    if not isinstance(raw, dict):
+        raise BoardFileError(f"{where}: 'calibration' must be a table; {fix}")
+    _no_extra_keys(raw, CALIBRATION_KINDS, where, "[calibration]")
+    out = []
+    for kind, parts in raw.items():
+        if not isinstance(parts, dict):
+            raise BoardFileError(f"{where}: calibration.{kind} must be a table; {fix}")
+        for part, table in parts.items():
+            out.append(_parse_calibration(kind, part, table, where))
+    return tuple(out)
+
+
+def _parse_calibration(kind: str, part: str, table: Any, where: str) -> Calibration:
+    ctx = f"[calibration.{kind}.{part}]"
+    if not isinstance(table, dict):
+        raise BoardFileError(f"{where}: {ctx} must be a table with factor = ...")
+    _no_extra_keys(table, CALIBRATION_KEYS, where, ctx)
+    if "factor" not in table:
+        raise BoardFileError(f"{where}: {ctx} lacks factor; add factor = (measured / estimated)")
+    by_class = table.get("by_class", {})
+    if not isinstance(by_class, dict):
+        raise BoardFileError(f"{where}: {ctx} by_class must be an inline table {{ conv = 1.1 }}")
+    _no_extra_keys(by_class, CPM_CLASSES, where, f"{ctx} by_class")
+    err = table.get("error_pct")
+    for key in ("fit", "bench"):
+        if not isinstance(table.get(key, ""), str):
+            raise BoardFileError(f"{where}: {ctx} {key} = {table[key]!r}; must be a string")
+    return Calibration(
+        kind=kind,
+        part=part,
+        factor=_positive_float(table["factor"], where, f"{ctx} factor", top=MAXIMA["cpm"]),
+        by_class={
+            k: _positive_float(v, where, f"{ctx} by_class.{k}", top=MAXIMA["cpm"])
+            for k, v in by_class.items()
+        },
+        fit=str(table.get("fit", "")),
+        error_pct=None if err is None else _non_negative(err, where, f"{ctx} error_pct"),
+        bench=str(table.get("bench", "")),
+    )
+
+
+def _non_negative(value: Any, where: str, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+        raise BoardFileError(f"{where}: {key} = {value!r}; must be a finite number >= 0")
+    return float(value)
 
 
 def _in_catalog(part: Part) -> bool:

@@ -24,6 +24,7 @@ from itertools import pairwise
 
 import numpy as np
 
+from splitter.cost.calibration import compute_seconds
 from splitter.cost.code import Reserve
 from splitter.cost.wire import THESIS, LinkModel, Wire, record_seconds
 from splitter.errors import InfeasibleError
@@ -37,16 +38,12 @@ OBJECTIVES = ("latency", "throughput")
 def layer_time(cost: LayerCost, device: Device) -> float:
     """``L_ij = MAC_j * CpM_i / f_i`` (thesis eq. 6).
 
-    With calibrated per-class cycles (``device.cpm_by_class``) and a layer's ``macs_by_class``:
+    With per-class cycles (``device.cpm_by_class``) and a layer's ``macs_by_class``:
     ``sum_c MAC_jc * CpM_ic / f_i``, falling back to ``CpM_i`` for a class the device lacks and for
-    MACs no class accounts for.
+    MACs no class accounts for; with a calibration of the device's part, each class's cycles times
+    its correction factor (:mod:`splitter.cost.calibration`).
     """
-    if not cost.macs_by_class or not device.cpm_by_class:
-        return cost.macs * device.cpm / device.clock_hz
-    classified = sum(m for _, m in cost.macs_by_class)
-    cycles = sum(m * device.cpm_by_class.get(cls, device.cpm) for cls, m in cost.macs_by_class)
-    cycles += max(0, cost.macs - classified) * device.cpm
-    return cycles / device.clock_hz
+    return compute_seconds(cost, device)
 
 
 @dataclass(frozen=True, eq=False)

@@ -276,6 +276,7 @@ def build_manifest(
         assignment=tuple(plan.assignment),
         devices=tuple(_device(ev, i, dev) for i, dev in enumerate(boards.devices)),
         submodels=subs,
+        emulated=any(d.emulated for d in boards.devices),
         link_model=problem.link_model.name,
         retransmit=float(boards.link.retransmit),
         host_io=_host_io(problem, ev),
@@ -385,4 +386,11 @@ def _device(ev: Evaluation, i: int, dev: Device) -> DeviceEntry:
         send_s=float(ev.send[i]),
         recv_s=float(ev.recv[i]),
         intermediate_s=float(ev.inter[i]),
+        calibration=dev.calibration_label,
+        calibration_factor=1.0 if dev.calibration is None else float(dev.calibration.factor),
+        calibration_by_class=tuple(
+            sorted((k, float(v)) for k, v in dev.calibration.by_class.items())
+            if dev.calibration is not None
+            else ()
+        ),
     )

@@ -57,6 +57,10 @@ def _bench_rows(
     try:
         rows = comparison_values(bench)
         note = str(bench.get("note") or "")
+        est = bench["estimate"]
+        what = "an emulated run" if est.get("prediction") == "emulator" else "a run on the parts"
+        note += f"{'; ' if note else ''}the estimate predicts {what}, calibration: "
+        note += str(est.get("calibration", "none"))
         float(rows[-1][1]) + float(rows[-1][2])
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise InputFileError(

@@ -136,6 +136,7 @@ def _summary(m: PlanManifest) -> str:
         ["throughput (eq. 17)", f"{num(m.throughput_per_s, '.4f')} /s"],
         ["throughput, reference [9]", f"{num(m.throughput_ref9_per_s, '.4f')} /s"],
         ["bottleneck device (eq. 17)", esc(m.bottleneck_device)],
+        ["compute times", esc(m.prediction_note)],
     ]
     return table(["", ""], rows, left=2)
 
