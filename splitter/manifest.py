@@ -137,6 +137,9 @@ class DeviceEntry:
     #: the RAM region the arena is linked into and its size ("" / 0 for layer profiles)
     ram_region: str = ""
     ram_region_bytes: int = 0
+    #: what ``compute_s`` describes and how it was estimated: a real core from the kernel cost
+    #: table and the CPI model, or cycles per MAC (``splitter.partition.problem.compute_label``)
+    compute_model: str = ""
 
     @property
     def flash_total(self) -> int:
@@ -181,6 +184,9 @@ class SubModelEntry:
     transfer_s: float
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
+    #: kernel-table instructions of the sub-model's layers per build, for the device's real
+    #: core and for the emulator (``splitter.cost.kernels``); empty for layer profiles
+    instructions: tuple[tuple[str, float], ...] = ()
 
     @property
     def layers(self) -> int:
@@ -626,6 +632,7 @@ def _device_dict(d: DeviceEntry) -> dict[str, Any]:
         "runtime_ram_bytes": d.runtime_ram_bytes,
         "ram_region": d.ram_region,
         "ram_region_bytes": d.ram_region_bytes,
+        "compute_model": d.compute_model,
     }
 
 
@@ -650,6 +657,7 @@ def _submodel_dict(s: SubModelEntry) -> dict[str, Any]:
         "transfer_s": s.transfer_s,
         "inputs": [tensor_dict(t) for t in s.inputs],
         "outputs": [tensor_dict(t) for t in s.outputs],
+        "instructions": dict(s.instructions),
     }
 
 
@@ -709,6 +717,7 @@ def _parse_device(d: Mapping[str, Any]) -> DeviceEntry:
         runtime_ram_bytes=int(d.get("runtime_ram_bytes", 0)),
         ram_region=str(d.get("ram_region", "")),
         ram_region_bytes=int(d.get("ram_region_bytes", 0)),
+        compute_model=str(d.get("compute_model", "")),
     )
 
 
@@ -732,6 +741,9 @@ def _parse_submodel(s: Mapping[str, Any]) -> SubModelEntry:
         transfer_s=float(s["transfer_s"]),
         inputs=tuple(_tensor(t) for t in s["inputs"]),
         outputs=tuple(_tensor(t) for t in s["outputs"]),
+        instructions=tuple(
+            sorted((str(k), float(v)) for k, v in dict(s.get("instructions", {})).items())
+        ),
     )
     if int(s["layers"]) != entry.layers:
         raise ValueError(f"sub-model {entry.index}: layers {s['layers']} != last - first + 1")

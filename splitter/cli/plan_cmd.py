@@ -67,6 +67,9 @@ def _render(m: PlanManifest, plan: Plan) -> None:
         f"{'inf' if ref9 is None else f'{ref9:.6f}'} /s | bottleneck {m.bottleneck_device}"
     )
     console.print(f"solver {m.solver}: {proof}, {m.nodes} nodes, {plan.solve_time_s:.3f} s")
+    for dev in m.devices:
+        if dev.compute_model:
+            console.print(f"compute on {dev.name}: {dev.compute_model}", highlight=False)
 
 
 @click.command("plan")

@@ -24,18 +24,61 @@ OBJECTIVES = ("latency", "throughput")
 
 
 def layer_time(cost: LayerCost, device: Device) -> float:
-    """``L_ij = MAC_j * CpM_i / f_i`` (thesis eq. 6).
+    """``L_ij``: compute seconds of layer ``j`` on device ``i``.
 
-    With calibrated per-class cycles (``device.cpm_by_class``) and a layer's ``macs_by_class``:
-    ``sum_c MAC_jc * CpM_ic / f_i``, falling back to ``CpM_i`` for a class the device lacks and for
-    MACs no class accounts for.
+    * A model's layer (``cost.instructions`` from the kernel cost table) on a device with its
+      catalog cycles per MAC (not calibrated): ``I_j(build_i) * CPI_i / f_i``
+      (:func:`table_time`, a real core's time from the modelled CPI).
+    * Otherwise (layer profiles, calibrated devices) thesis eq. 6, ``MAC_j * CpM_i / f_i``;
+      with calibrated per-class cycles (``device.cpm_by_class``) and a layer's
+      ``macs_by_class``: ``sum_c MAC_jc * CpM_ic / f_i``, falling back to ``CpM_i`` for a class
+      the device lacks and for MACs no class accounts for.
     """
+    table = table_time(cost, device)
+    if table is not None:
+        return table
     if not cost.macs_by_class or not device.cpm_by_class:
         return cost.macs * device.cpm / device.clock_hz
     classified = sum(m for _, m in cost.macs_by_class)
     cycles = sum(m * device.cpm_by_class.get(cls, device.cpm) for cls, m in cost.macs_by_class)
     cycles += max(0, cost.macs - classified) * device.cpm
     return cycles / device.clock_hz
+
+
+def uses_table(device: Device) -> bool:
+    """Whether a model's compute on ``device`` comes from the kernel cost table: the device
+    keeps its part's catalog cycles per MAC (a calibrated one, ``cpm`` or ``cpm_by_class`` in
+    the board file, is the user's measurement and wins)."""
+    return not device.cpm_by_class and device.cpm == device.part.cpm
+
+
+def table_time(cost: LayerCost, device: Device, *, emulated: bool = False) -> float | None:
+    """``I_j * CPI_i / f_i`` on a real core (``splitter.cost.cpi``), or with ``emulated`` the
+    emulator's time ``I_j / 1e9`` (``-icount shift=0``, the build of the emulated M4F with the
+    part's int8 variant); ``None`` when the layer has no table figures or the device is
+    calibrated (:func:`uses_table`)."""
+    if not cost.instructions or not uses_table(device):
+        return None
+    from splitter.cost.cpi import EMULATED_INSTRUCTIONS_PER_S, device_cpi_value
+    from splitter.cost.kernels import part_build_key
+
+    instr = dict(cost.instructions).get(part_build_key(device.part, emulated=emulated))
+    if instr is None:
+        return None
+    if emulated:
+        return instr / EMULATED_INSTRUCTIONS_PER_S
+    return instr * device_cpi_value(device.part, device.clock_hz) / device.clock_hz
+
+
+def compute_label(costs: Sequence[LayerCost], device: Device) -> str:
+    """What the compute times of ``costs`` on ``device`` describe (plan manifest, ``plan``)."""
+    if any(c.instructions for c in costs) and uses_table(device):
+        from splitter.cost.cpi import device_cpi
+
+        return f"real core, kernel cost table x CPI ({device_cpi(device).label})"
+    if device.cpm_by_class or device.cpm != device.part.cpm:
+        return f"cycles per MAC from the board file (cpm {device.cpm:g}, calibrated)"
+    return f"catalog cycles per MAC (cpm {device.cpm:g}; layer profile, thesis eq. 6)"
 
 
 @dataclass(frozen=True, eq=False)

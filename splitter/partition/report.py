@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from splitter.cost.code import arena_region, code_bytes, layer_keys, reserves, runtime_ram_bytes
+from splitter.cost.kernels import part_build_key
 from splitter.errors import InfeasibleError
 from splitter.ir import Boards, Chain, Device, Plan, SubModel
 from splitter.manifest import (
@@ -29,7 +30,14 @@ from splitter.manifest import (
 )
 from splitter.partition import make_plan, make_problem, solve
 from splitter.partition.base import SolverResult
-from splitter.partition.problem import Evaluation, Problem, better, close, evaluate
+from splitter.partition.problem import (
+    Evaluation,
+    Problem,
+    better,
+    close,
+    compute_label,
+    evaluate,
+)
 
 
 def chain_problem(chain: Chain, boards: Boards, *, upper: bool = True) -> Problem:
@@ -235,7 +243,10 @@ def build_manifest(
         waiting_s=float(ev.waiting_s),
         bottleneck_device=boards.devices[ev.bottleneck].name,
         assignment=tuple(plan.assignment),
-        devices=tuple(_device(ev, i, dev) for i, dev in enumerate(boards.devices)),
+        devices=tuple(
+            _device(ev, i, dev, compute_label(problem.costs, dev))
+            for i, dev in enumerate(boards.devices)
+        ),
         submodels=subs,
     )
     if chain.graph is not None:
@@ -304,11 +315,24 @@ def _submodel(
         transfer_s=float(ev.sub_transfer[k]),
         inputs=entering,
         outputs=leaving,
+        instructions=_instructions(problem, idx, dev),
     )
 
 
-def _device(ev: Evaluation, i: int, dev: Device) -> DeviceEntry:
+def _instructions(problem: Problem, idx: range, dev: Device) -> tuple[tuple[str, float], ...]:
+    """Table instructions of layers ``idx`` for ``dev``'s real core and for the emulator."""
+    keys = {part_build_key(dev.part), part_build_key(dev.part, emulated=True)}
+    total: dict[str, float] = {}
+    for j in idx:
+        for build, n in problem.costs[j].instructions:
+            if build in keys:
+                total[build] = total.get(build, 0.0) + n
+    return tuple(sorted((k, round(v, 1)) for k, v in total.items()))
+
+
+def _device(ev: Evaluation, i: int, dev: Device, label: str) -> DeviceEntry:
     return DeviceEntry(
+        compute_model=label,
         name=dev.name,
         index=i,
         mcu=dev.part.name,
