@@ -146,7 +146,7 @@ def test_a_real_core_needs_at_least_the_emulators_instructions() -> None:
     for part in parts():
         cpi = device_cpi(_device(part.name))
         assert 0.8 <= cpi.value <= 3.0, part.name
-        assert part.family in cpi.label and "model of a real" in cpi.label
+        assert f"{part.family} flash" in cpi.label and "CPI" in cpi.label
 
 
 def test_chain_layers_carry_table_instructions() -> None:

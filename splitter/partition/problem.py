@@ -75,7 +75,7 @@ def compute_label(costs: Sequence[LayerCost], device: Device) -> str:
     if any(c.instructions for c in costs) and uses_table(device):
         from splitter.cost.cpi import device_cpi
 
-        return f"real core, kernel cost table x CPI ({device_cpi(device).label})"
+        return f"real core (a model): kernel-table instructions x {device_cpi(device).label}"
     if device.cpm_by_class or device.cpm != device.part.cpm:
         return f"cycles per MAC from the board file (cpm {device.cpm:g}, calibrated)"
     return f"catalog cycles per MAC (cpm {device.cpm:g}; layer profile, thesis eq. 6)"
