@@ -205,23 +205,30 @@ def main() -> None:
     boards = sorted(p for p in BOARDS.glob("*.toml") if args.boards in p.name)
     t0 = time.monotonic()
     pairs = []
+    # board files in the outer loop: with a --budget every model gets some board files
+    todo = [(m, b) for b in boards for m in models]
     with tempfile.TemporaryDirectory(prefix="splitter-costs-bench-") as tmp:
-        for i, model in enumerate(models):
-            for j, board in enumerate(boards):
-                if args.budget and time.monotonic() - t0 > args.budget * 60:
-                    break
-                work = Path(tmp) / f"{i}-{j}"
-                work.mkdir()
-                t1 = time.monotonic()
-                pair = {"model": model.name, "boards": board.name, **one_pair(model, board, work)}
-                pairs.append(pair)
-                errs = [f"{r['error']:+.1%}" for r in pair.get("rows", [])]
-                print(f"{model.name} on {board.name} ({time.monotonic() - t1:.0f} s): "
-                      f"{errs or pair.get('skipped')}", flush=True)  # fmt: skip
-    rows = [r for p in pairs for r in p.get("rows", [])]
-    results = {"date": time.strftime("%Y-%m-%d"), "pairs": pairs, "summary": summary(rows)}
-    write(results)
+        for k, (model, board) in enumerate(todo):
+            if args.budget and time.monotonic() - t0 > args.budget * 60:
+                pairs.append({"model": model.name, "boards": board.name,
+                              "skipped": "not run (--budget reached)"})  # fmt: skip
+                continue
+            work = Path(tmp) / str(k)
+            work.mkdir()
+            t1 = time.monotonic()
+            pair = {"model": model.name, "boards": board.name, **one_pair(model, board, work)}
+            pairs.append(pair)
+            errs = [f"{r['error']:+.1%}" for r in pair.get("rows", [])]
+            print(f"{model.name} on {board.name} ({time.monotonic() - t1:.0f} s): "
+                  f"{errs or pair.get('skipped')}", flush=True)  # fmt: skip
+            write(_results(pairs))
+    write(_results(pairs))
     print((RESULTS / "costs.md").read_text())
+
+
+def _results(pairs: list[dict[str, Any]]) -> dict[str, Any]:
+    rows = [r for p in pairs for r in p.get("rows", [])]
+    return {"date": time.strftime("%Y-%m-%d"), "pairs": pairs, "summary": summary(rows)}
 
 
 if __name__ == "__main__":

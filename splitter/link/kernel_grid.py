@@ -25,6 +25,8 @@ KINDS = (("NCHW", "float32"), ("NHWC", "float32"), ("NHWC", "int8"))
 WALKS = 10  # window-op chains per kind
 STEPS = 9  # ops per chain
 DENSE_WALKS = 2
+#: fused activations drawn (an object array: ``None`` stays ``None``, names stay ``str``)
+_ACTS = np.array(["relu", "relu6", None], dtype=object)
 
 
 def _shape(layout: str, c: int, h: int, w: int) -> tuple[int, ...]:
@@ -85,7 +87,7 @@ def _window_step(b: _Builder, x: str, c: int, h: int) -> tuple[str, int, int]:
     """One random window op on a ``c`` x ``h`` x ``h`` input; the output and its c, h."""
     rng = b.rng
     choice = rng.choice(["conv", "conv", "depthwise", "pointwise", "pointwise", "pool"])
-    act = None if b.dtype == "int8" and rng.random() < 0.3 else rng.choice(["relu", "relu6", None])
+    act = None if b.dtype == "int8" and rng.random() < 0.3 else rng.choice(_ACTS)
     if choice == "pool":
         kind = str(rng.choice(["maxpool", "avgpool"]))
         k, s, p = (2, 2, 0) if h >= 4 and rng.random() < 0.6 else (3, 1, 1)
@@ -139,7 +141,7 @@ def dense_chain(dtype: str, walk: int) -> Chain:
     first = x = b.tensor((1, n))
     for _ in range(STEPS - 3):
         m = int(rng.choice([8, 10, 32, 64, 100, 256]))
-        act = rng.choice(["relu", None])
+        act = rng.choice(_ACTS[[0, 2]])
         attrs = {"act": act, **b.quant_attrs(x, m)}
         x = b.add("dense", x, (1, m), attrs, b.weights((m, n)))
         n = m
