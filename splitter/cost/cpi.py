@@ -83,7 +83,7 @@ class Cpi:
 
     @property
     def label(self) -> str:
-        """``"cortex-m4 CPI 1.39 + 5 flash WS x 0.05 = 1.64 (Arm DDI ...; F4 flash RM0090 ...)"``."""
+        """``"cortex-m4 CPI 1.39 + 5 flash WS x 0.05 = 1.64 (Arm DDI ...; F4 flash ...)"``."""
         return (
             f"{self.core} CPI {self.core_cpi:g} + {self.wait_states} flash WS x "
             f"{self.miss_rate:g} = {self.value:.3g} ({SOURCES[self.core]}; {self.family} flash "
