@@ -9,7 +9,11 @@ never asserted here.
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from partition_helpers import thesis_costs
@@ -21,6 +25,7 @@ from splitter.partition import make_problem, solve
 from splitter.partition.bnb import solve_bnb
 from splitter.partition.portfolio import race
 
+ROOT = Path(__file__).resolve().parents[1]
 FOUR = ("STM32H743ZI", "STM32F446RE", "STM32F401RE", "STM32H723ZG")
 
 
@@ -133,3 +138,37 @@ def test_time_limit_on_plan_and_compile(
     )  # fmt: skip
     assert code == 0, err
     assert json.loads(out)["solver"] == "cpsat"
+
+
+#: A CP-SAT model that takes far longer than the test waits: SIGINT lands mid-search.
+_LONG_SOLVE = """
+import os, signal, threading
+from ortools.sat.python import cp_model
+from splitter.partition.cpsat import solve_stoppable
+m = cp_model.CpModel()
+x = [m.new_int_var(0, 1000, f"x{i}") for i in range(60)]
+for i in range(59):
+    m.add(x[i] * 7 + x[i + 1] * 13 != 500 + i)
+m.add_all_different(x)
+m.add(sum(x) <= 30000)
+m.maximize(sum((i % 7 + 1) * x[i] * (1 if i % 2 else -1) for i in range(60)))
+s = cp_model.CpSolver()
+s.parameters.max_time_in_seconds = 600
+threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+try:
+    status = solve_stoppable(s, m)
+except KeyboardInterrupt:
+    print("interrupted")
+else:
+    print("returned", s.status_name(status))
+"""
+
+
+def test_ctrl_c_during_cpsat_interrupts_instead_of_returning_a_plan() -> None:
+    """CP-SAT's own SIGINT catching would end the search and hand back a plan; Ctrl-C must
+    interrupt the command instead (and promptly: the solve's time limit here is 600 s)."""
+    r = subprocess.run(
+        [sys.executable, "-c", _LONG_SOLVE], capture_output=True, text=True, timeout=120,
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert r.stdout.strip() == "interrupted", r.stdout + r.stderr

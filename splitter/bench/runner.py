@@ -43,7 +43,8 @@ from splitter.ir import TensorSpec
 from splitter.link import protocol as P
 from splitter.link.host import HostLink, Timing, receive_result, send_tensor, to_wire
 from splitter.link.protocol import plan_hash
-from splitter.link.run import _host_ports, check_pong, load_input, open_host_link
+from splitter.link.run import _host_ports, check_pong, load_input, open_host_link, weight_server
+from splitter.link.segments import WeightServer
 from splitter.manifest import PlanManifest, read_manifest, read_wiring
 
 EMULATED_CLOCK_HZ = float(EMULATOR.clock_hz)
@@ -83,6 +84,8 @@ class RunSample:
     t_sent: float
     t_first_rx: float
     t1: float
+    #: wall time spent serving LO-SC segment weights during this run (0 without segments)
+    load_s: float = 0.0
 
     @property
     def latency(self) -> float:
@@ -102,16 +105,21 @@ class Session:
     emulated: bool
     #: PIDs of the QEMUs this session started (empty with real boards)
     pids: list[int] = field(default_factory=list)
+    #: the segment weight server of a segmented OUT (``splitter segment -o``), else None
+    weights: WeightServer | None = None
 
 
 def one_run(s: Session, x: bytes, nbytes: int, timeout: float) -> RunSample:
     """One sequential inference with the host-side timestamps."""
     t0 = time.monotonic()
+    loaded = 0.0 if s.weights is None else s.weights.seconds
     send_tensor(s.links[s.first], 0, x)
     t_sent = time.monotonic()
     watch = [ln for name, ln in s.links.items() if name != s.last]
-    data, timings, t_first = receive_result(s.links[s.last], nbytes, timeout, watch)
-    return RunSample(data, timings, t0, t_sent, t_first, time.monotonic())
+    budget = 0.0 if s.weights is None else s.weights.budget_s
+    data, timings, t_first = receive_result(s.links[s.last], nbytes, timeout + budget, watch)
+    load = 0.0 if s.weights is None else s.weights.seconds - loaded
+    return RunSample(data, timings, t0, t_sent, t_first, time.monotonic(), load)
 
 
 def pipelined(s: Session, x: bytes, nbytes: int, count: int, timeout: float) -> dict[str, Any]:
@@ -213,7 +221,8 @@ def open_session(
     for link in links.values():
         check_pong(link, expected, timeout=min(cfg.timeout, 15.0))
     first, last = str(wiring["first_device"]), str(wiring["last_device"])
-    return Session(links, first, last, proxies, note, cfg.emulate, pids)
+    weights = weight_server(out_dir, list(links.values()))
+    return Session(links, first, last, proxies, note, cfg.emulate, pids, weights)
 
 
 def random_input(spec: TensorSpec, seed: int) -> np.ndarray:
@@ -324,6 +333,8 @@ def assemble(
         "links": links,
         "latency_s": latency,
         "latency_summary": summary(latency),
+        "load_s": [r.load_s for r in samples],
+        "load_summary": summary([r.load_s for r in samples]) if s.weights else None,
         "estimate": dict(est),
     }
 

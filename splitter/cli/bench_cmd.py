@@ -111,6 +111,12 @@ def render(result: dict[str, Any], path: Path) -> None:
         f"latency: median {lat['p50'] * 1e3:.2f} ms, p95 {lat['p95'] * 1e3:.2f} ms, "
         f"min {lat['min'] * 1e3:.2f} ms, max {lat['max'] * 1e3:.2f} ms"
     )
+    load = result.get("load_summary")
+    if load:
+        console.print(
+            f"loading LO-SC segment weights (host-streamed): median {load['p50']:.3f} s per "
+            "inference, part of the latency"
+        )
     tp = result["throughput"]
     line = f"throughput ({tp['mode']}): {tp['per_s']:.3f} inferences/s"
     if tp.get("why_not_pipelined"):

@@ -164,6 +164,10 @@ class Progress:
         return TransferBars(self)
 
 
+#: Bar titles of HostLink.on_bytes directions ("receive" and any other: the result).
+_TRANSFER = {"send": "sending the input", "load": "loading segment weights"}
+
+
 class TransferBars:
     """``(direction, done, total)`` -> a byte bar per tensor transfer, with its rate."""
 
@@ -174,7 +178,7 @@ class TransferBars:
     def __call__(self, direction: str, done: int, total: int) -> None:
         bar = self.bars.get(direction)
         if bar is None or bar.finished or bar.total != total:
-            what = "sending the input" if direction == "send" else "receiving the result"
+            what = _TRANSFER.get(direction, "receiving the result")
             bar = self.bars[direction] = self.owner.bar(what, total, "B")
         bar.update(done)
 

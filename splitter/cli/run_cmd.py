@@ -56,7 +56,8 @@ from splitter.manifest import read_manifest
     type=float,
     default=60.0,
     show_default=True,
-    help="Seconds to wait for the result before naming the silent board.",
+    help="Seconds to wait for the result before naming the silent board (for LO-SC segments, "
+    "plus the estimated time to load their weights).",
 )
 @verbose_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -118,6 +119,10 @@ def run_json(
         ],
         "round_trip_s": res.seconds,
         "compute_s": res.compute_s,
+        "load_s": res.load_s,
+        "loads": [
+            {"segment": x.segment, "bytes": x.bytes, "seconds": x.seconds} for x in res.loads
+        ],
         "check": check,
     }
 
@@ -128,6 +133,12 @@ def render(res: R.RunResult, output_path: Path | None, check: dict[str, Any] | N
         click.echo(res.note)
     for t in res.timings:
         click.echo(f"sub-model {t.submodel} on device {t.device}: {t.cycles} cycles")
+    if res.loads:
+        loaded = sum(x.bytes for x in res.loads)
+        click.echo(
+            f"loading {len(res.loads)} segments' weights ({loaded} B, streamed by the host): "
+            f"{res.load_s:.3f} s"
+        )
     click.echo(
         f"round trip {res.seconds:.3f} s: compute {res.compute_s:.4f} s (cycles / core clock), "
         f"links and host {res.seconds - res.compute_s:.3f} s"

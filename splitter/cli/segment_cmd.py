@@ -4,22 +4,32 @@ Each layer ``l`` of the chain gives ``MEM_l`` = its weights (FLASH_j), ``PEAK_l`
 RAM (RAM_j), ``OUT_l`` = its output bytes (OUT_j) and ``T_l`` = compute (thesis eq. 6) plus the time
 to bring its weights in over the board's link (``MEM_l * bits_per_byte / baud``: on the emulator the
 host streams each segment's weights, see issue 16). A segment's memory is its weights plus its
-largest activation buffer, within ``--segment-memory`` (default: the device's usable RAM, where a
-streamed segment lives). The firmware that runs segments one after another is not generated yet:
-this command plans and reports.
+largest activation buffer, within ``--segment-memory``.
+
+For a model file (ONNX / TFLite with ops) the items are the firmware's *units*
+(:mod:`codegen.segments`: a layer, or a slice of output channels of a layer too large for one
+segment) and the default ``--segment-memory`` is what the firmware has for them
+(:func:`splitter.segment_build.firmware_cap`); ``-o OUT`` writes the firmware that runs the
+segments one after another on the device (``splitter build OUT``, ``splitter run OUT``). For a
+layer profile the items are its layers and the default is the device's usable RAM (planning only).
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
+from codegen.segments import chain_units
 from splitter.cli.options import activation_bytes_option, input_shape_option
+from splitter.cli.progress import Progress
 from splitter.errors import SplitterError
 from splitter.hardware.boards import load_boards, parse_size
+from splitter.hardware.families import family_for
 from splitter.importers import load_chain
 from splitter.ir import Boards, Chain, Device
 from splitter.partition.problem import layer_time
@@ -30,6 +40,7 @@ from splitter.partition.segment import (
     segment_time,
     solve_segments,
 )
+from splitter.segment_build import firmware_cap, parse_extflash, unit_problem, write_segmented
 
 
 def segment_problem(
@@ -65,19 +76,35 @@ def _pick_device(boards: Boards, name: str | None, target: str) -> Device:
     raise SplitterError(f"{target}: no device named '{name}'; choose one of {names}")
 
 
-def _rows(chain: Chain, problem: SegmentProblem, answer: Segmentation) -> list[dict[str, object]]:
+def _load_s(problem: SegmentProblem, first: int, last: int, link_rate: float) -> float:
+    """Seconds to bring the segment's weights over the link: ``sum MEM_l / (baud / bits)``."""
+    return sum(problem.memory[first : last + 1]) / link_rate
+
+
+def _rows(
+    chain: Chain,
+    problem: SegmentProblem,
+    answer: Segmentation,
+    units: list[Any] | None,
+    link_rate: float,
+) -> list[dict[str, object]]:
+    """One row per segment; ``first``/``last`` are layers, ``units`` the items (layers, or
+    slices ``layer/part`` of a layer) when the model was cut into units."""
     rows: list[dict[str, object]] = []
     for k, (first, last) in enumerate(answer.segments):
+        a, b = (first, last) if units is None else (units[first].layer, units[last].layer)
         rows.append(
             {
                 "index": k,
-                "first": first,
-                "last": last,
-                "first_name": chain.layers[first].name,
-                "last_name": chain.layers[last].name,
+                "first": a,
+                "last": b,
+                "units": None if units is None else [u.label for u in units[first : last + 1]],
+                "first_name": chain.layers[a].name,
+                "last_name": chain.layers[b].name,
                 "weights_bytes": sum(problem.memory[first : last + 1]),
                 "memory_bytes": segment_memory(problem, first, last),
                 "time_s": segment_time(problem, first, last),
+                "load_s": _load_s(problem, first, last, link_rate),
                 "carried_bytes": problem.output[last],
             }
         )
@@ -92,7 +119,8 @@ def _rows(chain: Chain, problem: SegmentProblem, answer: Segmentation) -> list[d
     "--segment-memory",
     default=None,
     metavar="SIZE",
-    help="Bytes a segment may occupy, e.g. '96 KiB' (default: the device's usable RAM).",
+    help="Bytes a segment may occupy, e.g. '96 KiB' (default for a model: what the firmware "
+    "has, the RAM region less runtime and loader; for a layer profile: the usable RAM).",
 )
 @click.option(
     "--segment-time",
@@ -103,6 +131,23 @@ def _rows(chain: Chain, problem: SegmentProblem, answer: Segmentation) -> list[d
 )
 @click.option("--time-limit", type=click.FloatRange(min=0.0, min_open=True), default=60.0)
 @click.option("--json", "as_json", is_flag=True, help="Print the segmentation as JSON.")
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="OUT",
+    help="Write the segment firmware project here (then `splitter build OUT`, `run OUT`).",
+)
+@click.option("--force", is_flag=True, help="Replace OUT even if splitter did not write it.")
+@click.option(
+    "--extflash",
+    default=None,
+    metavar="ORIGIN:SIZE[:NAME]",
+    help="With -o: the board's memory-mapped external flash (e.g. 0x90000000:8MiB:QSPI); the "
+    "part's build reads the weights from there (the emulator's build still streams them).",
+)
 @input_shape_option
 @activation_bytes_option
 def command(
@@ -113,21 +158,48 @@ def command(
     segment_time: float | None,
     time_limit: float,
     as_json: bool,
+    out_dir: Path | None,
+    force: bool,
+    extflash: str | None,
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
 ) -> None:
     """Cut INPUT into LO-SC segments run one after another on ONE board, carrying fewest bytes."""
     boards = load_boards(target)
     device = _pick_device(boards, device_name, target)
-    cap = device.ram_bytes
-    if segment_memory is not None:
-        cap = parse_size(segment_memory, device.part.ram_kib, target, "--segment-memory")
-    chain = load_chain(
-        input_path, input_shapes=input_shapes or None, activation_bytes=activation_bytes
-    )
-    problem = segment_problem(chain, boards, device, cap, segment_time)
-    answer = solve_segments(problem, time_limit=time_limit)
-    rows = _rows(chain, problem, answer)
+    ext = None if extflash is None else parse_extflash(extflash)
+    with Progress() as progress:
+        progress.step(f"importing {input_path}")
+        chain = load_chain(
+            input_path, input_shapes=input_shapes or None, activation_bytes=activation_bytes
+        )
+        units = None
+        if chain.graph is not None:
+            cap = firmware_cap(device)
+            if segment_memory is not None:
+                cap = parse_size(segment_memory, device.part.ram_kib, target, "--segment-memory")
+            progress.step("cutting the model into units")
+            units = chain_units(chain, cap, core=family_for(device.part.family).core)
+            problem = unit_problem(chain, boards, device, units, cap, segment_time)
+        else:
+            cap = device.ram_bytes
+            if segment_memory is not None:
+                cap = parse_size(segment_memory, device.part.ram_kib, target, "--segment-memory")
+            problem = segment_problem(chain, boards, device, cap, segment_time)
+        progress.step("solving the LO-SC segmentation (cpsat)")
+        answer = solve_segments(problem, time_limit=time_limit)
+        written = None
+        if out_dir is not None:
+            if units is None:
+                raise SplitterError(
+                    f"{input_path}: a layer profile has no weights to build; give the model file"
+                )
+            written = write_segmented(
+                out_dir, input_path, target, chain, boards, device, units, answer,
+                force=force, input_shapes=input_shapes or None, extflash=ext,
+                step=progress.step,
+            )  # fmt: skip
+    rows = _rows(chain, problem, answer, units, boards.link.baud / boards.link.bits_per_byte)
     if as_json:
         doc = {
             "schema": "splitter.segments/1",
@@ -139,10 +211,27 @@ def command(
             "carried_bytes": answer.carried_bytes,
             "optimal": answer.optimal,
             "segments": rows,
+            "out": None if written is None else str(written.out),
+            "region_bytes": None if written is None else written.record["region_bytes"],
         }
         click.echo(json.dumps(doc, indent=2))
         return
     _render(chain, device, cap, answer, rows)
+    if written is not None:
+        click.echo(
+            f"wrote {written.out}: firmware for {device.name} running {len(rows)} segments in "
+            f"one {written.record['region_bytes']} B RAM region, weights "
+            f"{written.record['blob_bytes']} B in firmware/{device.name}/weights.bin; "
+            f"next: splitter build {written.out} && splitter run {written.out} --emulate"
+        )
+
+
+def _span(row: dict[str, object]) -> str:
+    """``3-8``, or the units ``28/2of10`` / ``25/2of2..26`` when layers are sliced."""
+    units = row.get("units")
+    if isinstance(units, list) and any("/" in str(u) for u in units):
+        return str(units[0]) if len(units) == 1 else f"{units[0]}..{units[-1]}"
+    return f"{row['first']}-{row['last']}"
 
 
 def _render(
@@ -157,7 +246,7 @@ def _render(
     for r in rows:
         table.add_row(
             str(r["index"]),
-            f"{r['first']}-{r['last']} ({r['first_name']}..{r['last_name']})",
+            f"{_span(r)} ({r['first_name']}..{r['last_name']})",
             f"{int(r['weights_bytes']) / 1024:.1f}",  # type: ignore[call-overload]
             f"{int(r['memory_bytes']) / 1024:.1f}",  # type: ignore[call-overload]
             f"{float(r['time_s']):.6f}",  # type: ignore[arg-type]

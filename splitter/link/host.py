@@ -102,6 +102,9 @@ class HostLink:
         self._rx_seq: int | None = None
         #: plan tag of the board's firmware (from its PONG), sent in every TENSOR chunk
         self.plan_tag = 0
+        #: answers a board's request while the host waits for a result (True: served), e.g.
+        #: segment weights (:class:`splitter.link.segments.WeightServer`); None: no requests
+        self.serve: Callable[[HostLink, P.Frame], bool] | None = None
 
     def close(self) -> None:
         """Close the transport."""
@@ -373,7 +376,7 @@ def receive_result(
                 link.on_bytes("receive", got, nbytes)
             if nbytes == 0:
                 break
-        else:
+        elif link.serve is None or not link.serve(link, frame):
             raise _malformed(link, frame, "a board sends the host only TIMING, RESULT or ERROR")
     return bytes(buf), timings, t_first
 

@@ -22,6 +22,7 @@ from splitter.ir import TensorSpec
 from splitter.link.emulator import Emulation
 from splitter.link.host import HostLink, Timing, infer
 from splitter.link.protocol import FIRMWARE_VERSION, PROTOCOL_VERSION, plan_hash
+from splitter.link.segments import Load, WeightServer
 from splitter.link.transport import open_transport
 from splitter.manifest import PlanManifest, read_manifest, read_wiring
 
@@ -42,6 +43,13 @@ class RunResult:
     seconds: float = 0.0
     note: str = ""
     compute_s: float = 0.0
+    #: LO-SC segment loads the host served (a segmented OUT, ``splitter segment -o``)
+    loads: list[Load] = field(default_factory=list)
+
+    @property
+    def load_s(self) -> float:
+        """Wall time spent loading segment weights (part of ``seconds``)."""
+        return sum(x.seconds for x in self.loads)
 
 
 def load_input(path: Path, spec: TensorSpec) -> np.ndarray:
@@ -153,6 +161,7 @@ def run(
         for link in links:
             check_pong(link, expected, timeout=min(timeout, 15.0))
             link.on_bytes = on_bytes
+        server = weight_server(out_dir, links)
         step("running one inference")
         res = infer(
             links,
@@ -160,11 +169,25 @@ def run(
             wiring["last_device"],
             x,
             out_spec.nbytes,
-            timeout=timeout,
+            timeout=timeout + (server.budget_s if server is not None else 0.0),
         )
     y = from_wire(res.data, out_spec)
     compute = compute_seconds(wiring, res.timings, emulated=emulate)
-    return RunResult(y, res.timings, res.seconds, note, compute)
+    loads = server.loads if server is not None else []
+    return RunResult(y, res.timings, res.seconds, note, compute, list(loads))
+
+
+def weight_server(out_dir: Path, links: list[HostLink]) -> WeightServer | None:
+    """For a segmented ``OUT`` (``segments.json``), the server of its segments' weights,
+    attached to the (one) device's host link; None otherwise."""
+    from codegen.segments import read_segments
+
+    record = read_segments(out_dir)
+    if record is None:
+        return None
+    server = WeightServer.from_out(out_dir, record, links[0].device)
+    links[0].serve = server
+    return server
 
 
 def open_host_link(

@@ -33,7 +33,8 @@ def global_violation(problem: Problem) -> str | None:
         return (
             f"{where}: constraint (1) fails: the layers need {_kib(total)} of flash, all devices "
             f"together offer {_kib(cap)}{code} (short by {total - cap} B); add a device, use "
-            "bigger parts or lower the flash reserves"
+            "bigger parts, lower the flash reserves, or run it by segments on one board, the "
+            "weights loaded from outside flash (`splitter segment MODEL --target ONE.toml -o OUT`)"
         )
     for kind, need_arr, have_arr, num, note in (
         ("flash", problem.flash, problem.dev_flash, "(2)", problem.flash_note),

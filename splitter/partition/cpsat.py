@@ -20,8 +20,12 @@ integer rounding and applies the SPEC.md tie rule, so every exact solver returns
 
 from __future__ import annotations
 
+import select
+import signal
+import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
@@ -82,7 +86,7 @@ def solve_cpsat(problem: Problem, objective: str, **options: object) -> SolverRe
     solver.parameters.num_workers = int(options.get("workers", 2))  # type: ignore[call-overload]
     report = options.get("on_progress")
     callback = None if not callable(report) else _Reporter(report, _scale(problem))
-    status = _solve_stoppable(solver, m, options.get("stop"), callback)
+    status = solve_stoppable(solver, m, options.get("stop"), callback)
     nodes = int(solver.num_branches)
     if status == cp_model.INFEASIBLE:
         return SolverResult(None, nodes, optimal=True)
@@ -113,33 +117,74 @@ class _Reporter(cp_model.CpSolverSolutionCallback):
         )
 
 
-def _solve_stoppable(
+def solve_stoppable(
     solver: cp_model.CpSolver,
     m: cp_model.CpModel,
-    stop: object,
+    stop: object = None,
     callback: cp_model.CpSolverSolutionCallback | None = None,
 ) -> object:
-    """``solver.solve(m)``; a watcher thread calls ``stop_search`` once ``stop`` is set."""
-    if stop is None:
-        return solver.solve(m, callback)
-    assert isinstance(stop, threading.Event)
-    if stop.is_set():
+    """``solver.solve(m)``, ended early when ``stop`` (a ``threading.Event``) is set or on Ctrl-C.
+
+    CP-SAT catches SIGINT itself by default and then ends the search as if its time limit had
+    passed, so a Ctrl-C during a solve would quietly yield a plan. Its catching is turned off here;
+    Python's own handler then runs only once ``solve`` returns, so a watcher thread reads Python's
+    signal wake-up fd (possible in the main thread only) and calls ``stop_search``; the
+    ``KeyboardInterrupt`` follows as soon as ``solve`` returns. In another thread (the portfolio
+    race), the main thread is interrupted and sets ``stop``.
+    """
+    solver.parameters.catch_sigint_signal = False
+    if isinstance(stop, threading.Event) and stop.is_set():
         return cp_model.UNKNOWN
     done = threading.Event()
+    with _sigint_wakeup() as wake:
 
-    def watch() -> None:
-        while not done.is_set():
-            if stop.wait(0.005):
-                solver.stop_search()
-                return
+        def watch() -> None:
+            while not done.is_set():
+                if wake is not None and _sigint_arrived(wake):
+                    solver.stop_search()
+                    return
+                if isinstance(stop, threading.Event) and stop.wait(0 if wake else 0.005):
+                    solver.stop_search()
+                    return
+                if wake is None and stop is None:
+                    return
 
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            return solver.solve(m, callback)
+        finally:
+            done.set()
+            watcher.join()
+
+
+@contextmanager
+def _sigint_wakeup() -> Iterator[socket.socket | None]:
+    """A socket that receives the number of every signal Python catches during the block
+    (``signal.set_wakeup_fd``); ``None`` outside the main thread, where it cannot be set."""
+    if threading.current_thread() is not threading.main_thread():
+        yield None
+        return
+    r, w = socket.socketpair()
+    r.setblocking(False)
+    w.setblocking(False)
+    previous = signal.set_wakeup_fd(w.fileno(), warn_on_full_buffer=False)
     try:
-        return solver.solve(m, callback)
+        yield r
     finally:
-        done.set()
-        watcher.join()
+        signal.set_wakeup_fd(previous)
+        r.close()
+        w.close()
+
+
+def _sigint_arrived(wake: socket.socket) -> bool:
+    """Whether a SIGINT was written to ``wake`` (waits up to 5 ms for one)."""
+    if not select.select([wake], [], [], 0.005)[0]:
+        return False
+    try:
+        return signal.SIGINT in wake.recv(64)
+    except BlockingIOError:
+        return False
 
 
 def _sends(m: cp_model.CpModel, x: list[list[cp_model.IntVar]]) -> list[list[cp_model.IntVar]]:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from splitter.errors import InfeasibleError
+from splitter.partition.cpsat import solve_stoppable
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ def solve_segments(problem: SegmentProblem, time_limit: float = 60.0) -> Segment
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit
     solver.parameters.num_workers = 2
-    status = solver.solve(m)
+    status = solve_stoppable(solver, m)
     if status == cp_model.INFEASIBLE:
         raise InfeasibleError(_infeasible_message(problem))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

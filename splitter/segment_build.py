@@ -1,0 +1,302 @@
+"""``splitter segment MODEL --target ONE_BOARD.toml -o OUT``: LO-SC segments as firmware.
+
+The model is cut into units (layers, or slices of a layer whose weights do not fit:
+:mod:`codegen.segments`), the LO-SC problem over the units is solved exactly
+(:func:`splitter.partition.segment.solve_segments`) with the segment memory the firmware has:
+
+``M_cap = min(RAM budget, arena region) - runtime RAM (1 sub-model, 1 link) - loader RAM``
+
+and the firmware's one RAM region is ``max_s (W_s + A_s)``, the largest ``segment_memory`` of
+the answer, never more than ``M_cap``. ``OUT`` then holds what ``build`` and ``run`` read:
+
+* ``plan.json``: one sub-model (every layer) on the device; its FLASH is 0 (the weights are
+  loaded from outside internal flash) and its RAM the region;
+* ``segments.json`` (:func:`codegen.segments.segments_record`), ``report.md``;
+* ``firmware/<device>/`` with ``weights.bin`` (the segments' weights), served by the host on
+  the emulator or linked into the board's external flash (``SEG_EXTFLASH``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from codegen.segments import ExtFlash
+from splitter.errors import SplitterError, UnsupportedOpError
+from splitter.ir import Boards, Chain, Device, Plan, SubModel
+from splitter.manifest import MANIFEST_FILE, PlanManifest
+from splitter.partition.problem import layer_time
+from splitter.partition.segment import Segmentation, SegmentProblem
+
+if TYPE_CHECKING:
+    from codegen.firmware import PlanContext
+
+Step = Callable[[str], None]
+
+
+def firmware_cap(device: Device) -> int:
+    """``M_cap`` of the module docstring: bytes one segment (weights + activations) may use."""
+    from codegen.segments import LOADER_RAM_BYTES
+    from splitter.cost.code import arena_region, runtime_ram_bytes
+
+    region = min(device.ram_bytes, arena_region(device.part)[2])
+    return region - runtime_ram_bytes(device.part, 1, 1) - LOADER_RAM_BYTES
+
+
+def unit_problem(
+    chain: Chain, boards: Boards, device: Device, units: list[Any], cap: int, time_cap: float | None
+) -> SegmentProblem:
+    """The LO-SC instance over ``units``: ``T`` = compute (eq. 6, the unit's MACs) + the time
+    to bring its weights over the link (``MEM * bits_per_byte / baud``)."""
+    link = boards.link
+    times = []
+    for u in units:
+        cost = replace(chain.layers[u.layer].cost, macs=u.macs, macs_by_class=())
+        times.append(layer_time(cost, device) + u.weights * link.bits_per_byte / link.baud)
+    return SegmentProblem(
+        memory=tuple(u.weights for u in units),
+        output=tuple(u.out for u in units),
+        memory_cap=cap,
+        peak=tuple(u.peak for u in units),
+        time=tuple(times),
+        time_cap=time_cap,
+        names=tuple(f"{u.label} {chain.layers[u.layer].name}" for u in units),
+    )
+
+
+@dataclass(frozen=True)
+class SegmentedOut:
+    """What ``segment -o`` wrote."""
+
+    out: Path
+    record: dict[str, Any]
+    manifest: PlanManifest
+
+
+def write_segmented(
+    out_dir: Path,
+    model: str,
+    target: str,
+    chain: Chain,
+    boards: Boards,
+    device: Device,
+    units: list[Any],
+    answer: Segmentation,
+    *,
+    force: bool = False,
+    input_shapes: dict[str, tuple[int, ...]] | None = None,
+    extflash: ExtFlash | None = None,
+    step: Step = lambda _t: None,
+) -> SegmentedOut:
+    """Generate and write ``OUT`` (module docstring), atomically. ``extflash``: the part's
+    build links the weights into that memory-mapped region and reads them from there."""
+    from codegen.firmware import DeviceSpec, build_plan_context, render_firmware
+    from codegen.segments import BLOB_FILE, SEGMENTS_FILE, generate_segmented_c, segments_record
+    from splitter.hardware.families import family_for
+    from splitter.link.protocol import plan_hash
+    from splitter.outputs import OutputDir
+
+    core = family_for(device.part.family).core
+    step("generating the segment firmware")
+    gen = generate_segmented_c(
+        chain, units, answer.segments, device.name, core=core, extflash=extflash is not None
+    )
+    if extflash is not None and len(gen.blob) > extflash.size:
+        raise SplitterError(
+            f"--extflash: the weights take {len(gen.blob)} B, the region {extflash.size} B; "
+            "give the board's whole external flash"
+        )
+    manifest, plan = segmented_manifest(
+        chain, boards, device, gen.region_bytes, model, target, answer, segments_digest(gen)
+    )
+    index = boards.devices.index(device)
+    spec = DeviceSpec(
+        device.name,
+        index,
+        device.part,
+        gen.files,
+        0,
+        gen.region_bytes,
+        [(0, 0, gen.input_bytes, 0, gen.output_bytes)],
+        device.clock_hz,
+        device.board,
+    )
+    ctx = build_plan_context([spec], [index], plan_hash(manifest.to_dict()), baud=boards.link.baud)
+    if extflash is not None:
+        ctx = _with_extflash(ctx, extflash)
+    extra = {
+        "model": chain.name,
+        "device": device.name,
+        "mcu": device.part.name,
+        "carried_bytes": answer.carried_bytes,
+        "optimal": answer.optimal,
+        "plan_hash": ctx.plan_hash,
+        "input_shapes": {k: list(v) for k, v in (input_shapes or {}).items()},
+        "extflash": None
+        if extflash is None
+        else {"name": extflash.name, "origin": extflash.origin, "bytes": extflash.size},
+    }
+    record = segments_record(chain, units, answer.segments, gen, extra)
+    _add_estimates(record, chain, boards, device, units, answer)
+    with OutputDir(out_dir, force=force) as out:
+        out.write_text(MANIFEST_FILE, manifest.to_json() + "\n")
+        render_firmware(out.root, ctx)
+        out.write_bytes(f"firmware/{device.name}/{BLOB_FILE}", gen.blob)
+        out.write_json(SEGMENTS_FILE, record)
+        out.write_text("report.md", report_text(record))
+        _write_html(out, chain, plan, manifest)
+    return SegmentedOut(out.target, record, manifest)
+
+
+def segments_digest(gen: Any) -> str:
+    """16 hex digits of ``sha256`` over the segment table and the weights: in plan.json's
+    ``solver`` (``lo-sc <digest>``), so the plan hash a board reports in PONG changes with the
+    segmentation and the weights, and ``run`` refuses a board flashed for other segments."""
+    import hashlib
+
+    h = hashlib.sha256(repr(gen.segments).encode())
+    h.update(gen.blob)
+    return h.hexdigest()[:16]
+
+
+def _write_html(out: Any, chain: Chain, plan: Plan, manifest: PlanManifest) -> None:
+    """``report.json`` and ``report.html`` as compile writes them (the one-device plan, its
+    layers with their own weights), so ``splitter report`` / ``bench`` refresh it."""
+    from splitter.report import REPORT_DATA_FILE, REPORT_FILE, report_data
+    from splitter.report import render_report as render_html
+
+    data = report_data(chain, plan)
+    out.write_json(REPORT_DATA_FILE, data.to_dict())
+    out.write_text(REPORT_FILE, render_html(manifest, data, {"skipped": True}))
+
+
+def _add_estimates(
+    record: dict[str, Any],
+    chain: Chain,
+    boards: Boards,
+    device: Device,
+    units: list[Any],
+    answer: Segmentation,
+) -> None:
+    """Per segment and in total: the estimated time to load its weights over the link
+    (``W_s * bits_per_byte / baud``, the host streaming them) and to compute it (eq. 6)."""
+    link = boards.link
+    for row, (a, b) in zip(record["segments"], answer.segments, strict=True):
+        row["load_s"] = int(row["weights_bytes"]) * link.bits_per_byte / link.baud
+        row["compute_s"] = sum(
+            layer_time(replace(chain.layers[u.layer].cost, macs=u.macs, macs_by_class=()), device)
+            for u in units[a : b + 1]
+        )
+    record["load_s"] = sum(r["load_s"] for r in record["segments"])
+    record["compute_s"] = sum(r["compute_s"] for r in record["segments"])
+
+
+def _with_extflash(ctx: PlanContext, ext: ExtFlash) -> PlanContext:
+    """``ctx`` whose device's part linker script and Makefile place the weights in ``ext``."""
+    from codegen.firmware import _env, render_device
+    from codegen.segments import extflash_ldscript, extflash_makefile
+
+    dev = ctx.devices[0]
+    rendered = render_device(_env(), ctx, dev)
+    files = {
+        **dev.files,
+        "part.ld": extflash_ldscript(rendered["part.ld"], ext),
+        "Makefile": extflash_makefile(rendered["Makefile"]),
+    }
+    return replace(ctx, devices=(replace(dev, files=files),))
+
+
+def parse_extflash(text: str) -> ExtFlash:
+    """``ORIGIN:SIZE[:NAME]``, e.g. ``0x90000000:8MiB:QSPI`` (SIZE in bytes, KiB or MiB)."""
+    parts = text.split(":")
+    try:
+        origin = int(parts[0], 0)
+        size_text = parts[1].replace(" ", "")
+        scale = {"KiB": 1024, "MiB": 1024 * 1024}.get(size_text[-3:], 1)
+        size = int(size_text[:-3] if scale > 1 else size_text) * scale
+    except (IndexError, ValueError):
+        raise SplitterError(
+            f"--extflash {text!r}: expected ORIGIN:SIZE[:NAME], e.g. 0x90000000:8MiB:QSPI"
+        ) from None
+    if origin <= 0 or size <= 0 or origin + size > 2**32 or len(parts) > 3:
+        raise SplitterError(
+            f"--extflash {text!r}: the region must lie in the 32-bit address space, e.g. "
+            "0x90000000:8MiB:QSPI"
+        )
+    return ExtFlash(origin, size, parts[2] if len(parts) == 3 and parts[2] else "EXTFLASH")
+
+
+def segmented_manifest(
+    chain: Chain,
+    boards: Boards,
+    device: Device,
+    region: int,
+    model: str,
+    target: str,
+    answer: Segmentation,
+    digest: str = "",
+) -> tuple[PlanManifest, Plan]:
+    """plan.json of a segmented device: one sub-model, FLASH 0 (weights outside internal
+    flash), RAM = the region; the loader's RAM is added to the device's runtime RAM."""
+    from codegen.segments import LOADER_RAM_BYTES
+    from splitter.partition.report import build_manifest
+
+    if chain.graph is None:
+        raise UnsupportedOpError(f"{model}: a layer profile has no weights to run; give the model")
+    index = boards.devices.index(device)
+    layers = tuple(
+        replace(layer, cost=replace(layer.cost, flash=0, ram=region)) for layer in chain.layers
+    )
+    flat = replace(chain, layers=layers)
+    n = len(chain.layers)
+    plan = Plan(
+        objective="latency",
+        solver=f"lo-sc {digest}".strip(),
+        optimal=answer.optimal,
+        nodes=0,
+        solve_time_s=0.0,
+        assignment=(index,) * n,
+        submodels=(SubModel(0, index, 0, n - 1),),
+        latency_s=0.0,
+        throughput_per_s=0.0,
+        throughput_ref9_per_s=0.0,
+    )
+    manifest = build_manifest(plan, flat, boards, model_path=model, boards_path=target)
+    devices = tuple(
+        replace(d, runtime_ram_bytes=d.runtime_ram_bytes + LOADER_RAM_BYTES)
+        if d.index == index
+        else d
+        for d in manifest.devices
+    )
+    return replace(manifest, devices=devices).check(), plan
+
+
+def report_text(record: dict[str, Any]) -> str:
+    """``report.md`` of a segmented ``OUT``."""
+    lines = [
+        f"# {record['model']}: {len(record['segments'])} LO-SC segments on {record['device']} "
+        f"({record['mcu']})",
+        "",
+        f"One RAM region of {record['region_bytes']} B holds a segment's activations (bottom) "
+        "and weights (top); the weights are loaded before each segment (streamed by the host "
+        "on the emulator, `firmware/<device>/weights.bin`).",
+        f"Carried bytes (LO-SC eq. 9): {record['carried_bytes']}"
+        + (" (proved optimal)." if record["optimal"] else " (not proved optimal)."),
+        f"Estimated per inference: loading {record['load_s']:.3f} s (weights x bits per byte / "
+        f"baud, streamed over the link), compute {record['compute_s']:.4f} s (eq. 6).",
+        "",
+        "| # | units | layers | weights B | activations B | memory B | carried B | load s |"
+        " compute s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in record["segments"]:
+        units = s["units"]
+        span = units[0] if len(units) == 1 else f"{units[0]}..{units[-1]}"
+        lines.append(
+            f"| {s['index']} | {span} | {s['first_name']}..{s['last_name']} | "
+            f"{s['weights_bytes']} | {s['activation_bytes']} | {s['memory_bytes']} | "
+            f"{s['carried_bytes']} | {s['load_s']:.3f} | {s['compute_s']:.4f} |"
+        )
+    return "\n".join(lines) + "\n"
