@@ -66,7 +66,7 @@ GCC = "arm-none-eabi-gcc"
 SOURCE_GLOBS = (
     "firmware_templates/kernels/*",
     "firmware_templates/Makefile.j2",
-    "codegen/*.py",
+    "codegen/model_c.py",
     "codegen/ops/*.py",
     "splitter/cost/kernels.py",
     "splitter/link/kernel_table.py",
