@@ -146,10 +146,10 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def write(results: dict[str, Any]) -> None:
-    """benchmarks/results/costs.json and costs.md."""
+def write(results: dict[str, Any], name: str = "costs") -> None:
+    """benchmarks/results/NAME.json and NAME.md."""
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "costs.json").write_text(json.dumps(results, indent=1) + "\n")
+    (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=1) + "\n")
     rows = [r for p in results["pairs"] for r in p.get("rows", [])]
     lines = [
         "# Kernel cost table vs the emulated bench (no calibration)",
@@ -190,7 +190,7 @@ def write(results: dict[str, Any]) -> None:
     skipped = [p for p in results["pairs"] if "skipped" in p]
     lines += ["", f"Skipped pairs ({len(skipped)}; the planner or the build refuses them):", ""]
     lines += [f"- {p['model']} on {p['boards']}: {p['skipped']}" for p in skipped]
-    (RESULTS / "costs.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
     del rows
 
 
@@ -198,11 +198,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", type=float, default=0.0, help="stop after this many minutes")
     ap.add_argument("--only", default="", help="models whose file name contains this")
-    ap.add_argument("--boards", default="", help="board files whose name contains this")
+    ap.add_argument("--boards", default="", help="board files whose name contains one of these "
+                    "(comma-separated)")  # fmt: skip
+    ap.add_argument("--name", default="costs", help="results file stem")
+    ap.add_argument("--combine", nargs="*", metavar="STEM",
+                    help="merge these results files into NAME, no new runs")  # fmt: skip
     args = ap.parse_args()
+    if args.combine:
+        combine(args.combine, args.name)
+        return
     models = sorted(p for p in [*MODELS.glob("*.onnx"), *MODELS.glob("*.tflite")]
                     if args.only in p.name)  # fmt: skip
-    boards = sorted(p for p in BOARDS.glob("*.toml") if args.boards in p.name)
+    wanted = args.boards.split(",")
+    boards = sorted(p for p in BOARDS.glob("*.toml") if any(w in p.name for w in wanted))
     t0 = time.monotonic()
     pairs = []
     # board files in the outer loop: with a --budget every model gets some board files
@@ -221,9 +229,21 @@ def main() -> None:
             errs = [f"{r['error']:+.1%}" for r in pair.get("rows", [])]
             print(f"{model.name} on {board.name} ({time.monotonic() - t1:.0f} s): "
                   f"{errs or pair.get('skipped')}", flush=True)  # fmt: skip
-            write(_results(pairs))
-    write(_results(pairs))
-    print((RESULTS / "costs.md").read_text())
+            write(_results(pairs), args.name)
+    write(_results(pairs), args.name)
+    print((RESULTS / f"{args.name}.md").read_text())
+
+
+def combine(stems: list[str], name: str) -> None:
+    """Merge results files: per (model, boards) the first file's pair that ran, else the first
+    skip reason."""
+    merged: dict[tuple[str, str], dict[str, Any]] = {}
+    for stem in stems:
+        for pair in json.loads((RESULTS / f"{stem}.json").read_text())["pairs"]:
+            key = (pair["model"], pair["boards"])
+            if key not in merged or ("rows" in pair and "rows" not in merged[key]):
+                merged[key] = pair
+    write(_results(sorted(merged.values(), key=lambda p: (p["boards"], p["model"]))), name)
 
 
 def _results(pairs: list[dict[str, Any]]) -> dict[str, Any]:
