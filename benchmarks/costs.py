@@ -169,10 +169,10 @@ def write(results: dict[str, Any], name: str = "costs") -> None:
         "fit only: max | catalog cpm median abs error |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, s in results["summary"].items():
+    for group, s in results["summary"].items():
         if s["n"]:
             old = s["catalog_cpm_median_abs_error"]
-            lines.append(f"| {name} | {s['n']} | {s['median_abs_error']:.2%} | "
+            lines.append(f"| {group} | {s['n']} | {s['median_abs_error']:.2%} | "
                          f"{s['max_abs_error']:.2%} | {s['fit_only_median_abs_error']:.2%} | "
                          f"{s['fit_only_max_abs_error']:.2%} | {old:.0%} |")  # fmt: skip
     head = "| model | boards | sub-model | device (part, build) | MACs | measured ticks | "
@@ -234,14 +234,19 @@ def main() -> None:
     print((RESULTS / f"{args.name}.md").read_text())
 
 
+def _rank(pair: dict[str, Any]) -> int:
+    """2: ran; 1: refused for a reason; 0: not run (budget)."""
+    return 2 if "rows" in pair else 0 if pair["skipped"].startswith("not run") else 1
+
+
 def combine(stems: list[str], name: str) -> None:
-    """Merge results files: per (model, boards) the first file's pair that ran, else the first
-    skip reason."""
+    """Merge results files: per (model, boards) the first pair that ran, else the first one
+    refused for a reason, else 'not run'."""
     merged: dict[tuple[str, str], dict[str, Any]] = {}
     for stem in stems:
         for pair in json.loads((RESULTS / f"{stem}.json").read_text())["pairs"]:
             key = (pair["model"], pair["boards"])
-            if key not in merged or ("rows" in pair and "rows" not in merged[key]):
+            if key not in merged or _rank(pair) > _rank(merged[key]):
                 merged[key] = pair
     write(_results(sorted(merged.values(), key=lambda p: (p["boards"], p["model"]))), name)
 
