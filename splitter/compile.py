@@ -66,6 +66,8 @@ class CompileOptions:
     assignment: tuple[int, ...] | None = None
     #: labelled set (``.npz`` with inputs ``x`` and labels ``y``): accuracy in the validation
     data_file: str | None = None
+    #: count the host's input and output transfers in the latency (``--no-host-io``: not)
+    host_io: bool = True
 
 
 @dataclass(frozen=True, eq=False)
@@ -215,20 +217,34 @@ def check_data_file(chain: Chain, opts: CompileOptions) -> None:
 def make_plan(chain: Chain, boards: Boards, opts: CompileOptions) -> Plan:
     """Solve the partition, or evaluate ``opts.assignment`` when one is given."""
     if opts.assignment is not None:
-        return plan_from_assignment(chain, boards, opts.assignment, opts.objective)
+        return plan_from_assignment(
+            chain, boards, opts.assignment, opts.objective, host_io=opts.host_io
+        )
     from splitter.partition.report import plan_chain
 
-    return plan_chain(chain, boards, opts.objective, opts.solver or "auto", **opts.solver_options)
+    return plan_chain(
+        chain,
+        boards,
+        opts.objective,
+        opts.solver or "auto",
+        host_io=opts.host_io,
+        **opts.solver_options,
+    )
 
 
 def plan_from_assignment(
-    chain: Chain, boards: Boards, assignment: Sequence[int], objective: str = "latency"
+    chain: Chain,
+    boards: Boards,
+    assignment: Sequence[int],
+    objective: str = "latency",
+    *,
+    host_io: bool = True,
 ) -> Plan:
     """A :class:`Plan` for a given per-layer device assignment (SPEC.md objectives)."""
     from splitter.partition.problem import evaluate
     from splitter.partition.report import chain_problem, firmware_overflow
 
-    problem = chain_problem(chain, boards, upper=False)
+    problem = chain_problem(chain, boards, upper=False, host_io=host_io)
     ev = evaluate(problem, assignment)
     if not ev.feasible:
         raise SolverError(f"assignment {list(assignment)} is infeasible: {ev.violations[0]}")
@@ -269,6 +285,7 @@ def make_manifest(
         boards_path=target,
         input_shapes=opts.input_shapes,
         activation_bytes=opts.activation_bytes,
+        host_io=opts.host_io,
     )
 
 
@@ -447,7 +464,10 @@ def _estimate_lines(m: PlanManifest) -> list[str]:
     return [
         f"- objective: {m.objective}, solver {m.solver}, "
         f"{'proved optimal' if m.optimal else 'not proved optimal'}{gap}, {m.nodes} nodes",
-        f"- latency (SPEC.md eq. 13): {m.latency_s * 1e3:.3f} ms",
+        f"- latency (SPEC.md eq. 13): {m.latency_s * 1e3:.3f} ms, host I/O "
+        f"{m.host_io.seconds * 1e3:.3f} ms {'included' if m.host_io.counted else 'not included'}"
+        f" (input {m.host_io.input.wire_bytes} B, output {m.host_io.output.wire_bytes} B on the "
+        f"wire; links: {'bytes on the wire' if m.link_model == 'wire' else 'payload only'})",
         f"- throughput (eq. 17): {_rate(m.throughput_per_s)} inferences/s; "
         f"reference [9]: {_rate(m.throughput_ref9_per_s)} inferences/s",
     ]

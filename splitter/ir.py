@@ -236,10 +236,15 @@ class Device:
 
 @dataclass(frozen=True)
 class LinkSpec:
-    """UART links: sending B bytes takes ``B * bits_per_byte / baud`` seconds (SPEC.md, Links)."""
+    """UART links: sending B bytes takes ``B * bits_per_byte / baud`` seconds (SPEC.md, Links).
+
+    ``retransmit`` is the retransmission budget of the wire model (:mod:`splitter.cost.wire`):
+    expected extra bytes as a fraction of a clean transfer's (0: a clean line).
+    """
 
     baud: int = 115200
     bits_per_byte: int = 10
+    retransmit: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -163,7 +163,10 @@ class SubModelEntry:
 
     ``flash_bytes = sum FLASH_j``, ``ram_bytes = max RAM_j`` and ``macs = sum MAC_j`` over layers
     ``first..last``; ``macs_by_class`` splits ``macs`` by op class (``conv``, ``depthwise``,
-    ``dense``, ``other``); ``compute_s`` is eq. 7 and ``transfer_s`` the time to send its output.
+    ``dense``, ``other``); ``compute_s`` is eq. 7 and ``transfer_s`` the time to send its output
+    (0 for the last, whose output goes to the host: :attr:`PlanManifest.host_out_s`);
+    ``wire_bytes`` the bytes that transfer puts on the wire (payload, framing, ACKs and the
+    retransmission budget, :mod:`splitter.cost.wire`; ``out_bytes`` under the thesis's model).
     """
 
     index: int
@@ -187,11 +190,46 @@ class SubModelEntry:
     #: kernel-table instructions of the sub-model's layers per build, for the device's real
     #: core and for the emulator (``splitter.cost.kernels``); empty for layer profiles
     instructions: tuple[tuple[str, float], ...] = ()
+    wire_bytes: int = 0
 
     @property
     def layers(self) -> int:
         """Number of layers, ``last - first + 1``."""
         return self.last - self.first + 1
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One transfer: tensor bytes, bytes on the wire (:mod:`splitter.cost.wire`), seconds."""
+
+    bytes: int = 0
+    wire_bytes: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"bytes", "wire_bytes", "seconds"}``."""
+        return {"bytes": self.bytes, "wire_bytes": self.wire_bytes, "seconds": self.seconds}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Transfer:
+        """Parse :meth:`to_dict`'s object."""
+        return cls(int(d["bytes"]), int(d["wire_bytes"]), float(d["seconds"]))
+
+
+@dataclass(frozen=True)
+class HostIO:
+    """The host's transfers of one inference: the input to the first sub-model, the output
+    from the last; ``counted``: part of ``latency_s`` (off with ``--no-host-io`` and for layer
+    profiles, as in the thesis)."""
+
+    counted: bool = False
+    input: Transfer = Transfer()
+    output: Transfer = Transfer()
+
+    @property
+    def seconds(self) -> float:
+        """Input + output seconds."""
+        return self.input.seconds + self.output.seconds
 
 
 @dataclass(frozen=True)
@@ -216,6 +254,11 @@ class PlanManifest:
     devices: tuple[DeviceEntry, ...]
     submodels: tuple[SubModelEntry, ...]
     schema: str = field(default=SCHEMA)
+    #: link model (:class:`splitter.cost.wire.LinkModel`): "wire" (the protocol's bytes) or
+    #: "payload" (the thesis's), and the retransmission budget of the board file
+    link_model: str = "payload"
+    retransmit: float = 0.0
+    host_io: HostIO = field(default_factory=lambda: HostIO())
 
     # --- views ------------------------------------------------------------------------------
 
@@ -293,13 +336,24 @@ class PlanManifest:
                 "activation_bytes": m.activation_bytes,
             },
             "boards_path": self.boards_path,
-            "link": {"baud": self.baud, "bits_per_byte": self.bits_per_byte},
+            "link": {
+                "baud": self.baud,
+                "bits_per_byte": self.bits_per_byte,
+                "model": self.link_model,
+                "retransmit": self.retransmit,
+            },
             "objective": self.objective,
             "solver": self.solver,
             "optimal": self.optimal,
             "gap": self.gap,
             "nodes": self.nodes,
             "latency_s": self.latency_s,
+            "host_io": {
+                "counted": self.host_io.counted,
+                "seconds": self.host_io.seconds,
+                "input": self.host_io.input.to_dict(),
+                "output": self.host_io.output.to_dict(),
+            },
             "throughput_per_s": self.throughput_per_s,
             "throughput_ref9_per_s": self.throughput_ref9_per_s,
             "waiting_s": self.waiting_s,
@@ -655,6 +709,7 @@ def _submodel_dict(s: SubModelEntry) -> dict[str, Any]:
         "out_bytes": s.out_bytes,
         "compute_s": s.compute_s,
         "transfer_s": s.transfer_s,
+        "wire_bytes": s.wire_bytes,
         "inputs": [tensor_dict(t) for t in s.inputs],
         "outputs": [tensor_dict(t) for t in s.outputs],
         "instructions": dict(s.instructions),
@@ -693,7 +748,24 @@ def _parse(data: Mapping[str, Any]) -> PlanManifest:
         devices=tuple(_parse_device(d) for d in data["devices"]),
         submodels=tuple(_parse_submodel(s) for s in data["submodels"]),
         schema=str(data["schema"]),
+        **_parse_host_io(data),
     )
+
+
+def _parse_host_io(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The link model keys (absent in plans written before them: the thesis's model)."""
+    link, host = data["link"], data.get("host_io")
+    out: dict[str, Any] = {
+        "link_model": str(link.get("model", "payload")),
+        "retransmit": float(link.get("retransmit", 0.0)),
+    }
+    if host is not None:
+        out["host_io"] = HostIO(
+            bool(host["counted"]),
+            Transfer.from_dict(host["input"]),
+            Transfer.from_dict(host["output"]),
+        )
+    return out
 
 
 def _parse_device(d: Mapping[str, Any]) -> DeviceEntry:
@@ -741,6 +813,7 @@ def _parse_submodel(s: Mapping[str, Any]) -> SubModelEntry:
         transfer_s=float(s["transfer_s"]),
         inputs=tuple(_tensor(t) for t in s["inputs"]),
         outputs=tuple(_tensor(t) for t in s["outputs"]),
+        wire_bytes=int(s.get("wire_bytes", s["out_bytes"])),
         instructions=tuple(
             sorted((str(k), float(v)) for k, v in dict(s.get("instructions", {})).items())
         ),

@@ -26,6 +26,8 @@ from test_e2e_support import (
     shared_build,
 )
 
+from splitter.cost.wire import wire
+
 pytestmark = [pytest.mark.slow, pytest.mark.qemu, pytest.mark.toolchain]
 
 MODEL = "tiny_cnn.onnx"
@@ -136,6 +138,7 @@ def test_bench_and_calibrate_human_output(out: Path, tmp_path: Path) -> None:
     text = proc.stdout
     assert "estimated vs measured" in text and "error %" in text
     assert "sub-model 0 on a (compute)" in text and "link a -> b (3200 B, proxy)" in text
+    assert f"link a -> b: 3200 B payload, {wire(3200, 1).clean} B on the wire predicted, " in text
     assert "throughput (sequential)" in text and "wrote" in text
     cal = cli("calibrate", str(out), "-o", str(tmp_path / "c.toml"), env=wide)
     assert cal.returncode == 0, cal.stderr

@@ -8,7 +8,12 @@ board file; nothing is re-imported. The times use the partition engine's own for
   sub-model's summed MACs, i.e. ``MAC_k * CpM_i / f_i`` (thesis eq. 6) or, with a calibrated
   ``cpm_by_class``, ``sum_c MAC_kc * CpM_ic / f_i`` (``splitter.partition.problem.layer_time``,
   linear in the MACs, so the sum over the layers equals the time of the summed cost);
-* transfer of ``B`` bytes over a link: ``B * bits_per_byte / baud`` (SPEC.md, Links).
+* transfer of ``B`` bytes over a link: ``W * bits_per_byte / baud`` with ``W`` the bytes the
+  protocol puts on the wire for them (:mod:`splitter.cost.wire`: framing, TIMING records, ACKs,
+  retransmission budget) for a plan made with the wire link model, ``W = B`` for one made with
+  the thesis's (SPEC.md, Links). The ``i``-th transfer of an inference (host -> first is 0)
+  carries ``i`` TIMING records. The host's transfers are always in the estimated latency: the
+  bench measures them.
 
 Without a board file (``--target``, else the manifest's ``boards_path``) the devices the plan was
 made for are taken from the manifest (the estimate then says so).
@@ -21,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from splitter.cost.wire import LinkModel
 from splitter.errors import InputFileError
 from splitter.inputs import parse_json, read_input_text
 from splitter.ir import Boards, Device, LayerCost, LinkSpec
@@ -80,7 +86,9 @@ def load_devices(
         )
         for d in manifest.devices
     }
-    link = LinkSpec(baud=manifest.baud, bits_per_byte=manifest.bits_per_byte)
+    link = LinkSpec(
+        baud=manifest.baud, bits_per_byte=manifest.bits_per_byte, retransmit=manifest.retransmit
+    )
     return devices, link, "the plan's devices in plan.json (its board file is gone)"
 
 
@@ -138,13 +146,16 @@ def estimate(
                 "cycles": seconds * dev.clock_hz,
             }
         )
+    model = LinkModel(wire=manifest.link_model == "wire")
+    wires = [model.transfer(t["bytes"], i, link) for i, t in enumerate(link_transfers(manifest))]
     links = [
-        {**t, "seconds": t["bytes"] * link.bits_per_byte / link.baud}
-        for t in link_transfers(manifest)
+        {**t, "wire_bytes": w.total, "seconds": w.seconds(link)}
+        for t, w in zip(link_transfers(manifest), wires, strict=True)
     ]
     return {
         "source": source,
-        "formulas": "compute = sum MAC*CpM/f (per class when calibrated); link = B*bits/baud",
+        "formulas": "compute = sum MAC*CpM/f (per class when calibrated); link = W*bits/baud, "
+        f"W = {'bytes on the wire' if model.wire else 'B'}",
         "devices": [
             {
                 "device": d.name,

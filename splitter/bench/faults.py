@@ -16,11 +16,16 @@ times). Faults, for the tests of docs/protocol.md's retransmission:
   with ``seed``), so a run is reproducible whatever the socket chunking;
 * ``drop``: a :class:`DropRule` removing the n-th frame of a type sent by one side (the proxy then
   stores and forwards whole frames so the dropped frame vanishes completely).
+
+The host's own links have no proxy: :class:`CountingTransport` wraps a host link's transport and
+counts the bytes written and read (``tests/test_wire_bytes.py`` compares both kinds of count
+with :mod:`splitter.cost.wire`'s prediction).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import socket
 import threading
@@ -34,6 +39,7 @@ import numpy as np
 from splitter.errors import LinkError
 from splitter.link import protocol as P
 from splitter.link.emulator import EmulatedDevice, Emulation
+from splitter.link.transport import Transport
 
 #: Bytes read from a socket at a time.
 RECV_BYTES = 4096
@@ -79,6 +85,53 @@ class FrameEvent:
     def wire_bytes(self) -> int:
         """Bytes on the wire: payload + :data:`splitter.link.protocol.OVERHEAD`."""
         return self.length + P.OVERHEAD
+
+
+class CountingTransport(Transport):
+    """Any transport, counting the bytes written to and read from it and noting every frame's
+    ``(direction, type, seq)`` (``"w"`` written, ``"r"`` read) so retransmissions show."""
+
+    def __init__(self, inner: Transport) -> None:
+        self.inner, self.url = inner, inner.url
+        self.written = 0
+        self.read_bytes = 0
+        self.frames: list[tuple[str, int, int]] = []
+        self._split = {"w": FrameSplitter(), "r": FrameSplitter()}
+
+    def open(self) -> None:
+        """Open the wrapped transport."""
+        self.inner.open()
+
+    def close(self) -> None:
+        """Close the wrapped transport."""
+        self.inner.close()
+
+    def read(self, n: int, timeout: float) -> bytes:
+        """Read through, counting what came."""
+        data = self.inner.read(n, timeout)
+        self.read_bytes += len(data)
+        self._note("r", data)
+        return data
+
+    def write(self, data: bytes) -> None:
+        """Count and write through."""
+        self.written += len(data)
+        self._note("w", data)
+        self.inner.write(data)
+
+    def _note(self, way: str, data: bytes) -> None:
+        for kind, raw, _t in self._split[way].feed(data, 0.0):
+            if kind == "frame":
+                ftype, seq, _len = P.HEADER.unpack_from(raw, len(P.SYNC))
+                self.frames.append((way, ftype, seq))
+
+
+def resent(frames: list[tuple[int, int]]) -> int:
+    """Data frames of one direction's ``(type, seq)`` list sent again right after themselves
+    (stop and wait: a retransmission follows its original), plus NACKs."""
+    data = [f for f in frames if f[0] not in P.UNACKED]
+    again = sum(1 for a, b in itertools.pairwise(data) if a == b)
+    return again + sum(1 for f in frames if f[0] == P.FrameType.NACK)
 
 
 class FrameSplitter:

@@ -62,6 +62,24 @@ def comparison_values(result: Mapping[str, Any]) -> list[tuple[str, float, float
     return rows
 
 
+def wire_lines(result: Mapping[str, Any]) -> list[str]:
+    """Per link: the bytes on the wire the estimate predicts against those counted in the runs
+    (the fault proxy between emulated boards, the host's byte counter on its links)."""
+    est_links = {(ln["from"], ln["to"], ln["submodel"]): ln for ln in result["estimate"]["links"]}
+    out = []
+    for ln in result["links"]:
+        predicted = est_links[(ln["from"], ln["to"], ln["submodel"])].get("wire_bytes")
+        counted = sorted({b for b in ln.get("wire_bytes", []) if b is not None})
+        if predicted is None or not counted:
+            continue
+        seen = "/".join(str(b) for b in counted)
+        out.append(
+            f"link {ln['from']} -> {ln['to']}: {ln['bytes']} B payload, {predicted:g} B on the "
+            f"wire predicted, {seen} B counted ({ln['measured_by']})"
+        )
+    return out
+
+
 def _row(what: str, estimated: float, measured: float) -> tuple[str, str, str, str]:
     err = error_pct(estimated, measured)
     return (

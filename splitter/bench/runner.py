@@ -35,7 +35,13 @@ from typing import Any
 import numpy as np
 
 from splitter.bench.estimate import HOST, estimate, find_target, link_transfers, submodel_costs
-from splitter.bench.faults import FaultSpec, FrameEvent, LinkProxy, ProxiedEmulation
+from splitter.bench.faults import (
+    CountingTransport,
+    FaultSpec,
+    FrameEvent,
+    LinkProxy,
+    ProxiedEmulation,
+)
 from splitter.bench.stats import summary
 from splitter.errors import LinkError, SplitterError
 from splitter.hardware.qemu import EMULATOR
@@ -86,6 +92,12 @@ class RunSample:
     t1: float
     #: wall time spent serving LO-SC segment weights during this run (0 without segments)
     load_s: float = 0.0
+    #: bytes on the host's links (both directions, :class:`CountingTransport`) while sending
+    #: the input and while receiving the result (with one device first and last, one read may
+    #: take the result's first bytes along with the input's last ACK; the sum stays exact);
+    #: ``None`` when not counted or when segment weights shared the links
+    in_wire: int | None = None
+    out_wire: int | None = None
 
     @property
     def latency(self) -> float:
@@ -110,16 +122,33 @@ class Session:
 
 
 def one_run(s: Session, x: bytes, nbytes: int, timeout: float) -> RunSample:
-    """One sequential inference with the host-side timestamps."""
+    """One sequential inference with the host-side timestamps and host link byte counts."""
+    c0 = _host_bytes(s)
     t0 = time.monotonic()
     loaded = 0.0 if s.weights is None else s.weights.seconds
     send_tensor(s.links[s.first], 0, x)
     t_sent = time.monotonic()
+    c1 = _host_bytes(s)
     watch = [ln for name, ln in s.links.items() if name != s.last]
     budget = 0.0 if s.weights is None else s.weights.budget_s
     data, timings, t_first = receive_result(s.links[s.last], nbytes, timeout + budget, watch)
+    t1, c2 = time.monotonic(), _host_bytes(s)
     load = 0.0 if s.weights is None else s.weights.seconds - loaded
-    return RunSample(data, timings, t0, t_sent, t_first, time.monotonic(), load)
+    sample = RunSample(data, timings, t0, t_sent, t_first, t1, load)
+    if c0 is not None and c1 is not None and c2 is not None and s.weights is None:
+        sample.in_wire, sample.out_wire = c1 - c0, c2 - c1
+    return sample
+
+
+def _host_bytes(s: Session) -> int | None:
+    """Bytes written and read so far on every host link (``None``: not counted)."""
+    total = 0
+    for link in s.links.values():
+        t = link.transport
+        if not isinstance(t, CountingTransport):
+            return None
+        total += t.written + t.read_bytes
+    return total
 
 
 def pipelined(s: Session, x: bytes, nbytes: int, count: int, timeout: float) -> dict[str, Any]:
@@ -220,6 +249,7 @@ def open_session(
     expected = plan_hash(manifest.to_dict())
     for link in links.values():
         check_pong(link, expected, timeout=min(cfg.timeout, 15.0))
+        link.transport = CountingTransport(link.transport)
     first, last = str(wiring["first_device"]), str(wiring["last_device"])
     weights = weight_server(out_dir, list(links.values()))
     return Session(links, first, last, proxies, note, cfg.emulate, pids, weights)
@@ -415,11 +445,10 @@ def _links(
 def _one_link(
     t: Mapping[str, Any], r: RunSample, events: Sequence[FrameEvent], s: Session
 ) -> tuple[float | None, int | None, str]:
-    host_wire = None  # the host does not count the bytes HostLink puts on the wire
     if t["from"] == HOST:
-        return r.t_sent - r.t0, host_wire, "host"
+        return r.t_sent - r.t0, r.in_wire, "host"
     if t["to"] == HOST:
-        return r.t1 - r.t_first_rx, host_wire, "host"
+        return r.t1 - r.t_first_rx, r.out_wire, "host"
     if s.proxies:
         got = link_seconds(events, t["from"], t["to"], int(t["submodel"]), r.t0, r.t1)
         if got is not None:

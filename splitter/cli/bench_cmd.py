@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from splitter.bench.report import comparison_rows, write_bench
+from splitter.bench.report import comparison_rows, wire_lines, write_bench
 from splitter.bench.runner import BENCH_FILE, BenchConfig, bench
 from splitter.cli.options import out_argument, port_option, stop_on_sigterm, verbose_option
 from splitter.cli.progress import Bar, Progress
@@ -106,6 +106,8 @@ def render(result: dict[str, Any], path: Path) -> None:
     for row in comparison_rows(result):
         table.add_row(*row)
     console.print(table)
+    for line in wire_lines(result):
+        console.print(line)
     lat = result["latency_summary"]
     console.print(
         f"latency: median {lat['p50'] * 1e3:.2f} ms, p95 {lat['p95'] * 1e3:.2f} ms, "

@@ -9,6 +9,7 @@ import click
 
 from splitter.cli.options import (
     activation_bytes_option,
+    host_io_option,
     input_shape_option,
     objective_option,
     solver_kwargs,
@@ -49,6 +50,7 @@ from splitter.errors import UnsupportedOpError
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
 @input_shape_option
 @activation_bytes_option
+@host_io_option
 def command(
     model: str,
     target: str,
@@ -66,6 +68,7 @@ def command(
     as_json: bool,
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
+    no_host_io: bool,
 ) -> None:
     """Split MODEL over the boards of BOARDS.toml into validated sub-model files in OUT."""
     options = CompileOptions(
@@ -79,6 +82,7 @@ def command(
         input_shapes=input_shapes or None,
         activation_bytes=activation_bytes,
         data_file=data_file,
+        host_io=not no_host_io,
     )
     with Progress() as progress:
         report = {**options.solver_options, "on_progress": progress.status}
@@ -120,9 +124,11 @@ def _print_summary(result: CompileResult) -> None:
         if plan.optimal
         else ", not proved optimal" + (f" (gap {plan.gap:.2%})" if plan.gap is not None else "")
     )
+    io = result.manifest.host_io
+    host = f", host I/O {io.seconds * 1e3:.3f} ms {'in' if io.counted else 'not in'} it"
     click.echo(
-        f"latency {plan.latency_s * 1e3:.3f} ms, throughput {plan.throughput_per_s:.3f}/s "
-        f"({plan.objective}, {plan.solver}{proof})"
+        f"latency {plan.latency_s * 1e3:.3f} ms{host if io.seconds else ''}, throughput "
+        f"{plan.throughput_per_s:.3f}/s ({plan.objective}, {plan.solver}{proof})"
     )
     click.echo(result.validation.summary() if result.validation else "validation skipped")
     status = result.firmware

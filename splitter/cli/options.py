@@ -66,6 +66,14 @@ activation_bytes_option = click.option(
     help="Bytes per activation element (e.g. 1 for int8); default: the tensors' dtype.",
 )
 
+host_io_option = click.option(
+    "--no-host-io",
+    "no_host_io",
+    is_flag=True,
+    help="Leave the host's input and output transfers out of the latency, as the thesis does "
+    "(default: counted, as the user waits for them). Layer profiles never count them.",
+)
+
 objective_option = click.option(
     "--objective",
     type=click.Choice(["latency", "throughput"]),

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from splitter.cli.options import (
     activation_bytes_option,
+    host_io_option,
     input_shape_option,
     objective_option,
     solver_kwargs,
@@ -33,7 +34,8 @@ def _render(m: PlanManifest, plan: Plan) -> None:
         title=f"{m.model.name}: {m.objective} plan ({m.solver})",
         caption="FLASH: sub-model (device used/usable); RAM: sub-model peak/device usable",
     )
-    for col in ("#", "device", "mcu", "layers", "FLASH KiB", "RAM KiB", "compute s", "transfer s"):
+    cols = ("#", "device", "mcu", "layers", "FLASH KiB", "RAM KiB", "compute s", "transfer s")
+    for col in (*cols, "out B / wire B"):
         table.add_column(col, justify="left" if col in ("device", "mcu", "layers") else "right")
     for s in m.submodels:
         dev = m.devices[s.device_index]
@@ -46,6 +48,7 @@ def _render(m: PlanManifest, plan: Plan) -> None:
             f"{_kib(s.ram_bytes)}/{_kib(dev.ram_budget)}",
             f"{s.compute_s:.6f}",
             f"{s.transfer_s:.6f}",
+            f"{s.out_bytes} / {s.wire_bytes}",
         )
     console = Console(width=max(132, shutil.get_terminal_size().columns))
     console.print(table)
@@ -66,10 +69,26 @@ def _render(m: PlanManifest, plan: Plan) -> None:
         f"{'inf' if thr is None else f'{thr:.6f}'} /s | throughput (ref. [9]) "
         f"{'inf' if ref9 is None else f'{ref9:.6f}'} /s | bottleneck {m.bottleneck_device}"
     )
+    console.print(_link_line(m))
     console.print(f"solver {m.solver}: {proof}, {m.nodes} nodes, {plan.solve_time_s:.3f} s")
     for dev in m.devices:
         if dev.compute_model:
             console.print(f"compute on {dev.name}: {dev.compute_model}", highlight=False)
+
+
+def _link_line(m: PlanManifest) -> str:
+    """What the link figures count: payload only (thesis) or the wire, and the host's I/O."""
+    if m.link_model != "wire":
+        return "links: payload bytes only (the thesis's model); host I/O not counted"
+    io = m.host_io
+    where = "in the latency" if io.counted else "not in the latency (--no-host-io)"
+    budget = f", retransmission budget {m.retransmit:g}" if m.retransmit else ""
+    return (
+        f"links: bytes on the wire (framing, ACKs{budget}); host I/O {io.seconds:.6f} s {where}: "
+        f"input {io.input.bytes} B ({io.input.wire_bytes} B on the wire) "
+        f"{io.input.seconds:.6f} s, output {io.output.bytes} B ({io.output.wire_bytes} B) "
+        f"{io.output.seconds:.6f} s"
+    )
 
 
 @click.command("plan")
@@ -82,6 +101,7 @@ def _render(m: PlanManifest, plan: Plan) -> None:
 )
 @input_shape_option
 @activation_bytes_option
+@host_io_option
 def command(
     input_path: str,
     target: str,
@@ -93,6 +113,7 @@ def command(
     as_json: bool,
     input_shapes: dict[str, tuple[int, ...]],
     activation_bytes: int | None,
+    no_host_io: bool,
 ) -> None:
     """Place the layers of INPUT (ONNX, TFLite or CSV/JSON profile) on the boards of --target."""
     options = solver_kwargs(solver, time_limit, var_order, val_order)
@@ -103,7 +124,15 @@ def command(
             input_path, input_shapes=input_shapes or None, activation_bytes=activation_bytes
         )
         progress.step(f"solving ({solver}, {objective})")
-        plan = plan_chain(chain, boards, objective, solver, on_progress=progress.status, **options)
+        plan = plan_chain(
+            chain,
+            boards,
+            objective,
+            solver,
+            host_io=not no_host_io,
+            on_progress=progress.status,
+            **options,
+        )
     manifest = build_manifest(
         plan,
         chain,
@@ -112,6 +141,7 @@ def command(
         boards_path=target,
         input_shapes=input_shapes,
         activation_bytes=activation_bytes,
+        host_io=not no_host_io,
     )
     if as_json:
         click.echo(manifest.to_json())

@@ -5,6 +5,8 @@ Shape (every other key is an error naming the key)::
     [link]
     baud = 115200        # default 115200
     bits_per_byte = 10   # default 10 (8N1 framing); the thesis's figures use 8
+    retransmit = 0.0     # default 0: retransmission budget, extra wire bytes as a fraction of
+                         #   a clean transfer's (splitter.cost.wire); e.g. 0.05 on a noisy line
 
     [[device]]
     name = "h7"              # unique, [a-z0-9_-]{1,64}
@@ -50,7 +52,7 @@ from splitter.ir import Boards, Device, LinkSpec, Part
 from splitter.names import DEVICE_NAME, PORT, PROBE, problem
 
 TOP_KEYS = ("link", "device")
-LINK_KEYS = ("baud", "bits_per_byte")
+LINK_KEYS = ("baud", "bits_per_byte", "retransmit")
 DEVICE_KEYS = (
     "name", "board", "mcu", "part", "flash", "ram", "clock_mhz", "cpm", "cpm_by_class", "port",
     "probe",
@@ -161,7 +163,10 @@ def _parse_link(raw: Any, where: str) -> LinkSpec:
     _no_extra_keys(raw, LINK_KEYS, where, "[link]")
     baud = _positive_int(raw.get("baud"), where, "[link] baud", 115200)
     bpb = _positive_int(raw.get("bits_per_byte"), where, "[link] bits_per_byte", 10)
-    return LinkSpec(baud=baud, bits_per_byte=bpb)
+    rho = raw.get("retransmit", 0.0)
+    if rho != 0:
+        rho = _positive_float(rho, where, "[link] retransmit", top=100.0)
+    return LinkSpec(baud=baud, bits_per_byte=bpb, retransmit=float(rho))
 
 
 def _parse_device(raw: Any, index: int, where: str) -> Device:

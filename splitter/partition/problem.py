@@ -4,6 +4,16 @@ Notation (SPEC.md, thesis section 3.1): layer ``j`` of ``n``, device ``i`` of ``
 ``t[j][i] = L_ij`` (eq. 6), ``comm[j] = OUT_j * bits_per_byte / baud`` is the time to send layer
 ``j``'s output over a link (SPEC.md, Links). Solvers only see a :class:`Problem`; they know
 nothing of ONNX or board files.
+
+With the wire link model (:class:`splitter.cost.wire.LinkModel`, used for models; layer profiles
+keep the thesis's payload-only model) ``comm[j]`` is the time of the bytes the protocol puts on
+the wire for ``OUT_j`` (framing, chunk headers, ACKs, retransmission budget), and
+:func:`evaluate` adds two terms the solvers do not see: the TIMING records sent with each output
+(``k + 1`` records of 12 B with sub-model ``k``'s output: they depend on the boundary's position
+in the plan, not on the layer, so no per-layer cost holds them; about 1 ms per record at 115200
+baud) and, with ``host_io``, the host's input and output transfers (a constant for latency, left
+out of the waiting time ``W`` as the thesis's ``R'_i`` leaves out the first receive). Reported
+figures (latency, per sub-model transfer times) always include them.
 """
 
 from __future__ import annotations
@@ -15,6 +25,7 @@ from itertools import pairwise
 import numpy as np
 
 from splitter.cost.code import Reserve
+from splitter.cost.wire import THESIS, LinkModel, Wire, record_seconds
 from splitter.errors import InfeasibleError
 from splitter.ir import Boards, Device, LayerCost
 
@@ -100,6 +111,14 @@ class Problem:
     #: per device, what its firmware takes besides weights and arena (empty: nothing, as for
     #: the thesis's layer profiles); ``dev_flash`` / ``dev_ram`` have it taken off already
     reserves: tuple[Reserve, ...] = ()
+    #: how transfers are costed (default: the thesis's payload-only model, no host I/O)
+    link_model: LinkModel = THESIS
+    #: seconds of one TIMING record on the wire (0 under the payload-only model)
+    record_s: float = 0.0
+
+    def transfer(self, nbytes: int, records: int) -> Wire:
+        """The bytes on the wire of one transfer (:meth:`LinkModel.transfer`)."""
+        return self.link_model.transfer(nbytes, records, self.boards.link)
 
     def ram_note(self, i: int) -> str:
         """`` (RAM region ... less ... runtime)`` for device ``i``, or ``""``."""
@@ -125,10 +144,12 @@ def make_problem(
     boards: Boards,
     names: Sequence[str] | None = None,
     reserves: Sequence[Reserve] = (),
+    link_model: LinkModel = THESIS,
 ) -> Problem:
     """Build a :class:`Problem` from per-layer costs and parsed boards.
 
-    With ``reserves`` (one per device, :func:`splitter.cost.code.reserves`) the usable
+    ``comm[j]`` is ``link_model``'s time of sending ``OUT_j`` (no TIMING records, see the module
+    docstring). With ``reserves`` (one per device, :func:`splitter.cost.code.reserves`) the usable
     ``FLASH_i = budget - code`` and ``RAM_i = min(budget, arena region) - runtime RAM``, so a
     plan that fits also links; without, the budgets are used as they are (the thesis's model).
     """
@@ -136,8 +157,9 @@ def make_problem(
         raise InfeasibleError("the layer chain is empty; give a model or profile with layers")
     devs = boards.devices
     t = np.array([[layer_time(c, dev) for dev in devs] for c in costs], dtype=float)
+    link = boards.link
     comm = np.array(
-        [c.out_bytes * boards.link.bits_per_byte / boards.link.baud for c in costs], dtype=float
+        [link_model.transfer(c.out_bytes, 0, link).seconds(link) for c in costs], dtype=float
     )
     flash = np.array([c.flash for c in costs], dtype=np.int64)
     ram = np.array([c.ram for c in costs], dtype=np.int64)
@@ -164,6 +186,8 @@ def make_problem(
         t_list=t.tolist(),
         comm_list=comm.tolist(),
         reserves=tuple(reserves),
+        link_model=link_model,
+        record_s=record_seconds(link) if link_model.wire else 0.0,
     )
 
 
@@ -222,7 +246,10 @@ class Evaluation:
     Per device ``i``: ``compute[i] = L_i`` (eq. 8), ``send[i] = S_i``, ``recv[i] = R'_i``,
     ``inter[i] = L*_i`` (eqs. 15-16 as SPEC.md reads them). Per sub-model ``k``:
     ``sub_compute[k]`` (eq. 7) and ``sub_transfer[k]``, the time to send its output to the next
-    sub-model (0 for the last).
+    sub-model (0 for the last), ``sub_wire[k]`` its bytes (payload and on the wire; the last
+    one's is the transfer to the host). ``host_in_s`` / ``host_out_s``: the host's input and
+    output transfers, part of ``latency_s`` when the link model has ``host_io``
+    (``host_io_s``).
     """
 
     assignment: tuple[int, ...]
@@ -240,6 +267,11 @@ class Evaluation:
     ref9_waiting_s: float  # max_i (L_i + S_i), reference [9]
     bottleneck: int  # ib = argmax_i (L_i + S_i + R'_i), first index on exact ties
     violations: tuple[str, ...]
+    sub_wire: tuple[Wire, ...] = ()
+    host_in: Wire | None = None
+    host_in_s: float = 0.0
+    host_out_s: float = 0.0
+    host_io_s: float = 0.0  # the part of latency_s that is the host's transfers
 
     @property
     def feasible(self) -> bool:
@@ -269,7 +301,8 @@ def evaluate(problem: Problem, assignment: Sequence[int]) -> Evaluation:
     d, t, comm = problem.d, problem.t_list, problem.comm_list
     subs = runs(a)
     sub_compute = [sum(t[j][dev] for j in range(lo, hi + 1)) for dev, lo, hi in subs]
-    sub_transfer = [comm[hi] for _, _, hi in subs[:-1]] + [0.0]
+    rec = problem.record_s
+    sub_transfer = [comm[hi] + (k + 1) * rec for k, (_, _, hi) in enumerate(subs[:-1])] + [0.0]
     compute, send, recv, inter = [0.0] * d, [0.0] * d, [0.0] * d, [0.0] * d
     seen: set[int] = set()
     for k, (dev, _, _) in enumerate(subs):
@@ -283,6 +316,9 @@ def evaluate(problem: Problem, assignment: Sequence[int]) -> Evaluation:
         inter[dev] = sum(sub_compute[k] for k in range(ks[0] + 1, ks[-1]) if subs[k][0] != dev)
     q = [compute[i] + send[i] + recv[i] for i in range(d)]
     ib = max(range(d), key=lambda i: (q[i], -i))
+    host_in, host_in_s, host_out_s = _host_io(problem, subs)
+    host_io_s = host_in_s + host_out_s if problem.link_model.host_io else 0.0
+    wires = _wires(problem, subs)
     flash_used, ram_used = [0] * d, [0] * d
     for j, dev in enumerate(a):
         flash_used[dev] += int(problem.flash[j])
@@ -298,11 +334,38 @@ def evaluate(problem: Problem, assignment: Sequence[int]) -> Evaluation:
         ram_used=tuple(ram_used),
         sub_compute=tuple(sub_compute),
         sub_transfer=tuple(sub_transfer),
-        latency_s=sum(compute) + sum(sub_transfer),
+        latency_s=sum(compute) + sum(sub_transfer) + host_io_s,
         waiting_s=q[ib] + inter[ib],
         ref9_waiting_s=max(compute[i] + send[i] for i in range(d)),
         bottleneck=ib,
         violations=tuple(_violations(problem, flash_used, ram_used)),
+        sub_wire=wires,
+        host_in=host_in,
+        host_in_s=host_in_s,
+        host_out_s=host_out_s,
+        host_io_s=host_io_s,
+    )
+
+
+def _host_io(problem: Problem, subs: Sequence[tuple[int, int, int]]) -> tuple[Wire, float, float]:
+    """The host's input transfer and the input / output seconds (counted in the latency only
+    with the link model's ``host_io``).
+
+    The host sends an empty TIMING before the input; the last device sends one record per
+    sub-model with the output (:mod:`splitter.cost.wire`).
+    """
+    link = problem.boards.link
+    inp = problem.transfer(problem.link_model.input_bytes, 0)
+    out = problem.transfer(problem.link_model.output_bytes, len(subs))
+    return inp, inp.seconds(link), out.seconds(link)
+
+
+def _wires(problem: Problem, subs: Sequence[tuple[int, int, int]]) -> tuple[Wire, ...]:
+    """Per sub-model, its output's transfer (the last one's to the host)."""
+    last = problem.link_model.output_bytes or int(problem.costs[-1].out_bytes)
+    return tuple(
+        problem.transfer(last if k == len(subs) - 1 else int(problem.costs[hi].out_bytes), k + 1)
+        for k, (_, _, hi) in enumerate(subs)
     )
 
 
@@ -344,7 +407,8 @@ def value_of(problem: Problem, a: Sequence[int], objective: str) -> float:
     """Fast ``I`` (eq. 13) or ``W`` (eq. 17 as SPEC.md reads it) of a complete assignment.
 
     The same formulas as :func:`evaluate` without building an :class:`Evaluation`; solvers use it
-    on every candidate.
+    on every candidate. Like the solvers' own bounds it leaves out the TIMING records and the
+    host's transfers (module docstring): equal to :func:`evaluate` under the thesis's model.
     """
     t, comm = problem.t_list, problem.comm_list
     n = len(a)

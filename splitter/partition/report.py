@@ -8,25 +8,30 @@ the plan's assignment with :func:`~splitter.partition.problem.evaluate`.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from splitter.cost.code import arena_region, code_bytes, layer_keys, reserves, runtime_ram_bytes
 from splitter.cost.kernels import part_build_key
+from splitter.cost.wire import THESIS, LinkModel
 from splitter.errors import InfeasibleError
 from splitter.ir import Boards, Chain, Device, Plan, SubModel
 from splitter.manifest import (
     DeviceEntry,
+    HostIO,
     ModelInfo,
     PlanManifest,
     SubModelEntry,
+    Transfer,
     file_suffix,
     finite_or_none,
     input_shapes_tuple,
     model_format,
     submodel_boundaries,
     submodel_file,
+    tensor_bytes,
 )
 from splitter.partition import make_plan, make_problem, solve
 from splitter.partition.base import SolverResult
@@ -40,20 +45,44 @@ from splitter.partition.problem import (
 )
 
 
-def chain_problem(chain: Chain, boards: Boards, *, upper: bool = True) -> Problem:
+def link_model(chain: Chain, host_io: bool = True) -> LinkModel:
+    """How ``chain``'s transfers are costed (:class:`splitter.cost.wire.LinkModel`).
+
+    A model (firmware follows, so the protocol of docs/protocol.md carries its tensors): the
+    bytes on the wire, with the host's transfers of the graph inputs and outputs unless
+    ``host_io`` is off (``--no-host-io``). A layer profile (the thesis's reference cases): the
+    thesis's model, payload only and no host transfers, so the thesis's figures reproduce.
+    """
+    if chain.graph is None:
+        return THESIS
+    ins, _ = submodel_boundaries(chain, 0, 0)
+    _, outs = submodel_boundaries(chain, len(chain) - 1, len(chain) - 1)
+    return LinkModel(
+        wire=True,
+        host_io=host_io,
+        input_bytes=sum(tensor_bytes(t) or 0 for t in ins),
+        output_bytes=sum(tensor_bytes(t) or 0 for t in outs),
+    )
+
+
+def chain_problem(
+    chain: Chain, boards: Boards, *, upper: bool = True, host_io: bool = True
+) -> Problem:
     """The partition problem of a costed chain on boards (layer names kept for messages).
 
     A model (ONNX, TFLite: it gets firmware) plans with each device's firmware code and runtime
     RAM taken off its budgets and its RAM limited to the arena's region
     (:func:`splitter.cost.code.reserves`, an upper bound, or with ``upper=False`` a lower
-    bound); a layer profile (the thesis's reference cases) with the budgets as they are.
+    bound), and its links as the protocol sends them (:func:`link_model`); a layer profile (the
+    thesis's reference cases) with the budgets as they are and the thesis's link model.
     """
     names = [layer.name for layer in chain.layers]
+    model = link_model(chain, host_io)
     if chain.graph is None:
-        return make_problem(chain.costs, boards, names=names)
+        return make_problem(chain.costs, boards, names=names, link_model=model)
     parts = [dev.part for dev in boards.devices]
     found = reserves(chain, parts, upper=upper)
-    return make_problem(chain.costs, boards, names=names, reserves=found)
+    return make_problem(chain.costs, boards, names=names, reserves=found, link_model=model)
 
 
 def firmware_needs(
@@ -134,8 +163,9 @@ def _exhaustive(chain: Chain, boards: Boards, lower: Problem, objective: str) ->
         cand = (ev.value(objective), len(subs), a)
         if best is None or better(*cand, *best):
             best = cand
-    if best is None:
-        return solve(chain_problem(chain, boards), objective, "fs")  # raises the reason
+    if best is None:  # raises the reason
+        full = chain_problem(chain, boards, host_io=lower.link_model.host_io)
+        return solve(full, objective, "fs")
     result = SolverResult(best[2], lower.d**lower.n, True)
     return make_plan(lower, objective, "fs", result, 0.0)
 
@@ -145,9 +175,14 @@ def plan_chain(
     boards: Boards,
     objective: str = "latency",
     solver: str = "auto",
+    *,
+    host_io: bool = True,
     **options: object,
 ) -> Plan:
     """Solve the placement of ``chain`` on ``boards`` (see :func:`splitter.partition.solve`).
+
+    ``host_io``: count the host's input and output transfers in the latency (models only,
+    :func:`link_model`).
 
     For a model (firmware follows), every plan returned fits exactly (:func:`firmware_overflow`):
 
@@ -162,7 +197,7 @@ def plan_chain(
     """
     if chain.graph is None:
         return solve(chain_problem(chain, boards), objective, solver, **options)
-    lower = chain_problem(chain, boards, upper=False)
+    lower = chain_problem(chain, boards, upper=False, host_io=host_io)
     first = solve(lower, objective, solver, **options)
     if _overflows(chain, boards, first) and lower.d**lower.n <= EXHAUSTIVE_LIMIT:
         return _exhaustive(chain, boards, lower, objective)
@@ -177,12 +212,12 @@ def plan_chain(
         for i, _message, code, runtime in over:
             r = reserves_now[i]
             reserves_now[i] = replace(r, flash=max(r.flash, code), ram=max(r.ram, runtime))
-        problem = make_problem(chain.costs, boards, lower.names, reserves_now)
+        problem = make_problem(chain.costs, boards, lower.names, reserves_now, lower.link_model)
         try:
             plan = solve(problem, objective, solver, **options)
         except InfeasibleError:
             break
-    plan = solve(chain_problem(chain, boards), objective, solver, **options)
+    plan = solve(chain_problem(chain, boards, host_io=host_io), objective, solver, **options)
     return replace(plan, optimal=False)
 
 
@@ -202,6 +237,7 @@ def build_manifest(
     boards_path: str | Path,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     activation_bytes: int | None = None,
+    host_io: bool = True,
 ) -> PlanManifest:
     """The plan as a checked :class:`~splitter.manifest.PlanManifest`.
 
@@ -209,9 +245,10 @@ def build_manifest(
     Every figure is recomputed from the plan's assignment with
     :func:`~splitter.partition.problem.evaluate`: per sub-model FLASH used (sum, constraint
     (4)), RAM used (max, constraint (5)), MACs (sum, total and per op class), compute time
-    (eq. 7) and the time to send its output onward; per device its budgets and totals.
+    (eq. 7) and the time to send its output onward with its bytes on the wire; per device its
+    budgets and totals; the link model and the host's transfers (``host_io``, models only).
     """
-    problem = chain_problem(chain, boards, upper=False)
+    problem = chain_problem(chain, boards, upper=False, host_io=host_io)
     ev = evaluate(problem, plan.assignment)
     fmt = model_format(chain)
     model = ModelInfo(
@@ -248,6 +285,9 @@ def build_manifest(
             for i, dev in enumerate(boards.devices)
         ),
         submodels=subs,
+        link_model=problem.link_model.name,
+        retransmit=float(boards.link.retransmit),
+        host_io=_host_io(problem, ev),
     )
     if chain.graph is not None:
         manifest = _with_firmware(manifest, chain, boards, plan)
@@ -272,6 +312,20 @@ def _with_firmware(m: PlanManifest, chain: Chain, boards: Boards, plan: Plan) ->
             )
         )
     return replace(m, devices=tuple(devices))
+
+
+def _host_io(problem: Problem, ev: Evaluation) -> HostIO:
+    """The host's input and output transfers of the evaluated plan."""
+    out = ev.sub_wire[-1]
+    return HostIO(
+        counted=problem.link_model.host_io,
+        input=Transfer(
+            ev.host_in.payload if ev.host_in else 0,
+            math.ceil(ev.host_in.total) if ev.host_in else 0,
+            float(ev.host_in_s),
+        ),
+        output=Transfer(out.payload, math.ceil(out.total), float(ev.host_out_s)),
+    )
 
 
 def _resolved(path: str | Path) -> str:
@@ -313,6 +367,7 @@ def _submodel(
         out_bytes=int(problem.costs[sub.last].out_bytes),
         compute_s=float(ev.sub_compute[k]),
         transfer_s=float(ev.sub_transfer[k]),
+        wire_bytes=math.ceil(ev.sub_wire[k].total),
         inputs=entering,
         outputs=leaving,
         instructions=_instructions(problem, idx, dev),

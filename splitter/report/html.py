@@ -128,7 +128,8 @@ def _summary(m: PlanManifest) -> str:
     rows = [
         ["model", f"{esc(m.model.path)} ({esc(m.model.format)}, {m.model.layers} layers)"],
         ["boards", esc(m.boards_path)],
-        ["link", f"{m.baud} baud, {m.bits_per_byte} bits per byte"],
+        ["link", f"{m.baud} baud, {m.bits_per_byte} bits per byte; {_link_model(m)}"],
+        ["host I/O", _host_io(m)],
         ["objective / solver", f"{esc(m.objective)}, {esc(m.solver)}: {proof}, {m.nodes} nodes"],
         ["latency (eq. 13)", f"{num(m.latency_s * 1e3, '.3f')} ms"],
         ["throughput (eq. 17)", f"{num(m.throughput_per_s, '.4f')} /s"],
@@ -136,6 +137,24 @@ def _summary(m: PlanManifest) -> str:
         ["bottleneck device (eq. 17)", esc(m.bottleneck_device)],
     ]
     return table(["", ""], rows, left=2)
+
+
+def _link_model(m: PlanManifest) -> str:
+    if m.link_model != "wire":
+        return "payload bytes only (the thesis's link model)"
+    budget = f", retransmission budget {m.retransmit:g}" if m.retransmit else ""
+    return f"bytes on the wire (docs/protocol.md: framing, TIMING, ACKs{budget})"
+
+
+def _host_io(m: PlanManifest) -> str:
+    io = m.host_io
+    where = "in the latency" if io.counted else "not in the latency"
+    return (
+        f"{num(io.seconds * 1e3, '.3f')} ms, {where}: input {io.input.bytes} B "
+        f"({io.input.wire_bytes} B on the wire) {num(io.input.seconds * 1e3, '.3f')} ms, "
+        f"output {io.output.bytes} B ({io.output.wire_bytes} B) "
+        f"{num(io.output.seconds * 1e3, '.3f')} ms"
+    )
 
 
 def _submodel_table(m: PlanManifest) -> str:
@@ -151,6 +170,8 @@ def _submodel_table(m: PlanManifest) -> str:
             str(s.macs),
             num(s.compute_s * 1e3, ".3f"),
             num(s.transfer_s * 1e3, ".3f"),
+            str(s.out_bytes),
+            str(s.wire_bytes),
         ]
         for s in m.submodels
     ]
@@ -165,6 +186,8 @@ def _submodel_table(m: PlanManifest) -> str:
         "MACs",
         "compute ms",
         "send ms",
+        "out B",
+        "wire B",
     ]
     return table(head, rows, left=5)
 
@@ -195,7 +218,13 @@ def _pipeline(m: PlanManifest, names: Sequence[str]) -> str:
         f"Simulated run of {GANTT_INFERENCES} inferences (the model of SPEC.md eq. 17: the "
         f"bottleneck device {names[bottleneck]} serves one inference from its first to its last "
         "sub-model, the others interleave); first result after "
-        f"{num(sim.latency_s * 1e3, '.3f')} ms (eq. 13: {num(m.latency_s * 1e3, '.3f')} ms)"
+        f"{num(sim.latency_s * 1e3, '.3f')} ms (eq. 13: {num(m.latency_s * 1e3, '.3f')} ms"
+        + (
+            f", of which the host's input and output transfers, not drawn: "
+            f"{num(m.host_io.seconds * 1e3, '.3f')} ms)"
+            if m.host_io.counted
+            else ")"
+        )
     )
     svg = plots.gantt_svg(sim, names, bottleneck, steady)
     return figure("plot-gantt", svg, caption) + verdict
