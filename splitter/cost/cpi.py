@@ -92,16 +92,19 @@ class Cpi:
 
 
 def wait_states(part: Part, clock_hz: float) -> int:
-    """Flash wait states the firmware programs for ``part`` at ``clock_hz`` (clocks.py); the
-    part's maximum clock's when the clock set-up refuses that clock."""
+    """Flash wait states the firmware programs for ``part`` at ``clock_hz`` (clocks.py); at the
+    family's highest clock when the clock set-up refuses that clock (an inline part faster than
+    its family), 0 when it refuses that too."""
     from splitter.hardware.families import family_for
 
     family = family_for(part.family)
     top = round(part.clock_mhz * 1e6)
-    try:
-        return family.clock_tree(part.name, top, round(clock_hz), None).wait_states
-    except SplitterError:
-        return family.clock_tree(part.name, top, top, None).wait_states
+    for target in (round(clock_hz), min(top, family.clock.max_for(part.name))):
+        try:
+            return family.clock_tree(part.name, top, target, None).wait_states
+        except SplitterError:
+            continue
+    return 0  # an inline part no clock set-up of its family reaches: no wait states modelled
 
 
 @cache
