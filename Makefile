@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm chromium
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo check models system-deps venv clean bench code-sizes
+.PHONY: test demo check models system-deps venv clean bench code-sizes costs
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -60,3 +60,9 @@ clean:
 # measured from real arm-none-eabi-gcc builds; tests/test_code_table.py says when it is stale.
 code-sizes: system-deps $(STAMP)
 	PYTHONPATH=$(CURDIR) $(PY) -m splitter.link.code_table
+
+# The kernel cost table the planner's compute estimate uses (splitter/cost/kernel_costs.json):
+# every layer of models/ and a shape grid run under QEMU -icount, per-kernel fits;
+# tests/test_kernel_table.py says when it is stale.
+costs: system-deps $(STAMP)
+	PYTHONPATH=$(CURDIR) $(PY) -m splitter.link.kernel_table

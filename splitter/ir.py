@@ -127,17 +127,25 @@ class LayerCost:
     #: ``macs`` split by op class (``"conv"``, ``"depthwise"``, ``"dense"``, ``"other"``), sorted by
     #: class name; used by calibrated per-class cycles-per-MAC. Empty for profiles.
     macs_by_class: tuple[tuple[str, int], ...] = ()
+    #: instructions of the project's kernels running the layer, per build of the kernel cost
+    #: table (``"M4F.dsp"``, ...: ``splitter.cost.kernels``), sorted; empty for profiles, which
+    #: keep the flat cycles-per-MAC model
+    instructions: tuple[tuple[str, float], ...] = ()
 
     def __add__(self, other: LayerCost) -> LayerCost:
         classes: dict[str, int] = dict(self.macs_by_class)
         for cls, macs in other.macs_by_class:
             classes[cls] = classes.get(cls, 0) + macs
+        instr: dict[str, float] = dict(self.instructions)
+        for build, n in other.instructions:
+            instr[build] = instr.get(build, 0.0) + n
         return LayerCost(
             flash=self.flash + other.flash,
             ram=max(self.ram, other.ram),
             macs=self.macs + other.macs,
             out_bytes=other.out_bytes,
             macs_by_class=tuple(sorted(classes.items())),
+            instructions=tuple(sorted(instr.items())),
         )
 
 

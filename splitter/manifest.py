@@ -154,6 +154,9 @@ class DeviceEntry:
     calibration: str = "none"
     calibration_factor: float = 1.0
     calibration_by_class: tuple[tuple[str, float], ...] = ()
+    #: what ``compute_s`` describes and how it was estimated: a real core from the kernel cost
+    #: table and the CPI model, or cycles per MAC (``splitter.partition.problem.compute_label``)
+    compute_model: str = ""
 
     @property
     def flash_total(self) -> int:
@@ -201,6 +204,9 @@ class SubModelEntry:
     transfer_s: float
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
+    #: kernel-table instructions of the sub-model's layers per build, for the device's real
+    #: core and for the emulator (``splitter.cost.kernels``); empty for layer profiles
+    instructions: tuple[tuple[str, float], ...] = ()
     wire_bytes: int = 0
     #: PEX partial execution loops the sub-model runs (``"a -> b -> c over 96 channels"``) and
     #: its RAM with every op run whole (``ram_bytes`` counts the loops); empty / 0 without loops
@@ -728,6 +734,7 @@ def _device_dict(d: DeviceEntry) -> dict[str, Any]:
         "calibration": d.calibration,
         "calibration_factor": d.calibration_factor,
         "calibration_by_class": dict(d.calibration_by_class),
+        "compute_model": d.compute_model,
     }
 
 
@@ -753,6 +760,7 @@ def _submodel_dict(s: SubModelEntry) -> dict[str, Any]:
         "wire_bytes": s.wire_bytes,
         "inputs": [tensor_dict(t) for t in s.inputs],
         "outputs": [tensor_dict(t) for t in s.outputs],
+        "instructions": dict(s.instructions),
         **_partial_dict(s),
     }
 
@@ -851,6 +859,7 @@ def _parse_device(d: Mapping[str, Any]) -> DeviceEntry:
         calibration_by_class=tuple(
             sorted((str(k), float(v)) for k, v in dict(d.get("calibration_by_class", {})).items())
         ),
+        compute_model=str(d.get("compute_model", "")),
     )
 
 
@@ -883,6 +892,9 @@ def _parse_submodel(s: Mapping[str, Any]) -> SubModelEntry:
         wire_bytes=int(s.get("wire_bytes", s["out_bytes"])),
         loops=tuple(str(x) for x in dict(s.get("partial_execution") or {}).get("loops", ())),
         ram_whole_bytes=int(dict(s.get("partial_execution") or {}).get("ram_whole_bytes", 0)),
+        instructions=tuple(
+            sorted((str(k), float(v)) for k, v in dict(s.get("instructions", {})).items())
+        ),
     )
     if int(s["layers"]) != entry.layers:
         raise ValueError(f"sub-model {entry.index}: layers {s['layers']} != last - first + 1")

@@ -26,10 +26,10 @@ from splitter.bench.calibrate import (
     nnls,
 )
 from splitter.cli import main
-from splitter.cost.calibration import compute_seconds
 from splitter.errors import BoardFileError
 from splitter.hardware.boards import boards_from_dict, for_prediction, load_boards
 from splitter.ir import LayerCost
+from splitter.partition.problem import layer_time as compute_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 BOARDS = ROOT / "models" / "boards"

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from splitter.cost.calibration import estimated_cycles, timing_clock_hz
+from splitter.cost.calibration import timing_clock_hz
 from splitter.cost.wire import LinkModel
 from splitter.errors import InputFileError
 from splitter.inputs import parse_json, read_input_text
@@ -43,29 +43,32 @@ HOST = "host"
 
 @dataclass(frozen=True)
 class SubModelCost:
-    """MACs of one sub-model (total and by op class), as the planner counted them, and the
-    planner's own per-layer costs when the model could be read again (``layers``)."""
+    """MACs of one sub-model (total and by op class) and its kernel-table instructions, as the
+    planner counted them (plan.json; the model is not re-imported)."""
 
     index: int
     device: str
     macs: int
     macs_by_class: dict[str, int]
-    layers: tuple[LayerCost, ...] = ()
+    #: the kernel cost table's instructions of the sub-model per build (plan.json)
+    instructions: tuple[tuple[str, float], ...] = ()
 
     @property
     def cost(self) -> LayerCost:
-        """The sub-model's summed MACs as a :class:`LayerCost` (for ``layer_time``)."""
-        return LayerCost(macs=self.macs, macs_by_class=tuple(sorted(self.macs_by_class.items())))
+        """The sub-model's summed MACs and instructions as a :class:`LayerCost`."""
+        return LayerCost(
+            macs=self.macs,
+            macs_by_class=tuple(sorted(self.macs_by_class.items())),
+            instructions=self.instructions,
+        )
 
     def estimated_cycles(self, device: Device) -> dict[str | None, float]:
-        """Uncalibrated cycles by op class on ``device``: the sum of the layers' estimates
-        (:func:`splitter.cost.calibration.estimated_cycles`), or of the summed MACs' without
-        the layers."""
-        total: dict[str | None, float] = {}
-        for layer in self.layers or (self.cost,):
-            for cls, cycles in estimated_cycles(layer, device).items():
-                total[cls] = total.get(cls, 0.0) + cycles
-        return total
+        """Uncalibrated cycles by op class on ``device`` of the sub-model's summed costs
+        (:func:`splitter.partition.problem.estimated_cycles`; the table's instructions are
+        shared over the classes by the sub-model's MACs, the planner does so per layer)."""
+        from splitter.partition.problem import estimated_cycles
+
+        return estimated_cycles(self.cost, device)
 
 
 def find_target(manifest: PlanManifest, target: str | Path | None) -> Path | None:
@@ -123,49 +126,19 @@ def _manifest_calibration(d: DeviceEntry) -> Calibration | None:
 
 
 def submodel_costs(manifest: PlanManifest) -> list[SubModelCost]:
-    """Per sub-model MACs (total and by op class) from the manifest, with the planner's
-    per-layer costs when the model file still gives the same chain (:func:`_chain_layers`)."""
-    layers = _chain_layers(manifest)
+    """Per sub-model MACs (total and by op class) and instructions from the manifest."""
     return [
-        SubModelCost(
-            s.index,
-            s.device,
-            s.macs,
-            dict(s.macs_by_class),
-            tuple(layers[s.first : s.last + 1]) if layers else (),
-        )
+        SubModelCost(s.index, s.device, s.macs, dict(s.macs_by_class), s.instructions)
         for s in manifest.submodels
     ]
 
 
-def _chain_layers(manifest: PlanManifest) -> list[LayerCost] | None:
-    """The per-layer costs of the manifest's model, re-read with its import options; ``None``
-    for profiles, a missing or unreadable file, or a chain whose MACs differ from the plan's."""
-    from splitter.errors import SplitterError
-    from splitter.importers import load_chain
-
-    m = manifest.model
-    if m.format == "profile" or not Path(m.path).is_file():
-        return None
-    try:
-        chain = load_chain(
-            m.path, input_shapes=dict(m.input_shapes) or None, activation_bytes=m.activation_bytes
-        )
-    except (SplitterError, OSError, ValueError):
-        return None
-    costs = [layer.cost for layer in chain.layers]
-    same = len(costs) == m.layers and all(
-        sum(c.macs for c in costs[s.first : s.last + 1]) == s.macs for s in manifest.submodels
-    )
-    return costs if same else None
-
-
 def compute_seconds(cost: SubModelCost, device: Device) -> float:
-    """``sum_j layer_time(cost_j, device)`` over the sub-model's layers (or ``layer_time`` of
-    the summed MACs without them; planner's formula, see the module docstring)."""
+    """``layer_time`` of the sub-model's summed costs (the planner's formula, see the module
+    docstring)."""
     from splitter.partition.problem import layer_time
 
-    return sum(layer_time(layer, device) for layer in cost.layers or (cost.cost,))
+    return layer_time(cost.cost, device)
 
 
 def link_transfers(manifest: PlanManifest) -> list[dict[str, Any]]:

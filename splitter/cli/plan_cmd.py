@@ -90,6 +90,9 @@ def _render(m: PlanManifest, plan: Plan) -> None:
     console.print(_link_line(m))
     console.print(f"solver {m.solver}: {proof}, {m.nodes} nodes, {plan.solve_time_s:.3f} s")
     console.print(m.prediction_note)
+    for dev in m.devices:
+        if dev.compute_model:
+            console.print(f"compute on {dev.name}: {dev.compute_model}", highlight=False)
 
 
 def _link_line(m: PlanManifest) -> str:

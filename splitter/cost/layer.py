@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from splitter.cost.handlers import handler, op_flash
+from splitter.cost.kernels import builds, ops_instructions
 from splitter.cost.memory import plan_layer_memory
 from splitter.ir import LayerCost, Op, TensorSpec
 
@@ -33,6 +34,7 @@ def layer_cost(
     output_name: str,
     itemsize_of: ItemsizeOf,
     out_names: Sequence[str] | None = None,
+    layout: str | None = None,
 ) -> LayerCost:
     """Cost of the layer made of ``ops`` between ``input_name`` and ``output_name``.
 
@@ -55,4 +57,15 @@ def layer_cost(
         macs=sum(classes.values()),
         out_bytes=sum(tensors[n].size * itemsize_of(tensors[n]) for n in outs),
         macs_by_class=tuple(sorted(classes.items())),
+        instructions=() if layout is None else table_instructions(ops, tensors, layout),
+    )
+
+
+def table_instructions(
+    ops: Sequence[Op], tensors: Mapping[str, TensorSpec], layout: str
+) -> tuple[tuple[str, float], ...]:
+    """``((build, instructions), ...)`` of ``ops`` for every build of the kernel cost table."""
+    return tuple(
+        (build, round(ops_instructions(ops, tensors, layout or "NCHW", build), 1))
+        for build in builds()
     )

@@ -74,8 +74,9 @@ def build_chain(
     for index, group in enumerate(groups):
         outs = _sink_outputs(graph, group) if index == last else None
         cost = layer_cost(
-            group.ops, graph.tensors, group.input, group.output, itemsize_of, out_names=outs
-        )
+            group.ops, graph.tensors, group.input, group.output, itemsize_of, out_names=outs,
+            layout=graph.layout,
+        )  # fmt: skip
         layers.append(
             Layer(
                 index=index,

@@ -24,7 +24,12 @@ from itertools import pairwise
 
 import numpy as np
 
-from splitter.cost.calibration import compute_seconds
+from splitter.cost.calibration import (
+    calibrated_cycles,
+    flat_cycles,
+    split_by_macs,
+    timing_clock_hz,
+)
 from splitter.cost.code import Reserve
 from splitter.cost.wire import THESIS, LinkModel, Wire, record_seconds
 from splitter.errors import InfeasibleError
@@ -36,14 +41,67 @@ OBJECTIVES = ("latency", "throughput")
 
 
 def layer_time(cost: LayerCost, device: Device) -> float:
-    """``L_ij = MAC_j * CpM_i / f_i`` (thesis eq. 6).
-
-    With per-class cycles (``device.cpm_by_class``) and a layer's ``macs_by_class``:
-    ``sum_c MAC_jc * CpM_ic / f_i``, falling back to ``CpM_i`` for a class the device lacks and for
-    MACs no class accounts for; with a calibration of the device's part, each class's cycles times
-    its correction factor (:mod:`splitter.cost.calibration`).
+    """``L_ij``: compute seconds of layer ``j`` on device ``i``, ``sum_c k_c e_c / f``: the
+    estimate's cycles by op class (:func:`estimated_cycles`) times the correction factors of the
+    device's part (its calibration, 1 without; :mod:`splitter.cost.calibration`), over the clock
+    the cycles count at (the device's, or the emulator's when ``device.emulated``).
     """
-    return compute_seconds(cost, device)
+    cycles = calibrated_cycles(estimated_cycles(cost, device), device.calibration)
+    return cycles / timing_clock_hz(device)
+
+
+def estimated_cycles(cost: LayerCost, device: Device) -> dict[str | None, float]:
+    """Uncalibrated cycles of layer ``cost`` on ``device`` by op class (``None``: unclassified).
+
+    * A model's layer (``cost.instructions`` from the kernel cost table) on a device with its
+      catalog cycles per MAC: :func:`table_time` times the clock it counts at, i.e.
+      ``I_j(build_i) * CPI_i`` on a real core, ``I_j * f_emu / 1e9`` on the emulator; split
+      over the layer's op classes in proportion to their MACs (the table is per layer).
+    * Otherwise (layer profiles, a ``cpm`` / ``cpm_by_class`` in the board file) thesis eq. 6,
+      ``MAC_jc * CpM_ic`` per class (:func:`splitter.cost.calibration.flat_cycles`).
+    """
+    table = table_time(cost, device, emulated=device.emulated)
+    if table is None:
+        return flat_cycles(cost, device)
+    return split_by_macs(table * timing_clock_hz(device), cost)
+
+
+def uses_table(device: Device) -> bool:
+    """Whether a model's compute on ``device`` comes from the kernel cost table: the device
+    keeps its part's catalog cycles per MAC (a calibrated one, ``cpm`` or ``cpm_by_class`` in
+    the board file, is the user's measurement and wins)."""
+    return not device.cpm_by_class and device.cpm == device.part.cpm
+
+
+def table_time(cost: LayerCost, device: Device, *, emulated: bool = False) -> float | None:
+    """``I_j * CPI_i / f_i`` on a real core (``splitter.cost.cpi``), or with ``emulated`` the
+    emulator's time ``I_j / 1e9`` (``-icount shift=0``, the build of the emulated M4F with the
+    part's int8 variant); ``None`` when the layer has no table figures or the device is
+    calibrated (:func:`uses_table`)."""
+    if not cost.instructions or not uses_table(device):
+        return None
+    from splitter.cost.cpi import EMULATED_INSTRUCTIONS_PER_S, device_cpi_value
+    from splitter.cost.kernels import part_build_key
+
+    instr = dict(cost.instructions).get(part_build_key(device.part, emulated=emulated))
+    if instr is None:
+        return None
+    if emulated:
+        return instr / EMULATED_INSTRUCTIONS_PER_S
+    return instr * device_cpi_value(device.part, device.clock_hz) / device.clock_hz
+
+
+def compute_label(costs: Sequence[LayerCost], device: Device) -> str:
+    """What the compute times of ``costs`` on ``device`` describe (plan manifest, ``plan``)."""
+    if any(c.instructions for c in costs) and uses_table(device):
+        if device.emulated:
+            return "emulator (QEMU -icount shift=0), kernel cost table: 1 instruction per ns"
+        from splitter.cost.cpi import device_cpi
+
+        return f"real core (a model): kernel-table instructions x {device_cpi(device).label}"
+    if device.cpm_by_class or device.cpm != device.part.cpm:
+        return f"cycles per MAC from the board file (cpm {device.cpm:g})"
+    return f"catalog cycles per MAC (cpm {device.cpm:g}; layer profile, thesis eq. 6)"
 
 
 @dataclass(frozen=True, eq=False)

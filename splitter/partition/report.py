@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from splitter.cost.code import arena_region, code_bytes, layer_keys, reserves, runtime_ram_bytes
+from splitter.cost.kernels import part_build_key
 from splitter.cost.pex_chain import describe_loop
 from splitter.cost.wire import THESIS, LinkModel
 from splitter.errors import InfeasibleError
@@ -35,7 +36,14 @@ from splitter.manifest import (
 )
 from splitter.partition import make_plan, make_problem, solve
 from splitter.partition.base import SolverResult
-from splitter.partition.problem import Evaluation, Problem, better, close, evaluate
+from splitter.partition.problem import (
+    Evaluation,
+    Problem,
+    better,
+    close,
+    compute_label,
+    evaluate,
+)
 
 
 def link_model(chain: Chain, host_io: bool = True) -> LinkModel:
@@ -274,7 +282,10 @@ def build_manifest(
         waiting_s=float(ev.waiting_s),
         bottleneck_device=boards.devices[ev.bottleneck].name,
         assignment=tuple(plan.assignment),
-        devices=tuple(_device(ev, i, dev) for i, dev in enumerate(boards.devices)),
+        devices=tuple(
+            _device(ev, i, dev, compute_label(problem.costs, dev))
+            for i, dev in enumerate(boards.devices)
+        ),
         submodels=subs,
         emulated=any(d.emulated for d in boards.devices),
         link_model=problem.link_model.name,
@@ -366,11 +377,24 @@ def _submodel(
         ram_whole_bytes=max(chain.layers[j].whole_ram or int(problem.ram[j]) for j in idx)
         if any(chain.layers[j].loops for j in idx)
         else 0,
+        instructions=_instructions(problem, idx, dev),
     )
 
 
-def _device(ev: Evaluation, i: int, dev: Device) -> DeviceEntry:
+def _instructions(problem: Problem, idx: range, dev: Device) -> tuple[tuple[str, float], ...]:
+    """Table instructions of layers ``idx`` for ``dev``'s real core and for the emulator."""
+    keys = {part_build_key(dev.part), part_build_key(dev.part, emulated=True)}
+    total: dict[str, float] = {}
+    for j in idx:
+        for build, n in problem.costs[j].instructions:
+            if build in keys:
+                total[build] = total.get(build, 0.0) + n
+    return tuple(sorted((k, round(v, 1)) for k, v in total.items()))
+
+
+def _device(ev: Evaluation, i: int, dev: Device, label: str) -> DeviceEntry:
     return DeviceEntry(
+        compute_model=label,
         name=dev.name,
         index=i,
         mcu=dev.part.name,

@@ -1,0 +1,397 @@
+"""Instructions of the project's own kernels per op, from the measured table ``kernel_costs.json``.
+
+The table is measured by ``make costs`` (:mod:`splitter.link.kernel_table`, which says how): every
+layer of every model in ``models/`` the C generator handles is compiled as it is for a device
+(same generator, same flags) and run under QEMU with ``-icount shift=0``, which executes one
+instruction per virtual nanosecond, so the SysTick ticks around a layer give its instruction
+count exactly. Per *build* (the core the code is compiled for and the int8 ISA variant codegen
+picks, :func:`build_key`) and per *kernel variant* (:func:`op_terms`: op kind, the kernel
+path inside it, layout and dtype) a least-squares fit gives the instructions of one call as
+
+``I(op) = c_call + c_rows * rows + c_pix * pixels + c_out * outputs + c_mac * MACs
++ c_edge * edge MACs + c_in * inputs``
+
+(features of :func:`op_features`; a kernel family uses the subset it has). A fused float
+activation is its own term ``act.<kind>`` (``c_out * outputs``: the ``k_act`` pass the float
+kernels end with). An op whose exact shape was measured (:func:`op_signature`: every layer of
+``models/`` that fits the emulator, and the grid) takes the measured count instead of the fit;
+the fit serves every other shape. A sub-model's instructions are
+``c_submodel + sum of its ops' I``.
+
+Instructions are what the emulator counts, not a real core's cycles: ``splitter.cost.cpi``
+turns them into time on a real core. ``tests/test_kernel_table.py`` fails when the kernels, the
+generator or the compiler changed since the table was measured.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from splitter.cost.handlers import q8_conv_kind
+from splitter.errors import InputFileError
+from splitter.ir import Op, Part, TensorSpec
+
+KERNEL_TABLE = Path(__file__).with_name("kernel_costs.json")
+
+#: gcc ``-mcpu`` -> the core name the table is keyed by (as ``splitter.cost.code``)
+CORE_OF_CPU = {"cortex-m0plus": "M0+", "cortex-m4": "M4F", "cortex-m7": "M7"}
+
+#: Cores with the Armv7E-M DSP extension: the int8 ``_dsp`` kernels run there, ``_plain``
+#: elsewhere. The same set as ``codegen.ops.q8_variants.DSP_CORES`` (which this layer may not
+#: import; ``tests/test_kernel_table.py`` checks they agree).
+DSP_CORES = frozenset({"cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p", "cortex-m55"})
+
+#: Features a fit may use, in the table's order.
+FEATURES = ("call", "rows", "pix", "out", "mac", "edge", "in", "pair", "inner", "gen")
+
+#: Features per kernel family (fewer terms where the kernel has no such loop).
+WINDOW_FEATURES = ("call", "rows", "pix", "out", "mac", "edge")
+DENSE_FEATURES = ("call", "out", "mac")
+ELEMENT_FEATURES = ("call", "out", "in")
+
+
+def isa_of_cpu(cpu: str) -> str:
+    """``"dsp"`` on a core of :data:`DSP_CORES`, else ``"plain"`` (codegen's choice)."""
+    return "dsp" if cpu in DSP_CORES else "plain"
+
+
+def build_key(cpu: str, *, emulated: bool = False) -> str:
+    """The table's build for code generated for gcc core ``cpu``: ``"<core>.<isa>"``.
+
+    On the emulator every device runs as the emulated F405 (compiled for its Cortex-M4F) with
+    the int8 variant of its own part's core: ``"M4F.plain"`` for an emulated Cortex-M0+ part.
+    """
+    core = "M4F" if emulated else CORE_OF_CPU[cpu]
+    return f"{core}.{isa_of_cpu(cpu)}"
+
+
+def part_build_key(part: Part, *, emulated: bool = False) -> str:
+    """:func:`build_key` of a catalog part (its family's core)."""
+    from splitter.hardware.families import family_for
+
+    return build_key(family_for(part.family).core, emulated=emulated)
+
+
+@dataclass(frozen=True)
+class Term:
+    """One kernel call an op makes: its variant key and feature values."""
+
+    variant: str
+    features: Mapping[str, float]
+
+
+def _dtype(op: Op, tensors: Mapping[str, TensorSpec]) -> str:
+    """``"int8"`` when any activation of ``op`` is int8 (the int8 kernels run it); a conversion
+    between float and int8 (quantize, dequantize) is ``"<in>><out>"``: other kernels."""
+    names = (*op.inputs, *op.outputs)
+    dtypes = {tensors[n].dtype for n in names if n in tensors}
+    if len(dtypes) > 1 and op.inputs and op.inputs[0] in tensors:
+        return f"{tensors[op.inputs[0]].dtype}>{tensors[op.outputs[0]].dtype}"
+    return "int8" if "int8" in dtypes else "float32"
+
+
+def _chw(spec: TensorSpec, layout: str) -> tuple[int, int, int]:
+    """(channels, height, width) of a rank-4 image tensor in ``layout``."""
+    s = spec.shape
+    if len(s) != 4:
+        return (int(s[-1]) if s else 1, 1, max(1, spec.size // max(1, int(s[-1]) if s else 1)))
+    return (
+        (int(s[3]), int(s[1]), int(s[2])) if layout == "NHWC" else (int(s[1]), int(s[2]), int(s[3]))
+    )
+
+
+def _edge_pixels(oh: int, ow: int, k: tuple[int, int], s: tuple[int, int], h: int, w: int,
+                 pads: Sequence[int]) -> int:  # fmt: skip
+    """Output pixels whose window reaches into the padding (the kernels' bounds-checked path)."""
+    pt, pl = int(pads[0]), int(pads[1])
+
+    def inner(n_out: int, kk: int, ss: int, pad: int, n_in: int) -> int:
+        return sum(1 for o in range(n_out) if o * ss - pad >= 0 and o * ss - pad + kk <= n_in)
+
+    return oh * ow - inner(oh, k[0], s[0], pt, h) * inner(ow, k[1], s[1], pl, w)
+
+
+def _window_features(op: Op, x: TensorSpec, y: TensorSpec, layout: str) -> dict[str, float]:
+    """call, rows ``O*OH``, pix ``OH*OW``, out, mac ``out*C/g*kh*kw``, edge (MACs of the
+    edge pixels)."""
+    _, h, w = _chw(x, layout)
+    o, oh, ow = _chw(y, layout)
+    if op.kind == "conv2d":
+        k = tuple(int(v) for v in op.weights["W"].shape[2:])
+        per = int(op.weights["W"].shape[1]) * k[0] * k[1]
+    else:
+        k = tuple(int(v) for v in op.attr("kernel"))
+        per = k[0] * k[1]
+    strides = tuple(int(v) for v in op.attr("strides", k if op.kind != "conv2d" else (1, 1)))
+    edge = _edge_pixels(oh, ow, (k[0], k[1]), (strides[0], strides[1]), h, w,
+                        op.attr("pads", (0, 0, 0, 0)))  # fmt: skip
+    out = o * oh * ow
+    return {"call": 1, "rows": o * oh, "pix": oh * ow, "out": out, "mac": out * per,
+            "edge": o * edge * per}  # fmt: skip
+
+
+def _valid_taps(n_out: int, k: int, s: int, pad: int, n_in: int, d: int = 1) -> list[int]:
+    """Per output position, the kernel taps inside the input (the kernels' hoisted bounds)."""
+    return [sum(1 for t in range(k) if 0 <= o * s - pad + t * d < n_in) for o in range(n_out)]
+
+
+def _pointwise_nchw(c: int, p: int, o: int) -> dict[str, float]:
+    """``conv_pointwise`` (kernels.c): blocks of 4 channels x 4 pixels (16 MACs per input
+    channel, ``mac``), the ``P % 4`` tail pixels of each block (``inner``: channel steps of 4
+    MACs), the ``O % 4`` last channels one MAC at a time (``gen``); ``pix`` blocks and tail
+    pixels, ``rows`` channel blocks."""
+    nb, p4 = o // 4, p // 4 * 4
+    return {"call": 1, "rows": nb, "pix": nb * (p4 // 4 + p - p4), "mac": nb * p4 * c * 4,
+            "inner": nb * (p - p4) * c, "gen": (o - 4 * nb) * p * c}  # fmt: skip
+
+
+def _blocked_nchw(
+    op: Op, c: int, hw: tuple[int, int], o: int, ohw: tuple[int, int]
+) -> dict[str, float]:
+    """``conv_blocked`` (kernels.c): per block of 4 channels and output row, interior pixel
+    pairs (``pair``; ``mac`` their MACs, ``inner`` their channel x kernel-row steps), border
+    pixels one at a time (``pix``, ``edge`` their valid-tap MACs), the ``O % 4`` last
+    channels through ``conv_generic`` (``gen`` MACs)."""
+    (h, w), (oh, ow) = hw, ohw
+    kh, kw = (int(v) for v in op.weights["W"].shape[2:])
+    sh, sw = (int(v) for v in op.attr("strides", (1, 1)))
+    pt, pl = (int(v) for v in op.attr("pads", (0, 0, 0, 0))[:2])
+    dh, dw = (int(v) for v in op.attr("dilations", (1, 1)))
+    lo, span = (pl + sw - 1) // sw, w - 1 - (kw - 1) * dw + pl
+    hi = min(ow, span // sw + 1 if span >= 0 else 0)
+    lo = min(lo, hi)
+    npair = (hi - lo) // 2
+    ky = sum(_valid_taps(oh, kh, sh, pt, h, dh))
+    kx = _valid_taps(ow, kw, sw, pl, w, dw)
+    border = sum(kx) - sum(kx[lo : lo + 2 * npair])
+    nb = o // 4
+    return {"call": 1, "rows": nb * oh, "pair": nb * oh * npair, "pix": nb * oh * (ow - 2 * npair),
+            "mac": nb * 8 * npair * c * kw * ky, "inner": nb * npair * c * ky,
+            "edge": nb * 4 * c * ky * border, "gen": (o - 4 * nb) * c * ky * sum(kx)}  # fmt: skip
+
+
+def _blocked_nhwc(
+    op: Op, c: int, hw: tuple[int, int], o: int, ohw: tuple[int, int]
+) -> dict[str, float]:
+    """``conv_nhwc_blocked`` (kernels_nhwc.c): per output row, interior pixels 4 at a time x 4
+    channels (``mac``; ``inner`` their channel-block x kernel-row runs, ``gen`` the ``O % 4``
+    channels' MACs there), the other pixels one at a time (``pix``; ``edge`` their valid-tap
+    MACs, ``rows`` their channel-block calls)."""
+    (h, w), (oh, ow) = hw, ohw
+    kh, kw = (int(v) for v in op.weights["W"].shape[2:])
+    sh, sw = (int(v) for v in op.attr("strides", (1, 1)))
+    pt, pl = (int(v) for v in op.attr("pads", (0, 0, 0, 0))[:2])
+    dh, dw = (int(v) for v in op.attr("dilations", (1, 1)))
+    lo, span = (pl + sw - 1) // sw, w - 1 - (kw - 1) * dw + pl
+    hi = min(ow, span // sw + 1 if span >= 0 else 0)
+    lo = min(lo, hi)
+    quads = (hi - lo) // 4
+    ky = sum(_valid_taps(oh, kh, sh, pt, h, dh))
+    kx = _valid_taps(ow, kw, sw, pl, w, dw)
+    single = sum(kx) - sum(kx[lo : lo + 4 * quads])
+    o4 = o // 4
+    return {"call": 1, "mac": ky * quads * 16 * o4 * kw * c, "inner": ky * quads * o4,
+            "gen": ky * quads * 4 * (o % 4) * kw * c, "pix": oh * (ow - 4 * quads),
+            "edge": ky * single * o * c, "rows": oh * (ow - 4 * quads) * (o4 + o % 4)}  # fmt: skip
+
+
+def _q8_gemm(op: Op, x: TensorSpec, y: TensorSpec) -> dict[str, float]:
+    """``conv_engine`` (kernels_q8_opt.c, int8 NHWC): per output pixel an im2col column of
+    ``K = kh kw C`` values (``in`` elements, ``inner`` taps), then a GEMM over channel pairs and
+    pixel pairs (``mac``; ``gen`` the ``K % 4`` tail MACs, ``rows`` the MACs of an odd last
+    channel), requantisation per output (``out``), per pixel (``pix``)."""
+    o, _, kh, kw = (int(d) for d in op.weights["W"].shape)
+    k = int(op.weights["W"].shape[1]) * kh * kw
+    npix = y.size // o
+    return {"call": 1, "mac": o * npix * k, "out": o * npix, "pix": npix,
+            "inner": npix * kh * kw, "in": npix * k, "gen": (k % 4) * o * npix,
+            "rows": (o % 2) * npix * k}  # fmt: skip
+
+
+def _kernel_layout(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> str:
+    """The layout the op's kernel sees: int8 activations are NHWC in every graph (a QDQ ONNX
+    model's quantize transposes NCHW to NHWC), float ones the graph's layout."""
+    return "NHWC" if _dtype(op, tensors) == "int8" else (layout or "NCHW")
+
+
+def op_features(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> dict[str, float]:
+    """Feature values of ``op``'s main kernel call (module docstring)."""
+    layout = _kernel_layout(op, tensors, layout)
+    ins = [tensors[n] for n in op.inputs if n in tensors]
+    y = tensors[op.outputs[0]]
+    variant = op_variant(op, tensors, layout)
+    if variant.startswith(("conv2d.conv/", "conv2d.pointwise/")) and variant.endswith("/int8"):
+        return _q8_gemm(op, ins[0], y)
+    if variant == "conv2d.conv/NHWC/float32":
+        c, h, w = _chw(ins[0], layout)
+        o, oh, ow = _chw(y, layout)
+        return _blocked_nhwc(op, c, (h, w), o, (oh, ow))
+    if variant in ("conv2d.pointwise/NCHW/float32", "conv2d.conv/NCHW/float32"):
+        c, h, w = _chw(ins[0], layout)
+        o, oh, ow = _chw(y, layout)
+        if variant.startswith("conv2d.pointwise"):
+            return _pointwise_nchw(c, h * w, o)
+        return _blocked_nchw(op, c, (h, w), o, (oh, ow))
+    if op.kind in ("conv2d", "maxpool", "avgpool"):
+        return _window_features(op, ins[0], y, layout)
+    if op.kind == "dense":
+        n_in = int(op.weights["W"].shape[1])
+        return {"call": 1, "out": y.size, "mac": y.size * n_in}
+    if op.kind == "matmul":
+        return {"call": 1, "out": y.size, "mac": y.size * int(ins[0].shape[-1])}
+    return {"call": 1, "out": y.size, "in": sum(t.size for t in ins)}
+
+
+def op_variant(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> str:
+    """``kind[.path]/layout/dtype`` of the kernel code that runs ``op`` (the same choice as the
+    generator, codegen/ops: the paths inside ``k_conv2d`` / ``k_conv2d_nhwc``, the int8 kernel
+    family of :func:`~splitter.cost.handlers.q8_conv_kind`)."""
+    dtype = _dtype(op, tensors)
+    layout = _kernel_layout(op, tensors, layout)
+    kind = op.kind
+    if kind == "conv2d":
+        ins = [tensors[op.inputs[0]]]
+        path = q8_conv_kind(op, ins) if dtype == "int8" else _float_conv_path(op, ins[0], layout)
+        kind = f"conv2d.{path}"
+    return f"{kind}/{layout or 'NCHW'}/{dtype}"
+
+
+def _float_conv_path(op: Op, x: TensorSpec, layout: str) -> str:
+    """The branch of ``k_conv2d`` (kernels.c) or ``k_conv2d_nhwc`` (kernels_nhwc.c) taken."""
+    w = op.weights["W"]
+    o, _, kh, kw = (int(d) for d in w.shape)
+    groups = int(op.attr("groups", 1))
+    c = _chw(x, layout)[0]
+    if layout == "NHWC":
+        return "conv" if groups == 1 else "depthwise" if groups == c else "grouped"
+    flat = not any(op.attr("pads", (0, 0, 0, 0)))
+    if groups == 1:
+        one = (kh, kw) == (1, 1) and tuple(op.attr("strides", (1, 1))) == (1, 1)
+        return "pointwise" if one and flat else "conv"
+    if groups == c == o and (kh, kw) == (3, 3):
+        return "depthwise3x3"
+    return "grouped"
+
+
+def op_terms(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> list[Term]:
+    """The kernel calls of ``op``: its variant, plus ``act.<kind>`` for a fused activation of a
+    float op (the ``k_act`` pass; int8 kernels fold their clamp into the requantisation)."""
+    terms = [Term(op_variant(op, tensors, layout), op_features(op, tensors, layout))]
+    act = op.attr("act")
+    if act and _dtype(op, tensors) == "float32":
+        out = float(tensors[op.outputs[0]].size)
+        terms.append(Term(f"act.{act}/{layout or 'NCHW'}/float32", {"call": 1, "out": out}))
+    return terms
+
+
+def feature_names(variant: str) -> tuple[str, ...]:
+    """Features the fit of ``variant`` uses (by its op kind)."""
+    if variant == "conv2d.pointwise/NCHW/float32":
+        return ("call", "rows", "pix", "mac", "inner", "gen")
+    if variant == "conv2d.conv/NCHW/float32":
+        return ("call", "rows", "pair", "pix", "mac", "inner", "edge", "gen")
+    if variant.startswith(("conv2d.conv/", "conv2d.pointwise/")) and variant.endswith("/int8"):
+        return ("call", "mac", "out", "pix", "inner", "in", "gen", "rows")
+    if variant == "conv2d.conv/NHWC/float32":
+        return ("call", "mac", "inner", "gen", "pix", "edge", "rows")
+    kind = variant.split("/")[0].split(".")[0]
+    if kind in ("conv2d", "maxpool", "avgpool"):
+        return WINDOW_FEATURES
+    if kind in ("dense", "matmul"):
+        return DENSE_FEATURES
+    if kind == "act":
+        return ("call", "out")
+    return ELEMENT_FEATURES
+
+
+# ------------------------------------------------------------------------- the table ----------
+@cache
+def kernel_table() -> dict[str, Any]:
+    """The measured table (``kernel_costs.json``); no builds while ``make costs`` measures the
+    first one (layers then keep the flat cycles-per-MAC model)."""
+    if not KERNEL_TABLE.exists():
+        return {"builds": {}}
+    try:
+        data: dict[str, Any] = json.loads(KERNEL_TABLE.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputFileError(
+            f"{KERNEL_TABLE}: cannot read the kernel cost table ({exc}); regenerate it with "
+            "`make costs`"
+        ) from None
+    return data
+
+
+def _coefficients(build: str) -> dict[str, Any]:
+    builds = kernel_table()["builds"]
+    if build not in builds:
+        raise InputFileError(
+            f"{KERNEL_TABLE}: no build '{build}' (have {', '.join(sorted(builds))}); "
+            "regenerate it with `make costs`"
+        )
+    entry: dict[str, Any] = builds[build]
+    return entry
+
+
+def op_signature(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> str:
+    """What decides an op's instruction count: its variant, the shapes of its activations and
+    constants and the attributes the kernels read (window, stride, padding, groups,
+    activation, axes...), as one string (the key of the table's measured entries)."""
+    shapes = [tensors[n].shape for n in (*op.inputs, *op.outputs) if n in tensors]
+    consts = sorted((k, tuple(int(d) for d in v.shape)) for k, v in op.weights.items())
+    keep = ("kernel", "strides", "pads", "dilations", "groups", "act", "axis", "axes", "perm",
+            "mode", "size", "count_include_pad", "starts", "ends", "steps", "keepdims")  # fmt: skip
+    attrs = sorted((k, repr(v)) for k, v in op.attrs.items() if k in keep)
+    return f"{op_variant(op, tensors, layout)}|{shapes}|{consts}|{attrs}"
+
+
+def term_instructions(term: Term, build: str) -> float:
+    """Instructions of one kernel call: the variant's fit, else the build's pooled fallback
+    fit (a variant no model in ``models/`` uses)."""
+    entry = _coefficients(build)
+    coef = entry["variants"].get(term.variant, {}).get("coef") or entry["fallback"]
+    return float(sum(float(c) * float(term.features.get(f, 0.0)) for f, c in coef.items()))
+
+
+def op_instructions(
+    op: Op, tensors: Mapping[str, TensorSpec], layout: str, build: str, *, measured: bool = True
+) -> float:
+    """Instructions of one op: the count measured for the same :func:`op_signature` when the
+    table has one (``measured``), else the fits of its :func:`op_terms`."""
+    if measured:
+        hit = _coefficients(build).get("measured", {}).get(op_signature(op, tensors, layout))
+        if hit is not None:
+            return float(hit)
+    return sum(term_instructions(t, build) for t in op_terms(op, tensors, layout))
+
+
+def ops_instructions(
+    ops: Iterable[Op], tensors: Mapping[str, TensorSpec], layout: str, build: str,
+    *, measured: bool = True,
+) -> float:  # fmt: skip
+    """Instructions of running ``ops`` one after another (no sub-model overhead)."""
+    return sum(op_instructions(op, tensors, layout, build, measured=measured) for op in ops)
+
+
+def submodel_overhead(build: str) -> float:
+    """Instructions of one sub-model call besides its ops (the function's prologue, the
+    arena pointers)."""
+    return float(_coefficients(build)["submodel"])
+
+
+def layer_instructions(
+    ops: Sequence[Op], tensors: Mapping[str, TensorSpec], layout: str, cpu: str,
+    *, emulated: bool = False,
+) -> float:  # fmt: skip
+    """Instructions of one layer's ``ops`` as the code generated for gcc core ``cpu`` runs them,
+    on that core (``emulated=False``) or on the emulated F405 (``emulated=True``)."""
+    return ops_instructions(ops, tensors, layout, build_key(cpu, emulated=emulated))
+
+
+def builds() -> tuple[str, ...]:
+    """The builds the table has, e.g. ``("M0+.plain", "M4F.dsp", "M4F.plain", "M7.dsp")``."""
+    return tuple(sorted(kernel_table()["builds"]))

@@ -1,0 +1,155 @@
+"""A grid of shapes for the kernel cost table (``make costs``, :mod:`splitter.link.kernel_table`).
+
+The layers of ``models/`` cover the shapes real networks use; the grid adds shapes around
+them so the per-kernel fits see each term vary on its own. Each grid chain is a sequence of
+ops (the table measures per op, so a chain is only a way to run many ops in one ELF): a seeded
+random walk where each op's input is the previous op's output, over
+
+* convolutions: regular (kernel 1, 3, 5; stride 1, 2; padding none or "same"), depthwise 3x3
+  (stride 1, 2), pointwise 1x1; 4-48 output channels; fused ReLU / ReLU6 / none;
+* max and average pools (2x2 stride 2, 3x3 stride 1 "same");
+* dense layers of 16-640 inputs and 8-256 outputs,
+
+in float32 NCHW, float32 NHWC and int8 NHWC (per-channel weight scales, as TFLite's).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from splitter.ir import Chain, Graph, Op, QuantParams, TensorSpec
+
+SEED = 12
+#: (layout, dtype) of the grid chains
+KINDS = (("NCHW", "float32"), ("NHWC", "float32"), ("NHWC", "int8"))
+WALKS = 10  # window-op chains per kind
+STEPS = 9  # ops per chain
+DENSE_WALKS = 2
+#: fused activations drawn (an object array: ``None`` stays ``None``, names stay ``str``)
+_ACTS = np.array(["relu", "relu6", None], dtype=object)
+
+
+def _shape(layout: str, c: int, h: int, w: int) -> tuple[int, ...]:
+    return (1, h, w, c) if layout == "NHWC" else (1, c, h, w)
+
+
+class _Builder:
+    """Accumulates the ops and tensors of one grid chain."""
+
+    def __init__(self, name: str, layout: str, dtype: str, rng: np.random.Generator) -> None:
+        self.name, self.layout, self.dtype, self.rng = name, layout, dtype, rng
+        self.ops: list[Op] = []
+        self.tensors: dict[str, TensorSpec] = {}
+
+    def tensor(self, shape: tuple[int, ...]) -> str:
+        """A new activation tensor of ``shape`` (int8: a per-tensor scale and zero point)."""
+        name = f"t{len(self.tensors)}"
+        quant = None
+        if self.dtype == "int8":
+            scale = float(self.rng.uniform(0.01, 0.05))
+            quant = QuantParams((scale,), (int(self.rng.integers(-128, 20)),), None)
+        self.tensors[name] = TensorSpec(name, shape, self.dtype, quant)
+        return name
+
+    def weights(self, shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+        """``W`` and ``B`` of ``shape`` (int8 weights, int32 bias for int8 ops)."""
+        if self.dtype == "int8":
+            w = self.rng.integers(-127, 128, size=shape).astype(np.int8)
+            b = self.rng.integers(-500, 500, size=shape[0]).astype(np.int32)
+            return {"W": w, "B": b}
+        w = self.rng.normal(0, 0.2, size=shape).astype(np.float32)
+        return {"W": w, "B": self.rng.normal(0, 0.1, size=shape[0]).astype(np.float32)}
+
+    def quant_attrs(self, x: str, out_ch: int) -> dict[str, object]:
+        """The importer's per-channel weight and bias scale attributes of an int8 op."""
+        if self.dtype != "int8":
+            return {}
+        in_scale = self.tensors[x].quant.scale[0]  # type: ignore[union-attr]
+        w_scale = tuple(float(v) for v in self.rng.uniform(0.002, 0.02, size=out_ch))
+        zeros = (0,) * out_ch
+        return {"w_scale": w_scale, "w_zero_point": zeros, "w_axis": 0,
+                "b_scale": tuple(in_scale * s for s in w_scale), "b_zero_point": zeros,
+                "b_axis": 0}  # fmt: skip
+
+    def add(self, kind: str, x: str, y_shape: tuple[int, ...], attrs: dict[str, object],
+            weights: dict[str, np.ndarray] | None = None) -> str:  # fmt: skip
+        y = self.tensor(y_shape)
+        name = f"{kind}_{len(self.ops)}"
+        self.ops.append(Op(name, kind, (x,), (y,), attrs, weights or {}, (name,)))
+        return y
+
+    def graph(self, first: str, last: str) -> Graph:
+        return Graph(self.name, tuple(self.ops), dict(self.tensors), (first,), (last,),
+                     self.layout, "grid")  # fmt: skip
+
+
+def _window_step(b: _Builder, x: str, c: int, h: int) -> tuple[str, int, int]:
+    """One random window op on a ``c`` x ``h`` x ``h`` input; the output and its c, h."""
+    rng = b.rng
+    choice = rng.choice(["conv", "conv", "depthwise", "pointwise", "pointwise", "pool"])
+    act = None if b.dtype == "int8" and rng.random() < 0.3 else rng.choice(_ACTS)
+    if choice == "pool":
+        kind = str(rng.choice(["maxpool", "avgpool"]))
+        k, s, p = (2, 2, 0) if h >= 4 and rng.random() < 0.6 else (3, 1, 1)
+        oh = (h + 2 * p - k) // s + 1
+        attrs: dict[str, object] = {"kernel": (k, k), "strides": (s, s), "pads": (p, p, p, p),
+                                    "act": None, "count_include_pad": False}  # fmt: skip
+        return b.add(kind, x, _shape(b.layout, c, oh, oh), attrs), c, oh
+    if choice == "depthwise":
+        k, o, g = 3, c, c
+        s = 2 if h >= 6 and rng.random() < 0.4 else 1
+        p = 1
+    elif choice == "pointwise":
+        k, s, p, g = 1, 1, 0, 1
+        o = int(rng.choice([4, 8, 12, 16, 24, 32, 48]))
+    else:
+        k = int(rng.choice([1, 3, 3, 5])) if h >= 5 else 1
+        s = 2 if h >= 8 and rng.random() < 0.4 else 1
+        p = k // 2 if rng.random() < 0.6 else 0
+        o, g = int(rng.choice([4, 8, 16, 24, 32])), 1
+    oh = (h + 2 * p - k) // s + 1
+    attrs = {"kernel": (k, k), "strides": (s, s), "pads": (p, p, p, p), "dilations": (1, 1),
+             "groups": g, "act": act, **b.quant_attrs(x, o)}  # fmt: skip
+    weights = b.weights((o, c // g, k, k))
+    return b.add("conv2d", x, _shape(b.layout, o, oh, oh), attrs, weights), o, oh
+
+
+def window_chain(layout: str, dtype: str, walk: int) -> Chain:
+    """One random walk of :data:`STEPS` window ops."""
+    from splitter.graph.chain import build_chain
+
+    rng = np.random.default_rng([SEED, walk, KINDS.index((layout, dtype))])
+    b = _Builder(f"grid_{layout}_{dtype}_{walk}", layout, dtype, rng)
+    c, h = int(rng.choice([3, 8, 16, 24])), int(rng.choice([12, 16, 20, 24]))
+    while c * h * h * (1 if dtype == "int8" else 4) > 16 * 1024:
+        h -= 2
+    first = x = b.tensor(_shape(layout, c, h, h))
+    for _ in range(STEPS):
+        x, c, h = _window_step(b, x, c, h)
+        if h < 3 or c * h * h > 8 * 1024:
+            break
+    return build_chain(b.graph(first, x))
+
+
+def dense_chain(dtype: str, walk: int) -> Chain:
+    """A sequence of dense layers with random widths."""
+    from splitter.graph.chain import build_chain
+
+    rng = np.random.default_rng([SEED, 100 + walk, dtype == "int8"])
+    b = _Builder(f"grid_dense_{dtype}_{walk}", "NHWC" if dtype == "int8" else "NCHW", dtype, rng)
+    n = int(rng.choice([16, 64, 250, 640]))
+    first = x = b.tensor((1, n))
+    for _ in range(STEPS - 3):
+        m = int(rng.choice([8, 10, 32, 64, 100, 256]))
+        act = rng.choice(_ACTS[[0, 2]])
+        attrs = {"act": act, **b.quant_attrs(x, m)}
+        x = b.add("dense", x, (1, m), attrs, b.weights((m, n)))
+        n = m
+    return build_chain(b.graph(first, x))
+
+
+def grid_chains() -> list[Chain]:
+    """Every grid chain (module docstring)."""
+    chains = [window_chain(lay, dt, k) for lay, dt in KINDS for k in range(WALKS)]
+    chains += [dense_chain(dt, k) for dt in ("float32", "int8") for k in range(DENSE_WALKS)]
+    return chains

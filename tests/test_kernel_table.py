@@ -1,0 +1,173 @@
+"""The kernel cost table (splitter/cost/kernel_costs.json): fresh, complete, and what it means.
+
+The table is measured by ``make costs`` (splitter/link/kernel_table.py) under QEMU -icount;
+its ``sources`` hash covers the kernels, the C generator, the cost features and the compiler
+version, so a kernel change without regenerating the table fails here, naming the command.
+How well the table predicts whole sub-models is ``benchmarks/costs.py``'s job; the one
+measurement here (tiny_cnn, one ELF, a few seconds) checks that the instruction counts are
+reproducible: the same sources give the same counts as the table holds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from splitter.cost.cpi import EMULATED_INSTRUCTIONS_PER_S, device_cpi
+from splitter.cost.kernels import (
+    DSP_CORES,
+    build_key,
+    kernel_table,
+    op_features,
+    op_terms,
+    part_build_key,
+)
+from splitter.graph.chain import build_chain
+from splitter.hardware.catalog import get_part
+from splitter.importers import load_model
+from splitter.ir import Device, LayerCost, Op, TensorSpec
+from splitter.partition.problem import layer_time, table_time
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ROOT / "models"
+
+
+@pytest.mark.toolchain
+def test_table_was_measured_from_the_current_sources() -> None:
+    from splitter.link.kernel_table import sources_hash
+
+    assert kernel_table()["sources"] == sources_hash(), (
+        "splitter/cost/kernel_costs.json is stale (kernels, codegen, the cost features or the "
+        "compiler changed); regenerate it with `make costs` and commit it"
+    )
+
+
+def test_dsp_cores_agree_with_the_generator() -> None:
+    from codegen.ops.q8_variants import DSP_CORES as CODEGEN_DSP
+
+    assert DSP_CORES == CODEGEN_DSP
+
+
+def test_every_core_has_a_build() -> None:
+    builds = set(kernel_table()["builds"])
+    for cpu in ("cortex-m0plus", "cortex-m4", "cortex-m7"):
+        assert build_key(cpu) in builds
+        assert build_key(cpu, emulated=True) in builds
+
+
+@pytest.mark.parametrize("model", ["tiny_cnn.onnx", "mlperf_kws_ds_cnn_int8.tflite",
+                                   "tiny_cnn_float.tflite"])  # fmt: skip
+def test_the_models_kernels_are_in_the_table(model: str) -> None:
+    """Every op of these models has a fitted variant (not the fallback) on every build."""
+    graph = load_model(MODELS / model).graph
+    for build, entry in kernel_table()["builds"].items():
+        for op in graph.ops:
+            for term in op_terms(op, graph.tensors, graph.layout):
+                if op.kind == "reshape":
+                    continue
+                assert term.variant in entry["variants"], (build, term.variant)
+
+
+def _conv(pads: tuple[int, int, int, int], groups: int = 1) -> tuple[Op, dict[str, TensorSpec]]:
+    w = np.zeros((8, 4 // groups, 3, 3), np.float32)
+    attrs = {"kernel": (3, 3), "strides": (1, 1), "pads": pads, "groups": groups, "act": "relu"}
+    op = Op("c", "conv2d", ("x",), ("y",), attrs, {"W": w})
+    oh = 6 + pads[0] + pads[2] - 2
+    tensors = {"x": TensorSpec("x", (1, 4, 6, 6), "float32"),
+               "y": TensorSpec("y", (1, 8, oh, oh), "float32")}  # fmt: skip
+    return op, tensors
+
+
+def test_conv_features_by_hand() -> None:
+    """k_conv2d's blocked path on a 6x6 input, 3x3 kernel, pad 1, 8 channels (2 blocks of 4):
+    interior columns 1..4 (lo 1, hi 5) run as 2 pixel pairs per row, columns 0 and 5 one at a
+    time; valid kernel rows per output row 2, 3, 3, 3, 3, 2 (16), columns the same. The fast
+    and border MACs add up to the valid MACs, ``8 * 4 * 16 * 16``."""
+    op, tensors = _conv((1, 1, 1, 1))
+    f = op_features(op, tensors, "NCHW")
+    assert f == {"call": 1, "rows": 12, "pair": 24, "pix": 24, "mac": 2 * 4 * 4 * 4 * 3 * 16,
+                 "inner": 2 * 2 * 4 * 16, "edge": 2 * 4 * 4 * 16 * 4, "gen": 0}  # fmt: skip
+    assert f["mac"] + f["edge"] == 8 * 4 * 16 * 16
+    op, tensors = _conv((0, 0, 0, 0))
+    f = op_features(op, tensors, "NCHW")
+    assert f["edge"] == 0 and f["mac"] == 8 * 4 * 9 * 16  # 4x4 outputs, all interior pairs
+    terms = op_terms(op, tensors, "NCHW")
+    assert [t.variant for t in terms] == ["conv2d.conv/NCHW/float32", "act.relu/NCHW/float32"]
+
+
+def test_pool_edge_pixels_by_hand() -> None:
+    """3x3 max pool, stride 1, pad 1 on 5x5: the 16 border outputs of 25 reach the padding."""
+    op = Op("p", "maxpool", ("x",), ("y",), {"kernel": (3, 3), "strides": (1, 1),
+                                             "pads": (1, 1, 1, 1)})  # fmt: skip
+    tensors = {"x": TensorSpec("x", (1, 2, 5, 5), "float32"),
+               "y": TensorSpec("y", (1, 2, 5, 5), "float32")}  # fmt: skip
+    f = op_features(op, tensors, "NCHW")
+    assert (f["pix"], f["out"], f["mac"], f["edge"]) == (25, 50, 450, 2 * 16 * 9)
+
+
+def test_emulated_builds_follow_the_parts_int8_variant() -> None:
+    g0, f4, h7 = (get_part(n) for n in ("STM32G071RB", "STM32F405RG", "STM32H743ZI"))
+    assert part_build_key(g0) == "M0+.plain" and part_build_key(g0, emulated=True) == "M4F.plain"
+    assert part_build_key(f4) == "M4F.dsp" == part_build_key(f4, emulated=True)
+    assert part_build_key(h7) == "M7.dsp"
+
+
+def _device(name: str, **kw: object) -> Device:
+    part = get_part(name)
+    args: dict[str, object] = {"name": "d", "part": part, "flash_bytes": 1 << 20,
+                               "ram_bytes": 1 << 17, "clock_hz": part.clock_mhz * 1e6,
+                               "cpm": part.cpm, **kw}  # fmt: skip
+    return Device(**args)  # type: ignore[arg-type]
+
+
+def test_layer_time_uses_the_table_on_uncalibrated_devices() -> None:
+    per_build = (("M4F.dsp", 5000.0), ("M4F.plain", 7000.0), ("M0+.plain", 9000.0))
+    cost = LayerCost(macs=1000, instructions=(*per_build, ("M7.dsp", 5000.0)))
+    f4 = _device("STM32F405RG")
+    cpi = device_cpi(f4)
+    assert cpi.wait_states == 5  # RM0090 table 10: 168 MHz at 2.7-3.6 V
+    assert layer_time(cost, f4) == pytest.approx(5000 * cpi.value / f4.clock_hz)
+    g0 = _device("STM32G071RB")
+    assert layer_time(cost, g0) == pytest.approx(9000 * device_cpi(g0).value / g0.clock_hz)
+    assert table_time(cost, g0, emulated=True) == pytest.approx(7000 / EMULATED_INSTRUCTIONS_PER_S)
+    calibrated = _device("STM32F405RG", cpm=2.5)
+    assert layer_time(cost, calibrated) == pytest.approx(1000 * 2.5 / calibrated.clock_hz)
+    # a profile's layer (no instructions) keeps the flat cycles per MAC
+    assert layer_time(LayerCost(macs=1000), f4) == pytest.approx(1000 * f4.cpm / f4.clock_hz)
+
+
+def test_a_real_core_needs_at_least_the_emulators_instructions() -> None:
+    """Every catalog part gets a CPI between 0.8 (the M7's dual issue is the only way below one
+    cycle per instruction) and 3, labelled as a model with its family's sources."""
+    from splitter.hardware.catalog import parts
+
+    for part in parts():
+        cpi = device_cpi(_device(part.name))
+        assert 0.8 <= cpi.value <= 3.0, part.name
+        assert f"{part.family} flash" in cpi.label and "CPI" in cpi.label
+
+
+def test_chain_layers_carry_table_instructions() -> None:
+    chain = build_chain(load_model(MODELS / "tiny_cnn.onnx").graph)
+    builds = set(kernel_table()["builds"])
+    for layer in chain.layers[1:]:
+        got = dict(layer.cost.instructions)
+        assert set(got) == builds and all(v > 0 for v in got.values())
+
+
+@pytest.mark.toolchain
+@pytest.mark.qemu
+@pytest.mark.slow
+def test_measurement_reproduces_the_tables_counts(tmp_path: Path) -> None:
+    """tiny_cnn's ops measured again: the same instruction counts as the table's samples
+    (within one SysTick tick, 6 instructions: the emulator counts deterministically)."""
+    from splitter.link.kernel_table import SUBMODEL, measure_chain
+
+    chain = build_chain(load_model(MODELS / "tiny_cnn.onnx").graph)
+    samples = [s for s in measure_chain(chain, "M4F.dsp", tmp_path) if s.op != SUBMODEL]
+    table = {(m, j, op): n for m, j, op, n in kernel_table()["samples"]["M4F.dsp"]}
+    assert samples
+    for s in samples:
+        assert abs(s.instructions - table[(s.model, s.layer, s.op)]) <= 6.5, s.op
