@@ -150,13 +150,12 @@ def _pointwise_nchw(c: int, p: int, o: int) -> dict[str, float]:
             "inner": nb * (p - p4) * c, "gen": (o - 4 * nb) * p * c}  # fmt: skip
 
 
-def _blocked_nchw(
-    op: Op, c: int, hw: tuple[int, int], o: int, ohw: tuple[int, int]
-) -> dict[str, float]:
-    """``conv_blocked`` (kernels.c): per block of 4 channels and output row, interior pixel
-    pairs (``pair``; ``mac`` their MACs, ``inner`` their channel x kernel-row steps), border
-    pixels one at a time (``pix``, ``edge`` their valid-tap MACs), the ``O % 4`` last
-    channels through ``conv_generic`` (``gen`` MACs)."""
+def _conv_rows(
+    op: Op, hw: tuple[int, int], ohw: tuple[int, int]
+) -> tuple[int, int, int, int, list[int]]:
+    """A conv's geometry as the blocked kernels walk it: kernel width, the interior output
+    columns ``lo..hi`` (every tap inside the input), the valid kernel rows summed over output
+    rows (``ky``) and the valid taps per output column (``kx``)."""
     (h, w), (oh, ow) = hw, ohw
     kh, kw = (int(v) for v in op.weights["W"].shape[2:])
     sh, sw = (int(v) for v in op.attr("strides", (1, 1)))
@@ -164,10 +163,20 @@ def _blocked_nchw(
     dh, dw = (int(v) for v in op.attr("dilations", (1, 1)))
     lo, span = (pl + sw - 1) // sw, w - 1 - (kw - 1) * dw + pl
     hi = min(ow, span // sw + 1 if span >= 0 else 0)
-    lo = min(lo, hi)
-    npair = (hi - lo) // 2
     ky = sum(_valid_taps(oh, kh, sh, pt, h, dh))
-    kx = _valid_taps(ow, kw, sw, pl, w, dw)
+    return kw, min(lo, hi), hi, ky, list(_valid_taps(ow, kw, sw, pl, w, dw))
+
+
+def _blocked_nchw(
+    op: Op, c: int, hw: tuple[int, int], o: int, ohw: tuple[int, int]
+) -> dict[str, float]:
+    """``conv_blocked`` (kernels.c): per block of 4 channels and output row, interior pixel
+    pairs (``pair``; ``mac`` their MACs, ``inner`` their channel x kernel-row steps), border
+    pixels one at a time (``pix``, ``edge`` their valid-tap MACs), the ``O % 4`` last
+    channels through ``conv_generic`` (``gen`` MACs)."""
+    oh, ow = ohw
+    kw, lo, hi, ky, kx = _conv_rows(op, hw, ohw)
+    npair = (hi - lo) // 2
     border = sum(kx) - sum(kx[lo : lo + 2 * npair])
     nb = o // 4
     return {"call": 1, "rows": nb * oh, "pair": nb * oh * npair, "pix": nb * oh * (ow - 2 * npair),
@@ -182,17 +191,9 @@ def _blocked_nhwc(
     channels (``mac``; ``inner`` their channel-block x kernel-row runs, ``gen`` the ``O % 4``
     channels' MACs there), the other pixels one at a time (``pix``; ``edge`` their valid-tap
     MACs, ``rows`` their channel-block calls)."""
-    (h, w), (oh, ow) = hw, ohw
-    kh, kw = (int(v) for v in op.weights["W"].shape[2:])
-    sh, sw = (int(v) for v in op.attr("strides", (1, 1)))
-    pt, pl = (int(v) for v in op.attr("pads", (0, 0, 0, 0))[:2])
-    dh, dw = (int(v) for v in op.attr("dilations", (1, 1)))
-    lo, span = (pl + sw - 1) // sw, w - 1 - (kw - 1) * dw + pl
-    hi = min(ow, span // sw + 1 if span >= 0 else 0)
-    lo = min(lo, hi)
+    oh, ow = ohw
+    kw, lo, hi, ky, kx = _conv_rows(op, hw, ohw)
     quads = (hi - lo) // 4
-    ky = sum(_valid_taps(oh, kh, sh, pt, h, dh))
-    kx = _valid_taps(ow, kw, sw, pl, w, dw)
     single = sum(kx) - sum(kx[lo : lo + 4 * quads])
     o4 = o // 4
     return {"call": 1, "mac": ky * quads * 16 * o4 * kw * c, "inner": ky * quads * o4,

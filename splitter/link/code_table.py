@@ -62,9 +62,9 @@ MAX_LINKS = 3
 MODELS = ROOT / "models"
 
 
-def source_files() -> list[Path]:
-    """Every file :data:`SOURCE_GLOBS` names, sorted."""
-    return sorted({p for g in SOURCE_GLOBS for p in ROOT.glob(g) if p.is_file()})
+def source_files(globs: tuple[str, ...] = SOURCE_GLOBS) -> list[Path]:
+    """Every file ``globs`` (default :data:`SOURCE_GLOBS`) names, sorted."""
+    return sorted({p for g in globs for p in ROOT.glob(g) if p.is_file()})
 
 
 def gcc_version() -> str:
@@ -73,10 +73,11 @@ def gcc_version() -> str:
     return out.stdout.splitlines()[0]
 
 
-def sources_hash() -> str:
-    """SHA-256 over the :func:`source_files` (path and bytes) and the compiler version."""
+def sources_hash(globs: tuple[str, ...] = SOURCE_GLOBS) -> str:
+    """SHA-256 over the :func:`source_files` of ``globs`` (path and bytes) and the compiler
+    version (also the kernel cost table's, :mod:`splitter.link.kernel_table`)."""
     h = hashlib.sha256(gcc_version().encode())
-    for p in source_files():
+    for p in source_files(globs):
         h.update(str(p.relative_to(ROOT)).encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()
 

@@ -28,7 +28,6 @@ version; ``tests/test_kernel_table.py`` fails when the table is stale.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import os
@@ -58,6 +57,7 @@ from splitter.cost.kernels import (
 from splitter.hardware.families import FAMILIES
 from splitter.hardware.qemu import EMULATOR, bare_metal_linker, bare_metal_startup
 from splitter.ir import Chain, Layer
+from splitter.link import code_table
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 KERNELS = ROOT / "firmware_templates" / "kernels"
@@ -92,23 +92,10 @@ WORKERS = 2
 M0_MAX_MACS = 2_000_000
 
 
-def source_files() -> list[Path]:
-    """Every file :data:`SOURCE_GLOBS` names, sorted."""
-    return sorted({p for g in SOURCE_GLOBS for p in ROOT.glob(g) if p.is_file()})
-
-
-def gcc_version() -> str:
-    """First line of ``arm-none-eabi-gcc --version``."""
-    out = subprocess.run([GCC, "--version"], capture_output=True, text=True, check=True)
-    return out.stdout.splitlines()[0]
-
-
 def sources_hash() -> str:
-    """SHA-256 over the :func:`source_files` (path and bytes) and the compiler version."""
-    h = hashlib.sha256(gcc_version().encode())
-    for p in source_files():
-        h.update(str(p.relative_to(ROOT)).encode() + b"\0" + p.read_bytes() + b"\0")
-    return h.hexdigest()
+    """The code-size table's hash (:func:`splitter.link.code_table.sources_hash`) over
+    :data:`SOURCE_GLOBS`."""
+    return code_table.sources_hash(SOURCE_GLOBS)
 
 
 def cflags(family: str) -> list[str]:
@@ -480,7 +467,11 @@ def _int8_sample(s: OpSample) -> bool:
 
 def build_table() -> dict[str, Any]:
     """Measure and fit everything; the JSON object."""
-    table: dict[str, Any] = {"sources": sources_hash(), "compiler": gcc_version(), "builds": {}}
+    table: dict[str, Any] = {
+        "sources": sources_hash(),
+        "compiler": code_table.gcc_version(),
+        "builds": {},
+    }
     table["method"] = (
         f"QEMU {EMULATOR.machine} -icount shift=0: instructions = SysTick ticks / "
         f"{TICKS_PER_INSTRUCTION:g}; per-op probes, probe cost subtracted"
