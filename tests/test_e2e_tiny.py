@@ -129,8 +129,12 @@ def test_emulated_calibration_predicts_emulated_runs_only(
     assert 0 < part["error_pct"] <= 15 and "one factor for all classes" in part["method"]
     assert list(tomllib.loads(cal.read_text())["calibration"]) == ["emulated"]
     # one sub-model per device: each device's error is its sub-model's residual
-    errors = planner_errors(out, cal, MODEL)  # factors are written with 6 significant digits
-    assert max(abs(e) for e in errors.values()) == pytest.approx(part["error_pct"], rel=1e-4)
+    errors = planner_errors(
+        out, cal, MODEL
+    )  # factors written with 6 significant digits (errors in %)
+    assert max(abs(e) for e in errors.values()) == pytest.approx(
+        part["error_pct"], rel=1e-4, abs=1e-3
+    )
     # the same file predicting the real parts ignores the emulated factors: a real core's
     # cycles at 168 MHz against the emulator's 1 instruction per ns
     assert min(planner_errors(out, cal, MODEL, emulated=False).values()) > 100
