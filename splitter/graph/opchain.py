@@ -33,9 +33,9 @@ from dataclasses import dataclass, replace
 
 from splitter import ops as op_table
 from splitter.cost.handlers import op_flash
-from splitter.cost.layer import ItemsizeOf, op_macs
+from splitter.cost.layer import ItemsizeOf, op_macs, table_instructions
 from splitter.graph.oparena import plan_op_layer
-from splitter.ir import ZERO_COST_KINDS, Graph, Layer, LayerCost, Op, TensorSpec
+from splitter.ir import ZERO_COST_KINDS, Graph, Layer, LayerCost, Op
 
 #: Down-sets the exact order search may visit before falling back to the heuristics.
 EXACT_STATES = 50_000
@@ -263,7 +263,7 @@ def build_op_layers(graph: Graph, itemsize_of: ItemsizeOf) -> list[Layer]:
                 ops=group.ops,
                 input=tensors[entering],
                 output=tensors[group.output],
-                cost=_group_cost(group, tensors, ram, sum(map(nbytes, live))),
+                cost=_group_cost(group, graph, ram, sum(map(nbytes, live))),
                 live=tuple(tensors[t] for t in live),
                 reads=tuple(tensors[t] for t in group.reads),
             )
@@ -290,11 +290,12 @@ def live_sets(order: Sequence[OpGroup], graph: Graph) -> list[tuple[str, ...]]:
     return out
 
 
-def _group_cost(
-    group: OpGroup, tensors: Mapping[str, TensorSpec], ram: int, out_bytes: int
-) -> LayerCost:
+def _group_cost(group: OpGroup, graph: Graph, ram: int, out_bytes: int) -> LayerCost:
     """FLASH_j and MAC_j of the group's ops (handlers), RAM_j of the chain's arena plan
-    (:mod:`splitter.graph.oparena`) and OUT_j the live bytes after it."""
+    (:mod:`splitter.graph.oparena`), OUT_j the live bytes after it, and the kernel cost
+    table's instructions of its ops (as the super-node chain's layers; the compaction's
+    ``memmove`` s are not counted)."""
+    tensors = graph.tensors
     classes: dict[str, int] = {}
     for op in group.ops:
         cls, macs = op_macs(op, tensors)
@@ -306,4 +307,7 @@ def _group_cost(
         macs=sum(classes.values()),
         out_bytes=out_bytes,
         macs_by_class=tuple(sorted(classes.items())),
+        instructions=()
+        if graph.layout is None
+        else table_instructions(group.ops, tensors, graph.layout),
     )

@@ -39,7 +39,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import SymbolTableSection
 
-from splitter.cost.code import CODE_TABLE, CORE_OF_FAMILY, op_key
+from splitter.cost.code import CODE_TABLE, CORE_OF_FAMILY, layer_keys
 from splitter.errors import BoardFileError
 from splitter.hardware.catalog import parts
 from splitter.hardware.families import family_for
@@ -235,16 +235,20 @@ def _kernel_functions(kernel_dir: Path) -> set[str]:
 
 # --------------------------------------------------------------------- model.c per op --------
 def _chains() -> list[Chain]:
-    """Costed chains of every model in ``models/`` the C generator handles."""
+    """Costed chains of every model in ``models/`` the C generator handles, and of those with
+    PEX loops their chain with the loops (:func:`splitter.cost.pex_chain.partial_chain`)."""
+    from splitter.cost.pex_chain import partial_chain
     from splitter.graph.chain import build_chain
     from splitter.importers import load_model
 
     chains = []
     for path in sorted([*MODELS.glob("*.onnx"), *MODELS.glob("*.tflite")]):
         try:
-            chains.append(build_chain(load_model(path).graph))
+            chain = build_chain(load_model(path).graph)
+            looped = partial_chain(chain)  # its PEX loop ops are measured too (``pex:`` keys)
         except Exception:
             continue
+        chains.extend([chain] if looped is chain else [chain, looped])
     return chains
 
 
@@ -321,8 +325,12 @@ def op_calls(chain: Chain, source: str) -> dict[int, list[tuple[str, set[str]]]]
 
     out: dict[int, list[tuple[str, set[str]]]] = {}
     for m in re.finditer(r"^int sm_(\d+)\(float \*arena\)\n\{\n(.*?)^\}", source, re.S | re.M):
-        layer = chain.layers[int(m[1]) + 1]
-        ops = [(f"/* {c_comment(op.name)}: ", op_key(op, chain)) for op in layer.ops]
+        j = int(m[1]) + 1
+        keys = layer_keys(chain, [j])  # ``pex:<key>`` for an op of a PEX loop
+        ops = [
+            (f"/* {c_comment(op.name)}: ", key)
+            for op, key in zip(chain.layers[j].ops, keys, strict=True)
+        ]
         rows: list[tuple[str, set[str]]] = [(key, set()) for _, key in ops]
         current = -1
         for line in m[2].splitlines():
