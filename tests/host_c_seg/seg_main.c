@@ -33,8 +33,11 @@ static int sm_00(float *arena) {
     return 0;
 }
 
+static const tensor_slot_t sm_00_in[1] = {{0u, 256u}};
+static const tensor_slot_t sm_00_out[1] = {{0u, 256u}};
+
 const submodel_t submodels[N_SUBMODELS] = {
-    {0u, 0u, 0u, FT_RESULT, 0u, 0u, 256u, 0u, 256u, sm_00},
+    {0u, 0u, 0u, FT_RESULT, 0u, 1u, 1u, sm_00_in, sm_00_out, sm_00},
 };
 
 const runtime_text_t runtime_text = {
