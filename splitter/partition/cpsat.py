@@ -140,11 +140,12 @@ def solve_stoppable(
 
         def watch() -> None:
             while not done.is_set():
-                if wake is not None and _sigint_arrived(wake):
-                    solver.stop_search()
-                    return
-                if isinstance(stop, threading.Event) and stop.wait(0 if wake else 0.005):
-                    solver.stop_search()
+                if (wake is not None and _sigint_arrived(wake)) or (
+                    isinstance(stop, threading.Event) and stop.wait(0 if wake else 0.005)
+                ):
+                    # repeated: a stop_search before the search has started is forgotten
+                    while not done.wait(0.01):
+                        solver.stop_search()
                     return
                 if wake is None and stop is None:
                     return
