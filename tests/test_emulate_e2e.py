@@ -163,6 +163,8 @@ def test_emulate_command_then_run_over_port(aba: Path, x_file: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
+        # Ctrl-C as a terminal gives it, even when the runner was started with SIGINT ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert proc.stdout is not None

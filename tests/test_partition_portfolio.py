@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -170,5 +171,6 @@ def test_ctrl_c_during_cpsat_interrupts_instead_of_returning_a_plan() -> None:
     r = subprocess.run(
         [sys.executable, "-c", _LONG_SOLVE], capture_output=True, text=True, timeout=120,
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # not inherited SIG_IGN
     )  # fmt: skip
     assert r.stdout.strip() == "interrupted", r.stdout + r.stderr
