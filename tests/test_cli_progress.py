@@ -77,6 +77,29 @@ def test_compile_piped_prints_plain_steps_and_clean_json(tmp_path: Path) -> None
     ]
 
 
+def test_segment_piped_prints_plain_steps_and_clean_json(tmp_path: Path) -> None:
+    """``segment -o`` not on a terminal: one line per step on stderr (import, units, the
+    CP-SAT solve, firmware, report), stdout stays one JSON object."""
+    env = {k: v for k, v in os.environ.items() if k != "SPLITTER_PROGRESS"}
+    env["PYTHONPATH"] = str(ROOT)
+    one = tmp_path / "one.toml"
+    one.write_text('[link]\nbaud = 115200\n[[device]]\nname = "f4"\nmcu = "STM32F405RG"\n')
+    model = str(MODELS / "tiny_cnn.onnx")
+    args = [sys.executable, "-m", "splitter", "segment", model, "--target", str(one),
+            "--segment-memory", "80 KiB", "-o", str(tmp_path / "o"), "--json"]  # fmt: skip
+    r = subprocess.run(args, capture_output=True, text=True, env=env, check=False)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["out"] == str(tmp_path / "o")
+    assert r.stderr.splitlines() == [
+        f"splitter: importing {model}",
+        "splitter: cutting the model into units",
+        "splitter: solving the LO-SC segmentation (cpsat)",
+        "splitter: generating the segment firmware",
+        f"splitter: writing {tmp_path / 'o'}",
+        "splitter: drawing report.html",
+    ]
+
+
 def test_ops_listing(capsys: pytest.CaptureFixture[str]) -> None:
     """Derived from splitter/ops.py, the emitters and the families: spot checks against what
     those tables say, and every listed ONNX / TFLite operator has an importer converter."""
