@@ -50,6 +50,22 @@ def test_plain_steps_and_byte_bars(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(lines) == 3
 
 
+def test_segment_weight_loads_are_byte_bars(capsys: pytest.CaptureFixture[str]) -> None:
+    """A segmented run's weight loads (HostLink.on_bytes "load", splitter/link/segments.py):
+    one bar per segment, with bytes and rate, the next segment a new bar."""
+    with Progress("plain") as progress:
+        loads = progress.transfers()
+        for total in (19200, 57448):
+            for done in (total // 2, total):
+                loads("load", done, total)
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(" (100%)")[0] for line in lines] == [
+        "splitter: loading segment weights: 19200/19200 B",
+        "splitter: loading segment weights: 57448/57448 B",
+    ]
+    assert all(line.endswith(" KiB/s") for line in lines)
+
+
 def test_off_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     with Progress("off") as progress:
         progress.step("x")
