@@ -146,6 +146,33 @@ def test_ops_listing(capsys: pytest.CaptureFixture[str]) -> None:
             assert all(name in table for name in op["operators"]), (fmt, op)
     code, out, _ = run_cli(capsys, "ops", "--format", "tflite", "--dtype", "int8")
     assert code == 0 and "tflite int8 (NHWC)" in out and "onnx" not in out
+    # PEX loops: float32 NCHW (conv2d and the loop activations) and int8 NHWC (conv2d only)
+    from splitter.cost.pex_chain import LOOP_ACTIVATIONS
+
+    looped = {key: {k for k, op in ops.items() if op["partial_execution"]}
+              for key, ops in kinds.items()}  # fmt: skip
+    onnx_float = set(kinds[("onnx", "float32")])
+    assert looped[("onnx", "float32")] == {"conv2d"} | (LOOP_ACTIVATIONS & onnx_float)
+    assert looped[("onnx", "int8")] == looped[("tflite", "int8")] == {"conv2d"}
+    assert looped[("tflite", "float32")] == set()
+
+
+def test_ops_listing_covers_the_loops_a_plan_runs() -> None:
+    """Every op inside the PEX loops the planner fuses for models/pex_irb_48.onnx (float32
+    NCHW) and models/mlperf_vww_mobilenet_v1_025_int8.tflite (int8 NHWC) is listed as loopable."""
+    from splitter.cli.ops_cmd import pex_roles
+    from splitter.cost.pex_chain import partial_chain
+    from splitter.importers import load_chain
+    from splitter.ops import F32_NCHW, I8_NHWC
+
+    for name, variant in (("pex_irb_48.onnx", F32_NCHW),
+                          ("mlperf_vww_mobilenet_v1_025_int8.tflite", I8_NHWC)):  # fmt: skip
+        chain = load_chain(MODELS / name)
+        assert chain.graph is not None
+        kind = {op.name: op.kind for op in chain.graph.ops}
+        loops = [loop for layer in partial_chain(chain).layers for loop in layer.loops]
+        assert loops, name
+        assert all(pex_roles(kind[op], variant) for loop in loops for op in loop.ops), name
 
 
 @pytest.fixture(scope="module")
