@@ -16,6 +16,7 @@ kernel's tap range skips what lies outside ``[0, H)``, exactly as for the padded
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -31,6 +32,7 @@ def emit_rows(loop: ChannelLoop, layer: Layer, ctx: EmitContext) -> list[str]:
     """One row loop (module docstring)."""
     by_name = {op.name: op for op in layer.ops}
     ops = [by_name[name] for name in loop.ops]
+    ctx = replace(ctx, layout="NHWC")  # the int8 kernels are NHWC whatever the graph's layout
     found = loop_windows(ops, ctx.tensors)
     assert found is not None, loop.ops
     _windows, geoms = found
