@@ -78,7 +78,7 @@ def _produce(
     x_spec = ctx.tensors[op.inputs[0]]
     y_spec = ctx.tensors[op.outputs[0]]
     x_row, y_row = row_bytes(x_spec, 1), row_bytes(y_spec, 1)
-    x_base = ctx.p8(op.inputs[0]) if i == 0 else f"({ctx.p8(op.inputs[0])} - (size_t)l{i - 1} * {x_row})"
+    first = "a0" if i == 0 else f"(a0 - l{i - 1})"  # the input row's index in its buffer
     wn = ctx.weights.add(f"{op.name}_W", ohwi(np.asarray(op.weights["W"])), np.int8)
     body: list[str] = []
     if i < n - 1:
@@ -89,7 +89,8 @@ def _produce(
             "if (keep < 0) keep = 0;",
             f"if (keep > d{i}) keep = d{i};",
             f"if (keep > l{i}) {{",
-            f"    k_q_copy({win} + (size_t)(keep - l{i}) * {y_row}, {win}, (d{i} - keep) * {y_row});",
+            f"    k_q_copy({win} + (size_t)(keep - l{i}) * {y_row}, {win},",
+            f"             (d{i} - keep) * {y_row});",
             f"    l{i} = keep;",
             "}",
         ]
@@ -102,7 +103,8 @@ def _produce(
         f"const int a1 = a + {g.k} > {g.h_in} ? {g.h_in} : a + {g.k};",
         f"p{i}.H = a1 - a0;",
         f"p{i}.pt = a0 - a;",
-        f"k_q_conv2d(&p{i}, &q{i}, {x_base} + (size_t)a0 * {x_row}, {wn}, {bias(op, ctx)}, {y});",
+        f"k_q_conv2d(&p{i}, &q{i}, {ctx.p8(op.inputs[0])} + (size_t){first} * {x_row}, {wn}, "
+        f"{bias(op, ctx)}, {y});",
         f"d{i}++;",
     ]
     return [

@@ -59,12 +59,13 @@ def row_geometry(op: Op, tensors: Mapping[str, TensorSpec]) -> RowGeom | None:
     x, y = tensors[op.inputs[0]], tensors[op.outputs[0]]
     if len(x.shape) != 4 or len(y.shape) != 4 or x.dtype != "int8" or y.dtype != "int8":
         return None
-    if tuple(op.attr("dilations", (1, 1)))[0] != 1:
+    dh, _dw = op.attr("dilations", (1, 1))
+    if dh != 1:
         return None
     kh = int(op.weights["W"].shape[2])
-    sh = int(tuple(op.attr("strides", (1, 1)))[0])
-    pt = int(tuple(op.attr("pads", (0, 0, 0, 0)))[0])
-    return RowGeom(int(x.shape[1]), int(y.shape[1]), kh, sh, pt)
+    sh, _sw = op.attr("strides", (1, 1))
+    pt, _pl, _pb, _pr = op.attr("pads", (0, 0, 0, 0))
+    return RowGeom(int(x.shape[1]), int(y.shape[1]), kh, int(sh), int(pt))
 
 
 def window_rows(geoms: Sequence[RowGeom]) -> tuple[int, ...]:
