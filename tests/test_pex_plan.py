@@ -205,14 +205,17 @@ def _host_bytes(exe: Path, row: int, data: bytes, work: Path) -> bytes:
 
 @pytest.mark.slow
 def test_int8_loops_are_bit_exact_with_the_ops_run_whole(irb_qdq: Path, tmp_path: Path) -> None:
-    """int8 loops (int32 accumulators requantised in place) give the very bytes of the int8
-    kernels run op by op, which follow LiteRT's arithmetic (tests/test_qdq.py,
-    tests/test_tflite_loaded.py); the accumulating output both at the bottom and at the top of
-    the arena (two splits); arena bytes == the estimate."""
+    """int8 loops give the very bytes of the int8 kernels run op by op, which follow LiteRT's
+    arithmetic (tests/test_qdq.py, tests/test_tflite_loaded.py): the scheduler's row loops
+    (each block's expand -> dw -> project streaming rows, NCHW QDQ graph, NHWC int8 tensors),
+    then forced channel loops (int32 accumulators requantised in place) with the accumulating
+    output both at the bottom and at the top of the arena (two splits); arena bytes == the
+    estimate."""
     chain = load_chain(str(irb_qdq))
     fused = partial_chain(chain)
     looped = [layer for layer in fused.layers if layer.loops]
     assert len(looped) == 2 and all(layer.cost.ram < layer.whole_ram for layer in looped)
+    assert [lp.by for layer in looped for lp in layer.loops] == ["row", "row"]
     assert max(c.ram for c in fused.costs) < max(c.ram for c in chain.costs)
     assert sum(c.macs for c in fused.costs) == sum(c.macs for c in chain.costs)
     n = len(chain)
