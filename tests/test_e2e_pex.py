@@ -5,7 +5,8 @@ channel by channel on two of them (issue 16, "What must be shown").
 221,184 B of float32, more than the F405's 128 KiB arena region. ``--partial-execution off`` finds
 no plan; with the loops each block fits, so the plan below puts one block on each board (both
 sub-models run a loop). The firmware is built with the real cross compiler, run on QEMU, and its
-output compared with onnxruntime.
+output compared with onnxruntime. An int8 model (MLPerf VWW, full-integer TFLite) runs with row
+loops (``splitter/cost/rows.py``) on two emulated F405s, bit for bit LiteRT.
 """
 
 from __future__ import annotations
