@@ -7,7 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from splitter.cost.layer import itemsize_function
+from splitter.cost.pex import partial_schedule
 from splitter.cost.rows import RowGeom, window_rows
+from splitter.ir import Graph, Op, QuantParams, TensorSpec
 
 
 def test_mobilenet_v2_first_block_windows_by_hand() -> None:
@@ -83,3 +86,38 @@ def test_schedule_reads_only_window_rows(seed: int) -> None:
         assert rows == list(range(len(rows)))  # in order, each once
         assert len(rows) <= geoms[i].h_out  # no row computed twice: no extra MACs
     assert all(c <= geoms[i].h_out for i, c in enumerate(cap))
+
+
+def _q8(name: str, h: int, c: int) -> TensorSpec:
+    return TensorSpec(name, (1, h, h, c), "int8", QuantParams((0.1,), (0,)))
+
+
+def _qconv(name: str, src: str, dst: str, shape: tuple[int, ...], pad: int, groups: int = 1) -> Op:
+    attrs = {"groups": groups, "pads": (pad,) * 4, "strides": (1, 1)}
+    return Op(name, "conv2d", (src,), (dst,), attrs, {"W": np.zeros(shape, np.int8)})
+
+
+def test_scheduler_picks_a_row_loop_by_hand() -> None:
+    """x(10x10x4) -> conv 3x3 -> a(8ch) -> dw 3x3 -> b(8ch) -> conv 1x1 -> y(2ch), int8 NHWC,
+    one byte each. Channel loops with int32 accumulators: the whole chain x + a/8 + b/8 + 4 y =
+    1400 B, so conv -> dw writing b's channels is best, x + a/8 + b = 1300 B; the row
+    loop: x + 3 rows of a + 1 row of b + y = 400 + 240 + 80 + 200 = 920 B."""
+    tensors = {
+        "x": _q8("x", 10, 4),
+        "a": _q8("a", 10, 8),
+        "b": _q8("b", 10, 8),
+        "y": _q8("y", 10, 2),
+    }
+    ops = (
+        _qconv("c1", "x", "a", (8, 4, 3, 3), 1),
+        _qconv("dw", "a", "b", (8, 1, 3, 3), 1, groups=8),
+        _qconv("c2", "b", "y", (2, 8, 1, 1), 0),
+    )
+    graph = Graph("g", ops, tensors, ("x",), ("y",), layout="NHWC")
+    one = itemsize_function(1)
+    channels = partial_schedule(graph, one, accumulator_bytes=4)
+    assert channels.peak == 1300 and channels.ordinary_peak == 1600
+    both = partial_schedule(graph, one, accumulator_bytes=4, row_rule=lambda _op, _g: True)
+    assert both.peak == 920
+    assert [(lp.first, lp.last, lp.by, lp.channels) for lp in both.loops] == [(0, 2, "row", 10)]
+    assert both.describe(both.loops[0]) == "c1 -> dw -> c2 over 10 rows"
