@@ -7,6 +7,10 @@ kernel library and runtime sources (~4 s of arm-none-eabi-gcc per device), and c
 real compiler once per distinct preprocessed source and flags, then hands the later builds the
 identical object. The cache lives for one run (a temporary directory the xdist workers share,
 removed at the end), so every run still compiles everything at least once.
+
+Modules holding a slow, QEMU or toolchain test run first (:func:`pytest_collection_modifyitems`)
+and pytest-xdist distributes by work stealing (``--dist worksteal`` in pyproject.toml): a run
+then ends on short tests, not with one worker alone on a long one.
 """
 
 import os
@@ -42,3 +46,19 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["CCACHE_NOHASHDIR"] = "1"
     os.environ["CCACHE_SLOPPINESS"] = "include_file_mtime,include_file_ctime"
     config.add_cleanup(lambda: shutil.rmtree(root, ignore_errors=True))
+
+
+#: markers of the tests that take seconds (QEMU, arm-none-eabi-gcc, large models)
+HEAVY_MARKERS = ("slow", "qemu", "toolchain")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules with a heavy test first; each module stays whole (its module fixtures are set up
+    once per worker) and the order is otherwise the collection's. Every xdist worker sorts the
+    same collection the same way, as the scheduler requires."""
+    heavy = {
+        item.nodeid.split("::")[0]
+        for item in items
+        if any(item.get_closest_marker(m) for m in HEAVY_MARKERS)
+    }
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in heavy)
