@@ -116,9 +116,12 @@ def pex_roles(kind: str, variant: tuple[str, str]) -> str | None:
     if variant not in (F32_NCHW, I8_NHWC):
         return None
     if kind == "conv2d":
+        rows = (
+            "; any position of a row loop (one output row per pass)" if variant == I8_NHWC else ""
+        )
         return (
             "start (groups 1: one output channel per pass), middle or end (depthwise: one "
-            "channel), end (1x1 stride 1: accumulates one input channel)"
+            "channel), end (1x1 stride 1: accumulates one input channel)" + rows
         )
     if variant == F32_NCHW and kind in LOOP_ACTIVATIONS:
         return "start, middle or end (one channel per pass)"
