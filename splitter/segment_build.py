@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from codegen.segments import ExtFlash
 from splitter.errors import SplitterError, UnsupportedOpError
 from splitter.ir import Boards, Chain, Device, Plan, SubModel
-from splitter.manifest import MANIFEST_FILE, PlanManifest
+from splitter.manifest import MANIFEST_FILE, PlanManifest, SegmentEntry, Segments
 from splitter.partition.problem import layer_time
 from splitter.partition.segment import Segmentation, SegmentProblem
 
@@ -75,8 +75,19 @@ class SegmentedOut:
     manifest: PlanManifest
 
 
-def write_segmented(
-    out_dir: Path,
+@dataclass(frozen=True)
+class Prepared:
+    """Everything ``segment -o`` writes, before writing: the generated segment firmware, the
+    plan manifest (with its ``segments``), the one-device plan and the firmware context."""
+
+    gen: Any
+    manifest: PlanManifest
+    plan: Plan
+    ctx: PlanContext
+    record: dict[str, Any]
+
+
+def prepare_segmented(
     model: str,
     target: str,
     chain: Chain,
@@ -85,18 +96,17 @@ def write_segmented(
     units: list[Any],
     answer: Segmentation,
     *,
-    force: bool = False,
     input_shapes: dict[str, tuple[int, ...]] | None = None,
     extflash: ExtFlash | None = None,
     step: Step = lambda _t: None,
-) -> SegmentedOut:
-    """Generate and write ``OUT`` (module docstring), atomically. ``extflash``: the part's
+) -> Prepared:
+    """Generate the segment firmware and its plan manifest (nothing written): what
+    ``segment -o OUT`` writes and ``plan --segments --json`` prints. ``extflash``: the part's
     build links the weights into that memory-mapped region and reads them from there."""
-    from codegen.firmware import DeviceSpec, build_plan_context, render_firmware
-    from codegen.segments import BLOB_FILE, SEGMENTS_FILE, generate_segmented_c, segments_record
+    from codegen.firmware import DeviceSpec, build_plan_context
+    from codegen.segments import generate_segmented_c, segments_record
     from splitter.hardware.families import family_for
     from splitter.link.protocol import plan_hash
-    from splitter.outputs import OutputDir
 
     core = family_for(device.part.family).core
     step("generating the segment firmware")
@@ -105,12 +115,27 @@ def write_segmented(
     )
     if extflash is not None and len(gen.blob) > extflash.size:
         raise SplitterError(
-            f"--extflash: the weights take {len(gen.blob)} B, the region {extflash.size} B; "
-            "give the board's whole external flash"
+            f"{extflash.name}: the weights take {len(gen.blob)} B, the external flash region "
+            f"{extflash.size} B; use a board with a larger external flash (or --extflash)"
         )
+    extra = {
+        "model": chain.name,
+        "device": device.name,
+        "mcu": device.part.name,
+        "carried_bytes": answer.carried_bytes,
+        "optimal": answer.optimal,
+        "plan_hash": "",
+        "input_shapes": {k: list(v) for k, v in (input_shapes or {}).items()},
+        "extflash": None
+        if extflash is None
+        else {"name": extflash.name, "origin": extflash.origin, "bytes": extflash.size},
+    }
+    record = segments_record(chain, units, answer.segments, gen, extra)
+    _add_estimates(record, chain, boards, device, units, answer)
     manifest, plan = segmented_manifest(
         chain, boards, device, gen.region_bytes, model, target, answer, segments_digest(gen)
     )
+    manifest = replace(manifest, segments=manifest_segments(record)).check()
     index = boards.devices.index(device)
     spec = DeviceSpec(
         device.name,
@@ -126,28 +151,123 @@ def write_segmented(
     ctx = build_plan_context([spec], [index], plan_hash(manifest.to_dict()), baud=boards.link.baud)
     if extflash is not None:
         ctx = _with_extflash(ctx, extflash)
-    extra = {
-        "model": chain.name,
-        "device": device.name,
-        "mcu": device.part.name,
-        "carried_bytes": answer.carried_bytes,
-        "optimal": answer.optimal,
-        "plan_hash": ctx.plan_hash,
-        "input_shapes": {k: list(v) for k, v in (input_shapes or {}).items()},
-        "extflash": None
-        if extflash is None
-        else {"name": extflash.name, "origin": extflash.origin, "bytes": extflash.size},
-    }
-    record = segments_record(chain, units, answer.segments, gen, extra)
-    _add_estimates(record, chain, boards, device, units, answer)
+    record["plan_hash"] = ctx.plan_hash
+    return Prepared(gen, manifest, plan, ctx, record)
+
+
+def plan_segments(
+    model: str,
+    target: str,
+    *,
+    input_shapes: dict[str, tuple[int, ...]] | None = None,
+    activation_bytes: int | None = None,
+    time_limit: float = 60.0,
+    step: Step = lambda _t: None,
+) -> Prepared:
+    """``plan --segments``: the board file's one device, the firmware's segment memory, no time
+    cap, the board's external flash if it has one: what ``segment MODEL --target T -o OUT``
+    writes (the same manifest)."""
+    from codegen.segments import chain_units
+    from splitter.hardware.boards import load_boards
+    from splitter.hardware.families import family_for
+    from splitter.importers import load_chain
+    from splitter.partition.segment import solve_segments
+
+    boards = load_boards(target)
+    if len(boards.devices) != 1:
+        raise SplitterError(
+            f"{target}: {len(boards.devices)} devices; --segments runs on one: give a board file "
+            "with one [[device]] (or `splitter segment --device NAME`)"
+        )
+    device = boards.devices[0]
+    step(f"importing {model}")
+    chain = load_chain(model, input_shapes=input_shapes, activation_bytes=activation_bytes)
+    if chain.graph is None:
+        raise UnsupportedOpError(f"{model}: a layer profile has no weights to run; give the model")
+    cap = firmware_cap(device)
+    step("cutting the model into units")
+    units = chain_units(chain, cap, core=family_for(device.part.family).core)
+    step("solving the LO-SC segmentation (cpsat)")
+    answer = solve_segments(unit_problem(chain, boards, device, units, cap, None), time_limit)
+    return prepare_segmented(
+        model, target, chain, boards, device, units, answer,
+        input_shapes=input_shapes, extflash=device_extflash(device), step=step,
+    )  # fmt: skip
+
+
+def device_extflash(device: Device) -> ExtFlash | None:
+    """The memory-mapped external flash of the device's board (``board_catalog.toml``), if any."""
+    from splitter.hardware.board_catalog import get_board
+
+    if device.board is None:
+        return None
+    ext = get_board(device.board, device.name).extflash
+    return None if ext is None else ExtFlash(ext.origin, ext.size, ext.name)
+
+
+def manifest_segments(record: dict[str, Any]) -> Segments:
+    """The manifest's ``segments`` from ``segments.json``'s record (same rows and figures)."""
+    ext = record["extflash"]
+    rows = tuple(
+        SegmentEntry(
+            index=r["index"],
+            first=r["first_layer"],
+            last=r["last_layer"],
+            first_name=r["first_name"],
+            last_name=r["last_name"],
+            units=tuple(r["units"]),
+            blob_offset=r["blob_offset"],
+            weights_bytes=r["weights_bytes"],
+            activation_bytes=r["activation_bytes"],
+            carried_bytes=r["carried_bytes"],
+            load_s=r["load_s"],
+            compute_s=r["compute_s"],
+        )
+        for r in record["segments"]
+    )
+    return Segments(
+        device=record["device"],
+        region_bytes=record["region_bytes"],
+        weights_bytes=record["blob_bytes"],
+        carried_bytes=record["carried_bytes"],
+        optimal=record["optimal"],
+        extflash=() if ext is None else tuple(ext.items()),
+        rows=rows,
+    )
+
+
+def write_segmented(
+    out_dir: Path,
+    model: str,
+    target: str,
+    chain: Chain,
+    boards: Boards,
+    device: Device,
+    units: list[Any],
+    answer: Segmentation,
+    *,
+    force: bool = False,
+    input_shapes: dict[str, tuple[int, ...]] | None = None,
+    extflash: ExtFlash | None = None,
+    step: Step = lambda _t: None,
+) -> SegmentedOut:
+    """Generate (:func:`prepare_segmented`) and write ``OUT`` (module docstring), atomically."""
+    from codegen.firmware import render_firmware
+    from codegen.segments import BLOB_FILE, SEGMENTS_FILE
+    from splitter.outputs import OutputDir
+
+    p = prepare_segmented(
+        model, target, chain, boards, device, units, answer,
+        input_shapes=input_shapes, extflash=extflash, step=step,
+    )  # fmt: skip
     with OutputDir(out_dir, force=force) as out:
-        out.write_text(MANIFEST_FILE, manifest.to_json() + "\n")
-        render_firmware(out.root, ctx)
-        out.write_bytes(f"firmware/{device.name}/{BLOB_FILE}", gen.blob)
-        out.write_json(SEGMENTS_FILE, record)
-        out.write_text("report.md", report_text(record))
-        _write_html(out, chain, plan, manifest)
-    return SegmentedOut(out.target, record, manifest)
+        out.write_text(MANIFEST_FILE, p.manifest.to_json() + "\n")
+        render_firmware(out.root, p.ctx)
+        out.write_bytes(f"firmware/{device.name}/{BLOB_FILE}", p.gen.blob)
+        out.write_json(SEGMENTS_FILE, p.record)
+        out.write_text("report.md", report_text(p.record))
+        _write_html(out, chain, p.plan, p.manifest)
+    return SegmentedOut(out.target, p.record, p.manifest)
 
 
 def segments_digest(gen: Any) -> str:

@@ -97,6 +97,7 @@ def render(
         ),
         _submodel_table(m),
         *_partial(m),
+        *_segments(m),
         "<h2>Memory per device</h2>",
         figure(
             "plot-memory",
@@ -217,6 +218,57 @@ def _partial(m: PlanManifest) -> list[str]:
         "with the same MACs; their RAM estimate is the arena the firmware allocates.</p>"
     )
     return ["<h2>Partial execution</h2>", note, table(head, rows, left=2)]
+
+
+def _segments(m: PlanManifest) -> list[str]:
+    """LO-SC segments (``splitter segment``): per segment its units and layers, weights,
+    activations, memory against the region, carried bytes, load and compute time; a figure
+    of memory and time per segment (nothing for a split plan)."""
+    seg = m.segments
+    if seg is None:
+        return []
+    rows = [
+        [
+            str(r.index),
+            esc(r.units[0] if len(r.units) == 1 else f"{r.units[0]}..{r.units[-1]}"),
+            f"{r.first}..{r.last} ({esc(r.first_name)}..{esc(r.last_name)})",
+            str(r.weights_bytes),
+            str(r.activation_bytes),
+            str(r.memory_bytes),
+            str(r.carried_bytes),
+            num(r.load_s, ".3f"),
+            num(r.compute_s * 1e3, ".3f"),
+        ]
+        for r in seg.rows
+    ]
+    head = ["#", "units", "layers", "weights B", "activations B", "memory B", "carried B",
+            "load s", "compute ms"]  # fmt: skip
+    ext = dict(seg.extflash)
+    where = (
+        f"the part reads them from its memory-mapped external flash {esc(ext['name'])} at "
+        f"0x{int(ext['origin']):08X} ({int(ext['bytes'])} B); the emulator build streams them"
+        if ext
+        else "the host streams them over link 0 before each segment (the emulator's stand-in "
+        "for external storage)"
+    )
+    proof = "proved optimal" if seg.optimal else "not proved optimal"
+    note = (
+        f"<p>LO-SC (Capogrosso et al.): {len(seg.rows)} segments run one after another on "
+        f"{esc(seg.device)} in one RAM region of {seg.region_bytes} B (activations at the bottom, "
+        f"the segment's weights at the top). The weights, {seg.weights_bytes} B in "
+        f"<code>weights.bin</code>, are not in internal flash: {where}. Carried bytes (eq. 9): "
+        f"{seg.carried_bytes}, {proof}. Per inference: loading {num(seg.load_s, '.3f')} s "
+        f"(weights x bits per byte / baud), compute {num(seg.compute_s * 1e3, '.3f')} ms "
+        "(eq. 6).</p>"
+    )
+    svg = plots.segments_svg(
+        [(r.weights_bytes, r.activation_bytes) for r in seg.rows],
+        seg.region_bytes,
+        [(r.load_s, r.compute_s) for r in seg.rows],
+    )
+    caption = "per segment: weights and activations against the RAM region; load and compute time"
+    return ["<h2>Segments</h2>", note, figure("plot-segments", svg, caption),
+            table(head, rows, left=3)]  # fmt: skip
 
 
 def _pipeline(m: PlanManifest, names: Sequence[str]) -> str:

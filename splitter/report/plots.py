@@ -116,6 +116,34 @@ def memory_svg(
     return _render(draw, 9, 0.6 * len(names) + 1.6, max(map(len, names)))
 
 
+def segments_svg(
+    memory: Sequence[tuple[int, int]], region: int, times: Sequence[tuple[float, float]]
+) -> str:
+    """LO-SC segments: weights + activations (``(weights, activations)`` bytes) stacked against
+    the RAM region (dashed), and load + compute seconds stacked, one bar per segment."""
+    x = np.arange(len(memory))
+
+    def draw(fig: object) -> None:
+        mem, tim = fig.subplots(1, 2)  # type: ignore[attr-defined]
+        w = [a / 1024 for a, _ in memory]
+        act = [b / 1024 for _, b in memory]
+        mem.bar(x, w, color=colour(0), label="weights")
+        mem.bar(x, act, bottom=w, color=colour(1), label="activations")
+        mem.axhline(region / 1024, color="black", linestyle="--", linewidth=1, label="region")
+        mem.set_xlabel("segment")
+        mem.set_ylabel("KiB")
+        mem.legend(loc="lower right", fontsize=8)
+        load = [a for a, _ in times]
+        comp = [b for _, b in times]
+        tim.bar(x, load, color=colour(2), label="load")
+        tim.bar(x, comp, bottom=load, color=colour(3), label="compute")
+        tim.set_xlabel("segment")
+        tim.set_ylabel("s")
+        tim.legend(loc="upper right", fontsize=8)
+
+    return _render(draw, 9, 3.2)
+
+
 def gantt_svg(sim: Simulation, names: Sequence[str], bottleneck: int, waiting_s: float) -> str:
     """Compute (solid) and link sends (hatched) per device over time, per inference shaded;
     the bottleneck device's row is marked."""
