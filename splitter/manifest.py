@@ -259,7 +259,8 @@ class SegmentEntry:
     ``layer/part`` for a slice of one) from layer ``first`` to ``last``, its weights (offset in
     ``weights.bin``), its activations, ``memory_bytes = weights_bytes + activation_bytes``, the
     bytes its last unit carries to the next segment, and the estimated seconds to load its
-    weights (``weights_bytes x bits_per_byte / baud``: the host streaming them) and compute it."""
+    weights (:attr:`Segments.load_via`: the host streaming them, ``weights_bytes x bits_per_byte
+    / baud``, or a memory-mapped external flash read) and to compute it."""
 
     index: int
     first: int
@@ -285,7 +286,8 @@ class Segments:
     """LO-SC segments (Capogrosso et al.) run one after another on ``device``, in one RAM region
     of ``region_bytes`` (the sub-model's ``ram_bytes``); the weights (``weights_bytes``, the
     file ``weights.bin``) come from outside internal flash: the host streams them, or the part
-    reads them from the memory-mapped external flash ``extflash`` (``{name, origin, bytes}``)."""
+    reads them from the memory-mapped external flash ``extflash`` (``{name, origin, bytes}``);
+    ``load_via`` says which the load times assume."""
 
     device: str
     region_bytes: int
@@ -294,6 +296,8 @@ class Segments:
     optimal: bool
     extflash: tuple[tuple[str, Any], ...]
     rows: tuple[SegmentEntry, ...]
+    #: how ``load_s`` brings the weights in (``splitter.segment_build.load_rate``)
+    load_via: str = ""
 
     @property
     def load_s(self) -> float:
@@ -871,6 +875,7 @@ def _segments_dict(seg: Segments) -> dict[str, Any]:
         "carried_bytes": seg.carried_bytes,
         "optimal": seg.optimal,
         "extflash": dict(seg.extflash) if seg.extflash else None,
+        "load_via": seg.load_via,
         "load_s": seg.load_s,
         "compute_s": seg.compute_s,
         "rows": [
@@ -921,6 +926,7 @@ def _parse_segments(d: Mapping[str, Any]) -> Segments:
         optimal=bool(d["optimal"]),
         extflash=() if ext is None else tuple((str(k), v) for k, v in dict(ext).items()),
         rows=rows,
+        load_via=str(d["load_via"]),
     )
 
 

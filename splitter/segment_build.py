@@ -46,15 +46,21 @@ def firmware_cap(device: Device) -> int:
 
 
 def unit_problem(
-    chain: Chain, boards: Boards, device: Device, units: list[Any], cap: int, time_cap: float | None
+    chain: Chain,
+    boards: Boards,
+    device: Device,
+    units: list[Any],
+    cap: int,
+    time_cap: float | None,
+    load: LoadRate | None = None,
 ) -> SegmentProblem:
     """The LO-SC instance over ``units``: ``T`` = compute (eq. 6, the unit's MACs) + the time
-    to bring its weights over the link (``MEM * bits_per_byte / baud``)."""
-    link = boards.link
+    to bring its weights in (``MEM x load.s_per_byte``: the link by default)."""
+    per_byte = (load or load_rate(boards, device, None)).s_per_byte
     times = []
     for u in units:
         cost = replace(chain.layers[u.layer].cost, macs=u.macs, macs_by_class=())
-        times.append(layer_time(cost, device) + u.weights * link.bits_per_byte / link.baud)
+        times.append(layer_time(cost, device) + u.weights * per_byte)
     return SegmentProblem(
         memory=tuple(u.weights for u in units),
         output=tuple(u.out for u in units),
@@ -64,6 +70,41 @@ def unit_problem(
         time_cap=time_cap,
         names=tuple(f"{u.label} {chain.layers[u.layer].name}" for u in units),
     )
+
+
+@dataclass(frozen=True)
+class LoadRate:
+    """Seconds per weight byte brought into RAM before a segment, and how."""
+
+    s_per_byte: float
+    via: str
+
+
+def load_rate(boards: Boards, device: Device, extflash: ExtFlash | None) -> LoadRate:
+    """From the board's memory-mapped external flash (the catalog's, at ``extflash``'s origin):
+    ``2 / f_QSPI`` s per byte, the data phase of a 1-4-4 read (4 bits per clock; the command,
+    address and dummy cycles of each burst left out, so a lower bound); otherwise the host
+    streaming it over link 0: ``bits_per_byte / baud`` (the emulator, and ``--extflash``
+    regions splitter knows no clock for)."""
+    from splitter.hardware.board_catalog import device_wiring
+    from splitter.hardware.extflash import timing
+
+    link = boards.link
+    spec = _board_spec(device)
+    if extflash is None or spec is None or spec.origin != extflash.origin:
+        return LoadRate(link.bits_per_byte / link.baud, f"host stream over link 0 at {link.baud} baud")
+    hclk = device_wiring(device.part, device.board, device.clock_hz, device.name).tree.bus_hz["AHB"]
+    t = timing(spec, hclk)
+    return LoadRate(
+        2 / t.qspi_hz,
+        f"memory-mapped {spec.name} read, {t.qspi_hz / 1e6:g} MHz 1-4-4 (2 clocks per byte)",
+    )
+
+
+def _board_spec(device: Device) -> Any:
+    from splitter.hardware.board_catalog import get_board
+
+    return None if device.board is None else get_board(device.board, device.name).extflash
 
 
 @dataclass(frozen=True)
@@ -131,7 +172,7 @@ def prepare_segmented(
         else {"name": extflash.name, "origin": extflash.origin, "bytes": extflash.size},
     }
     record = segments_record(chain, units, answer.segments, gen, extra)
-    _add_estimates(record, chain, boards, device, units, answer)
+    _add_estimates(record, chain, device, units, answer, load_rate(boards, device, extflash))
     manifest, plan = segmented_manifest(
         chain, boards, device, gen.region_bytes, model, target, answer, segments_digest(gen)
     )
@@ -188,20 +229,18 @@ def plan_segments(
     step("cutting the model into units")
     units = chain_units(chain, cap, core=family_for(device.part.family).core)
     step("solving the LO-SC segmentation (cpsat)")
-    answer = solve_segments(unit_problem(chain, boards, device, units, cap, None), time_limit)
+    ext = device_extflash(device)
+    problem = unit_problem(chain, boards, device, units, cap, None, load_rate(boards, device, ext))
+    answer = solve_segments(problem, time_limit)
     return prepare_segmented(
         model, target, chain, boards, device, units, answer,
-        input_shapes=input_shapes, extflash=device_extflash(device), step=step,
+        input_shapes=input_shapes, extflash=ext, step=step,
     )  # fmt: skip
 
 
 def device_extflash(device: Device) -> ExtFlash | None:
     """The memory-mapped external flash of the device's board (``board_catalog.toml``), if any."""
-    from splitter.hardware.board_catalog import get_board
-
-    if device.board is None:
-        return None
-    ext = get_board(device.board, device.name).extflash
+    ext = _board_spec(device)
     return None if ext is None else ExtFlash(ext.origin, ext.size, ext.name)
 
 
@@ -233,6 +272,7 @@ def manifest_segments(record: dict[str, Any]) -> Segments:
         optimal=record["optimal"],
         extflash=() if ext is None else tuple(ext.items()),
         rows=rows,
+        load_via=record["load_via"],
     )
 
 
@@ -295,22 +335,22 @@ def _write_html(out: Any, chain: Chain, plan: Plan, manifest: PlanManifest) -> N
 def _add_estimates(
     record: dict[str, Any],
     chain: Chain,
-    boards: Boards,
     device: Device,
     units: list[Any],
     answer: Segmentation,
+    load: LoadRate,
 ) -> None:
-    """Per segment and in total: the estimated time to load its weights over the link
-    (``W_s * bits_per_byte / baud``, the host streaming them) and to compute it (eq. 6)."""
-    link = boards.link
+    """Per segment and in total: the estimated time to load its weights (``W_s x
+    load.s_per_byte``, :func:`load_rate`) and to compute it (eq. 6); ``load_via`` says how."""
     for row, (a, b) in zip(record["segments"], answer.segments, strict=True):
-        row["load_s"] = int(row["weights_bytes"]) * link.bits_per_byte / link.baud
+        row["load_s"] = int(row["weights_bytes"]) * load.s_per_byte
         row["compute_s"] = sum(
             layer_time(replace(chain.layers[u.layer].cost, macs=u.macs, macs_by_class=()), device)
             for u in units[a : b + 1]
         )
     record["load_s"] = sum(r["load_s"] for r in record["segments"])
     record["compute_s"] = sum(r["compute_s"] for r in record["segments"])
+    record["load_via"] = load.via
 
 
 def _with_extflash(ctx: PlanContext, ext: ExtFlash) -> PlanContext:
@@ -404,8 +444,8 @@ def report_text(record: dict[str, Any]) -> str:
         "on the emulator, `firmware/<device>/weights.bin`).",
         f"Carried bytes (LO-SC eq. 9): {record['carried_bytes']}"
         + (" (proved optimal)." if record["optimal"] else " (not proved optimal)."),
-        f"Estimated per inference: loading {record['load_s']:.3f} s (weights x bits per byte / "
-        f"baud, streamed over the link), compute {record['compute_s']:.4f} s (eq. 6).",
+        f"Estimated per inference: loading {record['load_s']:.3f} s ({record['load_via']}), "
+        f"compute {record['compute_s']:.4f} s (eq. 6).",
         "",
         "| # | units | layers | weights B | activations B | memory B | carried B | load s |"
         " compute s |",

@@ -43,6 +43,7 @@ from splitter.partition.segment import (
 from splitter.segment_build import (
     Prepared,
     device_extflash,
+    load_rate,
     firmware_cap,
     parse_extflash,
     unit_problem,
@@ -84,7 +85,8 @@ def _pick_device(boards: Boards, name: str | None, target: str) -> Device:
 
 
 def _load_s(problem: SegmentProblem, first: int, last: int, link_rate: float) -> float:
-    """Seconds to bring the segment's weights over the link: ``sum MEM_l / (baud / bits)``."""
+    """Seconds to bring the segment's weights in: ``sum MEM_l / rate`` (bytes per second over
+    the link, ``baud / bits``, or from the board's external flash: ``load_rate``)."""
     return sum(problem.memory[first : last + 1]) / link_rate
 
 
@@ -181,13 +183,14 @@ def command(
             input_path, input_shapes=input_shapes or None, activation_bytes=activation_bytes
         )
         units = None
+        load = load_rate(boards, device, ext if chain.graph is not None else None)
         if chain.graph is not None:
             cap = firmware_cap(device)
             if segment_memory is not None:
                 cap = parse_size(segment_memory, device.part.ram_kib, target, "--segment-memory")
             progress.step("cutting the model into units")
             units = chain_units(chain, cap, core=family_for(device.part.family).core)
-            problem = unit_problem(chain, boards, device, units, cap, segment_time)
+            problem = unit_problem(chain, boards, device, units, cap, segment_time, load)
         else:
             cap = device.ram_bytes
             if segment_memory is not None:
@@ -206,7 +209,7 @@ def command(
                 force=force, input_shapes=input_shapes or None, extflash=ext,
                 step=progress.step,
             )  # fmt: skip
-    rows = _rows(chain, problem, answer, units, boards.link.baud / boards.link.bits_per_byte)
+    rows = _rows(chain, problem, answer, units, 1 / load.s_per_byte)
     if as_json:
         doc = {
             "schema": "splitter.segments/1",
@@ -217,6 +220,7 @@ def command(
             "segment_time_s": segment_time,
             "carried_bytes": answer.carried_bytes,
             "optimal": answer.optimal,
+            "load_via": load.via,
             "segments": rows,
             "out": None if written is None else str(written.out),
             "region_bytes": None if written is None else written.record["region_bytes"],

@@ -236,7 +236,7 @@ def _segments(m: PlanManifest) -> list[str]:
             str(r.activation_bytes),
             str(r.memory_bytes),
             str(r.carried_bytes),
-            num(r.load_s, ".3f"),
+            num(r.load_s, ".4g"),
             num(r.compute_s * 1e3, ".3f"),
         ]
         for r in seg.rows
@@ -257,9 +257,8 @@ def _segments(m: PlanManifest) -> list[str]:
         f"{esc(seg.device)} in one RAM region of {seg.region_bytes} B (activations at the bottom, "
         f"the segment's weights at the top). The weights, {seg.weights_bytes} B in "
         f"<code>weights.bin</code>, are not in internal flash: {where}. Carried bytes (eq. 9): "
-        f"{seg.carried_bytes}, {proof}. Per inference: loading {num(seg.load_s, '.3f')} s "
-        f"(weights x bits per byte / baud), compute {num(seg.compute_s * 1e3, '.3f')} ms "
-        "(eq. 6).</p>"
+        f"{seg.carried_bytes}, {proof}. Per inference: loading {num(seg.load_s, '.4g')} s "
+        f"({esc(seg.load_via)}), compute {num(seg.compute_s * 1e3, '.3f')} ms (eq. 6).</p>"
     )
     svg = plots.segments_svg(
         [(r.weights_bytes, r.activation_bytes) for r in seg.rows],
