@@ -694,6 +694,7 @@ def _segment_problems(m: PlanManifest) -> list[str]:
         return [f"segments: cover layers {seg.rows[0].first}..{at} and {offset} B of weights"]
     return []
 
+
 def _name_problems(m: PlanManifest) -> list[str]:
     """Device and part names and ports fully matching :mod:`splitter.names`; sub-model files only
     ``submodels/<file>`` (a path that cannot leave ``OUT``)."""

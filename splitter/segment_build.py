@@ -92,7 +92,9 @@ def load_rate(boards: Boards, device: Device, extflash: ExtFlash | None) -> Load
     link = boards.link
     spec = _board_spec(device)
     if extflash is None or spec is None or spec.origin != extflash.origin:
-        return LoadRate(link.bits_per_byte / link.baud, f"host stream over link 0 at {link.baud} baud")
+        return LoadRate(
+            link.bits_per_byte / link.baud, f"host stream over link 0 at {link.baud} baud"
+        )
     hclk = device_wiring(device.part, device.board, device.clock_hz, device.name).tree.bus_hz["AHB"]
     t = timing(spec, hclk)
     return LoadRate(

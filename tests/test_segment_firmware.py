@@ -160,11 +160,11 @@ def test_plan_json_segments_are_checked(disco: tuple[Path, dict, Path], tmp_path
     read = lambda d: PlanManifest.from_dict(d)  # noqa: E731
     assert read(plan).segments is not None
     plan["segments"]["rows"][1]["first"] += 3
-    with pytest.raises(ManifestError, match="segment 1: layers .* do not follow layer"):
+    with pytest.raises(ManifestError, match=r"segment 1: layers .* do not follow layer"):
         read(plan)
     plan = json.loads((out / "plan.json").read_text())
     plan["segments"]["rows"][0]["activation_bytes"] += plan["segments"]["region_bytes"]
-    with pytest.raises(ManifestError, match="segment 0: .* exceed the region"):
+    with pytest.raises(ManifestError, match=r"segment 0: .* exceed the region"):
         read(plan)
 
 

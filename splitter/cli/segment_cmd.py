@@ -43,8 +43,8 @@ from splitter.partition.segment import (
 from splitter.segment_build import (
     Prepared,
     device_extflash,
-    load_rate,
     firmware_cap,
+    load_rate,
     parse_extflash,
     unit_problem,
     write_segmented,

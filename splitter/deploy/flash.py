@@ -130,7 +130,8 @@ def check_extflash(targets: Sequence[FlashTarget], tool: str) -> None:
         )
         if tool not in EXTFLASH_TOOLS:
             raise ToolchainError(
-                f"{where}, which {TOOLS[tool]} cannot program; use --tool openocd or --tool cubeprog"
+                f"{where}, which {TOOLS[tool]} cannot program; "
+                "use --tool openocd or --tool cubeprog"
             )
         known = ext.openocd_board if tool == "openocd" else ext.cubeprog_loader
         if not known:

@@ -20,8 +20,8 @@ from typing import Any
 
 from splitter.deploy.flash import ExtFlashImage, FlashTarget
 from splitter.errors import BoardFileError, InputFileError
-from splitter.hardware.boards import load_boards
 from splitter.hardware.board_catalog import get_board
+from splitter.hardware.boards import load_boards
 from splitter.ir import Boards, Device
 from splitter.manifest import PlanManifest, read_manifest, read_wiring
 from splitter.outputs import contained
