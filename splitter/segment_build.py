@@ -175,6 +175,9 @@ def prepare_segmented(
     }
     record = segments_record(chain, units, answer.segments, gen, extra)
     _add_estimates(record, chain, device, units, answer, load_rate(boards, device, extflash))
+    # what the host's streaming takes (the emulator build streams even with external flash):
+    # the result deadline `run` extends (splitter.link.segments.WeightServer)
+    record["stream_s"] = len(gen.blob) * load_rate(boards, device, None).s_per_byte
     manifest, plan = segmented_manifest(
         chain, boards, device, gen.region_bytes, model, target, answer, segments_digest(gen)
     )

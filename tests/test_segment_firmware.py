@@ -142,15 +142,23 @@ def test_board_external_flash_holds_the_weights(disco: tuple[Path, dict, Path]) 
         assert row["load_s"] == pytest.approx(row["weights_bytes"] * 2 / 108e6)
         assert row["memory_bytes"] == row["weights_bytes"] + row["activation_bytes"]
     assert "108 MHz" in seg["load_via"] and doc["load_via"] == seg["load_via"]
+    # `run --emulate` streams them over the link: its deadline grows by that estimate
+    assert record["stream_s"] == pytest.approx(record["blob_bytes"] * 10 / 115200)
 
 
-def test_plan_segments_json_is_the_plan_segment_writes(disco: tuple[Path, dict, Path]) -> None:
+def test_plan_segments_json_is_the_plan_segment_writes(
+    disco: tuple[Path, dict, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     """`plan --segments --json` prints what `segment -o OUT` writes as OUT/plan.json (same
     segments, same hash), as `plan --json` does for compile."""
+    from test_report_html import run
+
     out, _, boards = disco
-    res = cli("plan", str(MODELS / MODEL), "--target", str(boards), "--segments", "--json")
-    assert res.returncode == 0, res.stderr
-    assert json.loads(res.stdout) == json.loads((out / "plan.json").read_text())
+    code, stdout, err = run(
+        ["plan", str(MODELS / MODEL), "--target", str(boards), "--segments", "--json"], capsys
+    )
+    assert code == 0, err
+    assert json.loads(stdout) == json.loads((out / "plan.json").read_text())
 
 
 def test_plan_json_segments_are_checked(disco: tuple[Path, dict, Path], tmp_path: Path) -> None:
@@ -317,3 +325,13 @@ def test_segment_out_refuses_a_layer_profile(tmp_path: Path) -> None:
     res = cli("segment", profile, "--target", str(BOARD_FILE), "-o", str(tmp_path / "o"))
     assert res.returncode == 2 and "layer profile has no weights" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_plan_segments_needs_one_device(capsys: pytest.CaptureFixture[str]) -> None:
+    from test_report_html import BOARDS as TWO_BOARDS
+    from test_report_html import one_line_error, run
+
+    code, _, err = run(
+        ["plan", str(MODELS / MODEL), "--target", str(TWO_BOARDS), "--segments", "--json"], capsys
+    )
+    one_line_error(code, err, "--segments runs on one: give a board file with one [[device]]")
