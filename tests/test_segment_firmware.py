@@ -111,20 +111,18 @@ def test_mobilenet_runs_on_one_f405_by_segments(tmp_path: Path, planned: tuple) 
     assert 0 < res["compute_s"] < 0.1
 
 
-DISCO = "[link]\nbaud = 115200\n[[device]]\nname = 'disco'\nboard = 'stm32f746g-disco'\n"
+#: one STM32F746G-DISCO (not in models/boards/: test_firmware_fit would build every model on it)
+DISCO = Path(__file__).parent / "segments_f746g_disco.toml"
 
 
 @pytest.fixture(scope="module")
 def disco(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, Path]:
     """``segment -o`` on the STM32F746G-DISCO: the board catalog gives its QUADSPI flash
     (N25Q128A, 16 MiB at 0x90000000), no --extflash."""
-    tmp = tmp_path_factory.mktemp("disco")
-    boards = tmp / "disco.toml"
-    boards.write_text(DISCO)
-    out = tmp / "out"
-    seg = cli("segment", str(MODELS / MODEL), "--target", str(boards), "-o", str(out), "--json")
+    out = tmp_path_factory.mktemp("disco") / "out"
+    seg = cli("segment", str(MODELS / MODEL), "--target", str(DISCO), "-o", str(out), "--json")
     assert seg.returncode == 0, seg.stderr
-    return out, json.loads(seg.stdout), boards
+    return out, json.loads(seg.stdout), DISCO
 
 
 def test_board_external_flash_holds_the_weights(disco: tuple[Path, dict, Path]) -> None:
