@@ -3,8 +3,10 @@
 The STM32F746G-DISCO's real-board ``startup.c`` (a two-device plan rendered as in
 ``test_startup_trace.py``) is cross-compiled with arm-none-eabi-gcc and run in unicorn with the
 peripheral space and the QUADSPI registers modelled; the register writes of ``extflash_init()``
-are checked against the table below, written by hand from the reference manual RM0385
-(QUADSPI, RCC, GPIO chapters), the board's schematic (MB1191: QSPI pins) and the Micron
+are checked against the tables below, written by hand from the reference manual RM0385
+(QUADSPI, RCC, GPIO chapters), the Cortex-M7 programming manual PM0253 (MPU registers) with ST's
+AN4760 / AN4838 (fence the QSPI window against speculative reads), the board's schematic
+(MB1191: QSPI pins) and the Micron
 N25Q128A datasheet (16 MiB, QUAD I/O FAST READ 0xEB up to 108 MHz with the default 10 dummy
 cycles, tSHSL >= 20 ns), not from splitter's code. The emulator build must not contain it.
 """
@@ -30,6 +32,16 @@ CR, DCR, CCR = QSPI, QSPI + 0x04, QSPI + 0x14
 #: PD12, PE2, PD13; AF9 except NCS's AF10 (DS10916 alternate function table)
 PINS = (("PB2", 9, 0), ("PB6", 10, 1), ("PD11", 9, 0), ("PD12", 9, 0), ("PE2", 9, 0),
         ("PD13", 9, 0))  # fmt: skip
+MPU_CTRL, MPU_RNR, MPU_RBAR, MPU_RASR = 0xE000_ED94, 0xE000_ED98, 0xE000_ED9C, 0xE000_EDA0
+#: the MPU writes in order (RBAR / RASR are banked by RNR): region 0 = the 256 MiB window,
+#: strongly ordered, no access, XN (RASR: XN bit 28, AP 000, TEX/C/B 0, SIZE 27 -> 2^28, EN);
+#: region 1 = the 16 MiB flash, read-only (AP 110), Normal write-through (C bit 17), XN, SIZE 23;
+#: MPU_CTRL = ENABLE | PRIVDEFENA (PM0253)
+MPU = (
+    (MPU_RNR, 0), (MPU_RBAR, 0x9000_0000), (MPU_RASR, 0x1000_0037),
+    (MPU_RNR, 1), (MPU_RBAR, 0x9000_0000), (MPU_RASR, 0x1602_002F),
+    (MPU_CTRL, 0x5),
+)  # fmt: skip
 #: (address, shift, width, value, source)
 FIELDS = (
     (RCC + 0x38, 1, 1, 1, "RM0385 5.3.12: RCC_AHB3ENR.QSPIEN"),
@@ -84,6 +96,15 @@ def test_quadspi_pins_are_routed(trace: tuple[Trace, Path]) -> None:
         assert _field(t.regs, gpio + 0x0C, 2 * num, 2) == pull, f"{pin}: PUPDR"
         afr = gpio + 0x20 + 4 * (num // 8)
         assert _field(t.regs, afr, 4 * (num % 8), 4) == af, f"{pin}: AF{af}"
+
+
+def test_mpu_fences_the_window(trace: tuple[Trace, Path]) -> None:
+    """The MPU writes, in order, and before the flash is mapped (CCR)."""
+    t, _ = trace
+    mpu = [(a, v) for a, v in t.writes if MPU_CTRL <= a <= MPU_RASR]
+    assert mpu == list(MPU)
+    enabled = t.index(lambda a, v: a == MPU_CTRL and v & 1)
+    assert enabled < t.index(lambda a, _v: a == CCR)
 
 
 def test_quadspi_write_order(trace: tuple[Trace, Path]) -> None:

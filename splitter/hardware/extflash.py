@@ -30,9 +30,15 @@ Register values (each step's comment names its register and field):
   ``IMODE[9:8]`` = 0b01 instruction on one line, ``INSTRUCTION[7:0]`` = the read command
   (1-4-4: the flash's quad I/O fast read, no quad-enable bit needed on the N25Q128A).
 
-The Cortex-M7 may read ahead speculatively into the window's unused 240 MiB (a QUADSPI access
-beyond ``FSIZE`` stalls the bus); the firmware only reads ``seg_blob`` inside the flash, and an
-MPU region fencing the rest (ST AN4760) is not set (README, "Segments on one board").
+First of all, the MPU (PM0253, MPU registers; ST AN4760 "Quad-SPI interface on STM32", AN4838
+"Managing memory protection unit in STM32 MCUs"): the Cortex-M7 reads ahead speculatively from
+Normal memory, and the QUADSPI window (256 MiB at 0x9000_0000) is Normal memory in the default
+map, while the flash fills only ``FSIZE``: an access beyond it stalls the bus. Region 0 covers
+the whole window as strongly ordered, no access, execute never (``MPU_RASR`` = XN | AP 000 |
+TEX 000 C 0 B 0 | SIZE 27 | ENABLE: no speculative access); region 1, which wins where they
+overlap, opens the flash itself read-only (AP 110), Normal write-through cacheable (TEX 000 C 1
+B 0), execute never, ``SIZE = log2(bytes) - 1``; ``MPU_CTRL`` = ENABLE | PRIVDEFENA (the default
+map everywhere else; the firmware runs privileged).
 """
 
 from __future__ import annotations
@@ -50,6 +56,10 @@ QUADSPI = 0xA000_1000
 #: RCC registers of the F7 (RM0385 5.3): AHB1ENR (GPIO ports), AHB3ENR (QSPIEN bit 1).
 F7_RCC = 0x4002_3800
 F7_GPIO = 0x4002_0000
+#: Cortex-M7 MPU registers (PM0253): MPU_CTRL, MPU_RNR, MPU_RBAR, MPU_RASR
+MPU_CTRL, MPU_RNR, MPU_RBAR, MPU_RASR = 0xE000_ED94, 0xE000_ED98, 0xE000_ED9C, 0xE000_EDA0
+#: the QUADSPI memory-mapped window: 256 MiB from 0x9000_0000 (RM0385 2.2 memory map)
+WINDOW_BYTES = 1 << 28
 #: the families whose QUADSPI this module configures, with the memory-mapped window's base
 CONTROLLERS = {"F7": ("QUADSPI", 0x9000_0000)}
 SIGNALS = ("CLK", "NCS", "IO0", "IO1", "IO2", "IO3")
@@ -152,8 +162,33 @@ def _gpio_steps(spec: ExtFlashSpec) -> list[Step]:
     return steps
 
 
+def _rasr(size_bytes: int, ap: int, c: int, enable: int = 1) -> int:
+    """``MPU_RASR``: XN (bit 28), AP[26:24], TEX[21:19] = 0, C (17), B (16) = 0, SIZE[5:1] =
+    ``log2(bytes) - 1``, ENABLE (0)."""
+    return 1 << 28 | ap << 24 | c << 17 | (size_bytes.bit_length() - 2) << 1 | enable
+
+
+def mpu_steps(spec: ExtFlashSpec) -> list[Step]:
+    """Regions 0 (the window: no access) and 1 (the flash: read-only), then the MPU on."""
+    full = 0xFFFF_FFFF
+    return [
+        Step("set", MPU_RNR, full, 0, "MPU_RNR = 0 (PM0253 MPU_RNR)"),
+        Step("set", MPU_RBAR, full, spec.origin, f"MPU_RBAR = 0x{spec.origin:08X}, the window"),
+        Step("set", MPU_RASR, full, _rasr(WINDOW_BYTES, 0, 0),
+             "MPU_RASR: 256 MiB strongly ordered, no access, XN: no speculative reads "
+             "(AN4760, AN4838)"),
+        Step("set", MPU_RNR, full, 1, "MPU_RNR = 1"),
+        Step("set", MPU_RBAR, full, spec.origin, f"MPU_RBAR = 0x{spec.origin:08X}, the flash"),
+        Step("set", MPU_RASR, full, _rasr(spec.size, 0b110, 1),
+             f"MPU_RASR: {spec.size >> 20} MiB Normal write-through, read-only, XN "
+             "(PM0253 MPU_RASR)"),
+        Step("set", MPU_CTRL, full, 0b101, "MPU_CTRL = ENABLE | PRIVDEFENA (PM0253 MPU_CTRL)"),
+    ]  # fmt: skip
+
+
 def init_steps(spec: ExtFlashSpec, hclk_hz: int) -> tuple[Step, ...]:
-    """The register steps of ``extflash_init()`` (module docstring gives every value)."""
+    """The register steps of ``extflash_init()`` (module docstring gives every value): the
+    MPU, the pins, the QUADSPI."""
     t = timing(spec, hclk_hz)
     addr_size = 2 if spec.size <= 1 << 24 else 3
     ccr = (
@@ -162,6 +197,7 @@ def init_steps(spec: ExtFlashSpec, hclk_hz: int) -> tuple[Step, ...]:
     )  # fmt: skip
     mhz = t.qspi_hz / MHZ
     return (
+        *mpu_steps(spec),
         *_gpio_steps(spec),
         Step("set", QUADSPI, 0xFFFF_FFFF, t.prescaler << 24 | 1 << 4,
              f"QUADSPI_CR: PRESCALER = {t.prescaler} ({hclk_hz / MHZ:g} MHz HCLK / "
