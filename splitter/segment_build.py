@@ -99,7 +99,7 @@ def load_rate(boards: Boards, device: Device, extflash: ExtFlash | None) -> Load
     t = timing(spec, hclk)
     return LoadRate(
         2 / t.qspi_hz,
-        f"memory-mapped {spec.name} read, {t.qspi_hz / 1e6:g} MHz 1-4-4 (2 clocks per byte)",
+        f"memory-mapped {spec.name} read, {t.qspi_hz / 1e6:g} MHz 1-4-4, 2 clocks per byte",
     )
 
 
