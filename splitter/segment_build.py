@@ -306,12 +306,14 @@ def write_segmented(
         input_shapes=input_shapes, extflash=extflash, step=step,
     )  # fmt: skip
     with OutputDir(out_dir, force=force) as out:
+        step(f"writing {out_dir}")
         out.write_text(MANIFEST_FILE, p.manifest.to_json() + "\n")
         render_firmware(out.root, p.ctx)
         out.write_bytes(f"firmware/{device.name}/{BLOB_FILE}", p.gen.blob)
         out.write_json(SEGMENTS_FILE, p.record)
         out.write_text("report.md", report_text(p.record))
-        _write_html(out, chain, p.plan, p.manifest)
+        step("drawing report.html")
+        _write_html(out, chain, p.plan, p.manifest, p.record)
     return SegmentedOut(out.target, p.record, p.manifest)
 
 
@@ -326,15 +328,19 @@ def segments_digest(gen: Any) -> str:
     return h.hexdigest()[:16]
 
 
-def _write_html(out: Any, chain: Chain, plan: Plan, manifest: PlanManifest) -> None:
+def _write_html(
+    out: Any, chain: Chain, plan: Plan, manifest: PlanManifest, record: dict[str, Any]
+) -> None:
     """``report.json`` and ``report.html`` as compile writes them (the one-device plan, its
-    layers with their own weights), so ``splitter report`` / ``bench`` refresh it."""
+    layers with their own weights) with the segments of ``record`` (segments.json), so
+    ``splitter report`` / ``bench`` refresh it."""
     from splitter.report import REPORT_DATA_FILE, REPORT_FILE, report_data
     from splitter.report import render_report as render_html
 
     data = report_data(chain, plan)
     out.write_json(REPORT_DATA_FILE, data.to_dict())
-    out.write_text(REPORT_FILE, render_html(manifest, data, {"skipped": True}))
+    page = render_html(manifest, data, {"skipped": True}, segments=record)
+    out.write_text(REPORT_FILE, page)
 
 
 def _add_estimates(

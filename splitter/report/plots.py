@@ -116,34 +116,6 @@ def memory_svg(
     return _render(draw, 9, 0.6 * len(names) + 1.6, max(map(len, names)))
 
 
-def segments_svg(
-    memory: Sequence[tuple[int, int]], region: int, times: Sequence[tuple[float, float]]
-) -> str:
-    """LO-SC segments: weights + activations (``(weights, activations)`` bytes) stacked against
-    the RAM region (dashed), and load + compute seconds stacked, one bar per segment."""
-    x = np.arange(len(memory))
-
-    def draw(fig: object) -> None:
-        mem, tim = fig.subplots(1, 2)  # type: ignore[attr-defined]
-        w = [a / 1024 for a, _ in memory]
-        act = [b / 1024 for _, b in memory]
-        mem.bar(x, w, color=colour(0), label="weights")
-        mem.bar(x, act, bottom=w, color=colour(1), label="activations")
-        mem.axhline(region / 1024, color="black", linestyle="--", linewidth=1, label="region")
-        mem.set_xlabel("segment")
-        mem.set_ylabel("KiB")
-        mem.legend(loc="lower right", fontsize=8)
-        load = [a for a, _ in times]
-        comp = [b for _, b in times]
-        tim.bar(x, load, color=colour(2), label="load")
-        tim.bar(x, comp, bottom=load, color=colour(3), label="compute")
-        tim.set_xlabel("segment")
-        tim.set_ylabel("s")
-        tim.legend(loc="upper right", fontsize=8)
-
-    return _render(draw, 9, 3.2)
-
-
 def gantt_svg(sim: Simulation, names: Sequence[str], bottleneck: int, waiting_s: float) -> str:
     """Compute (solid) and link sends (hatched) per device over time, per inference shaded;
     the bottleneck device's row is marked."""
@@ -242,3 +214,24 @@ def confusion_svg(matrix: Sequence[Sequence[int]], title: str) -> str:
 
     side = min(7.0, 2.5 + 0.3 * m.shape[0])
     return _render(draw, side + 1, side)
+
+
+def segments_svg(weights: Sequence[int], activations: Sequence[int], region: int) -> str:
+    """LO-SC segments run one after another on one device: per segment its weights and largest
+    activation buffer (bytes) stacked against the one RAM region the firmware allocates."""
+    x = np.arange(len(weights))
+    w = [b / 1024 for b in weights]
+    a = [b / 1024 for b in activations]
+
+    def draw(fig: object) -> None:
+        ax = fig.add_subplot(1, 1, 1)  # type: ignore[attr-defined]
+        ax.bar(x, a, color=colour(0), label="activations")
+        ax.bar(x, w, bottom=a, color=colour(1), label="weights (loaded before the segment)")
+        ax.axhline(region / 1024, color="black", linestyle="--", linewidth=1, label="RAM region")
+        ax.set_xticks(x)
+        ax.set_xlabel("segment")
+        ax.set_ylabel("KiB")
+        ax.set_ylim(0, 1.25 * max([region / 1024, *(p + q for p, q in zip(w, a, strict=True))]))
+        ax.legend(loc="upper right", fontsize=8)
+
+    return _render(draw, 9, 3.2)
