@@ -176,7 +176,8 @@ def _run(elf: Path, core: str, trace: Trace) -> None:
     def wr(_uc: object, offset: int, _size: int, value: int, base: int) -> None:
         trace.write(base + offset, value)
 
-    for base, size in ((0x4000_0000, 0x2000_0000), (0xE000_0000, 0x10_0000)):
+    # peripherals, the F7 QUADSPI registers (a board with external flash), the system space
+    for base, size in ((0x4000_0000, 0x2000_0000), (0xA000_0000, 0x2000), (0xE000_0000, 0x10_0000)):
         uc.mmio_map(base, size, rd, base, wr, base)
     uc.reg_write(arm_const.UC_ARM_REG_SP, sym["_estack"])
     done = sym["harness_done"] & ~1  # Thumb symbols carry bit 0
