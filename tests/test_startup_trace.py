@@ -202,6 +202,15 @@ def test_every_catalog_part_has_a_row() -> None:
     assert set(PARTS) == {p.name for p in parts()}
 
 
+def test_every_board_of_the_catalog_is_traced_with_its_part() -> None:
+    """Each board of ``board_catalog.toml`` is some row's board (its routing and HSE are what
+    the trace runs), on the part it carries; a part without a board runs bare."""
+    from splitter.hardware.board_catalog import boards
+
+    traced = {e.board: name for name, e in PARTS.items() if e.board is not None}
+    assert traced == {b.name: b.part for b in boards().values()}
+
+
 @pytest.mark.parametrize("name", sorted(PARTS))
 def test_startup_trace(name: str, arm_gcc: None, tmp_path: Path) -> None:
     exp = PARTS[name]
