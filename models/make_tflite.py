@@ -31,6 +31,12 @@ weights are):
 The architectures follow the MLPerf Tiny v1 training scripts (github.com/mlcommons/tiny,
 ``benchmark/training/<task>/keras_model.py`` and ``vww_model.py``): layer for layer, kernel sizes,
 strides, paddings and widths; dropout and weight regularisers (training only) are left out.
+
+``--mnv2`` writes ``mobilenet_v2_224_int8.tflite``: Keras's own MobileNetV2-1.0 at 224x224x3
+(``keras.applications.MobileNetV2``, Sandler et al. 2018; ``weights=None``, batch fixed to 1),
+seeded weights and batch-norm statistics, full-integer with int8 input and output, per-channel
+weights, calibrated on 32 seeded standard-normal inputs: the int8 MobileNetV2 a user deploys
+(the PEX paper's example model, 1505 kB of activations run op by op).
 """
 
 from __future__ import annotations
@@ -235,6 +241,26 @@ def main_mlperf() -> None:
         print(f"wrote {name}: {len(data)} bytes (tensorflow {tf.__version__})")
 
 
+def mobilenet_v2_224() -> tf.keras.Model:
+    """MobileNetV2-1.0 at 224x224x3 as ``keras.applications`` builds it (conv 3x3 stride 2, 17
+    inverted-residual blocks with ZeroPadding2D before each stride-2 depthwise, conv 1x1 1280,
+    global average pool, dense 1000 + softmax), random weights, batch 1."""
+    x_in = tf.keras.layers.Input(shape=(224, 224, 3), batch_size=1, name="image")
+    return tf.keras.applications.MobileNetV2(
+        alpha=1.0, input_shape=(224, 224, 3), input_tensor=x_in, weights=None
+    )
+
+
+def main_mnv2() -> None:
+    """Write ``mobilenet_v2_224_int8.tflite`` next to this script."""
+    tf.keras.utils.set_random_seed(SEED)
+    model = _randomise_bn(mobilenet_v2_224(), np.random.default_rng(SEED))
+    data = convert_int8(model)
+    name = "mobilenet_v2_224_int8.tflite"
+    (HERE / name).write_bytes(data)
+    print(f"wrote {name}: {len(data)} bytes (tensorflow {tf.__version__})")
+
+
 def main() -> None:
     """Write the three models next to this script."""
     model = build_model()
@@ -249,4 +275,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main_mlperf() if "--mlperf" in sys.argv[1:] else main()
+    if "--mlperf" in sys.argv[1:]:
+        main_mlperf()
+    elif "--mnv2" in sys.argv[1:]:
+        main_mnv2()
+    else:
+        main()

@@ -14,8 +14,10 @@ from splitter.compile import CompileOptions, compile_model
 from splitter.importers import load_chain
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
+#: MobileNetV2-1.0 224 int8 (4 MB, 314 M MACs): too slow for these per-model sweeps;
+#: tests/test_pex_plan.py imports, plans, generates and runs it
 ALL = sorted(p.name for p in MODELS.glob("*.onnx")) + sorted(
-    p.name for p in MODELS.glob("*.tflite")
+    p.name for p in MODELS.glob("*.tflite") if p.stem != "mobilenet_v2_224_int8"
 )
 NO_FW = CompileOptions(firmware=False)
 
