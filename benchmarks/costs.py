@@ -21,11 +21,14 @@ than the emulator has) are listed as skipped. Usage:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import shutil
 import statistics
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from splitter.bench.runner import BenchConfig, bench  # noqa: E402
 from splitter.compile import CompileOptions, compile_model  # noqa: E402
 from splitter.cost.kernels import (  # noqa: E402
-    ops_instructions,
+    layer_ops_instructions,
     part_build_key,
     submodel_overhead,
 )
@@ -73,59 +76,101 @@ def emulator_misfit(model: Path, boards: Path) -> str | None:
     return None
 
 
-def one_pair(model: Path, boards: Path, work: Path) -> dict[str, Any]:
-    """Compile, build, bench one pair; its rows or the reason it was skipped."""
+#: board files planned with ``--partial-execution on`` (loops wherever they lower a layer's RAM,
+#: so the PEX loop kernels of float and int8 models are measured); every other file at ``auto``
+PEX_ON = frozenset({"e2e_pex.toml"})
+
+
+def firmware_key(model: Path, firmware: Path) -> str:
+    """SHA-256 of what decides the instructions each sub-model runs under ``-icount``: the
+    model file (the bench's seeded input), every device's generated ``model.c`` / ``model.h``
+    and ``Makefile`` (compile flags). The kernels are the same for every pair of one run."""
+    h = hashlib.sha256(model.read_bytes())
+    for dev in sorted(p for p in firmware.iterdir() if p.is_dir()):
+        for name in ("model.c", "model.h", "Makefile"):
+            h.update(name.encode() + b"\0" + (dev / name).read_bytes())
+    return h.hexdigest()[:20]
+
+
+def plan_pair(model: Path, boards: Path, work: Path) -> dict[str, Any]:
+    """Compile one pair (no build): the firmware key and per sub-model the predictions, or
+    the reason the pair cannot run emulated."""
     out = work / "out"
     try:
         misfit = emulator_misfit(model, boards)
         if misfit is not None:
             return {"skipped": misfit}
-        res = compile_model(model, boards, out, CompileOptions(force=True, validate=False))
-        wiring = json.loads((out / "firmware" / "wiring.json").read_text())
-        for dev in wiring["devices"]:
-            run_make(out / "firmware" / dev["name"], emulator=True)
-        result = bench(out, BenchConfig(runs=1, emulate=True, icount=True, timeout=600,
-                                        pipeline=False, warmup=0))  # fmt: skip
+        pex = "on" if boards.name in PEX_ON else "auto"
+        opts = CompileOptions(force=True, validate=False, partial_execution=pex)
+        res = compile_model(model, boards, out, opts)
     except (SplitterError, OSError) as exc:
         return {"skipped": str(exc).splitlines()[0][:200]}
     dtype, layout = _dtype_layout(res.chain)
-    devices = {d.name: d for d in res.boards.devices}
+    devices = res.boards.devices
+    tensors = res.chain.graph.tensors
     rows = []
-    for d in result["devices"]:
-        device = devices[d["device"]]
+    for entry in res.plan.submodels:
+        device = devices[entry.device_index]
         build = part_build_key(device.part, emulated=True)
-        for sub in d["submodels"]:
-            entry = res.plan.submodels[sub["index"]]
-            layers = res.chain.layers[entry.first : entry.last + 1]
-            instr = submodel_overhead(build) + sum(
-                dict(layer.cost.instructions).get(build, 0.0) for layer in layers
-            )
-            ops = [op for layer in layers for op in layer.ops]
-            tensors = res.chain.graph.tensors
-            fit_only = submodel_overhead(build) + ops_instructions(
-                ops, tensors, layout, build, measured=False
-            )
-            macs = sum(layer.cost.macs for layer in layers)
-            old = macs * device.cpm / device.clock_hz * EMULATOR.clock_hz
-            meas = int(sub["cycles"][0])
-            pred = instr * TICKS_PER_INSTRUCTION
-            rows.append({
-                "submodel": sub["index"], "device": d["device"], "part": device.part.name,
-                "build": build, "dtype": dtype, "layout": layout,
-                "layers": [entry.first, entry.last], "macs": macs,
-                "measured_ticks": meas, "predicted_ticks": round(pred),
-                "error": round(pred / meas - 1, 4) if meas else None,
-                "fit_only_ticks": round(fit_only * TICKS_PER_INSTRUCTION),
-                "fit_only_error": round(fit_only * TICKS_PER_INSTRUCTION / meas - 1, 4)
-                if meas else None,
-                "catalog_cpm_ticks": round(old),
-                "catalog_cpm_error": round(old / meas - 1, 4) if meas else None,
-            })  # fmt: skip
-    return {"rows": rows}
+        layers = res.chain.layers[entry.first : entry.last + 1]
+        instr = submodel_overhead(build) + sum(
+            dict(layer.cost.instructions).get(build, 0.0) for layer in layers
+        )
+        fit_only = submodel_overhead(build) + sum(
+            layer_ops_instructions(layer, tensors, layout, build, measured=False)
+            for layer in layers
+        )
+        macs = sum(layer.cost.macs for layer in layers)
+        old = macs * device.cpm / device.clock_hz * EMULATOR.clock_hz
+        rows.append({
+            "submodel": entry.index, "device": device.name, "part": device.part.name,
+            "build": build, "dtype": dtype, "layout": layout,
+            "pex_loops": sum(len(layer.loops) for layer in layers),
+            "layers": [entry.first, entry.last], "macs": macs,
+            "predicted_ticks": round(instr * TICKS_PER_INSTRUCTION),
+            "fit_only_ticks": round(fit_only * TICKS_PER_INSTRUCTION),
+            "catalog_cpm_ticks": round(old),
+        })  # fmt: skip
+    key = firmware_key(model, out / "firmware")
+    return {"rows": rows, "firmware": key, "partial_execution": pex}
+
+
+def measure_pair(work: Path) -> dict[str, Any]:
+    """Build every device of a compiled pair for the emulator and bench one inference:
+    ``{"ticks": {sub-model index: SysTick ticks}}`` or the reason it did not run."""
+    out = work / "out"
+    try:
+        wiring = json.loads((out / "firmware" / "wiring.json").read_text())
+        for dev in wiring["devices"]:
+            run_make(out / "firmware" / dev["name"], emulator=True)
+        result = bench(out, BenchConfig(runs=1, emulate=True, icount=True, timeout=900,
+                                        pipeline=False, warmup=0))  # fmt: skip
+    except (SplitterError, OSError) as exc:
+        return {"skipped": str(exc).splitlines()[0][:200]}
+    finally:
+        shutil.rmtree(out / "firmware", ignore_errors=True)
+    ticks = {str(s["index"]): int(s["cycles"][0]) for d in result["devices"]
+             for s in d["submodels"]}  # fmt: skip
+    return {"ticks": ticks}
+
+
+def with_measured(pair: dict[str, Any], ticks: dict[str, int]) -> dict[str, Any]:
+    """The pair's rows with the measured ticks and the errors against them."""
+    rows = []
+    for r in pair["rows"]:
+        meas = ticks.get(str(r["submodel"]))
+        if not meas:
+            continue
+        rows.append({**r, "measured_ticks": meas,
+                     "error": round(r["predicted_ticks"] / meas - 1, 4),
+                     "fit_only_error": round(r["fit_only_ticks"] / meas - 1, 4),
+                     "catalog_cpm_error": round(r["catalog_cpm_ticks"] / meas - 1, 4)})  # fmt: skip
+    return {**pair, "rows": rows}
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Median and max |error| overall and per (dtype, layout)."""
+    """Median and max |error| overall, per (dtype, layout) and over the sub-models with PEX
+    loops."""
 
     def stats(sel: list[dict[str, Any]]) -> dict[str, Any]:
         errs = [abs(r["error"]) for r in sel if r["error"] is not None]
@@ -143,27 +188,55 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out = {"all": stats(rows)}
     for dt, lay in groups:
         out[f"{dt} {lay}"] = stats([r for r in rows if (r["dtype"], r["layout"]) == (dt, lay)])
+    for dt in sorted({r["dtype"] for r in rows if r.get("pex_loops")}):
+        out[f"PEX loops, {dt}"] = stats(
+            [r for r in rows if r.get("pex_loops") and r["dtype"] == dt]
+        )
     return out
+
+
+RULE = (
+    "Pairs: every model of `models/` (`*.onnx`, `*.tflite`) x every board file of "
+    "`models/boards/`. A pair is measured when `splitter compile` plans it (all board files at "
+    "`--partial-execution auto`, `e2e_pex.toml` at `on`: loops wherever they lower a layer's "
+    "RAM) and every device's firmware builds for and runs on the emulated F405 "
+    "(QEMU netduinoplus2, 1 MiB flash, 128 KiB RAM); any other part runs there as the F405 "
+    "with its own core's int8 kernel variant (build `M4F.<isa>`). Every other pair is listed "
+    "with the reason. Identical firmware (same model, same generated `model.c` / `model.h` / "
+    "`Makefile` on every device) is benched once and its sub-models are counted once in the "
+    "statistics; the pairs sharing it are listed as such."
+)
 
 
 def write(results: dict[str, Any], name: str = "costs") -> None:
     """benchmarks/results/NAME.json and NAME.md."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=1) + "\n")
-    rows = [r for p in results["pairs"] for r in p.get("rows", [])]
+    pairs = results["pairs"]
+    ran = [p for p in pairs if "rows" in p]
+    distinct = [p for p in ran if "same_firmware_as" not in p]
+    boards_ran = sorted({p["boards"] for p in ran})
     lines = [
         "# Kernel cost table vs the emulated bench (no calibration)",
         "",
-        f"Generated by `benchmarks/costs.py` on {results['date']}: every model of `models/` on "
-        "every board file of `models/boards/` that compiles and builds for the emulator; "
-        "QEMU netduinoplus2, `-icount shift=0`, one inference (cycles are deterministic). "
-        "Predicted = table instructions x 0.168 ticks; error = predicted / measured - 1. "
+        f"Generated by `benchmarks/costs.py` on {results['date']}. QEMU netduinoplus2, "
+        "`-icount shift=0`, one inference (instruction counts are deterministic). "
+        "Predicted = the plan's table instructions x 0.168 ticks (SysTick of the 168 MHz core "
+        "counts 0.168 per instruction under `-icount shift=0`); error = predicted / measured - 1. "
         "`catalog cpm` is the flat cycles-per-MAC estimate the planner used before, in the "
         "same ticks.",
         "",
+        RULE,
+        "",
+        f"{len(pairs)} pairs: {len(ran)} measured ({len(distinct)} distinct firmware, "
+        f"{results['summary']['all'].get('n', 0)} distinct sub-models), "
+        f"{len(pairs) - len(ran)} not runnable emulated. Board files with a measured pair: "
+        f"{len(boards_ran)} ({', '.join(b.removesuffix('.toml') for b in boards_ran)}).",
+        "",
         "The table answers with the measured count when an op's exact shape was measured "
-        "(every layer of `models/` that fits the emulator is), else with the per-kernel fit; "
-        "`fit only` predicts every op from the fits alone (shapes as if never measured).",
+        "(every layer of `models/` that fits the emulator is, and every PEX loop of them), else "
+        "with the per-kernel fit; `fit only` predicts every op from the fits alone (shapes as if "
+        "never measured).",
         "",
         "| group | sub-models | median abs error | max abs error | fit only: median | "
         "fit only: max | catalog cpm median abs error |",
@@ -175,32 +248,43 @@ def write(results: dict[str, Any], name: str = "costs") -> None:
             lines.append(f"| {group} | {s['n']} | {s['median_abs_error']:.2%} | "
                          f"{s['max_abs_error']:.2%} | {s['fit_only_median_abs_error']:.2%} | "
                          f"{s['fit_only_max_abs_error']:.2%} | {old:.0%} |")  # fmt: skip
-    head = "| model | boards | sub-model | device (part, build) | MACs | measured ticks | "
+    head = (
+        "| model | boards | sub-model | device (part, build) | PEX loops | MACs | measured ticks | "
+    )
     lines += [
         "",
+        "Distinct firmware:",
+        "",
         head + "predicted | error | fit only |",
-        "|---|---|---:|---|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for p in results["pairs"]:
-        for r in p.get("rows", []):
+    for p in distinct:
+        for r in p["rows"]:
             lines.append(f"| {p['model']} | {p['boards']} | {r['submodel']} | {r['device']} "
-                         f"({r['part']}, {r['build']}) | {r['macs']} | {r['measured_ticks']} | "
-                         f"{r['predicted_ticks']} | {r['error']:+.2%} | "
+                         f"({r['part']}, {r['build']}) | {r.get('pex_loops', 0)} | {r['macs']} | "
+                         f"{r['measured_ticks']} | {r['predicted_ticks']} | {r['error']:+.2%} | "
                          f"{r['fit_only_error']:+.2%} |")  # fmt: skip
-    skipped = [p for p in results["pairs"] if "skipped" in p]
-    lines += ["", f"Skipped pairs ({len(skipped)}; the planner or the build refuses them):", ""]
+    same = [p for p in ran if "same_firmware_as" in p]
+    lines += ["", f"Pairs with the firmware of an earlier pair ({len(same)}; same errors):", ""]
+    lines += [f"- {p['model']} on {p['boards']}: as {p['same_firmware_as']}" for p in same]
+    skipped = [p for p in pairs if "skipped" in p]
+    lines += ["", f"Pairs not runnable emulated ({len(skipped)}; the planner, the emulator's "
+              "memory or the build refuses them):", ""]  # fmt: skip
     lines += [f"- {p['model']} on {p['boards']}: {p['skipped']}" for p in skipped]
     (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
-    del rows
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--budget", type=float, default=0.0, help="stop after this many minutes")
     ap.add_argument("--only", default="", help="models whose file name contains this")
     ap.add_argument("--boards", default="", help="board files whose name contains one of these "
                     "(comma-separated)")  # fmt: skip
     ap.add_argument("--name", default="costs", help="results file stem")
+    ap.add_argument("--jobs", type=int, default=2, help="pairs compiled / benched at a time "
+                    "(each bench runs one QEMU at a time: the devices take turns)")  # fmt: skip
+    ap.add_argument("--reuse", nargs="*", default=[], metavar="STEM",
+                    help="take the measured ticks of identical firmware (same key) from these "
+                    "results files instead of running it again")  # fmt: skip
     ap.add_argument("--combine", nargs="*", metavar="STEM",
                     help="merge these results files into NAME, no new runs")  # fmt: skip
     args = ap.parse_args()
@@ -211,27 +295,70 @@ def main() -> None:
                     if args.only in p.name)  # fmt: skip
     wanted = args.boards.split(",")
     boards = sorted(p for p in BOARDS.glob("*.toml") if any(w in p.name for w in wanted))
-    t0 = time.monotonic()
-    pairs = []
-    # board files in the outer loop: with a --budget every model gets some board files
-    todo = [(m, b) for b in boards for m in models]
-    with tempfile.TemporaryDirectory(prefix="splitter-costs-bench-") as tmp:
-        for k, (model, board) in enumerate(todo):
-            if args.budget and time.monotonic() - t0 > args.budget * 60:
-                pairs.append({"model": model.name, "boards": board.name,
-                              "skipped": "not run (--budget reached)"})  # fmt: skip
-                continue
-            work = Path(tmp) / str(k)
-            work.mkdir()
-            t1 = time.monotonic()
-            pair = {"model": model.name, "boards": board.name, **one_pair(model, board, work)}
-            pairs.append(pair)
-            errs = [f"{r['error']:+.1%}" for r in pair.get("rows", [])]
-            print(f"{model.name} on {board.name} ({time.monotonic() - t1:.0f} s): "
-                  f"{errs or pair.get('skipped')}", flush=True)  # fmt: skip
-            write(_results(pairs), args.name)
+    pairs = run_pairs([(m, b) for b in boards for m in models], args.jobs, args.reuse, args.name)
     write(_results(pairs), args.name)
     print((RESULTS / f"{args.name}.md").read_text())
+
+
+def _known_ticks(stems: list[str]) -> dict[str, dict[str, int]]:
+    """firmware key -> measured ticks per sub-model, from earlier results files."""
+    known: dict[str, dict[str, int]] = {}
+    for stem in stems:
+        for pair in json.loads((RESULTS / f"{stem}.json").read_text())["pairs"]:
+            if pair.get("firmware") and pair.get("rows") and "same_firmware_as" not in pair:
+                known[pair["firmware"]] = {str(r["submodel"]): r["measured_ticks"]
+                                           for r in pair["rows"]}  # fmt: skip
+    return known
+
+
+def run_pairs(todo: list[tuple[Path, Path]], jobs: int, reuse: list[str],
+              name: str) -> list[dict[str, Any]]:  # fmt: skip
+    """Compile every pair (``jobs`` processes), then build and bench each distinct firmware
+    once; a pair whose firmware equals an earlier one's gets its measured ticks, marked
+    ``same_firmware_as`` (the emulator under ``-icount`` is deterministic)."""
+    known = _known_ticks(reuse)
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="splitter-costs-bench-") as tmp, \
+            ProcessPoolExecutor(max_workers=jobs) as pool:  # fmt: skip
+        works = [Path(tmp) / str(k) for k in range(len(todo))]
+        planned = list(pool.map(plan_pair, *zip(*todo, strict=True), works))
+        print(f"compiled {len(todo)} pairs in {time.monotonic() - t0:.0f} s", flush=True)
+        first: dict[str, int] = {}
+        for k, pair in enumerate(planned):
+            key = pair.get("firmware")
+            if key is None or key in known or key in first:
+                shutil.rmtree(works[k], ignore_errors=True)
+            else:
+                first[key] = k
+        order = sorted(first.values(), key=lambda k: sum(r["predicted_ticks"]
+                                                         for r in planned[k]["rows"]))  # fmt: skip
+        futures = {k: pool.submit(measure_pair, works[k]) for k in order}
+        for k in order:
+            got = futures[k].result()
+            known[planned[k]["firmware"]] = got.get("ticks", {})
+            if "skipped" in got:
+                planned[k] = {"skipped": got["skipped"]}
+            m, b = todo[k]
+            print(f"{m.name} on {b.name}: {got.get('skipped') or got['ticks']}", flush=True)
+    pairs = []
+    for k, ((model, board), pair) in enumerate(zip(todo, planned, strict=True)):
+        out = {"model": model.name, "boards": board.name, **pair}
+        key = pair.get("firmware")
+        if key is not None:
+            if first.get(key, k) != k:
+                m, b = todo[first[key]]
+                out["same_firmware_as"] = f"{m.name} on {b.name}"
+            if not known.get(key):
+                out = {
+                    "model": model.name,
+                    "boards": board.name,
+                    "skipped": "the firmware did not build or run (see the first pair)",
+                }
+            else:
+                out = with_measured(out, known[key])
+        pairs.append(out)
+    print(f"done in {time.monotonic() - t0:.0f} s", flush=True)
+    return pairs
 
 
 def _rank(pair: dict[str, Any]) -> int:
@@ -252,7 +379,7 @@ def combine(stems: list[str], name: str) -> None:
 
 
 def _results(pairs: list[dict[str, Any]]) -> dict[str, Any]:
-    rows = [r for p in pairs for r in p.get("rows", [])]
+    rows = [r for p in pairs if "same_firmware_as" not in p for r in p.get("rows", [])]
     return {"date": time.strftime("%Y-%m-%d"), "pairs": pairs, "summary": summary(rows)}
 
 

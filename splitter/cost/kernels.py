@@ -34,7 +34,7 @@ from typing import Any
 
 from splitter.cost.handlers import q8_conv_kind
 from splitter.errors import InputFileError
-from splitter.ir import Op, Part, TensorSpec
+from splitter.ir import Layer, Op, Part, TensorSpec
 
 KERNEL_TABLE = Path(__file__).with_name("kernel_costs.json")
 
@@ -376,6 +376,14 @@ def ops_instructions(
 ) -> float:  # fmt: skip
     """Instructions of running ``ops`` one after another (no sub-model overhead)."""
     return sum(op_instructions(op, tensors, layout, build, measured=measured) for op in ops)
+
+
+def layer_ops_instructions(
+    layer: Layer, tensors: Mapping[str, TensorSpec], layout: str, build: str,
+    *, measured: bool = True,
+) -> float:  # fmt: skip
+    """Instructions of one layer's ops as the generated C runs them (its PEX loops included)."""
+    return ops_instructions(layer.ops, tensors, layout, build, measured=measured)
 
 
 def submodel_overhead(build: str) -> float:
