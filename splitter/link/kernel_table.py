@@ -51,6 +51,8 @@ from splitter.cost.kernels import (
     Term,
     build_key,
     feature_names,
+    loop_signature,
+    loop_terms,
     op_signature,
     op_terms,
 )
@@ -83,6 +85,8 @@ ALIASES = {"M7.dsp": "M4F.dsp"}
 TICKS_PER_INSTRUCTION = EMULATOR.clock_hz / 1e9
 #: the ``op`` of a sample holding a sub-model call's own instructions (entry, no op)
 SUBMODEL = "(sub-model)"
+#: the ``op`` of a PEX loop's sample: this prefix and the loop's first op
+LOOP = "(loop) "
 #: chunk limits of one harness ELF: weights (1 MiB flash, code besides) and arena (128 KiB RAM)
 MAX_CHUNK_WEIGHTS = 640 * 1024
 MAX_ARENA = 96 * 1024
@@ -178,14 +182,16 @@ def harness_source() -> str:
 
 
 _OP_TAG = "    /* {}: "
+_LOOP_TAG = "    /* PEX loop: {} over {} channels */"
 
 
 def insert_probes(
     source: str, chain: Chain, layers: dict[int, int]
 ) -> tuple[str, dict[int, list[int]]]:
-    """``source`` with ``probe();`` before each op's block of each ``sm_NN`` (``layers``:
-    sub-model index -> chain layer); per sub-model the op indices (in ``layer.ops``) probed,
-    in order. An op whose block is not found (a reshape emitting nothing) is not probed."""
+    """``source`` with ``probe();`` before each op's block and each PEX loop of each ``sm_NN``
+    (``layers``: sub-model index -> chain layer); per sub-model what was probed, in order: an op
+    index (in ``layer.ops``) or ``-1 - k`` for loop ``k`` of ``layer.loops``. An op whose block
+    is not found (a reshape emitting nothing, an op inside a loop) is not probed."""
     from codegen.escape import c_comment
 
     out_lines: list[str] = []
@@ -198,13 +204,15 @@ def insert_probes(
             current = int(m[1])
             layer = chain.layers[layers[current]]
             tags = [(i, _OP_TAG.format(c_comment(op.name))) for i, op in enumerate(layer.ops)]
+            tags += [(-1 - k, _LOOP_TAG.format(c_comment(" -> ".join(lp.ops)), lp.channels))
+                     for k, lp in enumerate(layer.loops)]  # fmt: skip
             probed[current] = []
         elif current is not None and tags:
             hit = next(((i, t) for i, t in tags if line.startswith(t)), None)
             if hit is not None:
                 out_lines.append("    probe();")
                 probed[current].append(hit[0])
-                tags = [x for x in tags if x[0] > hit[0]]
+                tags = [x for x in tags if x != hit and (x[0] < 0 or x[0] > hit[0])]
         out_lines.append(line)
     text = "\n".join(out_lines) + "\n"
     return "void probe(void);\n" + text, probed
@@ -304,8 +312,6 @@ def measure_chain(chain: Chain, build: str, work: Path) -> list[OpSample]:
     from splitter.errors import SplitterError
 
     cpu, family = BUILDS[build]
-    assert chain.graph is not None
-    layout, tensors = chain.graph.layout or "NCHW", chain.graph.tensors
     samples: list[OpSample] = []
     for c, group in enumerate(_chunks(chain, build)):
         ranges = [(k, j, j) for k, j in enumerate(group)]
@@ -323,7 +329,6 @@ def measure_chain(chain: Chain, build: str, work: Path) -> list[OpSample]:
             continue
         stamps = run_elf(elf)
         for k, j in enumerate(group):
-            layer = chain.layers[j]
             st = stamps.get(k)
             if not st or len(st) != len(probed[k]) + 3:
                 print(f"  {chain.name} layer {j}: no complete measurement", file=sys.stderr)
@@ -333,12 +338,26 @@ def measure_chain(chain: Chain, build: str, work: Path) -> list[OpSample]:
             samples.append(OpSample(chain.name, j, SUBMODEL, (), entry))
             ticks = [b - a - probe for a, b in itertools.pairwise(st[2:])]
             for i, t in zip(probed[k], ticks, strict=True):
-                op = layer.ops[i]
-                terms = tuple(op_terms(op, tensors, layout))
-                sig = op_signature(op, tensors, layout)
                 instr = t / TICKS_PER_INSTRUCTION
-                samples.append(OpSample(chain.name, j, op.name, terms, instr, sig))
+                samples.append(_sample(chain, j, i, instr))
     return samples
+
+
+def _sample(chain: Chain, j: int, i: int, instr: float) -> OpSample:
+    """The sample of op ``i`` (``i >= 0``) or PEX loop ``-1 - i`` of layer ``j``."""
+    assert chain.graph is not None
+    layout, tensors = chain.graph.layout or "NCHW", chain.graph.tensors
+    layer = chain.layers[j]
+    if i < 0:
+        loop = layer.loops[-1 - i]
+        by_name = {op.name: op for op in layer.ops}
+        ops = [by_name[n] for n in loop.ops]
+        terms = tuple(loop_terms(ops, loop.channels, tensors, layout))
+        sig = loop_signature(ops, loop.channels, tensors, layout)
+        return OpSample(chain.name, j, f"{LOOP}{loop.ops[0]}", terms, instr, sig)
+    op = layer.ops[i]
+    terms = tuple(op_terms(op, tensors, layout))
+    return OpSample(chain.name, j, op.name, terms, instr, op_signature(op, tensors, layout))
 
 
 # --------------------------------------------------------------------- fitting ---------------
@@ -414,6 +433,7 @@ def fit(samples: Sequence[OpSample]) -> dict[str, Any]:
 def _fallback(samples: Sequence[OpSample]) -> dict[str, float]:
     """Upper-bound coefficients for a variant the table lacks: the largest instructions per
     output element (``mac``-less kinds) and per MAC seen in the build."""
+    samples = [s for s in samples if not s.op.startswith(LOOP)]
     per_mac = max((s.instructions / s.terms[0].features["mac"] for s in samples
                    if s.terms[0].features.get("mac")), default=0.0)  # fmt: skip
     per_out = max((s.instructions / s.terms[0].features["out"] for s in samples
