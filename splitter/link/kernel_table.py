@@ -87,9 +87,11 @@ TICKS_PER_INSTRUCTION = EMULATOR.clock_hz / 1e9
 SUBMODEL = "(sub-model)"
 #: the ``op`` of a PEX loop's sample: this prefix and the loop's first op
 LOOP = "(loop) "
-#: chunk limits of one harness ELF: weights (1 MiB flash, code besides) and arena (128 KiB RAM)
+#: chunk limits of one harness ELF: weights (1 MiB flash, code besides) and arena (128 KiB RAM
+#: less the probe stamps, 4 KiB, and the stack; the emulated firmware's largest PEX layer,
+#: pex_irb_48's 110,592 B, fits)
 MAX_CHUNK_WEIGHTS = 640 * 1024
-MAX_ARENA = 96 * 1024
+MAX_ARENA = 116 * 1024
 #: harnesses built and run at a time (QEMU is single-threaded; the machine has 2 cores)
 WORKERS = 2
 #: float layers of the M0+ (soft-float) build above this many MACs are not run (minutes each)
