@@ -59,16 +59,18 @@ def _dtype_layout(chain: Any) -> tuple[str, str]:
     return ("int8" if int8 else "float32"), (graph.layout or "NCHW")
 
 
-def emulator_misfit(model: Path, boards: Path) -> str | None:
+def emulator_misfit(model: Path, boards: Path, granularity: str = "supernode") -> str | None:
     """Why no plan of ``model`` on ``boards`` can run emulated, before compiling: a layer whose
-    RAM exceeds the emulated F405's, or more weights than the boards' emulated flash."""
+    RAM exceeds the emulated F405's even with PEX loops, or more weights than the boards'
+    emulated flash."""
+    from splitter.cost.pex_chain import partial_chain
     from splitter.hardware.boards import load_boards
     from splitter.importers import load_chain
 
     chain = load_chain(str(model))
     ram, flash = EMULATOR.ram[1], EMULATOR.flash[1]
-    worst = max(layer.cost.ram for layer in chain.layers)
-    if worst > ram:
+    worst = max(layer.cost.ram for layer in partial_chain(chain).layers)  # with PEX loops
+    if worst > ram and granularity != "op":  # an op chain's layers are single ops
         return f"a layer needs {worst / 1024:.0f} KiB of RAM, the emulated F405 has {ram // 1024}"
     devices = len(load_boards(boards).devices)
     weights = sum(layer.cost.flash for layer in chain.layers)
@@ -77,9 +79,19 @@ def emulator_misfit(model: Path, boards: Path) -> str | None:
     return None
 
 
-#: board files planned with ``--partial-execution on`` (loops wherever they lower a layer's RAM,
-#: so the PEX loop kernels of float and int8 models are measured); every other file at ``auto``
-PEX_ON = frozenset({"e2e_pex.toml"})
+#: compile options besides the defaults, per board file (every model) or per (model, board
+#: file): ``e2e_pex.toml`` plans with ``--partial-execution on`` (loops wherever they lower a
+#: layer's RAM, so the PEX loop kernels of float and int8 models are measured);
+#: ``long_skip4.toml`` is made for long_skip.onnx at ``--granularity op`` (its header says so)
+OPTIONS: dict[str | tuple[str, str], dict[str, str]] = {
+    "e2e_pex.toml": {"partial_execution": "on"},
+    ("long_skip.onnx", "long_skip4.toml"): {"granularity": "op"},
+}
+
+
+def compile_options(model: Path, boards: Path) -> dict[str, str]:
+    """The pair's :data:`OPTIONS`."""
+    return {**OPTIONS.get(boards.name, {}), **OPTIONS.get((model.name, boards.name), {})}
 
 
 #: generated lines that name the device (comments, include guards): left out of the key
@@ -106,11 +118,11 @@ def plan_pair(model: Path, boards: Path, work: Path) -> dict[str, Any]:
     the reason the pair cannot run emulated."""
     out = work / "out"
     try:
-        misfit = emulator_misfit(model, boards)
+        extra = compile_options(model, boards)
+        misfit = emulator_misfit(model, boards, extra.get("granularity", "supernode"))
         if misfit is not None:
             return {"skipped": misfit}
-        pex = "on" if boards.name in PEX_ON else "auto"
-        opts = CompileOptions(force=True, validate=False, partial_execution=pex)
+        opts = CompileOptions(force=True, validate=False, **extra)  # type: ignore[arg-type]
         res = compile_model(model, boards, out, opts)
     except (SplitterError, OSError) as exc:
         return {"skipped": str(exc).splitlines()[0][:200]}
@@ -141,7 +153,7 @@ def plan_pair(model: Path, boards: Path, work: Path) -> dict[str, Any]:
             "catalog_cpm_ticks": round(old),
         })  # fmt: skip
     key = firmware_key(model, out / "firmware")
-    return {"rows": rows, "firmware": key, "partial_execution": pex}
+    return {"rows": rows, "firmware": key, "options": extra}
 
 
 def measure_pair(work: Path) -> dict[str, Any]:
@@ -206,9 +218,10 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 RULE = (
     "Pairs: every model of `models/` (`*.onnx`, `*.tflite`) x every board file of "
-    "`models/boards/`. A pair is measured when `splitter compile` plans it (all board files at "
-    "`--partial-execution auto`, `e2e_pex.toml` at `on`: loops wherever they lower a layer's "
-    "RAM) and every device's firmware builds for and runs on the emulated F405 "
+    "`models/boards/`. A pair is measured when `splitter compile` plans it (default options, "
+    "except `e2e_pex.toml` at `--partial-execution on`: loops wherever they lower a layer's "
+    "RAM, and long_skip.onnx on `long_skip4.toml`, the file made for it, at `--granularity "
+    "op`) and every device's firmware builds for and runs on the emulated F405 "
     "(QEMU netduinoplus2, 1 MiB flash, 128 KiB RAM); any other part runs there as the F405 "
     "with its own core's int8 kernel variant (build `M4F.<isa>`). Every other pair is listed "
     "with the reason. Identical firmware (same model, same generated `model.c` / `model.h` / "
