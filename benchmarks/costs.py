@@ -355,6 +355,7 @@ def run_pairs(todo: list[tuple[Path, Path]], jobs: int, reuse: list[str],
         planned = list(pool.map(plan_pair, *zip(*todo, strict=True), works))
         print(f"compiled {len(todo)} pairs in {time.monotonic() - t0:.0f} s", flush=True)
         first: dict[str, int] = {}
+        reasons: dict[str, str] = {}
         for k, pair in enumerate(planned):
             key = pair.get("firmware")
             if key is None or key in known or key in first:
@@ -366,32 +367,47 @@ def run_pairs(todo: list[tuple[Path, Path]], jobs: int, reuse: list[str],
         futures = {k: pool.submit(measure_pair, works[k]) for k in order}
         for k in order:
             got = futures[k].result()
+            m, b = todo[k]
             known[planned[k]["firmware"]] = got.get("ticks", {})
+            why = f"{got.get('skipped')} (benched as {m.name} on {b.name})"
+            reasons[planned[k]["firmware"]] = why
             if cache is not None and got.get("ticks"):
                 cache.write_text(json.dumps({k: v for k, v in known.items() if v}, indent=0))
             if "skipped" in got:
                 planned[k] = {"skipped": got["skipped"]}
-            m, b = todo[k]
             print(f"{m.name} on {b.name}: {got.get('skipped') or got['ticks']}", flush=True)
     pairs = []
-    for k, ((model, board), pair) in enumerate(zip(todo, planned, strict=True)):
+    for (model, board), pair in zip(todo, planned, strict=True):
         out = {"model": model.name, "boards": board.name, **pair}
         key = pair.get("firmware")
         if key is not None:
-            if first.get(key, k) != k:
-                m, b = todo[first[key]]
-                out["same_firmware_as"] = f"{m.name} on {b.name}"
             if not known.get(key):
                 out = {
                     "model": model.name,
                     "boards": board.name,
-                    "skipped": "the firmware did not build or run (see the first pair)",
+                    "skipped": reasons.get(key) or "the firmware did not build or run",
                 }
             else:
                 out = with_measured(out, known[key])
         pairs.append(out)
     print(f"done in {time.monotonic() - t0:.0f} s", flush=True)
-    return pairs
+    return mark_duplicates(pairs)
+
+
+def mark_duplicates(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each measured pair whose firmware key an earlier pair has gets ``same_firmware_as``."""
+    first: dict[str, str] = {}
+    out = []
+    for pair in pairs:
+        pair = {k: v for k, v in pair.items() if k != "same_firmware_as"}
+        key = pair.get("firmware")
+        if key and "rows" in pair:
+            if key in first:
+                pair["same_firmware_as"] = first[key]
+            else:
+                first[key] = f"{pair['model']} on {pair['boards']}"
+        out.append(pair)
+    return out
 
 
 def _rank(pair: dict[str, Any]) -> int:
@@ -408,7 +424,8 @@ def combine(stems: list[str], name: str) -> None:
             key = (pair["model"], pair["boards"])
             if key not in merged or _rank(pair) > _rank(merged[key]):
                 merged[key] = pair
-    write(_results(sorted(merged.values(), key=lambda p: (p["boards"], p["model"]))), name)
+    pairs = sorted(merged.values(), key=lambda p: (p["boards"], p["model"]))
+    write(_results(mark_duplicates(pairs)), name)
 
 
 def _results(pairs: list[dict[str, Any]]) -> dict[str, Any]:
