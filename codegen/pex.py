@@ -24,6 +24,9 @@ ends) and accumulate into int32 accumulators (``k_q_pex_fill`` /
 (``4 * elements`` bytes); the int8 result lands at its start, or at its end when the block is
 the layer output at the top of the arena (:func:`placed_offsets` says where).
 
+Row loops (``by == "row"``, int8 NHWC convolutions streaming output rows through windows of
+rows) are emitted by :mod:`codegen.pex_rows`.
+
 Every op computes each output once: the MACs are those of the op run whole. Offsets are the
 layer's arena plan with its loops (``splitter.cost.memory.plan_layer_memory``): the inner
 tensors' one-channel buffers and the loop context, so the arena is the planner's RAM_j. Ops
@@ -50,6 +53,7 @@ from codegen.ops.base import (
 from codegen.ops.conv import ohwi, q_record, window_record
 from codegen.ops.literals import c_float
 from codegen.ops.quant import bias, gemm_rounding, qp, requant_arrays
+from codegen.pex_rows import emit_rows
 from splitter.cost.memory import accumulates
 from splitter.ir import ChannelLoop, Layer, Op, TensorSpec
 
@@ -60,7 +64,9 @@ def emit_layer(layer: Layer, ctx: EmitContext) -> list[str]:
     inside = {name for loop in layer.loops for name in loop.ops}
     lines: list[str] = []
     for op in layer.ops:
-        if op.name in starts:
+        if op.name in starts and starts[op.name].by == "row":
+            lines.extend(emit_rows(starts[op.name], layer, ctx))
+        elif op.name in starts:
             lines.extend(emit_loop(starts[op.name], layer, ctx))
         elif op.name not in inside:
             lines.extend(emitters.emit(op, ctx))
@@ -73,7 +79,7 @@ def placed_offsets(layer: Layer, offsets: Mapping[str, int], sizes: Mapping[str,
     accumulator block, or its last ``elements`` bytes when it is the layer output placed at the
     top, offset > 0), the accumulators under ``"<name>:acc"``."""
     out = dict(offsets)
-    for loop in layer.loops:
+    for loop in (lp for lp in layer.loops if lp.by == "channel"):
         last = next(op for op in layer.ops if op.name == loop.ops[-1])
         y = last.outputs[0]
         if accumulates(last) and tensors[y].dtype == "int8":

@@ -483,7 +483,7 @@ def _estimate_lines(m: PlanManifest) -> list[str]:
     gap = "" if m.gap is None else f" (gap {m.gap:.2%})"
     pex = [
         f"- sub-model {s.index} ({md_text(s.device)}): partial execution (PEX), RAM "
-        f"{s.ram_bytes} B, {s.ram_whole_bytes} B run op by op, {len(s.loops)} channel loop(s)"
+        f"{s.ram_bytes} B, {s.ram_whole_bytes} B run op by op, {len(s.loops)} loop(s)"
         for s in m.submodels
         if s.loops
     ]

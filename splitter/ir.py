@@ -154,10 +154,15 @@ class ChannelLoop:
     """A PEX partial execution loop inside a layer (``splitter.cost.pex``): the ops ``ops`` (names,
     in schedule order) run one channel at a time over ``channels`` channels; the first generates
     (or slices its full input), the last accumulates into (or writes a channel of) its full
-    output, only one channel of every tensor between them exists."""
+    output, only one channel of every tensor between them exists.
+
+    ``by == "row"``: a row loop (:mod:`splitter.cost.rows`) instead: the ops stream output rows,
+    every tensor between them held as a window of rows; ``channels`` is then the last op's
+    output rows (the loop's iterations)."""
 
     ops: tuple[str, ...]
     channels: int
+    by: str = "channel"
 
 
 @dataclass(frozen=True, eq=False)

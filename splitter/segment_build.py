@@ -141,12 +141,14 @@ def write_segmented(
     record = segments_record(chain, units, answer.segments, gen, extra)
     _add_estimates(record, chain, boards, device, units, answer)
     with OutputDir(out_dir, force=force) as out:
+        step(f"writing {out_dir}")
         out.write_text(MANIFEST_FILE, manifest.to_json() + "\n")
         render_firmware(out.root, ctx)
         out.write_bytes(f"firmware/{device.name}/{BLOB_FILE}", gen.blob)
         out.write_json(SEGMENTS_FILE, record)
         out.write_text("report.md", report_text(record))
-        _write_html(out, chain, plan, manifest)
+        step("drawing report.html")
+        _write_html(out, chain, plan, manifest, record)
     return SegmentedOut(out.target, record, manifest)
 
 
@@ -161,15 +163,19 @@ def segments_digest(gen: Any) -> str:
     return h.hexdigest()[:16]
 
 
-def _write_html(out: Any, chain: Chain, plan: Plan, manifest: PlanManifest) -> None:
+def _write_html(
+    out: Any, chain: Chain, plan: Plan, manifest: PlanManifest, record: dict[str, Any]
+) -> None:
     """``report.json`` and ``report.html`` as compile writes them (the one-device plan, its
-    layers with their own weights), so ``splitter report`` / ``bench`` refresh it."""
+    layers with their own weights) with the segments of ``record`` (segments.json), so
+    ``splitter report`` / ``bench`` refresh it."""
     from splitter.report import REPORT_DATA_FILE, REPORT_FILE, report_data
     from splitter.report import render_report as render_html
 
     data = report_data(chain, plan)
     out.write_json(REPORT_DATA_FILE, data.to_dict())
-    out.write_text(REPORT_FILE, render_html(manifest, data, {"skipped": True}))
+    page = render_html(manifest, data, {"skipped": True}, segments=record)
+    out.write_text(REPORT_FILE, page)
 
 
 def _add_estimates(

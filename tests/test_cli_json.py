@@ -113,6 +113,73 @@ def test_model_commands(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
     assert report["report"] == str(tmp_path / "o" / "report.html")
 
 
+def test_newer_options_keep_the_documented_shapes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``--granularity op`` (inspect: ``granularity`` and per layer ``crossing``, as the inspect
+    section says; plan and compile: their documented shapes), ``--partial-execution on`` and
+    ``segment -o OUT`` (``out`` and ``region_bytes`` set)."""
+    model, boards = str(MODELS / "tiny_cnn.onnx"), str(MODELS / "boards/e2e_tiny2.toml")
+    inspect = json_of(capsys, "inspect", model, "--granularity", "op")
+    want = DOCS["inspect"]
+    layer = {**want["layers"][0], "crossing": []}
+    assert_shape(inspect, {**want, "granularity": "op", "layers": [layer]}, "inspect op")
+    assert inspect["granularity"] == "op"
+    for layer in inspect["layers"][:-1]:
+        assert {tuple(t) for t in layer["crossing"]} == {("name", "shape", "dtype", "bytes")}
+        assert sum(t["bytes"] for t in layer["crossing"]) == layer["out_bytes"]
+    for args in (["--granularity", "op"], ["--partial-execution", "on"]):
+        plan = json_of(capsys, "plan", model, "--target", boards, *args)
+        assert_shape(plan, DOCS["plan"], f"plan {args}")
+        assert plan["model"].get("granularity") == ("op" if args[1] == "op" else None)
+        out = tmp_path / args[1]
+        summary = json_of(capsys, "compile", model, "-t", boards, "-o", str(out), *args,
+                          "--no-validate")  # fmt: skip
+        assert_shape(summary, DOCS["compile"], f"compile {args}")
+    # a sub-model running PEX loops has the documented optional key (docs: plan section)
+    pex = json_of(capsys, "plan", str(MODELS / "pex_irb_48.onnx"), "--target",
+                  str(MODELS / "boards/e2e_pex.toml"))  # fmt: skip
+    assert set(pex) == set(DOCS["plan"])
+    looped = [s for s in pex["submodels"] if "partial_execution" in s]
+    assert looped
+    for sub in pex["submodels"]:
+        extra = {"partial_execution"} if sub in looped else set()
+        assert set(sub) == {*DOCS["plan"]["submodels"][0], *extra}
+    assert set(looped[0]["partial_execution"]) == {"loops", "ram_whole_bytes", "saved_bytes"}
+    one = tmp_path / "one.toml"
+    one.write_text('[link]\nbaud = 115200\n[[device]]\nname = "f4"\nmcu = "STM32F405RG"\n')
+    out = tmp_path / "seg"
+    segment = json_of(capsys, "segment", model, "--target", str(one), "--segment-memory",
+                      "80 KiB", "-o", str(out))  # fmt: skip
+    assert_shape(segment, DOCS["segment"], "segment -o")
+    assert segment["out"] == str(out) and segment["region_bytes"] > 0
+
+
+def test_emulate_shows_progress_and_keeps_stdout_json(
+    built: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not a terminal: emulate's boot step as a plain line on stderr, stdout the one object."""
+    monkeypatch.setenv("SPLITTER_PROGRESS", "plain")
+    code, out, err = run_cli(capsys, "emulate", str(built), "--duration", "0.2", "--json")
+    assert code == 0, err
+    assert_shape(json.loads(out), DOCS["emulate"], "emulate")
+    assert err.splitlines()[0] == "splitter: booting the emulated boards"
+
+
+def test_run_by_input_name_errors_are_json(
+    built: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``run --input NAME=X.npy`` naming no input of the model: the error object, exit 2."""
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros((1, 1, 28, 28), np.float32))
+    code, out, err = run_cli(capsys, "run", str(built), "--input", f"image={x}", "--emulate",
+                             "--json")  # fmt: skip
+    assert code == 2, err
+    obj = json.loads(out)
+    assert_shape(obj, DOCS["errors"], "run --input NAME=")
+    assert "image" in obj["error"] and obj["error"] in err.strip().splitlines()[-1]
+
+
 def test_board_commands(built: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     build = json_of(capsys, "build", str(built))
     assert_shape(build, DOCS["build"], "build")
@@ -142,6 +209,12 @@ def test_board_commands(built: Path, capsys: pytest.CaptureFixture[str], tmp_pat
         ["plan", str(MODELS / "tiny_cnn.onnx"), "--target", str(MODELS / "boards/e2e_tiny2.toml"),
          "--solver", "dp", "--var-order", "mrv"],
         ["segment", "missing.onnx", "--target", str(MODELS / "boards/e2e_tiny2.toml")],
+        ["segment", str(MODELS / "tiny_cnn.onnx"), "--target",
+         str(MODELS / "boards/e2e_tiny2.toml")],  # two devices, no --device
+        ["plan", str(MODELS / "tiny_cnn.onnx"), "--target", str(MODELS / "boards/e2e_tiny2.toml"),
+         "--granularity", "layer"],
+        ["compile", str(MODELS / "tiny_cnn.onnx"), "-t", str(MODELS / "boards/e2e_tiny2.toml"),
+         "--partial-execution", "always"],
         ["compile", "missing.onnx", "-t", str(MODELS / "boards/e2e_tiny2.toml")],
         ["report", "{missing}"],
         ["build", "{missing}"],

@@ -50,6 +50,22 @@ def test_plain_steps_and_byte_bars(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(lines) == 3
 
 
+def test_segment_weight_loads_are_byte_bars(capsys: pytest.CaptureFixture[str]) -> None:
+    """A segmented run's weight loads (HostLink.on_bytes "load", splitter/link/segments.py):
+    one bar per segment, with bytes and rate, the next segment a new bar."""
+    with Progress("plain") as progress:
+        loads = progress.transfers()
+        for total in (19200, 57448):
+            for done in (total // 2, total):
+                loads("load", done, total)
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(" (100%)")[0] for line in lines] == [
+        "splitter: loading segment weights: 19200/19200 B",
+        "splitter: loading segment weights: 57448/57448 B",
+    ]
+    assert all(line.endswith(" KiB/s") for line in lines)
+
+
 def test_off_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     with Progress("off") as progress:
         progress.step("x")
@@ -73,6 +89,29 @@ def test_compile_piped_prints_plain_steps_and_clean_json(tmp_path: Path) -> None
         "splitter: validating on 8+ inputs",
         f"splitter: writing {tmp_path / 'o'}",
         "splitter: generating the firmware projects",
+        "splitter: drawing report.html",
+    ]
+
+
+def test_segment_piped_prints_plain_steps_and_clean_json(tmp_path: Path) -> None:
+    """``segment -o`` not on a terminal: one line per step on stderr (import, units, the
+    CP-SAT solve, firmware, report), stdout stays one JSON object."""
+    env = {k: v for k, v in os.environ.items() if k != "SPLITTER_PROGRESS"}
+    env["PYTHONPATH"] = str(ROOT)
+    one = tmp_path / "one.toml"
+    one.write_text('[link]\nbaud = 115200\n[[device]]\nname = "f4"\nmcu = "STM32F405RG"\n')
+    model = str(MODELS / "tiny_cnn.onnx")
+    args = [sys.executable, "-m", "splitter", "segment", model, "--target", str(one),
+            "--segment-memory", "80 KiB", "-o", str(tmp_path / "o"), "--json"]  # fmt: skip
+    r = subprocess.run(args, capture_output=True, text=True, env=env, check=False)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["out"] == str(tmp_path / "o")
+    assert r.stderr.splitlines() == [
+        f"splitter: importing {model}",
+        "splitter: cutting the model into units",
+        "splitter: solving the LO-SC segmentation (cpsat)",
+        "splitter: generating the segment firmware",
+        f"splitter: writing {tmp_path / 'o'}",
         "splitter: drawing report.html",
     ]
 
@@ -107,6 +146,33 @@ def test_ops_listing(capsys: pytest.CaptureFixture[str]) -> None:
             assert all(name in table for name in op["operators"]), (fmt, op)
     code, out, _ = run_cli(capsys, "ops", "--format", "tflite", "--dtype", "int8")
     assert code == 0 and "tflite int8 (NHWC)" in out and "onnx" not in out
+    # PEX loops: float32 NCHW (conv2d and the loop activations) and int8 NHWC (conv2d only)
+    from splitter.cost.pex_chain import LOOP_ACTIVATIONS
+
+    looped = {key: {k for k, op in ops.items() if op["partial_execution"]}
+              for key, ops in kinds.items()}  # fmt: skip
+    onnx_float = set(kinds[("onnx", "float32")])
+    assert looped[("onnx", "float32")] == {"conv2d"} | (LOOP_ACTIVATIONS & onnx_float)
+    assert looped[("onnx", "int8")] == looped[("tflite", "int8")] == {"conv2d"}
+    assert looped[("tflite", "float32")] == set()
+
+
+def test_ops_listing_covers_the_loops_a_plan_runs() -> None:
+    """Every op inside the PEX loops the planner fuses for models/pex_irb_48.onnx (float32
+    NCHW) and models/mlperf_vww_mobilenet_v1_025_int8.tflite (int8 NHWC) is listed as loopable."""
+    from splitter.cli.ops_cmd import pex_roles
+    from splitter.cost.pex_chain import partial_chain
+    from splitter.importers import load_chain
+    from splitter.ops import F32_NCHW, I8_NHWC
+
+    for name, variant in (("pex_irb_48.onnx", F32_NCHW),
+                          ("mlperf_vww_mobilenet_v1_025_int8.tflite", I8_NHWC)):  # fmt: skip
+        chain = load_chain(MODELS / name)
+        assert chain.graph is not None
+        kind = {op.name: op.kind for op in chain.graph.ops}
+        loops = [loop for layer in partial_chain(chain).layers for loop in layer.loops]
+        assert loops, name
+        assert all(pex_roles(kind[op], variant) for loop in loops for op in loop.ops), name
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 import pytest
+from test_cli_json import DOCS, assert_shape
 from test_e2e_support import BOARDS, MODELS, TOL, cli, qemu_pids, random_input
 
 from splitter.compile import CompileOptions, compile_model
@@ -64,6 +65,7 @@ def test_run_two_outputs_equal_onnxruntime(out: Path, tmp_path: Path) -> None:
                "--output", str(tmp_path / "y.npz"), "--json")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
+    assert_shape(res, DOCS["run"], "run --input NAME=X.npy, two outputs")
     assert [(o["name"], o["shape"]) for o in res["outputs"]] == [
         ("classes/out", [1, 10]),
         ("box/out", [1, 4]),

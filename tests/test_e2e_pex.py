@@ -5,7 +5,8 @@ channel by channel on two of them (issue 16, "What must be shown").
 221,184 B of float32, more than the F405's 128 KiB arena region. ``--partial-execution off`` finds
 no plan; with the loops each block fits, so the plan below puts one block on each board (both
 sub-models run a loop). The firmware is built with the real cross compiler, run on QEMU, and its
-output compared with onnxruntime.
+output compared with onnxruntime. An int8 model (MLPerf VWW, full-integer TFLite) runs with row
+loops (``splitter/cost/rows.py``) on two emulated F405s, bit for bit LiteRT.
 """
 
 from __future__ import annotations
@@ -84,4 +85,36 @@ def test_runs_on_two_emulated_f405(out: Path, tmp_path: Path) -> None:
     y = np.load(tmp_path / "y.npy")
     assert y.shape == (1, 10)
     assert float(np.max(np.abs(y - reference(MODEL, x)))) <= TOL
+    assert qemu_pids(str(out)) == []
+
+
+@pytest.mark.slow
+@pytest.mark.qemu
+@pytest.mark.toolchain
+def test_int8_row_loops_on_two_emulated_f405(tmp_path: Path) -> None:
+    """MLPerf Tiny VWW (full-integer TFLite) with its PEX loops forced on (two row loops, five
+    channel loops; models/boards/mlperf_vww2.toml) cross-built and run on two emulated F405s:
+    each linked ``.arena`` is the planned RAM, the output bit for bit LiteRT's."""
+    from test_e2e_mlperf import litert
+
+    model = "mlperf_vww_mobilenet_v1_025_int8.tflite"
+    out = tmp_path / "out"
+    compile_model(MODELS / model, BOARDS / "mlperf_vww2.toml", out,
+                  CompileOptions(force=True, partial_execution="on"))  # fmt: skip
+    plan = json.loads((out / "plan.json").read_text())
+    loops = [
+        lp for s in plan["submodels"] for lp in s.get("partial_execution", {}).get("loops", [])
+    ]
+    assert sum(1 for lp in loops if lp.endswith(" rows")) == 2
+    for dev in plan["devices"]:
+        elf = run_make(out / "firmware" / dev["name"], emulator=True)
+        assert section_sizes(elf)[".arena"] == (dev["ram_used"] + 3) // 4 * 4
+    shape = tuple(plan["submodels"][0]["inputs"][0]["shape"])
+    x = np.random.default_rng(13).integers(-128, 127, size=shape, endpoint=True).astype(np.int8)
+    np.save(tmp_path / "x.npy", x)
+    run = cli("run", str(out), "--input", str(tmp_path / "x.npy"), "--emulate", "--no-check",
+              "--output", str(tmp_path / "y.npy"), "--timeout", "120")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    y, ref = np.load(tmp_path / "y.npy"), litert(model, x)
+    assert np.array_equal(y, ref), np.max(np.abs(y.astype(int) - ref.astype(int)))
     assert qemu_pids(str(out)) == []

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -92,14 +93,7 @@ def test_truncated_file(tmp_path: Path, fraction: float) -> None:
 
 
 def test_all_unsupported_ops_listed_at_once(tmp_path: Path) -> None:
-    nodes = [
-        helper.make_node("Sin", ["x"], ["a"], name="sin_node"),
-        helper.make_node("Relu", ["a"], ["b"]),
-        helper.make_node("Floor", ["b"], ["c"]),
-        helper.make_node("Magic", ["c"], ["y"], name="magic", domain="com.acme"),
-    ]
-    path = save(tmp_path, nodes, opsets=[("", 17), ("com.acme", 1)])
-    err = load_error(path)
+    err = load_error(unsupported(tmp_path))
     assert isinstance(err, UnsupportedOpError)
     message = str(err)
     for label in ("Sin (sin_node)", "Floor (Floor_0)", "com.acme.Magic (magic)"):
@@ -161,10 +155,9 @@ def test_opset_out_of_range(tmp_path: Path, opset: int) -> None:
     assert f"opset {opset}" in str(err) and "version_converter" in str(err)
 
 
-def test_opset_conversion_failure_names_the_op(tmp_path: Path) -> None:
-    """An opset-9 model onnx.version_converter cannot convert: one line naming node, op and
-    opsets (here IR version 3 without the initializer among the graph inputs, as old files
-    written by hand often are), before anything else runs."""
+def unconvertible(tmp_path: Path) -> Path:
+    """An opset-9 model onnx.version_converter cannot convert (IR version 3 without the
+    initializer among the graph inputs, as old files written by hand often are)."""
     w = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "W")
     nodes = [
         helper.make_node("Relu", ["x"], ["r"], name="act"),
@@ -181,9 +174,65 @@ def test_opset_conversion_failure_names_the_op(tmp_path: Path) -> None:
     model.ir_version = 3
     path = tmp_path / "old.onnx"
     path.write_bytes(model.SerializeToString())
-    err = load_error(path)
+    return path
+
+
+def test_opset_conversion_failure_names_the_op(tmp_path: Path) -> None:
+    """One line naming node, op and opsets, before anything else runs."""
+    err = load_error(unconvertible(tmp_path))
     assert isinstance(err, InputFileError)
     assert "cannot upgrade Conv (conv_1) from opset 9 to 17" in str(err)
+
+
+def unsupported(tmp_path: Path) -> Path:
+    """Three unsupported ops (one in a custom domain) around a supported one."""
+    nodes = [
+        helper.make_node("Sin", ["x"], ["a"], name="sin_node"),
+        helper.make_node("Relu", ["a"], ["b"]),
+        helper.make_node("Floor", ["b"], ["c"]),
+        helper.make_node("Magic", ["c"], ["y"], name="magic", domain="com.acme"),
+    ]
+    return save(tmp_path, nodes, opsets=[("", 17), ("com.acme", 1)])
+
+
+@pytest.mark.parametrize(
+    ("make", "needles"),
+    [
+        (unsupported, ["3 unsupported", "Sin (sin_node)", "Floor (Floor_0)",
+                       "com.acme.Magic (magic)"]),
+        (unconvertible, ["cannot upgrade Conv (conv_1) from opset 9 to 17"]),
+    ],
+    ids=["unsupported-ops", "failed-upgrade"],
+)  # fmt: skip
+def test_compile_refuses_in_one_line_before_anything_runs(
+    make: Callable[[Path], Path],
+    needles: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Through ``splitter compile`` (progress shown): the import step, then the one error line
+    (exit 2); no planning step ran and no OUT was written. With ``--json`` the error object."""
+    from splitter.cli import main
+
+    path = make(tmp_path)
+    boards = Path(__file__).resolve().parents[1] / "models" / "boards" / "e2e_tiny2.toml"
+    out = tmp_path / "out"
+    monkeypatch.setenv("SPLITTER_PROGRESS", "plain")
+    for extra in ([], ["--json"]):
+        with pytest.raises(SystemExit) as info:
+            main(["compile", str(path), "-t", str(boards), "-o", str(out), *extra])
+        captured = capsys.readouterr()
+        assert info.value.code == 2
+        importing, error = captured.err.splitlines()
+        assert importing == f"splitter: importing {path.name}"
+        assert error.startswith(f"splitter: error: {path}: ")
+        assert all(needle in error for needle in needles), error
+        assert not out.exists()
+        if extra:
+            assert json.loads(captured.out)["error"] == error.removeprefix("splitter: error: ")
+        else:
+            assert captured.out == ""
 
 
 def test_unsupported_ops_listed_before_opset_upgrade(tmp_path: Path) -> None:

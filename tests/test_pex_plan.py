@@ -205,14 +205,17 @@ def _host_bytes(exe: Path, row: int, data: bytes, work: Path) -> bytes:
 
 @pytest.mark.slow
 def test_int8_loops_are_bit_exact_with_the_ops_run_whole(irb_qdq: Path, tmp_path: Path) -> None:
-    """int8 loops (int32 accumulators requantised in place) give the very bytes of the int8
-    kernels run op by op, which follow LiteRT's arithmetic (tests/test_qdq.py,
-    tests/test_tflite_loaded.py); the accumulating output both at the bottom and at the top of
-    the arena (two splits); arena bytes == the estimate."""
+    """int8 loops give the very bytes of the int8 kernels run op by op, which follow LiteRT's
+    arithmetic (tests/test_qdq.py, tests/test_tflite_loaded.py): the scheduler's row loops
+    (each block's expand -> dw -> project streaming rows, NCHW QDQ graph, NHWC int8 tensors),
+    then forced channel loops (int32 accumulators requantised in place) with the accumulating
+    output both at the bottom and at the top of the arena (two splits); arena bytes == the
+    estimate."""
     chain = load_chain(str(irb_qdq))
     fused = partial_chain(chain)
     looped = [layer for layer in fused.layers if layer.loops]
     assert len(looped) == 2 and all(layer.cost.ram < layer.whole_ram for layer in looped)
+    assert [lp.by for layer in looped for lp in layer.loops] == ["row", "row"]
     assert max(c.ram for c in fused.costs) < max(c.ram for c in chain.costs)
     assert sum(c.macs for c in fused.costs) == sum(c.macs for c in chain.costs)
     n = len(chain)
@@ -242,37 +245,90 @@ def test_int8_loops_are_bit_exact_with_the_ops_run_whole(irb_qdq: Path, tmp_path
         assert _host_bytes(forced, 3, block_1, tmp_path / "b") == want
 
 
-def test_mobilenet_v2_int8_loops(mnv2: Path, tmp_path: Path) -> None:
-    """MobileNetV2 quantised to QDQ int8: with int32 accumulators (bit-exact) the network's
-    activation peak drops from 1,505,280 B to 602,112 B (the scheduler's figure; 132 B more for
-    the im2col scratch of features_1_project, run whole); the QUANTIZE of the float input
-    (602,112 + 150,528 B) then dominates the chain (a full-integer model has no such layer). The
-    PEX paper's 376 kB counts 8-bit accumulators, which change the results. Arena == estimate."""
-    qdq = _quantise(mnv2, tmp_path, (1, 3, 224, 224), samples=2)
-    chain = load_chain(str(qdq))
+@pytest.fixture(scope="module")
+def mnv2_qdq(mnv2: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """MobileNetV2-1.0 224 quantised to QDQ int8 (per-channel weights, per-tensor
+    activations) by onnxruntime."""
+    return _quantise(mnv2, tmp_path_factory.mktemp("mnv2q"), (1, 3, 224, 224), samples=2)
+
+
+def test_mobilenet_v2_int8_loops(mnv2_qdq: Path) -> None:
+    """MobileNetV2 int8, exact: from its int8 input on (what a full-integer model holds, the
+    PEX paper's counting) the activation peak drops from 1,505,280 B to 288,512 B, under the
+    paper's 376 kB, with zero extra MACs. Row loops (exact, no accumulators) take the big
+    blocks; channel loops alone need int32 accumulators (602,112 B). The first row loop runs
+    the stem and blocks 1-2 (6 convs) with windows of 4, 2, 2, 3 and 1 rows: 224x224x3 input +
+    56x56x24 output + the windows. The QUANTIZE of the float input (602,112 + 150,528 B) is
+    the chain's own peak (a full-integer model has no such layer). Arena == estimate."""
+    chain = load_chain(str(mnv2_qdq))
     fused = partial_chain(chain)
     body = [layer for layer in fused.layers if layer.kind not in ("input", "quantize")]
     assert max(c.ram for c in chain.costs[2:]) == 1_505_280
-    assert max(layer.cost.ram for layer in body) == 602_112 + 132
-    assert sum(1 for layer in fused.layers if layer.loops) == 17
+    windows = 4 * 112 * 32 + 2 * 112 * 32 + 2 * 112 * 16 + 3 * 112 * 96 + 1 * 56 * 96
+    assert max(layer.cost.ram for layer in body) == 224 * 224 * 3 + 56 * 56 * 24 + windows
+    assert max(layer.cost.ram for layer in body) == 288_512 <= 376_000
     assert sum(c.macs for c in fused.costs) == sum(c.macs for c in chain.costs)
+    assert sum(c.flash for c in fused.costs) == sum(c.flash for c in chain.costs)
+    loops = [lp for layer in fused.layers for lp in layer.loops]
+    rows = [lp for lp in loops if lp.by == "row"]
+    assert len(rows) == 13 and len(loops) == 16
+    assert rows[0].ops[0] == "features_0_conv" and rows[0].ops[-1] == "features_2_project"
+    # channel loops only (what the planner had before row loops): 32-bit accumulators
+    channels = partial_schedule(
+        chain.graph,  # type: ignore[arg-type]
+        itemsize_function(None),
+        ops=[op for layer in chain.layers[2:] for op in layer.ops],
+        accumulator_bytes=4,
+        rules=EXECUTABLE,
+    )
+    assert channels.peak == 602_112
     assert max(c.ram for c in fused.costs) == 602_112 + 150_528  # the float input's QUANTIZE
     gen = generate_device_c(fused, [(0, 0, len(fused) - 1)], "one")
     assert gen.arena_bytes == max(c.ram for c in fused.costs)
-    assert gen.files["model.c"].count("k_q_dw_plane(") == 17
+    assert gen.files["model.c"].count("/* PEX row loop:") == 13
+
+
+def test_mobilenet_v2_int8_split_plan_reduction_per_submodel(mnv2_qdq: Path) -> None:
+    """MobileNetV2 int8 over three boards (models/boards/pex_mnv2_int8.toml): no plan without
+    partial execution; with it two sub-models hold loops, each with its own reduction; each
+    sub-model's generated arena equals its estimate."""
+    chain = load_chain(str(mnv2_qdq))
+    boards = load_boards(BOARDS / "pex_mnv2_int8.toml")
+    with pytest.raises(InfeasibleError):
+        plan_partial(chain, boards, "off")
+    fused, plan = plan_partial(chain, boards, "auto")
+    reduced = []
+    for sub in plan.submodels:
+        layers = fused.layers[sub.first : sub.last + 1]
+        ram = max(layer.cost.ram for layer in layers)
+        assert ram <= boards.devices[sub.device_index].ram_bytes
+        body = [layer for layer in layers if layer.kind not in ("input", "quantize")]
+        if any(layer.loops for layer in body):
+            with_loops = max(layer.cost.ram for layer in body)
+            whole = max(layer.whole_ram or layer.cost.ram for layer in body)
+            assert with_loops < whole  # this board's own reduction
+            reduced.append((with_loops, whole))
+            gen = generate_device_c(fused, [(0, sub.first, sub.last)], "d")
+            assert gen.arena_bytes == ram
+    assert len(reduced) >= 2
+    assert reduced[0] == (288_512, 1_505_280)
 
 
 @pytest.mark.slow
 def test_int8_tflite_loops_bit_exact_with_litert(tmp_path: Path) -> None:
-    """MLPerf Tiny VWW (MobileNet v1 0.25, full-integer TFLite): its pointwise -> depthwise loops
-    (each depthwise writing channel c of its full NHWC output) lower the peak; three sub-models
-    on two devices, each bit for bit LiteRT's output of the same sub-model file."""
+    """MLPerf Tiny VWW (MobileNet v1 0.25, full-integer TFLite): two row loops (the stem and
+    the first three blocks' convs, windows across four ops, a stride-2 depthwise last) and its
+    pointwise -> depthwise channel loops (each depthwise writing channel c of its full NHWC
+    output) lower the peak (55,332 -> 41,856 B); three sub-models on two devices, each bit for
+    bit LiteRT's output of the same sub-model file."""
     from test_codegen_tflite import check_tflite_model
     from test_codegen_tflite import split3 as split3_tflite
 
     path = BOARDS.parent / "mlperf_vww_mobilenet_v1_025_int8.tflite"
     chain = load_chain(str(path))
     fused = partial_chain(chain)
-    assert sum(1 for layer in fused.layers if layer.loops) == 8
-    assert max(c.ram for c in fused.costs) < max(c.ram for c in chain.costs)
+    loops = [lp for layer in fused.layers for lp in layer.loops]
+    assert [lp.by for lp in loops] == ["row"] * 2 + ["channel"] * 5
+    assert [len(lp.ops) for lp in loops[:2]] == [4, 4]
+    assert (max(c.ram for c in chain.costs), max(c.ram for c in fused.costs)) == (55_332, 41_856)
     check_tflite_model(fused, path, split3_tflite(len(fused)), tmp_path)

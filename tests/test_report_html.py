@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -232,6 +233,21 @@ def browse(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
 
 
+def probe(out: Path) -> dict[str, list[Any]]:
+    """``OUT/report.html`` in headless chromium: no console message; per plot figure id
+    ``[decoded, naturalWidth, naturalHeight]``."""
+    (out / "probe.html").write_text(PROBE)
+    proc = browse("--allow-file-access-from-files", "--virtual-time-budget=10000",
+                  "--dump-dom", (out / "probe.html").as_uri())  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
+    assert console == [], console
+    match = re.search(r'<pre id="result">([^<]*)</pre>', proc.stdout)
+    assert match, proc.stdout[-2000:]
+    shown: dict[str, list[Any]] = json.loads(match.group(1))
+    return shown
+
+
 @pytest.mark.slow
 @pytest.mark.qemu
 @pytest.mark.toolchain
@@ -256,15 +272,7 @@ def test_report_in_headless_chromium(
     html = (out / "report.html").read_text()
     assert "plot-bench" in html and "No measurements yet" not in html
 
-    (out / "probe.html").write_text(PROBE)
-    proc = browse("--allow-file-access-from-files", "--virtual-time-budget=10000",
-                  "--dump-dom", (out / "probe.html").as_uri())  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
-    assert console == [], console
-    match = re.search(r'<pre id="result">([^<]*)</pre>', proc.stdout)
-    assert match, proc.stdout[-2000:]
-    shown = json.loads(match.group(1))
+    shown = probe(out)
     assert sorted(shown) == sorted([*PLOTS, "plot-bench"])
     for pid, (decoded, width, height) in shown.items():
         assert decoded and width > 100 and height > 100, (pid, shown[pid])
@@ -322,3 +330,87 @@ def test_page_escapes_names_and_says_when_eq17_is_optimistic(
     assert "The simulated steady state equals eq. 17" not in page
     assert f"Eq. 17 gives a waiting time of {terms.waiting_s * 1e3:.3f} ms" in page
     assert f"the simulation needs {(terms.waiting_s + 0.5) * 1e3:.3f} ms" in page
+
+
+#: plans with the newer features: PEX channel loops (issue 16), operator-granularity cuts
+#: carrying several tensors (issue 15); model, board file, options
+NEWER = {
+    "pex": ("pex_irb_48.onnx", "e2e_pex.toml", CompileOptions(partial_execution="on",
+                                                              firmware=False)),
+    "op": ("long_skip.onnx", "long_skip4.toml", CompileOptions(granularity="op", firmware=False)),
+}  # fmt: skip
+
+
+def section(page: str, title: str) -> str:
+    """The page from ``<h2>title</h2>`` to the next heading."""
+    assert f"<h2>{title}</h2>" in page, title
+    return page.split(f"<h2>{title}</h2>", 1)[1].split("<h2>", 1)[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("feature", [*sorted(NEWER), "segments"])
+def test_newer_plan_features_in_the_page(
+    feature: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """PEX loops (per sub-model: its loops, RAM with and without them), operator-granularity
+    cuts (every tensor crossing each cut, the granularity in the summary) and the LO-SC segments
+    of ``splitter segment -o`` (per segment its bytes and times, a plot against the one RAM
+    region, no pipeline) are on the page, which chromium shows without a console message, every
+    plot decoded; ``splitter report`` regenerates the segmented page byte for byte."""
+    import html as H
+
+    out = tmp_path / "out"
+    if feature == "segments":
+        one = tmp_path / "one.toml"
+        one.write_text('[link]\nbaud = 115200\n[[device]]\nname = "f4"\nmcu = "STM32F405RG"\n')
+        code, _, err = run(["segment", str(MODEL), "--target", str(one), "--segment-memory",
+                            "80 KiB", "-o", str(out)], capsys)  # fmt: skip
+        assert code == 0, err
+    else:
+        model, boards, options = NEWER[feature]
+        compile_model(ROOT / "models" / model, ROOT / "models" / "boards" / boards, out, options)
+    plan = json.loads((out / "plan.json").read_text())
+    page = (out / "report.html").read_text()
+    subs = plan["submodels"]
+    if feature == "segments":
+        record = json.loads((out / "segments.json").read_text())
+        segs = record["segments"]
+        assert len(segs) >= 2 and "plot-segments" in figures(page) and "plot-gantt" not in page
+        text = section(page, "LO-SC segments")
+        assert f"one RAM region of {record['region_bytes']} B" in text
+        rows = text.split("<tr>")[2:]
+        assert len(rows) == len(segs)
+        for row, seg in zip(rows, segs, strict=True):
+            cells = [seg["weights_bytes"], seg["activation_bytes"], seg["memory_bytes"],
+                     seg["carried_bytes"], f"{seg['load_s'] * 1e3:.3f}"]  # fmt: skip
+            assert "".join(f"<td>{c}</td>" for c in cells) in row, row
+        total = (record["load_s"] + record["compute_s"]) * 1e3
+        assert f"time per inference (LO-SC)</td><td class=l>{total:.3f} ms" in page
+        assert "latency (eq. 13)" not in page  # a one-device plan's eq. 13 says nothing here
+        (out / "report.html").unlink()
+        assert run(["report", str(out)], capsys)[0] == 0
+        assert (out / "report.html").read_text() == page
+    else:  # the pipeline simulation still agrees with eq. 17 on these plans
+        assert "The simulated steady state equals eq. 17" in page
+    if feature == "pex":
+        assert "granularity" not in plan["model"] and "super-node: cuts" in page  # the default
+        looped = [s for s in subs if s.get("partial_execution")]
+        assert looped
+        text = section(page, "Partial execution")
+        for sub in looped:
+            pex = sub["partial_execution"]
+            assert all(H.escape(loop) in text for loop in pex["loops"])
+            assert f"<td>{pex['ram_whole_bytes']}</td><td>{pex['saved_bytes']}</td>" in text
+    elif feature == "op":
+        assert plan["model"]["granularity"] == "op" and "operator: cuts between operators" in page
+        assert "<h2>Partial execution</h2>" not in page
+        rows = section(page, "Cuts").split("<tr>")[2:]
+        assert len(rows) == len(subs) - 1 >= 2
+        for row, sub in zip(rows, subs, strict=False):
+            names = [H.escape(t["name"]) for t in sub["outputs"]]
+            assert len(names) == 2 and all(f"{n} 1x48x8x8 float32" in row for n in names), row
+            assert f"<td>{sub['out_bytes']}</td><td>{sub['wire_bytes']}</td>" in row
+    shown = probe(out)
+    assert sorted(shown) == sorted(figures(page))
+    for pid, (decoded, width, height) in shown.items():
+        assert decoded and width > 100 and height > 100, (pid, shown[pid])

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_cli_json import DOCS, assert_shape
 from test_e2e_support import BOARDS, MODELS, TOL, cli, random_input, reference
 
 from codegen.segments import chain_units, generate_segmented_c, runtime_records
@@ -84,6 +85,7 @@ def test_mobilenet_runs_on_one_f405_by_segments(tmp_path: Path, planned: tuple) 
               "--json")  # fmt: skip
     assert seg.returncode == 0, seg.stderr
     doc = json.loads(seg.stdout)
+    assert_shape(doc, DOCS["segment"], "segment -o")
     record = json.loads((out / "segments.json").read_text())
     memories = [s["memory_bytes"] for s in record["segments"]]
     assert record["region_bytes"] == max(memories) == doc["region_bytes"] <= cap
@@ -100,6 +102,8 @@ def test_mobilenet_runs_on_one_f405_by_segments(tmp_path: Path, planned: tuple) 
               "--output", str(tmp_path / "y.npy"))  # fmt: skip
     assert run.returncode == 0, run.stderr
     res = json.loads(run.stdout)
+    assert_shape(res, DOCS["run"], "run (segmented)")
+    assert set(res["loads"][0]) == {"segment", "bytes", "seconds"}  # docs/cli-json.md: run
     y = np.load(tmp_path / "y.npy")
     assert float(np.max(np.abs(y - reference(MODEL, x)))) <= TOL
     assert [x["segment"] for x in res["loads"]] == list(range(len(record["segments"])))

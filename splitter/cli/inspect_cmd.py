@@ -66,8 +66,14 @@ def command(
             console.print(
                 f"peak activation memory {pex['ordinary_peak_bytes']:,} B run op by op; "
                 f"{pex['peak_bytes']:,} B with partial execution "
-                f"({len(pex['loops'])} channel loop(s), PEX; zero extra MACs)"
+                f"({_loop_counts(pex['loops'])}, PEX; zero extra MACs)"
             )
+            if "int8_peak_bytes" in pex:
+                console.print(
+                    f"from the int8 input on (what a full-integer model holds): "
+                    f"{pex['int8_ordinary_peak_bytes']:,} B run op by op; "
+                    f"{pex['int8_peak_bytes']:,} B with partial execution"
+                )
     meta = chain.graph.metadata if chain.graph else {}
     if "upgraded_from_opset" in meta:  # on stderr: --format json / csv stay machine-readable
         click.echo(
@@ -75,6 +81,13 @@ def command(
             f"{meta['opset']} with onnx.version_converter",
             err=True,
         )
+
+
+def _loop_counts(loops: list[dict[str, object]]) -> str:
+    """``3 channel loop(s), 13 row loop(s)`` (``0 channel loop(s)`` when there is none)."""
+    kinds = [str(lp.get("by", "channel")) for lp in loops]
+    parts = [f"{kinds.count(k)} {k} loop(s)" for k in ("channel", "row") if k in kinds]
+    return ", ".join(parts) or "0 channel loop(s)"
 
 
 def render_table(chain: Chain) -> Table:

@@ -100,9 +100,32 @@ def _ops_for(
                 "operators": list(sources),
                 "fused_activation": d.act_host,
                 "kernels": {c["core"]: kernel_on_core(d, variant, c) for c in cores},
+                "partial_execution": pex_roles(kind, variant),
             }
         )
     return rows
+
+
+def pex_roles(kind: str, variant: tuple[str, str]) -> str | None:
+    """Where an op of ``kind`` may sit in a PEX channel loop of ``variant`` (the rules of
+    :data:`splitter.cost.pex_chain.EXECUTABLE`, C in ``codegen/pex.py``); None: never. Loops
+    run on float32 NCHW (a channel is one plane) and int8 NHWC with per-tensor activations;
+    float32 NHWC (TFLite float) has none."""
+    from splitter.cost.pex_chain import LOOP_ACTIVATIONS
+
+    if variant not in (F32_NCHW, I8_NHWC):
+        return None
+    if kind == "conv2d":
+        rows = (
+            "; any position of a row loop (one output row per pass)" if variant == I8_NHWC else ""
+        )
+        return (
+            "start (groups 1: one output channel per pass), middle or end (depthwise: one "
+            "channel), end (1x1 stride 1: accumulates one input channel)" + rows
+        )
+    if variant == F32_NCHW and kind in LOOP_ACTIVATIONS:
+        return "start, middle or end (one channel per pass)"
+    return None
 
 
 def kernel_on_core(d: OpDef, variant: tuple[str, str], core: dict[str, Any]) -> str:
@@ -134,12 +157,18 @@ def render(listing: dict[str, Any]) -> None:
             console.print(f"{title}: {sec['note']}")
             continue
         table = Table(title=f"{title}: {len(sec['ops'])} op kinds")
-        for col in ("kind", "operators", *cores):
+        for col in ("kind", "operators", *cores, "PEX loop"):
             table.add_column(col)
         for op in sec["ops"]:
             table.add_row(
                 op["kind"] + (" (+act)" if op["fused_activation"] else ""),
                 ", ".join(op["operators"]),
                 *(op["kernels"][c] for c in cores),
+                "-" if op["partial_execution"] is None else "yes",
             )
         console.print(table)
+        if any(op["partial_execution"] for op in sec["ops"]):
+            console.print(
+                "PEX loop: the op may run inside a partial-execution channel loop "
+                "(--partial-execution; `splitter ops --json` says in which position)"
+            )

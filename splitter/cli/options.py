@@ -106,8 +106,8 @@ partial_execution_option = click.option(
     type=click.Choice(["off", "auto", "on"]),
     default="auto",
     show_default=True,
-    help="PEX channel-by-channel loops (float32 NCHW, int8 models): on = wherever they lower RAM, "
-    "auto = only when no plan fits without them.",
+    help="PEX channel-by-channel loops (float32 NCHW, int8 models) and row-by-row loops (int8 "
+    "convs): on = wherever they lower RAM, auto = only when no plan fits without them.",
 )
 
 objective_option = click.option(

@@ -62,7 +62,7 @@ def _render(m: PlanManifest, plan: Plan) -> None:
         if s.loops:
             console.print(
                 f"sub-model {s.index}: partial execution (PEX) RAM {_kib(s.ram_bytes)} KiB, "
-                f"{_kib(s.ram_whole_bytes)} KiB run op by op; {len(s.loops)} channel loop(s): "
+                f"{_kib(s.ram_whole_bytes)} KiB run op by op; {len(s.loops)} loop(s): "
                 + "; ".join(s.loops),
                 highlight=False,
             )

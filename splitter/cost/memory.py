@@ -27,6 +27,8 @@ again at every iteration); the full output of an accumulating last op (a conv wi
 ``groups == 1`` or a dense) is live from ``s``; loop ops get no scratch block (the generated
 loops call the generic kernels) (zeroed, then accumulated) and, for an integer
 output, holds 32-bit accumulators (``4 * elements``; the int8 result is requantised in place).
+A row loop (``by == "row"``) has no accumulators: each inner tensor is its window of rows
+(:func:`splitter.cost.rows.window_rows`), the loop context rule is the same.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from splitter.cost.handlers import handler
+from splitter.cost.rows import loop_windows, row_bytes
 from splitter.errors import ShapeError
 from splitter.ir import ZERO_COST_KINDS, ChannelLoop, Op, TensorSpec
 
@@ -83,7 +86,7 @@ def plan_layer_memory(
     """
     ops = tuple(layer_ops)
     spans = loop_spans(ops, loops)
-    loop_bytes = _loop_bytes(ops, spans, tensors, itemsize_of)
+    loop_bytes = _loop_bytes(ops, spans, loops, tensors, itemsize_of)
 
     def nbytes(name: str) -> int:
         if name in loop_bytes:
@@ -102,7 +105,7 @@ def plan_layer_memory(
         del alias[output_name]  # output must sit on top, not on the input: a copy, own block
 
     blocks = _live_blocks(ops, input_name, output_name, nbytes, root)
-    _widen_for_loops(ops, spans, blocks, root)
+    _widen_for_loops(ops, spans, blocks, root, [loop.by == "row" for loop in loops])
     out_root = root(output_name)
     if out_root not in blocks:
         raise ShapeError(f"layer output '{output_name}' is not produced by the layer's ops")
@@ -188,12 +191,17 @@ def accumulator_itemsize(spec: TensorSpec, itemsize_of: Callable[[TensorSpec], i
 def _loop_bytes(
     ops: Sequence[Op],
     spans: Sequence[tuple[int, int, int]],
+    loops: Sequence[ChannelLoop],
     tensors: Mapping[str, TensorSpec],
     itemsize_of: Callable[[TensorSpec], int],
 ) -> dict[str, int]:
-    """Bytes of the tensors a loop resizes: one channel of an inner tensor, the accumulators."""
+    """Bytes of the tensors a loop resizes: one channel of an inner tensor, the accumulators;
+    for a row loop each inner tensor's window of rows (:mod:`splitter.cost.rows`)."""
     out: dict[str, int] = {}
-    for s, e, channels in spans:
+    for (s, e, channels), loop in zip(spans, loops, strict=True):
+        if loop.by == "row":
+            out.update(_window_bytes(ops[s : e + 1], tensors, itemsize_of))
+            continue
         for k in range(s, e):
             spec = tensors[ops[k].outputs[0]]
             out[spec.name] = -(-spec.size // channels) * itemsize_of(spec)
@@ -203,19 +211,36 @@ def _loop_bytes(
     return out
 
 
+def _window_bytes(
+    ops: Sequence[Op], tensors: Mapping[str, TensorSpec], itemsize_of: Callable[[TensorSpec], int]
+) -> dict[str, int]:
+    """Each inner tensor of a row loop over ``ops``: ``window rows * W * C * itemsize``."""
+    found = loop_windows(ops, tensors)
+    if found is None:
+        raise ShapeError(f"row loop over {ops[0].name}..{ops[-1].name}: an op cannot stream rows")
+    rows, _geoms = found
+    out = {}
+    for op, count in zip(ops[:-1], rows, strict=True):
+        spec = tensors[op.outputs[0]]
+        out[spec.name] = count * row_bytes(spec, itemsize_of(spec))
+    return out
+
+
 def _widen_for_loops(
     ops: Sequence[Op],
     spans: Sequence[tuple[int, int, int]],
     blocks: Mapping[str, _Block],
     root: Callable[[str], str],
+    by_rows: Sequence[bool],
 ) -> None:
-    """Every loop context tensor is live over its whole loop (read / written each iteration)."""
-    for s, e, _channels in spans:
+    """Every loop context tensor is live over its whole loop (read / written each iteration);
+    so is every window of a row loop (it keeps rows from one output row to the next)."""
+    for (s, e, _channels), rows in zip(spans, by_rows, strict=True):
         inner = {ops[k].outputs[0] for k in range(s, e)}
         for k in range(s, e + 1):
             for name in (*ops[k].inputs, *ops[k].outputs):
                 block = blocks.get(root(name))
-                if block is None or name in inner:
+                if block is None or (name in inner and not rows):
                     continue
                 block.end = max(block.end, e)
                 if name in ops[e].outputs:

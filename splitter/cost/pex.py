@@ -46,6 +46,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from splitter.cost.rows import loop_windows, row_bytes, row_geometry
 from splitter.ir import ACTIVATIONS, Graph, Op, TensorSpec
 
 #: Channel-wise kinds besides the activations and depthwise convolutions (see module docstring).
@@ -70,8 +71,9 @@ class Loop:
 
     first: int
     last: int
-    channels: int
+    channels: int  # (a row loop: the last op's output rows)
     memory: int  # bytes while the loop runs
+    by: str = "channel"  # or "row" (:mod:`splitter.cost.rows`)
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,7 @@ class PartialSchedule:
     def describe(self, loop: Loop) -> str:
         """``conv_a -> dw_b -> conv_c over 96 channels``."""
         names = self.op_names[loop.first : loop.last + 1]
-        return f"{' -> '.join(names)} over {loop.channels} channels"
+        return f"{' -> '.join(names)} over {loop.channels} {loop.by}s"
 
 
 def channel_axis(spec: TensorSpec, layout: str) -> int:
@@ -133,13 +135,16 @@ def partial_schedule(
     accumulator_bytes: int | None = None,
     rules: LoopRules | None = None,
     everywhere: bool = False,
+    row_rule: Callable[[Op, Graph], bool] | None = None,
 ) -> PartialSchedule:
     """The least-peak partial execution schedule of ``ops`` (default: the whole graph).
 
     ``itemsize_of(spec)`` gives an activation's bytes per element; ``accumulator_bytes`` the
     bytes per element of an accumulating loop's output (None: the output's own width, as the
     paper's figures count it); ``rules`` narrows the loops; ``everywhere`` keeps every loop
-    that lowers memory within the least peak (module docstring).
+    that lowers memory within the least peak (module docstring); ``row_rule`` (which ops may
+    stream rows) adds row loops (:mod:`splitter.cost.rows`) to the candidates, so the schedule
+    of least peak mixes channel and row loops as each group is best served.
     """
     seq = tuple(graph.ops if ops is None else ops)
     live = _Liveness(seq, graph, itemsize_of)
@@ -147,6 +152,9 @@ def partial_schedule(
     candidates = _loops(seq, graph, live, channels_per_step, accumulator_bytes)
     if rules is not None:
         candidates = _allowed(seq, graph, candidates, rules)
+    if row_rule is not None:
+        for first, group in _row_loops(seq, graph, live, row_rule).items():
+            candidates.setdefault(first, []).extend(group)
     peak = _least_peak(steps, candidates)
     loops = (_least_total if everywhere else _fewest_loops)(steps, candidates, peak)
     return PartialSchedule(max(steps, default=0), peak, loops, tuple(op.name for op in seq))
@@ -345,3 +353,35 @@ def _loop_memory(
         else:
             total += live.nbytes(name)
     return total
+
+
+def _row_loops(
+    ops: Sequence[Op], graph: Graph, live: _Liveness, rule: Callable[[Op, Graph], bool]
+) -> dict[int, list[Loop]]:
+    """Every row loop (two ops or more, each inner tensor consumed only by the next op), by
+    its first op, with its memory: the tensors live in it, inner ones as their row windows."""
+    found: dict[int, list[Loop]] = {}
+    able = [rule(op, graph) and row_geometry(op, graph.tensors) is not None for op in ops]
+    for s in range(len(ops)):
+        if not able[s]:
+            continue
+        for e in range(s + 1, len(ops)):
+            link = ops[e - 1].outputs[0]
+            chained = len(ops[e - 1].outputs) == 1 and link not in live.kept
+            if not (able[e] and chained and live.consumers.get(link) == [e]):
+                break
+            if ops[e].inputs[0] != link:
+                break
+            windows = loop_windows(ops[s : e + 1], graph.tensors)
+            assert windows is not None
+            inner = {op.outputs[0]: rows for op, rows in zip(ops[s:e], windows[0], strict=True)}
+            memory = 0
+            for name in live.live_in(s, e):
+                spec = live.tensors[name]
+                if name in inner:
+                    memory += inner[name] * row_bytes(spec, live.itemsize_of(spec))
+                else:
+                    memory += live.nbytes(name)
+            rows = int(graph.tensors[ops[e].outputs[0]].shape[1])
+            found.setdefault(s, []).append(Loop(s, e, rows, memory, "row"))
+    return found

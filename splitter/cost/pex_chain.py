@@ -4,6 +4,8 @@
 the loops the generated C can execute (:data:`EXECUTABLE`) and ``everywhere=True`` (every loop
 that lowers memory somewhere, so each board of a split plan gets its own reduction), then fuses
 the layers each loop touches into one layer carrying the loop (:attr:`splitter.ir.Layer.loops`).
+For int8 NHWC convolutions it also offers row loops (:mod:`splitter.cost.rows`: exact, no
+accumulators), and the scheduler picks, group by group, whichever lowers memory more.
 The fused layer's RAM_j is its arena planned with the loop (:func:`splitter.cost.memory.
 plan_layer_memory` with ``loops``), the very plan the C generator lays out, so the planner's
 estimate is the generated arena; ``whole_ram`` keeps RAM_j run op by op. A loop is kept only
@@ -110,6 +112,11 @@ EXECUTABLE = LoopRules(
 )
 
 
+def _row_op(op: Op, graph: Graph) -> bool:
+    """An int8 NHWC conv (per-tensor activations) streams rows (``codegen/pex_rows.py``)."""
+    return op.kind == "conv2d" and _kernels_for(op, graph) == "i8"
+
+
 def chain_schedule(chain: Chain, activation_bytes: int | None = None) -> PartialSchedule | None:
     """The executable PEX schedule of the chain's ops (None for a layer profile)."""
     if chain.graph is None:
@@ -124,6 +131,7 @@ def chain_schedule(chain: Chain, activation_bytes: int | None = None) -> Partial
         accumulator_bytes=4 if integer and activation_bytes is None else None,
         rules=EXECUTABLE,
         everywhere=True,
+        row_rule=_row_op,
     )
 
 
@@ -139,7 +147,7 @@ def partial_chain(chain: Chain, activation_bytes: int | None = None) -> Chain:
     owner = [layer.index for layer in chain.layers for _op in layer.ops]
     groups: list[tuple[int, int, list[ChannelLoop]]] = []
     for lp in schedule.loops:
-        loop = ChannelLoop(schedule.op_names[lp.first : lp.last + 1], lp.channels)
+        loop = ChannelLoop(schedule.op_names[lp.first : lp.last + 1], lp.channels, lp.by)
         a, b = owner[lp.first], owner[lp.last]
         if groups and a <= groups[-1][1]:
             first, last, loops = groups.pop()
@@ -201,5 +209,5 @@ def fuse_layers(
 
 
 def describe_loop(loop: ChannelLoop) -> str:
-    """``conv_a -> dw_b -> conv_c over 96 channels``."""
-    return f"{' -> '.join(loop.ops)} over {loop.channels} channels"
+    """``conv_a -> dw_b -> conv_c over 96 channels`` (``over 112 rows`` for a row loop)."""
+    return f"{' -> '.join(loop.ops)} over {loop.channels} {loop.by}s"

@@ -18,7 +18,7 @@ from typing import Any
 
 from splitter.cost.layer import itemsize_function
 from splitter.cost.pex import partial_schedule
-from splitter.ir import Chain, Layer
+from splitter.ir import Chain, Graph, Layer, Op
 
 #: Column order of the rows, the CSV header and the JSON layer objects.
 COLUMNS = (
@@ -102,7 +102,8 @@ def partial_report(chain: Chain, activation_bytes: int | None = None) -> dict[st
 
     Accumulating loops of integer models count 32-bit accumulators; float outputs accumulate in
     place; with ``activation_bytes`` given, every buffer has that width (the PEX paper's
-    counting). None for layer profiles (no graph).
+    counting). Integer models also get row loops (:mod:`splitter.cost.rows`: int8 convolutions
+    streaming rows, exact, no accumulators). None for layer profiles (no graph).
     """
     if chain.graph is None:
         return None
@@ -110,18 +111,37 @@ def partial_report(chain: Chain, activation_bytes: int | None = None) -> dict[st
     integer = activation_bytes is None and any(
         spec.dtype in ("int8", "uint8") for spec in graph.tensors.values()
     )
-    answer = partial_schedule(
-        graph, itemsize_function(activation_bytes), accumulator_bytes=4 if integer else None
-    )
+    options: dict[str, Any] = {
+        "accumulator_bytes": 4 if integer else None,
+        "row_rule": (lambda _op, _graph: True) if integer else None,
+    }
+    answer = partial_schedule(graph, itemsize_function(activation_bytes), **options)
+    body = _after_input_quantize(graph)
+    extra = {}
+    if integer and body:  # float input: the figure a full-integer model (int8 input) has
+        inner = partial_schedule(graph, itemsize_function(activation_bytes), ops=body, **options)
+        extra = {"int8_ordinary_peak_bytes": inner.ordinary_peak, "int8_peak_bytes": inner.peak}
     return {
+        **extra,
         "ordinary_peak_bytes": answer.ordinary_peak,
         "peak_bytes": answer.peak,
         "loops": [
             {
                 "ops": list(answer.op_names[lp.first : lp.last + 1]),
-                "channels": lp.channels,
+                "by": lp.by,
+                lp.by + "s": lp.channels,
                 "bytes": lp.memory,
             }
             for lp in answer.loops
         ],
     }
+
+
+def _after_input_quantize(graph: Graph) -> list[Op]:
+    """The ops after the ``quantize`` ops of the graph inputs (a QDQ model with a float input),
+    or ``[]`` when the graph starts with no such op."""
+    ops = list(graph.ops)
+    k = 0
+    while k < len(ops) and ops[k].kind == "quantize" and ops[k].inputs[0] in graph.inputs:
+        k += 1
+    return ops[k:] if 0 < k < len(ops) else []

@@ -39,12 +39,14 @@ def render_report(
     validation: Mapping[str, Any] | None,
     bench: Mapping[str, Any] | None = None,
     where: str = "bench.json",
+    segments: Mapping[str, Any] | None = None,
 ) -> str:
-    """The HTML text of the report (``bench``: the ``bench.json`` object, if any)."""
+    """The HTML text of the report (``bench``: the ``bench.json`` object, if any;
+    ``segments``: ``segments.json`` of a segmented ``OUT``)."""
     from splitter.report.html import render
 
     rows, note = _bench_rows(bench, where)
-    return render(manifest, data, validation, rows, note)
+    return render(manifest, data, validation, rows, note, segments)
 
 
 def _bench_rows(
@@ -87,8 +89,13 @@ def write_report(out_dir: str | Path) -> Path:
     if validation is not None and not isinstance(validation, Mapping):
         raise InputFileError(f"{out / 'validation.json'}: not a JSON object; re-run compile")
     bench = _optional_json(out / "bench.json", "bench results")
+    from codegen.segments import read_segments
+
+    segments = read_segments(out)
     try:
-        text = render_report(manifest, data, validation, bench, str(out / "bench.json"))
+        text = render_report(
+            manifest, data, validation, bench, str(out / "bench.json"), segments=segments
+        )
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         if isinstance(exc, InputFileError):
             raise

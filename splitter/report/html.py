@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import html
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -81,14 +82,16 @@ def render(
     validation: Mapping[str, Any] | None,
     bench_rows: Sequence[tuple[str, float, float]] | None,
     bench_note: str = "",
+    segments: Mapping[str, Any] | None = None,
 ) -> str:
-    """The whole page."""
+    """The whole page (``segments``: ``OUT/segments.json`` of a ``splitter segment -o`` output,
+    whose one device runs LO-SC segments one after another instead of a pipeline)."""
     names = [d.name for d in sorted(m.devices, key=lambda d: d.index)]
     parts = [
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
         f"<title>splitter report: {esc(m.model.name)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>splitter report: {esc(m.model.name)}</h1>",
-        _summary(m),
+        _summary(m, segments),
         "<h2>Layer profile</h2>",
         figure(
             "plot-profile",
@@ -96,6 +99,8 @@ def render(
             "FLASH, RAM and MACs per layer, coloured by device; dashed lines are the cuts",
         ),
         _submodel_table(m),
+        *_segments(segments),
+        *_cuts(m),
         *_partial(m),
         "<h2>Memory per device</h2>",
         figure(
@@ -108,9 +113,9 @@ def render(
             "FLASH and RAM used against each device's usable capacity (the board file's budget)",
         ),
         "<h2>Pipelined run</h2>",
-        _pipeline(m, names),
+        _pipeline(m, names) if segments is None else _NO_PIPELINE,
         "<h2>Search</h2>",
-        _search(m, data, names),
+        _search(m, data, names) if segments is None else _SEGMENT_SEARCH,
         "<h2>Estimated vs measured</h2>",
         _bench(bench_rows, bench_note, str(m.model.name)),
         "<h2>Validation</h2>",
@@ -122,7 +127,7 @@ def render(
     return "\n".join(parts) + "\n"
 
 
-def _summary(m: PlanManifest) -> str:
+def _summary(m: PlanManifest, segments: Mapping[str, Any] | None) -> str:
     proof = "proved optimal" if m.optimal else "not proved optimal"
     if m.gap is not None:
         proof += f" (gap {m.gap:.2%})"
@@ -131,14 +136,78 @@ def _summary(m: PlanManifest) -> str:
         ["boards", esc(m.boards_path)],
         ["link", f"{m.baud} baud, {m.bits_per_byte} bits per byte; {_link_model(m)}"],
         ["host I/O", _host_io(m)],
+        ["granularity", _granularity(m)],
         ["objective / solver", f"{esc(m.objective)}, {esc(m.solver)}: {proof}, {m.nodes} nodes"],
-        ["latency (eq. 13)", f"{num(m.latency_s * 1e3, '.3f')} ms"],
-        ["throughput (eq. 17)", f"{num(m.throughput_per_s, '.4f')} /s"],
-        ["throughput, reference [9]", f"{num(m.throughput_ref9_per_s, '.4f')} /s"],
-        ["bottleneck device (eq. 17)", esc(m.bottleneck_device)],
-        ["compute times", esc(m.prediction_note)],
     ]
+    if segments is None:
+        rows += [
+            ["latency (eq. 13)", f"{num(m.latency_s * 1e3, '.3f')} ms"],
+            ["throughput (eq. 17)", f"{num(m.throughput_per_s, '.4f')} /s"],
+            ["throughput, reference [9]", f"{num(m.throughput_ref9_per_s, '.4f')} /s"],
+            ["bottleneck device (eq. 17)", esc(m.bottleneck_device)],
+        ]
+    else:
+        load, compute = float(segments["load_s"]), float(segments["compute_s"])
+        rows.append(
+            ["time per inference (LO-SC)", f"{num((load + compute) * 1e3, '.3f')} ms: loading "
+             f"the weights {num(load * 1e3, '.3f')} ms, compute {num(compute * 1e3, '.3f')} ms "
+             "(host I/O not included)"]
+        )  # fmt: skip
+    rows.append(["compute times", esc(m.prediction_note)])
     return table(["", ""], rows, left=2)
+
+
+_NO_PIPELINE = (
+    "<p>One device runs the LO-SC segments one after another (<code>splitter segment</code>): "
+    "there is no pipeline to draw.</p>"
+)
+
+
+_SEGMENT_SEARCH = (
+    "<p>The segments were chosen by CP-SAT (LO-SC, proof in the segments section); there is no "
+    "branch-and-bound search to show.</p>"
+)
+
+
+def _segments(record: Mapping[str, Any] | None) -> list[str]:
+    """The LO-SC segments of a ``splitter segment -o`` output (``segments.json``): per segment
+    its units and layers, weights (loaded before it runs), activations, memory and carried bytes,
+    its estimated loading (``W_s`` x bits per byte / baud) and compute (eq. 6) time."""
+    if record is None:
+        return []
+    segs = record["segments"]
+    rows = [
+        [
+            str(s["index"]),
+            esc(s["units"][0] if len(s["units"]) == 1 else f"{s['units'][0]}..{s['units'][-1]}"),
+            f"{esc(s['first_name'])}..{esc(s['last_name'])}",
+            str(s["weights_bytes"]),
+            str(s["activation_bytes"]),
+            str(s["memory_bytes"]),
+            str(s["carried_bytes"]),
+            num(float(s["load_s"]) * 1e3, ".3f"),
+            num(float(s["compute_s"]) * 1e3, ".3f"),
+        ]
+        for s in segs
+    ]
+    head = ["#", "units", "layers", "weights B", "activations B", "memory B", "carried B",
+            "load ms", "compute ms"]  # fmt: skip
+    proof = "proved optimal" if record["optimal"] else "not proved optimal"
+    note = (
+        f"<p>{len(segs)} segments run one after another on {esc(record['device'])} "
+        f"({esc(record['mcu'])}) in one RAM region of {record['region_bytes']} B; the weights "
+        f"({record['blob_bytes']} B in <code>firmware/{esc(record['device'])}/"
+        f"{esc(record['blob'])}</code>) are loaded before each segment. Carried bytes (LO-SC "
+        f"eq. 9): {record['carried_bytes']}, {proof} (cpsat).</p>"
+    )
+    svg = plots.segments_svg(
+        [int(s["weights_bytes"]) for s in segs],
+        [int(s["activation_bytes"]) for s in segs],
+        int(record["region_bytes"]),
+    )
+    caption = "Per segment: activations and weights against the one RAM region (dashed)"
+    return ["<h2>LO-SC segments</h2>", note, figure("plot-segments", svg, caption),
+            table(head, rows, left=3)]  # fmt: skip
 
 
 def _link_model(m: PlanManifest) -> str:
@@ -157,6 +226,36 @@ def _host_io(m: PlanManifest) -> str:
         f"output {io.output.bytes} B ({io.output.wire_bytes} B) "
         f"{num(io.output.seconds * 1e3, '.3f')} ms"
     )
+
+
+def _granularity(m: PlanManifest) -> str:
+    if m.model.granularity == "op":
+        return "operator: cuts between operators; a cut carries every tensor live across it"
+    return "super-node: cuts between super-nodes (branches kept whole), one tensor per cut"
+
+
+def _cuts(m: PlanManifest) -> list[str]:
+    """Per cut the tensors crossing it (name, shape, dtype, bytes), their bytes, the bytes on the
+    wire and the link time (nothing for a one-sub-model plan)."""
+    rows = [
+        [
+            f"{a.index}&rarr;{b.index}",
+            f"{esc(a.device)} &rarr; {esc(b.device)}",
+            "<br>".join(
+                f"{esc(t.name)} {esc('x'.join(map(str, t.shape)))} {esc(t.dtype)} ({t.nbytes} B)"
+                for t in a.outputs
+            ),
+            str(len(a.outputs)),
+            str(a.out_bytes),
+            str(a.wire_bytes),
+            num(a.transfer_s * 1e3, ".3f"),
+        ]
+        for a, b in itertools.pairwise(m.submodels)
+    ]
+    if not rows:
+        return []
+    head = ["cut", "link", "tensors crossing", "count", "bytes", "wire B", "send ms"]
+    return ["<h2>Cuts</h2>", table(head, rows, left=3)]
 
 
 def _submodel_table(m: PlanManifest) -> str:

@@ -214,3 +214,24 @@ def confusion_svg(matrix: Sequence[Sequence[int]], title: str) -> str:
 
     side = min(7.0, 2.5 + 0.3 * m.shape[0])
     return _render(draw, side + 1, side)
+
+
+def segments_svg(weights: Sequence[int], activations: Sequence[int], region: int) -> str:
+    """LO-SC segments run one after another on one device: per segment its weights and largest
+    activation buffer (bytes) stacked against the one RAM region the firmware allocates."""
+    x = np.arange(len(weights))
+    w = [b / 1024 for b in weights]
+    a = [b / 1024 for b in activations]
+
+    def draw(fig: object) -> None:
+        ax = fig.add_subplot(1, 1, 1)  # type: ignore[attr-defined]
+        ax.bar(x, a, color=colour(0), label="activations")
+        ax.bar(x, w, bottom=a, color=colour(1), label="weights (loaded before the segment)")
+        ax.axhline(region / 1024, color="black", linestyle="--", linewidth=1, label="RAM region")
+        ax.set_xticks(x)
+        ax.set_xlabel("segment")
+        ax.set_ylabel("KiB")
+        ax.set_ylim(0, 1.25 * max([region / 1024, *(p + q for p, q in zip(w, a, strict=True))]))
+        ax.legend(loc="upper right", fontsize=8)
+
+    return _render(draw, 9, 3.2)
