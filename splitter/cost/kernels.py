@@ -16,7 +16,10 @@ activation is its own term ``act.<kind>`` (``c_out * outputs``: the ``k_act`` pa
 kernels end with). An op whose exact shape was measured (:func:`op_signature`: every layer of
 ``models/`` that fits the emulator, and the grid) takes the measured count instead of the fit;
 the fit serves every other shape. A sub-model's instructions are
-``c_submodel + sum of its ops' I``.
+``c_submodel + sum of its ops' I``. A PEX loop (channel or row, :attr:`splitter.ir.Layer.loops`)
+is costed as the kernels it calls (:func:`loop_terms`: one-channel or one-row calls, ``pex.*``
+variants fitted apart from the whole-op kernels), or by its measured count
+(:func:`loop_signature`).
 
 Instructions are what the emulator counts, not a real core's cycles: ``splitter.cost.cpi``
 turns them into time on a real core. ``tests/test_kernel_table.py`` fails when the kernels, the
@@ -295,7 +298,7 @@ def feature_names(variant: str) -> tuple[str, ...]:
     whole-op kernel, :func:`loop_terms`)."""
     if variant.startswith(PEX):
         base = variant.removeprefix(PEX)
-        if base.startswith(("q_dw_plane", "q_pointwise", "q_conv2d")):
+        if base.startswith(("q_dw_plane", "q_pointwise", "q_conv2d", "row.")):
             return WINDOW_FEATURES
         if base.startswith(("fill", "requant", "act.")):
             return ("call", "out")
@@ -420,15 +423,32 @@ def _scaled(term: Term, n: int, prefix: str = PEX) -> Term:
     return Term(prefix + term.variant, {f: v * n for f, v in term.features.items()})
 
 
+def row_loop_terms(ops: Sequence[Op], tensors: Mapping[str, TensorSpec]) -> list[Term]:
+    """The kernel calls of one row loop (``codegen/pex_rows.py``): each int8 conv computes its
+    output one row at a time with the generic ``k_q_conv2d`` (``OH = 1``, only the input rows
+    its window reads), every output row once: the whole op's window features with one call
+    per output row; the window slides (``k_q_copy``) are in the per-call term."""
+    terms = []
+    for op in ops:
+        x, y = tensors[op.inputs[0]], tensors[op.outputs[0]]
+        feats = _window_features(op, x, y, "NHWC")
+        feats["call"] = _chw(y, "NHWC")[1]
+        terms.append(Term(f"{PEX}row.q_conv2d/NHWC/int8", feats))
+    return terms
+
+
 def loop_terms(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpec],
-               layout: str) -> list[Term]:  # fmt: skip
+               layout: str, by: str = "channel") -> list[Term]:  # fmt: skip
     """The kernel calls of one PEX loop over ``channels`` (``codegen/pex.py``): per iteration
     the first op generates output channel ``c`` (a conv with ``O = 1``; int8 1x1:
     ``k_q_pex_pointwise``) or runs a channel-wise op on plane ``c``, the middle ops run on one
     plane (float ``k_conv2d`` / ``k_act``, int8 ``k_q_dw_plane``), the last accumulates
     (``k_pex_accumulate`` / ``k_q_pex_accumulate``, after ``*_fill``; float: its activation
     over the output after the loop, int8: ``k_q_pex_requant``). Features are per call x
-    ``channels``; every variant is prefixed :data:`PEX`."""
+    ``channels``; every variant is prefixed :data:`PEX`. A row loop (``by == "row"``):
+    :func:`row_loop_terms`."""
+    if by == "row":
+        return row_loop_terms(ops, tensors)
     int8 = _dtype(ops[0], tensors) == "int8"
     lay, dt = ("NHWC", "int8") if int8 else (layout or "NCHW", "float32")
     c = channels
@@ -449,7 +469,7 @@ def loop_terms(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpe
             sub[op.outputs[0]] = _one_channel(y0, int8)
         if k == len(ops) - 1 and acc:
             hw = y.size // max(1, _chw(y, lay)[0])
-            feats = {"call": c, "out": c * y.size, "in": c * hw}
+            feats: dict[str, float] = {"call": c, "out": c * y.size, "in": c * hw}
             terms.append(Term(f"{PEX}accumulate/{lay}/{dt}", feats))
         elif op.kind != "conv2d":  # a standalone float activation on one plane
             n = sub[op.outputs[0]].size
@@ -476,23 +496,26 @@ def loop_terms(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpe
 
 
 def loop_signature(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpec],
-                   layout: str) -> str:  # fmt: skip
-    """What decides a loop's instruction count: its ops' signatures and its channels."""
-    return "pex|" + str(channels) + "|" + "||".join(op_signature(o, tensors, layout) for o in ops)
+                   layout: str, by: str = "channel") -> str:  # fmt: skip
+    """What decides a loop's instruction count: its kind, its ops' signatures and its channels
+    (rows)."""
+    head = "pex|" if by == "channel" else f"pex-{by}|"
+    return head + str(channels) + "|" + "||".join(op_signature(o, tensors, layout) for o in ops)
 
 
 def loop_instructions(
     ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpec], layout: str,
-    build: str, *, measured: bool = True,
+    build: str, *, measured: bool = True, by: str = "channel",
 ) -> float:  # fmt: skip
     """Instructions of one PEX loop: the measured count of the same :func:`loop_signature`,
     else the fits of its :func:`loop_terms`."""
     if measured:
-        sig = loop_signature(ops, channels, tensors, layout)
+        sig = loop_signature(ops, channels, tensors, layout, by)
         hit = _coefficients(build).get("measured", {}).get(sig)
         if hit is not None:
             return float(hit)
-    return sum(term_instructions(t, build) for t in loop_terms(ops, channels, tensors, layout))
+    terms = loop_terms(ops, channels, tensors, layout, by)
+    return sum(term_instructions(t, build) for t in terms)
 
 
 def layer_ops_instructions(
@@ -507,7 +530,8 @@ def layer_ops_instructions(
                              build, measured=measured)  # fmt: skip
     for loop in layer.loops:
         ops = [by_name[n] for n in loop.ops]
-        total += loop_instructions(ops, loop.channels, tensors, layout, build, measured=measured)
+        total += loop_instructions(ops, loop.channels, tensors, layout, build,
+                                   measured=measured, by=loop.by)  # fmt: skip
     return total
 
 
