@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm chromium
+APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm chromium ccache
 STAMP := $(VENV)/.installed
 
 .PHONY: test demo check models system-deps venv clean bench code-sizes costs
@@ -16,8 +16,9 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# Debian packages for the firmware toolchain, the emulator and the browser the report test opens
-# report.html in (chromium, headless): installed when missing and root,
+# Debian packages for the firmware toolchain, the emulator, the browser the report test opens
+# report.html in (chromium, headless) and ccache (the suite's firmware builds share their
+# identical compiles, tests/conftest.py): installed when missing and root,
 # otherwise the install command is printed and the target fails.
 system-deps:
 	@missing=""; \
@@ -25,6 +26,7 @@ system-deps:
 	test -f /usr/lib/arm-none-eabi/include/stdint.h || missing="$$missing libnewlib-arm-none-eabi"; \
 	command -v qemu-system-arm >/dev/null || missing="$$missing qemu-system-arm"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v ccache >/dev/null || missing="$$missing ccache"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \

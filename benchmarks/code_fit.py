@@ -1,9 +1,11 @@
 """How close the planner's firmware code figure is to the real ELF, over every plan that fits.
 
-For every model in ``models/`` and every board file in ``models/boards/``, the plan (if it fits)
-is compiled and every device's part firmware built with arm-none-eabi-gcc; the table lists the
-plan's ``code_bytes`` against the ELF's code (``.isr_vector`` + ``.text`` + ``.rodata`` +
-``.data``), and the runtime RAM against ``.data`` + ``.bss`` + the 2 KiB stack. Writes
+For every model in ``models/`` and every board file in ``models/boards/``, the plan (if it fits:
+the defaults, PEX loops where no plan fits without them, else ``--granularity auto``'s op chain,
+as ``tests/test_firmware_fit.py`` sweeps) is compiled and every device's part firmware built
+with arm-none-eabi-gcc; the table lists the plan's ``code_bytes`` against the ELF's code
+(``.isr_vector`` + ``.text`` + ``.rodata`` + ``.data``), and the runtime RAM against ``.data``
++ ``.bss`` + the 2 KiB stack. Writes
 ``benchmarks/results/code_fit.md``. The assertions are in ``tests/test_firmware_fit.py``.
 
 Usage: ``python benchmarks/code_fit.py`` (a few minutes: every device is built).
@@ -23,11 +25,30 @@ from splitter.compile import CompileOptions, compile_model  # noqa: E402
 from splitter.errors import SplitterError  # noqa: E402
 from splitter.hardware.boards import load_boards  # noqa: E402
 from splitter.importers import load_chain  # noqa: E402
+from splitter.ir import Chain  # noqa: E402
 from splitter.link.build import build_all  # noqa: E402
 from splitter.manifest import read_manifest  # noqa: E402
-from splitter.partition.report import plan_chain  # noqa: E402
+from splitter.partition.granularity import auto_granularity  # noqa: E402
+from splitter.partition.partial import plan_partial  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "code_fit.md"
+
+
+def _fitting_granularity(chain: Chain, path: Path) -> str | None:
+    """``"supernode"`` when the defaults plan ``chain`` on ``path`` (PEX loops if needed), else
+    ``"auto"`` when ``--granularity auto``'s op chain plans, else ``None``."""
+    boards = load_boards(path)
+    for granularity, candidate in (("supernode", chain), ("auto", None)):
+        if candidate is None:
+            candidate = auto_granularity(chain, boards)
+            if candidate is chain:
+                return None
+        try:
+            plan_partial(candidate, boards, "auto")
+        except SplitterError:
+            continue
+        return granularity
+    return None
 
 
 def main() -> None:
@@ -38,13 +59,13 @@ def main() -> None:
         for model in models:
             chain = load_chain(model)
             for boards in sorted((ROOT / "models" / "boards").glob("*.toml")):
-                try:
-                    plan_chain(chain, load_boards(boards))
-                except SplitterError:
+                granularity = _fitting_granularity(chain, boards)
+                if granularity is None:
                     continue
                 out = Path(tmp) / f"{model.stem}-{boards.stem}"
+                opts = CompileOptions(validate=False, granularity=granularity)
                 try:
-                    result = compile_model(model, boards, out, CompileOptions(validate=False))
+                    result = compile_model(model, boards, out, opts)
                 except SplitterError:
                     continue  # firmware refused at compile (baud, routing, ops)
                 if not result.firmware.startswith("generated"):

@@ -30,6 +30,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
@@ -190,6 +191,10 @@ class DeviceContext:
     submodels: tuple[SubModelContext, ...]
     targets: tuple[TargetContext, ...]
     files: Mapping[str, str]
+    #: the board's external flash put in memory-mapped mode at boot (splitter/hardware/
+    #: extflash.py): its steps and a one-line description; empty without one
+    extflash_steps: tuple[Step, ...] = ()
+    extflash_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -441,7 +446,23 @@ def _device_context(
         submodels=subs,
         targets=(part_t, emu_t),
         files=dict(d.files),
+        **_extflash(wiring, tree.bus_hz["AHB"]),
     )
+
+
+def _extflash(wiring: Wiring, hclk_hz: int) -> dict[str, Any]:
+    """``extflash_steps`` / ``extflash_note`` of a device on a board with external flash."""
+    from splitter.hardware.extflash import init_steps, timing
+
+    spec = wiring.board.extflash if wiring.board else None
+    if spec is None:
+        return {}
+    t = timing(spec, hclk_hz)
+    note = (
+        f"{spec.chip} on {spec.name}, {spec.size >> 20} MiB memory-mapped at "
+        f"0x{spec.origin:08X}, {t.qspi_hz / 1e6:g} MHz, read 0x{spec.read_cmd:02X} 1-4-4"
+    )
+    return {"extflash_steps": init_steps(spec, hclk_hz), "extflash_note": note}
 
 
 def _link_usarts(

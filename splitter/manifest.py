@@ -254,6 +254,63 @@ class HostIO:
 
 
 @dataclass(frozen=True)
+class SegmentEntry:
+    """One LO-SC segment of a segmented device (``splitter segment``): its units (a layer, or
+    ``layer/part`` for a slice of one) from layer ``first`` to ``last``, its weights (offset in
+    ``weights.bin``), its activations, ``memory_bytes = weights_bytes + activation_bytes``, the
+    bytes its last unit carries to the next segment, and the estimated seconds to load its
+    weights (:attr:`Segments.load_via`: the host streaming them, ``weights_bytes x bits_per_byte
+    / baud``, or a memory-mapped external flash read) and to compute it."""
+
+    index: int
+    first: int
+    last: int
+    first_name: str
+    last_name: str
+    units: tuple[str, ...]
+    blob_offset: int
+    weights_bytes: int
+    activation_bytes: int
+    carried_bytes: int
+    load_s: float
+    compute_s: float
+
+    @property
+    def memory_bytes(self) -> int:
+        """Weights + activations: what the segment occupies of the RAM region."""
+        return self.weights_bytes + self.activation_bytes
+
+
+@dataclass(frozen=True)
+class Segments:
+    """LO-SC segments (Capogrosso et al.) run one after another on ``device``, in one RAM region
+    of ``region_bytes`` (the sub-model's ``ram_bytes``); the weights (``weights_bytes``, the
+    file ``weights.bin``) come from outside internal flash: the host streams them, or the part
+    reads them from the memory-mapped external flash ``extflash`` (``{name, origin, bytes}``);
+    ``load_via`` says which the load times assume."""
+
+    device: str
+    region_bytes: int
+    weights_bytes: int
+    carried_bytes: int
+    optimal: bool
+    extflash: tuple[tuple[str, Any], ...]
+    rows: tuple[SegmentEntry, ...]
+    #: how ``load_s`` brings the weights in (``splitter.segment_build.load_rate``)
+    load_via: str = ""
+
+    @property
+    def load_s(self) -> float:
+        """Seconds to load every segment's weights once (one inference)."""
+        return sum(r.load_s for r in self.rows)
+
+    @property
+    def compute_s(self) -> float:
+        """Seconds computing every segment once."""
+        return sum(r.compute_s for r in self.rows)
+
+
+@dataclass(frozen=True)
 class PlanManifest:
     """The plan as every later stage sees it; see the module docstring."""
 
@@ -300,6 +357,9 @@ class PlanManifest:
     link_model: str = "payload"
     retransmit: float = 0.0
     host_io: HostIO = field(default_factory=lambda: HostIO())
+    #: LO-SC segments of a segmented device (``splitter segment``, ``plan --segments``); None
+    #: for a split plan, whose JSON then has no ``segments`` key (earlier hashes unchanged)
+    segments: Segments | None = None
 
     # --- views ------------------------------------------------------------------------------
 
@@ -406,6 +466,7 @@ class PlanManifest:
             "devices": [_device_dict(d) for d in self.devices],
             "submodels": [_submodel_dict(s) for s in self.submodels],
             "links": self.links(),
+            **({} if self.segments is None else {"segments": _segments_dict(self.segments)}),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -604,7 +665,34 @@ def _problems(m: PlanManifest) -> list[str]:
                 f"{d.flash_budget} / {d.ram_limit}"
             )
     out += _boundary_problems(m)
-    return out
+    return out or _segment_problems(m)
+
+
+def _segment_problems(m: PlanManifest) -> list[str]:
+    """Segments: one device hosting the whole chain as one sub-model; numbered in order, layer
+    ranges in order from layer 0 to the last (consecutive segments may share a sliced layer);
+    weights laid out back to back in ``weights.bin``; each within the region, the sub-model's
+    RAM; every segment but the last carries its last unit's output to the next."""
+    seg = m.segments
+    if seg is None:
+        return []
+    if len(m.submodels) != 1 or m.submodels[0].device != seg.device or not seg.rows:
+        return [f"segments: expected one sub-model on device {seg.device!r} and a segment"]
+    sub = m.submodels[0]
+    if seg.region_bytes != sub.ram_bytes:
+        return [f"segments: region {seg.region_bytes} B but the sub-model's RAM {sub.ram_bytes} B"]
+    at, offset = 0, 0
+    for k, r in enumerate(seg.rows):
+        if r.index != k or r.first not in (at, at + 1) or r.last < r.first or not r.units:
+            return [f"segment {k}: layers {r.first}..{r.last} do not follow layer {at}"]
+        if r.blob_offset != offset:
+            return [f"segment {k}: weights at {r.blob_offset} in weights.bin, expected {offset}"]
+        if r.memory_bytes > seg.region_bytes:
+            return [f"segment {k}: {r.memory_bytes} B exceed the region's {seg.region_bytes} B"]
+        at, offset = r.last, offset + r.weights_bytes
+    if seg.rows[0].first != 0 or at != m.model.layers - 1 or offset != seg.weights_bytes:
+        return [f"segments: cover layers {seg.rows[0].first}..{at} and {offset} B of weights"]
+    return []
 
 
 def _name_problems(m: PlanManifest) -> list[str]:
@@ -779,6 +867,70 @@ def _partial_dict(s: SubModelEntry) -> dict[str, Any]:
     }
 
 
+def _segments_dict(seg: Segments) -> dict[str, Any]:
+    """The ``segments`` object of a segmented plan (docs/plan-manifest.md)."""
+    return {
+        "device": seg.device,
+        "region_bytes": seg.region_bytes,
+        "weights_bytes": seg.weights_bytes,
+        "carried_bytes": seg.carried_bytes,
+        "optimal": seg.optimal,
+        "extflash": dict(seg.extflash) if seg.extflash else None,
+        "load_via": seg.load_via,
+        "load_s": seg.load_s,
+        "compute_s": seg.compute_s,
+        "rows": [
+            {
+                "index": r.index,
+                "first": r.first,
+                "last": r.last,
+                "first_name": r.first_name,
+                "last_name": r.last_name,
+                "units": list(r.units),
+                "blob_offset": r.blob_offset,
+                "weights_bytes": r.weights_bytes,
+                "activation_bytes": r.activation_bytes,
+                "memory_bytes": r.memory_bytes,
+                "carried_bytes": r.carried_bytes,
+                "load_s": r.load_s,
+                "compute_s": r.compute_s,
+            }
+            for r in seg.rows
+        ],
+    }
+
+
+def _parse_segments(d: Mapping[str, Any]) -> Segments:
+    ext = d["extflash"]
+    rows = tuple(
+        SegmentEntry(
+            index=int(r["index"]),
+            first=int(r["first"]),
+            last=int(r["last"]),
+            first_name=str(r["first_name"]),
+            last_name=str(r["last_name"]),
+            units=tuple(str(u) for u in r["units"]),
+            blob_offset=int(r["blob_offset"]),
+            weights_bytes=int(r["weights_bytes"]),
+            activation_bytes=int(r["activation_bytes"]),
+            carried_bytes=int(r["carried_bytes"]),
+            load_s=float(r["load_s"]),
+            compute_s=float(r["compute_s"]),
+        )
+        for r in d["rows"]
+    )
+    return Segments(
+        device=str(d["device"]),
+        region_bytes=int(d["region_bytes"]),
+        weights_bytes=int(d["weights_bytes"]),
+        carried_bytes=int(d["carried_bytes"]),
+        optimal=bool(d["optimal"]),
+        extflash=() if ext is None else tuple((str(k), v) for k, v in dict(ext).items()),
+        rows=rows,
+        load_via=str(d["load_via"]),
+    )
+
+
 def _parse(data: Mapping[str, Any]) -> PlanManifest:
     m = data["model"]
     model = ModelInfo(
@@ -813,6 +965,7 @@ def _parse(data: Mapping[str, Any]) -> PlanManifest:
         submodels=tuple(_parse_submodel(s) for s in data["submodels"]),
         schema=str(data["schema"]),
         emulated=str(data.get("prediction", "boards")) == "emulator",
+        segments=None if data.get("segments") is None else _parse_segments(data["segments"]),
         **_parse_host_io(data),
     )
 

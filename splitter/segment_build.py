@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from codegen.segments import ExtFlash
 from splitter.errors import SplitterError, UnsupportedOpError
 from splitter.ir import Boards, Chain, Device, Plan, SubModel
-from splitter.manifest import MANIFEST_FILE, PlanManifest
+from splitter.manifest import MANIFEST_FILE, PlanManifest, SegmentEntry, Segments
 from splitter.partition.problem import layer_time
 from splitter.partition.segment import Segmentation, SegmentProblem
 
@@ -46,15 +46,21 @@ def firmware_cap(device: Device) -> int:
 
 
 def unit_problem(
-    chain: Chain, boards: Boards, device: Device, units: list[Any], cap: int, time_cap: float | None
+    chain: Chain,
+    boards: Boards,
+    device: Device,
+    units: list[Any],
+    cap: int,
+    time_cap: float | None,
+    load: LoadRate | None = None,
 ) -> SegmentProblem:
     """The LO-SC instance over ``units``: ``T`` = compute (eq. 6, the unit's MACs) + the time
-    to bring its weights over the link (``MEM * bits_per_byte / baud``)."""
-    link = boards.link
+    to bring its weights in (``MEM x load.s_per_byte``: the link by default)."""
+    per_byte = (load or load_rate(boards, device, None)).s_per_byte
     times = []
     for u in units:
         cost = replace(chain.layers[u.layer].cost, macs=u.macs, macs_by_class=())
-        times.append(layer_time(cost, device) + u.weights * link.bits_per_byte / link.baud)
+        times.append(layer_time(cost, device) + u.weights * per_byte)
     return SegmentProblem(
         memory=tuple(u.weights for u in units),
         output=tuple(u.out for u in units),
@@ -67,12 +73,212 @@ def unit_problem(
 
 
 @dataclass(frozen=True)
+class LoadRate:
+    """Seconds per weight byte brought into RAM before a segment, and how."""
+
+    s_per_byte: float
+    via: str
+
+
+def load_rate(boards: Boards, device: Device, extflash: ExtFlash | None) -> LoadRate:
+    """From the board's memory-mapped external flash (the catalog's, at ``extflash``'s origin):
+    ``2 / f_QSPI`` s per byte, the data phase of a 1-4-4 read (4 bits per clock; the command,
+    address and dummy cycles of each burst left out, so a lower bound); otherwise the host
+    streaming it over link 0: ``bits_per_byte / baud`` (the emulator, and ``--extflash``
+    regions splitter knows no clock for)."""
+    from splitter.hardware.board_catalog import device_wiring
+    from splitter.hardware.extflash import timing
+
+    link = boards.link
+    spec = _board_spec(device)
+    if extflash is None or spec is None or spec.origin != extflash.origin:
+        return LoadRate(
+            link.bits_per_byte / link.baud, f"host stream over link 0 at {link.baud} baud"
+        )
+    hclk = device_wiring(device.part, device.board, device.clock_hz, device.name).tree.bus_hz["AHB"]
+    t = timing(spec, hclk)
+    return LoadRate(
+        2 / t.qspi_hz,
+        f"memory-mapped {spec.name} read, {t.qspi_hz / 1e6:g} MHz 1-4-4, 2 clocks per byte",
+    )
+
+
+def _board_spec(device: Device) -> Any:
+    from splitter.hardware.board_catalog import get_board
+
+    return None if device.board is None else get_board(device.board, device.name).extflash
+
+
+@dataclass(frozen=True)
 class SegmentedOut:
     """What ``segment -o`` wrote."""
 
     out: Path
     record: dict[str, Any]
     manifest: PlanManifest
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything ``segment -o`` writes, before writing: the generated segment firmware, the
+    plan manifest (with its ``segments``), the one-device plan and the firmware context."""
+
+    gen: Any
+    manifest: PlanManifest
+    plan: Plan
+    ctx: PlanContext
+    record: dict[str, Any]
+
+
+def prepare_segmented(
+    model: str,
+    target: str,
+    chain: Chain,
+    boards: Boards,
+    device: Device,
+    units: list[Any],
+    answer: Segmentation,
+    *,
+    input_shapes: dict[str, tuple[int, ...]] | None = None,
+    extflash: ExtFlash | None = None,
+    step: Step = lambda _t: None,
+) -> Prepared:
+    """Generate the segment firmware and its plan manifest (nothing written): what
+    ``segment -o OUT`` writes and ``plan --segments --json`` prints. ``extflash``: the part's
+    build links the weights into that memory-mapped region and reads them from there."""
+    from codegen.firmware import DeviceSpec, build_plan_context
+    from codegen.segments import generate_segmented_c, segments_record
+    from splitter.hardware.families import family_for
+    from splitter.link.protocol import plan_hash
+
+    core = family_for(device.part.family).core
+    step("generating the segment firmware")
+    gen = generate_segmented_c(
+        chain, units, answer.segments, device.name, core=core, extflash=extflash is not None
+    )
+    if extflash is not None and len(gen.blob) > extflash.size:
+        raise SplitterError(
+            f"{extflash.name}: the weights take {len(gen.blob)} B, the external flash region "
+            f"{extflash.size} B; use a board with a larger external flash (or --extflash)"
+        )
+    extra = {
+        "model": chain.name,
+        "device": device.name,
+        "mcu": device.part.name,
+        "carried_bytes": answer.carried_bytes,
+        "optimal": answer.optimal,
+        "plan_hash": "",
+        "input_shapes": {k: list(v) for k, v in (input_shapes or {}).items()},
+        "extflash": None
+        if extflash is None
+        else {"name": extflash.name, "origin": extflash.origin, "bytes": extflash.size},
+    }
+    record = segments_record(chain, units, answer.segments, gen, extra)
+    _add_estimates(record, chain, device, units, answer, load_rate(boards, device, extflash))
+    # what the host's streaming takes (the emulator build streams even with external flash):
+    # the result deadline `run` extends (splitter.link.segments.WeightServer)
+    record["stream_s"] = len(gen.blob) * load_rate(boards, device, None).s_per_byte
+    manifest, plan = segmented_manifest(
+        chain, boards, device, gen.region_bytes, model, target, answer, segments_digest(gen)
+    )
+    manifest = replace(manifest, segments=manifest_segments(record)).check()
+    index = boards.devices.index(device)
+    spec = DeviceSpec(
+        device.name,
+        index,
+        device.part,
+        gen.files,
+        0,
+        gen.region_bytes,
+        [(0, 0, gen.input_bytes, 0, gen.output_bytes)],
+        device.clock_hz,
+        device.board,
+    )
+    ctx = build_plan_context([spec], [index], plan_hash(manifest.to_dict()), baud=boards.link.baud)
+    if extflash is not None:
+        ctx = _with_extflash(ctx, extflash)
+    record["plan_hash"] = ctx.plan_hash
+    return Prepared(gen, manifest, plan, ctx, record)
+
+
+def plan_segments(
+    model: str,
+    target: str,
+    *,
+    input_shapes: dict[str, tuple[int, ...]] | None = None,
+    activation_bytes: int | None = None,
+    time_limit: float = 60.0,
+    step: Step = lambda _t: None,
+) -> Prepared:
+    """``plan --segments``: the board file's one device, the firmware's segment memory, no time
+    cap, the board's external flash if it has one: what ``segment MODEL --target T -o OUT``
+    writes (the same manifest)."""
+    from codegen.segments import chain_units
+    from splitter.hardware.boards import load_boards
+    from splitter.hardware.families import family_for
+    from splitter.importers import load_chain
+    from splitter.partition.segment import solve_segments
+
+    boards = load_boards(target)
+    if len(boards.devices) != 1:
+        raise SplitterError(
+            f"{target}: {len(boards.devices)} devices; --segments runs on one: give a board file "
+            "with one [[device]] (or `splitter segment --device NAME`)"
+        )
+    device = boards.devices[0]
+    step(f"importing {model}")
+    chain = load_chain(model, input_shapes=input_shapes, activation_bytes=activation_bytes)
+    if chain.graph is None:
+        raise UnsupportedOpError(f"{model}: a layer profile has no weights to run; give the model")
+    cap = firmware_cap(device)
+    step("cutting the model into units")
+    units = chain_units(chain, cap, core=family_for(device.part.family).core)
+    step("solving the LO-SC segmentation (cpsat)")
+    ext = device_extflash(device)
+    problem = unit_problem(chain, boards, device, units, cap, None, load_rate(boards, device, ext))
+    answer = solve_segments(problem, time_limit)
+    return prepare_segmented(
+        model, target, chain, boards, device, units, answer,
+        input_shapes=input_shapes, extflash=ext, step=step,
+    )  # fmt: skip
+
+
+def device_extflash(device: Device) -> ExtFlash | None:
+    """The memory-mapped external flash of the device's board (``board_catalog.toml``), if any."""
+    ext = _board_spec(device)
+    return None if ext is None else ExtFlash(ext.origin, ext.size, ext.name)
+
+
+def manifest_segments(record: dict[str, Any]) -> Segments:
+    """The manifest's ``segments`` from ``segments.json``'s record (same rows and figures)."""
+    ext = record["extflash"]
+    rows = tuple(
+        SegmentEntry(
+            index=r["index"],
+            first=r["first_layer"],
+            last=r["last_layer"],
+            first_name=r["first_name"],
+            last_name=r["last_name"],
+            units=tuple(r["units"]),
+            blob_offset=r["blob_offset"],
+            weights_bytes=r["weights_bytes"],
+            activation_bytes=r["activation_bytes"],
+            carried_bytes=r["carried_bytes"],
+            load_s=r["load_s"],
+            compute_s=r["compute_s"],
+        )
+        for r in record["segments"]
+    )
+    return Segments(
+        device=record["device"],
+        region_bytes=record["region_bytes"],
+        weights_bytes=record["blob_bytes"],
+        carried_bytes=record["carried_bytes"],
+        optimal=record["optimal"],
+        extflash=() if ext is None else tuple(ext.items()),
+        rows=rows,
+        load_via=record["load_via"],
+    )
 
 
 def write_segmented(
@@ -90,66 +296,25 @@ def write_segmented(
     extflash: ExtFlash | None = None,
     step: Step = lambda _t: None,
 ) -> SegmentedOut:
-    """Generate and write ``OUT`` (module docstring), atomically. ``extflash``: the part's
-    build links the weights into that memory-mapped region and reads them from there."""
-    from codegen.firmware import DeviceSpec, build_plan_context, render_firmware
-    from codegen.segments import BLOB_FILE, SEGMENTS_FILE, generate_segmented_c, segments_record
-    from splitter.hardware.families import family_for
-    from splitter.link.protocol import plan_hash
+    """Generate (:func:`prepare_segmented`) and write ``OUT`` (module docstring), atomically."""
+    from codegen.firmware import render_firmware
+    from codegen.segments import BLOB_FILE, SEGMENTS_FILE
     from splitter.outputs import OutputDir
 
-    core = family_for(device.part.family).core
-    step("generating the segment firmware")
-    gen = generate_segmented_c(
-        chain, units, answer.segments, device.name, core=core, extflash=extflash is not None
-    )
-    if extflash is not None and len(gen.blob) > extflash.size:
-        raise SplitterError(
-            f"--extflash: the weights take {len(gen.blob)} B, the region {extflash.size} B; "
-            "give the board's whole external flash"
-        )
-    manifest, plan = segmented_manifest(
-        chain, boards, device, gen.region_bytes, model, target, answer, segments_digest(gen)
-    )
-    index = boards.devices.index(device)
-    spec = DeviceSpec(
-        device.name,
-        index,
-        device.part,
-        gen.files,
-        0,
-        gen.region_bytes,
-        [(0, 0, gen.input_bytes, 0, gen.output_bytes)],
-        device.clock_hz,
-        device.board,
-    )
-    ctx = build_plan_context([spec], [index], plan_hash(manifest.to_dict()), baud=boards.link.baud)
-    if extflash is not None:
-        ctx = _with_extflash(ctx, extflash)
-    extra = {
-        "model": chain.name,
-        "device": device.name,
-        "mcu": device.part.name,
-        "carried_bytes": answer.carried_bytes,
-        "optimal": answer.optimal,
-        "plan_hash": ctx.plan_hash,
-        "input_shapes": {k: list(v) for k, v in (input_shapes or {}).items()},
-        "extflash": None
-        if extflash is None
-        else {"name": extflash.name, "origin": extflash.origin, "bytes": extflash.size},
-    }
-    record = segments_record(chain, units, answer.segments, gen, extra)
-    _add_estimates(record, chain, boards, device, units, answer)
+    p = prepare_segmented(
+        model, target, chain, boards, device, units, answer,
+        input_shapes=input_shapes, extflash=extflash, step=step,
+    )  # fmt: skip
     with OutputDir(out_dir, force=force) as out:
         step(f"writing {out_dir}")
-        out.write_text(MANIFEST_FILE, manifest.to_json() + "\n")
-        render_firmware(out.root, ctx)
-        out.write_bytes(f"firmware/{device.name}/{BLOB_FILE}", gen.blob)
-        out.write_json(SEGMENTS_FILE, record)
-        out.write_text("report.md", report_text(record))
+        out.write_text(MANIFEST_FILE, p.manifest.to_json() + "\n")
+        render_firmware(out.root, p.ctx)
+        out.write_bytes(f"firmware/{device.name}/{BLOB_FILE}", p.gen.blob)
+        out.write_json(SEGMENTS_FILE, p.record)
+        out.write_text("report.md", report_text(p.record))
         step("drawing report.html")
-        _write_html(out, chain, plan, manifest, record)
-    return SegmentedOut(out.target, record, manifest)
+        _write_html(out, chain, p.plan, p.manifest, p.record)
+    return SegmentedOut(out.target, p.record, p.manifest)
 
 
 def segments_digest(gen: Any) -> str:
@@ -181,22 +346,22 @@ def _write_html(
 def _add_estimates(
     record: dict[str, Any],
     chain: Chain,
-    boards: Boards,
     device: Device,
     units: list[Any],
     answer: Segmentation,
+    load: LoadRate,
 ) -> None:
-    """Per segment and in total: the estimated time to load its weights over the link
-    (``W_s * bits_per_byte / baud``, the host streaming them) and to compute it (eq. 6)."""
-    link = boards.link
+    """Per segment and in total: the estimated time to load its weights (``W_s x
+    load.s_per_byte``, :func:`load_rate`) and to compute it (eq. 6); ``load_via`` says how."""
     for row, (a, b) in zip(record["segments"], answer.segments, strict=True):
-        row["load_s"] = int(row["weights_bytes"]) * link.bits_per_byte / link.baud
+        row["load_s"] = int(row["weights_bytes"]) * load.s_per_byte
         row["compute_s"] = sum(
             layer_time(replace(chain.layers[u.layer].cost, macs=u.macs, macs_by_class=()), device)
             for u in units[a : b + 1]
         )
     record["load_s"] = sum(r["load_s"] for r in record["segments"])
     record["compute_s"] = sum(r["compute_s"] for r in record["segments"])
+    record["load_via"] = load.via
 
 
 def _with_extflash(ctx: PlanContext, ext: ExtFlash) -> PlanContext:
@@ -290,8 +455,8 @@ def report_text(record: dict[str, Any]) -> str:
         "on the emulator, `firmware/<device>/weights.bin`).",
         f"Carried bytes (LO-SC eq. 9): {record['carried_bytes']}"
         + (" (proved optimal)." if record["optimal"] else " (not proved optimal)."),
-        f"Estimated per inference: loading {record['load_s']:.3f} s (weights x bits per byte / "
-        f"baud, streamed over the link), compute {record['compute_s']:.4f} s (eq. 6).",
+        f"Estimated per inference: loading {record['load_s']:.3f} s ({record['load_via']}), "
+        f"compute {record['compute_s']:.4f} s (eq. 6).",
         "",
         "| # | units | layers | weights B | activations B | memory B | carried B | load s |"
         " compute s |",

@@ -292,6 +292,24 @@ PARTS: dict[str, Expect] = {
         (("USART3", 0x4000_4800, "APB1", 469, (F4_RCC + 0x40, 18), (("PD8", 7), ("PD9", 7))),
          ("USART2", 0x4000_4400, "APB1", 469, (F4_RCC + 0x40, 17), (("PD5", 7), ("PD6", 7)))),
     ),
+    "STM32F746NG": Expect(
+        "stm32f746g-disco", 25 * MHZ, 216 * MHZ,
+        (
+            (F4_RCC, 16, 3, 0b001, "RM0385 5.3.1: HSEON, no bypass (UM1907: 25 MHz crystal X2)"),
+            (F4_PLL, 0, 6, 25, "RM0385 5.3.2: PLLM = 25, 1 MHz VCO input (1-2 MHz)"),
+            (F4_PLL, 6, 9, 432, "RM0385 5.3.2: PLLN = 432, VCO 432 MHz"),
+            (F4_PLL, 16, 2, 0, "RM0385 5.3.2: PLLP = 2 -> 216 MHz"),
+            (F4_PLL, 22, 1, 1, "RM0385 5.3.2: PLLSRC = HSE"),
+            (F4_PWR, 16, 2, 3, "RM0385 4.1.4 / 4.4.1: ODEN + ODSWEN above 180 MHz"),
+            (F4_ACR, 0, 4, 7, "RM0385 3.3.2: 7 WS at 210-216 MHz, 2.7-3.6 V"),
+            (F4_CFGR, 10, 3, 5, "RM0385 5.3.3: PPRE1 = /4 (APB1 54 MHz max)"),
+            (F4_CFGR, 13, 3, 4, "RM0385 5.3.3: PPRE2 = /2 (APB2 108 MHz max)"),
+            (F4_CFGR, 0, 2, 2, "RM0385 5.3.3: SW = PLL"),
+            (0xE000_ED14, 16, 2, 3, "PM0253 4.3.7: CCR.DC + CCR.IC, M7 caches on"),
+        ),
+        (("USART1", 0x4001_1000, "APB2", 938, (F4_RCC + 0x44, 4), (("PA9", 7), ("PB7", 7))),
+         ("USART6", 0x4001_1400, "APB2", 938, (F4_RCC + 0x44, 5), (("PC6", 8), ("PC7", 8)))),
+    ),
     "STM32H743ZI": Expect(
         "nucleo-h743zi", 8 * MHZ, 480 * MHZ,
         (

@@ -31,7 +31,7 @@ def test_catalog_matches_thesis_table_2() -> None:
         assert (part.flash_kib, part.ram_kib, part.clock_mhz, part.cpm) == (
             row["flash_kb"], row["ram_kb"], row["mhz"], row["cpm"],
         ), name  # fmt: skip
-    assert len(parts()) == 12
+    assert len(parts()) == 13
 
 
 def test_catalog_extra_parts_and_layouts() -> None:
@@ -41,6 +41,10 @@ def test_catalog_extra_parts_and_layouts() -> None:
     assert ("CCM", 0x1000_0000, 64 * 1024) in f405.ram_regions
     assert f405.usarts[0] == ("USART1", 0x4001_1000) and f405.family == "F4"
     assert get_part("STM32F767ZI").family == "F7"
+    f746 = get_part("STM32F746NG")  # DS10916: 1 MiB flash, 320 KiB SRAM, 216 MHz, single FPU
+    assert (f746.flash_kib, f746.ram_kib, f746.clock_mhz) == (1024, 320, 216)
+    assert f746.fpu == "fpv5-sp-d16"
+    assert f746.ram_regions[0] == ("DTCM_SRAM12", 0x2000_0000, 320 * 1024)
     assert get_part("STM32G071RB").family == "G0" and get_part("STM32G071RB").fpu == ""
     for part in parts():
         assert part.source and part.ram_regions and part.usarts

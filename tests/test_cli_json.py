@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_e2e_support import shared_build
 
 from splitter.cli import main
 
@@ -78,19 +79,11 @@ def test_top_level_help_names_every_command(capsys: pytest.CaptureFixture[str]) 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """tiny_cnn compiled for two emulated F405 boards and built."""
+    """tiny_cnn compiled for two emulated F405 boards and built (the session's shared build of
+    tests/test_e2e_support.py; ``compile`` and ``build`` themselves run in the tests)."""
     if shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None:
         pytest.fail("needs arm-none-eabi-gcc and qemu-system-arm: make system-deps")
-    out = tmp_path_factory.mktemp("json") / "tiny"
-    for args in (
-        ["compile", str(MODELS / "tiny_cnn.onnx"), "-t", str(MODELS / "boards/e2e_tiny2.toml"),
-         "-o", str(out)],
-        ["build", str(out)],
-    ):  # fmt: skip
-        with pytest.raises(SystemExit) as info:
-            main(args)
-        assert info.value.code in (0, None)
-    return out
+    return shared_build(tmp_path_factory, "tiny_cnn.onnx", "e2e_tiny2.toml", "json")
 
 
 def test_model_commands(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_codegen_model_c import small_chain
-from test_codegen_support import HOST_CFLAGS, planner
+from test_codegen_support import compile_host, planner
 
-from codegen.model_c import GeneratedC, generate_device_c, kernel_sources
+from codegen.model_c import GeneratedC, generate_device_c
 from codegen.slots import SubModelSlots, TensorSlot
 from splitter.errors import UnsupportedOpError
 from splitter.importers import load_chain
@@ -52,13 +52,8 @@ int main(int argc, char **argv)
 def run_c(gen: GeneratedC, x: np.ndarray, work: Path) -> tuple[np.ndarray, bytes]:
     """Build ``gen`` with :data:`MAIN` on the host and run sub-model 0 on ``x``: its main output
     and the bytes of its input slot after the run."""
-    work.mkdir(parents=True, exist_ok=True)
-    files = {**gen.files, "main.c": MAIN}
-    files.update({k: v for k, v in kernel_sources().items() if k != "k_libc.c"})
-    for name, text in files.items():
-        (work / name).write_text(text)
-    srcs = [str(work / n) for n in files if n.endswith(".c")]
-    subprocess.run(["gcc", *HOST_CFLAGS, "-o", str(work / "prog"), *srcs, "-lm"], check=True)
+    res = compile_host({**gen.files, "main.c": MAIN}, work, work / "prog")
+    assert res.returncode == 0, res.stderr[-3000:]
     slots = gen.slots[0]
     x_in, y = slots.inputs[0], slots.outputs[0]
     (work / "in.bin").write_bytes(x.astype("<f4").tobytes())

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_codegen_support import HOST_CFLAGS, TEST_MAIN
+from test_codegen_support import HOST_CFLAGS, TEST_MAIN, compile_host, kernel_objects
 
-from codegen.model_c import GeneratedC, generate_device_c, kernel_sources, missing_ops
+from codegen.model_c import GeneratedC, generate_device_c, missing_ops
 from codegen.ops.quant import quantize_multiplier
 from splitter.importers import load_model
 from splitter.ir import Chain, TensorSpec
@@ -40,16 +40,8 @@ TOL = 1e-4
 
 def build(gen: GeneratedC, work: Path) -> Path:
     """Write the device sources plus the kernels and compile them for the host."""
-    work.mkdir(parents=True, exist_ok=True)
-    files = {**gen.files, "test_main.c": TEST_MAIN}
-    files.update({k: v for k, v in kernel_sources().items() if k != "k_libc.c"})
-    for name, text in files.items():
-        (work / name).write_text(text)
     exe = work / "model_test"
-    srcs = [str(work / n) for n in files if n.endswith(".c")]
-    res = subprocess.run(
-        ["gcc", *HOST_CFLAGS, "-o", str(exe), *srcs, "-lm"], capture_output=True, text=True
-    )
+    res = compile_host({**gen.files, "test_main.c": TEST_MAIN}, work, exe)
     assert res.returncode == 0, res.stderr[-3000:]
     return exe
 
@@ -254,7 +246,7 @@ def test_k_q_mul_matches_the_fixed_point_model(tmp_path: Path) -> None:
     kdir = Path(__file__).resolve().parent.parent / "firmware_templates" / "kernels"
     exe = tmp_path / "m"
     cmd = ["gcc", *HOST_CFLAGS, f"-I{kdir}", "-o", str(exe), str(src)]
-    cmd += [str(kdir / "kernels_q8.c"), str(kdir / "kernels.c"), "-lm"]
+    cmd += [*map(str, kernel_objects()), "-lm"]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     rng = np.random.default_rng(0)
     cases = [

@@ -1,7 +1,10 @@
 """Plans that fit always link: the planner's flash and RAM figures against real ELF files.
 
 Over every model in ``models/`` and every board file in ``models/boards/``: every plan that says
-it fits is compiled, each device's firmware is built with arm-none-eabi-gcc (the part build,
+it fits is compiled, as ``splitter compile`` makes it by default (super-node chain, partial
+execution ``auto``: PEX channel loops when no plan fits without them) and, where a block fits
+no board, with ``--granularity auto`` (the operator-granularity chain, cuts carrying several
+tensors); each device's firmware is built with arm-none-eabi-gcc (the part build,
 ``make`` without ``EMULATOR``), and the ELF must match the plan: ``.weights`` and ``.arena``
 exactly, the code (``.isr_vector``, ``.text``, ``.rodata``, ``.data``) within 2 % of the plan's
 ``code_bytes`` (``splitter/cost/code.py``), the runtime RAM (``.data``, ``.bss``, minimum
@@ -28,8 +31,11 @@ from splitter.compile import CompileOptions, compile_model
 from splitter.errors import BoardFileError, SplitterError, UnsupportedOpError
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
+from splitter.ir import Boards, Chain
 from splitter.link.build import _capacities, measure, run_make
 from splitter.manifest import read_manifest
+from splitter.partition.granularity import auto_granularity
+from splitter.partition.partial import plan_partial
 from splitter.partition.report import plan_chain
 
 pytestmark = [pytest.mark.toolchain]
@@ -70,16 +76,29 @@ def _keep(device_dir: Path, cache: Path) -> None:
         shutil.copytree(device_dir / "build" / "part" / "kernels", dst)
 
 
-def _fitting_boards(model: Path) -> list[Path]:
-    """The board files on which the planner says ``model`` fits."""
+def _fits(chain: Chain, boards: Boards) -> bool:
+    """Whether ``splitter plan`` / ``compile`` (partial execution ``auto``) find a plan."""
+    try:
+        plan_partial(chain, boards, "auto")
+    except SplitterError:
+        return False
+    return True
+
+
+def fitting_plans(model: Path) -> list[tuple[Path, str]]:
+    """``(board file, granularity)`` of every plan ``compile`` makes that fits ``model``: the
+    defaults (super-node chain, PEX loops only when no plan fits without them), else
+    ``--granularity auto`` when it switches to the op chain (a block no board holds whole)."""
     chain = load_chain(model)
     out = []
-    for boards in BOARDS:
-        try:
-            plan_chain(chain, load_boards(boards))
-        except SplitterError:
+    for path in BOARDS:
+        boards = load_boards(path)  # every shipped board file parses
+        if _fits(chain, boards):
+            out.append((path, "supernode"))
             continue
-        out.append(boards)
+        op = auto_granularity(chain, boards)
+        if op is not chain and _fits(op, boards):
+            out.append((path, "auto"))
     return out
 
 
@@ -97,8 +116,10 @@ def check_builds(out: Path, cache: Path, seen: set[tuple[object, ...]] | None = 
         peers = links[planned.name]
         key = (
             manifest.model.path,
+            manifest.model.granularity,
             planned.mcu,
             ranges,
+            tuple(s.loops for s in manifest.submodels if s.device == planned.name),
             len(set(peers["receives_from"]) | set(peers["sends_to"])),
         )
         if seen is not None and key in seen:
@@ -141,10 +162,11 @@ def test_every_plan_that_fits_links_within_its_figures(
     model: Path, kernel_cache: Path, tmp_path: Path
 ) -> None:
     seen: set[tuple[object, ...]] = set()
-    for boards in _fitting_boards(model):
-        out = tmp_path / f"{model.stem}-{boards.stem}"
+    for boards, granularity in fitting_plans(model):
+        out = tmp_path / f"{model.stem}-{boards.stem}-{granularity}"
+        opts = CompileOptions(validate=False, granularity=granularity)
         try:
-            result = compile_model(model, boards, out, CompileOptions(validate=False))
+            result = compile_model(model, boards, out, opts)
         except (BoardFileError, UnsupportedOpError):
             continue  # the boards cannot run firmware (e.g. a baud rate no USART divides)
         if not result.firmware.startswith("generated"):
@@ -170,6 +192,20 @@ def test_the_sweep_covers_plans_on_every_core() -> None:
                 part = parsed.devices[sub.device_index].part
                 cores.add(CORE_OF_FAMILY[family_for(part.family).core])
     assert cores == {"M0+", "M4F", "M7"}
+
+
+def test_the_sweep_covers_partial_execution_and_op_granularity() -> None:
+    """The sweep builds the plans the defaults make with PEX loops (pex_irb_48 on e2e_pex.toml:
+    no plan without them) and ``--granularity auto``'s op chains (long_skip on long_skip4.toml:
+    its 1 MB skip block fits no board whole)."""
+    pex = ROOT / "models" / "pex_irb_48.onnx"
+    e2e_pex = ROOT / "models" / "boards" / "e2e_pex.toml"
+    assert (e2e_pex, "supernode") in fitting_plans(pex)
+    chain = load_chain(pex)
+    looped, _plan = plan_partial(chain, load_boards(e2e_pex), "auto")
+    assert looped is not chain and any(layer.loops for layer in looped.layers)
+    skip = ROOT / "models" / "long_skip.onnx"
+    assert (ROOT / "models" / "boards" / "long_skip4.toml", "auto") in fitting_plans(skip)
 
 
 def test_yamnet_on_one_h743_is_refused_naming_the_arena_region(tmp_path: Path) -> None:

@@ -1,11 +1,21 @@
 """Exact command lines of `splitter flash` (no hardware here) and its clear errors."""
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from splitter.deploy.flash import FlashTarget, check_probes, choose_tool, command_line, flash_all
+from splitter.deploy.flash import (
+    EXTFLASH_TOOLS,
+    ExtFlashImage,
+    FlashTarget,
+    check_probes,
+    choose_tool,
+    command_line,
+    cubeprog_loader_path,
+    flash_all,
+)
 from splitter.deploy.pyocd_flash import main as pyocd_main
 from splitter.deploy.pyocd_flash import needs_pack
 from splitter.errors import ToolchainError
@@ -152,3 +162,69 @@ def test_auto_never_picks_pyocd_or_stm32flash() -> None:
         choose_tool(None, which=lambda exe: None)
     with pytest.raises(ToolchainError, match="stm32flash not found on PATH"):
         choose_tool("stm32flash", which=lambda exe: None)
+
+
+F746 = FlashTarget(
+    "d", "STM32F746NG", "0668FF", Path("fw/d/d.elf"), Path("fw/d/d.bin"), family="F7",
+    extflash=ExtFlashImage("QUADSPI", 0x9000_0000, 1869344, "board/stm32f746g-disco.cfg",
+                           "N25Q128A_STM32F746G-DISCO.stldr"),
+)  # fmt: skip
+
+
+def test_openocd_programs_external_flash_through_the_board_script() -> None:
+    """The board script sets QUADSPI 1 (stmqspi bank at 0x90000000, its reset-init maps the
+    flash); `program` writes the ELF's .extflash section into that bank."""
+    assert command_line("openocd", F746) == [
+        "openocd", "-f", "board/stm32f746g-disco.cfg", "-c", "adapter serial 0668FF",
+        "-c", "program fw/d/d.elf verify reset exit",
+    ]  # fmt: skip
+
+
+def test_cubeprog_programs_external_flash_with_the_board_loader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """-el names the loader in bin/ExternalLoader next to the CLI (symlinks resolved)."""
+    bin_dir = tmp_path / "STM32CubeProgrammer" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "STM32_Programmer_CLI").write_text("")
+    link = tmp_path / "STM32_Programmer_CLI"
+    link.symlink_to(bin_dir / "STM32_Programmer_CLI")
+    monkeypatch.setattr(
+        "splitter.deploy.flash.shutil.which",
+        lambda exe: str(link) if exe == "STM32_Programmer_CLI" else None,
+    )
+    loader = bin_dir / "ExternalLoader" / "N25Q128A_STM32F746G-DISCO.stldr"
+    assert command_line("cubeprog", F746) == [
+        "STM32_Programmer_CLI", "-c", "port=SWD", "sn=0668FF", "-el", str(loader),
+        "-w", "fw/d/d.elf", "-v", "-rst",
+    ]  # fmt: skip
+    assert cubeprog_loader_path("X.stldr", which=lambda exe: None) == (
+        "STM32CubeProgrammer/bin/ExternalLoader/X.stldr"
+    )
+
+
+@pytest.mark.parametrize("tool", ["st-flash", "pyocd", "stm32flash"])
+def test_internal_only_tools_refuse_external_flash(tool: str) -> None:
+    with pytest.raises(ToolchainError) as info:
+        command_line(tool, replace(F746, port="/dev/ttyUSB0"))
+    msg = str(info.value)
+    assert "device d: its weights (1869344 B) go to the external flash QUADSPI at 0x90000000" in msg
+    assert "use --tool openocd or --tool cubeprog" in msg and "\n" not in msg
+
+
+def test_external_flash_of_an_unknown_board_is_refused() -> None:
+    """segment --extflash on a board the catalog gives no external flash: no known setup."""
+    unknown = replace(F746, extflash=ExtFlashImage("QSPI", 0x9000_0000, 100))
+    with pytest.raises(ToolchainError, match="knows no openocd setup"):
+        command_line("openocd", unknown)
+    with pytest.raises(ToolchainError, match="knows no STM32_Programmer_CLI setup"):
+        command_line("cubeprog", unknown)
+
+
+def test_auto_for_external_flash_skips_st_flash() -> None:
+    everything = lambda exe: "/usr/bin/x"  # noqa: E731
+    assert choose_tool(None, which=everything) == "st-flash"
+    assert choose_tool(None, which=everything, auto=EXTFLASH_TOOLS) == "openocd"
+    with pytest.raises(ToolchainError, match="no tool that programs external flash"):
+        choose_tool(None, which=lambda exe: "/x" if exe == "st-flash" else None,
+                    auto=EXTFLASH_TOOLS)  # fmt: skip

@@ -24,6 +24,7 @@ from splitter.link import protocol as P
 from splitter.link.build import run_make
 from splitter.link.host import MalformedFrameError
 from splitter.link.segments import LOAD, WEIGHTS, WeightServer
+from splitter.manifest import ManifestError, PlanManifest
 from splitter.partition.segment import segment_memory, solve_segments
 from splitter.segment_build import firmware_cap, unit_problem
 
@@ -114,20 +115,93 @@ def test_mobilenet_runs_on_one_f405_by_segments(tmp_path: Path, planned: tuple) 
     assert 0 < res["compute_s"] < 0.1
 
 
+#: one STM32F746G-DISCO (not in models/boards/: test_firmware_fit would build every model on it)
+DISCO = Path(__file__).parent / "segments_f746g_disco.toml"
+
+
+@pytest.fixture(scope="module")
+def disco(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, Path]:
+    """``segment -o`` on the STM32F746G-DISCO: the board catalog gives its QUADSPI flash
+    (N25Q128A, 16 MiB at 0x90000000), no --extflash."""
+    out = tmp_path_factory.mktemp("disco") / "out"
+    seg = cli("segment", str(MODELS / MODEL), "--target", str(DISCO), "-o", str(out), "--json")
+    assert seg.returncode == 0, seg.stderr
+    return out, json.loads(seg.stdout), DISCO
+
+
+def test_board_external_flash_holds_the_weights(disco: tuple[Path, dict, Path]) -> None:
+    """segments.json and plan.json name the board's flash; loading is a memory-mapped read:
+    2 QUADSPI clocks per byte at 216 MHz / 2 = 108 MHz (1-4-4), not the link."""
+    out, doc, _ = disco
+    record = json.loads((out / "segments.json").read_text())
+    ext = {"name": "QUADSPI", "origin": 0x90000000, "bytes": 16 << 20}
+    assert record["extflash"] == ext and record["blob_bytes"] > F405_FLASH
+    seg = json.loads((out / "plan.json").read_text())["segments"]
+    assert seg["extflash"] == ext and seg["weights_bytes"] == record["blob_bytes"]
+    assert seg["region_bytes"] == record["region_bytes"] == doc["region_bytes"]
+    assert [r["units"] for r in seg["rows"]] == [r["units"] for r in record["segments"]]
+    for row in seg["rows"]:
+        assert row["load_s"] == pytest.approx(row["weights_bytes"] * 2 / 108e6)
+        assert row["memory_bytes"] == row["weights_bytes"] + row["activation_bytes"]
+    assert "108 MHz" in seg["load_via"] and doc["load_via"] == seg["load_via"]
+    # `run --emulate` streams them over the link: its deadline grows by that estimate
+    assert record["stream_s"] == pytest.approx(record["blob_bytes"] * 10 / 115200)
+
+
+def test_plan_segments_json_is_the_plan_segment_writes(
+    disco: tuple[Path, dict, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`plan --segments --json` prints what `segment -o OUT` writes as OUT/plan.json (same
+    segments, same hash), as `plan --json` does for compile."""
+    from test_report_html import run
+
+    out, _, boards = disco
+    code, stdout, err = run(
+        ["plan", str(MODELS / MODEL), "--target", str(boards), "--segments", "--json"], capsys
+    )
+    assert code == 0, err
+    assert json.loads(stdout) == json.loads((out / "plan.json").read_text())
+
+
+def test_plan_json_segments_are_checked(disco: tuple[Path, dict, Path], tmp_path: Path) -> None:
+    """A tampered segment table is refused in one line (ManifestError)."""
+    out, _, _ = disco
+    plan = json.loads((out / "plan.json").read_text())
+    read = lambda d: PlanManifest.from_dict(d)  # noqa: E731
+    assert read(plan).segments is not None
+    plan["segments"]["rows"][1]["first"] += 3
+    with pytest.raises(ManifestError, match=r"segment 1: layers .* do not follow layer"):
+        read(plan)
+    plan = json.loads((out / "plan.json").read_text())
+    plan["segments"]["rows"][0]["activation_bytes"] += plan["segments"]["region_bytes"]
+    with pytest.raises(ManifestError, match=r"segment 0: .* exceed the region"):
+        read(plan)
+
+
+def test_segments_in_report_html(disco: tuple[Path, dict, Path]) -> None:
+    """report.html's LO-SC section names the board's external flash and the load model; one
+    table row per segment."""
+    out, doc, _ = disco
+    html = (out / "report.html").read_text()
+    section = html.split("<h2>LO-SC segments</h2>")[1].split("<h2>")[0]
+    assert f"{len(doc['segments'])} segments run one after another on disco" in section
+    assert "external flash QUADSPI at 0x90000000" in section and doc["load_via"] in section
+    table = section.split("<table>")[1]
+    assert table.count("<tr>") == 1 + len(doc["segments"])
+    for row in doc["segments"]:
+        assert f"<td>{row['weights_bytes']}</td>" in table
+
+
 @pytest.mark.slow
 @pytest.mark.toolchain
-def test_extflash_build_links_the_weights_into_the_external_region(tmp_path: Path) -> None:
-    """--extflash: the part's ELF holds weights.bin at the region's address, read in place by
-    segments.c (seg_blob); firmware.bin (internal flash) leaves it out. Built, not run."""
-    boards = tmp_path / "l4.toml"
-    boards.write_text("[link]\nbaud = 115200\n[[device]]\nname = 'l4'\nboard = 'nucleo-l4r5zi'\n")
-    out = tmp_path / "out"
-    seg = cli("segment", str(MODELS / MODEL), "--target", str(boards), "-o", str(out),
-              "--extflash", "0x90000000:8MiB:OCTOSPI1", "--json")  # fmt: skip
-    assert seg.returncode == 0, seg.stderr
+def test_board_extflash_build_and_flash_lines(disco: tuple[Path, dict, Path]) -> None:
+    """The part's ELF holds weights.bin at 0x90000000, read in place by segments.c (seg_blob),
+    its startup maps the flash (extflash_init); firmware.bin (internal flash) leaves it out.
+    `flash --dry-run`: openocd through the board script, STM32_Programmer_CLI with the board's
+    external loader, st-flash refused. Built, not run (no QUADSPI in QEMU, no probe here)."""
+    out, _, _ = disco
     record = json.loads((out / "segments.json").read_text())
-    assert record["extflash"] == {"name": "OCTOSPI1", "origin": 0x90000000, "bytes": 8 << 20}
-    elf = run_make(out / "firmware" / "l4")
+    elf = run_make(out / "firmware" / "disco")
     sections = subprocess.run(
         ["arm-none-eabi-readelf", "-SW", str(elf)], capture_output=True, text=True, check=True
     ).stdout
@@ -139,6 +213,21 @@ def test_extflash_build_links_the_weights_into_the_external_region(tmp_path: Pat
     ).stdout
     assert "90000000 R seg_blob" in symbols and "seg_rx" not in symbols
     assert (elf.parent / "firmware.bin").stat().st_size < 64 * 1024
+    assert "    extflash_init();" in (out / "firmware" / "disco" / "startup.c").read_text()
+    ocd = cli("flash", str(out), "--dry-run", "--tool", "openocd", "--json")
+    assert ocd.returncode == 0, ocd.stderr
+    dev = json.loads(ocd.stdout)["devices"][0]
+    assert dev["command"] == ["openocd", "-f", "board/stm32f746g-disco.cfg", "-c",
+                              f"program {elf} verify reset exit"]  # fmt: skip
+    assert dev["extflash"] == {"name": "QUADSPI", "origin": 0x90000000,
+                               "bytes": record["blob_bytes"]}  # fmt: skip
+    cube = cli("flash", str(out), "--dry-run", "--tool", "cubeprog", "--json")
+    cmd = json.loads(cube.stdout)["devices"][0]["command"]
+    assert cmd[cmd.index("-el") + 1].endswith("ExternalLoader/N25Q128A_STM32F746G-DISCO.stldr")
+    assert cmd[cmd.index("-w") + 1] == str(elf)
+    st = cli("flash", str(out), "--dry-run", "--tool", "st-flash")
+    assert st.returncode == 2 and len(st.stderr.strip().splitlines()) == 1
+    assert "st-flash cannot program; use --tool openocd or --tool cubeprog" in st.stderr
 
 
 def test_extflash_option_is_checked(tmp_path: Path) -> None:
@@ -210,3 +299,13 @@ def test_segment_out_refuses_a_layer_profile(tmp_path: Path) -> None:
     res = cli("segment", profile, "--target", str(BOARD_FILE), "-o", str(tmp_path / "o"))
     assert res.returncode == 2 and "layer profile has no weights" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_plan_segments_needs_one_device(capsys: pytest.CaptureFixture[str]) -> None:
+    from test_report_html import BOARDS as TWO_BOARDS
+    from test_report_html import one_line_error, run
+
+    code, _, err = run(
+        ["plan", str(MODELS / MODEL), "--target", str(TWO_BOARDS), "--segments", "--json"], capsys
+    )
+    one_line_error(code, err, "--segments runs on one: give a board file with one [[device]]")

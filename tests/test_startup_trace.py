@@ -176,7 +176,8 @@ def _run(elf: Path, core: str, trace: Trace) -> None:
     def wr(_uc: object, offset: int, _size: int, value: int, base: int) -> None:
         trace.write(base + offset, value)
 
-    for base, size in ((0x4000_0000, 0x2000_0000), (0xE000_0000, 0x10_0000)):
+    # peripherals, the F7 QUADSPI registers (a board with external flash), the system space
+    for base, size in ((0x4000_0000, 0x2000_0000), (0xA000_0000, 0x2000), (0xE000_0000, 0x10_0000)):
         uc.mmio_map(base, size, rd, base, wr, base)
     uc.reg_write(arm_const.UC_ARM_REG_SP, sym["_estack"])
     done = sym["harness_done"] & ~1  # Thumb symbols carry bit 0
@@ -200,6 +201,15 @@ def arm_gcc() -> None:
 
 def test_every_catalog_part_has_a_row() -> None:
     assert set(PARTS) == {p.name for p in parts()}
+
+
+def test_every_board_of_the_catalog_is_traced_with_its_part() -> None:
+    """Each board of ``board_catalog.toml`` is some row's board (its routing and HSE are what
+    the trace runs), on the part it carries; a part without a board runs bare."""
+    from splitter.hardware.board_catalog import boards
+
+    traced = {e.board: name for name, e in PARTS.items() if e.board is not None}
+    assert traced == {b.name: b.part for b in boards().values()}
 
 
 @pytest.mark.parametrize("name", sorted(PARTS))

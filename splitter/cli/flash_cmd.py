@@ -13,9 +13,12 @@ import click
 from splitter.cli.options import out_argument
 from splitter.cli.progress import Progress
 from splitter.deploy.flash import (
+    AUTO_TOOLS,
+    EXTFLASH_TOOLS,
     TOOLS,
     UART_TOOLS,
     FlashTarget,
+    check_extflash,
     check_probes,
     choose_tool,
     flash_all,
@@ -59,12 +62,14 @@ def command(out: Path, target: str | None, tool: str, dry_run: bool, as_json: bo
     """Build the firmware of every device of OUT and flash it, verified, through its probe."""
     job = load_job(out, target)
     requested = tool_name(tool)
+    ext = any(t.extflash is not None for t in job.targets)
     if dry_run:
-        chosen = _dry_run_tool(requested)
+        chosen = _dry_run_tool(requested, ext)
         _warn_missing_probes(job, chosen)
     else:
-        chosen = choose_tool(requested)  # before the build: no tool, no waiting
-        check_probes(job.targets, str(job.boards_path), chosen)
+        chosen = choose_tool(requested, auto=EXTFLASH_TOOLS if ext else AUTO_TOOLS)
+        check_probes(job.targets, str(job.boards_path), chosen)  # before the build
+    check_extflash(job.targets, chosen)
     with Progress() as progress:
         _build(job, progress)
         progress.step(f"flashing with {chosen}")
@@ -89,11 +94,25 @@ def flash_json(
         "tool": tool,
         "dry_run": dry_run,
         "devices": [
-            {"device": t.device, "mcu": t.mcu, "probe": t.probe or None, "command": cmd}
+            {
+                "device": t.device,
+                "mcu": t.mcu,
+                "probe": t.probe or None,
+                "command": cmd,
+                **_extflash_json(t),
+            }
             for t, cmd in zip(job.targets, commands, strict=True)
         ],
         "flashed": 0 if dry_run else len(commands),
     }
+
+
+def _extflash_json(t: FlashTarget) -> dict[str, object]:
+    """``{"extflash": {name, origin, bytes}}`` for a device whose weights go to external flash."""
+    ext = t.extflash
+    if ext is None:
+        return {}
+    return {"extflash": {"name": ext.name, "origin": ext.origin, "bytes": ext.bytes}}
 
 
 def tool_name(choice: str) -> str | None:
@@ -104,15 +123,17 @@ def tool_name(choice: str) -> str | None:
     return by_exe.get(choice, choice)
 
 
-def _dry_run_tool(requested: str | None) -> str:
-    """The requested tool (installed or not), else the installed one, else st-flash's lines."""
+def _dry_run_tool(requested: str | None, extflash: bool = False) -> str:
+    """The requested tool (installed or not), else the installed one, else st-flash's lines
+    (openocd's when external flash is to be programmed)."""
     if requested is not None:
         return requested
     try:
-        return choose_tool(None)
+        return choose_tool(None, auto=EXTFLASH_TOOLS if extflash else AUTO_TOOLS)
     except ToolchainError as exc:
-        click.echo(f"note: {exc}; showing {DRY_RUN_DEFAULT} commands", err=True)
-        return DRY_RUN_DEFAULT
+        default = EXTFLASH_TOOLS[0] if extflash else DRY_RUN_DEFAULT
+        click.echo(f"note: {exc}; showing {default} commands", err=True)
+        return default
 
 
 def _warn_missing_probes(job: FlashJob, tool: str) -> None:
@@ -137,6 +158,9 @@ def _describe(target: FlashTarget, tool: str) -> str:
     pack = ""
     if tool == "pyocd" and needs_pack(target.mcu):
         pack = f"; needs `pyocd pack install {target.mcu}` once"
+    ext = target.extflash
+    if ext is not None:
+        pack += f"; weights {ext.bytes} B to external flash {ext.name} at 0x{ext.origin:08X}"
     return f"{target.device} ({target.mcu}), {probe}{pack}"
 
 

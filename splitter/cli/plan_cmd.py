@@ -30,6 +30,29 @@ from splitter.partition.partial import plan_partial
 from splitter.partition.report import build_manifest
 
 
+def _segments(
+    input_path: str,
+    target: str,
+    input_shapes: dict[str, tuple[int, ...]],
+    activation_bytes: int | None,
+    time_limit: float | None,
+    as_json: bool,
+) -> None:
+    """``plan --segments``: the LO-SC plan of ``splitter segment`` on the one device."""
+    from splitter.cli.segment_cmd import render_prepared
+    from splitter.segment_build import plan_segments
+
+    with Progress() as progress:
+        prepared = plan_segments(
+            input_path, target, input_shapes=input_shapes or None,
+            activation_bytes=activation_bytes, time_limit=time_limit or 60.0, step=progress.step,
+        )  # fmt: skip
+    if as_json:
+        click.echo(prepared.manifest.to_json())
+    else:
+        render_prepared(prepared)
+
+
 def _kib(n: int) -> str:
     return f"{n / 1024:.1f}"
 
@@ -124,6 +147,13 @@ def _link_line(m: PlanManifest) -> str:
 @granularity_auto_option
 @host_io_option
 @partial_execution_option
+@click.option(
+    "--segments",
+    is_flag=True,
+    help="LO-SC: segments run one after another on the board file's ONE device, weights loaded "
+    "from outside internal flash (what `splitter segment` plans; --json prints the plan.json "
+    "`segment -o OUT` writes). --objective / --solver do not apply (CP-SAT, fewest carried bytes).",
+)
 def command(
     input_path: str,
     target: str,
@@ -139,8 +169,12 @@ def command(
     granularity: str,
     no_host_io: bool,
     partial_execution: str,
+    segments: bool,
 ) -> None:
     """Place the layers of INPUT (ONNX, TFLite or CSV/JSON profile) on the boards of --target."""
+    if segments:
+        _segments(input_path, target, input_shapes, activation_bytes, time_limit, as_json)
+        return
     options = solver_kwargs(solver, time_limit, var_order, val_order)
     with Progress() as progress:
         boards = for_prediction(load_boards(target), emulated)

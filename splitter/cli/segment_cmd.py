@@ -40,7 +40,15 @@ from splitter.partition.segment import (
     segment_time,
     solve_segments,
 )
-from splitter.segment_build import firmware_cap, parse_extflash, unit_problem, write_segmented
+from splitter.segment_build import (
+    Prepared,
+    device_extflash,
+    firmware_cap,
+    load_rate,
+    parse_extflash,
+    unit_problem,
+    write_segmented,
+)
 
 
 def segment_problem(
@@ -77,7 +85,8 @@ def _pick_device(boards: Boards, name: str | None, target: str) -> Device:
 
 
 def _load_s(problem: SegmentProblem, first: int, last: int, link_rate: float) -> float:
-    """Seconds to bring the segment's weights over the link: ``sum MEM_l / (baud / bits)``."""
+    """Seconds to bring the segment's weights in: ``sum MEM_l / rate`` (bytes per second over
+    the link, ``baud / bits``, or from the board's external flash: ``load_rate``)."""
     return sum(problem.memory[first : last + 1]) / link_rate
 
 
@@ -167,20 +176,21 @@ def command(
     """Cut INPUT into LO-SC segments run one after another on ONE board, carrying fewest bytes."""
     boards = load_boards(target)
     device = _pick_device(boards, device_name, target)
-    ext = None if extflash is None else parse_extflash(extflash)
+    ext = device_extflash(device) if extflash is None else parse_extflash(extflash)
     with Progress() as progress:
         progress.step(f"importing {input_path}")
         chain = load_chain(
             input_path, input_shapes=input_shapes or None, activation_bytes=activation_bytes
         )
         units = None
+        load = load_rate(boards, device, ext if chain.graph is not None else None)
         if chain.graph is not None:
             cap = firmware_cap(device)
             if segment_memory is not None:
                 cap = parse_size(segment_memory, device.part.ram_kib, target, "--segment-memory")
             progress.step("cutting the model into units")
             units = chain_units(chain, cap, core=family_for(device.part.family).core)
-            problem = unit_problem(chain, boards, device, units, cap, segment_time)
+            problem = unit_problem(chain, boards, device, units, cap, segment_time, load)
         else:
             cap = device.ram_bytes
             if segment_memory is not None:
@@ -199,7 +209,7 @@ def command(
                 force=force, input_shapes=input_shapes or None, extflash=ext,
                 step=progress.step,
             )  # fmt: skip
-    rows = _rows(chain, problem, answer, units, boards.link.baud / boards.link.bits_per_byte)
+    rows = _rows(chain, problem, answer, units, 1 / load.s_per_byte)
     if as_json:
         doc = {
             "schema": "splitter.segments/1",
@@ -210,6 +220,7 @@ def command(
             "segment_time_s": segment_time,
             "carried_bytes": answer.carried_bytes,
             "optimal": answer.optimal,
+            "load_via": load.via,
             "segments": rows,
             "out": None if written is None else str(written.out),
             "region_bytes": None if written is None else written.record["region_bytes"],
@@ -256,3 +267,40 @@ def _render(
     console.print(table)
     proof = "proved optimal" if answer.optimal else "not proved optimal"
     console.print(f"carried {answer.carried_bytes} B in total (LO-SC eq. 9), {proof} (cpsat)")
+
+
+def render_prepared(p: Prepared) -> None:
+    """``plan --segments``: the segments of the manifest as a table, then the totals."""
+    seg = p.manifest.segments
+    assert seg is not None
+    table = Table(
+        title=f"{p.manifest.model.name}: {len(seg.rows)} LO-SC segment(s) on {seg.device} "
+        f"({p.record['mcu']})",
+        caption=f"one RAM region of {seg.region_bytes} B: activations + the segment's weights",
+    )
+    for col in ("#", "units", "layers", "weights B", "memory B", "carried B", "load s", "ms"):
+        table.add_column(col, justify="left" if col in ("units", "layers") else "right")
+    for r in seg.rows:
+        table.add_row(
+            str(r.index),
+            r.units[0] if len(r.units) == 1 else f"{r.units[0]}..{r.units[-1]}",
+            f"{r.first_name}..{r.last_name}",
+            str(r.weights_bytes),
+            str(r.memory_bytes),
+            str(r.carried_bytes),
+            f"{r.load_s:.3f}",
+            f"{r.compute_s * 1e3:.3f}",
+        )
+    console = Console(width=132)
+    console.print(table)
+    ext = dict(seg.extflash)
+    where = (
+        f"external flash {ext['name']} at 0x{int(ext['origin']):08X}"
+        if ext
+        else "streamed by the host (link 0)"
+    )
+    proof = "proved optimal" if seg.optimal else "not proved optimal"
+    console.print(
+        f"weights {seg.weights_bytes} B {where}; carried {seg.carried_bytes} B (LO-SC eq. 9, "
+        f"{proof}); per inference: load {seg.load_s:.3f} s, compute {seg.compute_s * 1e3:.3f} ms"
+    )

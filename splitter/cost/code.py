@@ -29,9 +29,12 @@ from typing import Any
 
 from splitter.cost.handlers import q8_conv_kind
 from splitter.hardware.families import family_for
-from splitter.ir import Chain, Op, Part
+from splitter.ir import Chain, Op, Part, TensorSpec
 
 CODE_TABLE = Path(__file__).with_name("code_sizes.json")
+#: op key of one compaction ``memmove`` after an operator-granularity layer
+#: (``codegen/model_c.py``): its call bytes and the closure of ``memmove``
+MOVE_KEY = "move"
 #: gcc ``-mcpu`` of a family -> the core the table is keyed by
 CORE_OF_FAMILY = {"cortex-m0plus": "M0+", "cortex-m4": "M4F", "cortex-m7": "M7"}
 
@@ -66,7 +69,9 @@ def op_key(op: Op, chain: Chain) -> str:
 def layer_keys(chain: Chain, layers: Iterable[int]) -> list[str]:
     """The op keys of ``chain``'s layers ``layers`` (one per op, repeats kept). An op of a PEX
     loop calls other kernels (``codegen/pex.py``) than the table measured for its key, so it
-    gets the key ``pex:<key>``, unknown to the table: the upper bound (module docstring)."""
+    gets the key ``pex:<key>`` (measured by the table on the models' loop chains). A layer of
+    an operator-granularity chain then has one :data:`MOVE_KEY` per ``memmove`` of its
+    compaction (:func:`compaction_moves`)."""
     keys = []
     for j in layers:
         layer = chain.layers[j]
@@ -74,7 +79,29 @@ def layer_keys(chain: Chain, layers: Iterable[int]) -> list[str]:
         for op in layer.ops:
             key = op_key(op, chain)
             keys.append(f"pex:{key}" if op.name in looped else key)
+        if chain.granularity == "op":
+            keys.extend([MOVE_KEY] * compaction_moves(chain, j))
     return keys
+
+
+def arena_itemsize(spec: TensorSpec) -> int:
+    """Bytes per element in the firmware's arena: 1 for int8 (``kernels_q8.c``), else 4 (float32
+    activations; ``codegen.model_c.float_itemsize`` is the generator's copy of this rule)."""
+    return 1 if spec.dtype == "int8" else 4
+
+
+def compaction_moves(chain: Chain, j: int) -> int:
+    """The ``memmove`` calls the firmware makes after layer ``j`` of an operator-granularity
+    chain: the compaction of :func:`splitter.graph.oparena.plan_op_layer` with the arena's
+    element sizes, as ``codegen.model_c`` emits it."""
+    from splitter.graph.oparena import plan_op_layer
+
+    assert chain.graph is not None
+    layer = chain.layers[j]
+    before = [t.name for t in chain.layers[j - 1].boundary] if j else [chain.graph.inputs[0]]
+    after = [t.name for t in layer.boundary]
+    mem = plan_op_layer(layer.ops, before, after, chain.graph.tensors, arena_itemsize)
+    return len(mem.moves)
 
 
 def _core(part: Part) -> dict[str, Any]:

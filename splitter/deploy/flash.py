@@ -19,6 +19,21 @@ check the exact lines):
   ``stm32flash -b 115200 -S 0x08000000 -w FW.bin -v -g 0x08000000 PORT`` writes the binary,
   verifies it (``-v``) and starts it (``-g``); ``PORT`` is the device's ``port`` in boards.toml.
 
+External flash (a segmented ``OUT`` whose weights the board's memory-mapped QUADSPI flash holds,
+``splitter segment`` on a catalog board with ``[boards.NAME.extflash]``): the ELF's ``.extflash``
+section is at the flash window's address, so the tools that can program it write it with the
+rest of the ELF, verified the same way:
+
+* ``openocd -f board/stm32f746g-disco.cfg -c "program FW.elf verify reset exit"``: the board's
+  script (the catalog's ``openocd_board``) sets ``QUADSPI 1``, so the target script declares the
+  ``stmqspi`` flash bank at 0x90000000, and its ``reset-init`` handler clocks the QUADSPI pins
+  and maps the flash (``program`` resets with ``reset init`` first);
+* ``STM32_Programmer_CLI -c port=SWD -el LOADER -w FW.elf -v -rst``: ``-el`` names the board's
+  external loader (the catalog's ``cubeprog_loader``, shipped in STM32CubeProgrammer's
+  ``bin/ExternalLoader``), which writes the sections in the external range;
+* ``st-flash``, ``pyocd`` and ``stm32flash`` write internal flash only: refused, naming the two
+  that can. ``--tool auto`` takes the first installed of openocd and cubeprog.
+
 A probe serial number per device comes from ``probe = "..."`` in boards.toml; with more than one
 device each device must name its probe (``stm32flash``: its ``port``), otherwise the boards
 would be flashed in a random order.
@@ -50,6 +65,8 @@ TOOLS: dict[str, str] = {
 UART_TOOLS = ("stm32flash",)
 #: what ``--tool auto`` looks for on PATH, in order (pyocd and stm32flash: only when asked)
 AUTO_TOOLS = ("st-flash", "openocd", "cubeprog")
+#: what ``--tool auto`` looks for when a device's weights go to external flash
+EXTFLASH_TOOLS = ("openocd", "cubeprog")
 #: the system bootloader's baud rate (AN3155: auto-baud, 1200-115200 on every STM32)
 BOOTLOADER_BAUD = 115200
 
@@ -64,6 +81,19 @@ INSTALL_HINTS: dict[str, str] = {
 
 
 @dataclass(frozen=True)
+class ExtFlashImage:
+    """The part of a device's ELF in its board's external flash (section ``.extflash``): the
+    window, the weights' bytes, and how the tools reach the flash (None when the board is not in
+    the catalog with an external flash, e.g. ``segment --extflash`` on another board)."""
+
+    name: str
+    origin: int
+    bytes: int
+    openocd_board: str | None = None
+    cubeprog_loader: str | None = None  # the loader file's name (bin/ExternalLoader/...)
+
+
+@dataclass(frozen=True)
 class FlashTarget:
     """One device to flash: its name, part, probe serial, firmware images and part family."""
 
@@ -75,16 +105,59 @@ class FlashTarget:
     flash_origin: int = 0x0800_0000
     family: str = field(kw_only=True)  # a key of splitter.hardware.families.FAMILIES
     port: str | None = field(default=None, kw_only=True)  # serial port, for stm32flash
+    extflash: ExtFlashImage | None = field(default=None, kw_only=True)
+
+
+def cubeprog_loader_path(name: str, which: Callable[[str], str | None] | None = None) -> str:
+    """STM32CubeProgrammer's external loader ``name``: in ``bin/ExternalLoader`` next to
+    ``STM32_Programmer_CLI`` (its installation layout); the path with ``STM32CubeProgrammer``
+    spelt out when the tool is not installed (a dry run)."""
+    exe = (which or shutil.which)(TOOLS["cubeprog"])
+    if exe is None:
+        return f"STM32CubeProgrammer/bin/ExternalLoader/{name}"
+    return str(Path(exe).resolve().parent / "ExternalLoader" / name)
+
+
+def check_extflash(targets: Sequence[FlashTarget], tool: str) -> None:
+    """A device whose weights go to external flash needs a tool that programs it (and knows
+    how on its board): ToolchainError naming the device, the flash and the fix otherwise."""
+    for t in targets:
+        ext = t.extflash
+        if ext is None:
+            continue
+        where = f"device {t.device}: its weights ({ext.bytes} B) go to the external flash " + (
+            f"{ext.name} at 0x{ext.origin:08X}"
+        )
+        if tool not in EXTFLASH_TOOLS:
+            raise ToolchainError(
+                f"{where}, which {TOOLS[tool]} cannot program; "
+                "use --tool openocd or --tool cubeprog"
+            )
+        known = ext.openocd_board if tool == "openocd" else ext.cubeprog_loader
+        if not known:
+            raise ToolchainError(
+                f"{where}, and its board is not a catalog board with external flash, so splitter "
+                f"knows no {TOOLS[tool]} setup for it; use a board of splitter/hardware/"
+                "board_catalog.toml with [extflash], or program section .extflash yourself"
+            )
 
 
 def command_line(tool: str, target: FlashTarget) -> list[str]:
     """The exact command that writes and verifies ``target`` with ``tool``."""
+    ext = target.extflash
+    if ext is not None and tool in TOOLS:
+        check_extflash([target], tool)
     if tool == "st-flash":
         cmd = ["st-flash"]
         if target.probe:
             cmd += ["--serial", target.probe]
         return [*cmd, "--reset", "write", str(target.binary), f"0x{target.flash_origin:08x}"]
     if tool == "openocd":
+        if ext is not None and ext.openocd_board:  # the board script: stmqspi bank, QSPI init
+            cmd = ["openocd", "-f", ext.openocd_board]
+            if target.probe:
+                cmd += ["-c", f"adapter serial {target.probe}"]
+            return [*cmd, "-c", f"program {target.elf} verify reset exit"]
         cmd = ["openocd", "-f", "interface/stlink.cfg"]
         if target.probe:
             cmd += ["-c", f"adapter serial {target.probe}"]
@@ -92,10 +165,14 @@ def command_line(tool: str, target: FlashTarget) -> list[str]:
         return [*cmd, "-f", cfg, "-c", f"program {target.elf} verify reset exit"]
     if tool == "cubeprog":
         connect = "port=SWD" + (f" sn={target.probe}" if target.probe else "")
+        loader = []
+        if ext is not None and ext.cubeprog_loader:
+            loader = ["-el", cubeprog_loader_path(ext.cubeprog_loader)]
         return [
             "STM32_Programmer_CLI",
             "-c",
             *connect.split(" "),
+            *loader,
             "-w",
             str(target.elf),
             "-v",
@@ -129,8 +206,13 @@ def installed(tool: str, which: Callable[[str], str | None] = shutil.which) -> b
     return which(TOOLS[tool]) is not None
 
 
-def choose_tool(requested: str | None, which: Callable[[str], str | None] = shutil.which) -> str:
-    """The requested tool if installed, else the first installed one of :data:`AUTO_TOOLS`."""
+def choose_tool(
+    requested: str | None,
+    which: Callable[[str], str | None] = shutil.which,
+    auto: Sequence[str] = AUTO_TOOLS,
+) -> str:
+    """The requested tool if installed, else the first installed one of ``auto``
+    (:data:`AUTO_TOOLS`; :data:`EXTFLASH_TOOLS` when external flash is to be programmed)."""
     if requested is not None:
         if requested not in TOOLS:
             raise ToolchainError(
@@ -142,9 +224,14 @@ def choose_tool(requested: str | None, which: Callable[[str], str | None] = shut
                 f"{TOOLS[requested]} not found {where}; install it: {INSTALL_HINTS[requested]}"
             )
         return requested
-    for tool in AUTO_TOOLS:
+    for tool in auto:
         if installed(tool, which):
             return tool
+    if tuple(auto) == EXTFLASH_TOOLS:
+        raise ToolchainError(
+            "no tool that programs external flash found (openocd or STM32_Programmer_CLI); "
+            f"install one, e.g. {INSTALL_HINTS['openocd']}"
+        )
     raise ToolchainError(
         "no flash tool found (st-flash, openocd or STM32_Programmer_CLI); install one, e.g. "
         f"{INSTALL_HINTS['st-flash']}, or use --tool pyocd (installed with splitter)"

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from splitter.deploy.flash import FlashTarget
+from splitter.deploy.flash import ExtFlashImage, FlashTarget
 from splitter.errors import BoardFileError, InputFileError
+from splitter.hardware.board_catalog import get_board
 from splitter.hardware.boards import load_boards
-from splitter.ir import Boards
+from splitter.ir import Boards, Device
 from splitter.manifest import PlanManifest, read_manifest, read_wiring
 from splitter.outputs import contained
 
@@ -63,9 +64,28 @@ def load_job(out_dir: str | Path, boards_path: str | Path | None = None) -> Flas
                 flash_origin=device.part.flash_origin,
                 family=device.part.family,
                 port=device.port,
+                extflash=extflash_image(plan, device),
             )
         )
     return FlashJob(out, boards_file, tuple(targets))
+
+
+def extflash_image(plan: PlanManifest, device: Device) -> ExtFlashImage | None:
+    """The device's weights in external flash (a segmented plan's ``segments.extflash``), with
+    the programming setup of its catalog board when that board declares this flash."""
+    seg = plan.segments
+    if seg is None or seg.device != device.name or not seg.extflash:
+        return None
+    ext = dict(seg.extflash)
+    spec = get_board(device.board, device.name).extflash if device.board else None
+    known = spec is not None and spec.origin == int(ext["origin"])
+    return ExtFlashImage(
+        name=str(ext["name"]),
+        origin=int(ext["origin"]),
+        bytes=seg.weights_bytes,
+        openocd_board=spec.openocd_board if known and spec else None,
+        cubeprog_loader=spec.cubeprog_loader if known and spec else None,
+    )
 
 
 def _require_dir(out: Path) -> None:

@@ -20,6 +20,7 @@ from importlib import resources
 from splitter.errors import BoardFileError
 from splitter.hardware.catalog import get_part
 from splitter.hardware.clocks import MHZ, ClockTree, Osc
+from splitter.hardware.extflash import ExtFlashSpec, parse_spec
 from splitter.hardware.families import family_for
 from splitter.ir import Part
 
@@ -37,6 +38,8 @@ class Board:
     pins: Mapping[str, str]
     headers: Mapping[str, str]
     source: str
+    #: the external flash the part maps at boot (``[boards.NAME.extflash]``), None without one
+    extflash: ExtFlashSpec | None = None
 
     @property
     def vcp(self) -> str:
@@ -55,9 +58,11 @@ def boards() -> dict[str, Board]:
         for usart in t["usarts"]:
             family.check_usart(usart, part.name)
         hse = Osc("HSE", int(t["hse_mhz"] * MHZ), bool(t["hse_bypass"])) if t["hse_mhz"] else None
+        ext = t.get("extflash")
+        spec = None if ext is None else parse_spec(ext, part.family, f"{BOARD_FILE} {name}")
         out[name] = Board(
             name, part.name, hse, tuple(t["usarts"]), dict(t["pins"]), dict(t["headers"]),
-            t["source"],
+            t["source"], spec,
         )  # fmt: skip
     return out
 

@@ -39,7 +39,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import SymbolTableSection
 
-from splitter.cost.code import CODE_TABLE, CORE_OF_FAMILY, layer_keys
+from splitter.cost.code import CODE_TABLE, CORE_OF_FAMILY, MOVE_KEY, layer_keys
 from splitter.errors import BoardFileError
 from splitter.hardware.catalog import parts
 from splitter.hardware.families import family_for
@@ -226,7 +226,7 @@ def _kernel_functions(kernel_dir: Path) -> set[str]:
                 info = sym["st_info"]
                 if (
                     info["type"] == "STT_FUNC"
-                    and info["bind"] == "STB_GLOBAL"
+                    and info["bind"] in ("STB_GLOBAL", "STB_WEAK")  # k_libc.c's memmove ...
                     and sym["st_shndx"] != "SHN_UNDEF"
                 ):
                     names.add(sym.name)
@@ -235,8 +235,10 @@ def _kernel_functions(kernel_dir: Path) -> set[str]:
 
 # --------------------------------------------------------------------- model.c per op --------
 def _chains() -> list[Chain]:
-    """Costed chains of every model in ``models/`` the C generator handles, and of those with
-    PEX loops their chain with the loops (:func:`splitter.cost.pex_chain.partial_chain`)."""
+    """Costed chains of every model in ``models/`` the C generator handles, of those with
+    PEX loops their chain with the loops (:func:`splitter.cost.pex_chain.partial_chain`), and
+    of those with a super-node their operator-granularity chain (its compaction ``memmove`` s:
+    :data:`~splitter.cost.code.MOVE_KEY`)."""
     from splitter.cost.pex_chain import partial_chain
     from splitter.graph.chain import build_chain
     from splitter.importers import load_model
@@ -244,11 +246,17 @@ def _chains() -> list[Chain]:
     chains = []
     for path in sorted([*MODELS.glob("*.onnx"), *MODELS.glob("*.tflite")]):
         try:
-            chain = build_chain(load_model(path).graph)
+            graph = load_model(path).graph
+            chain = build_chain(graph)
             looped = partial_chain(chain)  # its PEX loop ops are measured too (``pex:`` keys)
         except Exception:
             continue
         chains.extend([chain] if looped is chain else [chain, looped])
+        if any(layer.kind == "super" for layer in chain.layers):
+            try:
+                chains.append(build_chain(graph, granularity="op"))
+            except Exception:
+                continue
     return chains
 
 
@@ -326,12 +334,14 @@ def op_calls(chain: Chain, source: str) -> dict[int, list[tuple[str, set[str]]]]
     out: dict[int, list[tuple[str, set[str]]]] = {}
     for m in re.finditer(r"^int sm_(\d+)\(float \*arena\)\n\{\n(.*?)^\}", source, re.S | re.M):
         j = int(m[1]) + 1
-        keys = layer_keys(chain, [j])  # ``pex:<key>`` for an op of a PEX loop
+        keys = layer_keys(chain, [j])  # ``pex:<key>`` for an op of a PEX loop, then the moves
+        n = len(chain.layers[j].ops)
         ops = [
             (f"/* {c_comment(op.name)}: ", key)
-            for op, key in zip(chain.layers[j].ops, keys, strict=True)
+            for op, key in zip(chain.layers[j].ops, keys[:n], strict=True)
         ]
         rows: list[tuple[str, set[str]]] = [(key, set()) for _, key in ops]
+        assert m[2].count("__builtin_memmove(") == len(keys) - n, f"layer {j}: moves"
         current = -1
         for line in m[2].splitlines():
             for i, (tag, _key) in enumerate(ops):
@@ -339,29 +349,44 @@ def op_calls(chain: Chain, source: str) -> dict[int, list[tuple[str, set[str]]]]
                     current = i
             if current >= 0:
                 rows[current][1].update(_CALL.findall(line))
-        out[int(m[1])] = rows
+        out[int(m[1])] = rows + [(key, {"memmove"}) for key in keys[n:]]
     return out
 
 
 def op_figures(project: Path, chains: Sequence[Chain], core: str) -> dict[str, Any]:
     """Least-squares bytes per op key and per sub-model function; kernels per op key (model C
-    generated for ``core``, gcc ``-mcpu``)."""
+    generated for ``core``, gcc ``-mcpu``). The op keys are fitted on the super-node chains
+    (PEX loop chains included); the bytes of one compaction move (:data:`MOVE_KEY`) then on
+    what the operator-granularity chains' layer functions add to those figures (a one-variable
+    least squares: ``sum(m r) / sum(m m)`` over layers with ``m`` moves and residual ``r``)."""
     rows: list[tuple[list[str], int]] = []
+    op_rows: list[tuple[list[str], int]] = []
     kernels: dict[str, set[str]] = {}
     for c, chain in enumerate(chains):
         measured, source = layer_functions(chain, project, f"m{c}", core)
         calls = op_calls(chain, source)
         for k, (size, _kernels) in measured.items():
-            rows.append(([key for key, _ in calls[k]], size))
+            (op_rows if chain.granularity == "op" else rows).append(
+                ([key for key, _ in calls[k]], size)
+            )
             for key, called in calls[k]:
                 kernels.setdefault(key, set()).update(called)
     names = sorted({key for keys, _ in rows for key in keys})
     a = np.array([[1.0] + [keys.count(n) for n in names] for keys, _ in rows])
     b = np.array([size for _, size in rows], dtype=float)
     coef = np.linalg.lstsq(a, b, rcond=None)[0]
+    ops = {n: max(0, round(float(x))) for n, x in zip(names, coef[1:], strict=True)}
+    per_submodel = max(0, round(float(coef[0])))
+    moved = [
+        (keys.count(MOVE_KEY), size - per_submodel - sum(ops[k] for k in keys if k != MOVE_KEY))
+        for keys, size in op_rows
+        if MOVE_KEY in keys and all(k in ops for k in keys if k != MOVE_KEY)
+    ]
+    if moved:
+        ops[MOVE_KEY] = max(0, round(sum(m * r for m, r in moved) / sum(m * m for m, _ in moved)))
     return {
-        "per_submodel": max(0, round(float(coef[0]))),
-        "ops": {n: max(0, round(float(x))) for n, x in zip(names, coef[1:], strict=True)},
+        "per_submodel": per_submodel,
+        "ops": dict(sorted(ops.items())),
         "op_kernels": {k: sorted(v) for k, v in sorted(kernels.items())},
     }
 

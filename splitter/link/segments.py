@@ -40,8 +40,9 @@ class WeightServer:
     blob: bytes
     segments: list[tuple[int, int]]
     loads: list[Load] = field(default_factory=list)
-    #: seconds added to a result's deadline: the estimated loading time of one inference
-    #: (segments.json ``load_s``: weights x bits per byte / baud)
+    #: seconds added to a result's deadline: the estimated streaming time of one inference
+    #: (segments.json ``stream_s``: weights x bits per byte / baud; ``load_s`` before it, which
+    #: is the external flash's read time when the board has one)
     budget_s: float = 0.0
 
     @classmethod
@@ -61,7 +62,8 @@ class WeightServer:
                 "re-run `splitter segment ... -o OUT`"
             )
         rows = [(int(s["blob_offset"]), int(s["weights_bytes"])) for s in record["segments"]]
-        return cls(blob, rows, budget_s=float(record.get("load_s", 0.0)))
+        budget = record.get("stream_s", record.get("load_s", 0.0))
+        return cls(blob, rows, budget_s=float(budget))
 
     @property
     def seconds(self) -> float:

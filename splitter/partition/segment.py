@@ -22,6 +22,8 @@ in an equivalent, smaller form for CP-SAT:
   rounded up, so an answer feasible for the solver is feasible for the exact times.
 
 CP-SAT proves the optimum (status OPTIMAL) or reports that no segmentation exists (INFEASIBLE).
+It runs one worker with a fixed seed, so among equal optima the same instance always gets the
+same answer (``plan --segments`` and ``segment -o`` agree).
 """
 
 from __future__ import annotations
@@ -128,7 +130,10 @@ def solve_segments(problem: SegmentProblem, time_limit: float = 60.0) -> Segment
     m.minimize(sum(problem.output[j] * b[j] for j in range(n - 1)))
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit
-    solver.parameters.num_workers = 2
+    # one worker, fixed seed: the same instance gives the same answer among equal optima, so
+    # `plan --segments --json` and `segment -o OUT` write the same plan.json (and plan hash)
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
     status = solve_stoppable(solver, m)
     if status == cp_model.INFEASIBLE:
         raise InfeasibleError(_infeasible_message(problem))

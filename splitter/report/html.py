@@ -197,7 +197,8 @@ def _segments(record: Mapping[str, Any] | None) -> list[str]:
         f"<p>{len(segs)} segments run one after another on {esc(record['device'])} "
         f"({esc(record['mcu'])}) in one RAM region of {record['region_bytes']} B; the weights "
         f"({record['blob_bytes']} B in <code>firmware/{esc(record['device'])}/"
-        f"{esc(record['blob'])}</code>) are loaded before each segment. Carried bytes (LO-SC "
+        f"{esc(record['blob'])}</code>) are loaded before each segment{_load_where(record)}. "
+        "Carried bytes (LO-SC "
         f"eq. 9): {record['carried_bytes']}, {proof} (cpsat).</p>"
     )
     svg = plots.segments_svg(
@@ -208,6 +209,19 @@ def _segments(record: Mapping[str, Any] | None) -> list[str]:
     caption = "Per segment: activations and weights against the one RAM region (dashed)"
     return ["<h2>LO-SC segments</h2>", note, figure("plot-segments", svg, caption),
             table(head, rows, left=3)]  # fmt: skip
+
+
+def _load_where(record: Mapping[str, Any]) -> str:
+    """``": the part reads them from its external flash QUADSPI at 0x90000000 ..."`` (empty for
+    records written before ``load_via``)."""
+    ext, via = record.get("extflash"), record.get("load_via")
+    where = ""
+    if ext:
+        where = (
+            f": the part reads them from its memory-mapped external flash {esc(ext['name'])} at "
+            f"0x{int(ext['origin']):08X} (the emulator build streams them)"
+        )
+    return where + (f"; load times assume {esc(via)}" if via else "")
 
 
 def _link_model(m: PlanManifest) -> str:
