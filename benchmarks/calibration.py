@@ -67,6 +67,7 @@ CASES = (
     ("mlperf_vww_mobilenet_v1_025_int8.tflite", "mlperf_vww2.toml"),
     ("mlperf_ic_resnet8_int8.tflite", "mlperf_ic2.toml"),
     ("mlperf_ad_autoencoder_int8.tflite", "mlperf_ad2.toml"),
+    ("pex_irb_48.onnx", "e2e_pex.toml"),
 )
 
 
@@ -83,7 +84,17 @@ def measure(model: str, boards: str, work: Path) -> Path:
 def calibration_of(out: Path, boards: str) -> tuple[list[PartFit], str | None]:
     """The emulated factors ``splitter calibrate`` fits from ``out``'s bench (the planner's
     per-layer estimate), and its refusal at the default limit."""
-    by_part = load_bench(out, BOARDS / boards).measured("emulated")
+    return pooled_calibration([(out, boards)])
+
+
+def pooled_calibration(sources: list[tuple[Path, str]]) -> tuple[list[PartFit], str | None]:
+    """The emulated factors ``splitter calibrate OUT --also ...`` fits from the pooled benches
+    of ``sources`` (OUT, board file), and its refusal at the default limit."""
+    by_part: dict[str, list[Any]] = {}
+    for k, (out, boards) in enumerate(sources):
+        prefix = f"{out.name}/" if k else ""
+        for part, subs in load_bench(out, BOARDS / boards).measured("emulated", prefix).items():
+            by_part.setdefault(part, []).extend(subs)
     try:
         fit_parts(by_part, "emulated", MAX_ERROR_PCT, "bench.json")
         refused = None
@@ -141,6 +152,15 @@ def run(work: Path) -> dict[str, Any]:
                 "devices": len(errs),
             }
         )
+    held_out = []
+    for tgt, out in outs.items():
+        others = [(o, boards_of[m]) for m, o in outs.items() if m != tgt]
+        fits, refused = pooled_calibration(others)
+        errs = device_errors(out, boards_of[tgt], fits)
+        held_out.append({"held_out": tgt, "refused_at_default": refused, "errors": errs,
+                         "factors": [f.calibration().__dict__ | {"by_class": f.by_class}
+                                     for f in fits],
+                         "max_abs_error_pct": max(abs(e) for e in errs.values())})  # fmt: skip
     return {
         "date": time.strftime("%Y-%m-%d"),
         "estimate": estimate_name(),
@@ -148,6 +168,7 @@ def run(work: Path) -> dict[str, Any]:
         "failed": failed,
         "uncalibrated": uncalibrated,
         "sources": sources,
+        "leave_one_out": held_out,
     }
 
 
@@ -192,6 +213,28 @@ def markdown(result: dict[str, Any]) -> str:
             f"| {s['source']} | {fac} | {refused} | {s['devices_within_target']}/{s['devices']} "
             f"| {s['median_abs_error_pct']:.1f} | {s['max_abs_error_pct']:.1f} |"
         )
+    lines += [
+        "",
+        "## Leave one model out",
+        "",
+        "Calibrated on the pooled benches of every other case (`splitter calibrate OUT --also "
+        "...`), predicting the held-out case's devices:",
+        "",
+        "| held out | factors (STM32F405RG) | refused by default? | error per device % | "
+        "max abs error % |",
+        "|---|---|---|---|---|",
+    ]
+    for h in result.get("leave_one_out", []):
+        f = h["factors"][0] if h["factors"] else {}
+        fac = f"{f.get('factor', 0):.4g}" + (
+            " (" + ", ".join(f"{c} {v:.3g}" for c, v in f.get("by_class", {}).items()) + ")"
+            if f.get("by_class")
+            else " (one factor)"
+        )
+        refused = "yes: " + h["refused_at_default"][:90] if h["refused_at_default"] else "no"
+        errs = ", ".join(f"{d} {e:+.1f}" for d, e in h["errors"].items())
+        lines.append(f"| {h['held_out']} | {fac} | {refused} | {errs} | "
+                     f"{h['max_abs_error_pct']:.1f} |")  # fmt: skip
     lines += ["", "Uncalibrated estimate (no factors) vs measured, per device, %:", ""]
     for model, errs in result["uncalibrated"].items():
         lines.append(f"- {model}: " + ", ".join(f"{d} {e:+.0f}" for d, e in errs.items()))

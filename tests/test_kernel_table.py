@@ -27,7 +27,7 @@ from splitter.cost.kernels import (
 from splitter.graph.chain import build_chain
 from splitter.hardware.catalog import get_part
 from splitter.importers import load_model
-from splitter.ir import Device, LayerCost, Op, TensorSpec
+from splitter.ir import Chain, Device, LayerCost, Op, TensorSpec
 from splitter.partition.problem import layer_time, table_time
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,3 +171,52 @@ def test_measurement_reproduces_the_tables_counts(tmp_path: Path) -> None:
     assert samples
     for s in samples:
         assert abs(s.instructions - table[(s.model, s.layer, s.op)]) <= 6.5, s.op
+
+
+def _looped(model: str) -> Chain:
+    from splitter.cost.pex_chain import partial_chain
+
+    return partial_chain(build_chain(load_model(MODELS / model).graph))
+
+
+@pytest.mark.parametrize("model", ["pex_irb_48.onnx", "tiny_cnn_int8.tflite"])
+def test_pex_loop_layers_are_costed_by_their_loop_kernels(model: str) -> None:
+    """A fused PEX layer's instructions are its loops' (measured for every loop of models/),
+    not the sum of its ops run whole: the int8 loops call one-channel kernels, slower per MAC."""
+    from splitter.cost.kernels import (
+        layer_ops_instructions,
+        loop_signature,
+        ops_instructions,
+    )
+
+    chain = _looped(model)
+    assert chain.graph is not None
+    tensors, layout = chain.graph.tensors, chain.graph.layout or "NCHW"
+    looped = [layer for layer in chain.layers if layer.loops]
+    assert looped
+    measured = kernel_table()["builds"]["M4F.dsp"]["measured"]
+    for layer in looped:
+        by_name = {op.name: op for op in layer.ops}
+        for loop in layer.loops:
+            ops = [by_name[n] for n in loop.ops]
+            assert loop_signature(ops, loop.channels, tensors, layout, loop.by) in measured
+        got = dict(layer.cost.instructions)["M4F.dsp"]
+        assert got == pytest.approx(layer_ops_instructions(layer, tensors, layout, "M4F.dsp"))
+        whole = ops_instructions(layer.ops, tensors, layout, "M4F.dsp")
+        assert abs(got / whole - 1) > 0.02, layer.name
+
+
+def test_probes_go_before_ops_and_loops() -> None:
+    """The measuring harness probes each op outside a loop and each loop as a whole."""
+    from codegen.model_c import generate_device_c
+    from splitter.link.kernel_table import insert_probes
+
+    chain = _looped("tiny_cnn_int8.tflite")
+    j = next(k for k, layer in enumerate(chain.layers) if layer.loops)
+    gen = generate_device_c(chain, [(0, j, j)], "probe", core="cortex-m4")
+    src, probed = insert_probes(gen.files["model.c"], chain, {0: j})
+    layer = chain.layers[j]
+    inside = {name for loop in layer.loops for name in loop.ops}
+    outside = [i for i, op in enumerate(layer.ops) if op.name not in inside]
+    assert sorted(probed[0]) == sorted([*outside, *(-1 - k for k in range(len(layer.loops)))])
+    assert src.count("probe();") == len(probed[0])

@@ -16,7 +16,10 @@ activation is its own term ``act.<kind>`` (``c_out * outputs``: the ``k_act`` pa
 kernels end with). An op whose exact shape was measured (:func:`op_signature`: every layer of
 ``models/`` that fits the emulator, and the grid) takes the measured count instead of the fit;
 the fit serves every other shape. A sub-model's instructions are
-``c_submodel + sum of its ops' I``.
+``c_submodel + sum of its ops' I``. A PEX loop (channel or row, :attr:`splitter.ir.Layer.loops`)
+is costed as the kernels it calls (:func:`loop_terms`: one-channel or one-row calls, ``pex.*``
+variants fitted apart from the whole-op kernels), or by its measured count
+(:func:`loop_signature`).
 
 Instructions are what the emulator counts, not a real core's cycles: ``splitter.cost.cpi``
 turns them into time on a real core. ``tests/test_kernel_table.py`` fails when the kernels, the
@@ -34,7 +37,7 @@ from typing import Any
 
 from splitter.cost.handlers import q8_conv_kind
 from splitter.errors import InputFileError
-from splitter.ir import Op, Part, TensorSpec
+from splitter.ir import Layer, Op, Part, TensorSpec
 
 KERNEL_TABLE = Path(__file__).with_name("kernel_costs.json")
 
@@ -291,7 +294,17 @@ def op_terms(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> list[Ter
 
 
 def feature_names(variant: str) -> tuple[str, ...]:
-    """Features the fit of ``variant`` uses (by its op kind)."""
+    """Features the fit of ``variant`` uses (by its op kind; a PEX loop's kernel as its
+    whole-op kernel, :func:`loop_terms`)."""
+    if variant.startswith(PEX):
+        base = variant.removeprefix(PEX)
+        if base.startswith(("q_dw_plane", "q_pointwise", "q_conv2d", "row.")):
+            return WINDOW_FEATURES
+        if base.startswith(("fill", "requant", "act.")):
+            return ("call", "out")
+        if base.startswith("accumulate"):
+            return ("call", "out", "in")
+        return feature_names(base)
     if variant == "conv2d.pointwise/NCHW/float32":
         return ("call", "rows", "pix", "mac", "inner", "gen")
     if variant == "conv2d.conv/NCHW/float32":
@@ -376,6 +389,150 @@ def ops_instructions(
 ) -> float:  # fmt: skip
     """Instructions of running ``ops`` one after another (no sub-model overhead)."""
     return sum(op_instructions(op, tensors, layout, build, measured=measured) for op in ops)
+
+
+# ------------------------------------------------------------------- PEX loops -------------
+#: prefix of the variants of the kernels a PEX loop calls (fitted apart from the whole-op ones)
+PEX = "pex."
+
+
+def _accumulates(op: Op) -> bool:
+    """A loop's last op accumulates into its full output (``splitter.cost.memory.accumulates``)."""
+    return op.kind == "dense" or (op.kind == "conv2d" and int(op.attr("groups", 1) or 1) == 1)
+
+
+def _one_channel(spec: TensorSpec, int8: bool) -> TensorSpec:
+    """``spec`` with one channel (NHWC for int8, NCHW planes for float: ``codegen.pex._sliced``)."""
+    from dataclasses import replace
+
+    s = tuple(spec.shape)
+    return replace(spec, shape=(*s[:3], 1) if int8 else (s[0], 1, *s[2:]))
+
+
+def _sliced_op(op: Op, channelwise: bool) -> Op:
+    """The op one loop iteration runs: output channel ``c``'s filter (``O = 1``); a depthwise
+    conv on one plane runs with ``groups = 1``."""
+    from dataclasses import replace
+
+    w = op.weights["W"]
+    attrs = {**op.attrs, "groups": 1} if channelwise else op.attrs
+    return replace(op, weights={**op.weights, "W": w[:1]}, attrs=attrs)
+
+
+def _scaled(term: Term, n: int, prefix: str = PEX) -> Term:
+    return Term(prefix + term.variant, {f: v * n for f, v in term.features.items()})
+
+
+def row_loop_terms(ops: Sequence[Op], tensors: Mapping[str, TensorSpec]) -> list[Term]:
+    """The kernel calls of one row loop (``codegen/pex_rows.py``): each int8 conv computes its
+    output one row at a time with the generic ``k_q_conv2d`` (``OH = 1``, only the input rows
+    its window reads), every output row once: the whole op's window features with one call
+    per output row; the window slides (``k_q_copy``) are in the per-call term."""
+    terms = []
+    for op in ops:
+        x, y = tensors[op.inputs[0]], tensors[op.outputs[0]]
+        feats = _window_features(op, x, y, "NHWC")
+        feats["call"] = _chw(y, "NHWC")[1]
+        terms.append(Term(f"{PEX}row.q_conv2d/NHWC/int8", feats))
+    return terms
+
+
+def loop_terms(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpec],
+               layout: str, by: str = "channel") -> list[Term]:  # fmt: skip
+    """The kernel calls of one PEX loop over ``channels`` (``codegen/pex.py``): per iteration
+    the first op generates output channel ``c`` (a conv with ``O = 1``; int8 1x1:
+    ``k_q_pex_pointwise``) or runs a channel-wise op on plane ``c``, the middle ops run on one
+    plane (float ``k_conv2d`` / ``k_act``, int8 ``k_q_dw_plane``), the last accumulates
+    (``k_pex_accumulate`` / ``k_q_pex_accumulate``, after ``*_fill``; float: its activation
+    over the output after the loop, int8: ``k_q_pex_requant``). Features are per call x
+    ``channels``; every variant is prefixed :data:`PEX`. A row loop (``by == "row"``):
+    :func:`row_loop_terms`."""
+    if by == "row":
+        return row_loop_terms(ops, tensors)
+    int8 = _dtype(ops[0], tensors) == "int8"
+    lay, dt = ("NHWC", "int8") if int8 else (layout or "NCHW", "float32")
+    c = channels
+    inner = {op.outputs[0] for op in ops[:-1]}
+    last = ops[-1]
+    acc = _accumulates(last)
+    y = tensors[last.outputs[0]]
+    terms: list[Term] = []
+    if acc:
+        terms.append(Term(f"{PEX}fill/{lay}/{dt}", {"call": 1, "out": y.size}))
+    for k, op in enumerate(ops):
+        x0, y0 = tensors[op.inputs[0]], tensors[op.outputs[0]]
+        sub = dict(tensors)
+        plane = op.kind != "conv2d" or int(op.attr("groups", 1) or 1) != 1
+        if plane or k > 0:
+            sub[op.inputs[0]] = _one_channel(x0, int8)
+        if plane or op.outputs[0] in inner:
+            sub[op.outputs[0]] = _one_channel(y0, int8)
+        if k == len(ops) - 1 and acc:
+            hw = y.size // max(1, _chw(y, lay)[0])
+            feats: dict[str, float] = {"call": c, "out": c * y.size, "in": c * hw}
+            terms.append(Term(f"{PEX}accumulate/{lay}/{dt}", feats))
+        elif op.kind != "conv2d":  # a standalone float activation on one plane
+            n = sub[op.outputs[0]].size
+            terms.append(Term(f"{PEX}act.{op.kind}/{lay}/{dt}", {"call": c, "out": c * n}))
+        elif int8:
+            one = _sliced_op(op, plane)
+            ys = sub[op.outputs[0]]
+            feats = _window_features(one, sub[op.inputs[0]], ys, "NHWC")
+            if plane:
+                kind = "q_dw_plane"
+            elif q8_conv_kind(one, [sub[op.inputs[0]]]) == "pointwise":
+                kind = "q_pointwise"
+            else:
+                kind = "q_conv2d"
+            terms.append(_scaled(Term(f"{kind}/{lay}/{dt}", feats), c))
+        else:
+            one = _sliced_op(op, plane)
+            terms += [_scaled(t, c) for t in op_terms(one, sub, lay)]
+    if acc and int8:
+        terms.append(Term(f"{PEX}requant/{lay}/{dt}", {"call": 1, "out": y.size}))
+    elif acc and last.attr("act"):
+        terms.append(Term(f"act.{last.attr('act')}/{lay}/{dt}", {"call": 1, "out": y.size}))
+    return terms
+
+
+def loop_signature(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpec],
+                   layout: str, by: str = "channel") -> str:  # fmt: skip
+    """What decides a loop's instruction count: its kind, its ops' signatures and its channels
+    (rows)."""
+    head = "pex|" if by == "channel" else f"pex-{by}|"
+    return head + str(channels) + "|" + "||".join(op_signature(o, tensors, layout) for o in ops)
+
+
+def loop_instructions(
+    ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpec], layout: str,
+    build: str, *, measured: bool = True, by: str = "channel",
+) -> float:  # fmt: skip
+    """Instructions of one PEX loop: the measured count of the same :func:`loop_signature`,
+    else the fits of its :func:`loop_terms`."""
+    if measured:
+        sig = loop_signature(ops, channels, tensors, layout, by)
+        hit = _coefficients(build).get("measured", {}).get(sig)
+        if hit is not None:
+            return float(hit)
+    terms = loop_terms(ops, channels, tensors, layout, by)
+    return sum(term_instructions(t, build) for t in terms)
+
+
+def layer_ops_instructions(
+    layer: Layer, tensors: Mapping[str, TensorSpec], layout: str, build: str,
+    *, measured: bool = True,
+) -> float:  # fmt: skip
+    """Instructions of one layer's ops as the generated C runs them: ops outside PEX loops
+    (:func:`op_instructions`) plus each loop (:func:`loop_instructions`)."""
+    by_name = {op.name: op for op in layer.ops}
+    inside = {name for loop in layer.loops for name in loop.ops}
+    total = ops_instructions([op for op in layer.ops if op.name not in inside], tensors, layout,
+                             build, measured=measured)  # fmt: skip
+    for loop in layer.loops:
+        ops = [by_name[n] for n in loop.ops]
+        total += loop_instructions(ops, loop.channels, tensors, layout, build,
+                                   measured=measured, by=loop.by)  # fmt: skip
+    return total
 
 
 def submodel_overhead(build: str) -> float:

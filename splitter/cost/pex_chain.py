@@ -10,7 +10,9 @@ The fused layer's RAM_j is its arena planned with the loop (:func:`splitter.cost
 plan_layer_memory` with ``loops``), the very plan the C generator lays out, so the planner's
 estimate is the generated arena; ``whole_ram`` keeps RAM_j run op by op. A loop is kept only
 where it lowers that RAM. FLASH and MACs are the layers' sums: partial execution runs exactly
-the MACs of ordinary execution (every op computes each output once).
+the MACs of ordinary execution (every op computes each output once). Its instructions are
+those of the kernels the loops call (:func:`splitter.cost.kernels.layer_ops_instructions`), not
+the ops run whole: a loop calls its kernels once per channel, on one-channel shapes.
 
 A fused layer is atomic for the partition: no cut inside a loop (a cut there would send the
 expanded tensor, the very buffer the loop avoids, over a link).
@@ -24,6 +26,7 @@ from functools import reduce
 
 import numpy as np
 
+from splitter.cost.kernels import layer_ops_instructions
 from splitter.cost.layer import itemsize_function
 from splitter.cost.memory import plan_layer_memory
 from splitter.cost.pex import LoopRules, PartialSchedule, channel_axis, partial_schedule
@@ -184,7 +187,7 @@ def fuse_layers(
     )
     cost: LayerCost = reduce(lambda a, b: a + b, (layer.cost for layer in layers))
     name = first.name if len(layers) == 1 else f"{first.name}..{last.name}"
-    return Layer(
+    fused = Layer(
         index=first.index,
         name=name,
         kind="super",
@@ -195,6 +198,14 @@ def fuse_layers(
         loops=tuple(loops),
         whole_ram=max(layer.cost.ram for layer in layers),
     )
+    if not cost.instructions:
+        return fused
+    layout = chain.graph.layout or "NCHW"
+    instr = tuple(
+        (build, round(layer_ops_instructions(fused, chain.graph.tensors, layout, build), 1))
+        for build, _ in cost.instructions
+    )
+    return replace(fused, cost=replace(fused.cost, instructions=instr))
 
 
 def describe_loop(loop: ChannelLoop) -> str:
