@@ -41,15 +41,8 @@ from splitter.partition.report import plan_chain
 pytestmark = [pytest.mark.toolchain]
 
 ROOT = Path(__file__).resolve().parents[1]
-#: MobileNetV2-1.0 224 int8 (4 MB, 314 M MACs): too slow for these per-model sweeps;
-#: tests/test_pex_plan.py imports, plans, generates and runs it
 MODELS = sorted([*(ROOT / "models").glob("*.onnx"), *(ROOT / "models").glob("*.tflite")])
-MODELS = [p for p in MODELS if p.stem != "mobilenet_v2_224_int8"]
-#: pex_mnv2_tflite.toml: the made-up F7 parts of pex_mnv2_int8.toml with less flash, nothing new
-#: to link (tests/test_pex_plan.py plans on it); sweeping every model over it cost ~45 s
-BOARDS = sorted(
-    p for p in (ROOT / "models" / "boards").glob("*.toml") if p.name != "pex_mnv2_tflite.toml"
-)
+BOARDS = sorted((ROOT / "models" / "boards").glob("*.toml"))
 #: bytes the runtime RAM estimate may exceed an image's (alignment of .bss, see below)
 RUNTIME_RAM_SLACK = 64
 CODE_TOLERANCE = 0.02

@@ -35,6 +35,10 @@ CODE_TABLE = Path(__file__).with_name("code_sizes.json")
 #: op key of one compaction ``memmove`` after an operator-granularity layer
 #: (``codegen/model_c.py``): its call bytes and the closure of ``memmove``
 MOVE_KEY = "move"
+#: op-key prefix of an op of a PEX row loop, and the key of one row loop's own code (its row
+#: counters and window shifts; ``codegen/pex_rows.py``)
+ROW_KEY_PREFIX = "pexrow:"
+ROW_LOOP_KEY = "pexrow:loop"
 #: gcc ``-mcpu`` of a family -> the core the table is keyed by
 CORE_OF_FAMILY = {"cortex-m0plus": "M0+", "cortex-m4": "M4F", "cortex-m7": "M7"}
 
@@ -69,16 +73,25 @@ def op_key(op: Op, chain: Chain) -> str:
 def layer_keys(chain: Chain, layers: Iterable[int]) -> list[str]:
     """The op keys of ``chain``'s layers ``layers`` (one per op, repeats kept). An op of a PEX
     loop calls other kernels (``codegen/pex.py``) than the table measured for its key, so it
-    gets the key ``pex:<key>`` (measured by the table on the models' loop chains). A layer of
+    gets the key ``pex:<key>`` in a channel loop; in a row loop (``codegen/pex_rows.py``) every
+    op is the same per-row ``k_q_conv2d`` call, key ``pexrow:<kind>/<layout>``, and each row
+    loop adds one :data:`ROW_LOOP_KEY` (its row counters and window shifts): all measured by
+    the table on the models' loop chains. A layer of
     an operator-granularity chain then has one :data:`MOVE_KEY` per ``memmove`` of its
     compaction (:func:`compaction_moves`)."""
     keys = []
     for j in layers:
         layer = chain.layers[j]
+        rowed = {name for loop in layer.loops if loop.by == "row" for name in loop.ops}
         looped = {name for loop in layer.loops for name in loop.ops}
         for op in layer.ops:
-            key = op_key(op, chain)
-            keys.append(f"pex:{key}" if op.name in looped else key)
+            if op.name in rowed:  # every op of a row loop is one k_q_conv2d call per row
+                layout = chain.graph.layout if chain.graph is not None else "-"
+                keys.append(f"{ROW_KEY_PREFIX}{op.kind}/{layout}")
+            else:
+                key = op_key(op, chain)
+                keys.append(f"pex:{key}" if op.name in looped else key)
+        keys.extend([ROW_LOOP_KEY] * sum(loop.by == "row" for loop in layer.loops))
         if chain.granularity == "op":
             keys.extend([MOVE_KEY] * compaction_moves(chain, j))
     return keys

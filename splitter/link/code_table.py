@@ -39,7 +39,13 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import SymbolTableSection
 
-from splitter.cost.code import CODE_TABLE, CORE_OF_FAMILY, MOVE_KEY, layer_keys
+from splitter.cost.code import (
+    CODE_TABLE,
+    CORE_OF_FAMILY,
+    MOVE_KEY,
+    ROW_KEY_PREFIX,
+    layer_keys,
+)
 from splitter.errors import BoardFileError
 from splitter.hardware.catalog import parts
 from splitter.hardware.families import family_for
@@ -264,15 +270,17 @@ _WEIGHTS = re.compile(r"(WEIGHTS = )\{.*?\n\};", re.S)
 
 
 def layer_functions(
-    chain: Chain, project: Path, name: str, core: str
+    chain: Chain, project: Path, name: str, core: str, *, whole: bool = False
 ) -> tuple[dict[int, tuple[int, set[str]]], str]:
     """Compile ``chain``'s model C for ``core`` (gcc ``-mcpu``: it picks the int8 kernel
-    variants), one layer per function, with the project's flags; per layer function the bytes
+    variants), one layer per function (``whole``: all in one, as a device runs them), with the
+    project's flags; per layer function the bytes
     of its code plus the constants it references, and the kernels it calls; and the C source."""
     from codegen.model_c import generate_device_c
     from splitter.errors import UnsupportedOpError
 
-    ranges = [(j - 1, j, j) for j in range(1, len(chain.layers))]
+    n = len(chain.layers)
+    ranges = [(0, 1, n - 1)] if whole else [(j - 1, j, j) for j in range(1, n)]
     try:
         gen = generate_device_c(chain, ranges, "probe", core=core)
     except UnsupportedOpError:
@@ -289,19 +297,32 @@ def layer_functions(
     return _function_bytes(obj), gen.files["model.c"]
 
 
+#: ``R_ARM_ABS32``: a literal-pool word holding an address; its addend is the word itself (REL)
+R_ARM_ABS32 = 2
+
+
 def _function_bytes(obj: Path) -> dict[int, tuple[int, set[str]]]:
-    out = {}
+    """Per layer function ``sm_NN`` of ``obj``: the bytes of its code plus the read-only data it
+    references, and the kernels it calls. A ``.rodata*`` section several functions share (gcc's
+    anonymous ``.rodata`` holds the initialisers of local structs, e.g. a row loop's
+    ``k_window_params``) is split into objects at the offsets the functions reference
+    (:func:`_rodata_objects`), so each function is charged its own objects, not the section."""
     with obj.open("rb") as fh:
         ef = ELFFile(fh)
         symtab = ef.get_section_by_name(".symtab")
         assert isinstance(symtab, SymbolTableSection)
         syms = list(symtab.iter_symbols())
+        refs: dict[int, set[tuple[str, int | None]]] = {}
+        out_kernels: dict[int, set[str]] = {}
+        code_bytes: dict[int, int] = {}
         for sec in ef.iter_sections():
             m = re.fullmatch(r"\.rel\.text\.sm_(\d+)", sec.name)
             if not m or not isinstance(sec, RelocationSection):
                 continue
-            size = _section_size(ef, f".text.sm_{m[1]}")
-            consts: set[str] = set()
+            text = ef.get_section_by_name(f".text.sm_{m[1]}")
+            assert text is not None
+            code = text.data()
+            mine: set[tuple[str, int | None]] = set()
             kernels: set[str] = set()
             for rel in sec.iter_relocations():
                 sym = syms[rel["r_info_sym"]]
@@ -310,11 +331,46 @@ def _function_bytes(obj: Path) -> dict[int, tuple[int, set[str]]]:
                         kernels.add(sym.name)
                     continue
                 target = ef.get_section(sym["st_shndx"])
-                if target.name.startswith(".rodata"):
-                    consts.add(target.name)
-            size += sum(_section_size(ef, c) for c in consts)
-            out[int(m[1])] = (size, kernels)
-    return out
+                if not target.name.startswith(".rodata"):
+                    continue
+                offset = None  # unknown: the whole section
+                if rel["r_info_type"] == R_ARM_ABS32:
+                    at = rel["r_offset"]
+                    offset = int(sym["st_value"]) + int.from_bytes(code[at : at + 4], "little")
+                mine.add((target.name, offset))
+            refs[int(m[1])] = mine
+            out_kernels[int(m[1])] = kernels
+            code_bytes[int(m[1])] = len(code)
+        objects = _rodata_objects(ef, refs.values())
+        return {
+            j: (
+                code_bytes[j] + sum(objects[r] for r in mine),
+                out_kernels[j],
+            )
+            for j, mine in refs.items()
+        }
+
+
+def _rodata_objects(
+    ef: ELFFile, refs: Iterable[set[tuple[str, int | None]]]
+) -> dict[tuple[str, int | None], int]:
+    """Bytes of each referenced read-only object ``(section, offset)``: from its offset to the
+    next referenced offset of the section (or its end); ``offset None`` is the whole section."""
+    offsets: dict[str, set[int]] = {}
+    for mine in refs:
+        for name, offset in mine:
+            if offset is not None:
+                offsets.setdefault(name, set()).add(offset)
+    sizes: dict[tuple[str, int | None], int] = {}
+    for mine in refs:
+        for name, offset in mine:
+            total = _section_size(ef, name)
+            if offset is None:
+                sizes[(name, None)] = total
+                continue
+            later = [o for o in offsets[name] if o > offset]
+            sizes[(name, offset)] = (min(later) if later else total) - offset
+    return sizes
 
 
 def _section_size(ef: ELFFile, name: str) -> int:
@@ -341,7 +397,8 @@ def op_calls(chain: Chain, source: str) -> dict[int, list[tuple[str, set[str]]]]
             for op, key in zip(chain.layers[j].ops, keys[:n], strict=True)
         ]
         rows: list[tuple[str, set[str]]] = [(key, set()) for _, key in ops]
-        assert m[2].count("__builtin_memmove(") == len(keys) - n, f"layer {j}: moves"
+        moves = keys[n:].count(MOVE_KEY)
+        assert m[2].count("__builtin_memmove(") == moves, f"layer {j}: moves"
         current = -1
         for line in m[2].splitlines():
             for i, (tag, _key) in enumerate(ops):
@@ -349,7 +406,8 @@ def op_calls(chain: Chain, source: str) -> dict[int, list[tuple[str, set[str]]]]
                     current = i
             if current >= 0:
                 rows[current][1].update(_CALL.findall(line))
-        out[int(m[1])] = rows + [(key, {"memmove"}) for key in keys[n:]]
+        extra = [(key, {"memmove"} if key == MOVE_KEY else set()) for key in keys[n:]]
+        out[int(m[1])] = rows + extra
     return out
 
 
@@ -371,12 +429,20 @@ def op_figures(project: Path, chains: Sequence[Chain], core: str) -> dict[str, A
             )
             for key, called in calls[k]:
                 kernels.setdefault(key, set()).update(called)
+    rowed = [
+        (layer_keys(chain, range(1, len(chain.layers))), size)
+        for c, chain in enumerate(chains)
+        if any(loop.by == "row" for layer in chain.layers for loop in layer.loops)
+        for size, _ in layer_functions(chain, project, f"w{c}", core, whole=True)[0].values()
+    ]
+    rows = [(keys, size) for keys, size in rows if not any(_is_row(k) for k in keys)]
     names = sorted({key for keys, _ in rows for key in keys})
     a = np.array([[1.0] + [keys.count(n) for n in names] for keys, _ in rows])
     b = np.array([size for _, size in rows], dtype=float)
     coef = np.linalg.lstsq(a, b, rcond=None)[0]
     ops = {n: max(0, round(float(x))) for n, x in zip(names, coef[1:], strict=True)}
     per_submodel = max(0, round(float(coef[0])))
+    ops.update(_row_loop_figures(rowed, ops, per_submodel))
     moved = [
         (keys.count(MOVE_KEY), size - per_submodel - sum(ops[k] for k in keys if k != MOVE_KEY))
         for keys, size in op_rows
@@ -389,6 +455,40 @@ def op_figures(project: Path, chains: Sequence[Chain], core: str) -> dict[str, A
         "ops": dict(sorted(ops.items())),
         "op_kernels": {k: sorted(v) for k, v in sorted(kernels.items())},
     }
+
+
+def _is_row(key: str) -> bool:
+    return key.startswith(ROW_KEY_PREFIX)
+
+
+def _row_loop_figures(
+    rowed: Sequence[tuple[list[str], int]], ops: dict[str, int], per_submodel: int
+) -> dict[str, int]:
+    """Bytes of the row-loop keys (``pexrow:`` op keys and :data:`ROW_LOOP_KEY`), fitted after
+    the other op figures are fixed, on what the whole-chain functions of the models with row
+    loops (one function, as a device runs a sub-model: a row loop's ops share its registers and
+    literal pool) add to them (non-negative least squares on the residuals), so the few row
+    loops of ``models/`` move no other figure."""
+    fitted = [
+        (keys, size - per_submodel - sum(ops[k] for k in keys if not _is_row(k)))
+        for keys, size in rowed
+        if all(k in ops for k in keys if not _is_row(k))
+    ]
+    names = sorted({k for keys, _ in fitted for k in keys if _is_row(k)})
+    if not names:
+        return {}
+    a = np.array([[keys.count(n) for n in names] for keys, _ in fitted], dtype=float)
+    b = np.array([r for _, r in fitted], dtype=float)
+    free = list(range(len(names)))
+    coef = np.zeros(len(names))
+    while free:  # non-negative least squares: a negative figure is fixed at 0, the rest refitted
+        coef[:] = 0.0
+        coef[free] = np.linalg.lstsq(a[:, free], b, rcond=None)[0]
+        worst = min(free, key=lambda i: coef[i])
+        if coef[worst] >= 0:
+            break
+        free.remove(worst)
+    return {n: round(float(x)) for n, x in zip(names, coef, strict=True)}
 
 
 # --------------------------------------------------------------------- the table -------------
