@@ -52,7 +52,11 @@ def test_models_present() -> None:
         "tiny_cnn_int8.tflite",
         "tiny_cnn_int8_fio.tflite",
     }
-    assert all(p.stat().st_size < 1_000_000 for p in TFLITE_MODELS)
+    # small enough to ship; the one exception is PEX's reference network (issue 16), the
+    # full-integer MobileNetV2-1.0 224 (4.0 MB, of which 3.68 MB weights)
+    big = {p.name for p in TFLITE_MODELS if p.stat().st_size >= 1_000_000}
+    assert big <= {"mobilenet_v2_224_int8.tflite"}
+    assert all(p.stat().st_size < 4_100_000 for p in TFLITE_MODELS)
 
 
 @pytest.mark.parametrize("path", TFLITE_MODELS, ids=IDS)
