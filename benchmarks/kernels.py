@@ -1,7 +1,7 @@
 """Instructions per MAC of the float32 and int8 kernels on a Cortex-M4F (STM32F405) under QEMU.
 
 Cross-compiles a bare-metal harness (vector table, FPU enable via CPACR, USART1 at 0x40011000
-with the F4 SR/DR registers) together with ``firmware_templates/kernels``, runs it in
+with the F4 SR/DR registers) together with ``splitter/firmware_templates/kernels``, runs it in
 ``qemu-system-arm -M netduinoplus2 -icount shift=0`` and reads SysTick tick counts printed per
 kernel call. With ``-icount shift=0`` each instruction takes 1 ns of virtual time and SysTick runs
 at the fixed 168 MHz core clock, so ``instructions = ticks / 0.168`` (see
@@ -30,7 +30,7 @@ from pathlib import Path
 from splitter.hardware.qemu import EMULATOR, bare_metal_linker, bare_metal_startup
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNELS = ROOT / "firmware_templates" / "kernels"
+KERNELS = ROOT / "splitter" / "firmware_templates" / "kernels"
 RESULTS = ROOT / "benchmarks" / "results"
 TICKS_PER_INSTRUCTION = EMULATOR.clock_hz / 1e9  # SysTick at the core clock / 1 GHz icount clock
 CFLAGS = [

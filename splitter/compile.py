@@ -11,7 +11,7 @@ atomically, so a failure anywhere (bad cut, failed validation, disk full) leaves
 * ``submodels/NN_<device>.onnx|.tflite``;
 * ``validation.json`` (``{"skipped": true}`` with ``--no-validate``);
 * ``report.md``: layer table, plan table, estimates, validation;
-* ``firmware/``: the C projects of :mod:`codegen.firmware` (the single firmware hook,
+* ``firmware/``: the C projects of :mod:`splitter.codegen.firmware` (the single firmware hook,
   :func:`generate_firmware_hook`), unless the C generator cannot handle the model.
 """
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from codegen.escape import md_code, md_text
+from splitter.codegen.escape import md_code, md_text
 from splitter.errors import InputFileError, SolverError, UnsupportedOpError, ValidationError
 from splitter.importers import LoadedModel
 from splitter.ir import Boards, Chain, Plan, SubModel, TensorSpec
@@ -425,7 +425,7 @@ def generate_firmware_hook(root: Path, chain: Chain, boards: Boards, manifest: P
     cannot handle (:class:`UnsupportedOpError`, e.g. int8 or NHWC TFLite) is not a compile
     failure: the reason is returned and reported instead. Every other error propagates.
     """
-    from codegen.firmware import generate_firmware
+    from splitter.codegen.firmware import generate_firmware
 
     try:
         generate_firmware(root, chain, boards, manifest)

@@ -521,7 +521,7 @@ def read_manifest(out_dir: str | Path) -> PlanManifest:
     return PlanManifest.from_json(text, str(path))
 
 
-#: File name of the wiring description inside ``OUT/firmware`` (``codegen.firmware``).
+#: File name of the wiring description inside ``OUT/firmware`` (``splitter.codegen.firmware``).
 WIRING_FILE = "firmware/wiring.json"
 
 _HASH = re.compile(r"[0-9a-f]{16}")

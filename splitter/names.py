@@ -4,7 +4,8 @@ A name read from a boards file, the MCU catalog or a compile output's manifests 
 generated C, linker scripts, Makefiles, Markdown and directory names (``OUT/firmware/<device>/``).
 Each kind of name is checked with :func:`re.fullmatch` against one pattern here when it is parsed,
 so a newline, a quote, ``$``, ``*/``, ``/`` or ``..`` never gets that far; the generators escape
-what they embed as well (``codegen/escape.py``). A pattern starts with a letter or digit where the
+what they embed as well (``splitter/codegen/escape.py``). A pattern starts with a letter or digit
+where the
 value is passed on a tool's command line (probe serials), so it cannot read as an option.
 """
 

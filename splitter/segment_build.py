@@ -1,7 +1,7 @@
 """``splitter segment MODEL --target ONE_BOARD.toml -o OUT``: LO-SC segments as firmware.
 
 The model is cut into units (layers, or slices of a layer whose weights do not fit:
-:mod:`codegen.segments`), the LO-SC problem over the units is solved exactly
+:mod:`splitter.codegen.segments`), the LO-SC problem over the units is solved exactly
 (:func:`splitter.partition.segment.solve_segments`) with the segment memory the firmware has:
 
 ``M_cap = min(RAM budget, arena region) - runtime RAM (1 sub-model, 1 link) - loader RAM``
@@ -11,7 +11,7 @@ the answer, never more than ``M_cap``. ``OUT`` then holds what ``build`` and ``r
 
 * ``plan.json``: one sub-model (every layer) on the device; its FLASH is 0 (the weights are
   loaded from outside internal flash) and its RAM the region;
-* ``segments.json`` (:func:`codegen.segments.segments_record`), ``report.md``;
+* ``segments.json`` (:func:`splitter.codegen.segments.segments_record`), ``report.md``;
 * ``firmware/<device>/`` with ``weights.bin`` (the segments' weights), served by the host on
   the emulator or linked into the board's external flash (``SEG_EXTFLASH``).
 """
@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codegen.segments import ExtFlash
+from splitter.codegen.segments import ExtFlash
 from splitter.errors import SplitterError, UnsupportedOpError
 from splitter.ir import Boards, Chain, Device, Plan, SubModel
 from splitter.manifest import MANIFEST_FILE, PlanManifest, SegmentEntry, Segments
@@ -31,14 +31,14 @@ from splitter.partition.problem import layer_time
 from splitter.partition.segment import Segmentation, SegmentProblem
 
 if TYPE_CHECKING:
-    from codegen.firmware import PlanContext
+    from splitter.codegen.firmware import PlanContext
 
 Step = Callable[[str], None]
 
 
 def firmware_cap(device: Device) -> int:
     """``M_cap`` of the module docstring: bytes one segment (weights + activations) may use."""
-    from codegen.segments import LOADER_RAM_BYTES
+    from splitter.codegen.segments import LOADER_RAM_BYTES
     from splitter.cost.code import arena_region, runtime_ram_bytes
 
     region = min(device.ram_bytes, arena_region(device.part)[2])
@@ -146,8 +146,8 @@ def prepare_segmented(
     """Generate the segment firmware and its plan manifest (nothing written): what
     ``segment -o OUT`` writes and ``plan --segments --json`` prints. ``extflash``: the part's
     build links the weights into that memory-mapped region and reads them from there."""
-    from codegen.firmware import DeviceSpec, build_plan_context
-    from codegen.segments import generate_segmented_c, segments_record
+    from splitter.codegen.firmware import DeviceSpec, build_plan_context
+    from splitter.codegen.segments import generate_segmented_c, segments_record
     from splitter.hardware.families import family_for
     from splitter.link.protocol import plan_hash
 
@@ -213,7 +213,7 @@ def plan_segments(
     """``plan --segments``: the board file's one device, the firmware's segment memory, no time
     cap, the board's external flash if it has one: what ``segment MODEL --target T -o OUT``
     writes (the same manifest)."""
-    from codegen.segments import chain_units
+    from splitter.codegen.segments import chain_units
     from splitter.hardware.boards import load_boards
     from splitter.hardware.families import family_for
     from splitter.importers import load_chain
@@ -297,8 +297,8 @@ def write_segmented(
     step: Step = lambda _t: None,
 ) -> SegmentedOut:
     """Generate (:func:`prepare_segmented`) and write ``OUT`` (module docstring), atomically."""
-    from codegen.firmware import render_firmware
-    from codegen.segments import BLOB_FILE, SEGMENTS_FILE
+    from splitter.codegen.firmware import render_firmware
+    from splitter.codegen.segments import BLOB_FILE, SEGMENTS_FILE
     from splitter.outputs import OutputDir
 
     p = prepare_segmented(
@@ -366,8 +366,8 @@ def _add_estimates(
 
 def _with_extflash(ctx: PlanContext, ext: ExtFlash) -> PlanContext:
     """``ctx`` whose device's part linker script and Makefile place the weights in ``ext``."""
-    from codegen.firmware import _env, render_device
-    from codegen.segments import extflash_ldscript, extflash_makefile
+    from splitter.codegen.firmware import _env, render_device
+    from splitter.codegen.segments import extflash_ldscript, extflash_makefile
 
     dev = ctx.devices[0]
     rendered = render_device(_env(), ctx, dev)
@@ -411,7 +411,7 @@ def segmented_manifest(
 ) -> tuple[PlanManifest, Plan]:
     """plan.json of a segmented device: one sub-model, FLASH 0 (weights outside internal
     flash), RAM = the region; the loader's RAM is added to the device's runtime RAM."""
-    from codegen.segments import LOADER_RAM_BYTES
+    from splitter.codegen.segments import LOADER_RAM_BYTES
     from splitter.partition.report import build_manifest
 
     if chain.graph is None:

@@ -250,13 +250,13 @@ def test_compile_without_firmware_exits_2_with_the_summary(
     """The C generator refusing the model (as for an op without kernels) is not exit 0: the
     sub-models are written, the summary printed, then one error line (or the error object with
     the summary as ``details``)."""
-    import codegen.firmware
+    import splitter.codegen.firmware
     from splitter.errors import UnsupportedOpError
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise UnsupportedOpError("layer conv1: no int8 kernel for this op kind")
 
-    monkeypatch.setattr(codegen.firmware, "generate_firmware", refuse)
+    monkeypatch.setattr(splitter.codegen.firmware, "generate_firmware", refuse)
     model, boards = str(MODELS / "tiny_cnn.onnx"), str(MODELS / "boards/e2e_tiny2.toml")
     out = tmp_path / "o"
     code, stdout, err = run_cli(capsys, "compile", model, "-t", boards, "-o", str(out))

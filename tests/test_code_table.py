@@ -47,7 +47,7 @@ def test_op_granularity_layers_count_their_compaction_moves(model: str) -> None:
     ``memmove`` closure it links (before, op-granularity code was under-estimated by 2.4 %)."""
     from pathlib import Path
 
-    from codegen.model_c import generate_device_c
+    from splitter.codegen.model_c import generate_device_c
     from splitter.cost.code import MOVE_KEY, layer_keys
     from splitter.importers import load_chain
 

@@ -16,7 +16,7 @@ import pytest
 from test_codegen_support import Net, build_host, planner, run_host
 from test_slice_helpers import ensure_model
 
-from codegen.model_c import generate_device_c
+from splitter.codegen.model_c import generate_device_c
 from splitter.ir import Chain
 
 TOL = 1e-4

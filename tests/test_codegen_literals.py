@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from codegen.ops.literals import WeightTable, c_float_lines, c_floats
+from splitter.codegen.ops.literals import WeightTable, c_float_lines, c_floats
 from splitter.errors import UnsupportedOpError
 
 

@@ -11,14 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_codegen_support import Net, planner
 
-from codegen.model_c import (
+from splitter.codegen.model_c import (
     device_arena_bytes,
     generate_device_c,
     kernel_sources,
     missing_ops,
 )
-from codegen.ops.conv import pack4
-from codegen.ops.literals import c_float
+from splitter.codegen.ops.conv import pack4
+from splitter.codegen.ops.literals import c_float
 from splitter.errors import SplitterError, UnsupportedOpError
 from splitter.ir import Chain, Layer, Op, SubModel
 
@@ -182,7 +182,7 @@ def test_codegen_model_c_cross_compiles_warning_free(tmp_path: Path) -> None:
     import shutil
     import subprocess
 
-    from codegen.model_c import KERNELS_DIR
+    from splitter.codegen.model_c import KERNELS_DIR
     from splitter.importers import load_chain
 
     gcc = shutil.which("arm-none-eabi-gcc")

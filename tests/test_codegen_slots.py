@@ -16,8 +16,8 @@ import pytest
 from test_codegen_model_c import small_chain
 from test_codegen_support import compile_host, planner
 
-from codegen.model_c import GeneratedC, generate_device_c
-from codegen.slots import SubModelSlots, TensorSlot
+from splitter.codegen.model_c import GeneratedC, generate_device_c
+from splitter.codegen.slots import SubModelSlots, TensorSlot
 from splitter.errors import UnsupportedOpError
 from splitter.importers import load_chain
 

@@ -25,7 +25,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from codegen.model_c import GeneratedC, kernel_sources
+from splitter.codegen.model_c import GeneratedC, kernel_sources
 from splitter.ir import Chain, Graph, Layer, LayerCost, Op, TensorSpec
 
 OPSET = 17

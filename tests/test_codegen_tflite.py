@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 from test_codegen_support import HOST_CFLAGS, TEST_MAIN, compile_host, kernel_objects
 
-from codegen.model_c import GeneratedC, generate_device_c, missing_ops
-from codegen.ops.quant import quantize_multiplier
+from splitter.codegen.model_c import GeneratedC, generate_device_c, missing_ops
+from splitter.codegen.ops.quant import quantize_multiplier
 from splitter.importers import load_model
 from splitter.ir import Chain, TensorSpec
 from splitter.slicing.boundaries import cuts_from_ranges
@@ -246,7 +246,7 @@ def test_k_q_mul_matches_the_fixed_point_model(tmp_path: Path) -> None:
     """k_q_mul / k_q_mul_up (gcc, ASan+UBSan) == the Python model on random and tie cases."""
     src = tmp_path / "m.c"
     src.write_text(MULT_MAIN)
-    kdir = Path(__file__).resolve().parent.parent / "firmware_templates" / "kernels"
+    kdir = Path(__file__).resolve().parent.parent / "splitter" / "firmware_templates" / "kernels"
     exe = tmp_path / "m"
     cmd = ["gcc", *HOST_CFLAGS, f"-I{kdir}", "-o", str(exe), str(src)]
     cmd += [*map(str, kernel_objects()), "-lm"]

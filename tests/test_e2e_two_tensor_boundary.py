@@ -24,7 +24,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from test_e2e_support import BOARDS, TOL, cli, qemu_pids, random_input
 
-from codegen.firmware import generate_firmware
+from splitter.codegen.firmware import generate_firmware
 from splitter.compile import CompileOptions, make_manifest, plan_from_assignment
 from splitter.cost.layer import layer_cost
 from splitter.hardware.boards import load_boards

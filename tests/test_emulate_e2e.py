@@ -51,7 +51,7 @@ def compile_out(tmp: Path, pattern: str) -> Path:
     ``pattern`` "aba": layers 0-1 on a, layer 2 on b, the rest on a; "ab": layers 0-2 on a, the
     rest on b (tiny_cnn's chain length may change with the importer, the pattern does not).
     """
-    from codegen.firmware import generate_firmware
+    from splitter.codegen.firmware import generate_firmware
     from splitter.compile import CompileOptions, compile_model
     from splitter.importers import load_chain
 

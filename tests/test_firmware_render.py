@@ -10,7 +10,7 @@ from typing import Any
 import jinja2
 import pytest
 
-from codegen import firmware as F
+from splitter.codegen import firmware as F
 from splitter.errors import BoardFileError, InfeasibleError, ValidationError
 from splitter.hardware.catalog import get_part
 from splitter.hardware.families import family_for
@@ -20,7 +20,7 @@ GOLDEN = Path(__file__).resolve().parent / "test_firmware_golden"
 
 
 def standin_model(subs: list[tuple[int, int, int, int, int]]) -> dict[str, str]:
-    """A hand-written stand-in of codegen/model_c.py's output: sub-model k computes
+    """A hand-written stand-in of splitter/codegen/model_c.py's output: sub-model k computes
     ``y = 2 x + (k + 1)`` on its input floats; 8 bytes of weights per sub-model."""
     protos = "\n".join(f"int sm_{k:02d}(float *arena);" for k, *_ in subs)
     header = f"#ifndef MODEL_H\n#define MODEL_H\nextern float model_arena[];\n{protos}\n#endif\n"

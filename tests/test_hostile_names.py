@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codegen import firmware as F
-from codegen.escape import c_comment, c_string, make_comment, md_text
 from splitter.cli import main
+from splitter.codegen import firmware as F
+from splitter.codegen.escape import c_comment, c_string, make_comment, md_text
 from splitter.errors import BoardFileError, InputFileError
 from splitter.hardware.boards import load_boards
 from splitter.hardware.catalog import get_part
@@ -215,7 +215,7 @@ def test_c_and_linker_comments_cannot_be_broken_out_of(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real compile output (firmware generated, not built) at ``base/a/b/out``."""
-    from codegen.firmware import generate_firmware
+    from splitter.codegen.firmware import generate_firmware
     from splitter.compile import CompileOptions, compile_model
 
     base = tmp_path_factory.mktemp("contain")
@@ -346,7 +346,7 @@ def test_malformed_manifests_are_one_line_errors(
 )
 def test_markdown_escapes_keep_one_cell(payload: str) -> None:
     """report.md / WIRING.md cells: one line, no bare '|', no HTML, code spans closed."""
-    from codegen.escape import md_code
+    from splitter.codegen.escape import md_code
 
     for text in (md_text(payload), md_code(payload)):
         assert "\n" not in text and "\r" not in text and "\x1b" not in text

@@ -45,7 +45,7 @@ def test_table_was_measured_from_the_current_sources() -> None:
 
 
 def test_dsp_cores_agree_with_the_generator() -> None:
-    from codegen.ops.q8_variants import DSP_CORES as CODEGEN_DSP
+    from splitter.codegen.ops.q8_variants import DSP_CORES as CODEGEN_DSP
 
     assert DSP_CORES == CODEGEN_DSP
 
@@ -208,7 +208,7 @@ def test_pex_loop_layers_are_costed_by_their_loop_kernels(model: str) -> None:
 
 def test_probes_go_before_ops_and_loops() -> None:
     """The measuring harness probes each op outside a loop and each loop as a whole."""
-    from codegen.model_c import generate_device_c
+    from splitter.codegen.model_c import generate_device_c
     from splitter.link.kernel_table import insert_probes
 
     chain = _looped("tiny_cnn_int8.tflite")

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codegen.model_c import KERNELS_DIR
+from splitter.codegen.model_c import KERNELS_DIR
 
 MATH_MAIN = r"""
 #include <stdio.h>

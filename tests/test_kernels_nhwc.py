@@ -19,8 +19,8 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
-from codegen.model_c import KERNELS_DIR
-from codegen.ops.conv import nhwc_weights
+from splitter.codegen.model_c import KERNELS_DIR
+from splitter.codegen.ops.conv import nhwc_weights
 
 MAIN = r"""
 #include <stdio.h>

@@ -29,9 +29,9 @@ import numpy as np
 import pytest
 from test_codegen_support import HOST_CFLAGS
 
-from codegen.model_c import KERNELS_DIR
-from codegen.ops.conv import ohwi
-from codegen.ops.q8_variants import conv_weights, dense_weights, depthwise_weights, isa_of
+from splitter.codegen.model_c import KERNELS_DIR
+from splitter.codegen.ops.conv import ohwi
+from splitter.codegen.ops.q8_variants import conv_weights, dense_weights, depthwise_weights, isa_of
 from splitter.cost.handlers import handler, q8_conv_kind
 from splitter.hardware.qemu import EMULATOR, bare_metal_linker, bare_metal_startup
 from splitter.ir import Op, TensorSpec
@@ -416,7 +416,7 @@ def test_variant_per_core_and_the_im2col_scratch_in_the_arena(tmp_path: Path) ->
     arena is the planner's figure; the plain build equals LiteRT on the whole model."""
     from test_codegen_tflite import MODELS_DIR, build, model_input, run
 
-    from codegen.model_c import generate_device_c
+    from splitter.codegen.model_c import generate_device_c
     from splitter.cost.memory import plan_layer_memory
     from splitter.importers import load_chain
     from splitter.slicing.validate import TfliteRunner

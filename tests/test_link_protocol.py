@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from splitter.link import protocol as P
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "firmware_templates"
+TEMPLATES = Path(__file__).resolve().parent.parent / "splitter" / "firmware_templates"
 
 HARNESS_CONFIG = """
 #include <stdint.h>

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from codegen.model_c import generate_device_c
+from splitter.codegen.model_c import generate_device_c
 from splitter.importers import load_chain
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"

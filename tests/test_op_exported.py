@@ -346,7 +346,7 @@ def test_erf_and_gelu_accuracy(tmp_path: Path) -> None:
     import math
     import subprocess
 
-    from codegen.model_c import KERNELS_DIR
+    from splitter.codegen.model_c import KERNELS_DIR
 
     (tmp_path / "main.c").write_text(ERF_MAIN)
     exe = tmp_path / "kerf"
@@ -458,7 +458,7 @@ def test_resize_index_formulas_match_onnxruntime(coord: str, mode: str) -> None:
     for every supported coordinate and nearest mode, up- and down-scaling, by scales and sizes."""
     import onnxruntime as ort
 
-    from codegen.ops.gather import resize_index
+    from splitter.codegen.ops.gather import resize_index
     from splitter.ir import Op
 
     x = np.random.default_rng(0).standard_normal((1, 2, 5, 7)).astype(np.float32)

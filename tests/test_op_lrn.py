@@ -21,7 +21,7 @@ from test_codegen_host import check_model
 from test_codegen_support import Net, build_host, run_host
 from test_tflite_support import OpDef, TensorDef, build_model, interpreter
 
-from codegen.model_c import generate_device_c
+from splitter.codegen.model_c import generate_device_c
 from splitter.cost.handlers import handler
 from splitter.graph.chain import build_chain
 from splitter.importers import load_chain

@@ -6,10 +6,10 @@ from collections.abc import Iterable
 
 import pytest
 
-from codegen import model_c
-from codegen import ops as emitters
-from codegen.ops.base import ACT_CODES
 from splitter import ir, ops
+from splitter.codegen import model_c
+from splitter.codegen import ops as emitters
+from splitter.codegen.ops.base import ACT_CODES
 from splitter.cost.handlers import HANDLERS
 from splitter.graph import chain
 from splitter.importers import onnx_fuse, onnx_ops, onnx_qdq, tflite_ops

@@ -30,7 +30,7 @@ from test_codegen_host import TOL, split3, sub_model_ref
 from test_codegen_support import Net, build_host, run_host
 from test_graph_chain import _models_build
 
-from codegen.model_c import generate_device_c
+from splitter.codegen.model_c import generate_device_c
 from splitter.cost.layer import itemsize_function
 from splitter.cost.pex import partial_schedule
 from splitter.cost.pex_chain import EXECUTABLE, fuse_layers, partial_chain

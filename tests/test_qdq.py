@@ -31,8 +31,8 @@ from onnx import TensorProto, helper, numpy_helper
 from test_codegen_support import build_host, planner
 from test_e2e_support import MODELS, cli, qemu_pids, random_input, reference, shared_build
 
-from codegen.model_c import generate_device_c
 from splitter.cli import main
+from splitter.codegen.model_c import generate_device_c
 from splitter.importers import load_chain, onnx_qdq
 from splitter.slicing.validate import OnnxRunner
 

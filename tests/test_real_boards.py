@@ -14,7 +14,7 @@ import pytest
 from test_firmware_render import standin_model
 from test_plan_cli import run_cli
 
-from codegen import firmware as F
+from splitter.codegen import firmware as F
 from splitter.errors import BoardFileError
 from splitter.hardware.board_catalog import boards
 from splitter.hardware.boards import load_boards

@@ -38,7 +38,7 @@ from splitter.link.host import (
 from splitter.link.transport import SocketTransport
 
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATES = ROOT / "firmware_templates"
+TEMPLATES = ROOT / "splitter" / "firmware_templates"
 HOST_C = Path(__file__).resolve().parent / "host_c"
 PLAN_HASH = "0123456789abcdef"
 TAG = P.plan_tag(PLAN_HASH)

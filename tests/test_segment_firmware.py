@@ -17,7 +17,7 @@ import pytest
 from test_cli_json import DOCS, assert_shape
 from test_e2e_support import BOARDS, MODELS, TOL, cli, random_input, reference
 
-from codegen.segments import chain_units, generate_segmented_c, runtime_records
+from splitter.codegen.segments import chain_units, generate_segmented_c, runtime_records
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
 from splitter.link import protocol as P

@@ -2,7 +2,8 @@
 
 ``tests/host_c_seg/`` holds a segmented device (``s1``: one sub-model of two segments whose
 weights the host streams, seg_main.c); it is built with the runtime.c a segmented project gets
-(``codegen.segments.segmented_runtime``), proto.c, segments.c and tests/host_c's socket link and
+(``splitter.codegen.segments.segmented_runtime``), proto.c, segments.c and tests/host_c's socket
+link and
 microsecond clock, with ASan and UBSan. The test plays the host with the real ``HostLink`` and
 ``WeightServer``: LOAD / WEIGHTS (docs/protocol.md), a duplicate and a damaged WEIGHTS frame,
 weights of the wrong segment, and the TIMING cycles without the loading.
@@ -21,14 +22,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codegen.segments import segmented_runtime
+from splitter.codegen.segments import segmented_runtime
 from splitter.link import protocol as P
 from splitter.link.host import DeviceError, HostLink, receive_result, send_tensor
 from splitter.link.segments import LOAD, WEIGHTS, WeightServer
 from splitter.link.transport import SocketTransport
 
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATES = ROOT / "firmware_templates"
+TEMPLATES = ROOT / "splitter" / "firmware_templates"
 HOST_C = Path(__file__).resolve().parent / "host_c"
 HOST_C_SEG = Path(__file__).resolve().parent / "host_c_seg"
 TAG = P.plan_tag("0123456789abcdef")

@@ -27,7 +27,7 @@ import pytest
 from startup_tables import BRR_OFFSET, DECODERS, GPIO, MODELS, PARTS, Model, brr
 from test_firmware_render import standin_model
 
-from codegen import firmware as F
+from splitter.codegen import firmware as F
 from splitter.hardware.catalog import get_part, parts
 from splitter.hardware.families import family_for
 

@@ -2,7 +2,8 @@
 
 Everything is derived, nothing is a second table: the source operators and kernel variants come
 from :data:`splitter.ops.OPS`, whether an emitter writes that variant from
-:data:`codegen.ops.EMITTERS` (a class overriding ``emit_float`` / ``emit_int8``), and the cores
+:data:`splitter.codegen.ops.EMITTERS` (a class overriding ``emit_float`` / ``emit_int8``), and the
+cores
 with their FPUs from :data:`splitter.hardware.families.FAMILIES`.
 """
 
@@ -108,7 +109,8 @@ def _ops_for(
 
 def pex_roles(kind: str, variant: tuple[str, str]) -> str | None:
     """Where an op of ``kind`` may sit in a PEX channel loop of ``variant`` (the rules of
-    :data:`splitter.cost.pex_chain.EXECUTABLE`, C in ``codegen/pex.py``); None: never. Loops
+    :data:`splitter.cost.pex_chain.EXECUTABLE`, C in ``splitter/codegen/pex.py``); None: never.
+    Loops
     run on float32 NCHW (a channel is one plane) and int8 NHWC with per-tensor activations;
     float32 NHWC (TFLite float) has none."""
     from splitter.cost.pex_chain import LOOP_ACTIVATIONS
@@ -139,7 +141,7 @@ def kernel_on_core(d: OpDef, variant: tuple[str, str], core: dict[str, Any]) -> 
 
 def _emitted(kind: str, dtype: str) -> bool:
     """True when the kind's emitter class writes ``dtype`` code (overrides the base method)."""
-    from codegen.ops import EMITTERS
+    from splitter.codegen.ops import EMITTERS
 
     emitter = EMITTERS.get(kind)
     if emitter is None:

@@ -7,7 +7,8 @@ host streams each segment's weights, see issue 16). A segment's memory is its we
 largest activation buffer, within ``--segment-memory``.
 
 For a model file (ONNX / TFLite with ops) the items are the firmware's *units*
-(:mod:`codegen.segments`: a layer, or a slice of output channels of a layer too large for one
+(:mod:`splitter.codegen.segments`: a layer, or a slice of output channels of a layer too large for
+one
 segment) and the default ``--segment-memory`` is what the firmware has for them
 (:func:`splitter.segment_build.firmware_cap`); ``-o OUT`` writes the firmware that runs the
 segments one after another on the device (``splitter build OUT``, ``splitter run OUT``). For a
@@ -24,9 +25,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from codegen.segments import chain_units
 from splitter.cli.options import activation_bytes_option, input_shape_option
 from splitter.cli.progress import Progress
+from splitter.codegen.segments import chain_units
 from splitter.errors import SplitterError
 from splitter.hardware.boards import load_boards, parse_size
 from splitter.hardware.families import family_for

@@ -33,10 +33,10 @@ from splitter.ir import Chain, Op, Part, TensorSpec
 
 CODE_TABLE = Path(__file__).with_name("code_sizes.json")
 #: op key of one compaction ``memmove`` after an operator-granularity layer
-#: (``codegen/model_c.py``): its call bytes and the closure of ``memmove``
+#: (``splitter/codegen/model_c.py``): its call bytes and the closure of ``memmove``
 MOVE_KEY = "move"
 #: op-key prefix of an op of a PEX row loop, and the key of one row loop's own code (its row
-#: counters and window shifts; ``codegen/pex_rows.py``)
+#: counters and window shifts; ``splitter/codegen/pex_rows.py``)
 ROW_KEY_PREFIX = "pexrow:"
 ROW_LOOP_KEY = "pexrow:loop"
 #: gcc ``-mcpu`` of a family -> the core the table is keyed by
@@ -72,8 +72,10 @@ def op_key(op: Op, chain: Chain) -> str:
 
 def layer_keys(chain: Chain, layers: Iterable[int]) -> list[str]:
     """The op keys of ``chain``'s layers ``layers`` (one per op, repeats kept). An op of a PEX
-    loop calls other kernels (``codegen/pex.py``) than the table measured for its key, so it
-    gets the key ``pex:<key>`` in a channel loop; in a row loop (``codegen/pex_rows.py``) every
+    loop calls other kernels (``splitter/codegen/pex.py``) than the table measured for its key, so
+    it
+    gets the key ``pex:<key>`` in a channel loop; in a row loop (``splitter/codegen/pex_rows.py``)
+    every
     op is the same per-row ``k_q_conv2d`` call, key ``pexrow:<kind>/<layout>``, and each row
     loop adds one :data:`ROW_LOOP_KEY` (its row counters and window shifts): all measured by
     the table on the models' loop chains. A layer of
@@ -99,14 +101,15 @@ def layer_keys(chain: Chain, layers: Iterable[int]) -> list[str]:
 
 def arena_itemsize(spec: TensorSpec) -> int:
     """Bytes per element in the firmware's arena: 1 for int8 (``kernels_q8.c``), else 4 (float32
-    activations; ``codegen.model_c.float_itemsize`` is the generator's copy of this rule)."""
+    activations; ``splitter.codegen.model_c.float_itemsize`` is the generator's copy of this
+    rule)."""
     return 1 if spec.dtype == "int8" else 4
 
 
 def compaction_moves(chain: Chain, j: int) -> int:
     """The ``memmove`` calls the firmware makes after layer ``j`` of an operator-granularity
     chain: the compaction of :func:`splitter.graph.oparena.plan_op_layer` with the arena's
-    element sizes, as ``codegen.model_c`` emits it."""
+    element sizes, as ``splitter.codegen.model_c`` emits it."""
     from splitter.graph.oparena import plan_op_layer
 
     assert chain.graph is not None

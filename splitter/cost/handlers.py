@@ -12,7 +12,7 @@ conv/dense/pool/BN/softmax row of the eight profiles is reproduced exactly by th
 
 FLASH (:func:`op_flash`) is the bytes of the op's constant arrays by dtype plus, for an op with
 quantised int8 weights, 8 bytes per weight scale: the int32 fixed-point multiplier and int32
-shift the int8 kernels requantise each output channel with (codegen/ops/quant.py).
+shift the int8 kernels requantise each output channel with (splitter/codegen/ops/quant.py).
 
 * conv2d: ``Hout*Wout*Cout*(Cin/groups)*kh*kw`` products, ``+ Hout*Wout*Cout`` when there is a
   bias, ``+ Cout`` (X-CUBE-AI's per-output-channel term, present with and without bias). Tiny-CNN
@@ -179,7 +179,8 @@ class Conv2DHandler(OpHandler):
 
 def q8_conv_kind(op: Op, ins: Sequence[TensorSpec]) -> str:
     """Which int8 kernel family runs a conv2d (the ``k_q_<kind>_<isa>`` kernels of
-    kernels_q8_opt.c; codegen/ops/q8_variants.py picks the ISA): ``"pointwise"`` (1x1, stride 1,
+    kernels_q8_opt.c; splitter/codegen/ops/q8_variants.py picks the ISA): ``"pointwise"`` (1x1,
+    stride 1,
     no padding, groups 1), ``"conv"`` (other groups 1), ``"depthwise"`` (groups == C == O, depth
     multiplier 1), ``"grouped"`` (the generic ``k_q_conv2d``); ``""`` for a float conv."""
     if not ins or ins[0].dtype != "int8":

@@ -45,7 +45,8 @@ KERNEL_TABLE = Path(__file__).with_name("kernel_costs.json")
 CORE_OF_CPU = {"cortex-m0plus": "M0+", "cortex-m4": "M4F", "cortex-m7": "M7"}
 
 #: Cores with the Armv7E-M DSP extension: the int8 ``_dsp`` kernels run there, ``_plain``
-#: elsewhere. The same set as ``codegen.ops.q8_variants.DSP_CORES`` (which this layer may not
+#: elsewhere. The same set as ``splitter.codegen.ops.q8_variants.DSP_CORES`` (which this layer may
+#: not
 #: import; ``tests/test_kernel_table.py`` checks they agree).
 DSP_CORES = frozenset({"cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p", "cortex-m55"})
 
@@ -253,7 +254,8 @@ def op_features(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> dict[
 
 def op_variant(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> str:
     """``kind[.path]/layout/dtype`` of the kernel code that runs ``op`` (the same choice as the
-    generator, codegen/ops: the paths inside ``k_conv2d`` / ``k_conv2d_nhwc``, the int8 kernel
+    generator, splitter/codegen/ops: the paths inside ``k_conv2d`` / ``k_conv2d_nhwc``, the int8
+    kernel
     family of :func:`~splitter.cost.handlers.q8_conv_kind`)."""
     dtype = _dtype(op, tensors)
     layout = _kernel_layout(op, tensors, layout)

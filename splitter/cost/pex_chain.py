@@ -102,7 +102,8 @@ def _pointwise(op: Op, graph: Graph) -> bool:
     )
 
 
-#: The loops ``codegen/pex.py`` emits: start with a generating conv or a channel-wise op (on
+#: The loops ``splitter/codegen/pex.py`` emits: start with a generating conv or a channel-wise op
+#: (on
 #: channel ``c`` of its full input), continue with channel-wise ops, end with a pointwise conv
 #: (accumulate) or a channel-wise op (writing channel ``c`` of its full output).
 EXECUTABLE = LoopRules(

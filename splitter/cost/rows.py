@@ -11,7 +11,7 @@ computed exactly once, by the same kernel and the same arithmetic as the op run 
 bytes are those of the whole op, and no MACs are added; rows below the last one a consumer
 reads are never computed).
 
-The schedule (what the generated C in ``codegen/pex_rows.py`` runs, and what
+The schedule (what the generated C in ``splitter/codegen/pex_rows.py`` runs, and what
 :func:`window_rows` simulates to size the windows): op ``i`` has input height ``H_i``, kernel
 height ``k_i``, stride ``s_i`` and top pad ``p_i``; ``done_i`` rows of its output exist. For each
 output row ``r`` of the last op ``n-1``:

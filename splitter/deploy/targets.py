@@ -26,7 +26,7 @@ from splitter.ir import Boards, Device
 from splitter.manifest import PlanManifest, read_manifest, read_wiring
 from splitter.outputs import contained
 
-#: The part build's images inside a device project (see firmware_templates/Makefile.j2).
+#: The part build's images inside a device project (see splitter/firmware_templates/Makefile.j2).
 PART_BUILD = Path("build") / "part"
 
 

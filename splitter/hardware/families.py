@@ -6,7 +6,7 @@ keeps the F4's RCC and GPIO map but has the newer USART). :data:`FAMILIES` maps 
 catalog part gives (``family = "F4"``) to its one instance; :func:`family_for` refuses an unknown
 name, there is no fallback family.
 
-A family supplies, for the firmware generator (``codegen/firmware.py``):
+A family supplies, for the firmware generator (``splitter/codegen/firmware.py``):
 
 * the USARTs it knows: base address, RCC clock-enable bit, NVIC IRQ number, TX/RX pins of the
   usual LQFP64 / Nucleo routing and their alternate function (AF) number;

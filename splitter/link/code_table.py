@@ -8,7 +8,8 @@ the generated projects' own Makefile and flags, and measures:
   is a stub (``sm_NN`` returning 0), per catalog part (each has its own clock setup) and 1-3
   links (hosting ``stub_submodels[links]`` sub-models), plus the RAM and the code (its
   entries in main.c's tables) each further hosted sub-model adds;
-* ``cores[core].kernels[k]``: per global kernel function ``k`` of ``firmware_templates/kernels``,
+* ``cores[core].kernels[k]``: per global kernel function ``k`` of
+  ``splitter/firmware_templates/kernels``,
   the functions and constants (``name -> bytes``, ELF symbol sizes) that linking the runtime
   with ``-Wl,--undefined=k --gc-sections`` adds: its closure, libgcc included, so the code of
   a set of kernels is the size of the union of their closures;
@@ -55,12 +56,12 @@ from splitter.link.build import FLASH_CODE_SECTIONS, GCC, MIN_STACK_BYTES, secti
 ROOT = Path(__file__).resolve().parent.parent.parent
 #: Files whose content decides the figures (globs relative to the repository root).
 SOURCE_GLOBS = (
-    "firmware_templates/*.c",
-    "firmware_templates/*.h",
-    "firmware_templates/*.j2",
-    "firmware_templates/kernels/*",
-    "codegen/*.py",
-    "codegen/ops/*.py",
+    "splitter/firmware_templates/*.c",
+    "splitter/firmware_templates/*.h",
+    "splitter/firmware_templates/*.j2",
+    "splitter/firmware_templates/kernels/*",
+    "splitter/codegen/*.py",
+    "splitter/codegen/ops/*.py",
     "splitter/hardware/families.py",
     "splitter/hardware/catalog.toml",
 )
@@ -109,7 +110,7 @@ _EXTRA_SUB = [0, 1, 0]
 def render_stub(part: Part, seq: Sequence[int], where: Path, kernels: bool = True) -> Path:
     """Write the stub project of device 0 of the sub-model device sequence ``seq`` into
     ``where``; its directory."""
-    from codegen.firmware import DeviceSpec, _env, build_plan_context, render_device
+    from splitter.codegen.firmware import DeviceSpec, _env, build_plan_context, render_device
 
     specs = []
     for dev in sorted(set(seq)):
@@ -276,7 +277,7 @@ def layer_functions(
     variants), one layer per function (``whole``: all in one, as a device runs them), with the
     project's flags; per layer function the bytes
     of its code plus the constants it references, and the kernels it calls; and the C source."""
-    from codegen.model_c import generate_device_c
+    from splitter.codegen.model_c import generate_device_c
     from splitter.errors import UnsupportedOpError
 
     n = len(chain.layers)
@@ -385,7 +386,7 @@ _CALL = re.compile(r"\b(k_\w+)\(")
 def op_calls(chain: Chain, source: str) -> dict[int, list[tuple[str, set[str]]]]:
     """Per layer function of ``source`` (``sm_NN`` runs layer ``NN + 1``): each op's key and
     the kernels its block calls (the emitters open every op's block with ``/* name: ...``)."""
-    from codegen.escape import c_comment
+    from splitter.codegen.escape import c_comment
 
     out: dict[int, list[tuple[str, set[str]]]] = {}
     for m in re.finditer(r"^int sm_(\d+)\(float \*arena\)\n\{\n(.*?)^\}", source, re.S | re.M):

@@ -5,7 +5,8 @@ A frame on the wire::
     A5 5A | type u8 | seq u8 | len u16 LE | payload (len bytes) | crc32 u32 LE
 
 The CRC is CRC-32/IEEE (``zlib.crc32``: reflected polynomial 0xEDB88320, init and final XOR
-0xFFFFFFFF) over ``type, seq, len, payload``. The C side (``firmware_templates/proto.c``) must
+0xFFFFFFFF) over ``type, seq, len, payload``. The C side (``splitter/firmware_templates/proto.c``)
+must
 compute the same numbers; ``tests/test_link_protocol.py`` checks it on the host.
 """
 
@@ -39,10 +40,11 @@ CHUNK_DATA = MAX_PAYLOAD - CHUNK.size
 #: Most tensors one hop carries (the tensor index is one byte).
 MAX_TENSORS = 255
 #: PONG payload head: protocol u8, device index u8, sub-models u8, name length u8, plan hash 8,
-#: firmware version u16 (codegen.firmware.FIRMWARE_VERSION); the name follows.
+#: firmware version u16 (splitter.codegen.firmware.FIRMWARE_VERSION); the name follows.
 PONG = struct.Struct("<BBBB8sH")
 #: One TIMING record: sub-model u8, device u8, reserved u16, cycles u64 (12 bytes; the C side's
-#: ``PROTO_TIMING_*`` in firmware_templates/proto.h, checked by tests/test_runtime_host.py).
+#: ``PROTO_TIMING_*`` in splitter/firmware_templates/proto.h, checked by
+#: tests/test_runtime_host.py).
 TIMING = struct.Struct("<BBHQ")
 PLAN_HASH_BYTES = 8
 

@@ -280,7 +280,7 @@ def _ordered_inputs(
 def weight_server(out_dir: Path, links: list[HostLink]) -> WeightServer | None:
     """For a segmented ``OUT`` (``segments.json``), the server of its segments' weights,
     attached to the (one) device's host link; None otherwise."""
-    from codegen.segments import read_segments
+    from splitter.codegen.segments import read_segments
 
     record = read_segments(out_dir)
     if record is None:

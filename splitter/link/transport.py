@@ -13,7 +13,7 @@ read with a timeout, written and closed, and knows nothing of frames; :class:`Ho
   microTVM's ``TransportLogger``).
 
 ``open_transport(url)`` picks the implementation from the URL. Another transport (USB bulk,
-BLE, ...) is one new class here plus one C file implementing ``firmware_templates/link.h``.
+BLE, ...) is one new class here plus one C file implementing ``splitter/firmware_templates/link.h``.
 """
 
 from __future__ import annotations

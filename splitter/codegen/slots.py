@@ -1,9 +1,10 @@
 """Where a sub-model's boundary tensors live in its device's arena (model C -> firmware tables).
 
-``codegen.model_c`` places every input and output tensor of a sub-model (plan.json's
+``splitter.codegen.model_c`` places every input and output tensor of a sub-model (plan.json's
 ``inputs`` / ``outputs``, in that order) at a byte offset of the device arena; the firmware
 runtime receives input ``t`` at ``in[t]`` and sends output ``t`` from ``out[t]``
-(``firmware_templates/runtime.h``: ``tensor_slot_t``). A pass-through tensor (an input that is
+(``splitter/firmware_templates/runtime.h``: ``tensor_slot_t``). A pass-through tensor (an input
+that is
 also an output) has one slot used for both, so it is forwarded without a copy.
 """
 

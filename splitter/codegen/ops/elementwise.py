@@ -7,7 +7,7 @@ from math import prod
 
 import numpy as np
 
-from codegen.ops.base import (
+from splitter.codegen.ops.base import (
     ACT_CODES,
     Q8_ELEMENTWISE,
     EmitContext,
@@ -23,8 +23,14 @@ from codegen.ops.base import (
     rank4_or_less,
     record,
 )
-from codegen.ops.literals import c_float
-from codegen.ops.quant import act_range, qp, quantize_multiplier, requant_call, requant_record
+from splitter.codegen.ops.literals import c_float
+from splitter.codegen.ops.quant import (
+    act_range,
+    qp,
+    quantize_multiplier,
+    requant_call,
+    requant_record,
+)
 from splitter.ir import Op, TensorSpec
 
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from codegen.ops.base import EmitContext, block, record
+from splitter.codegen.ops.base import EmitContext, block, record
 from splitter.ir import Op, TensorSpec
 
 Q_MIN, Q_MAX = -128, 127

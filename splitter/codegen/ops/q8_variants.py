@@ -1,6 +1,7 @@
 """Which int8 kernel variant runs a conv / dense op on which core, and its weight layout.
 
-The tuned int8 kernels (``firmware_templates/kernels/kernels_q8_opt.c``) come per kernel family
+The tuned int8 kernels (``splitter/firmware_templates/kernels/kernels_q8_opt.c``) come per kernel
+family
 (:func:`splitter.cost.handlers.q8_conv_kind`: conv, pointwise, depthwise; dense) in two ISA
 variants that compute the same bits:
 

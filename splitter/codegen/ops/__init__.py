@@ -1,6 +1,7 @@
 """C emitters: one small class per canonical op kind, registered explicitly in :data:`EMITTERS`.
 
-Each class (on :class:`~codegen.ops.base.OpEmitter`) has the float32 code (``kernels.c``, NCHW;
+Each class (on :class:`~splitter.codegen.ops.base.OpEmitter`) has the float32 code (``kernels.c``,
+NCHW;
 ``kernels_nhwc.c`` for the spatial kernels of NHWC graphs) and / or the int8 code
 (``kernels_q8.c``, NHWC) of its kind; the base does the shared checks and picks the path. Which
 kinds have which kernels is declared in :data:`splitter.ops.OPS`; ``tests/test_ops_table.py``
@@ -12,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from codegen.ops.base import EmitContext, OpEmitter, is_quantised
-from codegen.ops.conv import Conv2D
-from codegen.ops.dense import Dense, MatMul
-from codegen.ops.elementwise import (
+from splitter.codegen.ops.base import EmitContext, OpEmitter, is_quantised
+from splitter.codegen.ops.conv import Conv2D
+from splitter.codegen.ops.dense import Dense, MatMul
+from splitter.codegen.ops.elementwise import (
     Add,
     BatchNorm,
     Clip,
@@ -33,11 +34,11 @@ from codegen.ops.elementwise import (
     Sub,
     Tanh,
 )
-from codegen.ops.gather import PadMode, Resize, Slice
-from codegen.ops.lrn import LRN
-from codegen.ops.pool import AvgPool, GlobalAvgPool, MaxPool, Mean
-from codegen.ops.shape import Concat, Dequantize, Pad, Quantize, Reshape, Transpose
-from codegen.ops.softmax import Softmax
+from splitter.codegen.ops.gather import PadMode, Resize, Slice
+from splitter.codegen.ops.lrn import LRN
+from splitter.codegen.ops.pool import AvgPool, GlobalAvgPool, MaxPool, Mean
+from splitter.codegen.ops.shape import Concat, Dequantize, Pad, Quantize, Reshape, Transpose
+from splitter.codegen.ops.softmax import Softmax
 from splitter.ir import Op, TensorSpec
 
 _CLASSES: tuple[type[OpEmitter], ...] = (

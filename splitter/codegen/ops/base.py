@@ -18,8 +18,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from codegen.escape import c_comment
-from codegen.ops.literals import WeightTable, c_float
+from splitter.codegen.escape import c_comment
+from splitter.codegen.ops.literals import WeightTable, c_float
 from splitter.ir import Op, TensorSpec
 
 #: ``check(op, tensors) -> reason | None``: why a kernel cannot run ``op`` (``None``: it can).
@@ -51,7 +51,7 @@ class EmitContext:
     weights: WeightTable
     #: the graph's layout: ``"NCHW"`` (ONNX) or ``"NHWC"`` (TFLite, the ``*_nhwc`` kernels)
     layout: str = "NCHW"
-    #: the int8 kernels' ISA variant for the device's core (codegen/ops/q8_variants.py):
+    #: the int8 kernels' ISA variant for the device's core (splitter/codegen/ops/q8_variants.py):
     #: ``"dsp"`` (Armv7E-M DSP extension) or ``"plain"`` (Cortex-M0+)
     isa: str = "dsp"
 

@@ -2,9 +2,9 @@
 
 ``generate_device_c(chain, layer_ranges, device_name)`` renders ``model.h`` / ``model.c`` for one
 device. Every sub-model becomes ``int sm_<NN>(float *arena)`` calling the kernels of
-``firmware_templates/kernels``: float32 NCHW (ONNX, batch 1), float32 NHWC (TFLite, through
+``splitter/firmware_templates/kernels``: float32 NCHW (ONNX, batch 1), float32 NHWC (TFLite, through
 ``kernels_nhwc.c``) and int8 NHWC (full-integer TFLite, ``kernels_q8.c``, emitted by
-:mod:`codegen.ops`), with each activation at a byte offset in the device's one static
+:mod:`splitter.codegen.ops`), with each activation at a byte offset in the device's one static
 arena (4 bytes per float32 element, 1 per int8 one), laid out by the ARENA RULE
 (``docs/arena.md``):
 
@@ -28,14 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from codegen import ops as emitters
-from codegen.escape import c_comment
-from codegen.ops.base import EmitContext
-from codegen.ops.literals import WeightTable
-from codegen.ops.q8_variants import isa_of
-from codegen.pex import emit_layer as emit_pex_layer
-from codegen.pex import placed_offsets as pex_offsets
-from codegen.slots import SubModelSlots, TensorSlot
+from splitter.codegen import ops as emitters
+from splitter.codegen.escape import c_comment
+from splitter.codegen.ops.base import EmitContext
+from splitter.codegen.ops.literals import WeightTable
+from splitter.codegen.ops.q8_variants import isa_of
+from splitter.codegen.pex import emit_layer as emit_pex_layer
+from splitter.codegen.pex import placed_offsets as pex_offsets
+from splitter.codegen.slots import SubModelSlots, TensorSlot
 from splitter.cost.handlers import op_flash
 from splitter.errors import UnsupportedOpError
 from splitter.graph.oparena import LayerArena, plan_op_layer
@@ -333,7 +333,7 @@ def generate_device_c(
     """C sources (``model.h``, ``model.c``) for the sub-models ``layer_ranges`` of one device.
 
     ``core`` (gcc ``-mcpu``, e.g. ``"cortex-m0plus"``) picks the int8 kernel variants
-    (:func:`codegen.ops.q8_variants.isa_of`; ``None``: the DSP ones).
+    (:func:`splitter.codegen.ops.q8_variants.isa_of`; ``None``: the DSP ones).
 
     ``layer_ranges`` items are :class:`SubModel`, ``(first, last)`` (numbered 0, 1, ... in order)
     or ``(index, first, last)``; function ``sm_<index:02d>`` runs layers ``first..last``.
@@ -473,7 +473,7 @@ def _submodel_function(
             continue
         mem = layer_memory(layer, chain, planner)
         offs = placed_offsets(mem, layer, arena, at_top) | dict(side or {})
-        if layer.loops:  # int8 accumulators: the result's offset (codegen/pex.py)
+        if layer.loops:  # int8 accumulators: the result's offset (splitter/codegen/pex.py)
             offs = pex_offsets(layer, offs, mem.sizes, tensors)
         label = f"{c_comment(layer.name)} ({c_comment(layer.op_label)})"
         lines.append(f"    /* layer {j}: {label}, RAM {mem.size} B */")

@@ -7,7 +7,7 @@ from math import prod
 
 import numpy as np
 
-from codegen.ops.base import (
+from splitter.codegen.ops.base import (
     EmitContext,
     OpEmitter,
     act_ok,
@@ -17,9 +17,9 @@ from codegen.ops.base import (
     q8_act_ok,
     record,
 )
-from codegen.ops.conv import pack4, q8_weights, q_record
-from codegen.ops.q8_variants import dense_weights, variant_name
-from codegen.ops.quant import bias, gemm_rounding, requant_arrays
+from splitter.codegen.ops.conv import pack4, q8_weights, q_record
+from splitter.codegen.ops.q8_variants import dense_weights, variant_name
+from splitter.codegen.ops.quant import bias, gemm_rounding, requant_arrays
 from splitter.ir import Op, TensorSpec
 
 
@@ -33,7 +33,7 @@ def weights_2d(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
 
 
 class Dense(OpEmitter):
-    """``k_dense`` (W packed by :func:`~codegen.ops.conv.pack4`) / ``k_q_dense``."""
+    """``k_dense`` (W packed by :func:`~splitter.codegen.ops.conv.pack4`) / ``k_q_dense``."""
 
     kind = "dense"
     float_checks = (weights_2d, act_ok)

@@ -1,7 +1,7 @@
 """Firmware projects per device: wiring, a typed render context, and Jinja2 rendering.
 
 ``build_plan_context(...)`` turns the plan (sub-models in plan order with their devices), the
-parts and the generated model C of every device (``codegen.model_c.GeneratedC``) into a
+parts and the generated model C of every device (``splitter.codegen.model_c.GeneratedC``) into a
 :class:`PlanContext`; every number a template prints is computed here. ``render_firmware(out_dir,
 ctx)`` writes ``OUT/firmware/<device>/`` (main.c, config.h, startup.c, the link driver, the
 kernels, the model C, two linker scripts and a Makefile), ``OUT/firmware/WIRING.md`` and
@@ -34,8 +34,8 @@ from typing import Any
 
 import jinja2
 
-from codegen.escape import register
-from codegen.slots import SubModelSlots, TensorSlot
+from splitter.codegen.escape import register
+from splitter.codegen.slots import SubModelSlots, TensorSlot
 from splitter.errors import BoardFileError, OutputError, UnsupportedOpError
 from splitter.hardware.board_catalog import Wiring, device_wiring
 from splitter.hardware.clocks import Step
@@ -80,7 +80,7 @@ class DeviceSpec:
     files: Mapping[str, str]  # model C sources by file name (model.h, model.c)
     weights_bytes: int
     arena_bytes: int
-    #: per hosted sub-model its tensor slots (``codegen.model_c.GeneratedC.slots``), or
+    #: per hosted sub-model its tensor slots (``splitter.codegen.model_c.GeneratedC.slots``), or
     #: ``(index, input_offset, input_bytes, output_offset, output_bytes)`` for one in, one out
     submodels: Sequence[SubModelSlots | tuple[int, int, int, int, int]]
     clock_hz: float = 0.0  # the real board's clock (0: the part's catalog clock)
@@ -588,7 +588,8 @@ def _env() -> jinja2.Environment:
         keep_trailing_newline=True,
         autoescape=False,
     )
-    return register(env)  # c_string, c_comment, ld_comment, make_comment, md (codegen.escape)
+    # c_string, c_comment, ld_comment, make_comment, md (splitter.codegen.escape)
+    return register(env)
 
 
 def render_device(env: jinja2.Environment, plan: PlanContext, dev: DeviceContext) -> dict[str, str]:
@@ -679,7 +680,7 @@ def generate_firmware(
     each device runs its sub-models' layer ranges, and the manifest's hash
     (``splitter.link.protocol.plan_hash``) goes into every firmware and comes back in PONG.
     """
-    from codegen.model_c import generate_device_c
+    from splitter.codegen.model_c import generate_device_c
     from splitter.link.protocol import plan_hash
 
     specs = []

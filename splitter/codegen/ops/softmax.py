@@ -7,9 +7,9 @@ from math import prod
 
 import numpy as np
 
-from codegen.ops.base import Q8_ELEMENTWISE, EmitContext, OpEmitter, block, record
-from codegen.ops.literals import c_float
-from codegen.ops.quant import qp
+from splitter.codegen.ops.base import Q8_ELEMENTWISE, EmitContext, OpEmitter, block, record
+from splitter.codegen.ops.literals import c_float
+from splitter.codegen.ops.quant import qp
 from splitter.ir import Op, TensorSpec
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from math import prod
 
-from codegen.ops.base import (
+from splitter.codegen.ops.base import (
     Q8_ELEMENTWISE,
     EmitContext,
     OpEmitter,
@@ -18,13 +18,13 @@ from codegen.ops.base import (
     record,
     same_quant,
 )
-from codegen.ops.conv import q_record, window_record
-from codegen.ops.quant import mean_multiplier, qp, requant_record
+from splitter.codegen.ops.conv import q_record, window_record
+from splitter.codegen.ops.quant import mean_multiplier, qp, requant_record
 from splitter.ir import Op, TensorSpec
 
 
 class _Pool(OpEmitter):
-    """A pool over a :func:`~codegen.ops.conv.window_record`: ``<fn>[_nhwc](&p, x, y)`` /
+    """A pool over a :func:`~splitter.codegen.ops.conv.window_record`: ``<fn>[_nhwc](&p, x, y)`` /
     ``k_q_<fn>(&p, &q, x, y)``."""
 
     fn = ""

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from codegen.ops.base import (
+from splitter.codegen.ops.base import (
     EmitContext,
     OpEmitter,
     act_ok,
@@ -18,8 +18,8 @@ from codegen.ops.base import (
     q8_act_ok,
     record,
 )
-from codegen.ops.q8_variants import conv_weights, depthwise_weights, variant_name
-from codegen.ops.quant import act_range, bias, gemm_rounding, qp, requant_arrays
+from splitter.codegen.ops.q8_variants import conv_weights, depthwise_weights, variant_name
+from splitter.codegen.ops.quant import act_range, bias, gemm_rounding, qp, requant_arrays
 from splitter.cost.handlers import q8_conv_kind
 from splitter.ir import Op, TensorSpec
 

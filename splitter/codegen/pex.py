@@ -25,12 +25,12 @@ ends) and accumulate into int32 accumulators (``k_q_pex_fill`` /
 the layer output at the top of the arena (:func:`placed_offsets` says where).
 
 Row loops (``by == "row"``, int8 NHWC convolutions streaming output rows through windows of
-rows) are emitted by :mod:`codegen.pex_rows`.
+rows) are emitted by :mod:`splitter.codegen.pex_rows`.
 
 Every op computes each output once: the MACs are those of the op run whole. Offsets are the
 layer's arena plan with its loops (``splitter.cost.memory.plan_layer_memory``): the inner
 tensors' one-channel buffers and the loop context, so the arena is the planner's RAM_j. Ops
-outside loops are emitted by :mod:`codegen.ops` as usual.
+outside loops are emitted by :mod:`splitter.codegen.ops` as usual.
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from codegen import ops as emitters
-from codegen.escape import c_comment
-from codegen.ops.base import (
+from splitter.codegen import ops as emitters
+from splitter.codegen.escape import c_comment
+from splitter.codegen.ops.base import (
     ACT_CODES,
     EmitContext,
     act_args,
@@ -50,10 +50,10 @@ from codegen.ops.base import (
     act_record,
     is_quantised,
 )
-from codegen.ops.conv import ohwi, q_record, window_record
-from codegen.ops.literals import c_float
-from codegen.ops.quant import bias, gemm_rounding, qp, requant_arrays
-from codegen.pex_rows import emit_rows
+from splitter.codegen.ops.conv import ohwi, q_record, window_record
+from splitter.codegen.ops.literals import c_float
+from splitter.codegen.ops.quant import bias, gemm_rounding, qp, requant_arrays
+from splitter.codegen.pex_rows import emit_rows
 from splitter.cost.memory import accumulates
 from splitter.ir import ChannelLoop, Layer, Op, TensorSpec
 
@@ -96,7 +96,7 @@ def emit_loop(loop: ChannelLoop, layer: Layer, ctx: EmitContext) -> list[str]:
     ops = [by_name[name] for name in loop.ops]
     inner = {op.outputs[0] for op in ops[:-1]}
     q8 = is_quantised(ops[0], ctx.tensors)
-    if q8:  # the int8 kernels are NHWC whatever the graph's layout (codegen/ops/base.py)
+    if q8:  # the int8 kernels are NHWC whatever the graph's layout (splitter/codegen/ops/base.py)
         ctx = replace(ctx, layout="NHWC")
     sub = replace(ctx, tensors=_sliced(ops, inner, ctx.tensors, q8))
     last = ops[-1]

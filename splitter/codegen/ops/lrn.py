@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from math import prod
 
-from codegen.ops.base import Q8_ELEMENTWISE, EmitContext, OpEmitter, block, record
-from codegen.ops.literals import c_float
-from codegen.ops.quant import qp
+from splitter.codegen.ops.base import Q8_ELEMENTWISE, EmitContext, OpEmitter, block, record
+from splitter.codegen.ops.literals import c_float
+from splitter.codegen.ops.quant import qp
 from splitter.ir import Op
 
 

@@ -7,8 +7,8 @@ from math import prod
 
 import numpy as np
 
-from codegen.escape import c_comment
-from codegen.ops.base import (
+from splitter.codegen.escape import c_comment
+from splitter.codegen.ops.base import (
     Q8_ELEMENTWISE,
     Check,
     EmitContext,
@@ -21,8 +21,8 @@ from codegen.ops.base import (
     record,
     same_quant,
 )
-from codegen.ops.literals import c_float
-from codegen.ops.quant import Q_MAX, Q_MIN, qp, requant_call, round_away
+from splitter.codegen.ops.literals import c_float
+from splitter.codegen.ops.quant import Q_MAX, Q_MIN, qp, requant_call, round_away
 from splitter.ir import Op, TensorSpec
 
 

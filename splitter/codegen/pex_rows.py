@@ -20,10 +20,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from codegen.escape import c_comment
-from codegen.ops.base import EmitContext
-from codegen.ops.conv import ohwi, q_record, window_record
-from codegen.ops.quant import bias, gemm_rounding, requant_arrays
+from splitter.codegen.escape import c_comment
+from splitter.codegen.ops.base import EmitContext
+from splitter.codegen.ops.conv import ohwi, q_record, window_record
+from splitter.codegen.ops.quant import bias, gemm_rounding, requant_arrays
 from splitter.cost.rows import RowGeom, loop_windows, row_bytes
 from splitter.ir import ChannelLoop, Layer, Op
 

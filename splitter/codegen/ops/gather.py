@@ -14,8 +14,16 @@ from math import prod
 
 import numpy as np
 
-from codegen.ops.base import EmitContext, OpEmitter, block, ints, pad4, rank4_or_less, record
-from codegen.ops.literals import c_float
+from splitter.codegen.ops.base import (
+    EmitContext,
+    OpEmitter,
+    block,
+    ints,
+    pad4,
+    rank4_or_less,
+    record,
+)
+from splitter.codegen.ops.literals import c_float
 from splitter.ir import Op, TensorSpec
 
 #: numpy.pad modes of the ONNX Pad modes (ONNX "reflect" excludes the edge, as numpy's does).

@@ -12,7 +12,8 @@ Per unit (generated here, so the numbers are what the C uses):
 
 * ``MEM`` = bytes of the weight arrays it loads, each array padded to 4 bytes (floats and int32
   must be aligned in RAM);
-* ``PEAK`` = ``RAM_j`` of its layer (the ARENA RULE plan, ``codegen.model_c.layer_memory``);
+* ``PEAK`` = ``RAM_j`` of its layer (the ARENA RULE plan,
+  ``splitter.codegen.model_c.layer_memory``);
 * ``OUT`` = the layer's output bytes after the last slice of a layer; after a slice that is
   not the last, the layer's whole arena ``RAM_j`` (input and partial output stay live).
 
@@ -36,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from codegen.escape import c_comment
-from codegen.model_c import (
+from splitter.codegen.escape import c_comment
+from splitter.codegen.model_c import (
     check_supported,
     default_planner,
     emit_op,
@@ -45,9 +46,9 @@ from codegen.model_c import (
     layer_memory,
     placed_offsets,
 )
-from codegen.ops.base import EmitContext
-from codegen.ops.literals import C_TYPES, WeightTable
-from codegen.ops.q8_variants import isa_of
+from splitter.codegen.ops.base import EmitContext
+from splitter.codegen.ops.literals import C_TYPES, WeightTable
+from splitter.codegen.ops.q8_variants import isa_of
 from splitter.errors import InfeasibleError, InputFileError, UnsupportedOpError
 from splitter.ir import Chain, Layer, Op, TensorSpec
 
@@ -341,7 +342,7 @@ def segmented_runtime() -> str:
     if text.count(RUNTIME_ANCHOR) != 1:
         raise UnsupportedOpError(
             f"firmware_templates/runtime.c: no single '{RUNTIME_ANCHOR}' to take the segment "
-            "loading cycles off; update codegen/segments.py RUNTIME_ANCHOR"
+            "loading cycles off; update splitter/codegen/segments.py RUNTIME_ANCHOR"
         )
     head = '#include "runtime.h"\n'
     decl = head + "uint64_t runtime_load_cycles(void); /* segments.c: cycles spent loading */\n"
