@@ -47,6 +47,7 @@ check: $(STAMP)
 	$(VENV)/bin/ruff check splitter tests benchmarks
 	$(VENV)/bin/ruff format --check splitter tests benchmarks
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 models: $(STAMP)
 	$(PY) models/build.py

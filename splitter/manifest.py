@@ -14,7 +14,7 @@ An unknown schema or a failing check is a :class:`ManifestError` (one line, exit
 
 Timing of the solver run (``solve_time_s``) is deliberately not part of the manifest: the
 manifest is a pure function of the model, the boards and the options, so its hash (the firmware's
-plan tag, :func:`splitter.link.protocol.plan_hash`) is reproducible.
+plan tag, :func:`splitter.protocol.plan_hash`) is reproducible.
 """
 
 from __future__ import annotations

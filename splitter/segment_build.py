@@ -149,7 +149,7 @@ def prepare_segmented(
     from splitter.codegen.firmware import DeviceSpec, build_plan_context
     from splitter.codegen.segments import generate_segmented_c, segments_record
     from splitter.hardware.families import family_for
-    from splitter.link.protocol import plan_hash
+    from splitter.protocol import plan_hash
 
     core = family_for(device.part.family).core
     step("generating the segment firmware")

@@ -8,7 +8,7 @@
   input's two branches cross); bit-exact with LiteRT.
 
 A sub-model receives its input tensors packed from arena offset 0 in plan.json order and leaves
-its outputs packed there (``splitter/graph/oparena.py``), so every hop is one contiguous block.
+its outputs packed there (``splitter/cost/oparena.py``), so every hop is one contiguous block.
 """
 
 from __future__ import annotations

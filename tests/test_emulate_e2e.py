@@ -23,9 +23,9 @@ from splitter.errors import LinkError, ToolchainError
 from splitter.link import build as B
 from splitter.link import emulator as E
 from splitter.link.host import HostLink, infer
-from splitter.link.protocol import plan_hash
 from splitter.link.run import check_pong
 from splitter.manifest import read_manifest
+from splitter.protocol import plan_hash
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "models" / "tiny_cnn.onnx"

@@ -40,10 +40,10 @@ import fuzz_cases as F
 import numpy as np
 import pytest
 
+from splitter import protocol as P
 from splitter.cli import main
 from splitter.errors import LinkError, ToolchainError
 from splitter.link import build as B
-from splitter.link import protocol as P
 from splitter.link.host import HostLink, receive_result
 from splitter.link.transport import SocketTransport
 

@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from splitter import protocol as P
 from splitter.cli import main
 from splitter.errors import LinkError, ValidationError
 from splitter.link import host as H
-from splitter.link import protocol as P
 from splitter.link import run as R
 from splitter.link import transport as T
 from splitter.link.host import (

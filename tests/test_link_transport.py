@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from splitter.link import protocol as P
+from splitter import protocol as P
 from splitter.link.host import HostLink, Timing, receive_result
 from splitter.link.transport import (
     LoggingTransport,

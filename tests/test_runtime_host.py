@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from splitter.link import protocol as P
+from splitter import protocol as P
 from splitter.link.host import (
     DeviceError,
     HostLink,

@@ -17,10 +17,10 @@ import pytest
 from test_cli_json import DOCS, assert_shape
 from test_e2e_support import BOARDS, MODELS, TOL, cli, random_input, reference
 
+from splitter import protocol as P
 from splitter.codegen.segments import chain_units, generate_segmented_c, runtime_records
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
-from splitter.link import protocol as P
 from splitter.link.build import run_make
 from splitter.link.host import MalformedFrameError
 from splitter.link.segments import LOAD, WEIGHTS, WeightServer

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from splitter import protocol as P
 from splitter.codegen.segments import segmented_runtime
-from splitter.link import protocol as P
 from splitter.link.host import DeviceError, HostLink, receive_result, send_tensor
 from splitter.link.segments import LOAD, WEIGHTS, WeightServer
 from splitter.link.transport import SocketTransport

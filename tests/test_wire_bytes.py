@@ -1,6 +1,6 @@
 """Bytes on the wire (splitter/cost/wire.py) against the protocol's encoder and real transfers.
 
-* the formula against the frames :mod:`splitter.link.protocol` encodes for a transfer;
+* the formula against the frames :mod:`splitter.protocol` encodes for a transfer;
 * real transfers of the host's :func:`~splitter.link.host.send_tensor` through the fault proxy
   (splitter/bench/faults.py) to a receiving :class:`~splitter.link.host.HostLink`, for message
   sizes around the chunk size: the proxy's count per direction equals the prediction exactly;
@@ -27,6 +27,7 @@ import pytest
 from partition_helpers import CASES, case_boards, thesis_costs
 from test_e2e_support import MODELS, gone, shared_build
 
+from splitter import protocol as P
 from splitter.bench.faults import CountingTransport, DropRule, FaultSpec, LinkProxy, resent
 from splitter.bench.runner import BenchConfig, one_run, open_session, random_input
 from splitter.cli import main
@@ -34,7 +35,6 @@ from splitter.cost.wire import Wire, wire
 from splitter.errors import BoardFileError
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
-from splitter.link import protocol as P
 from splitter.link.host import HostLink, send_tensor, to_wire
 from splitter.link.transport import SocketTransport
 from splitter.manifest import HOST, PlanManifest, read_manifest

@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from splitter import protocol as P
 from splitter.errors import LinkError
-from splitter.link import protocol as P
 from splitter.link.emulator import EmulatedDevice, Emulation
 from splitter.link.transport import Transport
 
@@ -83,7 +83,7 @@ class FrameEvent:
 
     @property
     def wire_bytes(self) -> int:
-        """Bytes on the wire: payload + :data:`splitter.link.protocol.OVERHEAD`."""
+        """Bytes on the wire: payload + :data:`splitter.protocol.OVERHEAD`."""
         return self.length + P.OVERHEAD
 
 

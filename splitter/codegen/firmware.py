@@ -42,9 +42,9 @@ from splitter.hardware.clocks import Step
 from splitter.hardware.families import Family, RegWrite, family_for
 from splitter.hardware.qemu import EMULATOR
 from splitter.ir import Boards, Chain, Part
-from splitter.link.protocol import FIRMWARE_VERSION, MAX_TENSORS
 from splitter.manifest import PlanManifest
 from splitter.outputs import contained
+from splitter.protocol import FIRMWARE_VERSION, MAX_TENSORS
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "firmware_templates"
 STATIC_FILES = (
@@ -678,10 +678,10 @@ def generate_firmware(
 
     ``chain`` is the costed chain of the loaded model; ``manifest`` is the plan (``plan.json``):
     each device runs its sub-models' layer ranges, and the manifest's hash
-    (``splitter.link.protocol.plan_hash``) goes into every firmware and comes back in PONG.
+    (``splitter.protocol.plan_hash``) goes into every firmware and comes back in PONG.
     """
     from splitter.codegen.model_c import generate_device_c
-    from splitter.link.protocol import plan_hash
+    from splitter.protocol import plan_hash
 
     specs = []
     for index, device in enumerate(boards.devices):

@@ -108,9 +108,9 @@ def arena_itemsize(spec: TensorSpec) -> int:
 
 def compaction_moves(chain: Chain, j: int) -> int:
     """The ``memmove`` calls the firmware makes after layer ``j`` of an operator-granularity
-    chain: the compaction of :func:`splitter.graph.oparena.plan_op_layer` with the arena's
+    chain: the compaction of :func:`splitter.cost.oparena.plan_op_layer` with the arena's
     element sizes, as ``splitter.codegen.model_c`` emits it."""
-    from splitter.graph.oparena import plan_op_layer
+    from splitter.cost.oparena import plan_op_layer
 
     assert chain.graph is not None
     layer = chain.layers[j]

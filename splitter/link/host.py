@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from splitter import protocol as P
 from splitter.errors import LinkError, escaped
-from splitter.link import protocol as P
 from splitter.link.transport import Transport, open_transport
 
 ACK_TIMEOUT_S = 1.0

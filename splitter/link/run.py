@@ -22,10 +22,10 @@ from splitter.inputs import read_npy, read_npz
 from splitter.ir import TensorSpec
 from splitter.link.emulator import Emulation
 from splitter.link.host import HostLink, Timing, infer
-from splitter.link.protocol import FIRMWARE_VERSION, PROTOCOL_VERSION, plan_hash
 from splitter.link.segments import Load, WeightServer
 from splitter.link.transport import open_transport
 from splitter.manifest import PlanManifest, read_manifest, read_wiring
+from splitter.protocol import FIRMWARE_VERSION, PROTOCOL_VERSION, plan_hash
 
 CHECK_TOLERANCE = 1e-4
 
