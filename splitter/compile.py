@@ -261,8 +261,8 @@ def plan_from_assignment(
     host_io: bool = True,
 ) -> Plan:
     """A :class:`Plan` for a given per-layer device assignment (SPEC.md objectives)."""
+    from splitter.partition.planner import chain_problem, firmware_overflow
     from splitter.partition.problem import evaluate
-    from splitter.partition.report import chain_problem, firmware_overflow
 
     problem = chain_problem(chain, boards, upper=False, host_io=host_io)
     ev = evaluate(problem, assignment)
@@ -295,7 +295,7 @@ def make_manifest(
     opts: CompileOptions,
 ) -> PlanManifest:
     """The plan manifest, exactly as ``splitter plan --json`` prints it for the same inputs."""
-    from splitter.partition.report import build_manifest
+    from splitter.partition.planner import build_manifest
 
     return build_manifest(
         plan,

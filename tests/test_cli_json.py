@@ -278,8 +278,8 @@ def test_run_names_litert_for_tflite_models(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The output check of a TFLite plan is against LiteRT, and says so."""
+    from splitter.device import run as R
     from splitter.errors import ValidationError
-    from splitter.link import run as R
     from splitter.manifest import read_manifest
 
     out = tmp_path / "o"

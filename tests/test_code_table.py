@@ -1,6 +1,6 @@
 """The code / runtime size table (splitter/cost/code_sizes.json) is fresh and complete.
 
-The table is measured by ``make code-sizes`` (splitter/link/code_table.py) from real
+The table is measured by ``make code-sizes`` (splitter/measure/code_table.py) from real
 arm-none-eabi-gcc builds; its ``sources`` hash covers every file the figures depend on (the
 firmware templates, the kernels, the C generator, the family facts and catalog) and the
 compiler version. A change to any of them without regenerating the table fails here, naming
@@ -15,7 +15,7 @@ import pytest
 from splitter.cost.code import CORE_OF_FAMILY, code_table
 from splitter.hardware.catalog import parts
 from splitter.hardware.families import family_for
-from splitter.link.code_table import MAX_LINKS, sources_hash
+from splitter.measure.code_table import MAX_LINKS, sources_hash
 
 pytestmark = [pytest.mark.toolchain]
 

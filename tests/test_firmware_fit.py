@@ -32,11 +32,11 @@ from splitter.errors import BoardFileError, SplitterError, UnsupportedOpError
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
 from splitter.ir import Boards, Chain
-from splitter.link.build import _capacities, measure, run_make
 from splitter.manifest import read_manifest
 from splitter.partition.granularity import auto_granularity
 from splitter.partition.partial import plan_partial
-from splitter.partition.report import plan_chain
+from splitter.partition.planner import plan_chain
+from splitter.toolchain.build import _capacities, measure, run_make
 
 pytestmark = [pytest.mark.toolchain]
 

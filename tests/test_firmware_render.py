@@ -14,7 +14,7 @@ from splitter.codegen import firmware as F
 from splitter.errors import BoardFileError, InfeasibleError, ValidationError
 from splitter.hardware.catalog import get_part
 from splitter.hardware.families import family_for
-from splitter.link.build import check, measure, run_make, section_sizes
+from splitter.toolchain.build import check, measure, run_make, section_sizes
 
 GOLDEN = Path(__file__).resolve().parent / "test_firmware_golden"
 

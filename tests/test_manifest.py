@@ -26,7 +26,7 @@ from splitter.graph.chain import build_chain
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_model
 from splitter.manifest import SCHEMA, ManifestError, PlanManifest, read_manifest
-from splitter.partition.report import build_manifest, plan_chain
+from splitter.partition.planner import build_manifest, plan_chain
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"

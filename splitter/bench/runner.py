@@ -44,12 +44,12 @@ from splitter.bench.faults import (
     ProxiedEmulation,
 )
 from splitter.bench.stats import summary
+from splitter.device.host import HostLink, Timing, receive_result, send_tensor, to_wire
+from splitter.device.run import _host_ports, check_pong, load_input, open_host_link, weight_server
+from splitter.device.segments import WeightServer
 from splitter.errors import LinkError, SplitterError
 from splitter.hardware.qemu import EMULATOR
 from splitter.ir import TensorSpec
-from splitter.link.host import HostLink, Timing, receive_result, send_tensor, to_wire
-from splitter.link.run import _host_ports, check_pong, load_input, open_host_link, weight_server
-from splitter.link.segments import WeightServer
 from splitter.manifest import PlanManifest, read_manifest, read_wiring
 from splitter.protocol import plan_hash
 

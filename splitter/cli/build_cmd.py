@@ -13,7 +13,7 @@ from rich.table import Table
 from splitter.cli.options import out_argument
 from splitter.cli.progress import Progress
 from splitter.errors import ToolchainError
-from splitter.link.build import DeviceBuild, build_all, build_emulator_variants, check
+from splitter.toolchain.build import DeviceBuild, build_all, build_emulator_variants, check
 
 
 @click.command("build")

@@ -14,7 +14,7 @@ import click
 from splitter.cli.options import out_argument, stop_on_sigterm
 from splitter.cli.progress import Progress
 from splitter.hardware.qemu import EMULATOR
-from splitter.link.emulator import Emulation
+from splitter.toolchain.emulator import Emulation
 
 
 @click.command(

@@ -27,7 +27,7 @@ from splitter.ir import Plan
 from splitter.manifest import PlanManifest
 from splitter.partition.granularity import auto_granularity
 from splitter.partition.partial import plan_partial
-from splitter.partition.report import build_manifest
+from splitter.partition.planner import build_manifest
 
 
 def _segments(

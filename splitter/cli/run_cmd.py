@@ -15,8 +15,8 @@ import numpy as np
 
 from splitter.cli.options import out_argument, port_option, stop_on_sigterm, verbose_option
 from splitter.cli.progress import Progress
+from splitter.device import run as R
 from splitter.errors import OutputError, ValidationError, escaped
-from splitter.link import run as R
 from splitter.manifest import read_manifest
 
 

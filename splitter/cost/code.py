@@ -1,7 +1,7 @@
 """Firmware code and runtime RAM per device, from the measured size table ``code_sizes.json``.
 
 The table is measured from real arm-none-eabi-gcc builds by ``make code-sizes``
-(:mod:`splitter.link.code_table`, which says how); ``tests/test_code_table.py`` fails when
+(:mod:`splitter.measure.code_table`, which says how); ``tests/test_code_table.py`` fails when
 the sources it was measured from changed. For a device hosting ops ``O`` in ``s`` sub-models
 over ``l`` links (SPEC.md's constraints (4) and (5) extended by what the firmware itself needs):
 

@@ -1,6 +1,6 @@
 """Instructions of the project's own kernels per op, from the measured table ``kernel_costs.json``.
 
-The table is measured by ``make costs`` (:mod:`splitter.link.kernel_table`, which says how): every
+The table is measured by ``make costs`` (:mod:`splitter.measure.kernel_table` says how): every
 layer of every model in ``models/`` the C generator handles is compiled as it is for a device
 (same generator, same flags) and run under QEMU with ``-icount shift=0``, which executes one
 instruction per virtual nanosecond, so the SysTick ticks around a layer give its instruction

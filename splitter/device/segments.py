@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from splitter import protocol as P
+from splitter.device.host import HostLink, MalformedFrameError
 from splitter.errors import InputFileError
-from splitter.link.host import HostLink, MalformedFrameError
 
 #: Frame types of segment loading (docs/protocol.md): board -> host, host -> board.
 LOAD = 0x09

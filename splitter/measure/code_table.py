@@ -1,6 +1,6 @@
 """Regenerate ``splitter/cost/code_sizes.json``: firmware code and runtime RAM from real builds.
 
-``make code-sizes`` (``python -m splitter.link.code_table``) builds with arm-none-eabi-gcc, with
+``make code-sizes`` (``python -m splitter.measure.code_table``) builds with arm-none-eabi-gcc, with
 the generated projects' own Makefile and flags, and measures:
 
 * ``runtime[part][links]``: flash code (``.isr_vector``, ``.text``, ``.rodata``, ``.data``
@@ -51,7 +51,7 @@ from splitter.errors import BoardFileError
 from splitter.hardware.catalog import parts
 from splitter.hardware.families import family_for
 from splitter.ir import Chain, Part
-from splitter.link.build import FLASH_CODE_SECTIONS, GCC, MIN_STACK_BYTES, section_sizes
+from splitter.toolchain.build import FLASH_CODE_SECTIONS, GCC, MIN_STACK_BYTES, section_sizes
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 #: Files whose content decides the figures (globs relative to the repository root).
@@ -82,7 +82,7 @@ def gcc_version() -> str:
 
 def sources_hash(globs: tuple[str, ...] = SOURCE_GLOBS) -> str:
     """SHA-256 over the :func:`source_files` of ``globs`` (path and bytes) and the compiler
-    version (also the kernel cost table's, :mod:`splitter.link.kernel_table`)."""
+    version (also the kernel cost table's, :mod:`splitter.measure.kernel_table`)."""
     h = hashlib.sha256(gcc_version().encode())
     for p in source_files(globs):
         h.update(str(p.relative_to(ROOT)).encode() + b"\0" + p.read_bytes() + b"\0")

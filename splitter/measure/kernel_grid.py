@@ -1,4 +1,4 @@
-"""A grid of shapes for the kernel cost table (``make costs``, :mod:`splitter.link.kernel_table`).
+"""A grid of shapes for the kernel cost table (``make costs``, ``splitter.measure.kernel_table``).
 
 The layers of ``models/`` cover the shapes real networks use; the grid adds shapes around
 them so the per-kernel fits see each term vary on its own. Each grid chain is a sequence of
