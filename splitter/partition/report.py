@@ -20,7 +20,9 @@ from splitter.cost.wire import THESIS, LinkModel
 from splitter.errors import InfeasibleError
 from splitter.ir import Boards, Chain, Device, Plan, SubModel
 from splitter.manifest import (
+    DeviceEnergy,
     DeviceEntry,
+    Energy,
     HostIO,
     ModelInfo,
     PlanManifest,
@@ -304,7 +306,41 @@ def build_manifest(
     )
     if chain.graph is not None:
         manifest = _with_firmware(manifest, chain, boards, plan)
-    return manifest.check()
+    return replace(manifest, energy=_energy(problem, ev)).check()
+
+
+#: what the energy figures count (``plan.json``'s ``energy.model``)
+ENERGY_MODEL = (
+    "one inference at a time: every board powered for the latency, at its datasheet Run-mode "
+    "current while it computes or sends (TXE polled), at its Sleep-mode current (WFI, UART "
+    "interrupt) otherwise; V_DD x uA/MHz x clock (splitter/hardware/energy.toml)"
+)
+
+
+def _energy(problem: Problem, ev: Evaluation) -> Energy | None:
+    """The plan's :class:`~splitter.manifest.Energy`, None without energy data."""
+    if ev.energy_j is None:
+        return None
+    from splitter.hardware.energy import energy_of
+
+    rows = []
+    for i, dev in enumerate(problem.boards.devices):
+        data = energy_of(dev.part.name)
+        compute, transfer, wait = ev.energy_by_device[i]
+        rows.append(
+            DeviceEnergy(
+                name=dev.name,
+                mcu=dev.part.name,
+                run_w=problem.run_w[i],
+                wait_w=problem.wait_w[i],
+                compute_j=compute,
+                transfer_j=transfer,
+                wait_j=wait,
+                run_table=data.run_table,
+                wait_table=data.wait_table,
+            )
+        )
+    return Energy(total_j=float(ev.energy_j), model=ENERGY_MODEL, devices=tuple(rows))
 
 
 def _with_firmware(m: PlanManifest, chain: Chain, boards: Boards, plan: Plan) -> PlanManifest:
