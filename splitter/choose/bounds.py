@@ -1,0 +1,151 @@
+"""Bounds that settle a candidate set of boards without solving its plan.
+
+Each board type (:class:`~splitter.choose.parts.Candidate`) is costed once per chain variant the
+planner may use (the imported chain; its operator-granularity chain when it has super-nodes,
+:mod:`splitter.partition.granularity`; its PEX chain, :mod:`splitter.partition.partial`): the
+usable flash and RAM after the lower-bound firmware reserves, and each layer's time. For a set
+``M`` (a multiset of board types) and a variant:
+
+* memory: the set fails when ``sum_{c in M} FLASH_c < sum_j FLASH_j`` (SPEC.md constraint (1))
+  or some layer fits no board of the set alone (constraints (4)-(5));
+* latency: ``I >= sum_j min_{c in M} L_jc + H`` (every layer runs somewhere, transfers only add;
+  ``H`` the host's input and output transfers the reported latency counts);
+* waiting time: ``W >= max(max_j min_c L_jc, T)``, ``T`` the water level at which the boards,
+  each at its fastest MAC rate, absorb every MAC (:func:`splitter.partition.bnb.balance_bound`);
+* energy: ``E >= sum_j min_c L_jc (delta_c + S_M) + S_M H`` (:func:`splitter.partition.
+  problem.energy_tables`: every board waits at least the whole latency, ``S_M`` their sleep
+  powers' sum).
+
+A set's bound is the least over the variants that pass its memory test (a plan may use any of
+them), so each bound is a lower bound of what any plan of the set reaches: a set whose bound
+misses the target is never solved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from splitter.choose.parts import Candidate
+from splitter.cost.pex_chain import partial_chain
+from splitter.graph.chain import build_chain
+from splitter.hardware.boards import boards_from_dict
+from splitter.ir import Boards, Chain
+from splitter.partition import host_constant
+from splitter.partition.bnb import balance_bound, mac_rates
+from splitter.partition.report import chain_problem
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One chain variant costed on every candidate (rows: candidates, columns: layers)."""
+
+    name: str
+    flash_total: int
+    dev_flash: np.ndarray  # (C,) usable flash after the lower-bound code reserve
+    times: np.ndarray  # (C, n) L_jc, inf where layer j does not fit candidate c alone
+    rates: np.ndarray  # (C,) fastest MAC rate (MACs per s)
+    macs: float
+    host_s: float
+
+
+@dataclass(frozen=True)
+class SetBound:
+    """What the bounds say of one set: ``fits`` (some variant passes the memory test) and the
+    lower bounds of latency (s), waiting time (s) and energy (J, inf without energy data)."""
+
+    fits: bool
+    latency_s: float
+    waiting_s: float
+    energy_j: float
+
+
+def variants(chain: Chain, activation_bytes: int | None) -> list[tuple[str, Chain]]:
+    """The chains a plan of ``chain`` may use: as imported, by operators, with PEX loops."""
+    out = [("chain", chain)]
+    if chain.graph is not None and any(layer.kind == "super" for layer in chain.layers):
+        out.append(
+            ("op", build_chain(chain.graph, activation_bytes=activation_bytes, granularity="op"))
+        )
+    fused = partial_chain(chain, activation_bytes)
+    if fused is not chain:
+        out.append(("pex", fused))
+    return out
+
+
+def device_table(candidate: Candidate, name: str) -> dict[str, object]:
+    """The ``[[device]]`` table of one board of ``candidate`` (what boards.toml gets)."""
+    table: dict[str, object] = {"name": name, "mcu": candidate.name}
+    if candidate.board is not None:
+        table["board"] = candidate.board
+    return table
+
+
+def cost_variants(
+    chain: Chain, candidates: Sequence[Candidate], activation_bytes: int | None, baud: int
+) -> list[Variant]:
+    """Cost every variant of ``chain`` on every candidate alone (module docstring)."""
+    out = []
+    for name, v in variants(chain, activation_bytes):
+        flash, times, rates, host = [], [], [], 0.0
+        total = 0
+        for c in candidates:
+            boards = boards_from_dict({"link": {"baud": baud}, "device": [device_table(c, "x")]})
+            p = chain_problem(v, boards, upper=False)
+            flash.append(int(p.dev_flash[0]))
+            times.append(np.where(p.allowed[:, 0], p.t[:, 0], np.inf))
+            rates.append(mac_rates(p)[0])
+            total, host = int(p.flash.sum()), host_constant(p)
+        macs = float(sum(c.macs for c in v.costs))
+        out.append(
+            Variant(name, total, np.array(flash), np.array(times), np.array(rates), macs, host)
+        )
+    return out
+
+
+def set_bound(
+    variants_: Sequence[Variant], idx: Sequence[int], run_w: np.ndarray, wait_w: np.ndarray
+) -> SetBound:
+    """The bounds of the set ``idx`` (candidate indices, repeats allowed); ``run_w`` /
+    ``wait_w`` per candidate (nan without energy data)."""
+    best = SetBound(False, np.inf, np.inf, np.inf)
+    ids = np.asarray(idx)
+    sleep = float(wait_w[ids].sum())
+    for v in variants_:
+        if v.dev_flash[ids].sum() < v.flash_total:
+            continue
+        t = v.times[ids]  # (k, n)
+        fastest = t.min(axis=0)
+        if not np.isfinite(fastest).all():
+            continue
+        latency = float(fastest.sum()) + v.host_s
+        waiting = max(
+            float(fastest.max()), balance_bound([0.0] * len(ids), list(v.rates[ids]), v.macs)
+        )
+        extra = (run_w[ids] - wait_w[ids] + sleep)[:, None] * t
+        energy = float(extra.min(axis=0).sum()) + sleep * v.host_s
+        best = SetBound(
+            True,
+            min(best.latency_s, latency),
+            min(best.waiting_s, waiting),
+            min(best.energy_j, energy) if np.isfinite(energy) else best.energy_j,
+        )
+    return best
+
+
+def set_boards(candidates: Sequence[Candidate], idx: Sequence[int], baud: int) -> dict[str, object]:
+    """The boards.toml object of a set: one ``[[device]]`` per board, named after its part."""
+    devices, seen = [], {}
+    for i in idx:
+        c = candidates[i]
+        stem = c.name.lower().removeprefix("stm32")
+        seen[stem] = seen.get(stem, 0) + 1
+        devices.append(device_table(c, f"{stem}_{seen[stem]}"))
+    return {"link": {"baud": baud}, "device": devices}
+
+
+def parse_set(candidates: Sequence[Candidate], idx: Sequence[int], baud: int) -> Boards:
+    """The parsed :class:`Boards` of a set."""
+    return boards_from_dict(set_boards(candidates, idx, baud), "choose")
