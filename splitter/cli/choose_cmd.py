@@ -55,8 +55,9 @@ def _render(result: ChooseResult) -> None:
     s = result.stats
     console.print(
         f"{s.sets} sets: {s.pruned['memory']} settled by memory, {s.pruned['target']} by the "
-        f"target's bound, {s.pruned['order']} after the answer, {s.solved} solved "
-        f"({100 * (s.sets - s.solved) / s.sets:.1f} % without a solve), {s.seconds:.2f} s",
+        f"target's bound, {s.pruned['order']} after the answer; proved with "
+        f"{s.solved_to_answer} solves ({100 * s.pruned_fraction:.1f} % of the sets without "
+        f"one) in {s.seconds_to_answer:.2f} s; front: {s.solved} solves, {s.seconds:.2f} s",
         highlight=False,
     )
     table = Table(title="Pareto front (price, figure, energy) of the solved sets")
