@@ -100,7 +100,7 @@ def candidates_for(
     ``minimise="energy"`` a part without energy data is refused from a user's list and left
     out (with a note) of the catalog's."""
     if parts_file is not None:
-        cands, notes = load_parts_file(parts_file), []
+        cands, notes = load_parts_file(parts_file), list[str]()
         missing = [c.name for c in cands if c.energy is None]
         if minimise == "energy" and missing:
             raise InputFileError(

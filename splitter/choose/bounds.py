@@ -137,7 +137,8 @@ def set_bound(
 
 def set_boards(candidates: Sequence[Candidate], idx: Sequence[int], baud: int) -> dict[str, object]:
     """The boards.toml object of a set: one ``[[device]]`` per board, named after its part."""
-    devices, seen = [], {}
+    devices: list[dict[str, object]] = []
+    seen: dict[str, int] = {}
     for i in idx:
         c = candidates[i]
         stem = c.name.lower().removeprefix("stm32")

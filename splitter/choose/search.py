@@ -125,25 +125,37 @@ class SearchStats:
 
 # --- the work of one set (in a worker process) ----------------------------------------------
 
-_WORK: dict[str, object] = {}
+
+@dataclass(frozen=True)
+class Work:
+    """What every solve of a search shares (set once per worker process)."""
+
+    chain: Chain
+    candidates: tuple[Candidate, ...]
+    target: Target
+    time_limit: float
+    activation_bytes: int | None
+    baud: int
 
 
-def _init(chain: Chain, candidates: Sequence[Candidate], target: Target, options: dict) -> None:
-    _WORK.update(chain=chain, candidates=candidates, target=target, options=options)
+_WORK: list[Work] = []
+
+
+def _init(work: Work) -> None:
+    _WORK[:] = [work]
 
 
 def _solve_set(idx: tuple[int, ...]) -> dict[str, object]:
     """Plan the set for the target's objective and, when it meets the target and has energy
     data, its least energy under the target (in a worker; returns plain data)."""
-    chain, cands = _WORK["chain"], _WORK["candidates"]
-    target, opts = _WORK["target"], _WORK["options"]
-    assert isinstance(chain, Chain) and isinstance(target, Target) and isinstance(opts, dict)
-    boards = parse_set(cands, idx, int(opts["baud"]))  # type: ignore[arg-type]
-    act = opts.get("activation_bytes")
-    limit = {"time_limit": opts["time_limit"]}
+    w = _WORK[0]
+    target, act, limit = w.target, w.activation_bytes, w.time_limit
+    boards = parse_set(w.candidates, idx, w.baud)
     try:
-        planned = auto_granularity(chain, boards, act)  # type: ignore[arg-type]
-        used, plan = plan_partial(planned, boards, "auto", target.objective, "auto", act, **limit)  # type: ignore[arg-type]
+        planned = auto_granularity(w.chain, boards, act)
+        used, plan = plan_partial(
+            planned, boards, "auto", target.objective, "auto", act, time_limit=limit
+        )
     except InfeasibleError:
         return {"meets": False, "proved": True, "note": "no plan fits"}
     except SolverError as exc:
@@ -159,16 +171,11 @@ def _solve_set(idx: tuple[int, ...]) -> dict[str, object]:
     }
     if out["meets"] and plan.energy_j is not None:
         try:
+            caps = target.bound_options()
             _, frugal = plan_partial(
-                planned,
-                boards,
-                "auto",
-                "energy",
-                "auto",
-                act,
-                **target.bound_options(),
-                **limit,  # type: ignore[arg-type]
-            )
+                planned, boards, "auto", "energy", "auto", act, time_limit=limit,
+                max_latency_s=caps.get("max_latency_s"), max_waiting_s=caps.get("max_waiting_s"),
+            )  # fmt: skip
             out["least_energy_j"] = frugal.energy_j if target.met(frugal) else plan.energy_j
             out["proved"] = bool(out["proved"]) and frugal.optimal
         except (InfeasibleError, SolverError):
@@ -208,11 +215,7 @@ class Search:
     ) -> None:
         self.chain, self.cands, self.target = chain, list(candidates), target
         self.max_boards, self.minimise, self.jobs = max_boards, minimise, max(1, jobs)
-        self.options = {
-            "time_limit": time_limit,
-            "activation_bytes": activation_bytes,
-            "baud": baud,
-        }
+        self.work = Work(chain, tuple(candidates), target, time_limit, activation_bytes, baud)
         self.on_progress = on_progress
         self.stats = SearchStats()
         self.results: dict[tuple[int, ...], SetResult] = {}
@@ -237,9 +240,8 @@ class Search:
 
     def _settle(self) -> list[SetResult]:
         """Every set, with its bounds; those the memory or target bound settles are counted."""
-        self.variants = cost_variants(
-            self.chain, self.cands, self.options["activation_bytes"], int(self.options["baud"])
-        )  # type: ignore[arg-type]
+        w = self.work
+        self.variants = cost_variants(self.chain, self.cands, w.activation_bytes, w.baud)
         caps = [c.max_count for c in self.cands]
         out = []
         for idx in multisets(len(self.cands), self.max_boards, caps):
@@ -297,10 +299,10 @@ class Search:
     def run(self, front: bool = False) -> SetResult | None:
         """Search; the answer (None when no set meets the target)."""
         start = time.perf_counter()
-        _init(self.chain, self.cands, self.target, self.options)
+        _init(self.work)
         if self.jobs > 1:
             ctx = get_context("fork")
-            args = (self.chain, self.cands, self.target, self.options)
+            args = (self.work,)
             self.pool = ProcessPoolExecutor(
                 self.jobs, mp_context=ctx, initializer=_init, initargs=args
             )
