@@ -63,15 +63,23 @@ class SetBound:
 
 
 def variants(chain: Chain, activation_bytes: int | None) -> list[tuple[str, Chain]]:
-    """The chains a plan of ``chain`` may use: as imported, by operators, with PEX loops."""
-    out = [("chain", chain)]
+    """The chains a plan of ``chain`` may use: as imported and by operators, each as it is
+    and with its PEX loops."""
+    out = []
+    for name, base in granularities(chain, activation_bytes):
+        out.append((name, base))
+        fused = partial_chain(base, activation_bytes)
+        if fused is not base:
+            out.append((f"{name}+pex", fused))
+    return out
+
+
+def granularities(chain: Chain, activation_bytes: int | None) -> list[tuple[str, Chain]]:
+    """``chain`` (super-nodes) and, when it has super-nodes, its operator-granularity chain."""
+    out = [("supernode", chain)]
     if chain.graph is not None and any(layer.kind == "super" for layer in chain.layers):
-        out.append(
-            ("op", build_chain(chain.graph, activation_bytes=activation_bytes, granularity="op"))
-        )
-    fused = partial_chain(chain, activation_bytes)
-    if fused is not chain:
-        out.append(("pex", fused))
+        op = build_chain(chain.graph, activation_bytes=activation_bytes, granularity="op")
+        out.append(("op", op))
     return out
 
 

@@ -32,11 +32,17 @@ from multiprocessing import get_context
 
 import numpy as np
 
-from splitter.choose.bounds import SetBound, Variant, cost_variants, parse_set, set_bound
+from splitter.choose.bounds import (
+    SetBound,
+    Variant,
+    cost_variants,
+    granularities,
+    parse_set,
+    set_bound,
+)
 from splitter.choose.parts import Candidate
 from splitter.errors import InfeasibleError, SolverError
-from splitter.ir import Chain, Plan
-from splitter.partition.granularity import auto_granularity
+from splitter.ir import Boards, Chain, Plan
 from splitter.partition.partial import plan_partial
 
 MINIMISE = ("price", "boards", "energy")
@@ -151,15 +157,10 @@ def _solve_set(idx: tuple[int, ...]) -> dict[str, object]:
     w = _WORK[0]
     target, act, limit = w.target, w.activation_bytes, w.time_limit
     boards = parse_set(w.candidates, idx, w.baud)
-    try:
-        planned = auto_granularity(w.chain, boards, act)
-        used, plan = plan_partial(
-            planned, boards, "auto", target.objective, "auto", act, time_limit=limit
-        )
-    except InfeasibleError:
-        return {"meets": False, "proved": True, "note": "no plan fits"}
-    except SolverError as exc:
-        return {"meets": False, "proved": False, "note": str(exc)}
+    found = _best_plan(w, boards)
+    if isinstance(found, dict):
+        return found
+    planned, used, plan = found
     out: dict[str, object] = {
         "meets": target.met(plan),
         "proved": plan.optimal,
@@ -181,6 +182,40 @@ def _solve_set(idx: tuple[int, ...]) -> dict[str, object]:
         except (InfeasibleError, SolverError):
             out["least_energy_j"] = plan.energy_j
     return out
+
+
+def _best_plan(w: Work, boards: Boards) -> tuple[Chain, Chain, Plan] | dict[str, object]:
+    """The plan of the target's objective on ``boards``: super-node granularity first (PEX
+    loops when nothing fits without), then, when that misses the target, operator granularity;
+    the better of the two. ``(chain planned, chain with loops, plan)`` or the outcome of a set
+    no plan fits."""
+    best: tuple[Chain, Chain, Plan] | None = None
+    proved, note = True, "no plan fits"
+    for _name, base in granularities(w.chain, w.activation_bytes):
+        if best is not None and w.target.met(best[2]):
+            break
+        try:
+            used, plan = plan_partial(
+                base, boards, "auto", w.target.objective, "auto", w.activation_bytes,
+                time_limit=w.time_limit,
+            )  # fmt: skip
+        except InfeasibleError:
+            continue
+        except SolverError as exc:
+            proved, note = False, str(exc)
+            continue
+        if best is None or _figure(w.target, plan) < _figure(w.target, best[2]):
+            best = (base, used, plan)
+    if best is None:
+        return {"meets": False, "proved": proved, "note": note}
+    return best
+
+
+def _figure(target: Target, plan: Plan) -> float:
+    """The target's figure of a plan as a quantity to minimise."""
+    if target.kind == "latency":
+        return plan.latency_s
+    return 1.0 / plan.throughput_per_s if plan.throughput_per_s > 0 else math.inf
 
 
 # --- the search -----------------------------------------------------------------------------
@@ -380,15 +415,16 @@ class Search:
     def proved(self, answer: SetResult | None) -> tuple[bool, str]:
         """Whether the answer is proved optimal, and why not."""
         unproved = [r for r in self.results.values() if r.status == "solved" and not r.proved]
-        relevant = [r for r in unproved if not r.meets or r is answer]
         if answer is not None and self.minimise != "energy":
-            relevant = [r for r in relevant if self._key(r) <= self._key(answer)]
-        if relevant:
-            worst = relevant[0]
-            names = "+".join(self.cands[i].name for i in worst.idx)
+            # a set that meets the target does so whether or not its plan is optimal: only the
+            # sets ahead of the answer that missed it unproved leave a doubt
+            unproved = [r for r in unproved if not r.meets and self._key(r) <= self._key(answer)]
+        if unproved:
+            names = "+".join(self.cands[i].name for i in unproved[0].idx)
             return (
                 False,
-                f"{len(relevant)} solve(s) stopped by the time limit (e.g. {names}); "
+                f"the plans of {len(unproved)} set(s) were not proved optimal (e.g. {names}: the "
+                "time limit, or the planner's fallback to upper-bound firmware reserves); "
                 "raise --time-limit",
             )
         return True, ""
