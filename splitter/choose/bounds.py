@@ -8,13 +8,16 @@ usable flash and RAM after the lower-bound firmware reserves, and each layer's t
 
 * memory: the set fails when ``sum_{c in M} FLASH_c < sum_j FLASH_j`` (SPEC.md constraint (1))
   or some layer fits no board of the set alone (constraints (4)-(5));
-* latency: ``I >= sum_j min_{c in M} L_jc + H`` (every layer runs somewhere, transfers only add;
-  ``H`` the host's input and output transfers the reported latency counts);
-* waiting time: ``W >= max(max_j min_c L_jc, T)``, ``T`` the water level at which the boards,
-  each at its fastest MAC rate, absorb every MAC (:func:`splitter.partition.bnb.balance_bound`);
-* energy: ``E >= sum_j min_c L_jc (delta_c + S_M) + S_M H`` (:func:`splitter.partition.
-  problem.energy_tables`: every board waits at least the whole latency, ``S_M`` their sleep
-  powers' sum).
+* latency: ``I >= sum_j min_{c in M} L_jc + H + sum of the k smallest comm_j`` (every layer
+  runs somewhere; ``H`` the host's input and output transfers the reported latency counts; a
+  plan whose layers no ``m`` boards of the set can hold in flash has at least ``k = m - 1``
+  cuts at distinct layers, each sending ``OUT_j``);
+* waiting time: ``W >= max(max_j min_c L_jc, T, min_j comm_j if k >= 1)``, ``T`` the water
+  level at which the boards, each at its fastest MAC rate, absorb every MAC
+  (:func:`splitter.partition.bnb.balance_bound`), and a board that sends waits on its send;
+* energy: ``E >= sum_j min_c L_jc (delta_c + S_M) + S_M (H + the k cuts)``
+  (:func:`splitter.partition.problem.energy_tables`: every board is powered for the whole
+  latency, ``S_M`` their sleep powers' sum).
 
 A set's bound is the least over the variants that pass its memory test (a plan may use any of
 them), so each bound is a lower bound of what any plan of the set reaches: a set whose bound
@@ -49,6 +52,8 @@ class Variant:
     rates: np.ndarray  # (C,) fastest MAC rate (MACs per s)
     macs: float
     host_s: float
+    #: seconds of a cut after layer ``j`` (``comm_j``, ``j < n - 1``), ascending
+    cuts: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -107,8 +112,11 @@ def cost_variants(
             rates.append(mac_rates(p)[0])
             total, host = int(p.flash.sum()), host_constant(p)
         macs = float(sum(c.macs for c in v.costs))
+        cuts = np.sort(np.asarray(p.comm[:-1], dtype=float))
         out.append(
-            Variant(name, total, np.array(flash), np.array(times), np.array(rates), macs, host)
+            Variant(
+                name, total, np.array(flash), np.array(times), np.array(rates), macs, host, cuts
+            )
         )
     return out
 
@@ -128,12 +136,16 @@ def set_bound(
         fastest = t.min(axis=0)
         if not np.isfinite(fastest).all():
             continue
-        latency = float(fastest.sum()) + v.host_s
+        cut = cuts_needed(v, ids)
+        transfers = float(v.cuts[:cut].sum())
+        latency = float(fastest.sum()) + v.host_s + transfers
         waiting = max(
-            float(fastest.max()), balance_bound([0.0] * len(ids), list(v.rates[ids]), v.macs)
+            float(fastest.max()),
+            balance_bound([0.0] * len(ids), list(v.rates[ids]), v.macs),
+            float(v.cuts[0]) if cut else 0.0,
         )
         extra = (run_w[ids] - wait_w[ids] + sleep)[:, None] * t
-        energy = float(extra.min(axis=0).sum()) + sleep * v.host_s
+        energy = float(extra.min(axis=0).sum()) + sleep * (v.host_s + transfers)
         best = SetBound(
             True,
             min(best.latency_s, latency),
@@ -141,6 +153,15 @@ def set_bound(
             min(best.energy_j, energy) if np.isfinite(energy) else best.energy_j,
         )
     return best
+
+
+def cuts_needed(v: Variant, ids: np.ndarray) -> int:
+    """Least number of cuts of any plan on the set: ``m - 1`` with ``m`` the fewest of its
+    boards whose flash together holds every layer's (largest first)."""
+    flash = np.sort(v.dev_flash[ids])[::-1]
+    held = np.cumsum(flash)
+    m = int(np.searchsorted(held, v.flash_total)) + 1
+    return min(m, len(ids)) - 1
 
 
 def set_boards(candidates: Sequence[Candidate], idx: Sequence[int], baud: int) -> dict[str, object]:

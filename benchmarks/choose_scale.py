@@ -1,0 +1,108 @@
+"""Scale of ``splitter choose``: the full catalog, up to 6 boards, MobileNet-class models.
+
+For each case: the number of candidate sets (multisets of up to 6 of the catalog's priced board
+types), how many the bounds settle without a solve (memory, the target's bound, after the answer
+in the search order), the solves and the wall time until the answer is proved, and the answer.
+The Pareto front is not computed (``front=False``): this measures the time to a proved answer.
+
+Writes benchmarks/results/choose_scale.md and choose_scale.json.
+Run: ``.venv/bin/python benchmarks/choose_scale.py [--jobs N]`` (default: every core).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from splitter.choose import Target, choose  # noqa: E402
+
+#: (model, target, minimise): MobileNet-class models, targets that need more than the cheapest
+#: board (so the proof has cheaper sets to exhaust)
+CASES = [
+    ("mobilenet_v1_025_64.onnx", Target("latency", 30.0), "price"),
+    ("mobilenet_v2_035_keras.onnx", Target("latency", 60.0), "price"),
+    ("mlperf_vww_mobilenet_v1_025_int8.tflite", Target("latency", 1.0), "price"),
+    ("mlperf_vww_mobilenet_v1_025_int8.tflite", Target("latency", 1.0), "energy"),
+]
+MAX_BOARDS = 6
+
+
+def run_case(model: str, target: Target, minimise: str, jobs: int) -> dict[str, object]:
+    """One search, its statistics and answer."""
+    start = time.perf_counter()
+    result = choose(ROOT / "models" / model, target, max_boards=MAX_BOARDS, minimise=minimise,
+                    jobs=jobs, front=False, time_limit=60.0)  # fmt: skip
+    wall = time.perf_counter() - start
+    s, a = result.stats, result.answer
+    assert a is not None
+    return {
+        "model": model,
+        "target": target.describe(),
+        "minimise": minimise,
+        "types": len(result.candidates),
+        "sets": s.sets,
+        "pruned_memory": s.pruned["memory"],
+        "pruned_target": s.pruned["target"],
+        "after_answer": s.pruned["order"],
+        "solved": s.solved_to_answer,
+        "pruned_fraction": s.pruned_fraction,
+        "seconds_to_proved_answer": s.seconds_to_answer,
+        "wall_s_with_import": wall,
+        "answer": result.label(a),
+        "price_usd": a.price,
+        "latency_ms": None if a.latency_s is None else a.latency_s * 1e3,
+        "least_energy_mj": None if a.least_energy_j is None else a.least_energy_j * 1e3,
+        "proved": result.proved,
+    }
+
+
+def markdown(rows: list[dict[str, object]], jobs: int, date: str) -> str:
+    """The results table."""
+    lines = [
+        "# `splitter choose` at scale",
+        "",
+        f"Measured {date} on this machine (2 cores shared with other jobs), `--jobs {jobs}`, "
+        f"the full catalog's priced board types, up to {MAX_BOARDS} boards; the time is until "
+        "the answer is proved (no Pareto front). `benchmarks/choose_scale.py` regenerates it.",
+        "",
+        "| model | target | minimise | sets | memory | target bound | after answer | solved "
+        "| no solve | time to proof s | answer | price | latency ms | energy mJ | proved |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['model']} | {r['target']} | {r['minimise']} | {r['sets']} | "
+            f"{r['pruned_memory']} | {r['pruned_target']} | {r['after_answer']} | {r['solved']} | "
+            f"{100 * float(r['pruned_fraction']):.2f} % | {float(r['seconds_to_proved_answer']):.1f} | "  # type: ignore[arg-type]
+            f"{r['answer']} | ${float(r['price_usd']):.2f} | {float(r['latency_ms'] or 0):.1f} | "  # type: ignore[arg-type]
+            f"{float(r['least_energy_mj'] or 0):.2f} | {r['proved']} |"  # type: ignore[arg-type]
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+    rows = []
+    for model, target, minimise in CASES:
+        rows.append(run_case(model, target, minimise, args.jobs))
+        print(json.dumps(rows[-1]), flush=True)
+    date = datetime.date.today().isoformat()
+    out = ROOT / "benchmarks" / "results"
+    (out / "choose_scale.json").write_text(
+        json.dumps({"date": date, "jobs": args.jobs, "rows": rows}, indent=2)
+    )
+    (out / "choose_scale.md").write_text(markdown(rows, args.jobs, date))
+
+
+if __name__ == "__main__":
+    main()
