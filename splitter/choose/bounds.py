@@ -19,9 +19,12 @@ usable flash and RAM after the lower-bound firmware reserves, and each layer's t
   (:func:`splitter.partition.problem.energy_tables`: every board is powered for the whole
   latency, ``S_M`` their sleep powers' sum).
 
-A set's bound is the least over the variants that pass its memory test (a plan may use any of
-them), so each bound is a lower bound of what any plan of the set reaches: a set whose bound
-misses the target is never solved.
+Each bound is taken twice, for the plans that run everything on one board of the set (exact
+but for the TIMING records: that board's time, no transfer) and for the plans that use two or
+more boards (at least one cut, so at least the cheapest transfer); the set's bound is the least
+over both and over the variants that pass its memory test (a plan may use any of them), so it
+is a lower bound of what any plan of the set reaches: a set whose bound misses the target is
+never solved.
 """
 
 from __future__ import annotations
@@ -122,10 +125,16 @@ def cost_variants(
 
 
 def set_bound(
-    variants_: Sequence[Variant], idx: Sequence[int], run_w: np.ndarray, wait_w: np.ndarray
+    variants_: Sequence[Variant],
+    idx: Sequence[int],
+    run_w: np.ndarray,
+    wait_w: np.ndarray,
+    caps: tuple[float, float] = (np.inf, np.inf),
 ) -> SetBound:
     """The bounds of the set ``idx`` (candidate indices, repeats allowed); ``run_w`` /
-    ``wait_w`` per candidate (nan without energy data)."""
+    ``wait_w`` per candidate (nan without energy data). The energy bound counts only the kinds
+    of plan (one board, or a split) whose latency and waiting bounds may meet ``caps`` (the
+    target's latency and waiting time): the energy sought is that of a plan meeting it."""
     best = SetBound(False, np.inf, np.inf, np.inf)
     ids = np.asarray(idx)
     sleep = float(wait_w[ids].sum())
@@ -133,26 +142,52 @@ def set_bound(
         if v.dev_flash[ids].sum() < v.flash_total:
             continue
         t = v.times[ids]  # (k, n)
-        fastest = t.min(axis=0)
-        if not np.isfinite(fastest).all():
+        if not np.isfinite(t.min(axis=0)).all():
             continue
-        cut = cuts_needed(v, ids)
-        transfers = float(v.cuts[:cut].sum())
-        latency = float(fastest.sum()) + v.host_s + transfers
-        waiting = max(
-            float(fastest.max()),
-            balance_bound([0.0] * len(ids), list(v.rates[ids]), v.macs),
-            float(v.cuts[0]) if cut else 0.0,
-        )
-        extra = (run_w[ids] - wait_w[ids] + sleep)[:, None] * t
-        energy = float(extra.min(axis=0).sum()) + sleep * (v.host_s + transfers)
-        best = SetBound(
-            True,
-            min(best.latency_s, latency),
-            min(best.waiting_s, waiting),
-            min(best.energy_j, energy) if np.isfinite(energy) else best.energy_j,
-        )
+        delta = run_w[ids] - wait_w[ids] + sleep
+        options = _alone(v, ids, t, delta, sleep) + _split(v, ids, t, delta, sleep)
+        for lat, wait, energy in options:
+            meets = lat <= caps[0] * (1 + 1e-9) and wait <= caps[1] * (1 + 1e-9)
+            best = SetBound(
+                True,
+                min(best.latency_s, lat),
+                min(best.waiting_s, wait),
+                min(best.energy_j, energy) if meets and np.isfinite(energy) else best.energy_j,
+            )
     return best
+
+
+Option = tuple[float, float, float]
+
+
+def _alone(
+    v: Variant, ids: np.ndarray, t: np.ndarray, delta: np.ndarray, sleep: float
+) -> list[Option]:
+    """Plans that run every layer on one board of the set (the others powered, idle): its
+    ``(I, W, E)`` exactly up to the TIMING records, ``(L + H, L, L (delta + S) + S H)``."""
+    out = []
+    for r, c in enumerate(ids):
+        if v.dev_flash[c] >= v.flash_total and np.isfinite(t[r]).all():
+            total = float(t[r].sum())
+            out.append((total + v.host_s, total, total * float(delta[r]) + sleep * v.host_s))
+    return out
+
+
+def _split(
+    v: Variant, ids: np.ndarray, t: np.ndarray, delta: np.ndarray, sleep: float
+) -> list[Option]:
+    """Plans over two or more boards: at least ``max(1, cuts_needed)`` cuts (module
+    docstring); none when the set has one board or the chain one layer."""
+    if len(ids) < 2 or len(v.cuts) == 0:
+        return []
+    cut = max(1, cuts_needed(v, ids))
+    transfers = float(v.cuts[:cut].sum())
+    fastest = t.min(axis=0)
+    latency = float(fastest.sum()) + v.host_s + transfers
+    balance = balance_bound([0.0] * len(ids), list(v.rates[ids]), v.macs)
+    waiting = max(float(fastest.max()), balance, float(v.cuts[0]))
+    energy = float((delta[:, None] * t).min(axis=0).sum()) + sleep * (v.host_s + transfers)
+    return [(latency, waiting, energy)]
 
 
 def cuts_needed(v: Variant, ids: np.ndarray) -> int:

@@ -281,7 +281,7 @@ class Search:
         out = []
         for idx in multisets(len(self.cands), self.max_boards, caps):
             price = round(sum(self.cands[i].price_usd for i in idx), 6)
-            bound = set_bound(self.variants, idx, self.run_w, self.wait_w)
+            bound = set_bound(self.variants, idx, self.run_w, self.wait_w, self._caps())
             status = "open"
             if not bound.fits:
                 status = "memory"
@@ -294,6 +294,12 @@ class Search:
                 self.stats.pruned[r.status] += 1
                 self.results[r.idx] = r
         return out
+
+    def _caps(self) -> tuple[float, float]:
+        """The target as (latency cap, waiting-time cap), seconds."""
+        if self.target.kind == "latency":
+            return (self.target.value, math.inf)
+        return (math.inf, 1.0 / self.target.value)
 
     def _may_meet(self, bound: SetBound) -> bool:
         if self.target.kind == "latency":
