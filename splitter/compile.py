@@ -103,6 +103,7 @@ class CompileResult:
             "gap": self.plan.gap,
             "latency_s": self.plan.latency_s,
             "throughput_per_s": self.plan.throughput_per_s,
+            "energy_j": self.plan.energy_j,
             "prediction": "emulator" if self.manifest.emulated else "boards",
             "calibration": self.manifest.calibration,
             "submodels": [
@@ -497,8 +498,21 @@ def _estimate_lines(m: PlanManifest) -> list[str]:
         f"- throughput (eq. 17): {_rate(m.throughput_per_s)} inferences/s; "
         f"reference [9]: {_rate(m.throughput_ref9_per_s)} inferences/s",
         f"- {m.prediction_note}",
+        _energy_md(m),
         *pex,
     ]
+
+
+def _energy_md(m: PlanManifest) -> str:
+    """The report's energy line: total and per board (``plan.json``'s ``energy``)."""
+    if m.energy is None:
+        return "- energy: not computed (a part has no energy data in splitter/hardware/energy.toml)"
+    boards = "; ".join(
+        f"{md_text(d.name)} ({d.mcu}) {1e3 * d.total_j:.3f} mJ = compute {1e3 * d.compute_j:.3f}"
+        f" + transfer {1e3 * d.transfer_j:.3f} + waiting {1e3 * d.wait_j:.3f}"
+        for d in m.energy.devices
+    )
+    return f"- energy per inference: {1e3 * m.energy.total_j:.3f} mJ ({boards})"
 
 
 def _rate(x: float | None) -> str:

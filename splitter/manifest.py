@@ -24,7 +24,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -311,6 +311,62 @@ class Segments:
 
 
 @dataclass(frozen=True)
+class DeviceEnergy:
+    """One device's energy of one inference (J) and the powers it was computed with (W)."""
+
+    name: str
+    mcu: str
+    run_w: float
+    wait_w: float
+    compute_j: float
+    transfer_j: float
+    wait_j: float
+    run_table: str
+    wait_table: str
+
+    @property
+    def total_j(self) -> float:
+        """``compute_j + transfer_j + wait_j``."""
+        return self.compute_j + self.transfer_j + self.wait_j
+
+
+@dataclass(frozen=True)
+class Energy:
+    """Energy of one inference of the plan (``splitter.partition.problem.energy_breakdown``):
+    every board powered for the latency, at run power while computing or sending, at sleep
+    power otherwise. The JSON form is derived from the fields (:func:`_record_dict`)."""
+
+    total_j: float
+    model: str
+    devices: tuple[DeviceEnergy, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of ``plan.json``'s ``energy`` key."""
+        return {
+            "total_j": self.total_j,
+            "model": self.model,
+            "devices": [_record_dict(d) for d in self.devices],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Energy:
+        """Parse :meth:`to_dict`'s object."""
+        devices = tuple(DeviceEnergy(**_record_args(DeviceEnergy, x)) for x in d["devices"])
+        return cls(float(d["total_j"]), str(d["model"]), devices)
+
+
+def _record_dict(record: Any) -> dict[str, Any]:
+    """A flat record's fields as a JSON object (the codec derived from the dataclass)."""
+    return {f.name: getattr(record, f.name) for f in fields(record)}
+
+
+def _record_args(cls: Any, d: Mapping[str, Any]) -> dict[str, Any]:
+    """The constructor arguments of flat record ``cls`` from its JSON object, each converted
+    to its field's type (``str`` or ``float``)."""
+    return {f.name: (str if f.type == "str" else float)(d[f.name]) for f in fields(cls)}
+
+
+@dataclass(frozen=True)
 class PlanManifest:
     """The plan as every later stage sees it; see the module docstring."""
 
@@ -360,6 +416,9 @@ class PlanManifest:
     #: LO-SC segments of a segmented device (``splitter segment``, ``plan --segments``); None
     #: for a split plan, whose JSON then has no ``segments`` key (earlier hashes unchanged)
     segments: Segments | None = None
+    #: energy of one inference; None when a device's part has no energy data (the JSON then
+    #: has no ``energy`` key)
+    energy: Energy | None = None
 
     # --- views ------------------------------------------------------------------------------
 
@@ -467,6 +526,7 @@ class PlanManifest:
             "submodels": [_submodel_dict(s) for s in self.submodels],
             "links": self.links(),
             **({} if self.segments is None else {"segments": _segments_dict(self.segments)}),
+            **({} if self.energy is None else {"energy": self.energy.to_dict()}),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -966,6 +1026,7 @@ def _parse(data: Mapping[str, Any]) -> PlanManifest:
         schema=str(data["schema"]),
         emulated=str(data.get("prediction", "boards")) == "emulator",
         segments=None if data.get("segments") is None else _parse_segments(data["segments"]),
+        energy=None if data.get("energy") is None else Energy.from_dict(data["energy"]),
         **_parse_host_io(data),
     )
 

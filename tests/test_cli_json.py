@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
 DOC = ROOT / "docs" / "cli-json.md"
 COMMANDS = ("inspect", "ops", "plan", "segment", "compile", "report", "build", "run", "emulate",
-            "bench", "calibrate", "flash")  # fmt: skip
+            "bench", "calibrate", "flash", "choose")  # fmt: skip
 
 
 def documented() -> dict[str, Any]:
@@ -104,6 +104,11 @@ def test_model_commands(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
     report = json_of(capsys, "report", str(tmp_path / "o"))
     assert_shape(report, DOCS["report"], "report")
     assert report["report"] == str(tmp_path / "o" / "report.html")
+    parts = tmp_path / "parts.toml"
+    parts.write_text('[[part]]\nname = "STM32F405RG"\n[[part]]\nname = "STM32F446RE"\n')
+    choose = json_of(capsys, "choose", model, "--latency-ms", "2000", "--parts", str(parts),
+                     "--max-boards", "2", "--jobs", "1", "-o", str(tmp_path / "c"))  # fmt: skip
+    assert_shape(choose, DOCS["choose"], "choose")
 
 
 def test_newer_options_keep_the_documented_shapes(

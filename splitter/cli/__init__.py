@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "segment": "segment_cmd",
     "report": "report_cmd",
     "ops": "ops_cmd",
+    "choose": "choose_cmd",
 }
 
 
@@ -67,6 +68,7 @@ def cli() -> None:
 
     \b
     Model and plan:  inspect, ops, plan, segment, compile, report
+    Which boards:    choose
     Firmware:        build, flash, emulate
     On the boards:   run, bench, calibrate
     Every command takes -h, and --json for machine-readable output (errors included).

@@ -10,6 +10,8 @@ import click
 from splitter.cli.options import (
     activation_bytes_option,
     emulated_option,
+    energy_bound_options,
+    energy_bounds,
     granularity_auto_option,
     host_io_option,
     input_shape_option,
@@ -18,6 +20,7 @@ from splitter.cli.options import (
     solver_kwargs,
     solver_options,
 )
+from splitter.cli.plan_cmd import energy_line
 from splitter.cli.progress import Progress
 from splitter.compile import CompileOptions, CompileResult, compile_model
 from splitter.errors import UnsupportedOpError
@@ -30,6 +33,7 @@ from splitter.errors import UnsupportedOpError
 )
 @click.option("-o", "--out", default=None, metavar="OUT", help="Output directory [MODEL-split].")
 @objective_option
+@energy_bound_options
 @solver_options
 @click.option(
     "--input",
@@ -62,6 +66,8 @@ def command(
     target: str,
     out: str | None,
     objective: str,
+    max_latency_ms: float | None,
+    min_throughput: float | None,
     solver: str,
     time_limit: float | None,
     var_order: str | None,
@@ -83,7 +89,10 @@ def command(
     options = CompileOptions(
         objective=objective,
         solver=solver,
-        solver_options=solver_kwargs(solver, time_limit, var_order, val_order),
+        solver_options={
+            **solver_kwargs(solver, time_limit, var_order, val_order),
+            **energy_bounds(objective, max_latency_ms, min_throughput),
+        },
         validate=not no_validate,
         firmware=not no_firmware,
         input_files=input_files,
@@ -143,6 +152,7 @@ def _print_summary(result: CompileResult) -> None:
         f"{plan.throughput_per_s:.3f}/s ({plan.objective}, {plan.solver}{proof})"
     )
     click.echo(result.manifest.prediction_note)
+    click.echo(energy_line(result.manifest))
     click.echo(result.validation.summary() if result.validation else "validation skipped")
     status = result.firmware
     click.echo(f"firmware: {status if len(status) < 160 else status[:150] + '... (see report.md)'}")

@@ -112,10 +112,60 @@ partial_execution_option = click.option(
 
 objective_option = click.option(
     "--objective",
-    type=click.Choice(["latency", "throughput"]),
+    type=click.Choice(["latency", "throughput", "energy"]),
     default="latency",
     show_default=True,
+    help="Minimise the latency, the waiting time (1 / throughput) or the energy of one "
+    "inference (then optionally bounded by --max-latency-ms / --min-throughput).",
 )
+
+#: largest latency bound / throughput target taken (ms, inferences per s): beyond, a typo
+MAX_LATENCY_MS = 1e7
+MAX_THROUGHPUT = 1e6
+
+
+def positive_figure(value: float | None, flag: str, top: float) -> float | None:
+    """``value`` when finite, > 0 and <= ``top``; else a one-line UsageError naming ``flag``."""
+    if value is None:
+        return None
+    if not math.isfinite(value) or value <= 0 or value > top:
+        raise click.UsageError(f"{flag} {value:g}: give a number > 0 and at most {top:g}")
+    return value
+
+
+def energy_bound_options(fn: Callable[..., None]) -> Callable[..., None]:
+    """``--max-latency-ms`` and ``--min-throughput``: the bounds of ``--objective energy``."""
+    fn = click.option(
+        "--min-throughput",
+        type=float,
+        default=None,
+        metavar="PER_S",
+        help="With --objective energy: only plans of at least this many inferences per second.",
+    )(fn)
+    return click.option(
+        "--max-latency-ms",
+        type=float,
+        default=None,
+        metavar="MS",
+        help="With --objective energy: only plans whose latency is at most this.",
+    )(fn)
+
+
+def energy_bounds(
+    objective: str, max_latency_ms: float | None, min_throughput: float | None
+) -> dict[str, object]:
+    """The solver options ``max_latency_s`` / ``max_waiting_s`` of :func:`energy_bound_options`
+    (checked: finite, positive, sane; only with ``--objective energy``)."""
+    ms = positive_figure(max_latency_ms, "--max-latency-ms", MAX_LATENCY_MS)
+    rate = positive_figure(min_throughput, "--min-throughput", MAX_THROUGHPUT)
+    if objective != "energy" and (ms is not None or rate is not None):
+        raise click.UsageError("--max-latency-ms / --min-throughput bound --objective energy only")
+    out: dict[str, object] = {}
+    if ms is not None:
+        out["max_latency_s"] = ms / 1000.0
+    if rate is not None:
+        out["max_waiting_s"] = 1.0 / rate
+    return out
 
 
 def solver_options(fn: Callable[..., None]) -> Callable[..., None]:

@@ -12,6 +12,8 @@ from rich.table import Table
 from splitter.cli.options import (
     activation_bytes_option,
     emulated_option,
+    energy_bound_options,
+    energy_bounds,
     granularity_auto_option,
     host_io_option,
     input_shape_option,
@@ -111,11 +113,24 @@ def _render(m: PlanManifest, plan: Plan) -> None:
         f"{'inf' if ref9 is None else f'{ref9:.6f}'} /s | bottleneck {m.bottleneck_device}"
     )
     console.print(_link_line(m))
+    console.print(energy_line(m), highlight=False)
     console.print(f"solver {m.solver}: {proof}, {m.nodes} nodes, {plan.solve_time_s:.3f} s")
     console.print(m.prediction_note)
     for dev in m.devices:
         if dev.compute_model:
             console.print(f"compute on {dev.name}: {dev.compute_model}", highlight=False)
+
+
+def energy_line(m: PlanManifest) -> str:
+    """One line: the energy of one inference, total and per board (or why there is none)."""
+    if m.energy is None:
+        return "energy: not computed (a part has no energy data in splitter/hardware/energy.toml)"
+    boards = ", ".join(
+        f"{d.name} {1e3 * d.total_j:.3f} (compute {1e3 * d.compute_j:.3f}, transfer "
+        f"{1e3 * d.transfer_j:.3f}, waiting {1e3 * d.wait_j:.3f})"
+        for d in m.energy.devices
+    )
+    return f"energy per inference {1e3 * m.energy.total_j:.3f} mJ: {boards} mJ"
 
 
 def _link_line(m: PlanManifest) -> str:
@@ -137,6 +152,7 @@ def _link_line(m: PlanManifest) -> str:
 @click.argument("input_path", metavar="INPUT")
 @click.option("--target", "target", required=True, metavar="BOARDS.toml", help="Board file.")
 @objective_option
+@energy_bound_options
 @solver_options
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the plan manifest (what compile writes)."
@@ -158,6 +174,8 @@ def command(
     input_path: str,
     target: str,
     objective: str,
+    max_latency_ms: float | None,
+    min_throughput: float | None,
     solver: str,
     time_limit: float | None,
     var_order: str | None,
@@ -176,6 +194,7 @@ def command(
         _segments(input_path, target, input_shapes, activation_bytes, time_limit, as_json)
         return
     options = solver_kwargs(solver, time_limit, var_order, val_order)
+    options.update(energy_bounds(objective, max_latency_ms, min_throughput))
     with Progress() as progress:
         boards = for_prediction(load_boards(target), emulated)
         progress.step(f"importing {input_path}")
