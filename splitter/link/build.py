@@ -75,12 +75,15 @@ def require_toolchain() -> str:
     return path
 
 
-def run_make(device_dir: Path, *, emulator: bool = False) -> Path:
-    """``make [EMULATOR=1]`` in a device project; returns the ELF path."""
+def run_make(device_dir: Path, *, emulator: bool = False, debug_dir: Path | None = None) -> Path:
+    """``make [EMULATOR=1]`` in a device project; returns the ELF path. ``debug_dir`` is where
+    the project will live when built in a staged copy (:func:`splitter.outputs.staged_copy`)."""
     require_toolchain()
     if not (device_dir / "Makefile").exists():
         raise InputFileError(f"{device_dir}/Makefile: missing; re-run `splitter compile`")
     args = ["make", "-s", "-C", str(device_dir), f"EMULATOR={int(emulator)}"]
+    if debug_dir is not None:  # building in a staged copy: debug paths name the real OUT
+        args.append(f"CC={GCC} -fdebug-prefix-map={device_dir.resolve()}={debug_dir}")
     proc = subprocess.run(args, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         err = (proc.stderr or proc.stdout).strip().splitlines()
@@ -248,7 +251,11 @@ def user_budgets(manifest: PlanManifest) -> dict[str, tuple[int, int]]:
 
 
 def build_all(
-    out_dir: Path, *, emulator: bool = True, on_device: Callable[[str], None] | None = None
+    out_dir: Path,
+    *,
+    emulator: bool = True,
+    on_device: Callable[[str], None] | None = None,
+    debug_root: Path | None = None,
 ) -> list[DeviceBuild]:
     """Build every device (and its emulator variant), measure each against the plan.
 
@@ -256,7 +263,8 @@ def build_all(
     Both manifests are validated first (:func:`~splitter.manifest.read_wiring`,
     :func:`~splitter.manifest.read_manifest`) and every device directory is resolved inside
     ``OUT`` (:func:`~splitter.outputs.contained`) before any ``make`` runs. ``on_device`` is
-    called with each device's name before its build (progress).
+    called with each device's name before its build (progress); ``debug_root`` is the real
+    ``OUT`` when ``out_dir`` is a staged copy of it (:func:`splitter.outputs.staged_copy`).
     """
     wiring = read_wiring(out_dir)
     manifest = read_manifest(out_dir)
@@ -277,9 +285,10 @@ def build_all(
         ddir = dirs[dev["name"]]
         if on_device is not None:
             on_device(dev["name"])
-        elf = run_make(ddir)
+        debug = None if debug_root is None else debug_root / "firmware" / dev["name"]
+        elf = run_make(ddir, debug_dir=debug)
         if emulator:
-            run_make(ddir, emulator=True)
+            run_make(ddir, emulator=True, debug_dir=debug)
         flash, ram = estimates[dev["name"]]
         entry = {**dev, "weights_bytes": flash, "arena_bytes": ram}
         planned = manifest.device(dev["name"])
@@ -296,7 +305,10 @@ def build_all(
 
 
 def build_emulator_variants(
-    out_dir: Path, *, on_device: Callable[[str], None] | None = None
+    out_dir: Path,
+    *,
+    on_device: Callable[[str], None] | None = None,
+    debug_root: Path | None = None,
 ) -> dict[str, str | None]:
     """``make EMULATOR=1`` per device, building every variant that can be built.
 
@@ -311,7 +323,8 @@ def build_emulator_variants(
         if on_device is not None:
             on_device(name)
         try:
-            run_make(ddir, emulator=True)
+            debug = None if debug_root is None else debug_root / "firmware" / name
+            run_make(ddir, emulator=True, debug_dir=debug)
             status[name] = None
         except (InfeasibleError, ToolchainError) as exc:
             status[name] = " ".join(str(exc).split())
