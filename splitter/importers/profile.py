@@ -193,12 +193,32 @@ def _layers(rows: Sequence[Row], where: _Where, act_bytes: int) -> list[Layer]:
     return layers
 
 
+def _unbracketed(text: str) -> str | None:
+    """``text`` without one enclosing ``(...)`` or ``[...]`` pair; ``None`` when a bracket is
+    unbalanced or mismatched (``(49, 10``, ``49, 10]``, ``(49, 10]``, ``((49))``)."""
+    pairs = {"(": ")", "[": "]"}
+    if text[:1] in pairs:
+        if text[-1:] != pairs[text[0]]:
+            return None
+        text = text[1:-1]
+    return None if any(ch in text for ch in "()[]") else text
+
+
 def _shape(where: _Where, row: int, line: int | None, column: str, value: Any) -> tuple[int, ...]:
     """``(49, 10, 1)``, ``[49, 10, 1]``, ``49x10x1`` or a JSON list -> positive int tuple."""
     if isinstance(value, list | tuple):
         parts: list[Any] = list(value)
     else:
-        text = str(value).strip().strip("()[]").strip().rstrip(",")
+        text = _unbracketed(str(value).strip())
+        if text is None:
+            where.fail(
+                row,
+                line,
+                column,
+                f"bad shape {value!r} (unbalanced brackets)",
+                "write it as 49x10x1, (49, 10, 1) or [49, 10, 1]",
+            )
+        text = (text or "").strip().rstrip(",")
         parts = [p for p in _SHAPE_SEP.split(text)] if text else []
     dims = []
     for part in parts:

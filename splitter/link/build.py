@@ -150,25 +150,31 @@ def measure(
     )
 
 
-#: ``FLASH (rx) : ORIGIN = ..., LENGTH = 1048576`` (also ``0x100000`` or ``1024K``, as ld reads).
-_REGION_RE = re.compile(
-    r"^\s*(?P<name>FLASH|RAM)\b[^:]*:.*\bLENGTH\s*=\s*(?P<num>0[xX][0-9a-fA-F]+|\d+)"
-    r"\s*(?P<unit>[KM]?)\s*$"
-)
+#: ``FLASH (rx) : ORIGIN = ..., LENGTH = 1048576``: a memory region line of a linker script.
+_REGION_RE = re.compile(r"^\s*(?P<name>FLASH|RAM)\b[^:]*:.*\bLENGTH\s*=\s*(?P<value>.*?)\s*$")
+#: A LENGTH as ld reads it: decimal or ``0x`` hex, optionally ``K`` / ``M`` (GNU ld manual 3.6).
+_LENGTH_RE = re.compile(r"(?P<num>0[xX][0-9a-fA-F]+|\d+)\s*(?P<unit>[KM]?)")
 
 
-def _capacities(device_dir: Path) -> tuple[int, int]:
-    """FLASH and RAM lengths from the device's part linker script; an :class:`InputFileError`
-    when the script (edited by hand?) does not state both."""
-    path = device_dir / "part.ld"
+def _capacities(device_dir: Path, script: str = "part.ld") -> tuple[int, int]:
+    """FLASH and RAM lengths from the device's linker script; an :class:`InputFileError` naming
+    the region when the script (edited by hand?) does not state both as numbers."""
+    path = device_dir / script
     text = read_input_text(path, "linker script")
     found: dict[str, int] = {}
     for line in text.splitlines():
         m = _REGION_RE.match(line)
-        if m:
-            scale = {"": 1, "K": 1024, "M": 1024 * 1024}[m["unit"]]
-            base = 16 if m["num"][:2] in ("0x", "0X") else 10
-            found[m["name"]] = int(m["num"], base) * scale
+        if not m:
+            continue
+        length = _LENGTH_RE.fullmatch(m["value"].rstrip(","))
+        if length is None:
+            raise InputFileError(
+                f"{path}: MEMORY region {m['name']}: LENGTH = {m['value'][:40]!a} is not a number "
+                "(bytes, 0x hex, or with K / M); regenerate it with `splitter compile`"
+            )
+        scale = {"": 1, "K": 1024, "M": 1024 * 1024}[length["unit"]]
+        base = 16 if length["num"][:2] in ("0x", "0X") else 10
+        found[m["name"]] = int(length["num"], base) * scale
     if set(found) != {"FLASH", "RAM"}:
         raise InputFileError(
             f"{path}: no 'FLASH ... LENGTH = <bytes>' and 'RAM ... LENGTH = <bytes>' lines "
@@ -278,6 +284,10 @@ def build_all(
                 "re-run `splitter compile`"
             )
         dirs[dev["name"]] = contained(out_dir, f"firmware/{dev['name']}")
+    for ddir in dirs.values():  # before any make: a broken linker script is named, not linked
+        _capacities(ddir)
+        if (ddir / "emulator.ld").exists():
+            _capacities(ddir, "emulator.ld")
     require_toolchain()
     user = user_budgets(manifest)
     builds = []
