@@ -115,7 +115,7 @@ class OutputDir:
         self.write_text(MARKER, f"splitter {__version__}\n")
         self.write_text(FILES, hash_listing(self.root))
         try:
-            fsync_tree(self.root)  # every file and directory entry on disk before the swap
+            flush_to_disk(self.root)  # every file and directory entry on disk before the swap
         except OSError as exc:
             raise _os_error(self.target, "flush the new output to disk", exc) from exc
         with sigint_deferred():  # Ctrl-C between the two renames would leave no OUT at all
@@ -234,17 +234,36 @@ def reset_file_operations() -> None:
 
 
 def write_durable(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` and ``fsync`` it, so a power cut after the directory swap
-    cannot leave a torn file in place of a complete one (the rename is ordered after the data
-    only when the data reached the disk first, as ext4's ``data=ordered`` does not promise for
-    a new file)."""
+    """Write ``data`` to a new file ``path`` of a directory that is not in place yet; it reaches
+    the disk with everything else in :func:`flush_to_disk`, before the directory is swapped in
+    (so a power cut cannot leave a torn file in place of a complete one: ext4's
+    ``data=ordered`` does not order a new file's data before a later rename of its folder)."""
     crash_point()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         _write_all(fd, data)
-        os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def flush_to_disk(root: Path) -> None:
+    """Every file and directory entry under ``root`` on disk: one Linux ``syncfs`` of its
+    filesystem (about 0.1 s where fsyncing 70 files one by one takes 0.5 s), else ``fsync``
+    of each file and directory."""
+    import ctypes
+
+    crash_point()
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        syncfs = getattr(ctypes.CDLL(None, use_errno=True), "syncfs", None)
+        if syncfs is not None and syncfs(fd) == 0:
+            return
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    fsync_files(root)
+    fsync_tree(root)
 
 
 def fsync_tree(root: Path) -> None:
@@ -467,8 +486,7 @@ def staged_copy(out_dir: str | Path) -> Iterator[Path]:
         for build in sorted(stage.glob("firmware/*/build/*")):
             if build.is_dir():
                 write_durable(build / FILES, hash_listing(build, skip=()).encode())
-        fsync_files(stage)
-        fsync_tree(stage)
+        flush_to_disk(stage)
         with sigint_deferred():
             swap_into_place(stage, target)
     except BaseException:
