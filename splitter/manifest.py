@@ -30,7 +30,7 @@ from typing import Any
 
 from splitter import names
 from splitter.errors import InputFileError
-from splitter.inputs import read_input_text
+from splitter.inputs import check_depth, read_input_text
 from splitter.ir import Chain, QuantParams, TensorSpec
 
 #: Schema name and version of the manifest; a reader refuses any other.
@@ -506,6 +506,7 @@ class PlanManifest:
             raise ManifestError(
                 f"{where}: not valid JSON ({exc}); re-run `splitter compile`"
             ) from None
+        check_depth(data, where, error=ManifestError)  # and no NUL in a key or string
         return cls.from_dict(data, where)
 
 
@@ -552,6 +553,7 @@ def read_wiring(out_dir: str | Path) -> dict[str, Any]:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise ManifestError(f"{path}: not valid JSON ({exc}); re-run `splitter compile`") from None
+    check_depth(data, str(path), error=ManifestError)
     problem = _wiring_problem(data) or _link_problem(data)
     if problem is None and (Path(out_dir) / MANIFEST_FILE).exists():
         problem = _parts_problem(data, read_manifest(out_dir))

@@ -503,3 +503,18 @@ def fsync_files(root: Path) -> None:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+
+
+@contextlib.contextmanager
+def errors_named_in(stage: Path, target: str | Path) -> Iterator[None]:
+    """Re-raise a :class:`~splitter.errors.SplitterError` from work in the staged copy with the
+    copy's path replaced by ``target``'s, so the message names the file the user knows."""
+    from splitter.errors import SplitterError
+
+    try:
+        yield
+    except SplitterError as exc:
+        text = str(exc).replace(str(stage), str(normalised_target(target)))
+        if text == str(exc):
+            raise
+        raise type(exc)(text) from None

@@ -14,8 +14,14 @@ from rich.table import Table
 from splitter.cli.options import allow_edited_option, out_argument
 from splitter.cli.progress import Progress
 from splitter.errors import ToolchainError
-from splitter.link.build import DeviceBuild, build_all, build_emulator_variants, check
-from splitter.outputs import staged_copy, verify_output
+from splitter.link.build import (
+    DeviceBuild,
+    build_all,
+    build_emulator_variants,
+    check,
+    check_output,
+)
+from splitter.outputs import errors_named_in, staged_copy, verify_output
 
 
 @click.command("build")
@@ -31,8 +37,9 @@ from splitter.outputs import staged_copy, verify_output
 def command(out: Path, emulator: bool | None, as_json: bool, allow_edited: bool) -> None:
     """Build the firmware of every device of OUT with arm-none-eabi-gcc."""
     verify_output(out, allow_edited=allow_edited)
+    check_output(out)  # named in OUT, before the staged copy is made
     variants: dict[str, str | None] = {}
-    with Progress() as progress, staged_copy(out) as stage:  # OUT: all built, or as it was
+    with Progress() as progress, staged_copy(out) as stage, errors_named_in(stage, out):
         builds = build_all(
             stage,
             emulator=False,

@@ -256,6 +256,29 @@ def user_budgets(manifest: PlanManifest) -> dict[str, tuple[int, int]]:
     }
 
 
+def check_output(out_dir: Path) -> tuple[dict[str, Any], PlanManifest, dict[str, Path]]:
+    """Everything ``build`` reads, checked before any ``make`` runs: ``wiring.json`` and
+    ``plan.json`` (:func:`~splitter.manifest.read_wiring`, :func:`read_manifest`), every device directory inside ``OUT`` (:func:`~splitter.outputs.contained`) and every
+    linker script's memory regions; returns the wiring, the plan and the device directories."""
+    wiring = read_wiring(out_dir)
+    manifest = read_manifest(out_dir)
+    estimates = manifest.device_totals()
+    wiring_path = Path(out_dir) / WIRING_FILE
+    dirs = {}
+    for dev in wiring["devices"]:
+        if dev["name"] not in estimates:
+            raise InputFileError(
+                f"{wiring_path}: device {dev['name']} runs no sub-model of plan.json; "
+                "re-run `splitter compile`"
+            )
+        dirs[dev["name"]] = contained(out_dir, f"firmware/{dev['name']}")
+    for ddir in dirs.values():  # a broken linker script is named, not linked
+        _capacities(ddir)
+        if (ddir / "emulator.ld").exists():
+            _capacities(ddir, "emulator.ld")
+    return wiring, manifest, dirs
+
+
 def build_all(
     out_dir: Path,
     *,
@@ -272,22 +295,8 @@ def build_all(
     called with each device's name before its build (progress); ``debug_root`` is the real
     ``OUT`` when ``out_dir`` is a staged copy of it (:func:`splitter.outputs.staged_copy`).
     """
-    wiring = read_wiring(out_dir)
-    manifest = read_manifest(out_dir)
+    wiring, manifest, dirs = check_output(out_dir)
     estimates = manifest.device_totals()
-    wiring_path = Path(out_dir) / WIRING_FILE
-    dirs = {}
-    for dev in wiring["devices"]:
-        if dev["name"] not in estimates:
-            raise InputFileError(
-                f"{wiring_path}: device {dev['name']} runs no sub-model of plan.json; "
-                "re-run `splitter compile`"
-            )
-        dirs[dev["name"]] = contained(out_dir, f"firmware/{dev['name']}")
-    for ddir in dirs.values():  # before any make: a broken linker script is named, not linked
-        _capacities(ddir)
-        if (ddir / "emulator.ld").exists():
-            _capacities(ddir, "emulator.ld")
     require_toolchain()
     user = user_budgets(manifest)
     builds = []
