@@ -258,8 +258,9 @@ def user_budgets(manifest: PlanManifest) -> dict[str, tuple[int, int]]:
 
 def check_output(out_dir: Path) -> tuple[dict[str, Any], PlanManifest, dict[str, Path]]:
     """Everything ``build`` reads, checked before any ``make`` runs: ``wiring.json`` and
-    ``plan.json`` (:func:`~splitter.manifest.read_wiring`, :func:`read_manifest`), every device directory inside ``OUT`` (:func:`~splitter.outputs.contained`) and every
-    linker script's memory regions; returns the wiring, the plan and the device directories."""
+    ``plan.json`` (:func:`~splitter.manifest.read_wiring`, :func:`read_manifest`), every
+    device directory inside ``OUT`` (:func:`~splitter.outputs.contained`) and every linker
+    script's memory regions; returns the wiring, the plan and the device directories."""
     wiring = read_wiring(out_dir)
     manifest = read_manifest(out_dir)
     estimates = manifest.device_totals()
