@@ -7,8 +7,8 @@ wiring, frames) or ``all``. splitter's modules are imported under ``atheris.inst
 so libFuzzer sees their branch coverage and keeps every input that reaches a new edge; the
 corpus starts from the target's seeds (``models/``, a compile output, the boards cases of
 ``tests/fuzz_cases.py``). One process per target. A crash (an exception other than a
-``SplitterError``, or a broken invariant) is written to ``tests/fuzz_crashes/<target>-*``
-and minimised; ``tests/test_fuzz_coverage.py`` replays every file there.
+``SplitterError``, or a broken invariant) is written to ``tests/fuzz_crashes/<target>-*``;
+``python benchmarks/fuzz.py --child TARGET -minimize_crash=1 -runs=3000 CRASH`` minimises it; ``tests/test_fuzz_coverage.py`` replays every file there.
 
 ``make fuzz`` runs every target for ``FUZZ_SECONDS`` (default 60) and writes the executions
 per second, the coverage (libFuzzer's ``cov``: instrumented edges reached; ``ft``: features)
@@ -60,7 +60,8 @@ def child(target: str, libfuzzer_args: list[str]) -> None:
     for k, seed in enumerate(fuzz_targets.seeds(target)):
         (corpus / f"seed{k}").write_bytes(seed)
     target_fn = fuzz_targets.TARGETS[target]
-    atheris.Setup([sys.argv[0], *libfuzzer_args, str(corpus)], target_fn)
+    minimising = any(a.startswith("-minimize_crash") for a in libfuzzer_args)
+    atheris.Setup([sys.argv[0], *libfuzzer_args, *([] if minimising else [str(corpus)])], target_fn)
     atheris.Fuzz()
 
 

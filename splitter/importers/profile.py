@@ -80,8 +80,21 @@ def load_profile(text: str, *, activation_bytes: int | None = None) -> Chain:
 
 
 def _csv_rows(path: Path, raw: str) -> list[Row]:
-    """(row number, line number, {column: text}) for every data row of a CSV profile."""
+    """(row number, line number, {column: text}) for every data row of a CSV profile; a line the
+    CSV reader cannot split (a bare carriage return inside a field, found by the fuzzer) is a
+    one-line :class:`InputFileError`."""
     reader = csv.reader(io.StringIO(raw))
+    try:
+        return _csv_table(path, reader)
+    except csv.Error as exc:
+        raise InputFileError(
+            f"{path}: line {reader.line_num}: not CSV ({exc}); end lines with a newline and "
+            "quote fields that hold one"
+        ) from None
+
+
+def _csv_table(path: Path, reader: Any) -> list[Row]:
+    """:func:`_csv_rows` over an open ``csv.reader``."""
     header = [h.strip() for h in next(reader)]
     missing = [h for h in HEADER if h not in header]
     extra = [h for h in header if h not in HEADER]
