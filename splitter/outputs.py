@@ -477,7 +477,7 @@ def staged_copy(out_dir: str | Path) -> Iterator[Path]:
     try:
         if stage.exists():
             shutil.rmtree(stage)  # what a killed build left behind
-        shutil.copytree(target, stage, symlinks=True)
+        shutil.copytree(target, stage, symlinks=True, copy_function=_copy_regular)
     except OSError as exc:
         shutil.rmtree(stage, ignore_errors=True)
         raise _os_error(target, "copy it to build in", exc) from exc
@@ -492,6 +492,19 @@ def staged_copy(out_dir: str | Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
+
+
+def _copy_regular(src: str, dst: str) -> None:
+    """``shutil.copy2`` of a regular file; anything else in ``OUT`` (a FIFO, a device, a socket
+    put there by hand) is an :class:`~splitter.errors.InputFileError`, never opened."""
+    import stat
+
+    if not stat.S_ISREG(os.lstat(src).st_mode):
+        raise InputFileError(
+            f"{src}: not a regular file (a FIFO, device or socket?); remove it, or re-run "
+            "`splitter compile`"
+        )
+    shutil.copy2(src, dst)
 
 
 def fsync_files(root: Path) -> None:
