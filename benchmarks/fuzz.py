@@ -14,8 +14,9 @@ every file there.
 
 ``make fuzz`` runs every target for ``FUZZ_SECONDS`` (default 60) and writes the executions
 per second, the coverage (libFuzzer's ``cov``: instrumented edges reached; ``ft``: features;
-line coverage of the reader's files when the final corpus is replayed) and the crashes per target to ``benchmarks/results/fuzz.md``. The suite's short run
-(``tests/test_fuzz_coverage.py``) uses ``--runs`` and a fixed ``--seed``.
+line coverage of the reader's files when the final corpus is replayed) and the crashes per
+target to ``benchmarks/results/fuzz.md``. The suite's short run (``tests/test_fuzz_coverage.py``)
+uses ``--runs`` and a fixed ``--seed``.
 """
 
 from __future__ import annotations
