@@ -53,6 +53,10 @@ def command(out: Path, emulator: bool | None, as_json: bool, allow_edited: bool)
                 debug_root=out.absolute(),
             )
     builds = [replace(b, elf=out / b.elf.relative_to(stage)) for b in builds]
+    real = str(out.absolute())  # the variants' reasons name OUT, not its staged copy
+    variants = {
+        d: None if why is None else why.replace(str(stage), real) for d, why in variants.items()
+    }
     for b in builds:
         check(b)
     missing = {d: why for d, why in variants.items() if why is not None}
