@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm chromium ccache
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo check models system-deps venv clean bench code-sizes costs
+.PHONY: test demo check models system-deps venv clean bench code-sizes costs fuzz kill-test
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -69,3 +69,14 @@ code-sizes: system-deps $(STAMP)
 # tests/test_kernel_table.py says when it is stale.
 costs: system-deps $(STAMP)
 	PYTHONPATH=$(CURDIR) $(PY) -m splitter.measure.kernel_table
+
+# Coverage-guided fuzzing (atheris) of the importers, the boards / profile parsers, the manifest
+# readers and the frame decoder: FUZZ_SECONDS per target, numbers in benchmarks/results/fuzz.md,
+# crashes (minimised) in tests/fuzz_crashes/, replayed by tests/test_fuzz_coverage.py.
+FUZZ_SECONDS ?= 60
+fuzz: $(STAMP)
+	$(PY) benchmarks/fuzz.py all --seconds $(FUZZ_SECONDS) --report benchmarks/results/fuzz.md
+
+# Every crash point of compile / segment / build and timed SIGKILLs (benchmarks/results/kill_test.md).
+kill-test: system-deps $(STAMP)
+	$(PY) benchmarks/kill_test.py --report benchmarks/results/kill_test.md

@@ -1,6 +1,6 @@
-"""The ``splitter`` command's entry point: a Ctrl-C while the CLI's own modules are still being
-imported (click, rich, numpy...) is one line and exit code 130 like any later one, not a
-traceback. Nothing heavy is imported before the ``try``."""
+"""The ``splitter`` command's entry point: a Ctrl-C or SIGTERM while the CLI's own modules are
+still being imported (click, rich, numpy...) is one line and exit code 130 / 143 like any later
+one, not a traceback. Nothing heavy is imported before the ``try``."""
 
 from __future__ import annotations
 
@@ -8,10 +8,13 @@ import sys
 
 
 def main() -> None:
-    """Import the CLI, then run it (:func:`splitter.cli.main`)."""
+    """Route SIGINT / SIGTERM (:mod:`splitter.signals`), import the CLI, run it."""
+    from splitter import signals
+
+    signals.install()
     try:
         from splitter.cli import main as cli_main
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         sys.stderr.write("splitter: interrupted\n")
-        sys.exit(130)
+        sys.exit(signals.exit_code(signals.interruption_signal(exc)))
     cli_main()

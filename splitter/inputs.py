@@ -75,9 +75,23 @@ def read_input_text(
     max_bytes: int = TEXT_MAX_BYTES,
     *,
     error: type[SplitterError] = InputFileError,
+    generated: bool = False,
 ) -> str:
-    """:func:`read_input_file` decoded as UTF-8 (a leading BOM is dropped)."""
+    """:func:`read_input_file` decoded as UTF-8. A leading BOM is dropped from a user's file
+    (RFC 8259 section 8.1 lets a parser ignore it; editors on Windows write one); a file splitter
+    ``generated`` never has one, nor a NUL byte, so there either means the file was edited."""
     data = read_input_file(path, what, max_bytes, error=error)
+    if generated and data.startswith(b"\xef\xbb\xbf"):
+        raise error(
+            f"{path}: the {what} starts with a UTF-8 byte order mark, which splitter never "
+            "writes (the file was edited); re-run `splitter compile`"
+        )
+    nul = data.find(b"\0") if generated else -1
+    if nul >= 0:
+        raise error(
+            f"{path}: the {what} holds a NUL byte at offset {nul} (the file was "
+            "edited or damaged); re-run `splitter compile`"
+        )
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -117,19 +131,31 @@ def parse_toml(text: str, where: str, *, error: type[SplitterError] = InputFileE
 
 
 def check_depth(data: Any, where: str, *, error: type[SplitterError] = InputFileError) -> None:
-    """Raise ``error`` when lists/dicts in ``data`` nest deeper than :data:`MAX_DEPTH`.
+    """Raise ``error`` when lists/dicts in ``data`` nest deeper than :data:`MAX_DEPTH`, or a key
+    or string holds a NUL character.
 
     Walks iteratively (an explicit stack), so the check itself cannot overflow Python's stack.
     """
     stack: list[tuple[Any, int]] = [(data, 1)]
     while stack:
         item, depth = stack.pop()
+        if isinstance(item, str) and "\0" in item:
+            raise error(_nul(where, item))
         if not isinstance(item, dict | list):
             continue
+        bad_key = next((k for k in item if isinstance(k, str) and "\0" in k), None)
+        if isinstance(item, dict) and bad_key is not None:
+            raise error(_nul(where, bad_key))
         children = item.values() if isinstance(item, dict) else item
         if depth > MAX_DEPTH:
             raise error(_too_deep(where))
         stack.extend((child, depth + 1) for child in children)
+
+
+def _nul(where: str, text: str) -> str:
+    """A NUL character (``\\u0000``) in a JSON string: no name, path or text splitter reads may
+    hold one (C strings and file names end at it)."""
+    return f"{where}: the string {text[:40]!a} contains a NUL character (\\u0000); remove it"
 
 
 def _too_deep(where: str) -> str:

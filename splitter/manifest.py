@@ -30,7 +30,7 @@ from typing import Any
 
 from splitter import names
 from splitter.errors import InputFileError
-from splitter.inputs import read_input_text
+from splitter.inputs import check_depth, read_input_text
 from splitter.ir import Chain, QuantParams, TensorSpec
 
 #: Schema name and version of the manifest; a reader refuses any other.
@@ -566,6 +566,7 @@ class PlanManifest:
             raise ManifestError(
                 f"{where}: not valid JSON ({exc}); re-run `splitter compile`"
             ) from None
+        check_depth(data, where, error=ManifestError)  # and no NUL in a key or string
         return cls.from_dict(data, where)
 
 
@@ -577,7 +578,7 @@ def read_manifest(out_dir: str | Path) -> PlanManifest:
             f"{path}: missing, so {out_dir} is not a `splitter compile` output; "
             f"run `splitter compile MODEL --target BOARDS.toml -o {out_dir}`"
         )
-    text = read_input_text(path, "plan", error=ManifestError)
+    text = read_input_text(path, "plan", error=ManifestError, generated=True)
     return PlanManifest.from_json(text, str(path))
 
 
@@ -607,15 +608,54 @@ def read_wiring(out_dir: str | Path) -> dict[str, Any]:
             f"{path}: missing, {out_dir} has no firmware (compiled with --no-firmware?); "
             "re-run `splitter compile` without --no-firmware"
         )
-    text = read_input_text(path, "wiring description", error=ManifestError)
+    text = read_input_text(path, "wiring description", error=ManifestError, generated=True)
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise ManifestError(f"{path}: not valid JSON ({exc}); re-run `splitter compile`") from None
-    problem = _wiring_problem(data)
+    check_depth(data, str(path), error=ManifestError)
+    problem = _wiring_problem(data) or _link_problem(data)
+    if problem is None and (Path(out_dir) / MANIFEST_FILE).exists():
+        problem = _parts_problem(data, read_manifest(out_dir))
     if problem is not None:
         raise ManifestError(f"{path}: {problem}; re-run `splitter compile`")
     return dict(data)
+
+
+def _link_problem(data: dict[str, Any]) -> str | None:
+    """Each link between two devices is one serial line: the peer lists the link back, and
+    exactly one end is the server (a TCP listener in the emulator, the side that answers
+    first on a board)."""
+    by_name = {d["name"]: d for d in data["devices"]}
+    for dev in data["devices"]:
+        for k, ln in enumerate(dev["links"]):
+            if ln["peer"] == HOST:
+                continue
+            peer = by_name.get(ln["peer"])
+            back = [b for b in (peer or {}).get("links", []) if b.get("peer") == dev["name"]]
+            if not back:
+                return f"devices[{dev['index']}].links[{k}]: peer {ln['peer']!a} has no link back"
+            if all(b.get("server") == ln["server"] for b in back):
+                side = "server" if ln["server"] else "client"
+                return (
+                    f"devices[{dev['index']}].links[{k}].server: both ends of the link "
+                    f"{dev['name']!a} - {ln['peer']!a} are {side}s"
+                )
+    return None
+
+
+def _parts_problem(data: dict[str, Any], manifest: PlanManifest) -> str | None:
+    """Every device of wiring.json has the part plan.json planned for it."""
+    planned = {d.name: d.mcu for d in manifest.devices}
+    for dev in data["devices"]:
+        if dev["name"] not in planned:
+            return f"devices[{dev['index']}].name: {dev['name']!a} is not a device of plan.json"
+        if dev["part"] != planned[dev["name"]]:
+            return (
+                f"devices[{dev['index']}].part: {dev['part']!a}, but plan.json plans "
+                f"{planned[dev['name']]!a} for device {dev['name']!a}"
+            )
+    return None
 
 
 def _is_int(x: object, low: int) -> bool:

@@ -199,6 +199,8 @@ def test_plan_hash_mismatch_names_the_device(aba: Path, x_file: Path, tmp_path: 
     plan["objective"] = "throughput"  # any change: the firmware was built for another plan
     (other / "plan.json").write_text(json.dumps(plan))
     r = cli("run", str(other), "--input", str(x_file), "--emulate", "--no-check")
+    assert r.returncode == 2 and "plan.json: edited since splitter wrote it" in r.stderr
+    r = cli("run", str(other), "--input", str(x_file), "--emulate", "--no-check", "--allow-edited")
     assert r.returncode == 2
     assert "device a: firmware is for plan" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1

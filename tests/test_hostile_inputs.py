@@ -158,7 +158,8 @@ def test_fifo_in_a_compile_output(tmp_path: Path, name: str) -> None:
     assert r.returncode == 0, r.stderr
     (out / name).unlink()
     os.mkfifo(out / name)
-    assert_one_line_error(splitter("build", out), name, "FIFO")
+    assert_one_line_error(splitter("build", out), name, "edited")  # files.sha256 (not opened)
+    assert_one_line_error(splitter("build", out, "--allow-edited"), name, "FIFO")
 
 
 # --- size limits ---------------------------------------------------------------------------------

@@ -9,19 +9,19 @@ line on stderr and exit code 2; no traceback reaches a user (``SPLITTER_DEBUG=1`
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import json
 import os
 import re
-import signal
 import sys
 import threading
 import traceback
 
 import click
 
-from splitter import __version__
+from splitter import __version__, signals
 from splitter.errors import SplitterError, escaped
 
 #: command name -> module under splitter.cli that defines ``command`` (a click.Command).
@@ -78,14 +78,18 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: run the CLI, map errors to one line and exit code 2.
 
-    Ctrl-C (SIGINT) is exit code 130 with one line. Run as the ``splitter`` command (``argv``
-    None), a SIGINT arriving once the command is over is ignored, so it cannot turn a finished
-    run into a death by signal; a caller passing ``argv`` (tests) keeps its own SIGINT handler.
+    SIGINT (Ctrl-C) and SIGTERM are exit code 130 / 143 with one line, ``splitter: interrupted``,
+    whatever error the interruption caused on its way out (:mod:`splitter.signals`). Run as the
+    ``splitter`` command (``argv`` None), both signals are routed to the CLI and, once the command
+    is over, ignored, so they cannot turn a finished run into a death by signal; a caller passing
+    ``argv`` (tests) keeps its own handlers.
     """
+    if argv is None:
+        signals.install()
     code = _run(argv)
     if argv is None and threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        if code == 130:  # interrupted: outputs are cleaned up; exit now, whatever threads run
+        signals.ignore()
+        if code in (130, 143):  # interrupted: outputs are cleaned up; exit now, whatever runs
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)
@@ -94,58 +98,75 @@ def main(argv: list[str] | None = None) -> None:
 
 def _run(argv: list[str] | None) -> int:
     """Run the CLI; the exit code, every error reported in one line on stderr (and as JSON on
-    stdout when the command line asks for JSON)."""
+    stdout when the command line asks for JSON). An error raised after a stop signal arrived is
+    the interruption's doing and reported as one (:func:`_interruption`)."""
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = wants_json(args)
+    try:
+        return _run_reporting(args, as_json)
+    except BaseException as exc:  # a second signal while the first error was being reported
+        if isinstance(exc, KeyboardInterrupt) or signals.received() is not None:
+            return _interruption(exc, as_json)
+        raise
+
+
+def _interruption(exc: BaseException, as_json: bool) -> int:
+    """Report an interruption: one line, exit code ``128 + signal`` (130 / 143)."""
+    with contextlib.suppress(Exception):
+        click.echo("splitter: interrupted", err=True)
+        if as_json:
+            click.echo(json.dumps(error_object("interrupted")))
+    return signals.exit_code(signals.interruption_signal(exc))
+
+
+def _run_reporting(args: list[str], as_json: bool) -> int:
+    """:func:`_run`'s body: invoke, and map each kind of failure to its line and exit code."""
     try:
         _invoke(args)
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except click.UsageError as exc:  # one line, like every other error
+    except click.exceptions.Abort:
+        click.echo("splitter: aborted", err=True)
+        return 130
+    except KeyboardInterrupt as exc:
+        return _interruption(exc, as_json)
+    except Exception as exc:
+        if signals.received() is not None or _interrupted(exc):
+            return _interruption(exc, as_json)  # never blame the model for a Ctrl-C
+        return _report_error(exc, as_json)
+    return 0
+
+
+def _report_error(exc: Exception, as_json: bool) -> int:
+    """One line for ``exc`` (exit code 2 for a user's error, 1 for a bug)."""
+    if isinstance(exc, click.UsageError):  # one line, like every other error
         hint = f"; see '{exc.ctx.command_path} --help'" if exc.ctx is not None else ""
         message = _one_line(exc.format_message()).rstrip(".")
         click.echo(f"splitter: error: {message}{hint}", err=True)
         if as_json:
             click.echo(json.dumps(error_object(message + hint)))
         return 2
-    except click.ClickException as exc:
+    if isinstance(exc, click.ClickException):
         exc.show()
         if as_json:
             click.echo(json.dumps(error_object(_one_line(exc.format_message()))))
         return 2
-    except click.exceptions.Abort:
-        click.echo("splitter: aborted", err=True)
-        return 130
-    except SplitterError as exc:
-        if os.environ.get("SPLITTER_DEBUG"):
-            traceback.print_exc()
+    if os.environ.get("SPLITTER_DEBUG"):
+        traceback.print_exc()
+    if isinstance(exc, SplitterError):
         click.echo(f"splitter: error: {_one_line(str(exc))}", err=True)
         if as_json:
             details = getattr(exc, "details", None)
             click.echo(json.dumps(error_object(_one_line(str(exc)), details)))
         return 2
-    except KeyboardInterrupt:
-        click.echo("splitter: interrupted", err=True)
-        if as_json:
-            click.echo(json.dumps(error_object("interrupted")))
-        return 130
-    except Exception as exc:  # a bug: still one line, but say so
-        if _interrupted(exc):  # Ctrl-C inside an extension's import surfaces as ImportError
-            click.echo("splitter: interrupted", err=True)
-            if as_json:
-                click.echo(json.dumps(error_object("interrupted")))
-            return 130
-        if os.environ.get("SPLITTER_DEBUG"):
-            traceback.print_exc()
-        line = (
-            f"internal error: {type(exc).__name__}: {_one_line(str(exc))} "
-            "(please report it; SPLITTER_DEBUG=1 shows the traceback)"
-        )
-        click.echo(f"splitter: {line}", err=True)
-        if as_json:
-            click.echo(json.dumps(error_object(line)))
-        return 1
-    return 0
+    line = (  # a bug: still one line, but say so
+        f"internal error: {type(exc).__name__}: {_one_line(str(exc))} "
+        "(please report it; SPLITTER_DEBUG=1 shows the traceback)"
+    )
+    click.echo(f"splitter: {line}", err=True)
+    if as_json:
+        click.echo(json.dumps(error_object(line)))
+    return 1
 
 
 def _interrupted(exc: BaseException) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -10,10 +11,17 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from splitter.cli.options import out_argument
+from splitter.cli.options import allow_edited_option, out_argument
 from splitter.cli.progress import Progress
 from splitter.errors import ToolchainError
-from splitter.toolchain.build import DeviceBuild, build_all, build_emulator_variants, check
+from splitter.outputs import errors_named_in, staged_copy, verify_output
+from splitter.toolchain.build import (
+    DeviceBuild,
+    build_all,
+    build_emulator_variants,
+    check,
+    check_output,
+)
 
 
 @click.command("build")
@@ -25,17 +33,32 @@ from splitter.toolchain.build import DeviceBuild, build_all, build_emulator_vari
     "the firmware fits the emulated part; --emulator makes a misfit an error].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the sizes as JSON.")
-def command(out: Path, emulator: bool | None, as_json: bool) -> None:
+@allow_edited_option
+def command(out: Path, emulator: bool | None, as_json: bool, allow_edited: bool) -> None:
     """Build the firmware of every device of OUT with arm-none-eabi-gcc."""
-    with Progress() as progress:
-        builds = build_all(out, emulator=False, on_device=lambda d: progress.step(f"building {d}"))
-        for b in builds:
-            check(b)
-        variants: dict[str, str | None] = {}
+    verify_output(out, allow_edited=allow_edited)
+    check_output(out)  # named in OUT, before the staged copy is made
+    variants: dict[str, str | None] = {}
+    with Progress() as progress, staged_copy(out) as stage, errors_named_in(stage, out):
+        builds = build_all(
+            stage,
+            emulator=False,
+            on_device=lambda d: progress.step(f"building {d}"),
+            debug_root=out.absolute(),
+        )
         if emulator is not False:
             variants = build_emulator_variants(
-                out, on_device=lambda d: progress.step(f"building {d} (emulator variant)")
+                stage,
+                on_device=lambda d: progress.step(f"building {d} (emulator variant)"),
+                debug_root=out.absolute(),
             )
+    builds = [replace(b, elf=out / b.elf.relative_to(stage)) for b in builds]
+    real = str(out.absolute())  # the variants' reasons name OUT, not its staged copy
+    variants = {
+        d: None if why is None else why.replace(str(stage), real) for d, why in variants.items()
+    }
+    for b in builds:
+        check(b)
     missing = {d: why for d, why in variants.items() if why is not None}
     if emulator and missing:
         why = next(iter(missing.values()))

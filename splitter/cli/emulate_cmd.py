@@ -11,9 +11,10 @@ from typing import Any
 
 import click
 
-from splitter.cli.options import out_argument, stop_on_sigterm
+from splitter.cli.options import allow_edited_option, out_argument, stop_on_sigterm
 from splitter.cli.progress import Progress
 from splitter.hardware.qemu import EMULATOR
+from splitter.outputs import verify_output
 from splitter.toolchain.emulator import Emulation
 
 
@@ -40,8 +41,12 @@ from splitter.toolchain.emulator import Emulation
     "--json", "as_json", is_flag=True,
     help="Print the endpoints as one JSON line once the boards are up.",
 )  # fmt: skip
-def command(out: Path, icount: bool, duration: float | None, as_json: bool) -> None:
+@allow_edited_option
+def command(
+    out: Path, icount: bool, duration: float | None, as_json: bool, allow_edited: bool
+) -> None:
     """Boot :data:`~splitter.hardware.qemu.EMULATOR` per device until Ctrl-C or ``duration``."""
+    verify_output(out, allow_edited=allow_edited)
     stop_on_sigterm()
     with ExitStack() as stack:
         with Progress() as progress:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from splitter.cli.options import out_argument
+from splitter.cli.options import allow_edited_option, out_argument
 from splitter.cli.progress import Progress
 from splitter.deploy.flash import (
     AUTO_TOOLS,
@@ -26,6 +26,7 @@ from splitter.deploy.flash import (
 from splitter.deploy.pyocd_flash import needs_pack
 from splitter.deploy.targets import FlashJob, load_job
 from splitter.errors import ToolchainError
+from splitter.outputs import verify_output
 from splitter.toolchain.build import build_all, check
 
 #: --tool values: a tool name of :data:`TOOLS` or its executable's name, or ``auto``.
@@ -58,8 +59,12 @@ DRY_RUN_DEFAULT = "st-flash"
 )
 @click.option("--dry-run", is_flag=True, help="Build, then print the commands without flashing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the commands and results as JSON.")
-def command(out: Path, target: str | None, tool: str, dry_run: bool, as_json: bool) -> None:
+@allow_edited_option
+def command(
+    out: Path, target: str | None, tool: str, dry_run: bool, as_json: bool, allow_edited: bool
+) -> None:
     """Build the firmware of every device of OUT and flash it, verified, through its probe."""
+    verify_output(out, allow_edited=allow_edited)
     job = load_job(out, target)
     requested = tool_name(tool)
     ext = any(t.extflash is not None for t in job.targets)

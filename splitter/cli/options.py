@@ -11,10 +11,8 @@ Each is a decorator: ``@input_shape_option`` above the command function.
 from __future__ import annotations
 
 import math
-import signal
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 
 import click
 
@@ -244,13 +242,19 @@ port_option = click.option(
     help="Serial port, socket:// or tcp:// URL of a host-facing board (repeatable).",
 )
 
+allow_edited_option = click.option(
+    "--allow-edited",
+    is_flag=True,
+    help="Use OUT although files splitter generated there were edited (their SHA-256 in "
+    "files.sha256 differs); without it an edited file is an error.",
+)
+
 verbose_option = click.option("--verbose", "-v", is_flag=True, help="Log every frame on stderr.")
 
 
 def stop_on_sigterm() -> None:
     """Turn SIGTERM into KeyboardInterrupt, so emulators and ports are closed on the way out."""
 
-    def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
+    from splitter import signals
 
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    signals.install()

@@ -13,11 +13,18 @@ from typing import Any
 import click
 import numpy as np
 
-from splitter.cli.options import out_argument, port_option, stop_on_sigterm, verbose_option
+from splitter.cli.options import (
+    allow_edited_option,
+    out_argument,
+    port_option,
+    stop_on_sigterm,
+    verbose_option,
+)
 from splitter.cli.progress import Progress
 from splitter.device import run as R
 from splitter.errors import OutputError, ValidationError, escaped
 from splitter.manifest import read_manifest
+from splitter.outputs import verify_output
 
 
 @click.command("run")
@@ -66,6 +73,7 @@ from splitter.manifest import read_manifest
 )
 @verbose_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@allow_edited_option
 def command(
     out: Path,
     inputs: tuple[str, ...],
@@ -78,8 +86,10 @@ def command(
     timeout: float,
     verbose: bool,
     as_json: bool,
+    allow_edited: bool,
 ) -> None:
     """Send X.npy to the first board, receive the result of the last one, check it."""
+    verify_output(out, allow_edited=allow_edited)
     if not ports and not emulate:
         raise click.UsageError("give --port PORT (a board) or --emulate")
     stop_on_sigterm()

@@ -43,7 +43,7 @@ from splitter.hardware.families import Family, RegWrite, family_for
 from splitter.hardware.qemu import EMULATOR
 from splitter.ir import Boards, Chain, Part
 from splitter.manifest import PlanManifest
-from splitter.outputs import contained
+from splitter.outputs import contained, crash_point, write_durable
 from splitter.protocol import FIRMWARE_VERSION, MAX_TENSORS
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "firmware_templates"
@@ -656,9 +656,11 @@ def render_firmware(out_dir: str | Path, plan: PlanContext) -> Path:
         for rel, text in rendered.items():
             path = contained(tmp, rel)  # a device name is a directory name: never outside
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+            write_durable(path, text.encode("utf-8"))
         if final.exists():
+            crash_point()
             shutil.rmtree(final)
+        crash_point()
         os.replace(tmp, final)
     except OSError as exc:
         raise OutputError(

@@ -198,6 +198,7 @@ def apply_input_shapes(
                 raise ShapeError(
                     f"{path}: --input-shape {escaped(value.name)} has a non-positive dim"
                 )
+            _check_static_dims(path, value, shape)
             tensor_type.shape.ClearField("dim")
             for d in shape:
                 tensor_type.shape.dim.add().dim_value = d
@@ -211,6 +212,84 @@ def apply_input_shapes(
                 "batch first)"
             )
     return bool(overrides)
+
+
+def _check_static_dims(path: Path, value: onnx.ValueInfoProto, shape: tuple[int, ...]) -> None:
+    """An ``--input-shape`` may fill the dims the file leaves dynamic, not contradict static
+    ones: the file's model (which validation runs in onnxruntime) would refuse the input."""
+    tensor_type = value.type.tensor_type
+    if not tensor_type.HasField("shape"):
+        return
+    dims = list(tensor_type.shape.dim)
+    clash = len(dims) != len(shape) or any(
+        d.HasField("dim_value") and d.dim_value > 0 and d.dim_value != s
+        for d, s in zip(dims, shape, strict=False)
+    )
+    if clash:
+        given = "x".join(map(str, shape))
+        raise ShapeError(
+            f"{path}: --input-shape {escaped(value.name)}={given} contradicts the input's shape "
+            f"{_dims_text(dims)} in the file; give only the dims the file leaves dynamic "
+            "(or re-export the model with dynamic axes)"
+        )
+
+
+#: Attributes that are 0 / 1 flags in every default-domain ONNX operator that has them
+#: (ONNX Operators.md: "ceil_mode: Whether to use ceil or floor (default)", "transB: Whether
+#: B should be transposed", ...). The operator schemas type them as INT only, so
+#: ``onnx.checker`` accepts ``ceil_mode = 7``.
+FLAG_ATTRIBUTES = frozenset(
+    {
+        "allowzero",
+        "ceil_mode",
+        "count_include_pad",
+        "exclusive",
+        "keepdims",
+        "noop_with_empty_axes",
+        "reverse",
+        "select_last_index",
+        "storage_order",
+        "transA",
+        "transB",
+    }
+)
+
+#: String attributes with a closed set of values (ONNX Operators.md), by (op, attribute);
+#: ``""`` stands for every op.
+ENUM_ATTRIBUTES: dict[tuple[str, str], frozenset[str]] = {
+    ("", "auto_pad"): frozenset({"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"}),
+    ("Pad", "mode"): frozenset({"constant", "reflect", "edge", "wrap"}),
+    ("DepthToSpace", "mode"): frozenset({"DCR", "CRD"}),
+}
+
+
+def check_attribute_domains(model: onnx.ModelProto, path: Path) -> None:
+    """Every flag attribute is 0 or 1 and every enumerated string one of its values; else a
+    one-line :class:`InputFileError` naming the node and the attribute."""
+    for node in model.graph.node:
+        if node.domain not in DEFAULT_DOMAINS:
+            continue
+        for attr in node.attribute:
+            problem = _attribute_problem(node.op_type, attr)
+            if problem is not None:
+                label = quoted(node.name or (node.output[0] if node.output else node.op_type))
+                raise InputFileError(
+                    f"{path}: node {label} ({escaped(node.op_type)}) attribute {problem}; "
+                    "fix the attribute or re-export the model"
+                )
+
+
+def _attribute_problem(op_type: str, attr: onnx.AttributeProto) -> str | None:
+    """What is wrong with ``attr`` of an ``op_type`` node, or ``None``."""
+    is_int = attr.type == onnx.AttributeProto.INT
+    if attr.name in FLAG_ATTRIBUTES and is_int and attr.i not in (0, 1):
+        return f"{attr.name} = {attr.i}, the operator allows 0 or 1"
+    allowed = ENUM_ATTRIBUTES.get((op_type, attr.name)) or ENUM_ATTRIBUTES.get(("", attr.name))
+    if allowed is not None and attr.type == onnx.AttributeProto.STRING:
+        value = attr.s.decode("utf-8", errors="replace")
+        if value not in allowed:
+            return f"{attr.name} = {value[:40]!a}, the operator allows {', '.join(sorted(allowed))}"
+    return None
 
 
 def _dims_text(dims: Sequence[onnx.TensorShapeProto.Dimension]) -> str:
@@ -446,6 +525,7 @@ def _import(
     file_opset = model_opset(model, path)
     nodes = read_nodes(model.graph)
     check_nonempty(model, path)
+    check_attribute_domains(model, path)
     qdq = is_qdq(nodes)  # QDQ models: onnx_qdq lists what it cannot lower
     old = file_opset < MIN_OPSET
     inits = {i.name for i in model.graph.initializer}

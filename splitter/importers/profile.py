@@ -80,8 +80,21 @@ def load_profile(text: str, *, activation_bytes: int | None = None) -> Chain:
 
 
 def _csv_rows(path: Path, raw: str) -> list[Row]:
-    """(row number, line number, {column: text}) for every data row of a CSV profile."""
+    """(row number, line number, {column: text}) for every data row of a CSV profile; a line the
+    CSV reader cannot split (a bare carriage return inside a field, found by the fuzzer) is a
+    one-line :class:`InputFileError`."""
     reader = csv.reader(io.StringIO(raw))
+    try:
+        return _csv_table(path, reader)
+    except csv.Error as exc:
+        raise InputFileError(
+            f"{path}: line {reader.line_num}: not CSV ({exc}); end lines with a newline and "
+            "quote fields that hold one"
+        ) from None
+
+
+def _csv_table(path: Path, reader: Any) -> list[Row]:
+    """:func:`_csv_rows` over an open ``csv.reader``."""
     header = [h.strip() for h in next(reader)]
     missing = [h for h in HEADER if h not in header]
     extra = [h for h in header if h not in HEADER]
@@ -193,12 +206,32 @@ def _layers(rows: Sequence[Row], where: _Where, act_bytes: int) -> list[Layer]:
     return layers
 
 
+def _unbracketed(text: str) -> str | None:
+    """``text`` without one enclosing ``(...)`` or ``[...]`` pair; ``None`` when a bracket is
+    unbalanced or mismatched (``(49, 10``, ``49, 10]``, ``(49, 10]``, ``((49))``)."""
+    pairs = {"(": ")", "[": "]"}
+    if text[:1] in pairs:
+        if text[-1:] != pairs[text[0]]:
+            return None
+        text = text[1:-1]
+    return None if any(ch in text for ch in "()[]") else text
+
+
 def _shape(where: _Where, row: int, line: int | None, column: str, value: Any) -> tuple[int, ...]:
     """``(49, 10, 1)``, ``[49, 10, 1]``, ``49x10x1`` or a JSON list -> positive int tuple."""
     if isinstance(value, list | tuple):
         parts: list[Any] = list(value)
     else:
-        text = str(value).strip().strip("()[]").strip().rstrip(",")
+        text = _unbracketed(str(value).strip())
+        if text is None:
+            where.fail(
+                row,
+                line,
+                column,
+                f"bad shape {value!r} (unbalanced brackets)",
+                "write it as 49x10x1, (49, 10, 1) or [49, 10, 1]",
+            )
+        text = (text or "").strip().rstrip(",")
         parts = [p for p in _SHAPE_SEP.split(text)] if text else []
     dims = []
     for part in parts:

@@ -44,8 +44,10 @@ from splitter.importers.tflite_reader import (
     OperatorInfo,
     TensorInfo,
     has_identifier,
+    quant_problem,
     read_operators,
     read_tensors,
+    structure_problem,
     tensor_names,
     unsupported_dtype_error,
 )
@@ -144,10 +146,16 @@ def _convert(
     if model.SubgraphsLength() == 0:
         raise InputFileError(f"{p}: TFLite model has no subgraph; re-export the model")
     sg = model.Subgraphs(0)
+    problem = structure_problem(model, sg, len(buf))
+    if problem is not None:
+        raise InputFileError(f"{p}: corrupt TFLite file: {problem}; re-export the model")
     try:
         tensors = read_tensors(model, sg, buf)
     except UnsupportedOpError as e:
         raise UnsupportedOpError(str(e).replace("<model>", str(p))) from None
+    problem = next((q for q in map(quant_problem, tensors) if q is not None), None)
+    if problem is not None:
+        raise InputFileError(f"{p}: {problem}; re-export or re-quantise the model")
     ops = read_operators(model, sg)
     _check_ops(p, ops, len(tensors))
     ops, folded = _fold_const_dequantize(tensors, ops)

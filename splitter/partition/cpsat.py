@@ -227,7 +227,8 @@ def _sigint_arrived(wake: socket.socket) -> bool:
     if not select.select([wake], [], [], 0.005)[0]:
         return False
     try:
-        return signal.SIGINT in wake.recv(64)
+        got = wake.recv(64)
+        return signal.SIGINT in got or signal.SIGTERM in got
     except BlockingIOError:
         return False
 

@@ -75,12 +75,15 @@ def require_toolchain() -> str:
     return path
 
 
-def run_make(device_dir: Path, *, emulator: bool = False) -> Path:
-    """``make [EMULATOR=1]`` in a device project; returns the ELF path."""
+def run_make(device_dir: Path, *, emulator: bool = False, debug_dir: Path | None = None) -> Path:
+    """``make [EMULATOR=1]`` in a device project; returns the ELF path. ``debug_dir`` is where
+    the project will live when built in a staged copy (:func:`splitter.outputs.staged_copy`)."""
     require_toolchain()
     if not (device_dir / "Makefile").exists():
         raise InputFileError(f"{device_dir}/Makefile: missing; re-run `splitter compile`")
     args = ["make", "-s", "-C", str(device_dir), f"EMULATOR={int(emulator)}"]
+    if debug_dir is not None:  # building in a staged copy: debug paths name the real OUT
+        args.append(f"CC={GCC} -fdebug-prefix-map={device_dir.resolve()}={debug_dir}")
     proc = subprocess.run(args, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         err = (proc.stderr or proc.stdout).strip().splitlines()
@@ -147,25 +150,31 @@ def measure(
     )
 
 
-#: ``FLASH (rx) : ORIGIN = ..., LENGTH = 1048576`` (also ``0x100000`` or ``1024K``, as ld reads).
-_REGION_RE = re.compile(
-    r"^\s*(?P<name>FLASH|RAM)\b[^:]*:.*\bLENGTH\s*=\s*(?P<num>0[xX][0-9a-fA-F]+|\d+)"
-    r"\s*(?P<unit>[KM]?)\s*$"
-)
+#: ``FLASH (rx) : ORIGIN = ..., LENGTH = 1048576``: a memory region line of a linker script.
+_REGION_RE = re.compile(r"^\s*(?P<name>FLASH|RAM)\b[^:]*:.*\bLENGTH\s*=\s*(?P<value>.*?)\s*$")
+#: A LENGTH as ld reads it: decimal or ``0x`` hex, optionally ``K`` / ``M`` (GNU ld manual 3.6).
+_LENGTH_RE = re.compile(r"(?P<num>0[xX][0-9a-fA-F]+|\d+)\s*(?P<unit>[KM]?)")
 
 
-def _capacities(device_dir: Path) -> tuple[int, int]:
-    """FLASH and RAM lengths from the device's part linker script; an :class:`InputFileError`
-    when the script (edited by hand?) does not state both."""
-    path = device_dir / "part.ld"
+def _capacities(device_dir: Path, script: str = "part.ld") -> tuple[int, int]:
+    """FLASH and RAM lengths from the device's linker script; an :class:`InputFileError` naming
+    the region when the script (edited by hand?) does not state both as numbers."""
+    path = device_dir / script
     text = read_input_text(path, "linker script")
     found: dict[str, int] = {}
     for line in text.splitlines():
         m = _REGION_RE.match(line)
-        if m:
-            scale = {"": 1, "K": 1024, "M": 1024 * 1024}[m["unit"]]
-            base = 16 if m["num"][:2] in ("0x", "0X") else 10
-            found[m["name"]] = int(m["num"], base) * scale
+        if not m:
+            continue
+        length = _LENGTH_RE.fullmatch(m["value"].rstrip(","))
+        if length is None:
+            raise InputFileError(
+                f"{path}: MEMORY region {m['name']}: LENGTH = {m['value'][:40]!a} is not a number "
+                "(bytes, 0x hex, or with K / M); regenerate it with `splitter compile`"
+            )
+        scale = {"": 1, "K": 1024, "M": 1024 * 1024}[length["unit"]]
+        base = 16 if length["num"][:2] in ("0x", "0X") else 10
+        found[m["name"]] = int(length["num"], base) * scale
     if set(found) != {"FLASH", "RAM"}:
         raise InputFileError(
             f"{path}: no 'FLASH ... LENGTH = <bytes>' and 'RAM ... LENGTH = <bytes>' lines "
@@ -247,17 +256,11 @@ def user_budgets(manifest: PlanManifest) -> dict[str, tuple[int, int]]:
     }
 
 
-def build_all(
-    out_dir: Path, *, emulator: bool = True, on_device: Callable[[str], None] | None = None
-) -> list[DeviceBuild]:
-    """Build every device (and its emulator variant), measure each against the plan.
-
-    The estimates are the planner's (:func:`plan_estimates`, from the plan manifest).
-    Both manifests are validated first (:func:`~splitter.manifest.read_wiring`,
-    :func:`~splitter.manifest.read_manifest`) and every device directory is resolved inside
-    ``OUT`` (:func:`~splitter.outputs.contained`) before any ``make`` runs. ``on_device`` is
-    called with each device's name before its build (progress).
-    """
+def check_output(out_dir: Path) -> tuple[dict[str, Any], PlanManifest, dict[str, Path]]:
+    """Everything ``build`` reads, checked before any ``make`` runs: ``wiring.json`` and
+    ``plan.json`` (:func:`~splitter.manifest.read_wiring`, :func:`read_manifest`), every
+    device directory inside ``OUT`` (:func:`~splitter.outputs.contained`) and every linker
+    script's memory regions; returns the wiring, the plan and the device directories."""
     wiring = read_wiring(out_dir)
     manifest = read_manifest(out_dir)
     estimates = manifest.device_totals()
@@ -270,6 +273,31 @@ def build_all(
                 "re-run `splitter compile`"
             )
         dirs[dev["name"]] = contained(out_dir, f"firmware/{dev['name']}")
+    for ddir in dirs.values():  # a broken linker script is named, not linked
+        _capacities(ddir)
+        if (ddir / "emulator.ld").exists():
+            _capacities(ddir, "emulator.ld")
+    return wiring, manifest, dirs
+
+
+def build_all(
+    out_dir: Path,
+    *,
+    emulator: bool = True,
+    on_device: Callable[[str], None] | None = None,
+    debug_root: Path | None = None,
+) -> list[DeviceBuild]:
+    """Build every device (and its emulator variant), measure each against the plan.
+
+    The estimates are the planner's (:func:`plan_estimates`, from the plan manifest).
+    Both manifests are validated first (:func:`~splitter.manifest.read_wiring`,
+    :func:`~splitter.manifest.read_manifest`) and every device directory is resolved inside
+    ``OUT`` (:func:`~splitter.outputs.contained`) before any ``make`` runs. ``on_device`` is
+    called with each device's name before its build (progress); ``debug_root`` is the real
+    ``OUT`` when ``out_dir`` is a staged copy of it (:func:`splitter.outputs.staged_copy`).
+    """
+    wiring, manifest, dirs = check_output(out_dir)
+    estimates = manifest.device_totals()
     require_toolchain()
     user = user_budgets(manifest)
     builds = []
@@ -277,9 +305,10 @@ def build_all(
         ddir = dirs[dev["name"]]
         if on_device is not None:
             on_device(dev["name"])
-        elf = run_make(ddir)
+        debug = None if debug_root is None else debug_root / "firmware" / dev["name"]
+        elf = run_make(ddir, debug_dir=debug)
         if emulator:
-            run_make(ddir, emulator=True)
+            run_make(ddir, emulator=True, debug_dir=debug)
         flash, ram = estimates[dev["name"]]
         entry = {**dev, "weights_bytes": flash, "arena_bytes": ram}
         planned = manifest.device(dev["name"])
@@ -296,7 +325,10 @@ def build_all(
 
 
 def build_emulator_variants(
-    out_dir: Path, *, on_device: Callable[[str], None] | None = None
+    out_dir: Path,
+    *,
+    on_device: Callable[[str], None] | None = None,
+    debug_root: Path | None = None,
 ) -> dict[str, str | None]:
     """``make EMULATOR=1`` per device, building every variant that can be built.
 
@@ -311,7 +343,8 @@ def build_emulator_variants(
         if on_device is not None:
             on_device(name)
         try:
-            run_make(ddir, emulator=True)
+            debug = None if debug_root is None else debug_root / "firmware" / name
+            run_make(ddir, emulator=True, debug_dir=debug)
             status[name] = None
         except (InfeasibleError, ToolchainError) as exc:
             status[name] = " ".join(str(exc).split())
