@@ -311,6 +311,44 @@ class Segments:
 
 
 @dataclass(frozen=True)
+class LayerSplitEntry:
+    """A layer split inside the plan (issue 27, :mod:`splitter.partition.layer_split`): op
+    ``layer`` (``channels`` output channels) in ``slices`` slices of channel ``ranges``, slice
+    ``i`` on device ``devices[i]``; ``carried_bytes`` what the cuts from its first slice to its
+    concat send over links (the shared input and the slices done so far)."""
+
+    layer: str
+    channels: int
+    slices: int
+    ranges: tuple[tuple[int, int], ...]
+    devices: tuple[str, ...]
+    carried_bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``layer_splits`` entry of plan.json (docs/split-layer.md)."""
+        return {
+            "layer": self.layer,
+            "channels": self.channels,
+            "slices": self.slices,
+            "ranges": [list(r) for r in self.ranges],
+            "devices": list(self.devices),
+            "carried_bytes": self.carried_bytes,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LayerSplitEntry:
+        """Parse a ``layer_splits`` entry."""
+        return cls(
+            layer=str(d["layer"]),
+            channels=int(d["channels"]),
+            slices=int(d["slices"]),
+            ranges=tuple((int(a), int(b)) for a, b in d["ranges"]),
+            devices=tuple(str(x) for x in d["devices"]),
+            carried_bytes=int(d["carried_bytes"]),
+        )
+
+
+@dataclass(frozen=True)
 class PlanManifest:
     """The plan as every later stage sees it; see the module docstring."""
 
@@ -360,6 +398,9 @@ class PlanManifest:
     #: LO-SC segments of a segmented device (``splitter segment``, ``plan --segments``); None
     #: for a split plan, whose JSON then has no ``segments`` key (earlier hashes unchanged)
     segments: Segments | None = None
+    #: layers split into output-channel slices (issue 27); empty for a plan without, whose
+    #: JSON then has no ``layer_splits`` key (earlier hashes unchanged)
+    layer_splits: tuple[LayerSplitEntry, ...] = ()
 
     # --- views ------------------------------------------------------------------------------
 
@@ -467,6 +508,11 @@ class PlanManifest:
             "submodels": [_submodel_dict(s) for s in self.submodels],
             "links": self.links(),
             **({} if self.segments is None else {"segments": _segments_dict(self.segments)}),
+            **(
+                {"layer_splits": [e.to_dict() for e in self.layer_splits]}
+                if self.layer_splits
+                else {}
+            ),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -966,6 +1012,7 @@ def _parse(data: Mapping[str, Any]) -> PlanManifest:
         schema=str(data["schema"]),
         emulated=str(data.get("prediction", "boards")) == "emulator",
         segments=None if data.get("segments") is None else _parse_segments(data["segments"]),
+        layer_splits=tuple(LayerSplitEntry.from_dict(e) for e in data.get("layer_splits", ())),
         **_parse_host_io(data),
     )
 

@@ -17,6 +17,7 @@ from splitter.cli.options import (
     partial_execution_option,
     solver_kwargs,
     solver_options,
+    split_options,
 )
 from splitter.cli.progress import Progress
 from splitter.compile import CompileOptions, CompileResult, compile_model
@@ -57,6 +58,7 @@ from splitter.errors import UnsupportedOpError
 @granularity_auto_option
 @host_io_option
 @partial_execution_option
+@split_options
 def command(
     model: str,
     target: str,
@@ -78,6 +80,8 @@ def command(
     granularity: str,
     no_host_io: bool,
     partial_execution: str,
+    split: str,
+    split_layers: dict[str, int],
 ) -> None:
     """Split MODEL over the boards of BOARDS.toml into validated sub-model files in OUT."""
     options = CompileOptions(
@@ -95,6 +99,8 @@ def command(
         emulated=emulated,
         host_io=not no_host_io,
         partial_execution=partial_execution,
+        split=split,
+        split_layers=split_layers,
     )
     with Progress() as progress:
         report = {**options.solver_options, "on_progress": progress.status}
