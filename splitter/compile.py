@@ -504,6 +504,9 @@ def render_report(
             f"| {sub.cut.index} | {md_text(sub.cut.device)} | {sub.cut.first}..{sub.cut.last} "
             f"| {md_code('submodels/' + sub.file_name)} | {len(sub.data)} | {ins} | {outs} |"
         )
+    if manifest.layer_splits:
+        lines += ["", "## Layer splits", ""]
+        lines += [f"- {md_text(e.describe())}" for e in manifest.layer_splits]
     lines += ["", "## Estimates", "", *_estimate_lines(manifest)]
     lines += ["", "## Validation", "", *_validation_lines(report)]
     lines += ["", "## Firmware", "", firmware or "not requested"]

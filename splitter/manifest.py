@@ -324,6 +324,17 @@ class LayerSplitEntry:
     devices: tuple[str, ...]
     carried_bytes: int
 
+    def describe(self) -> str:
+        """One line for ``plan`` and report.md: the layer, its slices and their devices."""
+        where = ", ".join(
+            f"{r0}-{r1 - 1} on {dev}"
+            for (r0, r1), dev in zip(self.ranges, self.devices, strict=True)
+        )
+        return (
+            f"layer {self.layer} split into {self.slices} slices of its {self.channels} output "
+            f"channels ({where}); the cuts between its slices carry {self.carried_bytes} B"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """The ``layer_splits`` entry of plan.json (docs/split-layer.md)."""
         return {

@@ -92,14 +92,7 @@ def _render(m: PlanManifest, plan: Plan) -> None:
                 highlight=False,
             )
     for e in m.layer_splits:
-        where = ", ".join(
-            f"{r0}-{r1 - 1} on {dev}" for (r0, r1), dev in zip(e.ranges, e.devices, strict=True)
-        )
-        console.print(
-            f"layer {e.layer} split into {e.slices} slices of its {e.channels} output channels "
-            f"({where}); its cuts carry {e.carried_bytes} B",
-            highlight=False,
-        )
+        console.print(e.describe(), highlight=False)
     for a, b in itertools.pairwise(m.submodels):
         if len(a.outputs) > 1:  # op granularity: the cut carries several live tensors
             names = ", ".join(t.name for t in a.outputs)
