@@ -4,14 +4,16 @@ A conv or dense op can be split into ``k`` output-channel slices (:mod:`splitter
 the split graph is planned at operator granularity (its cuts carry the slices' shared input and
 the slices done so far). The choice:
 
-* **which layers**: every layer that fits no device of the board file on its own (SPEC.md
+* **when**: the chain is planned whole first (the same call as without this module, PEX
+  loops included); only when that finds no plan is a split tried, so a model every layer of
+  which fits (or fits with PEX) keeps its plan exactly;
+* **which layers**: then every layer that fits no device of the board file on its own (SPEC.md
   constraints (4)-(5) with the firmware's lower-bound code reserve, the test of
   :func:`splitter.partition.constraints.global_violation`) and holds a splittable op (its
-  splittable op with the most weight bytes); when none does but the unsplit chain has no plan,
-  the layers that fit no device with the upper-bound reserve (every kernel of the model on the
-  device); plus the layers the user names
-  (``--split-layer NAME:K``, ``K`` fixed; ``K = 1`` keeps the layer whole). A model with
-  neither is planned exactly as before, through the same call (its plans are unchanged);
+  splittable op with the most weight bytes); when none does, the layers that fit no device
+  with the upper-bound reserve (every kernel of the model on the device). The layers the user
+  names (``--split-layer NAME:K``, ``K`` fixed; ``K = 1`` keeps the layer whole) are split
+  whatever the whole chain does;
 * **how many slices**: exact over ``k``: every combination of ``k_j in 2..K_j`` over the
   considered layers is planned (each with the whole planning pipeline, reserves repair and PEX
   included) and the best plan by the objective is kept (latency: smallest; throughput: largest;
@@ -82,19 +84,26 @@ def plan_with_splits(
         return SplitPlan(*plan_fn(chain), ())
     fixed = resolve_splits(graph, dict(requested or {}), where)
     taken = {s.op for s in fixed}
-    free = [] if mode == "off" else _needing_split(chain, boards, taken, upper=False)
     devices = len(boards.devices)
-    if free or any(s.slices > 1 for s in fixed):
+    if any(s.slices > 1 for s in fixed):
+        free = [] if mode == "off" else _needing_split(chain, boards, taken, upper=False)
         return _best(chain, plan_fn, build_fn, fixed, free, devices, objective)
-    if mode == "search":
-        return _search(chain, boards, plan_fn, build_fn, objective)
     try:
-        return SplitPlan(*plan_fn(chain), ())
-    except InfeasibleError:
-        free = [] if mode == "off" else _needing_split(chain, boards, taken, upper=True)
+        base = SplitPlan(*plan_fn(chain), ())
+    except (InfeasibleError, SolverError) as exc:
+        if mode == "off":
+            raise
+        free = _needing_split(chain, boards, taken, upper=False)
+        free = free or _needing_split(chain, boards, taken, upper=True)
         if not free:
             raise
-    return _best(chain, plan_fn, build_fn, fixed, free, devices, objective)
+        try:
+            return _best(chain, plan_fn, build_fn, fixed, free, devices, objective)
+        except (InfeasibleError, SolverError) as split_exc:
+            raise type(exc)(f"{exc}; {split_exc.args[0].rsplit('(with ', 1)[-1]}") from exc
+    if mode == "search":
+        return _search(chain, base, boards, plan_fn, build_fn, objective)
+    return base
 
 
 def _needing_split(chain: Chain, boards: Boards, taken: set[str], *, upper: bool) -> list[Op]:
@@ -151,10 +160,15 @@ def _best(
 
 
 def _search(
-    chain: Chain, boards: Boards, plan_fn: PlanFn, build_fn: ChainFn, objective: str
+    chain: Chain,
+    base: SplitPlan,
+    boards: Boards,
+    plan_fn: PlanFn,
+    build_fn: ChainFn,
+    objective: str,
 ) -> SplitPlan:
-    """The plan without a split, unless splitting the heaviest splittable op beats it."""
-    base = SplitPlan(*plan_fn(chain), ())
+    """``base`` (the plan without a split), unless splitting the heaviest splittable op beats
+    it."""
     graph = chain.graph
     assert graph is not None
     ops = [op for layer in chain.layers for op in layer.ops]
