@@ -257,3 +257,22 @@ def test_plan_cli_reports_the_split() -> None:
         "--split-layer", "conv2:2",
     )  # fmt: skip
     assert "layer conv2 split into 2 slices of its 32 output channels" in text.stdout
+
+
+def test_search_keeps_a_split_only_when_it_improves_the_objective() -> None:
+    """``--split search`` on tiny_cnn / e2e_tiny2 (throughput): the heaviest op (conv2) split
+    in two is planned too; the plan kept is the better one, never worse than the whole chain."""
+    loaded = load_model(MODELS / "tiny_cnn.onnx")
+    chain = build_chain(loaded.graph)
+    boards = _boards("e2e_tiny2.toml")
+    base = CompileOptions(emulated=True, objective="throughput", split="off")
+    _c, whole, none = make_split_plan(chain, boards, base)  # type: ignore[arg-type]
+    assert none == ()
+    search = CompileOptions(emulated=True, objective="throughput", split="search")
+    _c2, found, splits = make_split_plan(chain, boards, search)  # type: ignore[arg-type]
+    split = LayerSplit("conv2", 32, slice_ranges(32, 2))
+    two = build_chain(split_graph(loaded.graph, [split]), granularity="op")
+    alt = make_plan(two, boards, base)[1]  # type: ignore[arg-type]
+    best = max(whole.throughput_per_s, alt.throughput_per_s)
+    assert found.throughput_per_s == pytest.approx(best, rel=1e-12)
+    assert (splits != ()) == (alt.throughput_per_s > whole.throughput_per_s)
