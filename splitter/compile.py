@@ -26,6 +26,7 @@ from typing import Any
 
 from splitter.codegen.escape import md_code, md_text
 from splitter.errors import InputFileError, SolverError, UnsupportedOpError, ValidationError
+from splitter.graph.split import LayerSplit
 from splitter.importers import LoadedModel
 from splitter.ir import Boards, Chain, Plan, SubModel, TensorSpec
 from splitter.manifest import MANIFEST_FILE, PlanManifest
@@ -75,6 +76,10 @@ class CompileOptions:
     host_io: bool = True
     #: PEX partial execution: "off", "auto" or "on" (:mod:`splitter.partition.partial`)
     partial_execution: str = "auto"
+    #: layer splits (:mod:`splitter.partition.layer_split`): "auto" (layers no board holds),
+    #: "search" (also try the heaviest layer), "off"; and the user's fixed ``{layer: k}``
+    split: str = "auto"
+    split_layers: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,8 +153,12 @@ def compile_model(
         check_input_files(chain, opts.input_files)
         check_data_file(chain, opts)
     with clock("plan", "solving the partition"):
-        chain, plan = make_plan(chain, boards, opts)
-    manifest = make_manifest(plan, chain, boards, model, target, opts)
+        chain, plan, splits = make_split_plan(chain, boards, opts)
+    if splits:
+        from splitter.slicing.split_source import split_loaded
+
+        loaded = split_loaded(loaded, splits)
+    manifest = make_manifest(plan, chain, boards, model, target, opts, splits)
     cuts = cuts_from_manifest(manifest)
     with clock("slice", f"slicing into {len(cuts)} sub-models"):
         sliced = slice_model(loaded, cuts)
@@ -233,6 +242,26 @@ def check_data_file(chain: Chain, opts: CompileOptions) -> None:
     load_labelled(opts.data_file, chain.layers[0].output, prod(chain.layers[-1].output.shape))
 
 
+def make_split_plan(
+    chain: Chain, boards: Boards, opts: CompileOptions
+) -> tuple[Chain, Plan, tuple[LayerSplit, ...]]:
+    """:func:`make_plan` over the layer splits of :mod:`splitter.partition.layer_split`: the
+    chain planned (the op chain of the split graph when a layer is split), the plan and the
+    splits."""
+    from splitter.partition.layer_split import op_chain_of, plan_with_splits
+
+    found = plan_with_splits(
+        chain,
+        boards,
+        lambda c: make_plan(c, boards, opts),
+        op_chain_of(opts.activation_bytes),
+        requested=opts.split_layers,
+        mode=opts.split,
+        objective=opts.objective,
+    )
+    return found.chain, found.plan, found.splits
+
+
 def make_plan(chain: Chain, boards: Boards, opts: CompileOptions) -> tuple[Chain, Plan]:
     """Solve the partition, or evaluate ``opts.assignment`` when one is given (with
     ``partial_execution="on"`` the assignment is over the chain with its loops fused); returns
@@ -294,6 +323,7 @@ def make_manifest(
     model: str | Path,
     target: str | Path,
     opts: CompileOptions,
+    splits: Sequence[LayerSplit] = (),
 ) -> PlanManifest:
     """The plan manifest, exactly as ``splitter plan --json`` prints it for the same inputs."""
     from splitter.partition.planner import build_manifest
@@ -307,6 +337,7 @@ def make_manifest(
         input_shapes=opts.input_shapes,
         activation_bytes=opts.activation_bytes,
         host_io=opts.host_io,
+        splits=splits,
     )
 
 
@@ -474,6 +505,9 @@ def render_report(
             f"| {sub.cut.index} | {md_text(sub.cut.device)} | {sub.cut.first}..{sub.cut.last} "
             f"| {md_code('submodels/' + sub.file_name)} | {len(sub.data)} | {ins} | {outs} |"
         )
+    if manifest.layer_splits:
+        lines += ["", "## Layer splits", ""]
+        lines += [f"- {md_text(e.describe())}" for e in manifest.layer_splits]
     lines += ["", "## Estimates", "", *_estimate_lines(manifest)]
     lines += ["", "## Validation", "", *_validation_lines(report)]
     lines += ["", "## Firmware", "", firmware or "not requested"]

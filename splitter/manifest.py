@@ -367,6 +367,55 @@ def _record_args(cls: Any, d: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class LayerSplitEntry:
+    """A layer split inside the plan (issue 27, :mod:`splitter.partition.layer_split`): op
+    ``layer`` (``channels`` output channels) in ``slices`` slices of channel ``ranges``, slice
+    ``i`` on device ``devices[i]``; ``carried_bytes`` what the cuts from its first slice to its
+    concat send over links (the shared input and the slices done so far)."""
+
+    layer: str
+    channels: int
+    slices: int
+    ranges: tuple[tuple[int, int], ...]
+    devices: tuple[str, ...]
+    carried_bytes: int
+
+    def describe(self) -> str:
+        """One line for ``plan`` and report.md: the layer, its slices and their devices."""
+        where = ", ".join(
+            f"{r0}-{r1 - 1} on {dev}"
+            for (r0, r1), dev in zip(self.ranges, self.devices, strict=True)
+        )
+        return (
+            f"layer {self.layer} split into {self.slices} slices of its {self.channels} output "
+            f"channels ({where}); the cuts between its slices carry {self.carried_bytes} B"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``layer_splits`` entry of plan.json (docs/split-layer.md)."""
+        return {
+            "layer": self.layer,
+            "channels": self.channels,
+            "slices": self.slices,
+            "ranges": [list(r) for r in self.ranges],
+            "devices": list(self.devices),
+            "carried_bytes": self.carried_bytes,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LayerSplitEntry:
+        """Parse a ``layer_splits`` entry."""
+        return cls(
+            layer=str(d["layer"]),
+            channels=int(d["channels"]),
+            slices=int(d["slices"]),
+            ranges=tuple((int(a), int(b)) for a, b in d["ranges"]),
+            devices=tuple(str(x) for x in d["devices"]),
+            carried_bytes=int(d["carried_bytes"]),
+        )
+
+
+@dataclass(frozen=True)
 class PlanManifest:
     """The plan as every later stage sees it; see the module docstring."""
 
@@ -419,6 +468,9 @@ class PlanManifest:
     #: energy of one inference; None when a device's part has no energy data (the JSON then
     #: has no ``energy`` key)
     energy: Energy | None = None
+    #: layers split into output-channel slices (issue 27); empty for a plan without, whose
+    #: JSON then has no ``layer_splits`` key (earlier hashes unchanged)
+    layer_splits: tuple[LayerSplitEntry, ...] = ()
 
     # --- views ------------------------------------------------------------------------------
 
@@ -527,6 +579,11 @@ class PlanManifest:
             "links": self.links(),
             **({} if self.segments is None else {"segments": _segments_dict(self.segments)}),
             **({} if self.energy is None else {"energy": self.energy.to_dict()}),
+            **(
+                {"layer_splits": [e.to_dict() for e in self.layer_splits]}
+                if self.layer_splits
+                else {}
+            ),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -1067,6 +1124,7 @@ def _parse(data: Mapping[str, Any]) -> PlanManifest:
         emulated=str(data.get("prediction", "boards")) == "emulator",
         segments=None if data.get("segments") is None else _parse_segments(data["segments"]),
         energy=None if data.get("energy") is None else Energy.from_dict(data["energy"]),
+        layer_splits=tuple(LayerSplitEntry.from_dict(e) for e in data.get("layer_splits", ())),
         **_parse_host_io(data),
     )
 

@@ -19,6 +19,7 @@ from splitter.cli.options import (
     partial_execution_option,
     solver_kwargs,
     solver_options,
+    split_options,
 )
 from splitter.cli.plan_cmd import energy_line
 from splitter.cli.progress import Progress
@@ -61,6 +62,7 @@ from splitter.errors import UnsupportedOpError
 @granularity_auto_option
 @host_io_option
 @partial_execution_option
+@split_options
 def command(
     model: str,
     target: str,
@@ -84,6 +86,8 @@ def command(
     granularity: str,
     no_host_io: bool,
     partial_execution: str,
+    split: str,
+    split_layers: dict[str, int],
 ) -> None:
     """Split MODEL over the boards of BOARDS.toml into validated sub-model files in OUT."""
     options = CompileOptions(
@@ -104,6 +108,8 @@ def command(
         emulated=emulated,
         host_io=not no_host_io,
         partial_execution=partial_execution,
+        split=split,
+        split_layers=split_layers,
     )
     with Progress() as progress:
         report = {**options.solver_options, "on_progress": progress.status}

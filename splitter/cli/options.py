@@ -108,6 +108,42 @@ partial_execution_option = click.option(
     "convs): on = wherever they lower RAM, auto = only when no plan fits without them.",
 )
 
+
+def parse_split_layers(
+    ctx: click.Context | None, param: click.Parameter | None, values: tuple[str, ...]
+) -> dict[str, int]:
+    """``NAME:K`` (repeatable) -> {layer name: k}; the layer itself is checked by the planner
+    (:func:`splitter.graph.split.resolve_splits`)."""
+    out: dict[str, int] = {}
+    for value in values:
+        name, sep, k = value.rpartition(":")
+        if not sep or not name or not k.isdigit() or int(k) < 1:
+            raise click.BadParameter(
+                f"'{value}' is not NAME:K; write e.g. conv3:2 (layer names: `splitter inspect`)",
+                param=param,
+            )
+        out[name] = int(k)
+    return out
+
+
+def split_options(fn: Callable[..., None]) -> Callable[..., None]:
+    """``--split`` and ``--split-layer`` (``plan``, ``compile``; docs/split-layer.md)."""
+    from splitter.partition.layer_split import MODES
+
+    fn = click.option(
+        "--split-layer", "split_layers", multiple=True, callback=parse_split_layers,
+        metavar="NAME:K",
+        help="Split layer NAME (a conv or dense op) into K output-channel slices (repeatable; "
+        "K = 1 keeps it whole).",
+    )(fn)  # fmt: skip
+    return click.option(
+        "--split", "split", type=click.Choice(MODES), default="auto", show_default=True,
+        help="Split inside a layer: auto = a conv / dense layer no board holds is split into "
+        "output-channel slices over several boards (the number of slices chosen exactly); "
+        "search = also try the heaviest layer, kept if the objective improves; off = never.",
+    )(fn)  # fmt: skip
+
+
 objective_option = click.option(
     "--objective",
     type=click.Choice(["latency", "throughput", "energy"]),

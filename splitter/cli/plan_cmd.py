@@ -21,6 +21,7 @@ from splitter.cli.options import (
     partial_execution_option,
     solver_kwargs,
     solver_options,
+    split_options,
 )
 from splitter.cli.progress import Progress
 from splitter.hardware.boards import for_prediction, load_boards
@@ -28,6 +29,7 @@ from splitter.importers import load_chain
 from splitter.ir import Plan
 from splitter.manifest import PlanManifest
 from splitter.partition.granularity import auto_granularity
+from splitter.partition.layer_split import op_chain_of, plan_with_splits
 from splitter.partition.partial import plan_partial
 from splitter.partition.planner import build_manifest
 
@@ -91,6 +93,8 @@ def _render(m: PlanManifest, plan: Plan) -> None:
                 + "; ".join(s.loops),
                 highlight=False,
             )
+    for e in m.layer_splits:
+        console.print(e.describe(), highlight=False)
     for a, b in itertools.pairwise(m.submodels):
         if len(a.outputs) > 1:  # op granularity: the cut carries several live tensors
             names = ", ".join(t.name for t in a.outputs)
@@ -163,6 +167,7 @@ def _link_line(m: PlanManifest) -> str:
 @granularity_auto_option
 @host_io_option
 @partial_execution_option
+@split_options
 @click.option(
     "--segments",
     is_flag=True,
@@ -187,6 +192,8 @@ def command(
     granularity: str,
     no_host_io: bool,
     partial_execution: str,
+    split: str,
+    split_layers: dict[str, int],
     segments: bool,
 ) -> None:
     """Place the layers of INPUT (ONNX, TFLite or CSV/JSON profile) on the boards of --target."""
@@ -207,10 +214,15 @@ def command(
         if granularity == "auto":
             chain = auto_granularity(chain, boards, activation_bytes)
         progress.step(f"solving ({solver}, {objective})")
-        chain, plan = plan_partial(
-            chain, boards, partial_execution, objective, solver, activation_bytes,
-            host_io=not no_host_io, on_progress=progress.status, **options,
+        found = plan_with_splits(
+            chain, boards,
+            lambda c: plan_partial(
+                c, boards, partial_execution, objective, solver, activation_bytes,
+                host_io=not no_host_io, on_progress=progress.status, **options,
+            ),
+            op_chain_of(activation_bytes), requested=split_layers, mode=split, objective=objective,
         )  # fmt: skip
+        chain, plan = found.chain, found.plan
     manifest = build_manifest(
         plan,
         chain,
@@ -220,6 +232,7 @@ def command(
         input_shapes=input_shapes,
         activation_bytes=activation_bytes,
         host_io=not no_host_io,
+        splits=found.splits,
     )
     if as_json:
         click.echo(manifest.to_json())

@@ -50,7 +50,7 @@ from splitter.cost.code import (
 from splitter.errors import BoardFileError
 from splitter.hardware.catalog import parts
 from splitter.hardware.families import family_for
-from splitter.ir import Chain, Part
+from splitter.ir import Chain, Graph, Part
 from splitter.toolchain.build import FLASH_CODE_SECTIONS, GCC, MIN_STACK_BYTES, section_sizes
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -259,12 +259,43 @@ def _chains() -> list[Chain]:
         except Exception:
             continue
         chains.extend([chain] if looped is chain else [chain, looped])
+        chains.extend(_split_chain(graph, chains))
         if any(layer.kind == "super" for layer in chain.layers):
             try:
                 chains.append(build_chain(graph, granularity="op"))
             except Exception:
                 continue
     return chains
+
+
+def _split_chain(graph: Graph, chains: list[Chain]) -> list[Chain]:
+    """The op chain of ``graph`` with its heaviest splittable op split in two
+    (:mod:`splitter.graph.split`), when no chain so far has a concat of its layout and dtype:
+    a layer split's concat is then measured for every model kind that can be split."""
+    from splitter.graph.chain import build_chain
+    from splitter.graph.split import LayerSplit, slice_ranges, split_graph, splittable_ops
+
+    ops = splittable_ops(graph)
+    if not ops:
+        return []
+    op = max(ops, key=lambda o: sum(int(w.nbytes) for w in o.weights.values()))
+    dtype = graph.tensors[op.outputs[0]].dtype
+    have = {
+        (c.graph.layout, c.graph.tensors[o.outputs[0]].dtype)
+        for c in chains
+        if c.graph is not None
+        for layer in c.layers
+        for o in layer.ops
+        if o.kind == "concat"
+    }
+    if (graph.layout, dtype) in have:
+        return []
+    channels = int(op.weights["W"].shape[0])
+    split = LayerSplit(op.name, channels, slice_ranges(channels, 2))
+    try:
+        return [build_chain(split_graph(graph, [split]), granularity="op")]
+    except Exception:
+        return []
 
 
 _WEIGHTS = re.compile(r"(WEIGHTS = )\{.*?\n\};", re.S)

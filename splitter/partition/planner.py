@@ -18,6 +18,7 @@ from splitter.cost.kernels import part_build_key
 from splitter.cost.pex_chain import describe_loop
 from splitter.cost.wire import THESIS, LinkModel
 from splitter.errors import InfeasibleError
+from splitter.graph.split import LayerSplit
 from splitter.ir import Boards, Chain, Device, Plan, SubModel
 from splitter.manifest import (
     DeviceEnergy,
@@ -251,6 +252,7 @@ def build_manifest(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     activation_bytes: int | None = None,
     host_io: bool = True,
+    splits: Sequence[LayerSplit] = (),
 ) -> PlanManifest:
     """The plan as a checked :class:`~splitter.manifest.PlanManifest`.
 
@@ -304,6 +306,11 @@ def build_manifest(
         retransmit=float(boards.link.retransmit),
         host_io=_host_io(problem, ev),
     )
+    if splits:
+        from splitter.partition.layer_split import split_entries
+
+        entries = split_entries(chain, plan.assignment, boards, splits)
+        manifest = replace(manifest, layer_splits=entries)
     if chain.graph is not None:
         manifest = _with_firmware(manifest, chain, boards, plan)
     return replace(manifest, energy=_energy(problem, ev)).check()
