@@ -414,3 +414,34 @@ GPIO = {
 #: BRR offset per USART layout (RM0090 30.6.3 SR/DR layout: 0x08; RM0410 34.8.4 and the newer
 #: USARTs: 0x0C).
 BRR_OFFSET = {"F4": 0x08, "F7": 0x0C, "H7": 0x0C, "L4": 0x0C, "G0": 0x0C}
+
+# ------------------------------------------------------------------ clock start-up timeouts ---
+#: Per family: the oscillator running from reset, the clock every wait before the switch polls
+#: at (RM0090 6.2.2 HSI 16 MHz; RM0410 5.2.2 HSI 16 MHz; RM0433 8.5.2 HSI 64 MHz; RM0351 6.2.3
+#: MSI 4 MHz; RM0444 5.2 HSISYS 16 MHz).
+RESET_HZ = {"F4": 16 * MHZ, "F7": 16 * MHZ, "H7": 64 * MHZ, "L4": 4 * MHZ, "G0": 16 * MHZ}
+#: Per family: RCC_CR (HSEON bit 16, HSERDY 17, HSEBYP 18 in all of them: RM0090 6.3.1,
+#: RM0433 8.7.2, RM0351 6.4.1, RM0444 5.4.1) and the PLL source field reading "internal
+#: oscillator" ``(address, shift, width, value, source)``.
+HSE_CR = {"F4": F4_RCC, "F7": F4_RCC, "H7": H7_RCC, "L4": L4_RCC, "G0": L4_RCC}
+PLL_INTERNAL = {
+    "F4": (F4_RCC + 0x04, 22, 1, 0, "RM0090 6.3.2: PLLSRC = 0, HSI"),
+    "F7": (F4_RCC + 0x04, 22, 1, 0, "RM0410 5.3.2: PLLSRC = 0, HSI"),
+    "H7": (H7_RCC + 0x28, 0, 2, 0, "RM0433 8.7.11: PLLSRC = 0b00, HSI"),
+    "L4": (L4_RCC + 0x0C, 0, 2, 2, "RM0351 6.4.4: PLLSRC = 0b10, HSI16"),
+    "G0": (L4_RCC + 0x0C, 0, 2, 2, "RM0444 5.4.4: PLLSRC = 0b10, HSI16"),
+}
+#: One board per family traced with an HSE that never starts ``(part, board, HSE MHz, bypass)``:
+#: the Nucleo-144 boards' own 8 MHz ST-LINK MCO (UM1974 6.7.1, UM2407 6.8.1); on the
+#: Nucleo-64 boards the same MCO once SB16/SB50 are closed (UM1724 6.7.1).
+HSE_BOARDS = {
+    "F4": ("STM32F446RE", "nucleo-f446re", 8, True),
+    "F7": ("STM32F767ZI", "nucleo-f767zi", 8, True),
+    "H7": ("STM32H743ZI", "nucleo-h743zi", 8, True),
+    "L4": ("STM32L452RE", "nucleo-l452re", 8, True),
+    "G0": ("STM32G071RB", "nucleo-g071rb", 8, True),
+}
+#: HSE start-up timeout (ST's STM32Cube HAL ``HSE_STARTUP_TIMEOUT``, 100 ms) and PLL lock
+#: timeout (``PLL_TIMEOUT_VALUE``, 2 ms), and the fewest cycles a poll takes (a load, a
+#: compare, two branches, a count).
+HSE_TIMEOUT_S, PLL_TIMEOUT_S, POLL_CYCLES = 0.100, 0.002, 4

@@ -58,6 +58,7 @@ STATIC_FILES = (
     "uart.c",
     "uart.h",
     "libc.c",
+    "clock_status.h",
 )
 HOST = "host"
 ACK_TIMEOUT_S = 0.25
@@ -179,6 +180,12 @@ class DeviceContext:
     part_name: str
     part_clock_note: str
     clock_steps: tuple[Step, ...]
+    #: with an HSE: the steps that switch it off and the internal-oscillator tree clock_init()
+    #: runs when it does not start (empty without an HSE); ``clock_fallback_slow``: that tree
+    #: runs below the planned clock
+    clock_hse_off: tuple[Step, ...]
+    clock_fallback_steps: tuple[Step, ...]
+    clock_fallback_slow: bool
     m7_caches: bool  # Cortex-M7: I- and D-cache enabled after the clock setup
     board_name: str  # "" without a board definition
     baud_notes: tuple[str, ...]  # per link on the real part: "USART3 BRR 1042: 115163 baud"
@@ -430,6 +437,9 @@ def _device_context(
         part_name=d.part.name,
         part_clock_note=tree.summary,
         clock_steps=tree.steps,
+        clock_hse_off=tree.hse_off,
+        clock_fallback_steps=tree.fallback.steps if tree.fallback else (),
+        clock_fallback_slow=tree.fallback_slow,
         m7_caches=family.core == "cortex-m7",
         board_name=wiring.board.name if wiring.board else "",
         baud_notes=tuple(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import cache
 from typing import ClassVar
@@ -63,6 +63,20 @@ class Step:
     mask: int
     value: int
     comment: str
+    #: ``"wait"`` only: what it waits for (a key of :data:`WAITS`) and how many polls it makes
+    #: before giving up (:func:`bound`; 0 until then)
+    kind: str = ""
+    polls: int = 0
+
+    @property
+    def status_bit(self) -> int:
+        """The :data:`CLOCK_STATUS` flag a timeout of this wait reports."""
+        return WAITS[self.kind].flag
+
+    @property
+    def timeout_note(self) -> str:
+        """``"at most 100 ms"``: the wait's timeout, for the generated comment."""
+        return f"at most {WAITS[self.kind].timeout_s * 1000:g} ms"
 
     @property
     def addr_hex(self) -> str:
@@ -83,9 +97,65 @@ def _set(addr: int, shift: int, width: int, value: int, comment: str) -> Step:
     return Step("set", addr, mask, (value << shift) & mask, comment)
 
 
-def _wait(addr: int, shift: int, width: int, value: int, comment: str) -> Step:
+def _wait(addr: int, shift: int, width: int, value: int, comment: str, kind: str) -> Step:
+    """Poll until field ``[shift + width - 1 : shift]`` of ``addr`` reads ``value``; ``kind``
+    (a key of :data:`WAITS`) sets its timeout and the status flag it reports."""
     mask = ((1 << width) - 1) << shift
-    return Step("wait", addr, mask, (value << shift) & mask, comment)
+    return Step("wait", addr, mask, (value << shift) & mask, comment, kind)
+
+
+@dataclass(frozen=True)
+class Wait:
+    """One kind of clock start-up wait: the ``splitter_clock_status`` flag its timeout sets and
+    the timeout. The timeouts are ST's own (STM32CubeF4 HAL: ``HSE_STARTUP_TIMEOUT`` 100 ms in
+    ``stm32f4xx_hal_conf.h``, ``HSI_TIMEOUT_VALUE`` and ``PLL_TIMEOUT_VALUE`` 2 ms in
+    ``stm32f4xx_hal_rcc.h``, ``PWR_OVERDRIVE_TIMEOUT_VALUE`` 1000 ms in
+    ``stm32f4xx_hal_pwr_ex.h``), except the clock switch (HAL 5 s; a switch completes within a
+    few cycles of both clocks, RM0090 6.3.3, so 100 ms) and the flash latency read-back (the
+    HAL reads it once; 2 ms)."""
+
+    flag: int
+    timeout_s: float
+    what: str
+
+
+#: Wait kind -> flag and timeout. Flag 1 is the only one clock_init() recovers from (it falls
+#: back to the internal oscillator); after any other the sequence stops where it is.
+WAITS: Mapping[str, Wait] = {
+    "hse": Wait(1, 0.100, "HSE did not start: fell back to the internal oscillator"),
+    "pll": Wait(2, 0.002, "PLL did not lock: clock_init() stopped before the switch"),
+    "power": Wait(4, 1.000, "voltage scaling / over-drive / supply not ready: stopped"),
+    "switch": Wait(8, 0.100, "the system clock switch did not complete: stopped"),
+    "flash": Wait(16, 0.002, "the flash latency did not read back: stopped"),
+    "osc": Wait(32, 0.002, "the internal oscillator (HSI16) did not start: stopped"),
+}
+#: Set with flag 1 when the internal oscillator cannot reach the planned clock through the PLL:
+#: the fallback runs at the internal oscillator's own frequency (the baud divisors then do not
+#: match; no catalog part needs it, every catalog clock is reachable from its HSI / HSI16).
+CLOCK_SLOW = 64
+#: Every ``splitter_clock_status`` flag: bit -> meaning (``clock_status.h`` defines the same).
+CLOCK_STATUS: Mapping[int, str] = {
+    **{w.flag: w.what for w in WAITS.values()},
+    CLOCK_SLOW: "the fallback runs at the internal oscillator, below the planned clock",
+}
+#: Fewest CPU cycles one poll of a wait takes (a peripheral load, mask, compare, branch, count,
+#: branch: at least 4 cycles on Cortex-M0+/M4/M7/M33), so ``polls`` = timeout x f_cpu / 4
+#: polls last at least the timeout.
+POLL_CYCLES_MIN = 4
+
+
+def bound(steps: Iterable[Step], reset_hz: int, sysclk_hz: int) -> tuple[Step, ...]:
+    """``steps`` with each wait's ``polls = ceil(timeout x f / POLL_CYCLES_MIN)``, ``f`` the
+    clock it runs at: the reset oscillator until the switch, for the switch wait the faster of
+    the reset oscillator and the new SYSCLK (it may already run at either)."""
+    out = []
+    for s in steps:
+        if s.op == "wait":
+            f = max(reset_hz, sysclk_hz) if s.kind == "switch" else reset_hz
+            polls = math.ceil(WAITS[s.kind].timeout_s * f / POLL_CYCLES_MIN)
+            s = replace(s, polls=polls)
+        out.append(s)
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -118,6 +188,12 @@ class ClockTree:
     wait_states: int
     steps: tuple[Step, ...]
     notes: tuple[str, ...] = field(default=())
+    #: with an HSE: the tree ``clock_init()`` runs instead when the HSE does not start (from the
+    #: internal oscillator, the same SYSCLK and buses unless ``fallback_slow``), and the steps
+    #: that switch the HSE off first
+    fallback: ClockTree | None = None
+    fallback_slow: bool = False
+    hse_off: tuple[Step, ...] = ()
 
     @property
     def summary(self) -> str:
@@ -194,10 +270,14 @@ class ClockRules:
     reset_osc: ClassVar[Osc]  # the oscillator running after reset
     pll_osc: ClassVar[Osc]  # the internal oscillator the PLL uses when the board gives no HSE
     max_hz: ClassVar[int]  # the family's highest SYSCLK
+    rcc: ClassVar[int]  # RCC base (RCC_CR at offset 0)
 
     def plan(self, part: str, part_max_hz: int, target_hz: int, hse: Osc | None) -> ClockTree:
         """The tree reaching ``target_hz`` exactly (``hse`` from the board, else the internal
-        oscillator); ClockError naming the maximum when the part cannot run that fast."""
+        oscillator); ClockError naming the maximum when the part cannot run that fast. With an
+        HSE, :attr:`ClockTree.fallback` is the same clock planned from the internal oscillator
+        (``clock_init()`` runs it when the HSE does not start), or the internal oscillator alone
+        (``fallback_slow``) when no PLL setting reaches ``target_hz`` from it."""
         top = min(part_max_hz, self.max_for(part))
         manual = self.manual_for(part)
         if target_hz > top:
@@ -205,9 +285,34 @@ class ClockRules:
                 f"{part}: clock {target_hz / MHZ:g} MHz is above the part's maximum "
                 f"{top / MHZ:g} MHz ({manual}); set clock_mhz <= {top / MHZ:g}"
             )
-        osc = hse or self.pll_osc
+        planned = self.plan_from(part, hse or self.pll_osc, target_hz, top)
+        if hse is None:
+            return planned
+        try:
+            fallback, slow = self.plan_from(part, self.pll_osc, target_hz, top), False
+        except ClockError:
+            osc = self.pll_osc
+            fallback, slow = self._bounded(self.tree(part, osc, None, osc.hz)), True
+        return replace(planned, fallback=fallback, fallback_slow=slow, hse_off=self.hse_off())
+
+    def hse_off(self) -> tuple[Step, ...]:
+        """HSEON off, then HSEBYP (writable only with the HSE off): RCC_CR bits 16 and 18 in
+        every family here (RM0090 6.3.1, RM0410 5.3.1, RM0433 8.7.2, RM0351 6.4.1, RM0444
+        5.4.1, RM0440 7.4.1, RM0438 9.8.1, RM0456 11.8.1)."""
+        rcc = self.rcc
+        return (
+            _set(rcc, 16, 1, 0, "RCC_CR.HSEON = 0: the HSE did not start"),
+            _set(rcc, 18, 1, 0, "RCC_CR.HSEBYP = 0 (writable with the HSE off)"),
+        )
+
+    def _bounded(self, tree: ClockTree) -> ClockTree:
+        return replace(tree, steps=bound(tree.steps, self.reset_osc.hz, tree.sysclk_hz))
+
+    def plan_from(self, part: str, osc: Osc, target_hz: int, top: int) -> ClockTree:
+        """The tree reaching ``target_hz`` from ``osc``, its waits bounded (:func:`bound`)."""
+        manual = self.manual_for(part)
         if target_hz == osc.hz:
-            return self.tree(part, osc, None, target_hz)
+            return self._bounded(self.tree(part, osc, None, target_hz))
         factors = search_pll(osc.hz, target_hz, self.limits_for(part))
         if factors is None:
             raise ClockError(
@@ -219,7 +324,7 @@ class ClockRules:
         ref = Fraction(osc.hz, m)
         q = max(2, math.ceil(ref * n / (48 * MHZ)))
         pll = Pll(m, n, div, min(q, 15), osc.hz, ref, ref * n)
-        return self.tree(part, osc, pll, target_hz)
+        return self._bounded(self.tree(part, osc, pll, target_hz))
 
     def limits_for(self, part: str) -> PllLimits:
         """The PLL limits of ``part`` (a family's variants differ)."""
@@ -291,7 +396,7 @@ class F4Clock(ClockRules):
                 steps.append(_set(rcc, 18, 1, 1, "RCC_CR.HSEBYP: external clock (RM0090 6.3.1)"))
             steps += [
                 _set(rcc, 16, 1, 1, "RCC_CR.HSEON (RM0090 6.3.1)"),
-                _wait(rcc, 17, 1, 1, "RCC_CR.HSERDY"),
+                _wait(rcc, 17, 1, 1, "RCC_CR.HSERDY", "hse"),
             ]
         steps.append(_set(rcc + 0x40, 28, 1, 1, "RCC_APB1ENR.PWREN (RM0090 6.3.13)"))
         if pll is not None:
@@ -299,7 +404,7 @@ class F4Clock(ClockRules):
         steps += self.overdrive_steps(sysclk)
         steps += [
             _set(self.flash_acr, 0, 4, ws, f"FLASH_ACR.LATENCY = {ws} WS ({self.ws_ref})"),
-            _wait(self.flash_acr, 0, 4, ws, "FLASH_ACR.LATENCY read back (RM0090 3.5.1)"),
+            _wait(self.flash_acr, 0, 4, ws, "FLASH_ACR.LATENCY read back (RM0090 3.5.1)", "flash"),
             *(_set(self.flash_acr, b, 1, 1, f"FLASH_ACR.{c}") for b, c in self.acr_extra),
             _set(rcc + 0x08, 4, 4, 0, "RCC_CFGR.HPRE = /1 (RM0090 6.3.3)"),
             _set(rcc + 0x08, 10, 3, APB_CODE[d1], f"RCC_CFGR.PPRE1 = /{d1}: APB1 <= limit"),
@@ -308,7 +413,7 @@ class F4Clock(ClockRules):
         sw = 2 if pll is not None else (1 if osc.name == "HSE" else 0)
         steps += [
             _set(rcc + 0x08, 0, 2, sw, "RCC_CFGR.SW: system clock switch (RM0090 6.3.3)"),
-            _wait(rcc + 0x08, 2, 2, sw, "RCC_CFGR.SWS follows SW"),
+            _wait(rcc + 0x08, 2, 2, sw, "RCC_CFGR.SWS follows SW", "switch"),
         ]
         buses = {"AHB": sysclk, "APB1": sysclk // d1, "APB2": sysclk // d2}
         return ClockTree(osc, pll, sysclk, buses, ws, tuple(steps))
@@ -328,7 +433,7 @@ class F4Clock(ClockRules):
                  f"(VCO in {float(pll.f_ref_hz) / MHZ:g} MHz, out "
                  f"{float(pll.f_vco_hz) / MHZ:g} MHz; RM0090 6.3.2)"),
             _set(rcc, 24, 1, 1, "RCC_CR.PLLON"),
-            _wait(rcc, 25, 1, 1, "RCC_CR.PLLRDY"),
+            _wait(rcc, 25, 1, 1, "RCC_CR.PLLRDY", "pll"),
         ]  # fmt: skip
 
     def overdrive_steps(self, sysclk: int) -> list[Step]:
@@ -341,9 +446,9 @@ class F4Clock(ClockRules):
         if sysclk > self.overdrive_above_hz:
             steps += [
                 _set(self.pwr, 16, 1, 1, "PWR_CR.ODEN: over-drive (RM0390 5.1.4)"),
-                _wait(self.pwr + 0x04, 16, 1, 1, "PWR_CSR.ODRDY"),
+                _wait(self.pwr + 0x04, 16, 1, 1, "PWR_CSR.ODRDY", "power"),
                 _set(self.pwr, 17, 1, 1, "PWR_CR.ODSWEN: switch to over-drive"),
-                _wait(self.pwr + 0x04, 17, 1, 1, "PWR_CSR.ODSWRDY"),
+                _wait(self.pwr + 0x04, 17, 1, 1, "PWR_CSR.ODSWRDY", "power"),
             ]
         return steps
 
@@ -433,32 +538,35 @@ class H7Clock(ClockRules):
         steps = [
             Step("set", pwr + 0x0C, 0x7, 0x2,
                  "PWR_CR3: LDOEN, no bypass, SCUEN cleared: LDO supply (RM0433 6.8.4)"),
-            _wait(pwr + 0x04, 13, 1, 1, "PWR_CSR1.ACTVOSRDY (RM0433 6.8.2)"),
+            _wait(pwr + 0x04, 13, 1, 1, "PWR_CSR1.ACTVOSRDY (RM0433 6.8.2)", "power"),
             _set(pwr + 0x18, 14, 2, 3, "PWR_D3CR.VOS = scale 1 (RM0433 6.8.6)"),
-            _wait(pwr + 0x18, 13, 1, 1, "PWR_D3CR.VOSRDY"),
+            _wait(pwr + 0x18, 13, 1, 1, "PWR_D3CR.VOSRDY", "power"),
         ]  # fmt: skip
         if vos0 and h72:
             steps += [
                 _set(pwr + 0x18, 14, 2, 0, "PWR_D3CR.VOS = 0b00: VOS0 (RM0468 6.8.6)"),
-                _wait(pwr + 0x18, 13, 1, 1, "PWR_D3CR.VOSRDY at VOS0"),
+                _wait(pwr + 0x18, 13, 1, 1, "PWR_D3CR.VOSRDY at VOS0", "power"),
             ]
         elif vos0:
             steps += [
                 _set(rcc + 0xF4, 1, 1, 1, "RCC_APB4ENR.SYSCFGEN (RM0433 8.7.48)"),
                 _set(self.syscfg + 0x2C, 0, 1, 1, "SYSCFG_PWRCR.ODEN: VOS0 (RM0433 12.3.10)"),
-                _wait(pwr + 0x18, 13, 1, 1, "PWR_D3CR.VOSRDY at VOS0 (RM0433 6.6.2)"),
+                _wait(pwr + 0x18, 13, 1, 1, "PWR_D3CR.VOSRDY at VOS0 (RM0433 6.6.2)", "power"),
             ]
         if osc.name == "HSE":
             if osc.bypass:
                 steps.append(_set(rcc, 18, 1, 1, "RCC_CR.HSEBYP: ST-LINK MCO (RM0433 8.7.2)"))
-            steps += [_set(rcc, 16, 1, 1, "RCC_CR.HSEON"), _wait(rcc, 17, 1, 1, "RCC_CR.HSERDY")]
+            steps += [
+                _set(rcc, 16, 1, 1, "RCC_CR.HSEON"),
+                _wait(rcc, 17, 1, 1, "RCC_CR.HSERDY", "hse"),
+            ]
         if pll is not None:
             steps += self.pll_steps(osc, pll)
         steps += [
             Step("set", self.flash_acr, 0x3F, ws | wrhf << 4,
                  f"FLASH_ACR: LATENCY {ws} WS, WRHIGHFREQ {wrhf} for AXI {hclk / MHZ:g} MHz "
                  "(RM0433 4.3.8 table 17)"),
-            _wait(self.flash_acr, 0, 4, ws, "FLASH_ACR.LATENCY read back (RM0433 4.3.8)"),
+            _wait(self.flash_acr, 0, 4, ws, "FLASH_ACR.LATENCY read back (RM0433 4.3.8)", "flash"),
             Step("set", rcc + 0x18, 0xF7F, AHB_CODE[hpre] | APB_CODE[dp] << 4,
                  f"RCC_D1CFGR: D1CPRE /1, HPRE /{hpre}, D1PPRE /{dp} (RM0433 8.7.8)"),
             Step("set", rcc + 0x1C, 0x770, APB_CODE[dp] << 4 | APB_CODE[dp] << 8,
@@ -468,7 +576,7 @@ class H7Clock(ClockRules):
         sw = 3 if pll is not None else (2 if osc.name == "HSE" else 0)
         steps += [
             _set(rcc + 0x10, 0, 3, sw, "RCC_CFGR.SW (RM0433 8.7.7)"),
-            _wait(rcc + 0x10, 3, 3, sw, "RCC_CFGR.SWS follows SW"),
+            _wait(rcc + 0x10, 3, 3, sw, "RCC_CFGR.SWS follows SW", "switch"),
         ]
         buses = {"AHB": hclk} | {b: hclk // dp for b in ("APB1", "APB2", "APB3", "APB4")}
         return ClockTree(osc, pll, sysclk, buses, ws, tuple(steps))
@@ -492,7 +600,7 @@ class H7Clock(ClockRules):
                  f"RCC_PLL1DIVR: N={pll.n} P={pll.div} Q={pll.q} R=2, VCO "
                  f"{float(pll.f_vco_hz) / MHZ:g} MHz (RM0433 8.7.13)"),
             _set(rcc, 24, 1, 1, "RCC_CR.PLL1ON"),
-            _wait(rcc, 25, 1, 1, "RCC_CR.PLL1RDY"),
+            _wait(rcc, 25, 1, 1, "RCC_CR.PLL1RDY", "pll"),
         ]  # fmt: skip
 
 
@@ -551,17 +659,20 @@ class L4Clock(ClockRules):
         if osc.name == "HSE":
             if osc.bypass:
                 steps.append(_set(rcc, 18, 1, 1, "RCC_CR.HSEBYP (RM0351 6.4.1)"))
-            steps += [_set(rcc, 16, 1, 1, "RCC_CR.HSEON"), _wait(rcc, 17, 1, 1, "RCC_CR.HSERDY")]
+            steps += [
+                _set(rcc, 16, 1, 1, "RCC_CR.HSEON"),
+                _wait(rcc, 17, 1, 1, "RCC_CR.HSERDY", "hse"),
+            ]
         else:
             steps += [
                 _set(rcc, 8, 1, 1, "RCC_CR.HSION: HSI16 (RM0351 6.4.1)"),
-                _wait(rcc, 10, 1, 1, "RCC_CR.HSIRDY"),
+                _wait(rcc, 10, 1, 1, "RCC_CR.HSIRDY", "osc"),
             ]
         steps += [
             Step("set", acr, 0x70F, ws | 0x700,
                  f"FLASH_ACR: LATENCY {ws} WS, PRFTEN, ICEN, DCEN (RM0351 3.7.1; "
                  f"{'RM0432 table 12 boost' if plus else 'RM0351 table 11 range 1'})"),
-            _wait(acr, 0, 4, ws, "FLASH_ACR.LATENCY read back (RM0351 3.3.3)"),
+            _wait(acr, 0, 4, ws, "FLASH_ACR.LATENCY read back (RM0351 3.3.3)", "flash"),
             Step("set", rcc + 0x08, 0x3F00, 0, "RCC_CFGR: PPRE1 = PPRE2 = /1 (RM0351 6.4.3)"),
         ]  # fmt: skip
         if pll is not None:
@@ -572,7 +683,7 @@ class L4Clock(ClockRules):
                                                    "(RM0432 6.2.9)"))  # fmt: skip
         steps += [
             _set(rcc + 0x08, 0, 2, sw, "RCC_CFGR.SW (RM0351 6.4.3)"),
-            _wait(rcc + 0x08, 2, 2, sw, "RCC_CFGR.SWS follows SW"),
+            _wait(rcc + 0x08, 2, 2, sw, "RCC_CFGR.SWS follows SW", "switch"),
         ]
         if boost:
             steps += [
@@ -592,7 +703,7 @@ class L4Clock(ClockRules):
                  f"RCC_PLLCFGR: src {osc.name}, M={pll.m} N={pll.n} R={pll.div}, PLLREN (VCO "
                  f"{float(pll.f_vco_hz) / MHZ:g} MHz; {'RM0432' if plus else 'RM0351'} 6.4.4)"),
             _set(rcc, 24, 1, 1, "RCC_CR.PLLON"),
-            _wait(rcc, 25, 1, 1, "RCC_CR.PLLRDY"),
+            _wait(rcc, 25, 1, 1, "RCC_CR.PLLRDY", "pll"),
         ]  # fmt: skip
 
 
@@ -624,11 +735,14 @@ class G0Clock(ClockRules):
         if osc.name == "HSE":
             if osc.bypass:
                 steps.append(_set(rcc, 18, 1, 1, "RCC_CR.HSEBYP (RM0444 5.4.1)"))
-            steps += [_set(rcc, 16, 1, 1, "RCC_CR.HSEON"), _wait(rcc, 17, 1, 1, "RCC_CR.HSERDY")]
+            steps += [
+                _set(rcc, 16, 1, 1, "RCC_CR.HSEON"),
+                _wait(rcc, 17, 1, 1, "RCC_CR.HSERDY", "hse"),
+            ]
         steps += [
             Step("set", acr, 0x307, ws | 0x300,
                  f"FLASH_ACR: LATENCY {ws} WS, PRFTEN, ICEN (RM0444 3.7.1, table 8 range 1)"),
-            _wait(acr, 0, 3, ws, "FLASH_ACR.LATENCY read back (RM0444 3.3.4)"),
+            _wait(acr, 0, 3, ws, "FLASH_ACR.LATENCY read back (RM0444 3.3.4)", "flash"),
             Step("set", rcc + 0x08, 0x7F00, 0, "RCC_CFGR: HPRE = PPRE = /1 (RM0444 5.4.3)"),
         ]  # fmt: skip
         if pll is not None:
@@ -639,12 +753,12 @@ class G0Clock(ClockRules):
                      f"RCC_PLLCFGR: src {osc.name}, M={pll.m} N={pll.n} R={pll.div}, PLLREN "
                      f"(VCO {float(pll.f_vco_hz) / MHZ:g} MHz; RM0444 5.4.4)"),
                 _set(rcc, 24, 1, 1, "RCC_CR.PLLON"),
-                _wait(rcc, 25, 1, 1, "RCC_CR.PLLRDY"),
+                _wait(rcc, 25, 1, 1, "RCC_CR.PLLRDY", "pll"),
             ]  # fmt: skip
         sw = 2 if pll is not None else (1 if osc.name == "HSE" else 0)
         steps += [
             _set(rcc + 0x08, 0, 3, sw, "RCC_CFGR.SW (RM0444 5.4.3)"),
-            _wait(rcc + 0x08, 3, 3, sw, "RCC_CFGR.SWS follows SW"),
+            _wait(rcc + 0x08, 3, 3, sw, "RCC_CFGR.SWS follows SW", "switch"),
         ]
         buses = {"AHB": sysclk, "APB1": sysclk, "APB2": sysclk}
         return ClockTree(osc, pll, sysclk, buses, ws, tuple(steps))
