@@ -48,7 +48,8 @@ host plus N - 1 peers) gets a valid baud-rate divisor within 2 % (else one line 
 and the nearest valid rates); on a board, the host link's baud rate is at most what its
 ST-LINK's virtual COM port carries (``board_catalog.STLINKS``, one line naming the limit). Board
 names match in any case and by alias; the device keeps the catalog's spelling. Inline parts
-(``part = {...}``, which also describe hypothetical parts for planning studies) get the same checks when firmware is generated for them.
+(``part = {...}``, which also describe hypothetical parts for planning studies) get the same
+checks when firmware is generated for them.
 """
 
 from __future__ import annotations
