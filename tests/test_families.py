@@ -52,7 +52,12 @@ def test_every_family_has_a_row() -> None:
 def test_family_facts(name: str) -> None:
     fam = family_for(name)
     core, layout, reset, ocd, irqs = FACTS[name]
-    assert (fam.name, fam.core, fam.usart_layout, fam.reset_clock_hz) == (name, core, layout, reset)
+    assert (fam.name, fam.core.name, fam.usart_layout, fam.reset_clock_hz) == (
+        name,
+        core,
+        layout,
+        reset,
+    )
     assert fam.openocd_target == f"target/{ocd}.cfg" and fam.usart_layout in USART_LAYOUTS
     for usart, irq in irqs.items():
         assert fam.irq[usart] == irq

@@ -153,7 +153,7 @@ def _build(part_name: str, board: str | None, tmp: Path, baud: int = 115200) -> 
            "-lgcc", "-o", str(elf)]  # fmt: skip
     proc = subprocess.run(cmd, cwd=fw, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
-    return elf, family.core
+    return elf, family.core.name
 
 
 def _symbols(elf: Path) -> dict[str, int]:

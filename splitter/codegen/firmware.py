@@ -284,7 +284,7 @@ def _target(
     layout = family.usart_layout
     return TargetContext(
         emulator_flag=int(emulator),
-        description=f"{EMULATOR.title if emulator else name}: {family.core}, {clock_hz} Hz, "
+        description=f"{EMULATOR.title if emulator else name}: {family.core.name}, {clock_hz} Hz, "
         f"{layout} USARTs",
         part_name=f"{EMULATOR.chip} (QEMU {EMULATOR.machine})" if emulator else name,
         cpu_flags=family.cpu_flags(fpu),
@@ -440,7 +440,7 @@ def _device_context(
         clock_hse_off=tree.hse_off,
         clock_fallback_steps=tree.fallback.steps if tree.fallback else (),
         clock_fallback_slow=tree.fallback_slow,
-        m7_caches=family.core == "cortex-m7",
+        m7_caches=family.core.caches,
         board_name=wiring.board.name if wiring.board else "",
         baud_notes=tuple(
             f"link {k} {b.usart}: {b.fck_hz / 1e6:g} MHz, BRR {b.brr}"
@@ -700,7 +700,7 @@ def generate_firmware(
             continue
         ranges = [(s.index, s.first, s.last) for s in hosted]
         io = {s.index: ([t.name for t in s.inputs], [t.name for t in s.outputs]) for s in hosted}
-        core = family_for(device.part.family).core
+        core = family_for(device.part.family).core.name
         gen = generate_device_c(chain, ranges, device.name, core=core, boundaries=io)
         specs.append(
             DeviceSpec(

@@ -50,20 +50,9 @@ from splitter.ir import Device, Part
 EMULATED_INSTRUCTIONS_PER_S = 1e9
 EMULATED_CPI = 1.0
 
-#: core (gcc ``-mcpu``) -> zero-wait cycles per instruction (module docstring)
-CORE_CPI = {"cortex-m0plus": 1.45, "cortex-m4": 1.39, "cortex-m7": 0.81}
-#: family -> fraction of instructions stalling on flash wait states (module docstring)
-MISS_RATE = {"F4": 0.05, "F7": 0.05, "H7": 0.02, "L4": 0.05, "G0": 0.10}
-SOURCES = {
-    "cortex-m0plus": "Arm DDI 0484C 3.3",
-    "cortex-m4": "Arm DDI 0439B 3.3.1, 7.2.3",
-    "cortex-m7": "Arm DDI 0489F 1.2; Dhrystone M7/M4 2.14/1.25 DMIPS/MHz",
-    "F4": "RM0090 3.5.2 (ART)",
-    "F7": "RM0410 3.3.2, AN4667",
-    "H7": "RM0433 2.1, AN4891",
-    "L4": "RM0351 3.3.4",
-    "G0": "RM0444 3.3.4",
-}
+# The figures live on the hardware objects: ``Core.cpi`` / ``Core.cpi_source``
+# (splitter/hardware/cores.py) and ``Family.flash_miss_rate`` / ``Family.flash_miss_source``
+# (each family's module of splitter/hardware/families/), with the sources above.
 
 
 @dataclass(frozen=True)
@@ -75,6 +64,8 @@ class Cpi:
     core_cpi: float
     wait_states: int
     miss_rate: float
+    core_source: str
+    miss_source: str
 
     @property
     def value(self) -> float:
@@ -86,8 +77,8 @@ class Cpi:
         """``"cortex-m4 CPI 1.39 + 5 flash WS x 0.05 = 1.64 (Arm DDI ...; F4 flash ...)"``."""
         return (
             f"{self.core} CPI {self.core_cpi:g} + {self.wait_states} flash WS x "
-            f"{self.miss_rate:g} = {self.value:.3g} ({SOURCES[self.core]}; {self.family} flash "
-            f"{SOURCES.get(self.family, 'no source')})"
+            f"{self.miss_rate:g} = {self.value:.3g} ({self.core_source}; {self.family} flash "
+            f"{self.miss_source})"
         )
 
 
@@ -114,11 +105,13 @@ def part_cpi(part: Part, clock_hz: float) -> Cpi:
 
     family = family_for(part.family)
     return Cpi(
-        core=family.core,
+        core=family.core.name,
         family=family.name,
-        core_cpi=CORE_CPI[family.core],
+        core_cpi=family.core.cpi,
         wait_states=wait_states(part, clock_hz),
-        miss_rate=MISS_RATE.get(family.name, 0.10),
+        miss_rate=family.flash_miss_rate,
+        core_source=family.core.cpi_source,
+        miss_source=family.flash_miss_source,
     )
 
 

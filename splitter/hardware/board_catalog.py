@@ -198,7 +198,7 @@ def board_listing() -> list[dict[str, Any]]:
                 "aliases": list(b.aliases),
                 "part": b.part,
                 "family": family.name,
-                "core": family.core,
+                "core": family.core.name,
                 "stlink": b.stlink.version,
                 "max_host_baud": b.stlink.max_baud,
                 "usarts": list(b.usarts),
