@@ -73,6 +73,7 @@ SECTIONS {{
 """
 CPU = {
     "cortex-m0plus": "UC_CPU_ARM_CORTEX_M0",
+    "cortex-m33": "UC_CPU_ARM_CORTEX_M33",
     "cortex-m4": "UC_CPU_ARM_CORTEX_M4",
     "cortex-m7": "UC_CPU_ARM_CORTEX_M7",
 }
@@ -259,7 +260,9 @@ def test_startup_trace(name: str, arm_gcc: None, tmp_path: Path) -> None:
     assert clocks["SYSCLK"] == exp.sysclk == get_part(name).clock_mhz * 1e6
     # flash wait states are raised before the switch to the PLL (RM0090 3.5.1 and the like)
     acr = {"F4": 0x4002_3C00, "F7": 0x4002_3C00, "H7": 0x5200_2000}.get(family, 0x4002_2000)
-    cfgr = {"H7": 0x5802_4410}.get(family, 0x4002_3808 if family in ("F4", "F7") else 0x4002_1008)
+    cfgr = {"H7": 0x5802_4410, "U5": 0x4602_0C1C}.get(
+        family, 0x4002_3808 if family in ("F4", "F7") else 0x4002_1008
+    )
     sw_mask = 0x7 if family in ("H7", "G0") else 0x3
     assert trace.index(lambda a, _v: a == acr) < trace.index(
         lambda a, v: a == cfgr and (v & sw_mask) != 0
@@ -289,7 +292,7 @@ def test_startup_trace(name: str, arm_gcc: None, tmp_path: Path) -> None:
             assert _field(regs, gpio + 0x0C, 2 * num, 2) == 1, f"{name} {pin}: PUPDR pull-up"
             afr = gpio + 0x20 + 4 * (num // 8)
             assert _field(regs, afr, 4 * (num % 8), 4) == af, f"{name} {pin}: AF{af}"
-            if pin.startswith("PG") and family == "L4":  # VDDIO2 valid before port G is used
+            if pin.startswith("PG") and family in ("L4", "L5"):  # VDDIO2 before port G is used
                 iosv = trace.index(lambda a, v: a == 0x4000_7004 and v >> 9 & 1)
                 assert iosv < trace.index(lambda a, _v, g=gpio: a == g)
 

@@ -21,6 +21,12 @@ runs one instruction per tick and models no pipeline, wait state or cache. A rea
     published Dhrystone ratio M7 / M4 is 2.14 / 1.25 DMIPS per MHz for the same program, so
     ``1.39 * 1.25 / 2.14 = 0.81``.
 
+  - Cortex-M33 (Arm 100230 TRM 1.2: Armv8-M Mainline, three-stage pipeline, the DSP extension
+    as the M4's): Arm's Dhrystone ratio M33 / M4 is 1.50 / 1.25 DMIPS per MHz, so
+    ``1.39 * 1.25 / 1.50 = 1.16``. Its instruction counts are the ``M4F.dsp`` build's (same
+    Thumb-2 + DSP kernels; ``benchmarks/m33_ipm.py`` measures the ``_dsp`` kernels built for
+    the M33 on QEMU's mps2-an505 against the M4 build).
+
 * ``wait_states``: the flash latency the firmware's clock set-up programs for the device's
   clock (:mod:`splitter.hardware.clocks`, from each family's reference-manual table).
 * ``miss_rate``: fraction of instructions that stall on flash despite the family's
@@ -30,7 +36,11 @@ runs one instruction per tick and models no pipeline, wait state or cache. A rea
     prefetch) and F7 (RM0410 3.3.2 ART + the M7's 4-16 KiB L1 caches; ST AN4667 section 3): 0.05;
   - H7 (RM0433 2.1: 16 KiB L1 I-cache and D-cache on the AXI flash; ST AN4891 section 2): 0.02;
   - L4 (RM0351 3.3.4: prefetch, 1 KiB instruction cache, 256 B data cache): 0.05;
-  - G0 (RM0444 3.3.4: prefetch and a 2 x 64-bit instruction cache, no data cache): 0.10.
+  - G0 (RM0444 3.3.4: prefetch and a 2 x 64-bit instruction cache, no data cache): 0.10;
+  - G4 (RM0440 3.3.3: ART accelerator, 32 x 64-bit instruction cache, 8 x 64-bit data cache,
+    as the L4's): 0.05;
+  - L5 (RM0438 7.2: the 8 KiB ICACHE, left off by the firmware, so every miss waits): 0.10;
+  - U5 (RM0456 7.3.3: prefetch; the 8 KiB ICACHE left off by the firmware): 0.10.
 
 These figures are a model of a real core, derived from the documents above, not measured:
 no real board has been benched for this table. Calibration against a real board

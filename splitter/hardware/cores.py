@@ -76,6 +76,12 @@ CORES: Mapping[str, Core] = MappingProxyType(
                 build_family="F4",
             ),
             Core(
+                "cortex-m33", "M33", dsp=True, dwt=True, caches=False, cpi=1.16,
+                cpi_source="Arm Cortex-M33 TRM (Arm 100230) 1.2: three-stage pipeline, DSP "
+                "extension; Dhrystone M33/M4 1.50/1.25 DMIPS/MHz (Arm's product pages)",
+                measured_as="M4F.dsp",
+            ),
+            Core(
                 "cortex-m7", "M7", dsp=True, dwt=True, caches=True, cpi=0.81,
                 cpi_source="Arm DDI 0489F 1.2; Dhrystone M7/M4 2.14/1.25 DMIPS/MHz",
                 measured_as="M4F.dsp",

@@ -22,8 +22,11 @@ from splitter.hardware.families.base import (
 from splitter.hardware.families.stm32f4 import STM32F4
 from splitter.hardware.families.stm32f7 import STM32F7
 from splitter.hardware.families.stm32g0 import STM32G0
+from splitter.hardware.families.stm32g4 import STM32G4
 from splitter.hardware.families.stm32h7 import STM32H7
 from splitter.hardware.families.stm32l4 import STM32L4
+from splitter.hardware.families.stm32l5 import STM32L5
+from splitter.hardware.families.stm32u5 import STM32U5
 
 __all__ = [
     "FAMILIES",
@@ -39,7 +42,19 @@ __all__ = [
 
 #: Every supported family by the name catalog parts give in ``family = "..."``.
 FAMILIES: Mapping[str, Family] = MappingProxyType(
-    {f.name: f for f in (STM32F4(), STM32F7(), STM32H7(), STM32L4(), STM32G0())}
+    {
+        f.name: f
+        for f in (
+            STM32F4(),
+            STM32F7(),
+            STM32H7(),
+            STM32L4(),
+            STM32G0(),
+            STM32G4(),
+            STM32L5(),
+            STM32U5(),
+        )
+    }
 )
 
 

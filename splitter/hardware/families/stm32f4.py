@@ -25,13 +25,13 @@ from splitter.hardware.families.base import Family, Usart
 
 
 class F4Clock(ClockRules):
-    """STM32F4 (RM0090 F405/407, RM0368 F401, RM0390 F446).
+    """STM32F4 (RM0090 F405/407, RM0368 F401, RM0383 F411, RM0390 F446).
 
     * PLL (RM0090 6.3.2 RCC_PLLCFGR): M 2..63, N 50..432 (F401: VCO >= 192 MHz, RM0368
       6.3.2), P in {2, 4, 6, 8}; VCO input 1-2 MHz, 2 MHz recommended against jitter; VCO
       output 100-432 MHz. Q: the 48 MHz clock must not exceed 48 MHz (Q >= 2).
     * Buses (DS8626 / DS10086 / DS10693 general operating conditions): APB1 <= 42 MHz and
-      APB2 <= 84 MHz (F401/F405); F446: 45 / 90 MHz.
+      APB2 <= 84 MHz (F401/F405); F446: 45 / 90 MHz; F411: 50 / 100 MHz (DS10314 table 14).
     * Flash wait states (RM0090 3.5.1 table 10, 2.7-3.6 V): one per 30 MHz of HCLK; F401
       (RM0368 3.4 table 6): 30 / 64 / 84 MHz.
     * Voltage: F405 VOS (PWR_CR bit 14) resets to scale 1 (RM0090 5.4.1), F401 to scale 2, enough
@@ -56,7 +56,9 @@ class F4Clock(ClockRules):
 
     def _variant(self, part: str) -> tuple[tuple[int, int], tuple[int, ...], int]:
         """``((APB1 max, APB2 max) MHz, wait-state table, VCO minimum)`` of the part."""
-        if part.startswith("STM32F401") or part.startswith("STM32F411"):
+        if part.startswith("STM32F411"):  # RM0383 3.4 table 5, 6.3.2; DS10314 table 14
+            return (50, 100), (30, 64, 90, 100), self.limits.vco_hz[0]
+        if part.startswith("STM32F401"):
             return (42, 84), (30, 64, 90), 192 * MHZ
         if part.startswith("STM32F446") or part.startswith("STM32F42"):
             return (45, 90), tuple(range(30, 211, 30)), self.limits.vco_hz[0]
@@ -81,6 +83,9 @@ class F4Clock(ClockRules):
                 _wait(rcc, 17, 1, 1, "RCC_CR.HSERDY", "hse"),
             ]
         steps.append(_set(rcc + 0x40, 28, 1, 1, "RCC_APB1ENR.PWREN (RM0090 6.3.13)"))
+        if part.startswith("STM32F411") and sysclk > 84 * MHZ:
+            # VOS resets to scale 2 (84 MHz); scale 1 before the PLL is on (RM0383 5.4.1)
+            steps.append(_set(self.pwr, 14, 2, 3, "PWR_CR.VOS = scale 1 (RM0383 5.4.1)"))
         if pll is not None:
             steps += self.pll_steps(osc, pll)
         steps += self.overdrive_steps(sysclk)
