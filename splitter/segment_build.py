@@ -151,7 +151,7 @@ def prepare_segmented(
     from splitter.hardware.families import family_for
     from splitter.protocol import plan_hash
 
-    core = family_for(device.part.family).core
+    core = family_for(device.part.family).core.name
     step("generating the segment firmware")
     gen = generate_segmented_c(
         chain, units, answer.segments, device.name, core=core, extflash=extflash is not None
@@ -232,7 +232,7 @@ def plan_segments(
         raise UnsupportedOpError(f"{model}: a layer profile has no weights to run; give the model")
     cap = firmware_cap(device)
     step("cutting the model into units")
-    units = chain_units(chain, cap, core=family_for(device.part.family).core)
+    units = chain_units(chain, cap, core=family_for(device.part.family).core.name)
     step("solving the LO-SC segmentation (cpsat)")
     ext = device_extflash(device)
     problem = unit_problem(chain, boards, device, units, cap, None, load_rate(boards, device, ext))

@@ -24,8 +24,8 @@ from splitter.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
 DOC = ROOT / "docs" / "cli-json.md"
-COMMANDS = ("inspect", "ops", "plan", "segment", "compile", "report", "build", "run", "emulate",
-            "bench", "calibrate", "flash", "choose")  # fmt: skip
+COMMANDS = ("inspect", "ops", "boards", "plan", "segment", "compile", "report", "build", "run",
+            "emulate", "bench", "calibrate", "flash", "choose")  # fmt: skip
 
 
 def documented() -> dict[str, Any]:
@@ -92,6 +92,7 @@ def test_model_commands(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
     assert_shape(inspect, DOCS["inspect"], "inspect")
     assert inspect["totals"]["layers"] == len(inspect["layers"])
     assert_shape(json_of(capsys, "ops"), DOCS["ops"], "ops")
+    assert_shape(json_of(capsys, "boards"), DOCS["boards"], "boards")
     plan = json_of(capsys, "plan", model, "--target", boards)
     assert_shape(plan, DOCS["plan"], "plan")
     one = tmp_path / "one.toml"

@@ -176,7 +176,6 @@ def test_every_plan_that_fits_links_within_its_figures(
 
 def test_the_sweep_covers_plans_on_every_core() -> None:
     """The sweep is not empty: some plan of some model fits on an M0+, an M4F and an M7."""
-    from splitter.cost.code import CORE_OF_FAMILY
     from splitter.hardware.families import family_for
 
     cores = set()
@@ -190,7 +189,7 @@ def test_the_sweep_covers_plans_on_every_core() -> None:
                 continue
             for sub in plan.submodels:
                 part = parsed.devices[sub.device_index].part
-                cores.add(CORE_OF_FAMILY[family_for(part.family).core])
+                cores.add(family_for(part.family).core.key)
     assert cores == {"M0+", "M4F", "M7"}
 
 

@@ -17,7 +17,6 @@ import pytest
 
 from splitter.cost.cpi import EMULATED_INSTRUCTIONS_PER_S, device_cpi
 from splitter.cost.kernels import (
-    DSP_CORES,
     build_key,
     kernel_table,
     op_features,
@@ -44,10 +43,13 @@ def test_table_was_measured_from_the_current_sources() -> None:
     )
 
 
-def test_dsp_cores_agree_with_the_generator() -> None:
-    from splitter.codegen.ops.q8_variants import DSP_CORES as CODEGEN_DSP
+def test_generator_and_table_take_the_isa_from_the_core() -> None:
+    """Codegen's int8 variant and the table's build both come from ``Core.isa``."""
+    from splitter.codegen.ops.q8_variants import isa_of
+    from splitter.hardware.cores import CORES
 
-    assert DSP_CORES == CODEGEN_DSP
+    for core in CORES.values():
+        assert isa_of(core.name) == core.isa == build_key(core.name).split(".")[1]
 
 
 def test_every_core_has_a_build() -> None:

@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "report": "report_cmd",
     "ops": "ops_cmd",
     "choose": "choose_cmd",
+    "boards": "boards_cmd",
 }
 
 
@@ -67,7 +68,7 @@ def cli() -> None:
     """Split a neural network over STM32 boards.
 
     \b
-    Model and plan:  inspect, ops, plan, segment, compile, report
+    Model and plan:  inspect, ops, boards, plan, segment, compile, report
     Which boards:    choose
     Firmware:        build, flash, emulate
     On the boards:   run, bench, calibrate

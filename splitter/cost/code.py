@@ -39,8 +39,6 @@ MOVE_KEY = "move"
 #: counters and window shifts; ``splitter/codegen/pex_rows.py``)
 ROW_KEY_PREFIX = "pexrow:"
 ROW_LOOP_KEY = "pexrow:loop"
-#: gcc ``-mcpu`` of a family -> the core the table is keyed by
-CORE_OF_FAMILY = {"cortex-m0plus": "M0+", "cortex-m4": "M4F", "cortex-m7": "M7"}
 
 
 @cache
@@ -121,7 +119,7 @@ def compaction_moves(chain: Chain, j: int) -> int:
 
 
 def _core(part: Part) -> dict[str, Any]:
-    core: dict[str, Any] = code_table()["cores"][CORE_OF_FAMILY[family_for(part.family).core]]
+    core: dict[str, Any] = code_table()["cores"][family_for(part.family).core.key]
     return core
 
 

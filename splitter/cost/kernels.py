@@ -41,15 +41,6 @@ from splitter.ir import Layer, Op, Part, TensorSpec
 
 KERNEL_TABLE = Path(__file__).with_name("kernel_costs.json")
 
-#: gcc ``-mcpu`` -> the core name the table is keyed by (as ``splitter.cost.code``)
-CORE_OF_CPU = {"cortex-m0plus": "M0+", "cortex-m4": "M4F", "cortex-m7": "M7"}
-
-#: Cores with the Armv7E-M DSP extension: the int8 ``_dsp`` kernels run there, ``_plain``
-#: elsewhere. The same set as ``splitter.codegen.ops.q8_variants.DSP_CORES`` (which this layer may
-#: not
-#: import; ``tests/test_kernel_table.py`` checks they agree).
-DSP_CORES = frozenset({"cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p", "cortex-m55"})
-
 #: Features a fit may use, in the table's order.
 FEATURES = ("call", "rows", "pix", "out", "mac", "edge", "in", "pair", "inner", "gen")
 
@@ -59,26 +50,25 @@ DENSE_FEATURES = ("call", "out", "mac")
 ELEMENT_FEATURES = ("call", "out", "in")
 
 
-def isa_of_cpu(cpu: str) -> str:
-    """``"dsp"`` on a core of :data:`DSP_CORES`, else ``"plain"`` (codegen's choice)."""
-    return "dsp" if cpu in DSP_CORES else "plain"
-
-
 def build_key(cpu: str, *, emulated: bool = False) -> str:
-    """The table's build for code generated for gcc core ``cpu``: ``"<core>.<isa>"``.
+    """The table's build for code generated for gcc core ``cpu``: ``"<core key>.<isa>"``
+    (:attr:`splitter.hardware.cores.Core.build`).
 
     On the emulator every device runs as the emulated F405 (compiled for its Cortex-M4F) with
     the int8 variant of its own part's core: ``"M4F.plain"`` for an emulated Cortex-M0+ part.
     """
-    core = "M4F" if emulated else CORE_OF_CPU[cpu]
-    return f"{core}.{isa_of_cpu(cpu)}"
+    from splitter.hardware.cores import core_for
+    from splitter.hardware.qemu import EMULATOR
+
+    core = core_for(cpu)
+    return f"{EMULATOR.family.core.key}.{core.isa}" if emulated else core.build
 
 
 def part_build_key(part: Part, *, emulated: bool = False) -> str:
     """:func:`build_key` of a catalog part (its family's core)."""
     from splitter.hardware.families import family_for
 
-    return build_key(family_for(part.family).core, emulated=emulated)
+    return build_key(family_for(part.family).core.name, emulated=emulated)
 
 
 @dataclass(frozen=True)

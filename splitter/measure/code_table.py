@@ -42,7 +42,6 @@ from elftools.elf.sections import SymbolTableSection
 
 from splitter.cost.code import (
     CODE_TABLE,
-    CORE_OF_FAMILY,
     MOVE_KEY,
     ROW_KEY_PREFIX,
     layer_keys,
@@ -62,7 +61,8 @@ SOURCE_GLOBS = (
     "splitter/firmware_templates/kernels/*",
     "splitter/codegen/*.py",
     "splitter/codegen/ops/*.py",
-    "splitter/hardware/families.py",
+    "splitter/hardware/families/*.py",
+    "splitter/hardware/cores.py",
     "splitter/hardware/catalog.toml",
 )
 MAX_LINKS = 3
@@ -544,7 +544,7 @@ def build_table() -> dict[str, Any]:
             print(f"runtime {part.name}", file=sys.stderr)
             table["runtime"][part.name] = runtime_figures(part, tmp)
         for family, part in sorted(representative_parts().items()):
-            core = CORE_OF_FAMILY[family_for(family).core]
+            core = family_for(family).core.key
             if core in table["cores"]:
                 continue
             print(f"kernels and ops on {core}", file=sys.stderr)
@@ -553,7 +553,7 @@ def build_table() -> dict[str, Any]:
             table["cores"][core] = {
                 "family": family,
                 "kernels": kernel_closures(project),
-                **op_figures(project, chains, family_for(family).core),
+                **op_figures(project, chains, family_for(family).core.name),
             }
     return table
 

@@ -58,6 +58,7 @@ from splitter.cost.kernels import (
     op_signature,
     op_terms,
 )
+from splitter.hardware.cores import CORES
 from splitter.hardware.families import FAMILIES
 from splitter.hardware.qemu import EMULATOR, bare_metal_linker, bare_metal_startup
 from splitter.ir import Chain, Layer
@@ -78,14 +79,26 @@ SOURCE_GLOBS = (
     "splitter/measure/kernel_table.py",
     "splitter/measure/kernel_grid.py",
 )
+
+
+def _builds() -> dict[str, tuple[str, str]]:
+    """Build key -> (gcc -mcpu of the code, family whose flags compile it), all run on the
+    emulator, derived from :data:`splitter.hardware.cores.CORES`: each core's own build where
+    it has one (``Core.build_family``: ``M4F.dsp``, ``M0+.plain``), then the emulated F405's
+    build of every other int8 ISA (an emulated M0+ part: M4F code, plain int8 kernels,
+    ``M4F.plain``)."""
+    emu = EMULATOR.family
+    out = {c.build: (c.name, c.build_family) for c in CORES.values() if c.build_family}
+    for c in CORES.values():
+        out.setdefault(f"{emu.core.key}.{c.isa}", (c.name, emu.name))
+    return out
+
+
 #: build key -> (gcc -mcpu of the code, family whose flags compile it); run on the emulator.
-BUILDS = {
-    "M4F.dsp": ("cortex-m4", "F4"),
-    "M4F.plain": ("cortex-m0plus", "F4"),  # an emulated M0+ part: M4F code, plain int8 kernels
-    "M0+.plain": ("cortex-m0plus", "G0"),
-}
-#: builds copied from another (not runnable on the emulated M4F; see the module docstring)
-ALIASES = {"M7.dsp": "M4F.dsp"}
+BUILDS = _builds()
+#: builds copied from another (``Core.measured_as``: not runnable on the emulated M4F, same ISA
+#: and kernels; see the module docstring)
+ALIASES = {c.build: c.measured_as for c in CORES.values() if c.measured_as != c.build}
 TICKS_PER_INSTRUCTION = EMULATOR.clock_hz / 1e9
 #: the ``op`` of a sample holding a sub-model call's own instructions (entry, no op)
 SUBMODEL = "(sub-model)"
