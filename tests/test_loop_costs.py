@@ -119,3 +119,13 @@ def test_plan_reports_each_loops_time_price() -> None:
         kinds.add(m[1])
         assert float(m[3]) > 1.0  # a loop calls one-row / one-channel kernels: never faster
     assert kinds == {"rows", "channels"}
+
+
+def test_depthwise_weights_of_fewer_than_four_channels() -> None:
+    """An int8 depthwise conv of 1-3 channels (an RGB input's): no block of four, every
+    channel's taps in order (the grid's int8 walks found the reshape of an empty block
+    failing)."""
+    from splitter.codegen.ops.q8_variants import depthwise_weights
+
+    w = np.arange(3 * 3 * 3, dtype=np.int8).reshape(3, 3, 3, 1)
+    assert depthwise_weights(w).tolist() == w.reshape(3, 9).ravel().tolist()

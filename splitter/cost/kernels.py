@@ -186,8 +186,40 @@ def _blocked_nchw(
     nb = o // 4
     return {"call": 1, "rows": nb * oh, "pair": nb * oh * npair, "pix": nb * oh * (ow - 2 * npair),
             "mac": nb * 8 * npair * c * kw * ky, "inner": nb * npair * c * ky,
-            "edge": nb * 4 * c * ky * border, "gen": (o - 4 * nb) * c * ky * sum(kx),
-            "out": (o - 4 * nb) * oh * ow}  # fmt: skip
+            "edge": nb * 4 * c * ky * border}  # fmt: skip
+
+
+#: the float NCHW kernel ``conv_generic`` (kernels.c): the ``O % 4`` last channels of
+#: ``conv_blocked``, every channel of a one-channel PEX conv; one variant wherever it runs
+GENERIC = "conv2d.generic/NCHW/float32"
+
+
+def _generic_nchw(op: Op, x: TensorSpec, y: TensorSpec, channels: int) -> dict[str, float]:
+    """``conv_generic`` (kernels.c) over ``channels`` output channels: per channel and output
+    row a tap range (``rows``); along the row, four adjacent interior pixels at once where
+    stride and dilation are 1 (``pair`` blocks, ``inner`` their channel x kernel-row x kernel-
+    column steps of 4 MACs), else one pixel (``out`` pixels, ``edge`` their channel x kernel-row
+    steps, ``gen`` their MACs over the valid taps)."""
+    c, h, w = _chw(x, "NCHW")
+    _, oh, ow = _chw(y, "NCHW")
+    kh, kw = (int(v) for v in op.weights["W"].shape[2:])
+    sh, sw = (int(v) for v in op.attr("strides", (1, 1)))
+    pt, pl = (int(v) for v in op.attr("pads", (0, 0, 0, 0))[:2])
+    dh, dw = (int(v) for v in op.attr("dilations", (1, 1)))
+    cg = c // int(op.attr("groups", 1) or 1)
+    vy = sum(_valid_taps(oh, kh, sh, pt, h, dh))
+    vx = _valid_taps(ow, kw, sw, pl, w, dw)
+    quads, singles, single_taps, ox = 0, 0, 0, 0
+    while ox < ow:
+        ix0 = ox * sw - pl
+        if sw == 1 and dw == 1 and ox + 3 < ow and ix0 >= 0 and ix0 + 2 + kw < w:
+            quads, ox = quads + 1, ox + 4
+        else:
+            singles, single_taps, ox = singles + 1, single_taps + vx[ox], ox + 1
+    n = channels
+    return {"call": 1, "rows": n * oh, "pair": n * oh * quads, "inner": n * quads * vy * cg * kw,
+            "out": n * oh * singles, "edge": n * vy * singles * cg,
+            "gen": n * vy * single_taps * cg}  # fmt: skip
 
 
 def _blocked_nhwc(
@@ -304,7 +336,13 @@ def _float_conv_path(op: Op, x: TensorSpec, layout: str) -> str:
 def op_terms(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> list[Term]:
     """The kernel calls of ``op``: its variant, plus ``act.<kind>`` for a fused activation of a
     float op (the ``k_act`` pass; int8 kernels fold their clamp into the requantisation)."""
-    terms = [Term(op_variant(op, tensors, layout), op_features(op, tensors, layout))]
+    variant = op_variant(op, tensors, layout)
+    terms = [Term(variant, op_features(op, tensors, layout))]
+    if variant == "conv2d.conv/NCHW/float32":
+        x, y = tensors[op.inputs[0]], tensors[op.outputs[0]]
+        rest = _chw(y, "NCHW")[0] % 4
+        if rest:
+            terms.append(Term(GENERIC, _generic_nchw(op, x, y, rest)))
     act = op.attr("act")
     if act and _dtype(op, tensors) == "float32":
         out = float(tensors[op.outputs[0]].size)
@@ -331,7 +369,9 @@ def feature_names(variant: str) -> tuple[str, ...]:
     if variant == "conv2d.pointwise/NCHW/float32":
         return ("call", "rows", "pix", "mac", "inner", "gen", "out")
     if variant == "conv2d.conv/NCHW/float32":
-        return ("call", "rows", "pair", "pix", "mac", "inner", "edge", "gen", "out")
+        return ("call", "rows", "pair", "pix", "mac", "inner", "edge")
+    if variant == GENERIC:
+        return ("call", "rows", "pair", "inner", "out", "edge", "gen")
     if variant.startswith(("conv2d.conv/", "conv2d.pointwise/")) and variant.endswith("/int8"):
         return ("call", "mac", "out", "pix", "inner", "in", "gen", "rows")
     if variant == "conv2d.conv/NHWC/float32":
@@ -462,7 +502,10 @@ def _sliced_op(op: Op, channelwise: bool) -> Op:
 
 
 def _scaled(term: Term, n: int, prefix: str = PEX) -> Term:
-    return Term(prefix + term.variant, {f: v * n for f, v in term.features.items()})
+    """``term`` called ``n`` times, its variant prefixed (``conv_generic`` keeps its whole-op
+    variant: the same C function, fitted on every call of it)."""
+    head = "" if term.variant == GENERIC else prefix
+    return Term(head + term.variant, {f: v * n for f, v in term.features.items()})
 
 
 def _generic_q8(op: Op, x: TensorSpec, y: TensorSpec) -> dict[str, float]:

@@ -20,6 +20,8 @@ in float32 NCHW, float32 NHWC and int8 NHWC (per-channel weight scales, as TFLit
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from splitter.ir import Chain, Graph, Op, QuantParams, TensorSpec
@@ -102,7 +104,10 @@ def _window_step(b: _Builder, x: str, c: int, h: int) -> tuple[str, int, int]:
         oh = (h + 2 * p - k) // s + 1
         attrs: dict[str, object] = {"kernel": (k, k), "strides": (s, s), "pads": (p, p, p, p),
                                     "act": None, "count_include_pad": False}  # fmt: skip
-        return b.add(kind, x, _shape(b.layout, c, oh, oh), attrs), c, oh
+        y = b.add(kind, x, _shape(b.layout, c, oh, oh), attrs)
+        # the int8 pools keep their input's scale and zero point (TFLite's rule)
+        b.tensors[y] = replace(b.tensors[y], quant=b.tensors[x].quant)
+        return y, c, oh
     if choice == "depthwise":
         k, o, g = 3, c, c
         s = 2 if h >= 6 and rng.random() < 0.4 else 1
