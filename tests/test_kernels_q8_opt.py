@@ -70,6 +70,7 @@ CONVS = [
     ConvCase(32, 4, 4, 32, (3, 3), pads=(0, 1, 1, 0), depthwise=True),
     ConvCase(16, 5, 6, 16, (3, 3), pads=(1, 1, 1, 1), depthwise=True),  # FAST_RQ
     ConvCase(6, 4, 5, 6, (7, 7), pads=(3, 3, 3, 3), depthwise=True),  # over K_DW_MAXT taps
+    ConvCase(3, 5, 5, 3, (3, 3), pads=(1, 1, 1, 1), depthwise=True),  # < 4 channels: no block
 ]
 
 #: cases whose biases are near 2^30 (past kernels_q8_opt.c's rq_fast bound)

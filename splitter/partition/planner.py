@@ -14,12 +14,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from splitter.cost.code import arena_region, code_bytes, layer_keys, reserves, runtime_ram_bytes
+from splitter.cost.cpi import device_cpi_value
 from splitter.cost.kernels import part_build_key
-from splitter.cost.pex_chain import describe_loop
+from splitter.cost.pex_chain import describe_loop, loop_price
 from splitter.cost.wire import THESIS, LinkModel
-from splitter.errors import InfeasibleError
+from splitter.errors import InfeasibleError, SplitterError
 from splitter.graph.split import LayerSplit
-from splitter.ir import Boards, Chain, Device, Plan, SubModel
+from splitter.ir import Boards, Chain, ChannelLoop, Device, Plan, SubModel
 from splitter.manifest import (
     DeviceEnergy,
     DeviceEntry,
@@ -426,12 +427,28 @@ def _submodel(
         wire_bytes=math.ceil(ev.sub_wire[k].total),
         inputs=entering,
         outputs=leaving,
-        loops=tuple(describe_loop(lp) for j in idx for lp in chain.layers[j].loops),
+        loops=tuple(_loop_text(chain, j, lp, dev) for j in idx for lp in chain.layers[j].loops),
         ram_whole_bytes=max(chain.layers[j].whole_ram or int(problem.ram[j]) for j in idx)
         if any(chain.layers[j].loops for j in idx)
         else 0,
         instructions=_instructions(problem, idx, dev),
     )
+
+
+def _loop_text(chain: Chain, j: int, loop: ChannelLoop, dev: Device) -> str:
+    """The loop and its time price on ``dev``'s real core (table instructions x the core's
+    modelled CPI / clock, ``splitter.cost.cpi``); the loop alone for a chain without a graph or a
+    part the table does not know."""
+    if chain.graph is None:
+        return describe_loop(loop)
+    try:
+        build = part_build_key(dev.part)
+        looped, whole = loop_price(chain.layers[j], loop, chain.graph.tensors,
+                                   chain.graph.layout or "NCHW", build)  # fmt: skip
+    except (SplitterError, KeyError):
+        return describe_loop(loop)
+    per = device_cpi_value(dev.part, float(dev.clock_hz)) / float(dev.clock_hz)
+    return describe_loop(loop, (looped * per, whole * per))
 
 
 def _instructions(problem: Problem, idx: range, dev: Device) -> tuple[tuple[str, float], ...]:

@@ -90,5 +90,5 @@ def depthwise_weights(w_ohwi: np.ndarray) -> np.ndarray:
     c = w.shape[0]
     taps = w.reshape(c, -1)
     c4 = c // 4 * 4
-    blocks = taps[:c4].reshape(c4 // 4, 4, -1).transpose(0, 2, 1).ravel()
+    blocks = taps[:c4].reshape(c4 // 4, 4, taps.shape[1]).transpose(0, 2, 1).ravel()
     return np.concatenate([blocks, taps[c4:].ravel()])
