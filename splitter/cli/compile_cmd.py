@@ -49,6 +49,13 @@ from splitter.errors import UnsupportedOpError
 @click.option(
     "--no-firmware", is_flag=True, help="Skip generating the C firmware projects (OUT/firmware)."
 )
+@click.option(
+    "--watchdog-ms",
+    type=click.IntRange(min=0),
+    default=0,
+    metavar="N",
+    help="Start each board's independent watchdog with an N ms timeout (0: none).",
+)
 @click.option("--force", is_flag=True, help="Replace OUT even if splitter did not write it.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
 @input_shape_option
@@ -70,6 +77,7 @@ def command(
     data_file: str | None,
     no_validate: bool,
     no_firmware: bool,
+    watchdog_ms: int,
     force: bool,
     as_json: bool,
     input_shapes: dict[str, tuple[int, ...]],
@@ -95,6 +103,7 @@ def command(
         emulated=emulated,
         host_io=not no_host_io,
         partial_execution=partial_execution,
+        watchdog_ms=watchdog_ms,
     )
     with Progress() as progress:
         report = {**options.solver_options, "on_progress": progress.status}

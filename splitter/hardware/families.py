@@ -14,7 +14,9 @@ A family supplies, for the firmware generator (``splitter/codegen/firmware.py``)
   wait states, voltage) and the USART register layout;
 * the core and FPU, hence the compiler flags; the OpenOCD target script for ``splitter flash``;
 * :meth:`Family.board_init_writes` (RCC, power and GPIO setup at boot), :meth:`Family.brr` and
-  :meth:`Family.check_baud` (divisor from the USART's bus clock, checked against its range).
+  :meth:`Family.check_baud` (divisor from the USART's bus clock, checked against its range);
+* the independent watchdog's base address and the LSI frequency that clocks it
+  (``splitter/hardware/watchdog.py``).
 
 Adding a family: one subclass here and one entry in :data:`FAMILIES` plus its rows in
 ``tests/test_families.py`` (see CONTRIBUTING.md); nothing else in the tree is keyed by family.
@@ -111,6 +113,9 @@ class Family:
     usart_table: ClassVar[Mapping[str, Usart]]
     clock: ClassVar[ClockRules]
     apb2_enr: ClassVar[int]  # RCC offset of the APB2 enable register (its USARTs run on APB2)
+    iwdg_base: ClassVar[int]  # independent watchdog: KR 0x00, PR 0x04, RLR 0x08, SR 0x0C
+    lsi_hz: ClassVar[int]  # nominal LSI RC frequency, the IWDG's clock
+    iwdg_source: ClassVar[str]  # where the two come from
 
     def __repr__(self) -> str:
         return f"<family {self.name}>"
@@ -302,7 +307,8 @@ class STM32F4(Family):
 
     RM0090 rev 19: RCC at 0x4002_3800 (2.3), AHB1ENR 0x30 / APB1ENR 0x40 / APB2ENR 0x44
     (6.3.10, 6.3.13, 6.3.14), GPIOA at 0x4002_0000 (2.3, 8.4), HSI 16 MHz (6.2.2), USART bases
-    (2.3), IRQs (table 61), AF7 USART1-3 / AF8 UART4-5, USART6 (DS8626 table 9).
+    (2.3), IRQs (table 61), AF7 USART1-3 / AF8 UART4-5, USART6 (DS8626 table 9); IWDG at
+    0x4000_3000 (2.3), clocked by the 32 kHz LSI (6.2.5; 21.3, table 107).
     """
 
     name = "F4"
@@ -317,6 +323,9 @@ class STM32F4(Family):
     gpio_en = 0x30
     clock: ClassVar[ClockRules] = F4Clock()
     apb2_enr = 0x44
+    iwdg_base = 0x4000_3000
+    lsi_hz = 32_000
+    iwdg_source = "RM0090 2.3, 6.2.5, 21.3 table 107"
     usart_table: ClassVar[Mapping[str, Usart]] = MappingProxyType(
         {  # base, RCC register, bit, IRQ, TX/RX, AF
             "USART1": Usart(0x4001_1000, 0x44, 4, 37, "PA9/PA10", 7),
@@ -336,7 +345,8 @@ def _nucleo144(table: Mapping[str, Usart]) -> Mapping[str, Usart]:
 
 class STM32F7(STM32F4):
     """STM32F7: the F4's RCC, GPIO, USART bases, IRQs and AFs (RM0410 rev 4: 2.2, 5.3.10/13/14,
-    table 40), Cortex-M7, the new USART (ISR/RDR/TDR, RM0410 34.8), HSI 16 MHz (5.2.2)."""
+    table 40), Cortex-M7, the new USART (ISR/RDR/TDR, RM0410 34.8), HSI 16 MHz (5.2.2); the
+    F4's IWDG address and 32 kHz LSI (RM0410 2.2 memory map, 5.2, IWDG chapter)."""
 
     name = "F7"
     manual = "RM0410"
@@ -346,13 +356,15 @@ class STM32F7(STM32F4):
     openocd_target = "target/stm32f7x.cfg"
     clock = F7Clock()
     usart_table = _nucleo144(STM32F4.usart_table)
+    iwdg_source = "RM0410 2.2 memory map, 5.2 LSI, Independent watchdog (IWDG) chapter"
 
 
 class STM32H7(Family):
     """STM32H7: RM0433 rev 7: RCC at 0x5802_4400, AHB4ENR 0xE0 / APB1LENR 0xE8 / APB2ENR 0xF0
     (8.7.43, 8.7.45, 8.7.47), GPIOA at 0x5802_0000 (2.3.2), HSI 64 MHz after reset (8.5.2);
     the F4's USART bases and IRQ numbers (2.3.2, table 145); USART6 on AF7 here (DS12110
-    table 9); Nucleo-144 USART3 on PD8/PD9."""
+    table 9); Nucleo-144 USART3 on PD8/PD9; IWDG1 at 0x5800_4800 (2.3.2, D3 domain) on the
+    32 kHz LSI (8.5, IWDG chapter)."""
 
     name = "H7"
     manual = "RM0433"
@@ -366,6 +378,9 @@ class STM32H7(Family):
     gpio_en = 0xE0
     clock = H7Clock()
     apb2_enr = 0xF0
+    iwdg_base = 0x5800_4800
+    lsi_hz = 32_000
+    iwdg_source = "RM0433 2.3.2 memory map (IWDG1), 8.5 LSI, Independent watchdog (IWDG) chapter"
     usart_table = _nucleo144(
         {
             name: u._replace(
@@ -381,7 +396,8 @@ class STM32L4(Family):
     """STM32L4 and L4+: RM0351 rev 9 / RM0432: RCC at 0x4002_1000, AHB2ENR 0x4C /
     APB1ENR1 0x58 / APB1ENR2 0x5C / APB2ENR 0x60 (6.4.17, 6.4.19-21), GPIOA at 0x4800_0000,
     MSI 4 MHz after reset (6.2.3), USART bases (2.2.2), IRQs (table 58); LPUART1 has
-    ``BRR = 256 f / baud`` (38.4.4) and is on PG7/PG8 on the Nucleo-144 (UM2179)."""
+    ``BRR = 256 f / baud`` (38.4.4) and is on PG7/PG8 on the Nucleo-144 (UM2179); IWDG at
+    0x4000_3000 (2.2.2) on the 32 kHz LSI (6.2, IWDG chapter)."""
 
     name = "L4"
     manual = "RM0351"
@@ -395,6 +411,9 @@ class STM32L4(Family):
     gpio_en = 0x4C
     clock = L4Clock()
     apb2_enr = 0x60
+    iwdg_base = 0x4000_3000
+    lsi_hz = 32_000
+    iwdg_source = "RM0351 2.2.2 memory map, 6.2 LSI, Independent watchdog (IWDG) chapter"
     usart_table: ClassVar[Mapping[str, Usart]] = MappingProxyType(
         {  # base, RCC register, bit, IRQ, TX/RX, AF
             "USART1": Usart(0x4001_3800, 0x60, 14, 37, "PA9/PA10", 7),
@@ -421,7 +440,8 @@ class STM32G0(Family):
     """STM32G0: RM0444 rev 5: RCC at 0x4002_1000, IOPENR 0x34 / APBENR1 0x3C / APBENR2 0x40
     (5.4.13, 5.4.15, 5.4.16), GPIOA at 0x5000_0000 (IOPORT, 2.2), HSISYS 16 MHz after reset
     (5.2), Cortex-M0+ without FPU, USART IRQs (table 44: USART3 and USART4 share IRQ 29), AF
-    numbers from DS12232 tables 13-14."""
+    numbers from DS12232 tables 13-14; IWDG at 0x4000_3000 (2.2) on the 32 kHz LSI (5.2,
+    IWDG chapter)."""
 
     name = "G0"
     manual = "RM0444"
@@ -435,6 +455,9 @@ class STM32G0(Family):
     gpio_en = 0x34
     clock = G0Clock()
     apb2_enr = 0x40  # one APB; the clock tree gives APB1 = APB2
+    iwdg_base = 0x4000_3000
+    lsi_hz = 32_000
+    iwdg_source = "RM0444 2.2 memory map, 5.2 LSI, Independent watchdog (IWDG) chapter"
     usart_table: ClassVar[Mapping[str, Usart]] = MappingProxyType(
         {  # base, RCC register, bit, IRQ, TX/RX, AF
             "USART1": Usart(0x4001_3800, 0x40, 14, 27, "PA9/PA10", 1),
