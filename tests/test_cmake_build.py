@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 import shutil
@@ -24,7 +25,9 @@ from test_firmware_render import standin_plan
 
 from splitter.codegen import build_files as B
 from splitter.codegen import firmware as F
+from splitter.codegen.watchdog import watchdog_context
 from splitter.hardware.catalog import get_part
+from splitter.hardware.families import family_for
 from splitter.link.build import run_make
 
 pytestmark = [pytest.mark.toolchain, pytest.mark.slow]
@@ -148,15 +151,25 @@ def _symbols(elf: Path) -> set[str]:
         return {s.name for s in tab.iter_symbols() if s.name}
 
 
-def _project(tmp_path: Path, part: str) -> tuple[Path, F.DeviceContext]:
+def _project(tmp_path: Path, part: str, watchdog_ms: int = 0) -> tuple[Path, F.DeviceContext]:
+    """The stand-in plan's ``d0`` on ``part`` (with ``--watchdog-ms watchdog_ms``), rendered."""
     ctx = standin_plan((part, "STM32F405RG"))
+    dev = ctx.devices[0]
+    if watchdog_ms:
+        family = family_for(get_part(part).family)
+        clock = dev.targets[0].core_clock_hz
+        wd = watchdog_context("d0", part, family, watchdog_ms, clock_hz=clock, baud=ctx.baud)
+        dev = dataclasses.replace(dev, watchdog=wd)
+        ctx = dataclasses.replace(ctx, devices=(dev, *ctx.devices[1:]))
     fw = F.render_firmware(tmp_path, ctx)
-    return fw / "d0", ctx.devices[0]
+    return fw / "d0", dev
 
 
 @pytest.mark.parametrize("part", PARTS)
 def test_cmake_builds_the_makefile_firmware(part: str, cmake: str, tmp_path: Path) -> None:
-    d0, _dev = _project(tmp_path, part)
+    """With the watchdog on (its code in both builds: -Wall -Werror on every core)."""
+    d0, _dev = _project(tmp_path, part, watchdog_ms=2000)
+    assert "#define IWDG_PR_VALUE 2u" in (d0 / "config.h").read_text()  # 64000 ticks / 16
     made = run_make(d0)
     _cmake_build(cmake, d0, d0 / "build" / "cmake")
     built = d0 / "build" / "cmake" / "firmware.elf"
@@ -228,3 +241,16 @@ def test_library_links_into_a_user_main(part: str, cmake: str, tmp_path: Path) -
 def _files(project: Path) -> list[str]:
     """The project's files, relative (what ``render_device`` wrote)."""
     return [p.relative_to(project).as_posix() for p in project.rglob("*") if p.is_file()]
+
+
+def test_extflash_projects_leave_the_window_out_of_the_bin(tmp_path: Path) -> None:
+    """A segmented project with external flash (segment_build): as its Makefile, its CMake
+    post-build step drops ``.extflash`` from ``firmware.bin`` (else the image spans both
+    address ranges)."""
+    from splitter.codegen.segments import extflash_cmake, extflash_makefile
+
+    d0, _dev = _project(tmp_path, "STM32F767ZI")
+    cmake_text = extflash_cmake((d0 / "CMakeLists.txt").read_text())
+    make_text = extflash_makefile((d0 / "Makefile").read_text())
+    assert "${CMAKE_OBJCOPY} -O binary -R .extflash $<TARGET_FILE:firmware>" in cmake_text
+    assert "$(OBJCOPY) -O binary -R .extflash $< $@" in make_text

@@ -631,7 +631,8 @@ def render_device(env: jinja2.Environment, plan: PlanContext, dev: DeviceContext
     files.update(dev.files)
     build = build_context(dev.name, files)
     for name in BUILD_TEMPLATES:
-        files[name] = env.get_template(f"{name}.j2").render(plan=plan, device=dev, build=build)
+        if name not in dev.files:  # a caller's own build file (segment_build's extflash) stays
+            files[name] = env.get_template(f"{name}.j2").render(plan=plan, device=dev, build=build)
     return files
 
 
