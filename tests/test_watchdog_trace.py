@@ -12,6 +12,7 @@ manuals (not from splitter's code): the IWDG's address, the key sequence of RM00
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -155,3 +156,25 @@ def test_compile_refuses_a_timeout_the_iwdg_cannot_reach(tmp_path: Path) -> None
     assert "device a (STM32F405RG): --watchdog-ms 40000 is outside 200..32768 ms" in lines[0]
     assert "use --watchdog-ms 200 to 32768" in lines[0]
     assert not out.exists()
+
+
+@pytest.mark.slow
+def test_compile_writes_the_watchdog_and_compile_commands(tmp_path: Path) -> None:
+    """``compile --watchdog-ms 1000``: each board's config.h holds the F405's IWDG setting (PR 1,
+    RLR 3999: 32000 ticks / 8) and startup.c starts it; compile_commands.json names the final
+    project directory, not the temporary one compile wrote into."""
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "splitter", "compile", "models/tiny_cnn.onnx", "--no-validate",
+         "--target", "models/boards/e2e_tiny2.toml", "-o", str(out), "--watchdog-ms", "1000"],
+        capture_output=True, text=True, cwd=ROOT, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    for device in ("a", "b"):
+        project = out / "firmware" / device
+        config = (project / "config.h").read_text()
+        assert "#define IWDG_BASE 0x40003000u" in config
+        assert "#define IWDG_PR_VALUE 1u" in config and "#define IWDG_RLR_VALUE 3999u" in config
+        assert "watchdog_start();" in (project / "startup.c").read_text()
+        entries = json.loads((project / "compile_commands.json").read_text())
+        assert {e["directory"] for e in entries} == {str(project.resolve())}
