@@ -2,7 +2,8 @@
 
 * ``cmake`` builds the same firmware as ``make``: the loaded bytes of the two ELFs (every
   ``PT_LOAD`` segment: address and contents) are equal, for an M0+ (STM32G071RB), an M4
-  (STM32F446RE) and an M7 (STM32H743ZI) part, and for the emulator variant;
+  (STM32F446RE) and an M7 (STM32H743ZI) part with the watchdog on, and for the emulator
+  variant;
 * ``compile_commands.json`` holds exactly the compiler lines ``make`` runs (``make -n``);
 * the library target: ``SPLITTER_LIBRARY=ON`` builds ``splitter_<device>`` without main(), the
   start-up code and the UART driver, and a separate tiny user CMake project links it with
