@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm chromium ccache
+APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm chromium ccache cmake
 STAMP := $(VENV)/.installed
 
 .PHONY: test demo check models system-deps venv clean bench code-sizes costs fuzz kill-test
@@ -17,8 +17,9 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 # Debian packages for the firmware toolchain, the emulator, the browser the report test opens
-# report.html in (chromium, headless) and ccache (the suite's firmware builds share their
-# identical compiles, tests/conftest.py): installed when missing and root,
+# report.html in (chromium, headless), ccache (the suite's firmware builds share their
+# identical compiles, tests/conftest.py) and cmake (the device projects' CMakeLists.txt,
+# tests/test_cmake_build.py): installed when missing and root,
 # otherwise the install command is printed and the target fails.
 system-deps:
 	@missing=""; \
@@ -27,6 +28,7 @@ system-deps:
 	command -v qemu-system-arm >/dev/null || missing="$$missing qemu-system-arm"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v ccache >/dev/null || missing="$$missing ccache"; \
+	command -v cmake >/dev/null || missing="$$missing cmake"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \

@@ -80,6 +80,9 @@ class CompileOptions:
     #: "search" (also try the heaviest layer), "off"; and the user's fixed ``{layer: k}``
     split: str = "auto"
     split_layers: Mapping[str, int] = field(default_factory=dict)
+    #: independent watchdog timeout of every board's firmware in ms (0: none;
+    #: :mod:`splitter.codegen.watchdog`)
+    watchdog_ms: int = 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,6 +162,10 @@ def compile_model(
 
         loaded = split_loaded(loaded, splits)
     manifest = make_manifest(plan, chain, boards, model, target, opts, splits)
+    if opts.firmware and opts.watchdog_ms:
+        from splitter.codegen.firmware import check_watchdog
+
+        check_watchdog(boards, manifest, opts.watchdog_ms)  # before slicing and validating
     cuts = cuts_from_manifest(manifest)
     with clock("slice", f"slicing into {len(cuts)} sub-models"):
         sliced = slice_model(loaded, cuts)
@@ -425,7 +432,14 @@ def _write(
         firmware = "skipped (--no-firmware)"
         if opts.firmware:
             with clock("firmware", "generating the firmware projects"):
-                firmware = generate_firmware_hook(out.root, chain, boards, manifest)
+                firmware = generate_firmware_hook(
+                    out.root,
+                    chain,
+                    boards,
+                    manifest,
+                    final=out.target,
+                    watchdog_ms=opts.watchdog_ms,
+                )
         text = render_report(chain, manifest, sliced, report, firmware)
         out.write_text("report.md", text)
         with clock("report", "drawing report.html"):
@@ -450,8 +464,17 @@ def _write_html(
     out.write_text(REPORT_FILE, render_html(manifest, data, validation))
 
 
-def generate_firmware_hook(root: Path, chain: Chain, boards: Boards, manifest: PlanManifest) -> str:
-    """The one firmware hook: ``codegen.firmware.generate_firmware`` writes ``root/firmware``.
+def generate_firmware_hook(
+    root: Path,
+    chain: Chain,
+    boards: Boards,
+    manifest: PlanManifest,
+    *,
+    final: Path | None = None,
+    watchdog_ms: int = 0,
+) -> str:
+    """The one firmware hook: ``codegen.firmware.generate_firmware`` writes ``root/firmware``
+    (``final``: where ``root`` ends up; ``watchdog_ms``: ``compile --watchdog-ms``).
 
     The sub-models stand on their own for other deployment tools, so a model the C generator
     cannot handle (:class:`UnsupportedOpError`, e.g. int8 or NHWC TFLite) is not a compile
@@ -460,7 +483,7 @@ def generate_firmware_hook(root: Path, chain: Chain, boards: Boards, manifest: P
     from splitter.codegen.firmware import generate_firmware
 
     try:
-        generate_firmware(root, chain, boards, manifest)
+        generate_firmware(root, chain, boards, manifest, final_dir=final, watchdog_ms=watchdog_ms)
     except UnsupportedOpError as exc:
         return f"not generated: {' '.join(str(exc).split())}"
     return "generated in firmware/"

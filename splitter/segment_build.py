@@ -367,7 +367,7 @@ def _add_estimates(
 def _with_extflash(ctx: PlanContext, ext: ExtFlash) -> PlanContext:
     """``ctx`` whose device's part linker script and Makefile place the weights in ``ext``."""
     from splitter.codegen.firmware import _env, render_device
-    from splitter.codegen.segments import extflash_ldscript, extflash_makefile
+    from splitter.codegen.segments import extflash_cmake, extflash_ldscript, extflash_makefile
 
     dev = ctx.devices[0]
     rendered = render_device(_env(), ctx, dev)
@@ -375,6 +375,7 @@ def _with_extflash(ctx: PlanContext, ext: ExtFlash) -> PlanContext:
         **dev.files,
         "part.ld": extflash_ldscript(rendered["part.ld"], ext),
         "Makefile": extflash_makefile(rendered["Makefile"]),
+        "CMakeLists.txt": extflash_cmake(rendered["CMakeLists.txt"]),
     }
     return replace(ctx, devices=(replace(dev, files=files),))
 

@@ -120,6 +120,11 @@ def test_render_writes_every_file(tmp_path: Path) -> None:
         "uart.c",
         "timer.c",
         "libc.c",
+        "watchdog.c",
+        "tables.c",
+        "CMakeLists.txt",
+        "arm-none-eabi.cmake",
+        "compile_commands.json",
         "model.c",
         "model.h",
         "kernels/kernels.h",
@@ -133,9 +138,10 @@ def test_render_writes_every_file(tmp_path: Path) -> None:
 
 
 def test_golden_main_and_makefile(tmp_path: Path) -> None:
-    """Rendered main.c and Makefile of the stand-in plan; SPLITTER_REGEN_GOLDEN=1 rewrites."""
+    """Rendered main.c, tables.c, Makefile and CMakeLists.txt of the stand-in plan;
+    SPLITTER_REGEN_GOLDEN=1 rewrites."""
     fw = F.render_firmware(tmp_path, standin_plan())
-    for name in ("main.c", "Makefile"):
+    for name in ("main.c", "tables.c", "Makefile", "CMakeLists.txt"):
         got = (fw / "d0" / name).read_text()
         golden = GOLDEN / f"d0_{name}"
         if os.environ.get("SPLITTER_REGEN_GOLDEN"):

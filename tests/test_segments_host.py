@@ -48,7 +48,7 @@ def seg_exe(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copy(p, d)  # next to this device's config.h (1 link), not host_c's (2 links)
     (d / "runtime.c").write_text(segmented_runtime())
     srcs = [d / "seg_main.c", d / "link_fake.c", d / "timer_fake.c", d / "runtime.c"]
-    srcs += [TEMPLATES / "proto.c", TEMPLATES / "segments.c"]
+    srcs += [TEMPLATES / "proto.c", TEMPLATES / "segments.c", TEMPLATES / "watchdog.c"]
     flags = ["-std=c99", "-O1", "-g", "-Wall", "-Wextra", "-Werror"]
     flags += ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
     exe = d / "seg"

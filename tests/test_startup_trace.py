@@ -150,8 +150,8 @@ def _build(part_name: str, board: str | None, tmp: Path, baud: int = 115200) -> 
     flags = family.cpu_flags(part.fpu).split()
     elf = fw / "startup.elf"
     cmd = ["arm-none-eabi-gcc", *flags, "-std=c99", "-O2", "-ffreestanding", "-nostdlib",
-           "-DEMULATOR=0", "-I.", "-Th.ld", "startup.c", "uart.c", "timer.c", "harness.c",
-           "-lgcc", "-o", str(elf)]  # fmt: skip
+           "-DEMULATOR=0", "-I.", "-Th.ld", "startup.c", "uart.c", "timer.c", "watchdog.c",
+           "harness.c", "-lgcc", "-o", str(elf)]  # fmt: skip
     proc = subprocess.run(cmd, cwd=fw, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     return elf, family.core.name

@@ -54,6 +54,13 @@ from splitter.errors import UnsupportedOpError
 @click.option(
     "--no-firmware", is_flag=True, help="Skip generating the C firmware projects (OUT/firmware)."
 )
+@click.option(
+    "--watchdog-ms",
+    type=click.IntRange(min=0),
+    default=0,
+    metavar="N",
+    help="Start each board's independent watchdog with an N ms timeout (0: none).",
+)
 @click.option("--force", is_flag=True, help="Replace OUT even if splitter did not write it.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
 @input_shape_option
@@ -78,6 +85,7 @@ def command(
     data_file: str | None,
     no_validate: bool,
     no_firmware: bool,
+    watchdog_ms: int,
     force: bool,
     as_json: bool,
     input_shapes: dict[str, tuple[int, ...]],
@@ -110,6 +118,7 @@ def command(
         partial_execution=partial_execution,
         split=split,
         split_layers=split_layers,
+        watchdog_ms=watchdog_ms,
     )
     with Progress() as progress:
         report = {**options.solver_options, "on_progress": progress.status}

@@ -3,8 +3,9 @@
 ``build_plan_context(...)`` turns the plan (sub-models in plan order with their devices), the
 parts and the generated model C of every device (``splitter.codegen.model_c.GeneratedC``) into a
 :class:`PlanContext`; every number a template prints is computed here. ``render_firmware(out_dir,
-ctx)`` writes ``OUT/firmware/<device>/`` (main.c, config.h, startup.c, the link driver, the
-kernels, the model C, two linker scripts and a Makefile), ``OUT/firmware/WIRING.md`` and
+ctx)`` writes ``OUT/firmware/<device>/`` (main.c, tables.c, config.h, startup.c, the link
+driver, the kernels, the model C, two linker scripts, a Makefile, a CMake project and
+``compile_commands.json``: ``splitter.codegen.build_files``), ``OUT/firmware/WIRING.md`` and
 ``OUT/firmware/wiring.json`` (read by ``splitter emulate``), atomically.
 
 Wiring rule: every pair of endpoints that exchanges data (host, devices) gets one dedicated
@@ -27,15 +28,17 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
+from splitter.codegen.build_files import build_context, compile_commands
 from splitter.codegen.escape import register
 from splitter.codegen.slots import SubModelSlots, TensorSlot
+from splitter.codegen.watchdog import WatchdogContext, watchdog_context
 from splitter.errors import BoardFileError, OutputError, UnsupportedOpError
 from splitter.hardware.board_catalog import Wiring, device_wiring
 from splitter.hardware.clocks import Step
@@ -59,7 +62,12 @@ STATIC_FILES = (
     "uart.h",
     "libc.c",
     "clock_status.h",
+    "watchdog.c",
+    "watchdog.h",
 )
+#: The build descriptions rendered from ``<name>.j2`` with the build facts of
+#: ``splitter.codegen.build_files`` (the Makefile, the CMake project and its toolchain file).
+BUILD_TEMPLATES = ("Makefile", "CMakeLists.txt", "arm-none-eabi.cmake")
 HOST = "host"
 ACK_TIMEOUT_S = 0.25
 BYTE_TIMEOUT_S = 0.05
@@ -86,6 +94,8 @@ class DeviceSpec:
     submodels: Sequence[SubModelSlots | tuple[int, int, int, int, int]]
     clock_hz: float = 0.0  # the real board's clock (0: the part's catalog clock)
     board: str | None = None  # board definition (board_catalog.toml)
+    watchdog_ms: int = 0  # compile --watchdog-ms (0: no watchdog)
+    busy_s: float = 0.0  # the plan's longest sub-model run on the device (compute_s)
 
 
 # ---------------------------------------------------------------- render context -----------
@@ -202,6 +212,8 @@ class DeviceContext:
     #: extflash.py): its steps and a one-line description; empty without one
     extflash_steps: tuple[Step, ...] = ()
     extflash_note: str = ""
+    #: the independent watchdog (splitter/codegen/watchdog.py); None without --watchdog-ms
+    watchdog: WatchdogContext | None = None
 
 
 @dataclass(frozen=True)
@@ -457,6 +469,15 @@ def _device_context(
         targets=(part_t, emu_t),
         files=dict(d.files),
         **_extflash(wiring, tree.bus_hz["AHB"]),
+        watchdog=watchdog_context(
+            d.name,
+            d.part.name,
+            family,
+            d.watchdog_ms,
+            clock_hz=tree.sysclk_hz,
+            baud=baud,
+            busy_s=d.busy_s,
+        ),
     )
 
 
@@ -603,12 +624,13 @@ def _env() -> jinja2.Environment:
 
 
 def render_device(env: jinja2.Environment, plan: PlanContext, dev: DeviceContext) -> dict[str, str]:
-    """All files of one device's project by relative path."""
+    """All files of one device's project by relative path (``compile_commands.json`` aside: it
+    needs the project's final directory, :func:`render_firmware` adds it)."""
     files = {
         "config.h": env.get_template("config.h.j2").render(plan=plan, device=dev),
         "main.c": env.get_template("main.c.j2").render(plan=plan, device=dev),
+        "tables.c": env.get_template("tables.c.j2").render(plan=plan, device=dev),
         "startup.c": env.get_template("startup.c.j2").render(plan=plan, device=dev),
-        "Makefile": env.get_template("Makefile.j2").render(plan=plan, device=dev),
     }
     for t in dev.targets:
         files[t.ldscript] = env.get_template("link.ld.j2").render(t=t)
@@ -617,7 +639,25 @@ def render_device(env: jinja2.Environment, plan: PlanContext, dev: DeviceContext
     for p in sorted((TEMPLATES / "kernels").glob("*.[ch]")):
         files[f"kernels/{p.name}"] = p.read_text()
     files.update(dev.files)
+    build = build_context(dev.name, files)
+    for name in BUILD_TEMPLATES:
+        if name not in dev.files:  # a caller's own build file (segment_build's extflash) stays
+            files[name] = env.get_template(f"{name}.j2").render(plan=plan, device=dev, build=build)
     return files
+
+
+def device_compile_commands(directory: Path, dev: DeviceContext, files: Iterable[str]) -> str:
+    """``compile_commands.json`` of the part build (``make``, EMULATOR=0) of a project in
+    ``directory`` (absolute) whose files are ``files``."""
+    part = dev.targets[0]
+    entries = compile_commands(
+        directory,
+        part.cpu_flags,
+        part.emulator_flag,
+        part.build_dir,
+        build_context(dev.name, files).sources,
+    )
+    return json.dumps(entries, indent=2) + "\n"
 
 
 def wiring_json(plan: PlanContext) -> dict[str, object]:
@@ -646,16 +686,23 @@ def wiring_json(plan: PlanContext) -> dict[str, object]:
     }
 
 
-def render_firmware(out_dir: str | Path, plan: PlanContext) -> Path:
+def render_firmware(
+    out_dir: str | Path, plan: PlanContext, *, final_dir: str | Path | None = None
+) -> Path:
     """Write ``out_dir/firmware`` (every device project, WIRING.md, wiring.json) atomically.
 
     Everything is rendered in memory first; a template error leaves no half-written project.
+    ``final_dir``: where ``out_dir`` will end up when it is a temporary directory (compile's
+    output is swapped into place), for the absolute paths of ``compile_commands.json``.
     Returns the firmware directory.
     """
     env = _env()
-    rendered = {
-        f"{d.name}/{k}": v for d in plan.devices for k, v in render_device(env, plan, d).items()
-    }
+    final = Path(final_dir if final_dir is not None else out_dir).resolve() / "firmware"
+    rendered = {}
+    for d in plan.devices:
+        files = render_device(env, plan, d)
+        files["compile_commands.json"] = device_compile_commands(final / d.name, d, files)
+        rendered.update({f"{d.name}/{k}": v for k, v in files.items()})
     rendered["WIRING.md"] = env.get_template("WIRING.md.j2").render(plan=plan)
     rendered["wiring.json"] = json.dumps(wiring_json(plan), indent=2) + "\n"
     out = Path(out_dir)
@@ -680,17 +727,44 @@ def render_firmware(out_dir: str | Path, plan: PlanContext) -> Path:
 
 
 # ---------------------------------------------------------------- pipeline entry -----------
+def check_watchdog(boards: Boards, manifest: PlanManifest, watchdog_ms: int) -> None:
+    """BoardFileError unless every device that hosts a sub-model can keep a ``watchdog_ms``
+    watchdog (``splitter.codegen.watchdog``): compile's early check, before the slow steps."""
+    if not watchdog_ms:
+        return
+    for index, device in enumerate(boards.devices):
+        hosted = [s for s in manifest.submodels if s.device_index == index]
+        if hosted:
+            clock = device.clock_hz or device.part.clock_mhz * 1e6
+            tree = device_wiring(device.part, device.board, clock, f"device {device.name}").tree
+            family = family_for(device.part.family)
+            watchdog_context(
+                device.name,
+                device.part.name,
+                family,
+                watchdog_ms,
+                clock_hz=tree.sysclk_hz,
+                baud=boards.link.baud,
+                busy_s=max(s.compute_s for s in hosted),
+            )
+
+
 def generate_firmware(
     out_dir: str | Path,
     chain: Chain,
     boards: Boards,
     manifest: PlanManifest,
+    *,
+    final_dir: str | Path | None = None,
+    watchdog_ms: int = 0,
 ) -> PlanContext:
     """Generate the model C of every device and render ``out_dir/firmware`` (compile's hook).
 
     ``chain`` is the costed chain of the loaded model; ``manifest`` is the plan (``plan.json``):
     each device runs its sub-models' layer ranges, and the manifest's hash
     (``splitter.protocol.plan_hash``) goes into every firmware and comes back in PONG.
+    ``final_dir``: where ``out_dir`` ends up (:func:`render_firmware`); ``watchdog_ms``:
+    ``compile --watchdog-ms`` (0: none).
     """
     from splitter.codegen.model_c import generate_device_c
     from splitter.protocol import plan_hash
@@ -715,10 +789,12 @@ def generate_firmware(
                 gen.slots,
                 device.clock_hz,
                 device.board,
+                watchdog_ms,
+                max(s.compute_s for s in hosted),
             )
         )
     sub_devices = [s.device_index for s in manifest.submodels]
     plan_tag = plan_hash(manifest.to_dict())
     ctx = build_plan_context(specs, sub_devices, plan_tag, baud=boards.link.baud)
-    render_firmware(out_dir, ctx)
+    render_firmware(out_dir, ctx, final_dir=final_dir)
     return ctx

@@ -519,6 +519,15 @@ def extflash_makefile(text: str) -> str:
     return text.replace("$(OBJCOPY) -O binary $< $@", "$(OBJCOPY) -O binary -R .extflash $< $@")
 
 
+def extflash_cmake(text: str) -> str:
+    """``CMakeLists.txt`` with ``.extflash`` left out of ``firmware.bin``, as
+    :func:`extflash_makefile` does for the Makefile."""
+    return text.replace(
+        "${CMAKE_OBJCOPY} -O binary $<TARGET_FILE:firmware>",
+        "${CMAKE_OBJCOPY} -O binary -R .extflash $<TARGET_FILE:firmware>",
+    )
+
+
 # --------------------------------------------------------------------------- record ----
 
 

@@ -4,6 +4,7 @@
 #include "uart.h"
 #include "config.h"
 #include "timer.h"
+#include "watchdog.h"
 
 #define REG(base, off) (*(volatile uint32_t *)((base) + (off)))
 #if USART_LAYOUT_SR_DR
@@ -68,6 +69,7 @@ static inline void irq_on(void) { __asm volatile("cpsie i" ::: "memory"); }
 
 int link_read_byte(int l, uint64_t deadline) {
     for (;;) {
+        watchdog_kick(); /* waiting is not hanging: SysTick's wrap wakes the wfi below */
         irq_off();
         if (head[l] != tail[l]) {
             uint8_t c = ring[l][tail[l] & (RING - 1u)];
@@ -86,6 +88,7 @@ int link_read_byte(int l, uint64_t deadline) {
 
 int link_wait_any(void) {
     for (;;) {
+        watchdog_kick(); /* idle, waiting for the host or a neighbour */
         irq_off();
         for (int l = 0; l < N_LINKS; l++) {
             if (head[l] != tail[l]) {

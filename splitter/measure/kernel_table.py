@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from splitter.codegen.build_files import compile_flags
 from splitter.cost.kernels import (
     KERNEL_TABLE,
     Term,
@@ -70,7 +71,7 @@ GCC = "arm-none-eabi-gcc"
 #: Files whose content decides the figures (globs relative to the repository root).
 SOURCE_GLOBS = (
     "splitter/firmware_templates/kernels/*",
-    "splitter/firmware_templates/Makefile.j2",
+    "splitter/codegen/build_files.py",
     "splitter/codegen/model_c.py",
     "splitter/codegen/ops/*.py",
     "splitter/codegen/pex.py",
@@ -122,18 +123,12 @@ def sources_hash() -> str:
 
 
 def cflags(family: str) -> list[str]:
-    """The generated projects' compile flags (``firmware_templates/Makefile.j2``'s ``CFLAGS``)
-    with ``family``'s core and FPU flags, as ``make EMULATOR=1`` would pass them."""
-    text = (
-        (ROOT / "splitter" / "firmware_templates" / "Makefile.j2").read_text().replace("\\\n", " ")
-    )
-    m = re.search(r"^CFLAGS := (.*)$", text, re.M)
-    assert m is not None, "CFLAGS not in Makefile.j2"
+    """The generated projects' compile flags (``splitter.codegen.build_files.compile_flags``,
+    what the Makefile's ``CFLAGS`` prints) with ``family``'s core and FPU flags, as
+    ``make EMULATOR=1`` would pass them."""
     fpu = EMULATOR.fpu if family == EMULATOR.family.name else ""
-    flags = (
-        m.group(1).replace("$(CPU)", FAMILIES[family].cpu_flags(fpu)).replace("$(EMULATOR)", "1")
-    )
-    return [f for f in flags.split() if f not in ("-g", "-Werror") and not f.startswith("-I")]
+    flags = compile_flags(FAMILIES[family].cpu_flags(fpu), 1)
+    return [f for f in flags if f not in ("-g", "-Werror") and not f.startswith("-I")]
 
 
 # --------------------------------------------------------------------- harness ---------------

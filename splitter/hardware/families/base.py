@@ -14,7 +14,9 @@ A family supplies, for the firmware generator (``splitter/codegen/firmware.py``)
   wait states, voltage) and the USART register layout;
 * the core and FPU, hence the compiler flags; the OpenOCD target script for ``splitter flash``;
 * :meth:`Family.board_init_writes` (RCC, power and GPIO setup at boot), :meth:`Family.brr` and
-  :meth:`Family.check_baud` (divisor from the USART's bus clock, checked against its range).
+  :meth:`Family.check_baud` (divisor from the USART's bus clock, checked against its range);
+* the independent watchdog's base address and the LSI frequency that clocks it
+  (``splitter/hardware/watchdog.py``).
 
 Each family is one module of this package (``stm32f4.py``, ...: its :class:`Family` subclass and
 its clock rules); adding a family is one such module, its line in :data:`FAMILIES`
@@ -112,6 +114,9 @@ class Family:
     #: the (Q)SPI controller a board's external flash is mapped through, and its memory-mapped
     #: window (``splitter/hardware/extflash.py``); None where splitter configures none
     qspi: ClassVar[tuple[str, int] | None] = None
+    iwdg_base: ClassVar[int]  # independent watchdog: KR 0x00, PR 0x04, RLR 0x08, SR 0x0C
+    lsi_hz: ClassVar[int]  # nominal LSI RC frequency, the IWDG's clock
+    iwdg_source: ClassVar[str]  # where the two come from
 
     def __repr__(self) -> str:
         return f"<family {self.name}>"

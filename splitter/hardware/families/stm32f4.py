@@ -150,6 +150,9 @@ class STM32F4(Family):
 
     name = "F4"
     manual = "RM0090"
+    iwdg_base = 0x4000_3000
+    lsi_hz = 32_000
+    iwdg_source = "RM0090 2.3, 6.2.5, 21.3 table 107"
     core = CORES["cortex-m4"]
     flash_miss_rate = 0.05
     flash_miss_source = "RM0090 3.5.2 (ART)"

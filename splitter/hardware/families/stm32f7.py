@@ -34,6 +34,7 @@ class STM32F7(STM32F4):
 
     name = "F7"
     manual = "RM0410"
+    iwdg_source = "RM0410 2.2 memory map, 5.2 LSI, Independent watchdog (IWDG) chapter"
     core = CORES["cortex-m7"]
     flash_miss_rate = 0.05
     flash_miss_source = "RM0410 3.3.2, AN4667"

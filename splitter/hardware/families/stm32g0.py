@@ -87,6 +87,9 @@ class STM32G0(Family):
 
     name = "G0"
     manual = "RM0444"
+    iwdg_base = 0x4000_3000
+    lsi_hz = 32_000
+    iwdg_source = "RM0444 2.2 memory map, 5.2 LSI, Independent watchdog (IWDG) chapter"
     core = CORES["cortex-m0plus"]
     flash_miss_rate = 0.10
     flash_miss_source = "RM0444 3.3.4"

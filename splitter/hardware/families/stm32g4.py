@@ -91,6 +91,7 @@ class STM32G4(STM32L4):
 
     name = "G4"
     manual = "RM0440"
+    iwdg_source = "RM0440 2.2 memory map (IWDG at 0x4000_3000), 7.2 LSI 32 kHz, IWDG chapter"
     core = CORES["cortex-m4"]
     fpus = ("fpv4-sp-d16",)
     reset_clock_hz = 16_000_000

@@ -162,6 +162,9 @@ class STM32H7(Family):
 
     name = "H7"
     manual = "RM0433"
+    iwdg_base = 0x5800_4800
+    lsi_hz = 32_000
+    iwdg_source = "RM0433 2.3.2 memory map (IWDG1), 8.5 LSI, Independent watchdog (IWDG) chapter"
     core = CORES["cortex-m7"]
     flash_miss_rate = 0.02
     flash_miss_source = "RM0433 2.1, AN4891"

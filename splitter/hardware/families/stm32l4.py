@@ -133,6 +133,9 @@ class STM32L4(Family):
 
     name = "L4"
     manual = "RM0351"
+    iwdg_base = 0x4000_3000
+    lsi_hz = 32_000
+    iwdg_source = "RM0351 2.2.2 memory map, 6.2 LSI, Independent watchdog (IWDG) chapter"
     core = CORES["cortex-m4"]
     flash_miss_rate = 0.05
     flash_miss_source = "RM0351 3.3.4"

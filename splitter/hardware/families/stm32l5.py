@@ -95,6 +95,9 @@ class STM32L5(STM32L4):
 
     name = "L5"
     manual = "RM0438"
+    iwdg_source = (
+        "RM0438 2.3 memory map (non-secure IWDG at 0x4000_3000), 9.2 LSI 32 kHz, IWDG chapter"
+    )
     core = CORES["cortex-m33"]
     fpus = ("fpv5-sp-d16",)
     reset_clock_hz = 4_000_000

@@ -138,6 +138,11 @@ class STM32U5(Family):
 
     name = "U5"
     manual = "RM0456"
+    iwdg_base = 0x4000_3000
+    lsi_hz = 32_000
+    iwdg_source = (
+        "RM0456 2.3 memory map (non-secure IWDG at 0x4000_3000), 11.4 LSI 32 kHz, IWDG chapter"
+    )
     core = CORES["cortex-m33"]
     fpus = ("fpv5-sp-d16",)
     usart_layout = "isr_rdr_tdr"
