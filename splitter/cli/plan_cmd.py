@@ -21,13 +21,10 @@ from splitter.cli.options import (
     solver_options,
 )
 from splitter.cli.progress import Progress
-from splitter.hardware.boards import for_prediction, load_boards
-from splitter.importers import load_chain
+from splitter.compile import CompileOptions
 from splitter.ir import Plan
 from splitter.manifest import PlanManifest
-from splitter.partition.granularity import auto_granularity
-from splitter.partition.partial import plan_partial
-from splitter.partition.report import build_manifest
+from splitter.planning import plan
 
 
 def _segments(
@@ -175,34 +172,21 @@ def command(
     if segments:
         _segments(input_path, target, input_shapes, activation_bytes, time_limit, as_json)
         return
-    options = solver_kwargs(solver, time_limit, var_order, val_order)
-    with Progress() as progress:
-        boards = for_prediction(load_boards(target), emulated)
-        progress.step(f"importing {input_path}")
-        chain = load_chain(
-            input_path,
-            input_shapes=input_shapes or None,
-            activation_bytes=activation_bytes,
-            granularity="supernode" if granularity == "auto" else granularity,
-        )
-        if granularity == "auto":
-            chain = auto_granularity(chain, boards, activation_bytes)
-        progress.step(f"solving ({solver}, {objective})")
-        chain, plan = plan_partial(
-            chain, boards, partial_execution, objective, solver, activation_bytes,
-            host_io=not no_host_io, on_progress=progress.status, **options,
-        )  # fmt: skip
-    manifest = build_manifest(
-        plan,
-        chain,
-        boards,
-        model_path=input_path,
-        boards_path=target,
+    opts = CompileOptions(
+        objective=objective,
+        solver=solver,
+        solver_options=solver_kwargs(solver, time_limit, var_order, val_order),
         input_shapes=input_shapes,
         activation_bytes=activation_bytes,
+        granularity=granularity,
+        emulated=emulated,
         host_io=not no_host_io,
+        partial_execution=partial_execution,
     )
+    with Progress() as progress:
+        result = plan(input_path, target, opts, progress.step, progress.status)
+    manifest, plan_ = result.manifest, result.plan
     if as_json:
         click.echo(manifest.to_json())
     else:
-        _render(manifest, plan)
+        _render(manifest, plan_)
