@@ -46,7 +46,19 @@ _EXPORTS = {
     "SplitterError": "splitter.errors",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [
+    "CompileOptions",
+    "CompileResult",
+    "PlanResult",
+    "SplitterError",
+    "__version__",
+    "compile_model",
+    "load_boards",
+    "load_chain",
+    "load_model",
+    "plan",
+    "read_manifest",
+]
 
 if TYPE_CHECKING:
     from splitter.compile import CompileOptions, CompileResult, compile_model

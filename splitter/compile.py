@@ -103,6 +103,8 @@ class CompileResult:
             "gap": self.plan.gap,
             "latency_s": self.plan.latency_s,
             "throughput_per_s": self.plan.throughput_per_s,
+            "product": None if self.manifest.product is None else self.manifest.product.to_dict(),
+            "harness": None if self.manifest.harness is None else self.manifest.harness.to_dict(),
             "prediction": "emulator" if self.manifest.emulated else "boards",
             "calibration": self.manifest.calibration,
             "submodels": [
@@ -496,6 +498,8 @@ def _estimate_lines(m: PlanManifest) -> list[str]:
         f"wire; links: {'bytes on the wire' if m.link_model == 'wire' else 'payload only'})",
         f"- throughput (eq. 17): {_rate(m.throughput_per_s)} inferences/s; "
         f"reference [9]: {_rate(m.throughput_ref9_per_s)} inferences/s",
+        *(f"- {line}" for line in m.headline_lines()),
+        *(f"- memory {md_text(d.memory_line())}" for d in m.devices if d.name in m.device_totals()),
         f"- {m.prediction_note}",
         *pex,
     ]

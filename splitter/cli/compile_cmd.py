@@ -139,9 +139,11 @@ def _print_summary(result: CompileResult) -> None:
     io = result.manifest.host_io
     host = f", host I/O {io.seconds * 1e3:.3f} ms {'in' if io.counted else 'not in'} it"
     click.echo(
-        f"latency {plan.latency_s * 1e3:.3f} ms{host if io.seconds else ''}, throughput "
-        f"{plan.throughput_per_s:.3f}/s ({plan.objective}, {plan.solver}{proof})"
+        f"plan: latency {plan.latency_s * 1e3:.3f} ms{host if io.seconds else ''}, throughput "
+        f"(eq. 17) {plan.throughput_per_s:.3f}/s ({plan.objective}, {plan.solver}{proof})"
     )
+    for line in result.manifest.headline_lines():
+        click.echo(line)
     click.echo(result.manifest.prediction_note)
     click.echo(result.validation.summary() if result.validation else "validation skipped")
     status = result.firmware

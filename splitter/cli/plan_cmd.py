@@ -58,7 +58,8 @@ def _render(m: PlanManifest, plan: Plan) -> None:
     """The human table: one row per sub-model, then the objective values."""
     table = Table(
         title=f"{m.model.name}: {m.objective} plan ({m.solver})",
-        caption="FLASH: sub-model (device used/usable); RAM: sub-model peak/device usable",
+        caption="FLASH, RAM: the sub-model's (its device's whole image, code and runtime "
+        "included / what the device may take)",
     )
     cols = ("#", "device", "mcu", "layers", "FLASH KiB", "RAM KiB", "compute s", "transfer s")
     for col in (*cols, "out B / wire B"):
@@ -70,8 +71,8 @@ def _render(m: PlanManifest, plan: Plan) -> None:
             s.device,
             s.mcu,
             f"{s.first}-{s.last} ({s.first_name}..{s.last_name})",
-            f"{_kib(s.flash_bytes)} ({_kib(dev.flash_used)}/{_kib(dev.flash_budget)})",
-            f"{_kib(s.ram_bytes)}/{_kib(dev.ram_budget)}",
+            f"{_kib(s.flash_bytes)} ({_kib(dev.flash_total)}/{_kib(dev.flash_budget)})",
+            f"{_kib(s.ram_bytes)} ({_kib(dev.ram_total)}/{_kib(dev.ram_limit)})",
             f"{s.compute_s:.6f}",
             f"{s.transfer_s:.6f}",
             f"{s.out_bytes} / {s.wire_bytes}",
@@ -107,6 +108,11 @@ def _render(m: PlanManifest, plan: Plan) -> None:
         f"{'inf' if thr is None else f'{thr:.6f}'} /s | throughput (ref. [9]) "
         f"{'inf' if ref9 is None else f'{ref9:.6f}'} /s | bottleneck {m.bottleneck_device}"
     )
+    for line in m.headline_lines():
+        console.print(line, highlight=False)
+    for dev in m.devices:
+        if dev.name in m.device_totals():
+            console.print(f"memory {dev.memory_line()}", highlight=False)
     console.print(_link_line(m))
     console.print(f"solver {m.solver}: {proof}, {m.nodes} nodes, {plan.solve_time_s:.3f} s")
     console.print(m.prediction_note)
