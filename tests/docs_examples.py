@@ -6,7 +6,8 @@ including several lines; the path of the working directory and of the repository
 from what a command prints, so ``wrote out`` is shown for ``wrote /tmp/.../out``. A
 ```` ```python ```` block is run as a script in the same directory and must not fail. Blocks of
 one file run in order in one fresh directory where ``models``, ``tests`` and ``docs`` are the
-repository's (read only by convention). ``make demo`` runs the commands of the Makefile's ``demo`` recipe.
+repository's (read only by convention). ``make demo`` runs the commands of the Makefile's
+``demo`` recipe.
 
 A block that shows commands but is neither (a synopsis with placeholders such as ``OUT``) is a
 ```` ```text ```` block. :func:`stray_commands` finds untagged blocks that look like commands.
