@@ -239,7 +239,7 @@ def make_plan(chain: Chain, boards: Boards, opts: CompileOptions) -> tuple[Chain
     ``partial_execution="on"`` the assignment is over the chain with its loops fused); returns
     the chain the plan is for (:mod:`splitter.partition.partial`) and the plan."""
     from splitter.cost.pex_chain import partial_chain
-    from splitter.partition.partial import plan_partial
+    from splitter.partition.remedies import plan_or_explain
 
     if opts.assignment is not None:
         if opts.partial_execution == "on":
@@ -248,7 +248,7 @@ def make_plan(chain: Chain, boards: Boards, opts: CompileOptions) -> tuple[Chain
             chain, boards, opts.assignment, opts.objective, host_io=opts.host_io
         )
         return chain, plan
-    return plan_partial(
+    return plan_or_explain(
         chain, boards, opts.partial_execution, opts.objective, opts.solver or "auto",
         opts.activation_bytes, host_io=opts.host_io, **opts.solver_options,
     )  # fmt: skip

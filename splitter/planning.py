@@ -56,7 +56,7 @@ def plan(
     from splitter.hardware.boards import for_prediction, load_boards
     from splitter.importers import load_chain
     from splitter.partition.granularity import auto_granularity
-    from splitter.partition.partial import plan_partial
+    from splitter.partition.remedies import plan_or_explain
 
     opts = options or CompileOptions()
     step = on_step or (lambda _text: None)
@@ -74,7 +74,7 @@ def plan(
     solver = opts.solver or "auto"
     step(f"solving ({solver}, {opts.objective})")
     extra = {} if on_progress is None else {"on_progress": on_progress}
-    chain, result = plan_partial(
+    chain, result = plan_or_explain(
         chain, boards, opts.partial_execution, opts.objective, solver, opts.activation_bytes,
         host_io=opts.host_io, **extra, **opts.solver_options,
     )  # fmt: skip
