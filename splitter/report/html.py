@@ -24,10 +24,10 @@ from splitter.report.pipeline import Stage, eq17_applies, simulate, steady_waiti
 GANTT_INFERENCES = 5
 
 _STYLE = """
-body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
 h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
 table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
-td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}
+td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right;overflow-wrap:anywhere}
 td.l,th.l{text-align:left}figure{margin:1em 0}figure img{max-width:100%}
 figcaption{font-size:.85em;color:#555}.fail{color:#b00;font-weight:bold}.ok{color:#060}
 .note{background:#fff8e0;padding:.5em;border-left:3px solid #e0b000}
