@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import click
 
@@ -19,7 +20,7 @@ from splitter.cli.options import (
     solver_options,
 )
 from splitter.cli.progress import Progress
-from splitter.compile import CompileOptions, CompileResult, compile_model
+from splitter.compile import CompileOptions, CompileResult, compile_model, default_out_dir
 from splitter.errors import UnsupportedOpError
 
 
@@ -96,10 +97,14 @@ def command(
         host_io=not no_host_io,
         partial_execution=partial_execution,
     )
+    out_dir = Path(out) if out is not None else default_out_dir(model)
+    earlier = out_dir.is_dir() and any(out_dir.iterdir())
     with Progress() as progress:
         report = {**options.solver_options, "on_progress": progress.status}
         options = replace(options, solver_options=report)
         result = compile_model(model, target, out, options, on_step=progress.step)
+    if earlier:  # never silently: the user may have wanted to keep it
+        click.echo(f"note: replaced the earlier output in {result.out_dir}", err=True)
     failed = options.firmware and not result.firmware.startswith("generated")
     if as_json and not failed:
         click.echo(json.dumps(result.summary(), indent=2))

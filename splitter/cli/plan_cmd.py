@@ -138,7 +138,7 @@ def _link_line(m: PlanManifest) -> str:
 
 @click.command("plan")
 @click.argument("input_path", metavar="INPUT")
-@click.option("--target", "target", required=True, metavar="BOARDS.toml", help="Board file.")
+@click.option("--target", "-t", "target", required=True, metavar="BOARDS.toml", help="Board file.")
 @objective_option
 @solver_options
 @click.option(
