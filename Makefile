@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm chromium ccache
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo check models system-deps venv clean bench code-sizes costs docs docs-examples
+.PHONY: test demo check models system-deps venv clean bench code-sizes costs docs docs-examples docs-images
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -56,6 +56,10 @@ docs: $(STAMP)
 # (tests/docs_examples.py); review the diff (git diff README.md docs/) and keep the `...` you want.
 docs-examples: system-deps $(STAMP)
 	$(PY) tests/docs_examples.py $(FILES)
+
+# The README's report picture (docs/img/report.png), redrawn from the demo.
+docs-images: system-deps $(STAMP)
+	$(PY) docs/make_images.py
 
 models: $(STAMP)
 	$(PY) models/build.py

@@ -97,8 +97,7 @@ def command(
         host_io=not no_host_io,
         partial_execution=partial_execution,
     )
-    out_dir = Path(out) if out is not None else default_out_dir(model)
-    earlier = out_dir.is_dir() and any(out_dir.iterdir())
+    earlier = _has_output(Path(out) if out is not None else default_out_dir(model))
     with Progress() as progress:
         report = {**options.solver_options, "on_progress": progress.status}
         options = replace(options, solver_options=report)
@@ -125,6 +124,15 @@ class FirmwareNotGenerated(UnsupportedOpError):
     def __init__(self, message: str, details: dict[str, object]) -> None:
         super().__init__(message)
         self.details = details
+
+
+def _has_output(out_dir: Path) -> bool:
+    """``out_dir`` holds something (an earlier output compile will replace); an unreadable
+    path is left to compile's own one-line error."""
+    try:
+        return out_dir.is_dir() and any(out_dir.iterdir())
+    except OSError:
+        return False
 
 
 def _print_summary(result: CompileResult) -> None:
