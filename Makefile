@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm chromium ccache cmake
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo check models system-deps venv clean bench code-sizes costs fuzz kill-test
+.PHONY: test demo check models system-deps venv clean bench code-sizes costs fuzz kill-test docs docs-examples docs-images
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -51,6 +51,19 @@ check: $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
+# The documentation site (MkDocs Material, mkdocs.yml) into site/, warnings as errors.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# Re-run every example of README.md and docs/ and rewrite the output shown where it drifted
+# (tests/docs_examples.py); review the diff (git diff README.md docs/) and keep the `...` you want.
+docs-examples: system-deps $(STAMP)
+	$(PY) tests/docs_examples.py $(FILES)
+
+# The README's report picture (docs/img/report.png), redrawn from the demo.
+docs-images: system-deps $(STAMP)
+	$(PY) docs/make_images.py
+
 models: $(STAMP)
 	$(PY) models/build.py
 
@@ -59,7 +72,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/inspect_speed.py
 
 clean:
-	rm -rf $(VENV) demo-out .pytest_cache .mypy_cache
+	rm -rf $(VENV) demo-out site .pytest_cache .mypy_cache
 
 # The firmware code / runtime RAM size table the planner uses (splitter/cost/code_sizes.json),
 # measured from real arm-none-eabi-gcc builds; tests/test_code_table.py says when it is stale.

@@ -112,6 +112,8 @@ class CompileResult:
             "latency_s": self.plan.latency_s,
             "throughput_per_s": self.plan.throughput_per_s,
             "energy_j": self.plan.energy_j,
+            "product": None if self.manifest.product is None else self.manifest.product.to_dict(),
+            "harness": None if self.manifest.harness is None else self.manifest.harness.to_dict(),
             "prediction": "emulator" if self.manifest.emulated else "boards",
             "calibration": self.manifest.calibration,
             "submodels": [
@@ -274,7 +276,7 @@ def make_plan(chain: Chain, boards: Boards, opts: CompileOptions) -> tuple[Chain
     ``partial_execution="on"`` the assignment is over the chain with its loops fused); returns
     the chain the plan is for (:mod:`splitter.partition.partial`) and the plan."""
     from splitter.cost.pex_chain import partial_chain
-    from splitter.partition.partial import plan_partial
+    from splitter.remedies import plan_or_explain
 
     if opts.assignment is not None:
         if opts.partial_execution == "on":
@@ -283,7 +285,7 @@ def make_plan(chain: Chain, boards: Boards, opts: CompileOptions) -> tuple[Chain
             chain, boards, opts.assignment, opts.objective, host_io=opts.host_io
         )
         return chain, plan
-    return plan_partial(
+    return plan_or_explain(
         chain, boards, opts.partial_execution, opts.objective, opts.solver or "auto",
         opts.activation_bytes, host_io=opts.host_io, **opts.solver_options,
     )  # fmt: skip
@@ -554,6 +556,8 @@ def _estimate_lines(m: PlanManifest) -> list[str]:
         f"wire; links: {'bytes on the wire' if m.link_model == 'wire' else 'payload only'})",
         f"- throughput (eq. 17): {_rate(m.throughput_per_s)} inferences/s; "
         f"reference [9]: {_rate(m.throughput_ref9_per_s)} inferences/s",
+        *(f"- {line}" for line in m.headline_lines()),
+        *(f"- memory {md_text(d.memory_line())}" for d in m.devices if d.name in m.device_totals()),
         f"- {m.prediction_note}",
         _energy_md(m),
         *pex,

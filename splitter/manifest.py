@@ -173,6 +173,17 @@ class DeviceEntry:
         """The RAM the image may take: the budget, within the arena's region when known."""
         return min(self.ram_budget, self.ram_region_bytes or self.ram_budget)
 
+    def memory_line(self) -> str:
+        """The device's one flash and one RAM figure, as ``plan``, ``report`` and ``build``
+        show them: the whole image (weights + code; arena + runtime) against what it may take
+        (the flash budget; the RAM budget within the region the linker puts the arena in)."""
+        region = f", {self.ram_region}" if self.ram_region else ""
+        return (
+            f"{self.name}: flash {self.flash_total}/{self.flash_budget} B (weights "
+            f"{self.flash_used} + code {self.code_bytes}), RAM {self.ram_total}/{self.ram_limit} B"
+            f" (arena {self.ram_used} + runtime {self.runtime_ram_bytes}{region})"
+        )
+
 
 @dataclass(frozen=True)
 class SubModelEntry:
@@ -251,6 +262,26 @@ class HostIO:
     def seconds(self) -> float:
         """Input + output seconds."""
         return self.input.seconds + self.output.seconds
+
+
+@dataclass(frozen=True)
+class Headline:
+    """Latency and throughput of one way of running the plan (``PlanManifest.product`` and
+    ``.harness``, computed by :func:`splitter.partition.planner.headlines`); throughput ``None``
+    when no device does anything (unbounded)."""
+
+    latency_s: float = 0.0
+    throughput_per_s: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"latency_s", "throughput_per_s"}``."""
+        return {"latency_s": self.latency_s, "throughput_per_s": self.throughput_per_s}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Headline:
+        """Parse :meth:`to_dict`'s object."""
+        thr = d["throughput_per_s"]
+        return cls(float(d["latency_s"]), None if thr is None else float(thr))
 
 
 @dataclass(frozen=True)
@@ -451,6 +482,24 @@ class PlanManifest:
             return labels.pop()
         return "; ".join(f"{label} ({mcu})" for mcu, label in by_part)
 
+    def headline_lines(self) -> list[str]:
+        """The product's and the PC harness's latency and throughput, one labelled line each
+        (:func:`splitter.partition.planner.headlines`); none for plans written before them."""
+        if self.product is None or self.harness is None:
+            return []
+        p, h = self.product, self.harness
+
+        def rate(x: float | None) -> str:
+            return "unbounded" if x is None else f"{x:.3f}/s"
+
+        io = self.host_io
+        return [
+            f"product (first board fed locally, no PC): latency {p.latency_s * 1e3:.3f} ms, "
+            f"throughput {rate(p.throughput_per_s)}",
+            f"PC harness (host sends the {io.input.bytes} B input at {self.baud} baud): "
+            f"latency {h.latency_s * 1e3:.3f} ms, throughput {rate(h.throughput_per_s)}",
+        ]
+
     @property
     def prediction_note(self) -> str:
         """One line: which runs the compute times predict and which calibration they use."""
@@ -462,6 +511,11 @@ class PlanManifest:
     link_model: str = "payload"
     retransmit: float = 0.0
     host_io: HostIO = field(default_factory=lambda: HostIO())
+    #: the product: the first board makes the input itself (a sensor) and the last board uses
+    #: the output, no PC; the PC harness: ``splitter run`` / ``bench`` sending each input from
+    #: the host and receiving the output (``None`` in plans written before them)
+    product: Headline | None = None
+    harness: Headline | None = None
     #: LO-SC segments of a segmented device (``splitter segment``, ``plan --segments``); None
     #: for a split plan, whose JSON then has no ``segments`` key (earlier hashes unchanged)
     segments: Segments | None = None
@@ -570,6 +624,8 @@ class PlanManifest:
             "throughput_per_s": self.throughput_per_s,
             "throughput_ref9_per_s": self.throughput_ref9_per_s,
             "waiting_s": self.waiting_s,
+            **({} if self.product is None else {"product": self.product.to_dict()}),
+            **({} if self.harness is None else {"harness": self.harness.to_dict()}),
             "bottleneck_device": self.bottleneck_device,
             "assignment": list(self.assignment),
             "prediction": "emulator" if self.emulated else "boards",
@@ -1125,6 +1181,8 @@ def _parse(data: Mapping[str, Any]) -> PlanManifest:
         segments=None if data.get("segments") is None else _parse_segments(data["segments"]),
         energy=None if data.get("energy") is None else Energy.from_dict(data["energy"]),
         layer_splits=tuple(LayerSplitEntry.from_dict(e) for e in data.get("layer_splits", ())),
+        product=None if data.get("product") is None else Headline.from_dict(data["product"]),
+        harness=None if data.get("harness") is None else Headline.from_dict(data["harness"]),
         **_parse_host_io(data),
     )
 

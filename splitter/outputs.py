@@ -110,7 +110,7 @@ class OutputDir:
 
     def commit(self) -> Path:
         """Write the marker and swap the new directory into place; returns ``target``."""
-        from splitter import __version__
+        from splitter.version import __version__
 
         self.write_text(MARKER, f"splitter {__version__}\n")
         self.write_text(FILES, hash_listing(self.root))

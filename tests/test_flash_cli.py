@@ -20,6 +20,7 @@ import pytest
 from splitter.cli import main
 from splitter.compile import CompileOptions, compile_model
 from splitter.deploy.flash import AUTO_TOOLS, TOOLS
+from splitter.toolchain.build import build_all, check
 
 pytestmark = [pytest.mark.toolchain]
 
@@ -75,24 +76,37 @@ def images(out: Path, device: str) -> tuple[Path, Path]:
     return build / "firmware.elf", build / "firmware.bin"
 
 
-def test_dry_run_builds_and_prints_st_flash_lines(
+def _tree(out: Path) -> dict[str, int]:
+    return {str(p): p.stat().st_mtime_ns for p in (out / "firmware").rglob("*")}
+
+
+def test_dry_run_prints_st_flash_lines_without_building(
     compiled: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """``flash --dry-run`` shows the commands and neither builds nor says it is flashing
+    (issue 29); the images the commands name are the ones ``splitter build`` then makes."""
+    before = _tree(compiled)
     code, out, err = flash([str(compiled), "--dry-run", "--tool", "st-flash"], capsys)
     assert code == 0, err
+    assert _tree(compiled) == before  # nothing built, nothing written
+    assert "flashing with" not in err and "building" not in err
     expected = []
     for device, serial in PROBES.items():
-        elf, binary = images(compiled, device)
-        assert elf.read_bytes()[:4] == b"\x7fELF"
-        sp, reset = struct.unpack("<II", binary.read_bytes()[:8])
-        assert SRAM_BASE < sp <= SRAM_BASE + SRAM_SIZE  # vector table: initial stack pointer
-        assert reset & 1 and FLASH_BASE <= reset < FLASH_BASE + FLASH_SIZE  # Thumb reset handler
+        _elf, binary = images(compiled, device)
         expected += [
             f"# {device} (STM32F405RG), probe {serial}",
             f"st-flash --serial {serial} --reset write {binary} 0x08000000",
         ]
     assert out.splitlines() == expected
     assert "warning" not in err
+    for build in build_all(compiled, emulator=False):
+        check(build)
+    for device in PROBES:
+        elf, binary = images(compiled, device)
+        assert elf.read_bytes()[:4] == b"\x7fELF"
+        sp, reset = struct.unpack("<II", binary.read_bytes()[:8])
+        assert SRAM_BASE < sp <= SRAM_BASE + SRAM_SIZE  # vector table: initial stack pointer
+        assert reset & 1 and FLASH_BASE <= reset < FLASH_BASE + FLASH_SIZE  # Thumb reset handler
 
 
 def test_dry_run_openocd_and_cubeprog_use_the_elf(

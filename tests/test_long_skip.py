@@ -2,8 +2,9 @@
 
 * ``long_skip.onnx`` (a skip over 13 convolutions, ``models/make_long_skip.py``) is one
   1,080,768 B super-node: over four STM32F405 with 400 KiB of flash (``long_skip4.toml``) the
-  super-node plan fails constraint (2); at ``--granularity op`` it splits over the four boards,
-  every inner cut carrying the skip and the main path, validated tensor by tensor.
+  super-node plan fails (a block needs more flash than any board); at ``--granularity op`` it
+  splits over the four boards, every inner cut carrying the skip and the main path, validated
+  tensor by tensor.
 * resnet8 (ONNX and the MLPerf Tiny int8 TFLite) cut inside a residual block, and over three
   sub-models so that the middle one receives the skip tensor, does not use it and passes it on
   (ONNX: the tensor is both a graph input and a graph output; TFLite: the input tensor also
@@ -58,7 +59,8 @@ def test_long_skip_needs_op_granularity_over_four_f405(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     code, _out, err = run_cli(capsys, "plan", str(LONG_SKIP), "--target", str(BOARDS4))
-    assert code == 2 and "constraint (2) fails" in err and "body_1..join" in err
+    assert code == 2 and "more than any device" in err and "body_1..join" in err
+    assert "what plans: --granularity auto" in err
     args = ["plan", str(LONG_SKIP), "--target", str(BOARDS4), "--granularity", "op", "--json"]
     code, out, err = run_cli(capsys, *args)
     assert code == 0, err

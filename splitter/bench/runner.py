@@ -45,7 +45,14 @@ from splitter.bench.faults import (
 )
 from splitter.bench.stats import summary
 from splitter.device.host import HostLink, Timing, receive_result, send_tensor, to_wire
-from splitter.device.run import _host_ports, check_pong, load_input, open_host_link, weight_server
+from splitter.device.run import (
+    _host_ports,
+    boards_file_ports,
+    check_pong,
+    load_input,
+    open_host_link,
+    weight_server,
+)
 from splitter.device.segments import WeightServer
 from splitter.errors import LinkError, SplitterError
 from splitter.hardware.qemu import EMULATOR
@@ -241,6 +248,8 @@ def open_session(
         emu = ProxiedEmulation(out_dir, icount=cfg.icount, faults=cfg.faults)
         stack.enter_context(emu)
         ports, note, proxies, pids = emu.endpoints, emu.note, emu.proxies, emu.pids
+    if not cfg.emulate:
+        ports = {**boards_file_ports(read_manifest(out_dir)), **ports}
     urls = _host_ports(wiring, ports)
     links = {
         n: stack.enter_context(open_host_link(u, n, int(wiring["baud"]), cfg.log))

@@ -21,8 +21,9 @@ import traceback
 
 import click
 
-from splitter import __version__, signals
+from splitter import signals
 from splitter.errors import SplitterError, escaped
+from splitter.version import __version__
 
 #: command name -> module under splitter.cli that defines ``command`` (a click.Command).
 COMMANDS: dict[str, str] = {

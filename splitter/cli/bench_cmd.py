@@ -15,6 +15,8 @@ from splitter.bench.results import comparison_rows, wire_lines, write_bench
 from splitter.bench.runner import BENCH_FILE, BenchConfig, bench
 from splitter.cli.options import out_argument, port_option, stop_on_sigterm, verbose_option
 from splitter.cli.progress import Bar, Progress
+from splitter.device.run import boards_file_ports
+from splitter.manifest import read_manifest
 from splitter.report import refresh_report
 
 
@@ -62,8 +64,10 @@ def command(
     verbose: bool,
 ) -> None:
     """Run OUT's plan RUNS times on the boards; compare cycles and link times with the plan."""
-    if not ports and not emulate:
-        raise click.UsageError("give --port PORT (a board) or --emulate")
+    if not ports and not emulate and not boards_file_ports(read_manifest(out)):
+        raise click.UsageError(
+            "give --port PORT (a board), port = ... in the boards file, or --emulate"
+        )
     stop_on_sigterm()
     cfg = BenchConfig(
         runs=runs,

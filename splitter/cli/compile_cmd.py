@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import click
 
@@ -23,7 +24,7 @@ from splitter.cli.options import (
 )
 from splitter.cli.plan_cmd import energy_line
 from splitter.cli.progress import Progress
-from splitter.compile import CompileOptions, CompileResult, compile_model
+from splitter.compile import CompileOptions, CompileResult, compile_model, default_out_dir
 from splitter.errors import UnsupportedOpError
 
 
@@ -120,10 +121,13 @@ def command(
         split_layers=split_layers,
         watchdog_ms=watchdog_ms,
     )
+    earlier = _has_output(Path(out) if out is not None else default_out_dir(model))
     with Progress() as progress:
         report = {**options.solver_options, "on_progress": progress.status}
         options = replace(options, solver_options=report)
         result = compile_model(model, target, out, options, on_step=progress.step)
+    if earlier:  # never silently: the user may have wanted to keep it
+        click.echo(f"note: replaced the earlier output in {result.out_dir}", err=True)
     failed = options.firmware and not result.firmware.startswith("generated")
     if as_json and not failed:
         click.echo(json.dumps(result.summary(), indent=2))
@@ -146,6 +150,15 @@ class FirmwareNotGenerated(UnsupportedOpError):
         self.details = details
 
 
+def _has_output(out_dir: Path) -> bool:
+    """``out_dir`` holds something (an earlier output compile will replace); an unreadable
+    path is left to compile's own one-line error."""
+    try:
+        return out_dir.is_dir() and any(out_dir.iterdir())
+    except OSError:
+        return False
+
+
 def _print_summary(result: CompileResult) -> None:
     """Human summary on stdout: files, estimates, validation."""
     click.echo(f"wrote {result.out_dir}")
@@ -163,9 +176,11 @@ def _print_summary(result: CompileResult) -> None:
     io = result.manifest.host_io
     host = f", host I/O {io.seconds * 1e3:.3f} ms {'in' if io.counted else 'not in'} it"
     click.echo(
-        f"latency {plan.latency_s * 1e3:.3f} ms{host if io.seconds else ''}, throughput "
-        f"{plan.throughput_per_s:.3f}/s ({plan.objective}, {plan.solver}{proof})"
+        f"plan: latency {plan.latency_s * 1e3:.3f} ms{host if io.seconds else ''}, throughput "
+        f"(eq. 17) {plan.throughput_per_s:.3f}/s ({plan.objective}, {plan.solver}{proof})"
     )
+    for line in result.manifest.headline_lines():
+        click.echo(line)
     click.echo(result.manifest.prediction_note)
     click.echo(energy_line(result.manifest))
     click.echo(result.validation.summary() if result.validation else "validation skipped")

@@ -57,7 +57,12 @@ DRY_RUN_DEFAULT = "st-flash"
     help="Flashing tool; auto takes the first installed of st-flash, openocd, cubeprog; pyocd "
     "(Python API) and stm32flash (UART bootloader, needs each device's port) when asked for.",
 )
-@click.option("--dry-run", is_flag=True, help="Build, then print the commands without flashing.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the commands without building or flashing (the images they name are those "
+    "`splitter build OUT` makes).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the commands and results as JSON.")
 @allow_edited_option
 def command(
@@ -76,8 +81,9 @@ def command(
         check_probes(job.targets, str(job.boards_path), chosen)  # before the build
     check_extflash(job.targets, chosen)
     with Progress() as progress:
-        _build(job, progress)
-        progress.step(f"flashing with {chosen}")
+        if not dry_run:  # a dry run shows the commands; it neither builds nor flashes
+            _build(job, progress)
+            progress.step(f"flashing with {chosen}")
         run = _run_quiet if as_json else _run_echoed
         commands = flash_all(job.targets, chosen, dry_run=dry_run, run=run)
     if as_json:

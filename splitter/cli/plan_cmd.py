@@ -24,14 +24,10 @@ from splitter.cli.options import (
     split_options,
 )
 from splitter.cli.progress import Progress
-from splitter.hardware.boards import for_prediction, load_boards
-from splitter.importers import load_chain
+from splitter.compile import CompileOptions
 from splitter.ir import Plan
 from splitter.manifest import PlanManifest
-from splitter.partition.granularity import auto_granularity
-from splitter.partition.layer_split import op_chain_of, plan_with_splits
-from splitter.partition.partial import plan_partial
-from splitter.partition.planner import build_manifest
+from splitter.planning import plan
 
 
 def _segments(
@@ -65,7 +61,8 @@ def _render(m: PlanManifest, plan: Plan) -> None:
     """The human table: one row per sub-model, then the objective values."""
     table = Table(
         title=f"{m.model.name}: {m.objective} plan ({m.solver})",
-        caption="FLASH: sub-model (device used/usable); RAM: sub-model peak/device usable",
+        caption="FLASH, RAM: the sub-model's (its device's whole image, code and runtime "
+        "included / what the device may take)",
     )
     cols = ("#", "device", "mcu", "layers", "FLASH KiB", "RAM KiB", "compute s", "transfer s")
     for col in (*cols, "out B / wire B"):
@@ -77,8 +74,8 @@ def _render(m: PlanManifest, plan: Plan) -> None:
             s.device,
             s.mcu,
             f"{s.first}-{s.last} ({s.first_name}..{s.last_name})",
-            f"{_kib(s.flash_bytes)} ({_kib(dev.flash_used)}/{_kib(dev.flash_budget)})",
-            f"{_kib(s.ram_bytes)}/{_kib(dev.ram_budget)}",
+            f"{_kib(s.flash_bytes)} ({_kib(dev.flash_total)}/{_kib(dev.flash_budget)})",
+            f"{_kib(s.ram_bytes)} ({_kib(dev.ram_total)}/{_kib(dev.ram_limit)})",
             f"{s.compute_s:.6f}",
             f"{s.transfer_s:.6f}",
             f"{s.out_bytes} / {s.wire_bytes}",
@@ -116,6 +113,11 @@ def _render(m: PlanManifest, plan: Plan) -> None:
         f"{'inf' if thr is None else f'{thr:.6f}'} /s | throughput (ref. [9]) "
         f"{'inf' if ref9 is None else f'{ref9:.6f}'} /s | bottleneck {m.bottleneck_device}"
     )
+    for line in m.headline_lines():
+        console.print(line, highlight=False)
+    for dev in m.devices:
+        if dev.name in m.device_totals():
+            console.print(f"memory {dev.memory_line()}", highlight=False)
     console.print(_link_line(m))
     console.print(energy_line(m), highlight=False)
     console.print(f"solver {m.solver}: {proof}, {m.nodes} nodes, {plan.solve_time_s:.3f} s")
@@ -154,7 +156,7 @@ def _link_line(m: PlanManifest) -> str:
 
 @click.command("plan")
 @click.argument("input_path", metavar="INPUT")
-@click.option("--target", "target", required=True, metavar="BOARDS.toml", help="Board file.")
+@click.option("--target", "-t", "target", required=True, metavar="BOARDS.toml", help="Board file.")
 @objective_option
 @energy_bound_options
 @solver_options
@@ -200,41 +202,26 @@ def command(
     if segments:
         _segments(input_path, target, input_shapes, activation_bytes, time_limit, as_json)
         return
-    options = solver_kwargs(solver, time_limit, var_order, val_order)
-    options.update(energy_bounds(objective, max_latency_ms, min_throughput))
-    with Progress() as progress:
-        boards = for_prediction(load_boards(target), emulated)
-        progress.step(f"importing {input_path}")
-        chain = load_chain(
-            input_path,
-            input_shapes=input_shapes or None,
-            activation_bytes=activation_bytes,
-            granularity="supernode" if granularity == "auto" else granularity,
-        )
-        if granularity == "auto":
-            chain = auto_granularity(chain, boards, activation_bytes)
-        progress.step(f"solving ({solver}, {objective})")
-        found = plan_with_splits(
-            chain, boards,
-            lambda c: plan_partial(
-                c, boards, partial_execution, objective, solver, activation_bytes,
-                host_io=not no_host_io, on_progress=progress.status, **options,
-            ),
-            op_chain_of(activation_bytes), requested=split_layers, mode=split, objective=objective,
-        )  # fmt: skip
-        chain, plan = found.chain, found.plan
-    manifest = build_manifest(
-        plan,
-        chain,
-        boards,
-        model_path=input_path,
-        boards_path=target,
+    opts = CompileOptions(
+        objective=objective,
+        solver=solver,
+        solver_options={
+            **solver_kwargs(solver, time_limit, var_order, val_order),
+            **energy_bounds(objective, max_latency_ms, min_throughput),
+        },
         input_shapes=input_shapes,
         activation_bytes=activation_bytes,
+        granularity=granularity,
+        emulated=emulated,
         host_io=not no_host_io,
-        splits=found.splits,
+        partial_execution=partial_execution,
+        split=split,
+        split_layers=split_layers,
     )
+    with Progress() as progress:
+        result = plan(input_path, target, opts, progress.step, progress.status)
+    manifest, plan_ = result.manifest, result.plan
     if as_json:
         click.echo(manifest.to_json())
     else:
-        _render(manifest, plan)
+        _render(manifest, plan_)

@@ -90,10 +90,12 @@ def command(
 ) -> None:
     """Send X.npy to the first board, receive the result of the last one, check it."""
     verify_output(out, allow_edited=allow_edited)
-    if not ports and not emulate:
-        raise click.UsageError("give --port PORT (a board) or --emulate")
-    stop_on_sigterm()
     manifest = read_manifest(out)
+    if not ports and not emulate and not R.boards_file_ports(manifest):
+        raise click.UsageError(
+            "give --port PORT (a board), port = ... in the boards file, or --emulate"
+        )
+    stop_on_sigterm()
     xs = R.load_inputs(inputs, R.input_specs(manifest))
     x = next(iter(xs.values())) if len(xs) == 1 else xs
     if output_path is not None:

@@ -710,6 +710,7 @@ def render_firmware(
     try:
         out.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".firmware-", dir=out))
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700; the rest of OUT is not
         for rel, text in rendered.items():
             path = contained(tmp, rel)  # a device name is a directory name: never outside
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -724,6 +725,13 @@ def render_firmware(
             f"{final}: cannot write the firmware projects ({exc}); check the path"
         ) from None
     return final
+
+
+def _umask() -> int:
+    """The process umask (read by setting and restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 # ---------------------------------------------------------------- pipeline entry -----------

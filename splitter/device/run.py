@@ -232,6 +232,8 @@ def run(
             step("booting the emulated boards")
             emu = stack.enter_context(Emulation(out_dir, icount=icount))
             ports, note = emu.endpoints, emu.note
+        else:
+            ports = {**boards_file_ports(manifest), **(ports or {})}
         urls = _host_ports(wiring, ports or {})
         links = [
             stack.enter_context(open_host_link(u, n, int(wiring["baud"]), log))
@@ -302,6 +304,12 @@ def compute_seconds(wiring: Mapping[str, Any], timings: list[Timing], *, emulate
     key = "emulator" if emulated else "part"
     clocks = {d["index"]: float(d.get("clock_hz", {}).get(key, 0)) for d in wiring["devices"]}
     return sum(t.cycles / clocks[t.device] for t in timings if clocks.get(t.device))
+
+
+def boards_file_ports(manifest: PlanManifest) -> dict[str, str]:
+    """The ``port`` of each device of the boards file (recorded in plan.json): the default of
+    ``--port`` for ``run`` and ``bench``, which a ``--port DEVICE=...`` overrides."""
+    return {d.name: d.port for d in manifest.devices if d.port}
 
 
 def _host_ports(wiring: Mapping[str, Any], ports: Mapping[str, str]) -> dict[str, str]:

@@ -81,9 +81,11 @@ PART_OPTIONAL = ("fpu", "flash_origin", "ram_regions", "usarts", "source")
 CPM_CLASSES = ("conv", "depthwise", "dense", "other")
 NAME_RE = DEVICE_NAME  # full match only (splitter.names)
 SIZE_RE = re.compile(
-    r"^(?P<neg>-)?(?P<num>\d+(?:\.\d+)?)(?:(?P<pct>%)|\s?(?P<unit>KiB|KB|MiB|MB))$"
+    r"^(?P<neg>-)?(?P<num>\d+(?:\.\d+)?)(?:(?P<pct>%)|\s?(?P<unit>[KkMm]i?[Bb]|B|bytes)?)$"
 )
-SIZE_FIX = "write 'NN%' (no space), 'NNN KiB' or '-NN KiB' (part minus a reserve)"
+SIZE_FIX = (
+    "write 'NN%' (no space), 'NNN KiB', '-NN KiB' (part minus a reserve) or a number of bytes"
+)
 #: Upper bounds of the numbers a boards file gives (beyond any real STM32 by far; they keep
 #: later arithmetic finite): key -> largest accepted value.
 MAXIMA = {
@@ -404,9 +406,13 @@ def parse_size(text: Any, part_kib: float, where: str, key: str) -> int:
     """Usable bytes from a size string: ``"NN%"``, ``"NNN KiB"`` or ``"-NN KiB"`` (reserve).
 
     ``NN%`` gives ``floor(part * NN / 100)`` bytes; ``-NN KiB`` gives ``part - NN KiB``; the result
-    must be positive and at most the part's size. ``KB`` = KiB (the thesis's usage).
+    must be positive and at most the part's size. Units in any case: ``KiB`` = ``KB`` = ``kB``
+    = 1024 bytes (the thesis's usage, and ST datasheets' "Kbytes"), ``MiB`` = ``MB`` = 1024 KiB;
+    a number alone (``256000`` or ``"256000"``, or with ``B``) is bytes.
     """
     part_bytes = round(part_kib * 1024)
+    if isinstance(text, int) and not isinstance(text, bool):
+        text = str(text)
     m = SIZE_RE.match(text) if isinstance(text, str) else None
     if m is None:
         raise BoardFileError(f"{where}: {key} = {text!r} is not a size; {SIZE_FIX}")
@@ -417,7 +423,8 @@ def parse_size(text: Any, part_kib: float, where: str, key: str) -> int:
                 f"{where}: {key} = {text!r}: a percentage must be in (0, 100]; {SIZE_FIX}"
             )
         return int(part_bytes * num / 100)
-    scale = 1024 * 1024 if m["unit"] in ("MiB", "MB") else 1024
+    unit = (m["unit"] or "B").lower()
+    scale = {"mib": 1 << 20, "mb": 1 << 20, "kib": 1024, "kb": 1024}.get(unit, 1)
     amount = round(num * scale)
     size = part_bytes - amount if m["neg"] else amount
     if not 0 < size <= part_bytes:

@@ -68,6 +68,16 @@ TARGET_OPSET = 17
 UPGRADED_NAMES = {"Upsample": "Resize"}
 
 
+#: graph names exporters write whatever the model (torch.onnx.export: "main_graph", older
+#: "torch_jit" / "torch-jit-export"; tf2onnx: "tf2onnx"): the file's stem names the model better
+EXPORTER_GRAPH_NAMES = frozenset({"", "main_graph", "torch_jit", "torch-jit-export", "tf2onnx"})
+
+
+def graph_name(name: str, path: Path) -> str:
+    """The model's name in plans and reports: the ONNX graph's, unless an exporter's default."""
+    return path.stem if name in EXPORTER_GRAPH_NAMES else name
+
+
 def _first_line(exc: BaseException) -> str:
     """First non-empty line of an exception's text (one-line error messages)."""
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
@@ -554,7 +564,7 @@ def _import(
     if lost:
         raise InputFileError(f"{path}: graph output(s) {lost} are not computed by any node")
     graph = Graph(
-        name=model.graph.name or path.stem,
+        name=graph_name(model.graph.name, path),
         ops=tuple(ops),
         tensors=tensors,
         inputs=inputs,

@@ -31,29 +31,29 @@ def global_violation(problem: Problem) -> str | None:
     if total > cap:
         code = " after each one's firmware code" if problem.reserves else ""
         return (
-            f"{where}: constraint (1) fails: the layers need {_kib(total)} of flash, all devices "
+            f"{where}: not enough flash: the layers need {_kib(total)} of flash, all devices "
             f"together offer {_kib(cap)}{code} (short by {total - cap} B); add a device, use "
             "bigger parts, lower the flash reserves, or run it by segments on one board, the "
             "weights loaded from outside flash (`splitter segment MODEL --target ONE.toml -o OUT`)"
         )
-    for kind, need_arr, have_arr, num, note in (
-        ("flash", problem.flash, problem.dev_flash, "(2)", problem.flash_note),
-        ("RAM", problem.ram, problem.dev_ram, "(3)", problem.ram_note),
+    for kind, need_arr, have_arr, note in (
+        ("flash", problem.flash, problem.dev_flash, problem.flash_note),
+        ("RAM", problem.ram, problem.dev_ram, problem.ram_note),
     ):
         j, i = int(need_arr.argmax()), int(have_arr.argmax())
         need, have = int(need_arr[j]), int(have_arr[i])
         if need > have:
             fix = "use a bigger part"
             return (
-                f"{where}: constraint {num} fails: layer {j} ({problem.names[j]}) needs "
-                f"{_kib(need)} of {kind}, the largest device {devs[i].name} "
+                f"{where}: layer {j} ({problem.names[j]}) needs {_kib(need)} of {kind}, more "
+                f"than any device: the largest, {devs[i].name} "
                 f"({devs[i].part.name}) has {_kib(have)}{note(i)} (short by {need - have} B); "
                 f"{fix}"
             )
     for j in range(problem.n):
         if not problem.allowed[j].any():
             return (
-                f"{where}: constraints (4)-(5) fail for layer {j} ({problem.names[j]}): it needs "
+                f"{where}: no device fits layer {j} ({problem.names[j]}): it needs "
                 f"{_kib(int(problem.flash[j]))} flash and {_kib(int(problem.ram[j]))} RAM, and no "
                 "single device has both; use a part with enough of both"
             )
@@ -82,14 +82,14 @@ def explain_infeasible(problem: Problem) -> str:
         if need > problem.dev_flash[i]:
             over = need - int(problem.dev_flash[i])
             return (
-                f"{_where(problem)}: constraint (4) fails on device {devs[i].name}: the layers "
+                f"{_where(problem)}: not enough flash on device {devs[i].name}: the layers "
                 f"only it can hold (by RAM) need {_kib(need)} of flash, it has "
                 f"{_kib(int(problem.dev_flash[i]))}{problem.flash_note(i)} (short by {over} B); "
                 "use a bigger part or a smaller flash reserve"
             )
     total, cap = int(problem.flash.sum()), int(problem.dev_flash.sum())
     return (
-        f"{_where(problem)}: constraints (4)-(5) cannot hold together: the layers need "
+        f"{_where(problem)}: the layers do not pack into the devices: they need "
         f"{_kib(total)} of flash in all ({_kib(cap)} offered) but no assignment packs them into "
         "the devices whose RAM each layer fits; use a bigger part or a smaller flash reserve"
     )

@@ -25,6 +25,7 @@ from splitter.manifest import (
     DeviceEnergy,
     DeviceEntry,
     Energy,
+    Headline,
     HostIO,
     ModelInfo,
     PlanManifest,
@@ -266,6 +267,7 @@ def build_manifest(
     """
     problem = chain_problem(chain, boards, upper=False, host_io=host_io)
     ev = evaluate(problem, plan.assignment)
+    product, harness = headlines(problem, ev)
     fmt = model_format(chain)
     model = ModelInfo(
         name=chain.name,
@@ -306,6 +308,8 @@ def build_manifest(
         link_model=problem.link_model.name,
         retransmit=float(boards.link.retransmit),
         host_io=_host_io(problem, ev),
+        product=product,
+        harness=harness,
     )
     if splits:
         from splitter.partition.layer_split import split_entries
@@ -369,6 +373,38 @@ def _with_firmware(m: PlanManifest, chain: Chain, boards: Boards, plan: Plan) ->
             )
         )
     return replace(m, devices=tuple(devices))
+
+
+def headlines(problem: Problem, ev: Evaluation) -> tuple[Headline, Headline]:
+    """Latency and throughput of the product and of the PC harness, each what it claims.
+
+    *Product* (the first board produces the input, e.g. from its sensor, and the last board
+    uses the output; no PC): latency ``I - host I/O`` (eq. 13 without the host's transfers),
+    throughput ``1 / W`` (eq. 17, which has no host transfers).
+
+    *PC harness* (``splitter run`` / ``bench``: the host sends each input to the first device
+    and receives the output from the last): latency ``I`` with both host transfers (what
+    ``run`` waits). Throughput: ``bench`` pipelines inputs only when no device holds two
+    sub-models and the first and last devices differ (:mod:`splitter.bench.runner`); then
+    eq. 17 with the input's reception added to the first device's busy time and the output's
+    sending to the last device's, ``W' = q'_b + L*_b`` with ``q'_i = L_i + S_i + R'_i (+ host
+    in) (+ host out)`` and ``b = argmax q'``; otherwise one inference at a time, ``1 / I``.
+    """
+    io = ev.host_in_s + ev.host_out_s
+    product_latency = ev.latency_s - ev.host_io_s
+    product = Headline(product_latency, finite_or_none(ev.throughput_per_s))
+    harness_latency = product_latency + io
+    devs = [dev for dev, _, _ in ev.submodels]
+    first, last = devs[0], devs[-1]
+    if len(set(devs)) < len(devs) or first == last:
+        thr = 1.0 / harness_latency if harness_latency > 0 else math.inf
+        return product, Headline(harness_latency, finite_or_none(thr))
+    q = [ev.compute[i] + ev.send[i] + ev.recv[i] for i in range(len(ev.compute))]
+    q[first] += ev.host_in_s
+    q[last] += ev.host_out_s
+    b = max(range(len(q)), key=lambda i: (q[i], -i))
+    wait = q[b] + ev.inter[b]
+    return product, Headline(harness_latency, finite_or_none(1.0 / wait if wait > 0 else math.inf))
 
 
 def _host_io(problem: Problem, ev: Evaluation) -> HostIO:

@@ -24,10 +24,10 @@ from splitter.report.pipeline import Stage, eq17_applies, simulate, steady_waiti
 GANTT_INFERENCES = 5
 
 _STYLE = """
-body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222}
 h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}
 table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
-td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}
+td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right;overflow-wrap:anywhere}
 td.l,th.l{text-align:left}figure{margin:1em 0}figure img{max-width:100%}
 figcaption{font-size:.85em;color:#555}.fail{color:#b00;font-weight:bold}.ok{color:#060}
 .note{background:#fff8e0;padding:.5em;border-left:3px solid #e0b000}
@@ -107,11 +107,14 @@ def render(
             "plot-memory",
             plots.memory_svg(
                 names,
-                [(d.flash_used, d.flash_budget) for d in m.devices],
-                [(d.ram_used, d.ram_budget) for d in m.devices],
+                [(d.flash_total, d.flash_budget) for d in m.devices],
+                [(d.ram_total, d.ram_limit) for d in m.devices],
             ),
-            "FLASH and RAM used against each device's usable capacity (the board file's budget)",
+            "each device's whole image (FLASH: weights + code; RAM: arena + runtime) against "
+            "what it may take (the board file's budget; RAM within the region the arena is "
+            "linked into), the figures splitter plan and splitter build print",
         ),
+        _memory_table(m),
         "<h2>Pipelined run</h2>",
         _pipeline(m, names) if segments is None else _NO_PIPELINE,
         "<h2>Search</h2>",
@@ -140,6 +143,7 @@ def _summary(m: PlanManifest, segments: Mapping[str, Any] | None) -> str:
         ["objective / solver", f"{esc(m.objective)}, {esc(m.solver)}: {proof}, {m.nodes} nodes"],
     ]
     if segments is None:
+        rows += _headline_rows(m)
         rows += [
             ["latency (eq. 13)", f"{num(m.latency_s * 1e3, '.3f')} ms"],
             ["throughput (eq. 17)", f"{num(m.throughput_per_s, '.4f')} /s"],
@@ -229,6 +233,36 @@ def _link_model(m: PlanManifest) -> str:
         return "payload bytes only (the thesis's link model)"
     budget = f", retransmission budget {m.retransmit:g}" if m.retransmit else ""
     return f"bytes on the wire (docs/protocol.md: framing, TIMING, ACKs{budget})"
+
+
+def _memory_table(m: PlanManifest) -> str:
+    """Per device the flash and RAM figures of the memory plot, in bytes."""
+    rows = [
+        [esc(d.name), esc(d.mcu), f"{d.flash_total} / {d.flash_budget}",
+         f"{d.flash_used} + {d.code_bytes}", f"{d.ram_total} / {d.ram_limit}",
+         f"{d.ram_used} + {d.runtime_ram_bytes}", esc(d.ram_region)]
+        for d in m.devices
+    ]  # fmt: skip
+    head = ["device", "MCU", "flash B / budget", "weights + code", "RAM B / limit",
+            "arena + runtime", "RAM region"]  # fmt: skip
+    return table(head, rows, left=2)
+
+
+def _headline_rows(m: PlanManifest) -> list[list[str]]:
+    """The product's and the PC harness's latency and throughput, labelled."""
+    if m.product is None or m.harness is None:
+        return []
+
+    def rate(x: float | None) -> str:
+        return "unbounded" if x is None else f"{num(x, '.4f')} /s"
+
+    p, h = m.product, m.harness
+    return [
+        ["product (first board fed locally, no PC)",
+         f"latency {num(p.latency_s * 1e3, '.3f')} ms, throughput {rate(p.throughput_per_s)}"],
+        ["PC harness (host sends input, receives output)",
+         f"latency {num(h.latency_s * 1e3, '.3f')} ms, throughput {rate(h.throughput_per_s)}"],
+    ]  # fmt: skip
 
 
 def _host_io(m: PlanManifest) -> str:

@@ -174,6 +174,7 @@ def heatmap_svg(
 ) -> str:
     """Branch-and-bound nodes per (device, layer), log colour scale; the plan's cells circled."""
     from matplotlib.colors import LogNorm
+    from matplotlib.ticker import FuncFormatter, LogFormatter, MaxNLocator
 
     counts = np.asarray(search, dtype=float).T  # devices x layers
 
@@ -186,12 +187,15 @@ def heatmap_svg(
                    edgecolors="red", s=40, label="plan")  # fmt: skip
         ax.set_yticks(range(len(names)), list(names))
         ax.set_xlabel("layer")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # layers are whole numbers
         ax.set_title("branch and bound: nodes per (device, layer)")
         ax.legend(loc="upper right", fontsize=8)
-        from matplotlib.ticker import FuncFormatter
-
         plain = FuncFormatter(lambda v, _pos: f"{v:g}")  # no mathtext: plain numbers
-        fig.colorbar(im, ax=ax, label="nodes", format=plain)  # type: ignore[attr-defined]
+        bar = fig.colorbar(im, ax=ax, label="nodes", format=plain)  # type: ignore[attr-defined]
+        # the log scale's minor ticks (2, 3, ... 20, 30) have their own formatter, a mathtext
+        # one ("$\\mathdefault{2\\times10^{0}}$") that parse_math=False would print raw;
+        # LogFormatter thins them the same way and writes plain numbers
+        bar.ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False))
 
     return _render(draw, 9, 0.5 * len(names) + 2.0, max(map(len, names)))
 

@@ -247,7 +247,9 @@ class ValidationReport:
         worst = max(self.outputs, key=lambda s: s.max_abs)
         verdict = "passed" if self.passed else "FAILED"
         line = (
-            f"validation {verdict} on {len(self.samples)} inputs: worst output '{worst.name}' "
+            f"sub-model files validated against the whole model: {verdict} on "
+            f"{len(self.samples)} inputs (the firmware's C is checked by `splitter run`): "
+            f"worst output '{worst.name}' "
             f"max-abs {worst.max_abs:.3g}, max-rel {worst.max_rel:.3g}, rmse {worst.rmse:.3g}, "
             f"mae {worst.mae:.3g}, l2r {worst.l2r:.3g}, cosine {worst.cosine:.9f}"
         )
