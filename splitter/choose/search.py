@@ -17,7 +17,9 @@ solved in the order of the quantity minimised, ``jobs`` at a time in worker proc
 
 The answer is proved optimal when every solve it depends on was proved (a solve stopped by its
 time limit that missed the target might have met it). With ``front`` every set the bounds do
-not settle is solved, for the Pareto front of price, figure and energy.
+not settle is solved, for the Pareto front of price, figure and energy; by default (``front``
+None) only when at most :data:`FRONT_SETS` are left, otherwise the front is that of the sets
+solved (``front_complete`` False, said in the outputs).
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ from splitter.ir import Boards, Chain, Plan
 from splitter.partition.partial import plan_partial
 
 MINIMISE = ("price", "boards", "energy")
+#: the most sets left after the answer that the default front still solves
+FRONT_SETS = 200
 TOL = 1e-9
 
 
@@ -269,6 +273,8 @@ class Search:
             ]
         )
         self.pool: ProcessPoolExecutor | None = None
+        #: every set the bounds did not settle was solved (the Pareto front is complete)
+        self.front_complete = False
         self.variants: list[Variant] = []
 
     # --- bounds ---
@@ -337,7 +343,7 @@ class Search:
             f"choose: {s.sets} sets, {s.pruned_total} settled by bounds, {s.solved} solved, {found}"
         )
 
-    def run(self, front: bool = False) -> SetResult | None:
+    def run(self, front: bool | None = False) -> SetResult | None:
         """Search; the answer (None when no set meets the target)."""
         start = time.perf_counter()
         _init(self.work)
@@ -352,8 +358,11 @@ class Search:
             answer = self._ordered(open_sets)
             self.stats.solved_to_answer = self.stats.solved
             self.stats.seconds_to_answer = time.perf_counter() - start
-            if front:
-                rest = [r for r in open_sets if r.status != "solved"]
+            rest = [r for r in open_sets if r.status != "solved"]
+            self.front_complete = (
+                not rest or bool(front) or (front is None and len(rest) <= FRONT_SETS)
+            )
+            if rest and self.front_complete:
                 for k in range(0, len(rest), 4 * self.jobs):
                     self._solve(rest[k : k + 4 * self.jobs])
                     self._report(answer)
