@@ -151,7 +151,9 @@ def _bound_message(problem: Problem) -> str:
             best = solve(free, objective, "auto", time_limit=10.0)
             value = best.latency_s if objective == "latency" else 1 / best.throughput_per_s
             asked = cap + host_constant(problem) if objective == "latency" else cap
-            parts.append(f"{what} at most {asked:.6g} s asked, the best plan reaches {value:.6g} s")
+            parts.append(
+                f"{what} at most {asked:.6g} s asked, every plan takes at least {value:.6g} s"
+            )
     return f"{where}: no plan meets the bound: {'; '.join(parts)}; relax the bound or add boards"
 
 
