@@ -97,6 +97,8 @@ def boards_toml(result: ChooseResult) -> str:
     lines = [
         f"# Written by `splitter choose` for {Path(result.model).name}: "
         f"{result.label(result.answer)}, ${result.answer.price:.2f}, {result.target.describe()}.",
+        f"# Compile: splitter compile {Path(result.model).name} --target boards.toml"
+        + (" --granularity op" if result.answer.granularity == "op" else ""),
         "[link]",
     ]
     lines += [f"{k} = {_toml_value(v)}" for k, v in obj["link"].items()]  # type: ignore[attr-defined]
