@@ -116,3 +116,40 @@ def test_bounds_belong_to_the_energy_objective_and_unreachable_ones_say_the_best
         InfeasibleError, match=r"latency at most 0.001 s asked, every plan takes at least 0.009 s"
     ):
         solve(problem, "energy", max_latency_s=0.001)
+
+
+def test_plan_cli_objective_energy_with_a_latency_bound(capsys, tmp_path) -> None:
+    """``splitter plan --objective energy --max-latency-ms``: the plan meets the bound, its
+    energy is no more than the latency plan's, and plan.json carries the breakdown."""
+    import json
+    from pathlib import Path
+
+    from splitter.cli import main
+
+    root = Path(__file__).resolve().parent.parent
+    model = str(root / "models" / "mlperf_kws_ds_cnn_int8.tflite")
+    boards = str(root / "models" / "boards" / "mlperf_kws2.toml")
+
+    def plan(*args: str) -> dict:
+        with pytest.raises(SystemExit) as exc:
+            main(["plan", model, "--target", boards, "--json", *args])
+        out = capsys.readouterr()
+        assert exc.value.code == 0, out.err
+        return json.loads(out.out)
+
+    fast = plan()
+    frugal = plan("--objective", "energy", "--max-latency-ms", "900")
+    assert frugal["objective"] == "energy" and frugal["latency_s"] <= 0.9
+    assert frugal["energy"]["total_j"] <= fast["energy"]["total_j"] * (1 + 1e-9)
+    rows = frugal["energy"]["devices"]
+    assert sum(d["compute_j"] + d["transfer_j"] + d["wait_j"] for d in rows) == pytest.approx(
+        frugal["energy"]["total_j"]
+    )
+    for args in (["--max-latency-ms", "-1"], ["--min-throughput", "nan"]):
+        with pytest.raises(SystemExit) as exc:
+            main(["plan", model, "--target", boards, "--objective", "energy", *args])
+        err = capsys.readouterr().err.strip()
+        assert exc.value.code == 2 and len(err.splitlines()) == 1 and "give a number > 0" in err
+    with pytest.raises(SystemExit) as exc:
+        main(["plan", model, "--target", boards, "--max-latency-ms", "900"])
+    assert exc.value.code == 2 and "--objective energy only" in capsys.readouterr().err

@@ -44,6 +44,8 @@ class ChooseResult:
     stats: SearchStats
     results: list[SetResult] = field(default_factory=list)
     baud: int = 115200
+    #: every set the bounds did not settle was solved: the front is the whole front
+    front_complete: bool = True
 
     def names(self, r: SetResult) -> list[str]:
         """The part names of a set, one per board."""
@@ -129,12 +131,14 @@ def choose(
     candidates: Sequence[Candidate] | None = None,
     jobs: int = 1,
     time_limit: float = 30.0,
-    front: bool = True,
+    front: bool | None = None,
     input_shapes: dict[str, tuple[int, ...]] | None = None,
     activation_bytes: int | None = None,
     on_progress: Callable[[str], None] | None = None,
 ) -> ChooseResult:
-    """Search the sets of up to ``max_boards`` boards (module docstring). Raises
+    """Search the sets of up to ``max_boards`` boards (module docstring); ``front`` True solves
+    every set the bounds leave for the Pareto front, False none, None (default) when at most
+    :data:`~splitter.choose.search.FRONT_SETS` are left. Raises
     :class:`InfeasibleError` naming the best reachable figure and its set when no set meets
     the target."""
     if minimise not in MINIMISE:
@@ -162,6 +166,7 @@ def choose(
         model=str(model), target=target, minimise=minimise, max_boards=max_boards,
         candidates=cands, skipped=skipped, answer=answer, proved=proved, proof_note=note,
         stats=search.stats, results=list(search.results.values()),
+        front_complete=search.front_complete,
     )  # fmt: skip
 
 

@@ -57,6 +57,8 @@ class Variant:
     host_s: float
     #: seconds of a cut after layer ``j`` (``comm_j``, ``j < n - 1``), ascending
     cuts: np.ndarray
+    #: (C,) ``sum_j L_jc`` when candidate ``c`` alone holds every layer, else inf
+    alone: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -116,11 +118,9 @@ def cost_variants(
             total, host = int(p.flash.sum()), host_constant(p)
         macs = float(sum(c.macs for c in v.costs))
         cuts = np.sort(np.asarray(p.comm[:-1], dtype=float))
-        out.append(
-            Variant(
-                name, total, np.array(flash), np.array(times), np.array(rates), macs, host, cuts
-            )
-        )
+        t_all, f_all = np.array(times), np.array(flash)
+        alone = np.where(f_all >= total, t_all.sum(axis=1), np.inf)
+        out.append(Variant(name, total, f_all, t_all, np.array(rates), macs, host, cuts, alone))
     return out
 
 
@@ -165,12 +165,12 @@ def _alone(
 ) -> list[Option]:
     """Plans that run every layer on one board of the set (the others powered, idle): its
     ``(I, W, E)`` exactly up to the TIMING records, ``(L + H, L, L (delta + S) + S H)``."""
-    out = []
-    for r, c in enumerate(ids):
-        if v.dev_flash[c] >= v.flash_total and np.isfinite(t[r]).all():
-            total = float(t[r].sum())
-            out.append((total + v.host_s, total, total * float(delta[r]) + sleep * v.host_s))
-    return out
+    total = v.alone[ids]
+    ok = np.isfinite(total)
+    return [
+        (float(x) + v.host_s, float(x), float(x) * float(d) + sleep * v.host_s)
+        for x, d in zip(total[ok], delta[ok], strict=True)
+    ]
 
 
 def _split(

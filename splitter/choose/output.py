@@ -67,6 +67,7 @@ def result_dict(result: ChooseResult) -> dict[str, Any]:
             "seconds": s.seconds,
         },
         "front": [set_dict(result, r) for r in result.front],
+        "front_complete": result.front_complete,
         "candidates": [
             {
                 "part": c.name,
@@ -96,6 +97,8 @@ def boards_toml(result: ChooseResult) -> str:
     lines = [
         f"# Written by `splitter choose` for {Path(result.model).name}: "
         f"{result.label(result.answer)}, ${result.answer.price:.2f}, {result.target.describe()}.",
+        f"# Compile: splitter compile {Path(result.model).name} --target boards.toml"
+        + (" --granularity op" if result.answer.granularity == "op" else ""),
         "[link]",
     ]
     lines += [f"{k} = {_toml_value(v)}" for k, v in obj["link"].items()]  # type: ignore[attr-defined]
@@ -206,7 +209,9 @@ tr.answer{{font-weight:bold;background:#fde}}</style></head><body>
 target's bound, {s.pruned["order"]} after the answer in the search order; the proved answer took
 {s.solved_to_answer} solves ({100 * s.pruned_fraction:.1f} % of the sets needed none) and
 {s.seconds_to_answer:.2f} s; the front {s.solved} solves in all, {s.seconds:.2f} s.</p>
-<h2>Pareto front (price, {html.escape(_figure_label(result))}, energy)</h2>
+<h2>Pareto front (price, {html.escape(_figure_label(result))}, energy){
+        "" if result.front_complete else " of the sets solved (run with --front for every set)"
+    }</h2>
 <table>{head}{rows}</table>
 {plot_svg(result)}
 </body></html>

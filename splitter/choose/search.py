@@ -17,7 +17,9 @@ solved in the order of the quantity minimised, ``jobs`` at a time in worker proc
 
 The answer is proved optimal when every solve it depends on was proved (a solve stopped by its
 time limit that missed the target might have met it). With ``front`` every set the bounds do
-not settle is solved, for the Pareto front of price, figure and energy.
+not settle is solved, for the Pareto front of price, figure and energy; by default (``front``
+None) only when at most :data:`FRONT_SETS` are left, otherwise the front is that of the sets
+solved (``front_complete`` False, said in the outputs).
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ from splitter.ir import Boards, Chain, Plan
 from splitter.partition.partial import plan_partial
 
 MINIMISE = ("price", "boards", "energy")
+#: the most sets left after the answer that the default front still solves
+FRONT_SETS = 200
 TOL = 1e-9
 
 
@@ -89,7 +93,7 @@ class SetResult:
     #: "memory" / "target" (settled by a bound), "order" (after the answer in the search order:
     #: its bound or key cannot beat it), "solved", or "open" (not reached)
     status: str
-    bound: SetBound
+    bound: SetBound | None
     meets: bool = False
     proved: bool = True
     latency_s: float | None = None
@@ -269,31 +273,39 @@ class Search:
             ]
         )
         self.pool: ProcessPoolExecutor | None = None
+        #: every set the bounds did not settle was solved (the Pareto front is complete)
+        self.front_complete = False
+        self.all_sets: list[SetResult] = []
         self.variants: list[Variant] = []
 
     # --- bounds ---
 
-    def _settle(self) -> list[SetResult]:
-        """Every set, with its bounds; those the memory or target bound settles are counted."""
+    def _enumerate(self) -> list[SetResult]:
+        """Every candidate set with its price, not yet bounded (status "new")."""
         w = self.work
         self.variants = cost_variants(self.chain, self.cands, w.activation_bytes, w.baud)
         caps = [c.max_count for c in self.cands]
-        out = []
-        for idx in multisets(len(self.cands), self.max_boards, caps):
-            price = round(sum(self.cands[i].price_usd for i in idx), 6)
-            bound = set_bound(self.variants, idx, self.run_w, self.wait_w, self._caps())
-            status = "open"
-            if not bound.fits:
-                status = "memory"
-            elif not self._may_meet(bound):
-                status = "target"
-            out.append(SetResult(idx, price, status, bound))
+        prices = [c.price_usd for c in self.cands]
+        out = [
+            SetResult(idx, round(sum(prices[i] for i in idx), 6), "new", None)
+            for idx in multisets(len(self.cands), self.max_boards, caps)
+        ]
         self.stats.sets = len(out)
-        for r in out:
-            if r.status in ("memory", "target"):
-                self.stats.pruned[r.status] += 1
-                self.results[r.idx] = r
         return out
+
+    def _bound(self, r: SetResult) -> None:
+        """Bound ``r``; count and record it when the memory or the target bound settles it."""
+        if r.bound is not None:
+            return
+        r.bound = set_bound(self.variants, r.idx, self.run_w, self.wait_w, self._caps())
+        r.status = "open"
+        if not r.bound.fits:
+            r.status = "memory"
+        elif not self._may_meet(r.bound):
+            r.status = "target"
+        if r.status != "open":
+            self.stats.pruned[r.status] += 1
+            self.results[r.idx] = r
 
     def _caps(self) -> tuple[float, float]:
         """The target as (latency cap, waiting-time cap), seconds."""
@@ -311,6 +323,7 @@ class Search:
             return (r.price, r.boards)
         if self.minimise == "boards":
             return (r.boards, r.price)
+        assert r.bound is not None
         return (r.bound.energy_j, r.price)
 
     # --- solving ---
@@ -337,7 +350,7 @@ class Search:
             f"choose: {s.sets} sets, {s.pruned_total} settled by bounds, {s.solved} solved, {found}"
         )
 
-    def run(self, front: bool = False) -> SetResult | None:
+    def run(self, front: bool | None = False) -> SetResult | None:
         """Search; the answer (None when no set meets the target)."""
         start = time.perf_counter()
         _init(self.work)
@@ -348,12 +361,22 @@ class Search:
                 self.jobs, mp_context=ctx, initializer=_init, initargs=args
             )
         try:
-            open_sets = sorted((r for r in self._settle() if r.status == "open"), key=self._key)
-            answer = self._ordered(open_sets)
+            sets = self._enumerate()
+            if self.minimise == "energy":  # the order is the energy bound's: bound them all
+                for r in sets:
+                    self._bound(r)
+                sets = [r for r in sets if r.status == "open"]
+            sets.sort(key=self._key)
+            self.all_sets = sets
+            answer = self._ordered(sets)
             self.stats.solved_to_answer = self.stats.solved
             self.stats.seconds_to_answer = time.perf_counter() - start
-            if front:
-                rest = [r for r in open_sets if r.status != "solved"]
+            rest = [] if front is False else self._unsettled(sets)
+            if front is False:
+                self.front_complete = self.stats.pruned["order"] == 0
+            else:
+                self.front_complete = not rest or bool(front) or len(rest) <= FRONT_SETS
+            if rest and self.front_complete:
                 for k in range(0, len(rest), 4 * self.jobs):
                     self._solve(rest[k : k + 4 * self.jobs])
                     self._report(answer)
@@ -364,30 +387,47 @@ class Search:
         self.stats.seconds = time.perf_counter() - start
         return answer
 
-    def _ordered(self, open_sets: list[SetResult]) -> SetResult | None:
-        """Solve ``open_sets`` in order until the answer is settled (module docstring)."""
+    def _unsettled(self, sets: list[SetResult]) -> list[SetResult]:
+        """The sets after the answer that the bounds do not settle (bounded now; the search's
+        statistics, which are the proved answer's, do not count them)."""
+        rest = []
+        for r in sets:
+            if r.status != "order":
+                continue
+            if r.bound is None:
+                r.bound = set_bound(self.variants, r.idx, self.run_w, self.wait_w, self._caps())
+            if r.bound.fits and self._may_meet(r.bound):
+                rest.append(r)
+        return rest
+
+    def _ordered(self, sets: list[SetResult]) -> SetResult | None:
+        """Bound and solve ``sets`` in order until the answer is settled (module docstring);
+        the sets after it are never bounded (status "order")."""
         answer: SetResult | None = None
         step = 2 * self.jobs
         k = 0
-        while k < len(open_sets):
-            nxt = open_sets[k]
-            if answer is not None and self._beyond(nxt, answer):
-                for r in open_sets[k:]:
-                    self.stats.pruned["order"] += 1
-                    r.status = "order"
-                    self.results[r.idx] = r
-                break
-            batch = open_sets[k : k + step]
-            if answer is not None:
-                batch = [r for r in batch if not self._beyond(r, answer)]
+        while k < len(sets):
+            batch: list[SetResult] = []
+            while k < len(sets) and len(batch) < step:
+                r = sets[k]
+                if answer is not None and self._beyond(r, answer):
+                    break
+                self._bound(r)
+                if r.status == "open":
+                    batch.append(r)
+                k += 1
             if not batch:
-                continue
+                break
             self._solve(batch)
-            k += len(batch)
             for r in batch:
                 if r.meets and (answer is None or self._better(r, answer)):
                     answer = r
             self._report(answer)
+        for r in sets[k:]:
+            if r.status in ("new", "open"):
+                self.stats.pruned["order"] += 1
+                r.status = "order"
+                self.results[r.idx] = r
         return answer
 
     def _beyond(self, r: SetResult, answer: SetResult) -> bool:
@@ -397,6 +437,7 @@ class Search:
         if self.minimise == "boards":
             return r.boards > answer.boards
         best = answer.least_energy_j if answer.least_energy_j is not None else math.inf
+        assert r.bound is not None
         return r.bound.energy_j >= best * (1 - TOL)
 
     def _better(self, r: SetResult, answer: SetResult) -> bool:
@@ -438,9 +479,17 @@ class Search:
     def best_reachable(self) -> SetResult | None:
         """No set meets the target: the set with the best figure, proved by solving every set
         whose bound could beat the best found (memory-feasible sets in bound order)."""
+        for r in self.all_sets:
+            self._bound(r)
         fits = [r for r in self.results.values() if r.status != "memory"]
+        fits += [r for r in self.all_sets if r.idx not in self.results]
         lat = self.target.kind == "latency"
-        fits.sort(key=lambda r: r.bound.latency_s if lat else r.bound.waiting_s)
+
+        def lower(r: SetResult) -> float:
+            assert r.bound is not None
+            return r.bound.latency_s if lat else r.bound.waiting_s
+
+        fits.sort(key=lower)
         best: SetResult | None = None
 
         def figure(r: SetResult) -> float:
@@ -449,8 +498,7 @@ class Search:
             return 1.0 / r.throughput_per_s if r.throughput_per_s else math.inf
 
         for r in fits:
-            lower = r.bound.latency_s if lat else r.bound.waiting_s
-            if best is not None and lower >= figure(best):
+            if best is not None and lower(r) >= figure(best):
                 break
             if r.status != "solved":
                 self._solve([r])

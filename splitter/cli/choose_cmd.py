@@ -60,7 +60,8 @@ def _render(result: ChooseResult) -> None:
         f"one) in {s.seconds_to_answer:.2f} s; front: {s.solved} solves, {s.seconds:.2f} s",
         highlight=False,
     )
-    table = Table(title="Pareto front (price, figure, energy) of the solved sets")
+    whole = "" if result.front_complete else " (of the sets solved only: --front for all)"
+    table = Table(title=f"Pareto front (price, figure, energy){whole}")
     for col in ("set", "price", "latency ms", "throughput /s", "least energy mJ"):
         table.add_column(col, justify="left" if col == "set" else "right")
     for r in result.front:
@@ -97,7 +98,11 @@ def _render(result: ChooseResult) -> None:
               help="Worker processes (default: every core).")  # fmt: skip
 @click.option("--time-limit", type=click.FloatRange(0, 3600, min_open=True), default=30.0,
               show_default=True, help="Seconds per plan solve.")  # fmt: skip
-@click.option("--no-front", is_flag=True, help="Stop at the proved answer (no Pareto front).")
+@click.option(
+    "--front/--no-front", default=None,
+    help="Solve every set the bounds leave, for the whole Pareto front (default: when at most "
+    "200 are left), or stop at the proved answer (the front of the sets solved).",
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print choose.json on stdout.")
 @click.option("-o", "--out", required=True, metavar="OUT", help="Output directory.")
 @input_shape_option
@@ -111,7 +116,7 @@ def command(
     parts_file: str | None,
     jobs: int | None,
     time_limit: float,
-    no_front: bool,
+    front: bool | None,
     as_json: bool,
     out: str,
     input_shapes: dict[str, tuple[int, ...]],
@@ -123,7 +128,7 @@ def command(
     with Progress() as progress:
         result = choose(
             model, target, max_boards=max_boards, minimise=minimise, parts_file=parts_file,
-            jobs=jobs or os.cpu_count() or 1, time_limit=time_limit, front=not no_front,
+            jobs=jobs or os.cpu_count() or 1, time_limit=time_limit, front=front,
             input_shapes=input_shapes or None, activation_bytes=activation_bytes,
             on_progress=progress.status,
         )  # fmt: skip

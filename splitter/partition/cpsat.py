@@ -130,7 +130,10 @@ def solve_cpsat(problem: Problem, objective: str, **options: object) -> SolverRe
         unit, label = _scale(problem), "s"
     callback = None if not callable(report) else _Reporter(report, unit, label)
     status = solve_stoppable(solver, m, options.get("stop"), callback)
-    nodes = int(solver.num_branches)
+    try:
+        nodes = int(solver.num_branches)
+    except RuntimeError:  # stopped before it started (the portfolio's bnb finished first)
+        nodes = 0
     if status == cp_model.INFEASIBLE:
         return SolverResult(None, nodes, optimal=True)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
