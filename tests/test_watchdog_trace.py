@@ -87,7 +87,7 @@ def _build(part_name: str, ms: int, tmp: Path) -> tuple[Path, str]:
            "-o", str(elf)]  # fmt: skip
     proc = subprocess.run(cmd, cwd=fw, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
-    return elf, family.core
+    return elf, family.core.name
 
 
 @pytest.mark.parametrize("family", sorted(IWDG))
