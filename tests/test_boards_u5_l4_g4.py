@@ -35,3 +35,21 @@ def test_u575_l476_g474_split_compiles_and_builds(tmp_path: Path) -> None:
     assert used == {"u5", "l4", "g4"}
     assert {d.mcu for d in manifest.devices} == {"STM32U575ZI", "STM32L476RG", "STM32G474RE"}
     assert check_builds(out, tmp_path / "cache") == 3
+
+
+@pytest.mark.parametrize(
+    ("board", "device"),
+    [('board = "NUCLEO-L552ZE-Q"', "l5"), ('board = "nucleo-f411re"', "f4"),
+     ('board = "nucleo-f746zg"', "f7"), ('mcu = "STM32U585AI"', "u5")],
+)  # fmt: skip
+def test_other_new_parts_build_as_planned(tmp_path: Path, board: str, device: str) -> None:
+    """The other new parts, each alone with MLPerf Tiny's keyword-spotting model (int8): the
+    firmware cross-builds, weights and arena equal the plan, code within the size table's 2 %."""
+    target = tmp_path / "boards.toml"
+    target.write_text(f'[link]\nbaud = 115200\n[[device]]\nname = "{device}"\n{board}\n')
+    out = tmp_path / "out"
+    model = ROOT / "models" / "mlperf_kws_ds_cnn_int8.tflite"
+    with pytest.raises(SystemExit) as info:
+        main(["compile", str(model), "--target", str(target), "-o", str(out)])
+    assert info.value.code in (0, None)
+    assert check_builds(out, tmp_path / "cache") == 1
