@@ -31,7 +31,27 @@ def test_catalog_matches_thesis_table_2() -> None:
         assert (part.flash_kib, part.ram_kib, part.clock_mhz, part.cpm) == (
             row["flash_kb"], row["ram_kb"], row["mhz"], row["cpm"],
         ), name  # fmt: skip
-    assert len(parts()) == 13
+    assert len(parts()) == 20
+
+
+#: Issue 31's parts: (flash KiB, RAM KiB, MHz, family, FPU), from their datasheets (DS13737
+#: U575, DS13086 U585, DS12736 L552, DS12288 G474, DS10314 F411, DS10198 L476, DS10916 F746).
+NEW_PARTS = {
+    "STM32U575ZI": (2048, 784, 160, "U5", "fpv5-sp-d16"),
+    "STM32U585AI": (2048, 784, 160, "U5", "fpv5-sp-d16"),
+    "STM32L552ZE": (512, 256, 110, "L5", "fpv5-sp-d16"),
+    "STM32G474RE": (512, 128, 170, "G4", "fpv4-sp-d16"),
+    "STM32F411RE": (512, 128, 100, "F4", "fpv4-sp-d16"),
+    "STM32L476RG": (1024, 128, 80, "L4", "fpv4-sp-d16"),
+    "STM32F746ZG": (1024, 320, 216, "F7", "fpv5-sp-d16"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEW_PARTS))
+def test_issue_31_parts(name: str) -> None:
+    p = get_part(name.lower())  # part names match in any case
+    assert (p.flash_kib, p.ram_kib, p.clock_mhz, p.family, p.fpu) == NEW_PARTS[name]
+    assert p.name == name and p.ram_regions[0][1] == 0x2000_0000
 
 
 def test_catalog_extra_parts_and_layouts() -> None:

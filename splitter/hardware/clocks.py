@@ -1,12 +1,15 @@
 """Clock trees of the real parts: oscillator -> PLL -> SYSCLK, buses, flash wait states, power.
 
-Every STM32 boots from an internal RC oscillator (F4/F7/G0 HSI 16 MHz, H7 HSI 64 MHz, L4 MSI
-4 MHz); the catalog's clock needs the PLL. :func:`plan_clock` computes, in Python, the PLL
-factors (a small exhaustive search under the reference manual's VCO input / output limits), the
-bus prescalers (each bus at most its datasheet maximum), the flash wait states, voltage scaling
-and over-drive / boost, and returns a :class:`ClockTree` whose :attr:`ClockTree.steps` the
-firmware's ``clock_init()`` executes in order (``startup.c.j2`` only loops over them). Every
-value cites its reference-manual (RM) section in the rule that produces it.
+Every STM32 boots from an internal RC oscillator (F4/F7/G0/G4 HSI 16 MHz, H7 HSI 64 MHz, L4/L5
+MSI 4 MHz, U5 MSIS 4 MHz); the catalog's clock needs the PLL. :func:`plan_clock` computes, in
+Python, the PLL factors (a small exhaustive search under the reference manual's VCO input /
+output limits), the bus prescalers (each bus at most its datasheet maximum), the flash wait
+states, voltage scaling and over-drive / boost, and returns a :class:`ClockTree` whose
+:attr:`ClockTree.steps` the firmware's ``clock_init()`` executes in order (``startup.c.j2`` only
+loops over them). Every value cites its reference-manual (RM) section in the rule that produces
+it. Every wait is bounded (:data:`WAITS`, :func:`bound`); with an HSE the tree carries the same
+clock planned from the internal oscillator, which ``clock_init()`` runs when the HSE does not
+start, and ``splitter_clock_status`` (``clock_status.h``) says what happened.
 
 The emulator build (QEMU, ``splitter/hardware/qemu.py``) skips all of this: QEMU does not model
 RCC and runs its SoC at a fixed clock (``EMULATOR.clock_hz``).
