@@ -47,6 +47,7 @@ check: $(STAMP)
 	$(VENV)/bin/ruff check splitter tests benchmarks
 	$(VENV)/bin/ruff format --check splitter tests benchmarks
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 models: $(STAMP)
 	$(PY) models/build.py
@@ -61,13 +62,13 @@ clean:
 # The firmware code / runtime RAM size table the planner uses (splitter/cost/code_sizes.json),
 # measured from real arm-none-eabi-gcc builds; tests/test_code_table.py says when it is stale.
 code-sizes: system-deps $(STAMP)
-	PYTHONPATH=$(CURDIR) $(PY) -m splitter.link.code_table
+	PYTHONPATH=$(CURDIR) $(PY) -m splitter.measure.code_table
 
 # The kernel cost table the planner's compute estimate uses (splitter/cost/kernel_costs.json):
 # every layer of models/ and a shape grid run under QEMU -icount, per-kernel fits;
 # tests/test_kernel_table.py says when it is stale.
 costs: system-deps $(STAMP)
-	PYTHONPATH=$(CURDIR) $(PY) -m splitter.link.kernel_table
+	PYTHONPATH=$(CURDIR) $(PY) -m splitter.measure.kernel_table
 
 # Coverage-guided fuzzing (atheris) of the importers, the boards / profile parsers, the manifest
 # readers and the frame decoder: FUZZ_SECONDS per target, numbers in benchmarks/results/fuzz.md,

@@ -46,7 +46,7 @@ from splitter.bench.calibrate import (  # noqa: E402
     load_bench,
 )
 from splitter.bench.estimate import compute_seconds, submodel_costs  # noqa: E402
-from splitter.bench.report import write_bench  # noqa: E402
+from splitter.bench.results import write_bench  # noqa: E402
 from splitter.bench.runner import BenchConfig, bench  # noqa: E402
 from splitter.hardware.boards import boards_from_dict, for_prediction, load_boards  # noqa: E402
 from splitter.manifest import read_manifest  # noqa: E402

@@ -26,10 +26,10 @@ from splitter.errors import SplitterError  # noqa: E402
 from splitter.hardware.boards import load_boards  # noqa: E402
 from splitter.importers import load_chain  # noqa: E402
 from splitter.ir import Chain  # noqa: E402
-from splitter.link.build import build_all  # noqa: E402
 from splitter.manifest import read_manifest  # noqa: E402
 from splitter.partition.granularity import auto_granularity  # noqa: E402
 from splitter.partition.partial import plan_partial  # noqa: E402
+from splitter.toolchain.build import build_all  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "code_fit.md"
 

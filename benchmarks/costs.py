@@ -45,7 +45,7 @@ from splitter.cost.kernels import (  # noqa: E402
 )
 from splitter.errors import SplitterError  # noqa: E402
 from splitter.hardware.qemu import EMULATOR  # noqa: E402
-from splitter.link.build import run_make  # noqa: E402
+from splitter.toolchain.build import run_make  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 MODELS = ROOT / "models"

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from test_e2e_support import compile_and_build, planner_errors  # noqa: E402
 
 from splitter.bench.calibrate import CalibrationRefused, calibrate  # noqa: E402
-from splitter.bench.report import write_bench  # noqa: E402
+from splitter.bench.results import write_bench  # noqa: E402
 from splitter.bench.runner import BenchConfig, bench  # noqa: E402
 
 CASES = (

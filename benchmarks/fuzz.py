@@ -42,7 +42,7 @@ MODULES = {
     "profile": ["splitter.importers.profile"],
     "plan": ["splitter.manifest"],
     "wiring": ["splitter.manifest"],
-    "frames": ["splitter.link.protocol"],
+    "frames": ["splitter.protocol"],
 }
 TARGET_NAMES = tuple(MODULES)
 #: target -> the source files whose line coverage the final corpus is measured on
@@ -53,7 +53,7 @@ COVERED = {
     "profile": ["splitter/importers/profile.py"],
     "plan": ["splitter/manifest.py"],
     "wiring": ["splitter/manifest.py"],
-    "frames": ["splitter/link/protocol.py"],
+    "frames": ["splitter/protocol.py"],
 }
 
 

@@ -44,7 +44,7 @@ def ensure_model() -> Path:
 
 def time_once(path: Path) -> dict[str, float]:
     """Seconds of import, analysis and report for one run."""
-    from splitter.cost.report import chain_report
+    from splitter.cost.layer_table import chain_report
     from splitter.graph.chain import build_chain
     from splitter.importers import load_graph
 

@@ -63,7 +63,7 @@ def _plan(path: Path) -> dict[str, Any]:
     from splitter.hardware.boards import load_boards
     from splitter.importers import load_chain
     from splitter.manifest import submodel_boundaries
-    from splitter.partition.report import plan_chain
+    from splitter.partition.planner import plan_chain
 
     chain = load_chain(path, granularity="op")
     start = time.perf_counter()

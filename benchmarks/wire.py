@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from splitter.hardware.boards import load_boards  # noqa: E402
 from splitter.importers import load_chain  # noqa: E402
-from splitter.partition.report import build_manifest, plan_chain  # noqa: E402
+from splitter.partition.planner import build_manifest, plan_chain  # noqa: E402
 
 MODELS, BOARDS = ROOT / "models", ROOT / "models" / "boards"
 PLANNED = (
@@ -88,8 +88,8 @@ def planned(model: str, boards_file: str) -> dict[str, Any]:
 def exhaustive(model: str, boards_file: str) -> list[dict[str, Any]]:
     """Per objective: the planner's plan against the best of every assignment that fits."""
     from splitter.ir import Plan, SubModel
+    from splitter.partition.planner import _overflows, chain_problem
     from splitter.partition.problem import better, evaluate
-    from splitter.partition.report import _overflows, chain_problem
 
     boards, chain = load_boards(BOARDS / boards_file), load_chain(MODELS / model)
     problem = chain_problem(chain, boards, upper=False)
@@ -126,7 +126,7 @@ def measured(model: str, boards_file: str, tmp: Path) -> dict[str, Any]:
     from test_wire_bytes import one_counted_run, predicted_bytes
 
     from splitter.bench.runner import BenchConfig, open_session, random_input
-    from splitter.link.host import to_wire
+    from splitter.device.host import to_wire
     from splitter.manifest import read_manifest
 
     out = compile_and_build(model, boards_file, tmp / model.split(".")[0])

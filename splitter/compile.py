@@ -26,6 +26,7 @@ from typing import Any
 
 from splitter.codegen.escape import md_code, md_text
 from splitter.errors import InputFileError, SolverError, UnsupportedOpError, ValidationError
+from splitter.graph.split import LayerSplit
 from splitter.importers import LoadedModel
 from splitter.ir import Boards, Chain, Plan, SubModel, TensorSpec
 from splitter.manifest import MANIFEST_FILE, PlanManifest
@@ -75,6 +76,10 @@ class CompileOptions:
     host_io: bool = True
     #: PEX partial execution: "off", "auto" or "on" (:mod:`splitter.partition.partial`)
     partial_execution: str = "auto"
+    #: layer splits (:mod:`splitter.partition.layer_split`): "auto" (layers no board holds),
+    #: "search" (also try the heaviest layer), "off"; and the user's fixed ``{layer: k}``
+    split: str = "auto"
+    split_layers: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,6 +108,7 @@ class CompileResult:
             "gap": self.plan.gap,
             "latency_s": self.plan.latency_s,
             "throughput_per_s": self.plan.throughput_per_s,
+            "energy_j": self.plan.energy_j,
             "prediction": "emulator" if self.manifest.emulated else "boards",
             "calibration": self.manifest.calibration,
             "submodels": [
@@ -147,8 +153,12 @@ def compile_model(
         check_input_files(chain, opts.input_files)
         check_data_file(chain, opts)
     with clock("plan", "solving the partition"):
-        chain, plan = make_plan(chain, boards, opts)
-    manifest = make_manifest(plan, chain, boards, model, target, opts)
+        chain, plan, splits = make_split_plan(chain, boards, opts)
+    if splits:
+        from splitter.slicing.split_source import split_loaded
+
+        loaded = split_loaded(loaded, splits)
+    manifest = make_manifest(plan, chain, boards, model, target, opts, splits)
     cuts = cuts_from_manifest(manifest)
     with clock("slice", f"slicing into {len(cuts)} sub-models"):
         sliced = slice_model(loaded, cuts)
@@ -232,6 +242,26 @@ def check_data_file(chain: Chain, opts: CompileOptions) -> None:
     load_labelled(opts.data_file, chain.layers[0].output, prod(chain.layers[-1].output.shape))
 
 
+def make_split_plan(
+    chain: Chain, boards: Boards, opts: CompileOptions
+) -> tuple[Chain, Plan, tuple[LayerSplit, ...]]:
+    """:func:`make_plan` over the layer splits of :mod:`splitter.partition.layer_split`: the
+    chain planned (the op chain of the split graph when a layer is split), the plan and the
+    splits."""
+    from splitter.partition.layer_split import op_chain_of, plan_with_splits
+
+    found = plan_with_splits(
+        chain,
+        boards,
+        lambda c: make_plan(c, boards, opts),
+        op_chain_of(opts.activation_bytes),
+        requested=opts.split_layers,
+        mode=opts.split,
+        objective=opts.objective,
+    )
+    return found.chain, found.plan, found.splits
+
+
 def make_plan(chain: Chain, boards: Boards, opts: CompileOptions) -> tuple[Chain, Plan]:
     """Solve the partition, or evaluate ``opts.assignment`` when one is given (with
     ``partial_execution="on"`` the assignment is over the chain with its loops fused); returns
@@ -261,8 +291,8 @@ def plan_from_assignment(
     host_io: bool = True,
 ) -> Plan:
     """A :class:`Plan` for a given per-layer device assignment (SPEC.md objectives)."""
+    from splitter.partition.planner import chain_problem, firmware_overflow
     from splitter.partition.problem import evaluate
-    from splitter.partition.report import chain_problem, firmware_overflow
 
     problem = chain_problem(chain, boards, upper=False, host_io=host_io)
     ev = evaluate(problem, assignment)
@@ -293,9 +323,10 @@ def make_manifest(
     model: str | Path,
     target: str | Path,
     opts: CompileOptions,
+    splits: Sequence[LayerSplit] = (),
 ) -> PlanManifest:
     """The plan manifest, exactly as ``splitter plan --json`` prints it for the same inputs."""
-    from splitter.partition.report import build_manifest
+    from splitter.partition.planner import build_manifest
 
     return build_manifest(
         plan,
@@ -306,6 +337,7 @@ def make_manifest(
         input_shapes=opts.input_shapes,
         activation_bytes=opts.activation_bytes,
         host_io=opts.host_io,
+        splits=splits,
     )
 
 
@@ -473,6 +505,9 @@ def render_report(
             f"| {sub.cut.index} | {md_text(sub.cut.device)} | {sub.cut.first}..{sub.cut.last} "
             f"| {md_code('submodels/' + sub.file_name)} | {len(sub.data)} | {ins} | {outs} |"
         )
+    if manifest.layer_splits:
+        lines += ["", "## Layer splits", ""]
+        lines += [f"- {md_text(e.describe())}" for e in manifest.layer_splits]
     lines += ["", "## Estimates", "", *_estimate_lines(manifest)]
     lines += ["", "## Validation", "", *_validation_lines(report)]
     lines += ["", "## Firmware", "", firmware or "not requested"]
@@ -497,8 +532,21 @@ def _estimate_lines(m: PlanManifest) -> list[str]:
         f"- throughput (eq. 17): {_rate(m.throughput_per_s)} inferences/s; "
         f"reference [9]: {_rate(m.throughput_ref9_per_s)} inferences/s",
         f"- {m.prediction_note}",
+        _energy_md(m),
         *pex,
     ]
+
+
+def _energy_md(m: PlanManifest) -> str:
+    """The report's energy line: total and per board (``plan.json``'s ``energy``)."""
+    if m.energy is None:
+        return "- energy: not computed (a part has no energy data in splitter/hardware/energy.toml)"
+    boards = "; ".join(
+        f"{md_text(d.name)} ({d.mcu}) {1e3 * d.total_j:.3f} mJ = compute {1e3 * d.compute_j:.3f}"
+        f" + transfer {1e3 * d.transfer_j:.3f} + waiting {1e3 * d.wait_j:.3f}"
+        for d in m.energy.devices
+    )
+    return f"- energy per inference: {1e3 * m.energy.total_j:.3f} mJ ({boards})"
 
 
 def _rate(x: float | None) -> str:

@@ -69,3 +69,7 @@ def escaped(text: object) -> str:
     """``text`` with newlines and control characters escaped, without quotes (for labels such as
     ``Conv (conv_1)`` that already bracket the name)."""
     return quoted(text)[1:-1]
+
+
+class SplitRequestError(SplitterError, ValueError):
+    """A ``--split-layer NAME:K`` request names a layer that cannot be split that way."""

@@ -350,7 +350,7 @@ class Plan:
     there, reference-[9] throughput ``1 / max_i (L_i + S_i)``).
     """
 
-    objective: str  # "latency" | "throughput"
+    objective: str  # "latency" | "throughput" | "energy"
     solver: str
     optimal: bool
     nodes: int
@@ -361,5 +361,7 @@ class Plan:
     throughput_per_s: float
     throughput_ref9_per_s: float
     gap: float | None = None  # relative optimality gap when a time limit stopped the solver
+    #: energy of one inference (J), when every device's part has energy data
+    energy_j: float | None = None
     #: nodes per (layer, device) of a branch-and-bound search, when one ran (report heatmaps)
     search: tuple[tuple[int, ...], ...] | None = field(default=None, compare=False, repr=False)

@@ -14,7 +14,7 @@ An unknown schema or a failing check is a :class:`ManifestError` (one line, exit
 
 Timing of the solver run (``solve_time_s``) is deliberately not part of the manifest: the
 manifest is a pure function of the model, the boards and the options, so its hash (the firmware's
-plan tag, :func:`splitter.link.protocol.plan_hash`) is reproducible.
+plan tag, :func:`splitter.protocol.plan_hash`) is reproducible.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -311,6 +311,111 @@ class Segments:
 
 
 @dataclass(frozen=True)
+class DeviceEnergy:
+    """One device's energy of one inference (J) and the powers it was computed with (W)."""
+
+    name: str
+    mcu: str
+    run_w: float
+    wait_w: float
+    compute_j: float
+    transfer_j: float
+    wait_j: float
+    run_table: str
+    wait_table: str
+
+    @property
+    def total_j(self) -> float:
+        """``compute_j + transfer_j + wait_j``."""
+        return self.compute_j + self.transfer_j + self.wait_j
+
+
+@dataclass(frozen=True)
+class Energy:
+    """Energy of one inference of the plan (``splitter.partition.problem.energy_breakdown``):
+    every board powered for the latency, at run power while computing or sending, at sleep
+    power otherwise. The JSON form is derived from the fields (:func:`_record_dict`)."""
+
+    total_j: float
+    model: str
+    devices: tuple[DeviceEnergy, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of ``plan.json``'s ``energy`` key."""
+        return {
+            "total_j": self.total_j,
+            "model": self.model,
+            "devices": [_record_dict(d) for d in self.devices],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Energy:
+        """Parse :meth:`to_dict`'s object."""
+        devices = tuple(DeviceEnergy(**_record_args(DeviceEnergy, x)) for x in d["devices"])
+        return cls(float(d["total_j"]), str(d["model"]), devices)
+
+
+def _record_dict(record: Any) -> dict[str, Any]:
+    """A flat record's fields as a JSON object (the codec derived from the dataclass)."""
+    return {f.name: getattr(record, f.name) for f in fields(record)}
+
+
+def _record_args(cls: Any, d: Mapping[str, Any]) -> dict[str, Any]:
+    """The constructor arguments of flat record ``cls`` from its JSON object, each converted
+    to its field's type (``str`` or ``float``)."""
+    return {f.name: (str if f.type == "str" else float)(d[f.name]) for f in fields(cls)}
+
+
+@dataclass(frozen=True)
+class LayerSplitEntry:
+    """A layer split inside the plan (issue 27, :mod:`splitter.partition.layer_split`): op
+    ``layer`` (``channels`` output channels) in ``slices`` slices of channel ``ranges``, slice
+    ``i`` on device ``devices[i]``; ``carried_bytes`` what the cuts from its first slice to its
+    concat send over links (the shared input and the slices done so far)."""
+
+    layer: str
+    channels: int
+    slices: int
+    ranges: tuple[tuple[int, int], ...]
+    devices: tuple[str, ...]
+    carried_bytes: int
+
+    def describe(self) -> str:
+        """One line for ``plan`` and report.md: the layer, its slices and their devices."""
+        where = ", ".join(
+            f"{r0}-{r1 - 1} on {dev}"
+            for (r0, r1), dev in zip(self.ranges, self.devices, strict=True)
+        )
+        return (
+            f"layer {self.layer} split into {self.slices} slices of its {self.channels} output "
+            f"channels ({where}); the cuts between its slices carry {self.carried_bytes} B"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``layer_splits`` entry of plan.json (docs/split-layer.md)."""
+        return {
+            "layer": self.layer,
+            "channels": self.channels,
+            "slices": self.slices,
+            "ranges": [list(r) for r in self.ranges],
+            "devices": list(self.devices),
+            "carried_bytes": self.carried_bytes,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LayerSplitEntry:
+        """Parse a ``layer_splits`` entry."""
+        return cls(
+            layer=str(d["layer"]),
+            channels=int(d["channels"]),
+            slices=int(d["slices"]),
+            ranges=tuple((int(a), int(b)) for a, b in d["ranges"]),
+            devices=tuple(str(x) for x in d["devices"]),
+            carried_bytes=int(d["carried_bytes"]),
+        )
+
+
+@dataclass(frozen=True)
 class PlanManifest:
     """The plan as every later stage sees it; see the module docstring."""
 
@@ -360,6 +465,12 @@ class PlanManifest:
     #: LO-SC segments of a segmented device (``splitter segment``, ``plan --segments``); None
     #: for a split plan, whose JSON then has no ``segments`` key (earlier hashes unchanged)
     segments: Segments | None = None
+    #: energy of one inference; None when a device's part has no energy data (the JSON then
+    #: has no ``energy`` key)
+    energy: Energy | None = None
+    #: layers split into output-channel slices (issue 27); empty for a plan without, whose
+    #: JSON then has no ``layer_splits`` key (earlier hashes unchanged)
+    layer_splits: tuple[LayerSplitEntry, ...] = ()
 
     # --- views ------------------------------------------------------------------------------
 
@@ -467,6 +578,12 @@ class PlanManifest:
             "submodels": [_submodel_dict(s) for s in self.submodels],
             "links": self.links(),
             **({} if self.segments is None else {"segments": _segments_dict(self.segments)}),
+            **({} if self.energy is None else {"energy": self.energy.to_dict()}),
+            **(
+                {"layer_splits": [e.to_dict() for e in self.layer_splits]}
+                if self.layer_splits
+                else {}
+            ),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -1006,6 +1123,8 @@ def _parse(data: Mapping[str, Any]) -> PlanManifest:
         schema=str(data["schema"]),
         emulated=str(data.get("prediction", "boards")) == "emulator",
         segments=None if data.get("segments") is None else _parse_segments(data["segments"]),
+        energy=None if data.get("energy") is None else Energy.from_dict(data["energy"]),
+        layer_splits=tuple(LayerSplitEntry.from_dict(e) for e in data.get("layer_splits", ())),
         **_parse_host_io(data),
     )
 

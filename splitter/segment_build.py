@@ -149,9 +149,9 @@ def prepare_segmented(
     from splitter.codegen.firmware import DeviceSpec, build_plan_context
     from splitter.codegen.segments import generate_segmented_c, segments_record
     from splitter.hardware.families import family_for
-    from splitter.link.protocol import plan_hash
+    from splitter.protocol import plan_hash
 
-    core = family_for(device.part.family).core
+    core = family_for(device.part.family).core.name
     step("generating the segment firmware")
     gen = generate_segmented_c(
         chain, units, answer.segments, device.name, core=core, extflash=extflash is not None
@@ -176,7 +176,7 @@ def prepare_segmented(
     record = segments_record(chain, units, answer.segments, gen, extra)
     _add_estimates(record, chain, device, units, answer, load_rate(boards, device, extflash))
     # what the host's streaming takes (the emulator build streams even with external flash):
-    # the result deadline `run` extends (splitter.link.segments.WeightServer)
+    # the result deadline `run` extends (splitter.device.segments.WeightServer)
     record["stream_s"] = len(gen.blob) * load_rate(boards, device, None).s_per_byte
     manifest, plan = segmented_manifest(
         chain, boards, device, gen.region_bytes, model, target, answer, segments_digest(gen)
@@ -232,7 +232,7 @@ def plan_segments(
         raise UnsupportedOpError(f"{model}: a layer profile has no weights to run; give the model")
     cap = firmware_cap(device)
     step("cutting the model into units")
-    units = chain_units(chain, cap, core=family_for(device.part.family).core)
+    units = chain_units(chain, cap, core=family_for(device.part.family).core.name)
     step("solving the LO-SC segmentation (cpsat)")
     ext = device_extflash(device)
     problem = unit_problem(chain, boards, device, units, cap, None, load_rate(boards, device, ext))
@@ -412,7 +412,7 @@ def segmented_manifest(
     """plan.json of a segmented device: one sub-model, FLASH 0 (weights outside internal
     flash), RAM = the region; the loader's RAM is added to the device's runtime RAM."""
     from splitter.codegen.segments import LOADER_RAM_BYTES
-    from splitter.partition.report import build_manifest
+    from splitter.partition.planner import build_manifest
 
     if chain.graph is None:
         raise UnsupportedOpError(f"{model}: a layer profile has no weights to run; give the model")

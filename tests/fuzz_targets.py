@@ -94,8 +94,8 @@ def wiring_manifest(data: bytes) -> None:
 
 
 def frame_decoder(data: bytes) -> None:
-    """``splitter.link.protocol.FrameDecoder``: the first byte splits the stream in two."""
-    from splitter.link.protocol import MAX_PAYLOAD, OVERHEAD, FrameDecoder, encode_frame
+    """``splitter.protocol.FrameDecoder``: the first byte splits the stream in two."""
+    from splitter.protocol import MAX_PAYLOAD, OVERHEAD, FrameDecoder, encode_frame
 
     cut = data[0] % max(len(data), 1) if data else 0
     stream = data[1:]
@@ -178,7 +178,7 @@ def _compiled(target: str) -> bytes:
 
 
 def _frame_seeds() -> list[bytes]:
-    from splitter.link.protocol import FrameType, Pong, encode_frame, encode_pong
+    from splitter.protocol import FrameType, Pong, encode_frame, encode_pong
 
     pong = encode_pong(Pong(1, 0, 1, "00" * 8, "a", 1))
     frames = [encode_frame(t, s, b"x" * s) for s, t in enumerate(FrameType)]

@@ -101,6 +101,37 @@ MODELS = {
     ),
 }
 MODELS["F7"] = MODELS["F4"]
+U5_RCC, U5_PWR = 0x4602_0C00, 0x4602_0800
+# RM0440 7.4.1 RCC_CR: HSION 8 -> HSIRDY 10, HSEON 16 -> HSERDY 17, PLLON 24 -> PLLRDY 25;
+# 7.4.3 SWS[3:2] = SW; reset values 7.4.1 (HSI16 on and ready), 7.4.4, 6.4.6 (R1MODE = 1),
+# 5.7.1 (ICEN, DCEN)
+MODELS["G4"] = Model(
+    MODELS["L4"].ready,
+    (Follows(L4_RCC + 0x08, 0, 2, 2),),
+    {L4_RCC: 0x0000_0500, L4_RCC + 0x0C: 0x0000_1000, L4_PWR + 0x80: 0x0000_0100,
+     0x4002_2000: 0x0000_0600},
+)  # fmt: skip
+# RM0438 9.8.1 (as RM0351 6.4.1), 9.8.3 SWS; 8.6.1 PWR_CR1 resets to VOS = 10 (range 2);
+# PWR_SR2.VOSF (8.6.10) reads 0: the voltage is reached at once
+MODELS["L5"] = Model(
+    MODELS["L4"].ready,
+    (Follows(L4_RCC + 0x08, 0, 2, 2),),
+    {L4_RCC: 0x0000_0063, L4_RCC + 0x0C: 0x0000_1000, L4_PWR: 0x0000_0400},
+)
+# RM0456 11.8.1 RCC_CR: HSION 8 -> HSIRDY 10, HSEON 16 -> HSERDY 17, PLL1ON 24 -> PLL1RDY 25;
+# 11.8.8 RCC_CFGR1 SWS[3:2] = SW; 10.10.4 PWR_VOSR: VOSRDY 15 once VOS is written, BOOSTRDY 14
+# once BOOSTEN (18) is set; RCC_CR resets with MSIS on and ready (11.8.1)
+MODELS["U5"] = Model(
+    (
+        Ready(U5_RCC, 1 << 8, U5_RCC, 10),
+        Ready(U5_RCC, 1 << 16, U5_RCC, 17),
+        Ready(U5_RCC, 1 << 24, U5_RCC, 25),
+        Ready(U5_PWR + 0x0C, 0, U5_PWR + 0x0C, 15),
+        Ready(U5_PWR + 0x0C, 1 << 18, U5_PWR + 0x0C, 14),
+    ),
+    (Follows(U5_RCC + 0x1C, 0, 2, 2),),
+    {U5_RCC: 0x0000_0035},
+)
 
 
 def field(regs: Mapping[int, int], addr: int, shift: int, width: int) -> int:
@@ -161,7 +192,10 @@ def decode_l4(regs: Mapping[int, int], hse: int, g0: bool = False) -> dict[str, 
     r = field(regs, pll, 29, 3) + 1 if g0 else 2 * (field(regs, pll, 25, 2) + 1)
     f_pll = src / m * n / r
     sw = field(regs, L4_RCC + 0x08, 0, 3 if g0 else 2)
-    sys = ({0: 16 * MHZ, 1: hse, 2: f_pll} if g0 else {0: 4 * MHZ, 1: 16 * MHZ, 3: f_pll})[sw]
+    # L4 / L5 / G4 (RM0351 6.4.3, RM0438 9.8.3, RM0440 7.4.3): 0 MSI 4 MHz, 1 HSI16, 2 HSE, 3 PLL
+    sys = ({0: 16 * MHZ, 1: hse, 2: f_pll} if g0 else {0: 4 * MHZ, 1: 16 * MHZ, 2: hse, 3: f_pll})[
+        sw
+    ]
     cfgr = L4_RCC + 0x08
     hclk = sys / _ahb(field(regs, cfgr, 8 if g0 else 4, 4))
     if g0:
@@ -173,12 +207,35 @@ def decode_l4(regs: Mapping[int, int], hse: int, g0: bool = False) -> dict[str, 
     }
 
 
+def decode_u5(regs: Mapping[int, int], hse: int) -> dict[str, float]:
+    """RM0456 11.8.11 / 11.8.14: f = src / (PLL1M + 1) * (PLL1N + 1) / (PLL1R + 1); SW in
+    RCC_CFGR1[1:0] (0 MSIS 4 MHz, 1 HSI16, 2 HSE, 3 PLL1); HPRE / PPRE1 / PPRE2 in RCC_CFGR2
+    (11.8.9), PPRE3 in RCC_CFGR3 (11.8.10)."""
+    cfgr = U5_RCC + 0x28
+    src = {2: 16 * MHZ, 3: hse}.get(field(regs, cfgr, 0, 2), 0)
+    m = field(regs, cfgr, 8, 4) + 1
+    divr = U5_RCC + 0x34
+    n, r = field(regs, divr, 0, 9) + 1, field(regs, divr, 24, 7) + 1
+    sw = field(regs, U5_RCC + 0x1C, 0, 2)
+    sys = {0: 4 * MHZ, 1: 16 * MHZ, 2: hse, 3: src / m * n / r}[sw]
+    hclk = sys / _ahb(field(regs, U5_RCC + 0x20, 0, 4))
+    return {
+        "SYSCLK": sys,
+        "APB1": hclk / _apb(field(regs, U5_RCC + 0x20, 4, 3)),
+        "APB2": hclk / _apb(field(regs, U5_RCC + 0x20, 8, 3)),
+        "APB3": hclk / _apb(field(regs, U5_RCC + 0x24, 4, 3)),
+    }
+
+
 DECODERS: dict[str, Callable[[Mapping[int, int], int], dict[str, float]]] = {
     "F4": decode_f4,
     "F7": decode_f4,
     "H7": decode_h7,
     "L4": decode_l4,
     "G0": lambda regs, hse: decode_l4(regs, hse, g0=True),
+    "G4": decode_l4,
+    "L5": decode_l4,
+    "U5": decode_u5,
 }
 
 
@@ -249,6 +306,23 @@ _L4_80 = (
     (L4_ACR, 0, 3, 4, "RM0394 3.3.3 table 9: 4 WS at 64-80 MHz, range 1"),
     (L4_ACR, 8, 3, 7, "RM0394 3.7.1: PRFTEN, ICEN, DCEN"),
     (L4_RCC + 0x08, 0, 2, 3, "RM0394 6.4.3: SW = PLL"),
+)
+
+U5_PLL1, U5_DIVR = U5_RCC + 0x28, U5_RCC + 0x34
+_U5_160 = (
+    (U5_RCC + 0x94, 2, 1, 1, "RM0456 11.8.28: RCC_AHB3ENR.PWREN"),
+    (U5_PWR + 0x0C, 16, 2, 3, "RM0456 10.10.4: PWR_VOSR.VOS = 11, range 1 above 110 MHz"),
+    (U5_PWR + 0x0C, 18, 1, 1, "RM0456 10.5.4 / 10.10.4: BOOSTEN above 55 MHz"),
+    (U5_PLL1, 0, 2, 2, "RM0456 11.8.11: PLL1SRC = HSI16"),
+    (U5_PLL1, 2, 2, 3, "RM0456 11.8.11: PLL1RGE = 8-16 MHz input"),
+    (U5_PLL1, 8, 4, 0, "RM0456 11.8.11: PLL1M = 1"),
+    (U5_PLL1, 12, 4, 0, "RM0456 11.8.11: PLL1MBOOST = /1 (EPOD input 16 MHz)"),
+    (U5_PLL1, 18, 1, 1, "RM0456 11.8.11: PLL1REN"),
+    (U5_DIVR, 0, 9, 19, "RM0456 11.8.14: PLL1N = 20, VCO 320 MHz (128-544)"),
+    (U5_DIVR, 24, 7, 1, "RM0456 11.8.14: PLL1R = 2 -> 160 MHz"),
+    (0x4002_2000, 0, 4, 4, "RM0456 7.3.3 table 54: 4 WS at 128-160 MHz, range 1"),
+    (0x4002_2000, 8, 1, 1, "RM0456 7.9.1: PRFTEN"),
+    (U5_RCC + 0x1C, 0, 2, 3, "RM0456 11.8.8: RCC_CFGR1.SW = PLL1"),
 )
 
 PARTS: dict[str, Expect] = {
@@ -400,6 +474,96 @@ PARTS: dict[str, Expect] = {
         (("USART2", 0x4000_4400, "APB1", 556, (L4_RCC + 0x3C, 17), (("PA2", 1), ("PA3", 1))),
          ("USART1", 0x4001_3800, "APB1", 556, (L4_RCC + 0x40, 14), (("PA9", 1), ("PA10", 1)))),
     ),
+    "STM32F411RE": Expect(
+        "nucleo-f411re", 0, 100 * MHZ,
+        (
+            (F4_PLL, 0, 6, 8, "RM0383 6.3.2: PLLM = 8, 2 MHz VCO input"),
+            (F4_PLL, 6, 9, 100, "RM0383 6.3.2: PLLN = 100, VCO 200 MHz (100-432)"),
+            (F4_PLL, 16, 2, 0, "RM0383 6.3.2: PLLP = 2 -> 100 MHz"),
+            (F4_PWR, 14, 2, 3, "RM0383 5.4.1: VOS = scale 1 above 84 MHz"),
+            (F4_ACR, 0, 4, 3, "RM0383 3.4 table 5: 3 WS at 90-100 MHz, 2.7-3.6 V"),
+            (F4_CFGR, 10, 3, 4, "RM0383 6.3.3: PPRE1 = /2 (APB1 50 MHz max)"),
+            (F4_CFGR, 13, 3, 0, "RM0383 6.3.3: PPRE2 = /1 (APB2 100 MHz)"),
+            (F4_CFGR, 0, 2, 2, "RM0383 6.3.3: SW = PLL"),
+        ),
+        _f4_links(434, 868),  # 50 MHz / 115200 = 434.0, 100 MHz: 868.1
+    ),
+    "STM32F746ZG": Expect(
+        "nucleo-f746zg", 8 * MHZ, 216 * MHZ,
+        (
+            (F4_RCC, 16, 3, 0b101, "RM0385 5.3.1: HSEON + HSEBYP (ST-LINK MCO, UM1974 6.7.1)"),
+            (F4_PLL, 0, 6, 4, "RM0385 5.3.2: PLLM = 4, 2 MHz VCO input"),
+            (F4_PLL, 6, 9, 216, "RM0385 5.3.2: PLLN = 216, VCO 432 MHz"),
+            (F4_PLL, 22, 1, 1, "RM0385 5.3.2: PLLSRC = HSE"),
+            (F4_PWR, 16, 2, 3, "RM0385 4.1.4 / 4.4.1: ODEN + ODSWEN above 180 MHz"),
+            (F4_ACR, 0, 4, 7, "RM0385 3.3.2: 7 WS at 210-216 MHz, 2.7-3.6 V"),
+            (F4_CFGR, 10, 3, 5, "RM0385 5.3.3: PPRE1 = /4 (APB1 54 MHz max)"),
+            (F4_CFGR, 13, 3, 4, "RM0385 5.3.3: PPRE2 = /2 (APB2 108 MHz max)"),
+            (F4_CFGR, 0, 2, 2, "RM0385 5.3.3: SW = PLL"),
+            (0xE000_ED14, 16, 2, 3, "PM0253 4.3.7: CCR.DC + CCR.IC, M7 caches on"),
+        ),
+        (("USART3", 0x4000_4800, "APB1", 469, (F4_RCC + 0x40, 18), (("PD8", 7), ("PD9", 7))),
+         ("USART2", 0x4000_4400, "APB1", 469, (F4_RCC + 0x40, 17), (("PD5", 7), ("PD6", 7)))),
+    ),
+    "STM32L476RG": Expect(
+        "nucleo-l476rg", 0, 80 * MHZ,
+        (
+            (L4_PLL, 0, 2, 2, "RM0351 6.4.4: PLLSRC = HSI16"),
+            (L4_PLL, 4, 3, 0, "RM0351 6.4.4: PLLM = 1 (16 MHz VCO input, 4-16)"),
+            (L4_PLL, 8, 7, 10, "RM0351 6.4.4: PLLN = 10, VCO 160 MHz (64-344)"),
+            (L4_PLL, 24, 3, 1, "RM0351 6.4.4: PLLREN, PLLR = 2 -> 80 MHz"),
+            (L4_ACR, 0, 3, 4, "RM0351 3.3.3 table 11: 4 WS at 64-80 MHz, range 1"),
+            (L4_RCC + 0x08, 0, 2, 3, "RM0351 6.4.3: SW = PLL"),
+        ),
+        (("USART2", 0x4000_4400, "APB1", 694, (L4_RCC + 0x58, 17), (("PA2", 7), ("PA3", 7))),
+         ("USART1", 0x4001_3800, "APB2", 694, (L4_RCC + 0x60, 14), (("PA9", 7), ("PA10", 7)))),
+    ),
+    "STM32G474RE": Expect(
+        "nucleo-g474re", 24 * MHZ, 170 * MHZ,
+        (
+            (L4_RCC, 16, 3, 0b001, "RM0440 7.4.1: HSEON, no bypass (UM2505: 24 MHz crystal X3)"),
+            (L4_PLL, 0, 2, 3, "RM0440 7.4.4: PLLSRC = HSE"),
+            (L4_PLL, 4, 4, 5, "RM0440 7.4.4: PLLM = 6, 4 MHz VCO input (2.66-16)"),
+            (L4_PLL, 8, 7, 85, "RM0440 7.4.4: PLLN = 85, VCO 340 MHz (96-344)"),
+            (L4_PLL, 24, 3, 1, "RM0440 7.4.4: PLLREN, PLLR = 2 -> 170 MHz"),
+            (L4_PWR + 0x80, 8, 1, 0, "RM0440 6.4.6: PWR_CR5.R1MODE = 0, range 1 boost"),
+            (L4_ACR, 0, 4, 4, "RM0440 5.3.3 table 29: 4 WS at 136-170 MHz, range 1 boost"),
+            (L4_ACR, 8, 3, 7, "RM0440 5.7.1: PRFTEN, ICEN, DCEN"),
+            (L4_RCC + 0x08, 4, 4, 0, "RM0440 7.4.3: HPRE back to /1 after the switch"),
+            (L4_RCC + 0x08, 0, 2, 3, "RM0440 7.4.3: SW = PLL"),
+        ),
+        # LPUART1: 256 x 170 MHz / 115200 = 377777.8; USART1: 170 MHz / 115200 = 1475.7
+        (("LPUART1", 0x4000_8000, "APB1", 377778, (L4_RCC + 0x5C, 0), (("PA2", 12), ("PA3", 12))),
+         ("USART1", 0x4001_3800, "APB2", 1476, (L4_RCC + 0x60, 14), (("PC4", 7), ("PC5", 7)))),
+    ),
+    "STM32L552ZE": Expect(
+        "nucleo-l552ze-q", 0, 110 * MHZ,
+        (
+            (L4_PLL, 0, 2, 2, "RM0438 9.8.4: PLLSRC = HSI16"),
+            (L4_PLL, 4, 4, 3, "RM0438 9.8.4: PLLM = 4, 4 MHz VCO input (4-16)"),
+            (L4_PLL, 8, 7, 55, "RM0438 9.8.4: PLLN = 55, VCO 220 MHz (64-344)"),
+            (L4_PLL, 24, 3, 1, "RM0438 9.8.4: PLLREN, PLLR = 2 -> 110 MHz"),
+            (L4_PWR, 9, 2, 0, "RM0438 8.6.1: PWR_CR1.VOS = 00, range 0 for 110 MHz"),
+            (L4_PWR + 0x04, 9, 1, 1, "RM0438 8.6.2: PWR_CR2.IOSV, VDDIO2 for port G (LPUART1)"),
+            (L4_ACR, 0, 4, 5, "RM0438 6.3.3 table 37: 5 WS at 100-110 MHz, range 0"),
+            (L4_RCC + 0x08, 0, 2, 3, "RM0438 9.8.3: SW = PLL"),
+        ),
+        # LPUART1: 256 x 110 MHz / 115200 = 244444.4; USART2: 110 MHz / 115200 = 954.9
+        (("LPUART1", 0x4000_8000, "APB1", 244444, (L4_RCC + 0x5C, 0), (("PG7", 8), ("PG8", 8))),
+         ("USART2", 0x4000_4400, "APB1", 955, (L4_RCC + 0x58, 17), (("PD5", 7), ("PD6", 7)))),
+    ),
+    "STM32U575ZI": Expect(
+        "nucleo-u575zi-q", 0, 160 * MHZ,
+        _U5_160,
+        (("USART1", 0x4001_3800, "APB2", 1389, (U5_RCC + 0xA4, 14), (("PA9", 7), ("PA10", 7))),
+         ("USART2", 0x4000_4400, "APB1", 1389, (U5_RCC + 0x9C, 17), (("PD5", 7), ("PD6", 7)))),
+    ),
+    "STM32U585AI": Expect(
+        None, 0, 160 * MHZ,
+        _U5_160,
+        (("USART1", 0x4001_3800, "APB2", 1389, (U5_RCC + 0xA4, 14), (("PA9", 7), ("PA10", 7))),
+         ("USART2", 0x4000_4400, "APB1", 1389, (U5_RCC + 0x9C, 17), (("PA2", 7), ("PA3", 7)))),
+    ),
 }  # fmt: skip
 
 #: Per family: GPIO port A base and the RCC register/bit base of the GPIO clock enables
@@ -410,7 +574,58 @@ GPIO = {
     "H7": (0x5802_0000, H7_RCC + 0xE0),
     "L4": (0x4800_0000, L4_RCC + 0x4C),
     "G0": (0x5000_0000, L4_RCC + 0x34),
+    "G4": (0x4800_0000, L4_RCC + 0x4C),  # RM0440 2.2.2 / 7.4.15
+    "L5": (0x4202_0000, L4_RCC + 0x4C),  # RM0438 2.3.2 / 9.8.15 (non-secure)
+    "U5": (0x4202_0000, U5_RCC + 0x8C),  # RM0456 2.3.2 / 11.8.29 (non-secure)
 }
 #: BRR offset per USART layout (RM0090 30.6.3 SR/DR layout: 0x08; RM0410 34.8.4 and the newer
 #: USARTs: 0x0C).
-BRR_OFFSET = {"F4": 0x08, "F7": 0x0C, "H7": 0x0C, "L4": 0x0C, "G0": 0x0C}
+BRR_OFFSET = {"F4": 0x08, "F7": 0x0C, "H7": 0x0C, "L4": 0x0C, "G0": 0x0C, "G4": 0x0C, "L5": 0x0C,
+              "U5": 0x0C}  # fmt: skip
+
+# ------------------------------------------------------------------ clock start-up timeouts ---
+#: Per family: the oscillator running from reset, the clock every wait before the switch polls
+#: at (RM0090 6.2.2 HSI 16 MHz; RM0410 5.2.2 HSI 16 MHz; RM0433 8.5.2 HSI 64 MHz; RM0351 6.2.3
+#: MSI 4 MHz; RM0444 5.2 HSISYS 16 MHz).
+RESET_HZ = {
+    "F4": 16 * MHZ,
+    "F7": 16 * MHZ,
+    "H7": 64 * MHZ,
+    "L4": 4 * MHZ,
+    "G0": 16 * MHZ,
+    "G4": 16 * MHZ,
+    "L5": 4 * MHZ,
+    "U5": 4 * MHZ,
+}  # RM0440 7.2.2, RM0438 9.2.3, RM0456 11.4.1 fmt: skip
+#: Per family: RCC_CR (HSEON bit 16, HSERDY 17, HSEBYP 18 in all of them: RM0090 6.3.1,
+#: RM0433 8.7.2, RM0351 6.4.1, RM0444 5.4.1) and the PLL source field reading "internal
+#: oscillator" ``(address, shift, width, value, source)``.
+HSE_CR = {"F4": F4_RCC, "F7": F4_RCC, "H7": H7_RCC, "L4": L4_RCC, "G0": L4_RCC, "G4": L4_RCC,
+          "L5": L4_RCC, "U5": U5_RCC}  # fmt: skip
+PLL_INTERNAL = {
+    "F4": (F4_RCC + 0x04, 22, 1, 0, "RM0090 6.3.2: PLLSRC = 0, HSI"),
+    "F7": (F4_RCC + 0x04, 22, 1, 0, "RM0410 5.3.2: PLLSRC = 0, HSI"),
+    "H7": (H7_RCC + 0x28, 0, 2, 0, "RM0433 8.7.11: PLLSRC = 0b00, HSI"),
+    "L4": (L4_RCC + 0x0C, 0, 2, 2, "RM0351 6.4.4: PLLSRC = 0b10, HSI16"),
+    "G0": (L4_RCC + 0x0C, 0, 2, 2, "RM0444 5.4.4: PLLSRC = 0b10, HSI16"),
+    "G4": (L4_RCC + 0x0C, 0, 2, 2, "RM0440 7.4.4: PLLSRC = 0b10, HSI16"),
+    "L5": (L4_RCC + 0x0C, 0, 2, 2, "RM0438 9.8.4: PLLSRC = 0b10, HSI16"),
+    "U5": (U5_RCC + 0x28, 0, 2, 2, "RM0456 11.8.11: PLL1SRC = 0b10, HSI16"),
+}
+#: One board per family traced with an HSE that never starts ``(part, board, HSE MHz, bypass)``:
+#: the Nucleo-144 boards' own 8 MHz ST-LINK MCO (UM1974 6.7.1, UM2407 6.8.1); on the
+#: Nucleo-64 boards the same MCO once SB16/SB50 are closed (UM1724 6.7.1).
+HSE_BOARDS = {
+    "F4": ("STM32F446RE", "nucleo-f446re", 8, True),
+    "F7": ("STM32F767ZI", "nucleo-f767zi", 8, True),
+    "H7": ("STM32H743ZI", "nucleo-h743zi", 8, True),
+    "L4": ("STM32L452RE", "nucleo-l452re", 8, True),
+    "G0": ("STM32G071RB", "nucleo-g071rb", 8, True),
+    "G4": ("STM32G474RE", "nucleo-g474re", 24, False),  # its own 24 MHz crystal (UM2505)
+    "L5": ("STM32L552ZE", "nucleo-l552ze-q", 8, True),
+    "U5": ("STM32U575ZI", "nucleo-u575zi-q", 8, True),
+}
+#: HSE start-up timeout (ST's STM32Cube HAL ``HSE_STARTUP_TIMEOUT``, 100 ms) and PLL lock
+#: timeout (``PLL_TIMEOUT_VALUE``, 2 ms), and the fewest cycles a poll takes (a load, a
+#: compare, two branches, a count).
+HSE_TIMEOUT_S, PLL_TIMEOUT_S, POLL_CYCLES = 0.100, 0.002, 4

@@ -155,3 +155,66 @@ def test_missing_board_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize("path", sorted((ROOT / "models" / "boards").glob("*.toml")))
 def test_shipped_board_files_parse(path: Path) -> None:
     assert load_boards(path).devices
+
+
+def _board_file(tmp_path: Path, board: str, baud: int = 115200) -> Path:
+    return _write(tmp_path, f'[link]\nbaud = {baud}\n[[device]]\nname = "a"\nboard = "{board}"\n')
+
+
+@pytest.mark.parametrize(
+    ("written", "board"),
+    [
+        ("NUCLEO-F446RE", "nucleo-f446re"),  # as printed on the board
+        ("Nucleo-H743ZI2", "nucleo-h743zi2"),
+        ("nucleo-h743zi2", "nucleo-h743zi2"),
+        ("NUCLEO-L433RC", "nucleo-l433rc-p"),  # an alias
+    ],
+)
+def test_board_names_in_any_case_and_aliases(tmp_path: Path, written: str, board: str) -> None:
+    """Issue 31: board names match in any case; the plan keeps the catalog's spelling."""
+    dev = load_boards(_board_file(tmp_path, written)).devices[0]
+    assert dev.board == board
+
+
+def test_unknown_board_says_did_you_mean(tmp_path: Path) -> None:
+    """``nucleo-f44re`` is refused with the nearest board and the list of known boards."""
+    path = _board_file(tmp_path, "nucleo-f44re")
+    with pytest.raises(BoardFileError) as info:
+        load_boards(path)
+    msg = str(info.value)
+    assert "did you mean nucleo-f446re?" in msg and str(path) in msg and "\n" not in msg
+    from splitter.hardware.board_catalog import boards
+
+    assert all(name in msg for name in boards())
+
+
+def test_h743zi_and_zi2_differ_by_their_stlink() -> None:
+    """NUCLEO-H743ZI (MB1137, ST-LINK/V2-1, UM1974) and NUCLEO-H743ZI2 (MB1364, STLINK-V3E,
+    UM2407): same part, wiring and HSE; the ST-LINK and so the host link limit differ."""
+    from splitter.hardware.board_catalog import get_board
+
+    zi, zi2 = get_board("nucleo-h743zi", "t"), get_board("nucleo-h743zi2", "t")
+    assert (zi.part, zi.usarts, zi.pins, zi.hse) == (zi2.part, zi2.usarts, zi2.pins, zi2.hse)
+    assert (zi.stlink.version, zi2.stlink.version) == ("V2-1", "V3")
+
+
+@pytest.mark.parametrize(
+    ("board", "baud", "limit"),
+    [("nucleo-f446re", 3_000_000, 2_000_000), ("nucleo-h743zi", 4_000_000, 2_000_000),
+     ("nucleo-h743zi2", 20_000_000, 15_000_000)],
+)  # fmt: skip
+def test_host_link_above_the_stlink_limit_is_refused(
+    tmp_path: Path, board: str, baud: int, limit: int
+) -> None:
+    """Issue 31: a host link faster than the board's ST-LINK virtual COM port carries is refused
+    in one line naming the limit (ST-LINK/V2-1: 2 Mbaud, STLINK-V3: 15 Mbaud)."""
+    path = _board_file(tmp_path, board, baud)
+    with pytest.raises(BoardFileError, match=f"at most {limit} baud") as info:
+        load_boards(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_host_link_at_the_stlink_limit_is_accepted(tmp_path: Path) -> None:
+    """The same H743 at 4 Mbaud: refused on the NUCLEO-H743ZI (V2-1), accepted on the ZI2 (V3):
+    its USART3 divides 120 MHz APB1 by 30."""
+    assert load_boards(_board_file(tmp_path, "nucleo-h743zi2", 4_000_000)).devices

@@ -24,8 +24,8 @@ from splitter.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
 DOC = ROOT / "docs" / "cli-json.md"
-COMMANDS = ("inspect", "ops", "plan", "segment", "compile", "report", "build", "run", "emulate",
-            "bench", "calibrate", "flash")  # fmt: skip
+COMMANDS = ("inspect", "ops", "boards", "plan", "segment", "compile", "report", "build", "run",
+            "emulate", "bench", "calibrate", "flash", "choose")  # fmt: skip
 
 
 def documented() -> dict[str, Any]:
@@ -92,6 +92,7 @@ def test_model_commands(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
     assert_shape(inspect, DOCS["inspect"], "inspect")
     assert inspect["totals"]["layers"] == len(inspect["layers"])
     assert_shape(json_of(capsys, "ops"), DOCS["ops"], "ops")
+    assert_shape(json_of(capsys, "boards"), DOCS["boards"], "boards")
     plan = json_of(capsys, "plan", model, "--target", boards)
     assert_shape(plan, DOCS["plan"], "plan")
     one = tmp_path / "one.toml"
@@ -104,6 +105,11 @@ def test_model_commands(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
     report = json_of(capsys, "report", str(tmp_path / "o"))
     assert_shape(report, DOCS["report"], "report")
     assert report["report"] == str(tmp_path / "o" / "report.html")
+    parts = tmp_path / "parts.toml"
+    parts.write_text('[[part]]\nname = "STM32F405RG"\n[[part]]\nname = "STM32F446RE"\n')
+    choose = json_of(capsys, "choose", model, "--latency-ms", "2000", "--parts", str(parts),
+                     "--max-boards", "2", "--jobs", "1", "-o", str(tmp_path / "c"))  # fmt: skip
+    assert_shape(choose, DOCS["choose"], "choose")
 
 
 def test_newer_options_keep_the_documented_shapes(
@@ -278,8 +284,8 @@ def test_run_names_litert_for_tflite_models(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The output check of a TFLite plan is against LiteRT, and says so."""
+    from splitter.device import run as R
     from splitter.errors import ValidationError
-    from splitter.link import run as R
     from splitter.manifest import read_manifest
 
     out = tmp_path / "o"

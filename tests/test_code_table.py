@@ -1,6 +1,6 @@
 """The code / runtime size table (splitter/cost/code_sizes.json) is fresh and complete.
 
-The table is measured by ``make code-sizes`` (splitter/link/code_table.py) from real
+The table is measured by ``make code-sizes`` (splitter/measure/code_table.py) from real
 arm-none-eabi-gcc builds; its ``sources`` hash covers every file the figures depend on (the
 firmware templates, the kernels, the C generator, the family facts and catalog) and the
 compiler version. A change to any of them without regenerating the table fails here, naming
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import pytest
 
-from splitter.cost.code import CORE_OF_FAMILY, code_table
+from splitter.cost.code import code_table
 from splitter.hardware.catalog import parts
 from splitter.hardware.families import family_for
-from splitter.link.code_table import MAX_LINKS, sources_hash
+from splitter.measure.code_table import MAX_LINKS, sources_hash
 
 pytestmark = [pytest.mark.toolchain]
 
@@ -36,7 +36,7 @@ def test_every_catalog_family_and_core_is_in_the_table() -> None:
         # each further link adds a ring buffer and its state (uart.c), never less RAM
         ram = [runtime[str(k)]["ram"] for k in measured]
         assert ram == sorted(ram) and ram[0] > 2048  # the minimum stack alone is 2 KiB
-        core = table["cores"][CORE_OF_FAMILY[family_for(part.family).core]]
+        core = table["cores"][family_for(part.family).core.key]
         assert "k_conv2d" in core["kernels"] and core["op_kernels"]["conv2d/NCHW/float32>float32"]
 
 

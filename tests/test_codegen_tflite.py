@@ -315,7 +315,7 @@ def test_cross_build_int8_tflite_firmware(name: str, tmp_path: Path) -> None:
     linked ``.weights`` and ``.arena`` sections are the planner's FLASH_i and RAM_i."""
     from splitter.compile import CompileOptions, compile_model
     from splitter.importers import load_chain
-    from splitter.link.build import build_all, check, plan_estimates, section_sizes
+    from splitter.toolchain.build import build_all, check, plan_estimates, section_sizes
 
     chain = load_chain(MODELS_DIR / f"{name}.tflite")
     out = tmp_path / "out"
@@ -347,7 +347,7 @@ def test_int8_plan_on_emulated_boards_equals_litert(name: str, tmp_path: Path) -
     from splitter.cli import main
     from splitter.compile import CompileOptions, compile_model
     from splitter.importers import load_chain
-    from splitter.link.build import run_make
+    from splitter.toolchain.build import run_make
 
     path = MODELS_DIR / f"{name}.tflite"
     chain = load_chain(path)

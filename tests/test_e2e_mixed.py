@@ -56,7 +56,7 @@ def test_bench_refuses_boards_running_another_plan(
     out: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """The boards (QEMUs of the mixed plan) answer PING with another plan hash than OUT's."""
-    from splitter.link.emulator import Emulation
+    from splitter.toolchain.emulator import Emulation
 
     tiny = shared_build(tmp_path_factory, MODEL, "e2e_tiny2.toml", "tiny_other")
     with Emulation(out, icount=True) as emu:

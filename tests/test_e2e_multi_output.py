@@ -19,7 +19,7 @@ from test_cli_json import DOCS, assert_shape
 from test_e2e_support import BOARDS, MODELS, TOL, cli, qemu_pids, random_input
 
 from splitter.compile import CompileOptions, compile_model
-from splitter.link.build import run_make
+from splitter.toolchain.build import run_make
 
 pytestmark = [pytest.mark.slow, pytest.mark.qemu, pytest.mark.toolchain]
 

@@ -8,7 +8,7 @@
   input's two branches cross); bit-exact with LiteRT.
 
 A sub-model receives its input tensors packed from arena offset 0 in plan.json order and leaves
-its outputs packed there (``splitter/graph/oparena.py``), so every hop is one contiguous block.
+its outputs packed there (``splitter/cost/oparena.py``), so every hop is one contiguous block.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from test_e2e_mlperf import litert
 from test_e2e_support import BOARDS, MODELS, TOL, cli, qemu_pids, random_input, reference
 
 from splitter.compile import CompileOptions, compile_model
-from splitter.link.build import run_make
+from splitter.toolchain.build import run_make
 
 pytestmark = [pytest.mark.slow, pytest.mark.qemu, pytest.mark.toolchain]
 

@@ -23,8 +23,8 @@ from splitter.compile import CompileOptions, compile_model
 from splitter.errors import InfeasibleError
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
-from splitter.link.build import run_make, section_sizes
 from splitter.partition.partial import plan_partial
+from splitter.toolchain.build import run_make, section_sizes
 
 MODEL = "pex_irb_48.onnx"
 BOARD_FILE = "e2e_pex.toml"

@@ -23,9 +23,9 @@ import pytest
 from splitter.compile import CompileOptions, compile_model
 from splitter.hardware.boards import for_prediction, load_boards
 from splitter.importers import load_chain
-from splitter.link.build import run_make
 from splitter.manifest import read_manifest
 from splitter.partition.problem import evaluate, make_problem
+from splitter.toolchain.build import run_make
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"

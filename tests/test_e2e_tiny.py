@@ -153,7 +153,7 @@ def test_emulated_calibration_predicts_emulated_runs_only(
 def test_bench_over_ports_derives_board_link_time(out: Path) -> None:
     """The real-board path (--port): boards already running (here QEMUs started by the test),
     no proxy between them, so the a -> b time is derived from the latency."""
-    from splitter.link.emulator import Emulation
+    from splitter.toolchain.emulator import Emulation
 
     with Emulation(out, icount=True) as emu:
         pids = emu.pids

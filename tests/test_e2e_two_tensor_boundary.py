@@ -30,10 +30,10 @@ from splitter.cost.layer import layer_cost
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_model
 from splitter.ir import Chain, Graph, Layer
-from splitter.link.build import run_make
 from splitter.slicing.boundaries import cuts_from_manifest
 from splitter.slicing.onnx_slice import slice_onnx
 from splitter.slicing.validate import require_pass, validate_models
+from splitter.toolchain.build import run_make
 
 pytestmark = [pytest.mark.slow, pytest.mark.qemu, pytest.mark.toolchain]
 

@@ -19,13 +19,13 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+from splitter.device.host import HostLink, infer
+from splitter.device.run import check_pong
 from splitter.errors import LinkError, ToolchainError
-from splitter.link import build as B
-from splitter.link import emulator as E
-from splitter.link.host import HostLink, infer
-from splitter.link.protocol import plan_hash
-from splitter.link.run import check_pong
 from splitter.manifest import read_manifest
+from splitter.protocol import plan_hash
+from splitter.toolchain import build as B
+from splitter.toolchain import emulator as E
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "models" / "tiny_cnn.onnx"
@@ -414,7 +414,7 @@ def test_killed_host_process_leaves_no_qemu(aba: Path) -> None:
     """Even SIGKILL of the process that started the emulation takes its QEMUs with it."""
     code = (
         "import sys, time\n"
-        "from splitter.link.emulator import Emulation\n"
+        "from splitter.toolchain.emulator import Emulation\n"
         "emu = Emulation(sys.argv[1]).__enter__()\n"
         "print(' '.join(map(str, emu.pids)), flush=True)\n"
         "time.sleep(60)\n"

@@ -27,6 +27,10 @@ FACTS = {
     "H7": ("cortex-m7", "isr_rdr_tdr", 64_000_000, "stm32h7x", {"USART3": 39, "USART6": 71}),
     "L4": ("cortex-m4", "isr_rdr_tdr", 4_000_000, "stm32l4x", {"USART2": 38, "LPUART1": 70}),
     "G0": ("cortex-m0plus", "isr_rdr_tdr", 16_000_000, "stm32g0x", {"USART2": 28, "USART4": 29}),
+    # RM0440 table 97, RM0438 table 108, RM0456 table 125
+    "G4": ("cortex-m4", "isr_rdr_tdr", 16_000_000, "stm32g4x", {"USART1": 37, "LPUART1": 91}),
+    "L5": ("cortex-m33", "isr_rdr_tdr", 4_000_000, "stm32l5x", {"USART1": 61, "LPUART1": 66}),
+    "U5": ("cortex-m33", "isr_rdr_tdr", 4_000_000, "stm32u5x", {"USART1": 61, "LPUART1": 66}),
 }
 #: Per family, the RCC enable write of one USART and the AFR write of its TX pin:
 #: (usart, (rcc addr, set), (afr addr, clear, set)).
@@ -41,6 +45,12 @@ INIT = {
     "L4": ("LPUART1", ("0x4002105C", "0x00000001"), ("0x48001820", "0xF0000000", "0x80000000")),
     # RM0444 5.4.15 APBENR1.USART2EN bit 17 at 0x4002_103C; PA2 AF1 in GPIOA_AFRL (0x5000_0020)
     "G0": ("USART2", ("0x4002103C", "0x00020000"), ("0x50000020", "0x00000F00", "0x00000100")),
+    # RM0440 7.4.20 APB1ENR2.LPUART1EN bit 0; PA2 AF12 in GPIOA_AFRL (0x4800_0020, DS12288)
+    "G4": ("LPUART1", ("0x4002105C", "0x00000001"), ("0x48000020", "0x00000F00", "0x00000C00")),
+    # RM0438 9.8.20 APB1ENR2.LPUART1EN bit 0; PG7 AF8 in GPIOG_AFRL (0x4202_1820, non-secure)
+    "L5": ("LPUART1", ("0x4002105C", "0x00000001"), ("0x42021820", "0xF0000000", "0x80000000")),
+    # RM0456 11.8.34 APB2ENR.USART1EN bit 14 at 0x4602_0CA4; PA9 AF7 in GPIOA_AFRH (0x4202_0024)
+    "U5": ("USART1", ("0x46020CA4", "0x00004000"), ("0x42020024", "0x000000F0", "0x00000070")),
 }
 
 
@@ -52,7 +62,12 @@ def test_every_family_has_a_row() -> None:
 def test_family_facts(name: str) -> None:
     fam = family_for(name)
     core, layout, reset, ocd, irqs = FACTS[name]
-    assert (fam.name, fam.core, fam.usart_layout, fam.reset_clock_hz) == (name, core, layout, reset)
+    assert (fam.name, fam.core.name, fam.usart_layout, fam.reset_clock_hz) == (
+        name,
+        core,
+        layout,
+        reset,
+    )
     assert fam.openocd_target == f"target/{ocd}.cfg" and fam.usart_layout in USART_LAYOUTS
     for usart, irq in irqs.items():
         assert fam.irq[usart] == irq
@@ -68,8 +83,10 @@ def test_family_facts(name: str) -> None:
 def test_board_init_writes(name: str) -> None:
     usart, (rcc, bit), afr = INIT[name]
     writes = family_for(name).board_init_writes([usart])
-    # L4 LPUART1 on PG7/PG8: PWREN, then PWR_CR2.IOSV (bit 9, RM0432 5.4.2: VDDIO2 for port G)
-    power = [("0x40021058", "0x10000000"), ("0x40007004", "0x00000200")] if name == "L4" else []
+    # L4 / L5 LPUART1 on PG7/PG8: PWREN, then PWR_CR2.IOSV (bit 9, RM0432 5.4.2, RM0438 8.6.2)
+    power = (
+        [("0x40021058", "0x10000000"), ("0x40007004", "0x00000200")] if name in ("L4", "L5") else []
+    )
     assert [(w.addr, w.set) for w in writes[: len(power)]] == power
     first = writes[len(power)]
     assert (first.addr, first.clear, first.set) == (rcc, "0x00000000", bit)

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from test_e2e_support import TOL, gone, random_input, reference, shared_build
 
+from splitter import protocol as P
 from splitter.bench.faults import ByteCorrupter, DropRule, FaultSpec, LinkProxy
 from splitter.bench.runner import BenchConfig, RunSample, one_run, open_session
 from splitter.errors import LinkError
-from splitter.link import protocol as P
 from splitter.manifest import read_manifest
 
 pytestmark = [pytest.mark.slow, pytest.mark.qemu, pytest.mark.toolchain]

@@ -10,8 +10,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from splitter import protocol as P
 from splitter.bench.faults import ByteCorrupter, DropRule, FaultSpec, FrameSplitter, LinkProxy
-from splitter.link import protocol as P
 
 
 def frames() -> list[bytes]:

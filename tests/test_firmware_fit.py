@@ -32,11 +32,11 @@ from splitter.errors import BoardFileError, SplitterError, UnsupportedOpError
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
 from splitter.ir import Boards, Chain
-from splitter.link.build import _capacities, measure, run_make
 from splitter.manifest import read_manifest
 from splitter.partition.granularity import auto_granularity
 from splitter.partition.partial import plan_partial
-from splitter.partition.report import plan_chain
+from splitter.partition.planner import plan_chain
+from splitter.toolchain.build import _capacities, measure, run_make
 
 pytestmark = [pytest.mark.toolchain]
 
@@ -176,7 +176,6 @@ def test_every_plan_that_fits_links_within_its_figures(
 
 def test_the_sweep_covers_plans_on_every_core() -> None:
     """The sweep is not empty: some plan of some model fits on an M0+, an M4F and an M7."""
-    from splitter.cost.code import CORE_OF_FAMILY
     from splitter.hardware.families import family_for
 
     cores = set()
@@ -190,7 +189,7 @@ def test_the_sweep_covers_plans_on_every_core() -> None:
                 continue
             for sub in plan.submodels:
                 part = parsed.devices[sub.device_index].part
-                cores.add(CORE_OF_FAMILY[family_for(part.family).core])
+                cores.add(family_for(part.family).core.key)
     assert cores == {"M0+", "M4F", "M7"}
 
 

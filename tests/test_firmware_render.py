@@ -14,7 +14,7 @@ from splitter.codegen import firmware as F
 from splitter.errors import BoardFileError, InfeasibleError, ValidationError
 from splitter.hardware.catalog import get_part
 from splitter.hardware.families import family_for
-from splitter.link.build import check, measure, run_make, section_sizes
+from splitter.toolchain.build import check, measure, run_make, section_sizes
 
 GOLDEN = Path(__file__).resolve().parent / "test_firmware_golden"
 
@@ -100,6 +100,7 @@ def test_cpu_flags_per_core() -> None:
         ("STM32H743ZI", "-mcpu=cortex-m7 -mthumb -mfpu=fpv5-d16 -mfloat-abi=hard"),
         ("STM32F405RG", "-mcpu=cortex-m4 -mthumb -mfpu=fpv4-sp-d16 -mfloat-abi=hard"),
         ("STM32G071RB", "-mcpu=cortex-m0plus -mthumb -mfloat-abi=soft"),
+        ("STM32U575ZI", "-mcpu=cortex-m33 -mthumb -mfpu=fpv5-sp-d16 -mfloat-abi=hard"),
     ):
         ctx = standin_plan((part, "STM32F405RG"))
         assert ctx.devices[0].targets[0].cpu_flags == flags
@@ -169,7 +170,10 @@ def test_too_many_links_is_a_board_error() -> None:
 
 @pytest.mark.toolchain
 @pytest.mark.slow
-@pytest.mark.parametrize("part", ["STM32G071RB", "STM32F405RG", "STM32H743ZI"])
+@pytest.mark.parametrize(
+    "part",
+    ["STM32G071RB", "STM32F405RG", "STM32H743ZI", "STM32U575ZI", "STM32L552ZE", "STM32G474RE"],
+)
 def test_cross_build_sizes_equal_estimates(tmp_path: Path, part: str) -> None:
     """-Wall -Werror build per core; .weights and .arena sizes equal the context's numbers."""
     ctx = standin_plan((part, "STM32F405RG"))

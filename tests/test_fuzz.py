@@ -3,7 +3,7 @@
 Cases come from :mod:`tests.fuzz_cases` (deterministic, ``SEED``): corrupted and structurally
 wrong ONNX/TFLite files, boards files, payload names, profiles, ``.npy`` inputs, output
 folders, tampered compile outputs, special files (FIFOs, devices), and mutated link frames
-driven through :mod:`splitter.link.host` over a socket pair. CLI cases run in-process through
+driven through :mod:`splitter.device.host` over a socket pair. CLI cases run in-process through
 :func:`splitter.cli.main`; each asserts:
 
 - exit code 0 or 2; on 2 exactly one stderr line ``splitter: error: ...``; never a
@@ -40,12 +40,12 @@ import fuzz_cases as F
 import numpy as np
 import pytest
 
+from splitter import protocol as P
 from splitter.cli import main
+from splitter.device.host import HostLink, receive_result
+from splitter.device.transport import SocketTransport
 from splitter.errors import LinkError, ToolchainError
-from splitter.link import build as B
-from splitter.link import protocol as P
-from splitter.link.host import HostLink, receive_result
-from splitter.link.transport import SocketTransport
+from splitter.toolchain import build as B
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Seconds one CLI case may take before it counts as a hang.
@@ -184,7 +184,7 @@ def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
 #: The child of :func:`run_isolated`: the same stubbed ``run_make`` as in-process cases.
 CHILD = """
 import sys
-import splitter.link.build as B
+import splitter.toolchain.build as B
 from splitter.errors import ToolchainError
 
 def fake(device_dir, *, emulator=False, **_kw):

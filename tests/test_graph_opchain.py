@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from splitter.cost.oparena import compaction, plan_op_layer
 from splitter.errors import InputFileError
 from splitter.graph.builder import GraphBuilder
 from splitter.graph.chain import build_chain
-from splitter.graph.oparena import compaction, plan_op_layer
 from splitter.graph.opchain import _dag, choose_order, exact_order, fuse_ops, order_cost
 from splitter.importers import load_chain, load_model
 from splitter.ir import Graph

@@ -322,7 +322,7 @@ def test_out_is_a_file(tmp_path: Path) -> None:
 
 def test_hand_edited_part_ld(tmp_path: Path) -> None:
     """``part.ld`` is read back after the build to get the part's FLASH and RAM lengths."""
-    from splitter.link.build import _capacities
+    from splitter.toolchain.build import _capacities
 
     ld = tmp_path / "part.ld"
     ld.write_text("MEMORY\n{\n  FLASH (rx) : ORIGIN = 0x08000000, LENGTH = 1024K\n"

@@ -2,8 +2,8 @@
 
 The board is a real fake: threads speaking docs/protocol.md over a real socket (one end of
 ``socket.socketpair()``, or a TCP server that ``splitter run --port tcp://...`` connects to), the
-host is the real :class:`~splitter.link.host.HostLink` over
-:class:`~splitter.link.transport.SocketTransport`. Each case is one named test. Wall-clock
+host is the real :class:`~splitter.device.host.HostLink` over
+:class:`~splitter.device.transport.SocketTransport`. Each case is one named test. Wall-clock
 assertions use generous slack: they catch "the deadline was extended" (seconds to forever),
 never scheduling jitter.
 """
@@ -21,13 +21,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from splitter import protocol as P
 from splitter.cli import main
-from splitter.errors import LinkError, ValidationError
-from splitter.link import host as H
-from splitter.link import protocol as P
-from splitter.link import run as R
-from splitter.link import transport as T
-from splitter.link.host import (
+from splitter.device import host as H
+from splitter.device import run as R
+from splitter.device import transport as T
+from splitter.device.host import (
     DeadlineError,
     DeviceError,
     HostLink,
@@ -36,7 +35,8 @@ from splitter.link.host import (
     receive_result,
     send_tensor,
 )
-from splitter.link.transport import SocketTransport, TransportError
+from splitter.device.transport import SocketTransport, TransportError
+from splitter.errors import LinkError, ValidationError
 from splitter.manifest import read_manifest
 
 MODEL = Path(__file__).resolve().parent.parent / "models" / "tiny_cnn.onnx"

@@ -176,7 +176,7 @@ def test_make_n_executes_nothing(tmp_path: Path) -> None:
 def test_cross_build_compiles_escaped_names_and_runs_nothing(tmp_path: Path) -> None:
     """-Wall -Werror build of both targets: comments and strings did not break; the device name
     reaches the firmware as its exact bytes; no PWNED file anywhere."""
-    from splitter.link.build import run_make
+    from splitter.toolchain.build import run_make
 
     fw = F.render_firmware(tmp_path / "out", hostile_plan())
     elf = run_make(fw / DEVICE_PAYLOAD)

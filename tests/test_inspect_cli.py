@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from splitter.cli import main
-from splitter.cost.report import COLUMNS, chain_report, partial_report
+from splitter.cost.layer_table import COLUMNS, chain_report, partial_report
 from splitter.importers import load_chain
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,6 +1,6 @@
 """The kernel cost table (splitter/cost/kernel_costs.json): fresh, complete, and what it means.
 
-The table is measured by ``make costs`` (splitter/link/kernel_table.py) under QEMU -icount;
+The table is measured by ``make costs`` (splitter/measure/kernel_table.py) under QEMU -icount;
 its ``sources`` hash covers the kernels, the C generator, the cost features and the compiler
 version, so a kernel change without regenerating the table fails here, naming the command.
 How well the table predicts whole sub-models is ``benchmarks/costs.py``'s job; the one
@@ -17,7 +17,6 @@ import pytest
 
 from splitter.cost.cpi import EMULATED_INSTRUCTIONS_PER_S, device_cpi
 from splitter.cost.kernels import (
-    DSP_CORES,
     build_key,
     kernel_table,
     op_features,
@@ -36,7 +35,7 @@ MODELS = ROOT / "models"
 
 @pytest.mark.toolchain
 def test_table_was_measured_from_the_current_sources() -> None:
-    from splitter.link.kernel_table import sources_hash
+    from splitter.measure.kernel_table import sources_hash
 
     assert kernel_table()["sources"] == sources_hash(), (
         "splitter/cost/kernel_costs.json is stale (kernels, codegen, the cost features or the "
@@ -44,10 +43,13 @@ def test_table_was_measured_from_the_current_sources() -> None:
     )
 
 
-def test_dsp_cores_agree_with_the_generator() -> None:
-    from splitter.codegen.ops.q8_variants import DSP_CORES as CODEGEN_DSP
+def test_generator_and_table_take_the_isa_from_the_core() -> None:
+    """Codegen's int8 variant and the table's build both come from ``Core.isa``."""
+    from splitter.codegen.ops.q8_variants import isa_of
+    from splitter.hardware.cores import CORES
 
-    assert DSP_CORES == CODEGEN_DSP
+    for core in CORES.values():
+        assert isa_of(core.name) == core.isa == build_key(core.name).split(".")[1]
 
 
 def test_every_core_has_a_build() -> None:
@@ -163,7 +165,7 @@ def test_chain_layers_carry_table_instructions() -> None:
 def test_measurement_reproduces_the_tables_counts(tmp_path: Path) -> None:
     """tiny_cnn's ops measured again: the same instruction counts as the table's samples
     (within one SysTick tick, 6 instructions: the emulator counts deterministically)."""
-    from splitter.link.kernel_table import SUBMODEL, measure_chain
+    from splitter.measure.kernel_table import SUBMODEL, measure_chain
 
     chain = build_chain(load_model(MODELS / "tiny_cnn.onnx").graph)
     samples = [s for s in measure_chain(chain, "M4F.dsp", tmp_path) if s.op != SUBMODEL]
@@ -209,7 +211,7 @@ def test_pex_loop_layers_are_costed_by_their_loop_kernels(model: str) -> None:
 def test_probes_go_before_ops_and_loops() -> None:
     """The measuring harness probes each op outside a loop and each loop as a whole."""
     from splitter.codegen.model_c import generate_device_c
-    from splitter.link.kernel_table import insert_probes
+    from splitter.measure.kernel_table import insert_probes
 
     chain = _looped("tiny_cnn_int8.tflite")
     j = next(k for k, layer in enumerate(chain.layers) if layer.loops)

@@ -70,6 +70,7 @@ CONVS = [
     ConvCase(32, 4, 4, 32, (3, 3), pads=(0, 1, 1, 0), depthwise=True),
     ConvCase(16, 5, 6, 16, (3, 3), pads=(1, 1, 1, 1), depthwise=True),  # FAST_RQ
     ConvCase(6, 4, 5, 6, (7, 7), pads=(3, 3, 3, 3), depthwise=True),  # over K_DW_MAXT taps
+    ConvCase(3, 5, 5, 3, (3, 3), pads=(1, 1, 1, 1), depthwise=True),  # < 4 channels: no block
 ]
 
 #: cases whose biases are near 2^30 (past kernels_q8_opt.c's rq_fast bound)
@@ -430,8 +431,8 @@ def test_variant_per_core_and_the_im2col_scratch_in_the_arena(tmp_path: Path) ->
         calls = {ln.split("(")[0].strip() for ln in src.splitlines() if "(&p, &q" in ln}
         assert {"k_q_conv_" + isa, "k_q_pointwise_" + isa, "k_q_depthwise_" + isa} <= calls
         assert "k_q_dense_" + isa in calls and not any(c.endswith(OTHER[isa]) for c in calls)
-    others = [isa_of(c) for c in ("cortex-m7", "cortex-m33", "cortex-m0", None)]
-    assert others == ["dsp", "dsp", "plain", "dsp"]
+    others = [isa_of(c) for c in ("cortex-m7", "cortex-m0plus", None)]
+    assert others == ["dsp", "plain", "dsp"]
     assert gens["cortex-m0plus"].arena_bytes == gens["cortex-m4"].arena_bytes
     assert gens["cortex-m0plus"].weights_bytes == gens["cortex-m4"].weights_bytes
     assert gens["cortex-m4"].arena_bytes == max(layer.cost.ram for layer in chain.layers)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from splitter.device.host import HostLink
+from splitter.device.run import _host_ports
 from splitter.errors import LinkError
-from splitter.link.host import HostLink
-from splitter.link.run import _host_ports
 
 
 def garbage_server(stop: threading.Event) -> str:

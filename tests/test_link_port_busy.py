@@ -17,8 +17,8 @@ import serial
 from test_e2e_support import MODELS, cli
 
 from splitter.compile import CompileOptions, compile_model
+from splitter.device.host import HostLink
 from splitter.errors import LinkError
-from splitter.link.host import HostLink
 
 ONE_F405 = """[link]
 baud = 115200

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from splitter.link import protocol as P
+from splitter import protocol as P
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "splitter" / "firmware_templates"
 

@@ -1,4 +1,4 @@
-"""Host transports (splitter/link/transport.py) over real sockets, and one result reassembly.
+"""Host transports (splitter/device/transport.py) over real sockets, and one result reassembly.
 
 No mocks: TCP servers on 127.0.0.1, ``socket.socketpair()`` and pyserial's ``loop://``.
 """
@@ -12,9 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from splitter.link import protocol as P
-from splitter.link.host import HostLink, Timing, receive_result
-from splitter.link.transport import (
+from splitter import protocol as P
+from splitter.device.host import HostLink, Timing, receive_result
+from splitter.device.transport import (
     LoggingTransport,
     SerialTransport,
     SocketTransport,

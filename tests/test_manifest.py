@@ -26,7 +26,7 @@ from splitter.graph.chain import build_chain
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_model
 from splitter.manifest import SCHEMA, ManifestError, PlanManifest, read_manifest
-from splitter.partition.report import build_manifest, plan_chain
+from splitter.partition.planner import build_manifest, plan_chain
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"
@@ -253,7 +253,7 @@ def test_dynamic_batch_compiles_builds_and_runs_on_emulated_boards(tmp_path: Pat
 def test_hash_of_the_written_manifest_is_the_firmware_s(compiled: Path) -> None:
     """JSON types survive the round trip (an int 0 where a float is due would change the plan
     hash the firmware reports)."""
-    from splitter.link.protocol import plan_hash
+    from splitter.protocol import plan_hash
 
     built = tiny_manifest()
     assert plan_hash(read_manifest(compiled).to_dict()) == plan_hash(built.to_dict())

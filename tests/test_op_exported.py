@@ -413,7 +413,7 @@ def test_emulated_boards_equal_onnxruntime(tmp_path: Path) -> None:
     import onnxruntime as ort
     from test_e2e_support import cli, qemu_pids, random_input
 
-    from splitter.link.build import run_make
+    from splitter.toolchain.build import run_make
 
     path = save(net_emulated(), tmp_path)
     chain = load_chain(path)

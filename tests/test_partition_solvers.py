@@ -76,10 +76,10 @@ def test_solver_conformance(solver: str) -> None:
         assert plan.solver == solver and plan.objective == objective
         assert plan.nodes > 0 and plan.solve_time_s >= 0
         assert plan.optimal is exact
-        if exact:
+        if exact and objective != "energy":  # energy: tests/test_energy_objective.py
             key = "latency_s" if objective == "latency" else "throughput_per_s"
             assert getattr(plan, key) == pytest.approx(case[key], rel=1e-6)
-    if objectives != ("latency", "throughput"):
+    if "throughput" not in objectives:
         with pytest.raises(SolverError, match="throughput"):
             solve(problem, "throughput", solver)
 

@@ -32,9 +32,9 @@ from test_graph_chain import _models_build
 
 from splitter.codegen.model_c import generate_device_c
 from splitter.cost.layer import itemsize_function
+from splitter.cost.layer_table import partial_report
 from splitter.cost.pex import partial_schedule
 from splitter.cost.pex_chain import EXECUTABLE, fuse_layers, partial_chain
-from splitter.cost.report import partial_report
 from splitter.errors import InfeasibleError
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain, load_model

@@ -9,7 +9,7 @@ import pytest
 
 from splitter.cost.layer import itemsize_function
 from splitter.cost.pex import partial_schedule
-from splitter.cost.rows import RowGeom, window_rows
+from splitter.cost.rows import RowGeom, window_moves, window_rows
 from splitter.ir import Graph, Op, QuantParams, TensorSpec
 
 
@@ -28,15 +28,17 @@ def test_mobilenet_v2_first_block_windows_by_hand() -> None:
     assert window_rows((expand, dw2)) == (3,)
 
 
-def _replay(geoms: list[RowGeom]) -> tuple[list[int], list[list[int]]]:
+def _replay(geoms: list[RowGeom]) -> tuple[list[int], list[list[int]], list[tuple[int, int]]]:
     """The generated C's schedule (codegen/pex_rows.py) on row labels: windows hold the labels
-    of the rows they keep; returns the capacity used and the rows each op computed."""
+    of the rows they keep; returns the capacity used, the rows each op computed and per window
+    the slides (``k_q_copy`` calls, rows moved to the front)."""
     n = len(geoms)
     cap = list(window_rows(geoms))
     windows: list[list[int]] = [[] for _ in range(n - 1)]  # labels, window slot order
     lo = [0] * (n - 1)
     done = [0] * n
     computed: list[list[int]] = [[] for _ in range(n)]
+    moves = [(0, 0)] * (n - 1)
     for r in range(geoms[-1].h_out):
         need = [0] * n
         need[-1] = r + 1
@@ -50,6 +52,7 @@ def _replay(geoms: list[RowGeom]) -> tuple[list[int], list[list[int]]]:
                     keep = min(max(0, done[i + 1] * nxt.s - nxt.pad), done[i])
                     if keep > lo[i]:
                         windows[i] = windows[i][keep - lo[i] :]
+                        moves[i] = (moves[i][0] + 1, moves[i][1] + len(windows[i]))
                         lo[i] = keep
                 a = done[i] * g.s - g.pad
                 wanted = list(range(max(a, 0), min(a + g.k, g.h_in)))
@@ -61,7 +64,7 @@ def _replay(geoms: list[RowGeom]) -> tuple[list[int], list[list[int]]]:
                     assert len(windows[i]) == done[i] - lo[i] < cap[i]
                     windows[i].append(done[i])
                 done[i] += 1
-    return cap, computed
+    return cap, computed, moves
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -80,7 +83,8 @@ def test_schedule_reads_only_window_rows(seed: int) -> None:
         h = out
     if len(geoms) < 2:
         pytest.skip("chain collapsed to one op")
-    cap, computed = _replay(geoms)
+    cap, computed, moves = _replay(geoms)
+    assert window_moves(geoms) == tuple(moves)  # the cost model's slides are the C's
     assert computed[-1] == list(range(geoms[-1].h_out))
     for i, rows in enumerate(computed):
         assert rows == list(range(len(rows)))  # in order, each once

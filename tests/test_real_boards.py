@@ -19,8 +19,9 @@ from splitter.errors import BoardFileError
 from splitter.hardware.board_catalog import boards
 from splitter.hardware.boards import load_boards
 from splitter.hardware.catalog import get_part, parts
-from splitter.hardware.clocks import MHZ, F4Clock, Osc, search_pll
+from splitter.hardware.clocks import MHZ, Osc, search_pll
 from splitter.hardware.families import Family, family_for
+from splitter.hardware.families.stm32f4 import F4Clock
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "models" / "profiles" / "thesis_profiles.json#kws_cnn"

@@ -256,7 +256,7 @@ def test_report_in_headless_chromium(
 ) -> None:
     """Compile (bnb, labelled data), build, bench on QEMU; the refreshed page in chromium:
     no console message, every plot decoded with a size, a screenshot in tmp_path."""
-    from splitter.link.build import run_make
+    from splitter.toolchain.build import run_make
 
     out = tmp_path / "out"
     data = tmp_path / "labelled.npz"

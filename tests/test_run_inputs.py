@@ -1,4 +1,4 @@
-"""``splitter run``'s inputs and outputs for models with several of them (splitter/link/run.py,
+"""``splitter run``'s inputs and outputs for models with several of them (splitter/device/run.py,
 splitter/cli/run_cmd.py): ``--input NAME=X.npy`` per input or one ``.npz``, one-line errors."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from splitter.cli.run_cmd import check_output_path, save_outputs
+from splitter.device.run import load_inputs
 from splitter.errors import OutputError, ShapeError
 from splitter.ir import TensorSpec
-from splitter.link.run import load_inputs
 
 SPECS = (TensorSpec("img", (1, 2, 3)), TensorSpec("meta/x", (1, 4)))
 

@@ -6,7 +6,7 @@ a clock (microsecond ticks) and ``link_fake.c``, a ``link.h`` transport over one
 Sub-model 2 has two inputs and two outputs (one a pass-through tensor): a two-tensor
 boundary from ``d2`` and a two-tensor RESULT. The test plays the host on link 0 and device
 ``d2`` on link 1 with the real ``HostLink``
-(splitter/link/host.py) over ``SocketTransport``: framing, ACK/NACK and retransmission,
+(splitter/device/host.py) over ``SocketTransport``: framing, ACK/NACK and retransmission,
 re-chunking on a bad line, TIMING records and the ERROR paths, compiled with ASan and UBSan.
 """
 
@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from splitter.link import protocol as P
-from splitter.link.host import (
+from splitter import protocol as P
+from splitter.device.host import (
     DeviceError,
     HostLink,
     SilentError,
@@ -35,7 +35,7 @@ from splitter.link.host import (
     send_tensor,
     send_tensors,
 )
-from splitter.link.transport import SocketTransport
+from splitter.device.transport import SocketTransport
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "splitter" / "firmware_templates"

@@ -17,16 +17,16 @@ import pytest
 from test_cli_json import DOCS, assert_shape
 from test_e2e_support import BOARDS, MODELS, TOL, cli, random_input, reference
 
+from splitter import protocol as P
 from splitter.codegen.segments import chain_units, generate_segmented_c, runtime_records
+from splitter.device.host import MalformedFrameError
+from splitter.device.segments import LOAD, WEIGHTS, WeightServer
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
-from splitter.link import protocol as P
-from splitter.link.build import run_make
-from splitter.link.host import MalformedFrameError
-from splitter.link.segments import LOAD, WEIGHTS, WeightServer
 from splitter.manifest import ManifestError, PlanManifest
 from splitter.partition.segment import segment_memory, solve_segments
 from splitter.segment_build import firmware_cap, unit_problem
+from splitter.toolchain.build import run_make
 
 MODEL = "mobilenet_v1_025_64.onnx"
 BOARD_FILE = BOARDS / "e2e_segments_f405.toml"

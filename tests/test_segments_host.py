@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from splitter import protocol as P
 from splitter.codegen.segments import segmented_runtime
-from splitter.link import protocol as P
-from splitter.link.host import DeviceError, HostLink, receive_result, send_tensor
-from splitter.link.segments import LOAD, WEIGHTS, WeightServer
-from splitter.link.transport import SocketTransport
+from splitter.device.host import DeviceError, HostLink, receive_result, send_tensor
+from splitter.device.segments import LOAD, WEIGHTS, WeightServer
+from splitter.device.transport import SocketTransport
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "splitter" / "firmware_templates"

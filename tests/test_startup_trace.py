@@ -17,14 +17,30 @@ not set, a wrong address) fails the test through the instruction limit.
 
 from __future__ import annotations
 
+import math
 import shutil
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
-from startup_tables import BRR_OFFSET, DECODERS, GPIO, MODELS, PARTS, Model, brr
+from startup_tables import (
+    BRR_OFFSET,
+    DECODERS,
+    GPIO,
+    HSE_BOARDS,
+    HSE_CR,
+    HSE_TIMEOUT_S,
+    MODELS,
+    PARTS,
+    PLL_INTERNAL,
+    PLL_TIMEOUT_S,
+    POLL_CYCLES,
+    RESET_HZ,
+    Model,
+    brr,
+)
 from test_firmware_render import standin_model
 
 from splitter.codegen import firmware as F
@@ -32,7 +48,7 @@ from splitter.hardware.catalog import get_part, parts
 from splitter.hardware.families import family_for
 
 unicorn = pytest.importorskip("unicorn")
-from unicorn import arm_const  # noqa: E402
+from unicorn import UC_ARCH_ARM, UC_MODE_MCLASS, UC_MODE_THUMB, Uc, arm_const  # noqa: E402
 
 pytestmark = pytest.mark.toolchain
 
@@ -57,6 +73,7 @@ SECTIONS {{
 """
 CPU = {
     "cortex-m0plus": "UC_CPU_ARM_CORTEX_M0",
+    "cortex-m33": "UC_CPU_ARM_CORTEX_M33",
     "cortex-m4": "UC_CPU_ARM_CORTEX_M4",
     "cortex-m7": "UC_CPU_ARM_CORTEX_M7",
 }
@@ -71,6 +88,10 @@ class Trace:
     regs: dict[int, int] = field(default_factory=dict)
     writes: list[tuple[int, int]] = field(default_factory=list)
     written: set[int] = field(default_factory=set)
+    #: ready flags ``(status address, bit)`` that never come (an HSE that does not start, a
+    #: PLL that does not lock), and how often each such register was read
+    stuck: frozenset[tuple[int, int]] = frozenset()
+    stuck_reads: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.regs.update(self.model.reset)
@@ -83,8 +104,10 @@ class Trace:
                 if r.ctrl_mask == 0
                 else (self.regs.get(r.ctrl, 0) & r.ctrl_mask) == r.ctrl_mask
             )
-            if on:
+            if on and (r.status, r.status_bit) not in self.stuck:
                 value |= 1 << r.status_bit
+        if any(addr == a for a, _ in self.stuck):
+            self.stuck_reads[addr] = self.stuck_reads.get(addr, 0) + 1
         for f in self.model.follows:
             if addr == f.addr:
                 mask = (1 << f.width) - 1
@@ -131,7 +154,7 @@ def _build(part_name: str, board: str | None, tmp: Path, baud: int = 115200) -> 
            "-lgcc", "-o", str(elf)]  # fmt: skip
     proc = subprocess.run(cmd, cwd=fw, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
-    return elf, family.core
+    return elf, family.core.name
 
 
 def _symbols(elf: Path) -> dict[str, int]:
@@ -142,11 +165,10 @@ def _symbols(elf: Path) -> dict[str, int]:
         return {s.name: s["st_value"] for s in tab.iter_symbols() if s.name}
 
 
-def _run(elf: Path, core: str, trace: Trace) -> None:
+def _run(elf: Path, core: str, trace: Trace, limit: int = MAX_INSTRUCTIONS) -> Uc:
     """Load the ELF's segments, map the peripheral and system spaces as MMIO, run Reset_Handler
     until ``harness_done``."""
     from elftools.elf.elffile import ELFFile
-    from unicorn import UC_ARCH_ARM, UC_MODE_MCLASS, UC_MODE_THUMB, Uc
 
     uc = Uc(UC_ARCH_ARM, UC_MODE_THUMB | UC_MODE_MCLASS)
     uc.ctl_set_cpu_model(getattr(arm_const, CPU[core]))
@@ -181,12 +203,13 @@ def _run(elf: Path, core: str, trace: Trace) -> None:
         uc.mmio_map(base, size, rd, base, wr, base)
     uc.reg_write(arm_const.UC_ARM_REG_SP, sym["_estack"])
     done = sym["harness_done"] & ~1  # Thumb symbols carry bit 0
-    uc.emu_start(sym["Reset_Handler"] | 1, done, count=MAX_INSTRUCTIONS)
+    uc.emu_start(sym["Reset_Handler"] | 1, done, count=limit)
     pc = uc.reg_read(arm_const.UC_ARM_REG_PC)
     assert pc == done, (
         f"stopped at 0x{pc:08X} before harness_done (a wait loop that never ended?); "
         f"last writes {[(hex(a), hex(v)) for a, v in trace.writes[-4:]]}"
     )
+    return uc
 
 
 def _field(regs: dict[int, int], addr: int, shift: int, width: int) -> int:
@@ -209,7 +232,15 @@ def test_every_board_of_the_catalog_is_traced_with_its_part() -> None:
     from splitter.hardware.board_catalog import boards
 
     traced = {e.board: name for name, e in PARTS.items() if e.board is not None}
-    assert traced == {b.name: b.part for b in boards().values()}
+    table = boards()
+    assert set(traced) <= set(table)
+    for b in table.values():
+        if b.name in traced:
+            assert traced[b.name] == b.part
+            continue
+        # a board of its own only for its ST-LINK (nucleo-h743zi2): wired as a traced one
+        twin = table[PARTS[b.part].board or ""]
+        assert (twin.usarts, twin.pins, twin.hse) == (b.usarts, b.pins, b.hse), b.name
 
 
 @pytest.mark.parametrize("name", sorted(PARTS))
@@ -229,7 +260,9 @@ def test_startup_trace(name: str, arm_gcc: None, tmp_path: Path) -> None:
     assert clocks["SYSCLK"] == exp.sysclk == get_part(name).clock_mhz * 1e6
     # flash wait states are raised before the switch to the PLL (RM0090 3.5.1 and the like)
     acr = {"F4": 0x4002_3C00, "F7": 0x4002_3C00, "H7": 0x5200_2000}.get(family, 0x4002_2000)
-    cfgr = {"H7": 0x5802_4410}.get(family, 0x4002_3808 if family in ("F4", "F7") else 0x4002_1008)
+    cfgr = {"H7": 0x5802_4410, "U5": 0x4602_0C1C}.get(
+        family, 0x4002_3808 if family in ("F4", "F7") else 0x4002_1008
+    )
     sw_mask = 0x7 if family in ("H7", "G0") else 0x3
     assert trace.index(lambda a, _v: a == acr) < trace.index(
         lambda a, v: a == cfgr and (v & sw_mask) != 0
@@ -259,7 +292,7 @@ def test_startup_trace(name: str, arm_gcc: None, tmp_path: Path) -> None:
             assert _field(regs, gpio + 0x0C, 2 * num, 2) == 1, f"{name} {pin}: PUPDR pull-up"
             afr = gpio + 0x20 + 4 * (num // 8)
             assert _field(regs, afr, 4 * (num % 8), 4) == af, f"{name} {pin}: AF{af}"
-            if pin.startswith("PG") and family == "L4":  # VDDIO2 valid before port G is used
+            if pin.startswith("PG") and family in ("L4", "L5"):  # VDDIO2 before port G is used
                 iosv = trace.index(lambda a, v: a == 0x4000_7004 and v >> 9 & 1)
                 assert iosv < trace.index(lambda a, _v, g=gpio: a == g)
 
@@ -277,3 +310,114 @@ def test_over8_at_4_mbaud(arm_gcc: None, tmp_path: Path) -> None:
     over8 = trace.index(lambda a, v: a == usart2 + 0x0C and v >> 15 & 1)
     enable = trace.index(lambda a, v: a == usart2 + 0x0C and v >> 13 & 1)  # UE
     assert over8 < enable and trace.regs[usart2 + 0x0C] >> 13 & 1
+
+
+def _clock_status(uc: Uc, elf: Path) -> int:
+    """``splitter_clock_status`` read from the emulated RAM."""
+    return int.from_bytes(uc.mem_read(_symbols(elf)["splitter_clock_status"], 4), "little")
+
+
+def _per_poll(uc: Uc, trace: Trace, addr: int) -> list[int]:
+    """Count instructions until the 12th read of ``addr`` (then drop the hook): the instruction
+    counts at each read, from which the instructions one poll takes follow."""
+    seen: list[int] = []
+    count = [0]
+
+    def code(_uc: Uc, _a: int, _s: int, _d: object) -> None:
+        count[0] += 1
+        if trace.stuck_reads.get(addr, 0) > len(seen):
+            seen.append(count[0])
+            if len(seen) >= 12:
+                _uc.hook_del(handle)
+
+    handle = uc.hook_add(unicorn.UC_HOOK_CODE, code)
+    return seen
+
+
+def _stuck_run(
+    elf: Path, core: str, trace: Trace, polls: int, stuck_addr: int
+) -> tuple[Uc, list[int]]:
+    """Run startup with ``trace``'s stuck flags; the instruction limit allows ``polls`` polls
+    of up to 12 instructions on top of the normal run."""
+    from unittest import mock
+
+    hooks: list[list[int]] = []
+    real_start = Uc.emu_start
+
+    def start(uc: Uc, begin: int, until: int, timeout: int = 0, count: int = 0) -> None:
+        hooks.append(_per_poll(uc, trace, stuck_addr))
+        real_start(uc, begin, until, timeout, count)
+
+    with mock.patch.object(Uc, "emu_start", start):
+        uc = _run(elf, core, trace, limit=MAX_INSTRUCTIONS + 12 * polls)
+    return uc, hooks[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", sorted(HSE_BOARDS))
+def test_hse_never_ready_falls_back_to_hsi(
+    family: str, arm_gcc: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24: a board whose HSE never starts (HSERDY never set) leaves the HSE wait after
+    its 100 ms timeout (ST HAL ``HSE_STARTUP_TIMEOUT``), switches the HSE off, reaches the
+    planned clock from the internal oscillator (PLL source HSI / HSI16, the same SYSCLK and
+    BRRs as the row of :data:`PARTS`) and reports ``splitter_clock_status == 1``."""
+    from splitter.hardware.board_catalog import boards
+    from splitter.hardware.clocks import Osc
+
+    part, board, mhz, bypass = HSE_BOARDS[family]
+    table = boards()
+    hse = Osc("HSE", mhz * 1_000_000, bypass)
+    monkeypatch.setitem(table, board, replace(table[board], hse=hse))
+    elf, core = _build(part, board, tmp_path)
+    cr = HSE_CR[family]
+    polls = math.ceil(HSE_TIMEOUT_S * RESET_HZ[family] / POLL_CYCLES)
+    trace = Trace(MODELS[family], stuck=frozenset({(cr, 17)}))
+    uc, seen = _stuck_run(elf, core, trace, polls, cr)
+    # the wait gave up after exactly its poll count (plus the RCC_CR read-modify-writes)
+    reads = trace.stuck_reads[cr]
+    assert polls <= reads <= polls + 16, (reads, polls)
+    per_poll = (seen[11] - seen[6]) / 5
+    assert per_poll >= POLL_CYCLES  # so the real wait lasts at least the 100 ms
+    seconds = polls * per_poll / RESET_HZ[family]  # at one cycle per instruction
+    assert HSE_TIMEOUT_S <= seconds <= 4 * HSE_TIMEOUT_S, seconds
+    assert _clock_status(uc, elf) == 1
+    regs = trace.regs
+    assert _field(regs, cr, 16, 1) == 0 and _field(regs, cr, 18, 1) == 0, "HSEON/HSEBYP off"
+    addr, shift, width, value, source = PLL_INTERNAL[family]
+    assert _field(regs, addr, shift, width) == value, source
+    clocks = DECODERS[family](regs, 0)
+    assert clocks["SYSCLK"] == get_part(part).clock_mhz * 1e6
+    for usart, base, _bus, want, _en, _pins in PARTS[part].usarts:
+        assert regs.get(base + BRR_OFFSET[family]) == want, f"{usart}: BRR as with the HSE"
+
+
+@pytest.mark.parametrize("family", ["F4", "L4"])
+def test_pll_lock_timeout_is_reported(family: str, arm_gcc: None, tmp_path: Path) -> None:
+    """A PLL that never locks: the wait gives up after 2 ms (HAL ``PLL_TIMEOUT_VALUE``), the
+    system clock is not switched to the PLL and ``splitter_clock_status == 2``."""
+    part = {"F4": "STM32F405RG", "L4": "STM32L452RE"}[family]
+    elf, core = _build(part, None, tmp_path)
+    cr = HSE_CR[family]
+    polls = math.ceil(PLL_TIMEOUT_S * RESET_HZ[family] / POLL_CYCLES)
+    trace = Trace(MODELS[family], stuck=frozenset({(cr, 25)}))
+    uc = _run(elf, core, trace, limit=MAX_INSTRUCTIONS + 12 * polls)
+    assert polls <= trace.stuck_reads[cr] <= polls + 16
+    assert _clock_status(uc, elf) == 2
+    cfgr = cr + 0x08
+    assert _field(trace.regs, cfgr, 0, 2) != {"F4": 2, "L4": 3}[family], "not switched to PLL"
+
+
+def test_status_flags_match_the_header() -> None:
+    """``clock_status.h`` defines the flags :data:`splitter.hardware.clocks.CLOCK_STATUS`
+    documents, with the same values."""
+    import re
+    from importlib import resources
+
+    from splitter.hardware.clocks import CLOCK_STATUS, WAITS
+
+    text = resources.files("splitter.firmware_templates").joinpath("clock_status.h").read_text()
+    defined = {int(v) for v in re.findall(r"#define SPLITTER_CLOCK_\w+ (\d+)u", text)}
+    assert defined == set(CLOCK_STATUS)
+    assert WAITS["hse"].flag == 1 and WAITS["pll"].flag == 2
+    assert WAITS["hse"].timeout_s == HSE_TIMEOUT_S and WAITS["pll"].timeout_s == PLL_TIMEOUT_S

@@ -12,6 +12,7 @@ install's finder there is never run), so the test needs no download.
 
 from __future__ import annotations
 
+import os
 import shutil
 import site
 import subprocess
@@ -118,9 +119,12 @@ def test_the_installed_wheel_compiles_and_builds_outside_the_checkout(
     shutil.copy(ROOT / "models" / "tiny_cnn.onnx", work)
     shutil.copy(ROOT / "models" / "boards" / "e2e_tiny2.toml", work / "boards.toml")
     exe = clean_env / "bin" / "splitter"
+    # nothing may lead the installed package back to the checkout
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     where = subprocess.run(
         [clean_env / "bin" / "python", "-c", "import splitter; print(splitter.__file__)"],
         cwd=work,
+        env=env,
         capture_output=True,
         text=True,
         check=True,
@@ -130,7 +134,7 @@ def test_the_installed_wheel_compiles_and_builds_outside_the_checkout(
         ["compile", "tiny_cnn.onnx", "--target", "boards.toml", "-o", "out"],
         ["build", "out", "--no-emulator"],
     ):
-        done = subprocess.run([exe, *args], cwd=work, capture_output=True, text=True)
+        done = subprocess.run([exe, *args], cwd=work, env=env, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
     elfs = sorted((work / "out" / "firmware").glob("*/build/*/firmware.elf"))
     assert elfs, sorted(p.name for p in (work / "out" / "firmware").rglob("*"))

@@ -1,8 +1,8 @@
 """Bytes on the wire (splitter/cost/wire.py) against the protocol's encoder and real transfers.
 
-* the formula against the frames :mod:`splitter.link.protocol` encodes for a transfer;
-* real transfers of the host's :func:`~splitter.link.host.send_tensor` through the fault proxy
-  (splitter/bench/faults.py) to a receiving :class:`~splitter.link.host.HostLink`, for message
+* the formula against the frames :mod:`splitter.protocol` encodes for a transfer;
+* real transfers of the host's :func:`~splitter.device.host.send_tensor` through the fault proxy
+  (splitter/bench/faults.py) to a receiving :class:`~splitter.device.host.HostLink`, for message
   sizes around the chunk size: the proxy's count per direction equals the prediction exactly;
 * KWS-CNN on three emulated boards (models/boards/e2e_kws3.toml, the build
   tests/test_e2e_kws.py shares): the proxies on the board-to-board links and a byte counter on
@@ -27,19 +27,19 @@ import pytest
 from partition_helpers import CASES, case_boards, thesis_costs
 from test_e2e_support import MODELS, gone, shared_build
 
+from splitter import protocol as P
 from splitter.bench.faults import CountingTransport, DropRule, FaultSpec, LinkProxy, resent
 from splitter.bench.runner import BenchConfig, one_run, open_session, random_input
 from splitter.cli import main
 from splitter.cost.wire import Wire, wire
+from splitter.device.host import HostLink, send_tensor, to_wire
+from splitter.device.transport import SocketTransport
 from splitter.errors import BoardFileError
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
-from splitter.link import protocol as P
-from splitter.link.host import HostLink, send_tensor, to_wire
-from splitter.link.transport import SocketTransport
 from splitter.manifest import HOST, PlanManifest, read_manifest
 from splitter.partition import evaluate, make_problem, solve
-from splitter.partition.report import build_manifest, plan_chain
+from splitter.partition.planner import build_manifest, plan_chain
 
 #: message sizes: small, around one chunk (CHUNK_DATA = 1012 today), two chunks, large
 SIZES = (1, 40, P.CHUNK_DATA - 1, P.CHUNK_DATA, P.CHUNK_DATA + 1, 2 * P.CHUNK_DATA,

@@ -62,7 +62,7 @@ def test_zoo_inspect_and_plan(name: str, capsys: pytest.CaptureFixture[str]) -> 
     assert code == 0, err
     plan = json.loads(out)
     # proved optimal unless the firmware code made the relaxed plan overflow a device (the
-    # planner then repairs it, splitter/partition/report.py plan_chain): every plan still fits
+    # planner then repairs it, splitter/partition/planner.py plan_chain): every plan still fits
     code = [d["code_bytes"] for d in plan["devices"]]
     assert plan["optimal"] is True or any(code)
     assert plan["model"]["layers"] == len(layers)

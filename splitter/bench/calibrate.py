@@ -56,7 +56,7 @@ from splitter.bench.estimate import (
     read_json,
     submodel_costs,
 )
-from splitter.bench.report import BENCH_FILE, write_atomic
+from splitter.bench.results import BENCH_FILE, write_atomic
 from splitter.bench.stats import error_pct, median
 from splitter.errors import BoardFileError, InputFileError, escaped
 from splitter.inputs import read_input_text

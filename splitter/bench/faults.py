@@ -1,6 +1,6 @@
 """A unix-socket proxy between two emulated boards: frame timestamps and fault injection.
 
-:class:`ProxiedEmulation` is :class:`splitter.link.emulator.Emulation` with one
+:class:`ProxiedEmulation` is :class:`splitter.toolchain.emulator.Emulation` with one
 :class:`LinkProxy` on every board-to-board link. The emulation connects boards with unix-socket
 chardevs (the lower device index listens, the other connects to the same path); right after the
 listening QEMU has created its socket, the socket file is renamed to ``<path>.real`` (a listening
@@ -36,10 +36,10 @@ from typing import Any
 
 import numpy as np
 
+from splitter import protocol as P
+from splitter.device.transport import Transport
 from splitter.errors import LinkError
-from splitter.link import protocol as P
-from splitter.link.emulator import EmulatedDevice, Emulation
-from splitter.link.transport import Transport
+from splitter.toolchain.emulator import EmulatedDevice, Emulation
 
 #: Bytes read from a socket at a time.
 RECV_BYTES = 4096
@@ -83,7 +83,7 @@ class FrameEvent:
 
     @property
     def wire_bytes(self) -> int:
-        """Bytes on the wire: payload + :data:`splitter.link.protocol.OVERHEAD`."""
+        """Bytes on the wire: payload + :data:`splitter.protocol.OVERHEAD`."""
         return self.length + P.OVERHEAD
 
 

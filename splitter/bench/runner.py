@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from splitter import protocol as P
 from splitter.bench.estimate import HOST, estimate, find_target, link_transfers, submodel_costs
 from splitter.bench.faults import (
     CountingTransport,
@@ -43,15 +44,14 @@ from splitter.bench.faults import (
     ProxiedEmulation,
 )
 from splitter.bench.stats import summary
+from splitter.device.host import HostLink, Timing, receive_result, send_tensor, to_wire
+from splitter.device.run import _host_ports, check_pong, load_input, open_host_link, weight_server
+from splitter.device.segments import WeightServer
 from splitter.errors import LinkError, SplitterError
 from splitter.hardware.qemu import EMULATOR
 from splitter.ir import TensorSpec
-from splitter.link import protocol as P
-from splitter.link.host import HostLink, Timing, receive_result, send_tensor, to_wire
-from splitter.link.protocol import plan_hash
-from splitter.link.run import _host_ports, check_pong, load_input, open_host_link, weight_server
-from splitter.link.segments import WeightServer
 from splitter.manifest import PlanManifest, read_manifest, read_wiring
+from splitter.protocol import plan_hash
 
 EMULATED_CLOCK_HZ = float(EMULATOR.clock_hz)
 BENCH_FILE = "bench.json"

@@ -38,6 +38,8 @@ COMMANDS: dict[str, str] = {
     "segment": "segment_cmd",
     "report": "report_cmd",
     "ops": "ops_cmd",
+    "choose": "choose_cmd",
+    "boards": "boards_cmd",
 }
 
 
@@ -66,7 +68,8 @@ def cli() -> None:
     """Split a neural network over STM32 boards.
 
     \b
-    Model and plan:  inspect, ops, plan, segment, compile, report
+    Model and plan:  inspect, ops, boards, plan, segment, compile, report
+    Which boards:    choose
     Firmware:        build, flash, emulate
     On the boards:   run, bench, calibrate
     Every command takes -h, and --json for machine-readable output (errors included).

@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from splitter.bench.report import comparison_rows, wire_lines, write_bench
+from splitter.bench.results import comparison_rows, wire_lines, write_bench
 from splitter.bench.runner import BENCH_FILE, BenchConfig, bench
 from splitter.cli.options import out_argument, port_option, stop_on_sigterm, verbose_option
 from splitter.cli.progress import Bar, Progress

@@ -14,14 +14,14 @@ from rich.table import Table
 from splitter.cli.options import allow_edited_option, out_argument
 from splitter.cli.progress import Progress
 from splitter.errors import ToolchainError
-from splitter.link.build import (
+from splitter.outputs import errors_named_in, staged_copy, verify_output
+from splitter.toolchain.build import (
     DeviceBuild,
     build_all,
     build_emulator_variants,
     check,
     check_output,
 )
-from splitter.outputs import errors_named_in, staged_copy, verify_output
 
 
 @click.command("build")

@@ -10,6 +10,8 @@ import click
 from splitter.cli.options import (
     activation_bytes_option,
     emulated_option,
+    energy_bound_options,
+    energy_bounds,
     granularity_auto_option,
     host_io_option,
     input_shape_option,
@@ -17,7 +19,9 @@ from splitter.cli.options import (
     partial_execution_option,
     solver_kwargs,
     solver_options,
+    split_options,
 )
+from splitter.cli.plan_cmd import energy_line
 from splitter.cli.progress import Progress
 from splitter.compile import CompileOptions, CompileResult, compile_model
 from splitter.errors import UnsupportedOpError
@@ -30,6 +34,7 @@ from splitter.errors import UnsupportedOpError
 )
 @click.option("-o", "--out", default=None, metavar="OUT", help="Output directory [MODEL-split].")
 @objective_option
+@energy_bound_options
 @solver_options
 @click.option(
     "--input",
@@ -57,11 +62,14 @@ from splitter.errors import UnsupportedOpError
 @granularity_auto_option
 @host_io_option
 @partial_execution_option
+@split_options
 def command(
     model: str,
     target: str,
     out: str | None,
     objective: str,
+    max_latency_ms: float | None,
+    min_throughput: float | None,
     solver: str,
     time_limit: float | None,
     var_order: str | None,
@@ -78,12 +86,17 @@ def command(
     granularity: str,
     no_host_io: bool,
     partial_execution: str,
+    split: str,
+    split_layers: dict[str, int],
 ) -> None:
     """Split MODEL over the boards of BOARDS.toml into validated sub-model files in OUT."""
     options = CompileOptions(
         objective=objective,
         solver=solver,
-        solver_options=solver_kwargs(solver, time_limit, var_order, val_order),
+        solver_options={
+            **solver_kwargs(solver, time_limit, var_order, val_order),
+            **energy_bounds(objective, max_latency_ms, min_throughput),
+        },
         validate=not no_validate,
         firmware=not no_firmware,
         input_files=input_files,
@@ -95,6 +108,8 @@ def command(
         emulated=emulated,
         host_io=not no_host_io,
         partial_execution=partial_execution,
+        split=split,
+        split_layers=split_layers,
     )
     with Progress() as progress:
         report = {**options.solver_options, "on_progress": progress.status}
@@ -143,6 +158,7 @@ def _print_summary(result: CompileResult) -> None:
         f"{plan.throughput_per_s:.3f}/s ({plan.objective}, {plan.solver}{proof})"
     )
     click.echo(result.manifest.prediction_note)
+    click.echo(energy_line(result.manifest))
     click.echo(result.validation.summary() if result.validation else "validation skipped")
     status = result.firmware
     click.echo(f"firmware: {status if len(status) < 160 else status[:150] + '... (see report.md)'}")

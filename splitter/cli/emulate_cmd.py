@@ -14,8 +14,8 @@ import click
 from splitter.cli.options import allow_edited_option, out_argument, stop_on_sigterm
 from splitter.cli.progress import Progress
 from splitter.hardware.qemu import EMULATOR
-from splitter.link.emulator import Emulation
 from splitter.outputs import verify_output
+from splitter.toolchain.emulator import Emulation
 
 
 @click.command(

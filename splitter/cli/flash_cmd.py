@@ -26,8 +26,8 @@ from splitter.deploy.flash import (
 from splitter.deploy.pyocd_flash import needs_pack
 from splitter.deploy.targets import FlashJob, load_job
 from splitter.errors import ToolchainError
-from splitter.link.build import build_all, check
 from splitter.outputs import verify_output
+from splitter.toolchain.build import build_all, check
 
 #: --tool values: a tool name of :data:`TOOLS` or its executable's name, or ``auto``.
 TOOL_CHOICES: tuple[str, ...] = (

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from splitter.cli.options import activation_bytes_option, granularity_option, input_shape_option
 from splitter.cli.progress import Progress
-from splitter.cost.report import (
+from splitter.cost.layer_table import (
     chain_report,
     partial_report,
     report_csv,
@@ -91,7 +91,7 @@ def _loop_counts(loops: list[dict[str, object]]) -> str:
 
 
 def render_table(chain: Chain) -> Table:
-    """The rich table of :func:`splitter.cost.report.chain_report` with a totals footer."""
+    """The rich table of :func:`splitter.cost.layer_table.chain_report` with a totals footer."""
     report = chain_report(chain)
     totals = report["totals"]
     table = Table(title=f"{chain.name}: {totals['layers']} layers", show_footer=True)

@@ -77,7 +77,7 @@ def core_table() -> list[dict[str, Any]]:
 
     cores: dict[str, dict[str, Any]] = {}
     for fam in FAMILIES.values():
-        entry = cores.setdefault(fam.core, {"core": fam.core, "families": [], "fpus": []})
+        entry = cores.setdefault(fam.core.name, {"core": fam.core.name, "families": [], "fpus": []})
         entry["families"].append(fam.name)
         entry["fpus"] += [f for f in fam.fpus if f not in entry["fpus"]]
     return list(cores.values())

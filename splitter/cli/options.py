@@ -108,12 +108,98 @@ partial_execution_option = click.option(
     "convs): on = wherever they lower RAM, auto = only when no plan fits without them.",
 )
 
+
+def parse_split_layers(
+    ctx: click.Context | None, param: click.Parameter | None, values: tuple[str, ...]
+) -> dict[str, int]:
+    """``NAME:K`` (repeatable) -> {layer name: k}; the layer itself is checked by the planner
+    (:func:`splitter.graph.split.resolve_splits`)."""
+    out: dict[str, int] = {}
+    for value in values:
+        name, sep, k = value.rpartition(":")
+        if not sep or not name or not k.isdigit() or int(k) < 1:
+            raise click.BadParameter(
+                f"'{value}' is not NAME:K; write e.g. conv3:2 (layer names: `splitter inspect`)",
+                param=param,
+            )
+        out[name] = int(k)
+    return out
+
+
+def split_options(fn: Callable[..., None]) -> Callable[..., None]:
+    """``--split`` and ``--split-layer`` (``plan``, ``compile``; docs/split-layer.md)."""
+    from splitter.partition.layer_split import MODES
+
+    fn = click.option(
+        "--split-layer", "split_layers", multiple=True, callback=parse_split_layers,
+        metavar="NAME:K",
+        help="Split layer NAME (a conv or dense op) into K output-channel slices (repeatable; "
+        "K = 1 keeps it whole).",
+    )(fn)  # fmt: skip
+    return click.option(
+        "--split", "split", type=click.Choice(MODES), default="auto", show_default=True,
+        help="Split inside a layer: auto = a conv / dense layer no board holds is split into "
+        "output-channel slices over several boards (the number of slices chosen exactly); "
+        "search = also try the heaviest layer, kept if the objective improves; off = never.",
+    )(fn)  # fmt: skip
+
+
 objective_option = click.option(
     "--objective",
-    type=click.Choice(["latency", "throughput"]),
+    type=click.Choice(["latency", "throughput", "energy"]),
     default="latency",
     show_default=True,
+    help="Minimise the latency, the waiting time (1 / throughput) or the energy of one "
+    "inference (then optionally bounded by --max-latency-ms / --min-throughput).",
 )
+
+#: largest latency bound / throughput target taken (ms, inferences per s): beyond, a typo
+MAX_LATENCY_MS = 1e7
+MAX_THROUGHPUT = 1e6
+
+
+def positive_figure(value: float | None, flag: str, top: float) -> float | None:
+    """``value`` when finite, > 0 and <= ``top``; else a one-line UsageError naming ``flag``."""
+    if value is None:
+        return None
+    if not math.isfinite(value) or value <= 0 or value > top:
+        raise click.UsageError(f"{flag} {value:g}: give a number > 0 and at most {top:g}")
+    return value
+
+
+def energy_bound_options(fn: Callable[..., None]) -> Callable[..., None]:
+    """``--max-latency-ms`` and ``--min-throughput``: the bounds of ``--objective energy``."""
+    fn = click.option(
+        "--min-throughput",
+        type=float,
+        default=None,
+        metavar="PER_S",
+        help="With --objective energy: only plans of at least this many inferences per second.",
+    )(fn)
+    return click.option(
+        "--max-latency-ms",
+        type=float,
+        default=None,
+        metavar="MS",
+        help="With --objective energy: only plans whose latency is at most this.",
+    )(fn)
+
+
+def energy_bounds(
+    objective: str, max_latency_ms: float | None, min_throughput: float | None
+) -> dict[str, object]:
+    """The solver options ``max_latency_s`` / ``max_waiting_s`` of :func:`energy_bound_options`
+    (checked: finite, positive, sane; only with ``--objective energy``)."""
+    ms = positive_figure(max_latency_ms, "--max-latency-ms", MAX_LATENCY_MS)
+    rate = positive_figure(min_throughput, "--min-throughput", MAX_THROUGHPUT)
+    if objective != "energy" and (ms is not None or rate is not None):
+        raise click.UsageError("--max-latency-ms / --min-throughput bound --objective energy only")
+    out: dict[str, object] = {}
+    if ms is not None:
+        out["max_latency_s"] = ms / 1000.0
+    if rate is not None:
+        out["max_waiting_s"] = 1.0 / rate
+    return out
 
 
 def solver_options(fn: Callable[..., None]) -> Callable[..., None]:

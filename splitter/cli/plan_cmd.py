@@ -12,6 +12,8 @@ from rich.table import Table
 from splitter.cli.options import (
     activation_bytes_option,
     emulated_option,
+    energy_bound_options,
+    energy_bounds,
     granularity_auto_option,
     host_io_option,
     input_shape_option,
@@ -19,6 +21,7 @@ from splitter.cli.options import (
     partial_execution_option,
     solver_kwargs,
     solver_options,
+    split_options,
 )
 from splitter.cli.progress import Progress
 from splitter.hardware.boards import for_prediction, load_boards
@@ -26,8 +29,9 @@ from splitter.importers import load_chain
 from splitter.ir import Plan
 from splitter.manifest import PlanManifest
 from splitter.partition.granularity import auto_granularity
+from splitter.partition.layer_split import op_chain_of, plan_with_splits
 from splitter.partition.partial import plan_partial
-from splitter.partition.report import build_manifest
+from splitter.partition.planner import build_manifest
 
 
 def _segments(
@@ -89,6 +93,8 @@ def _render(m: PlanManifest, plan: Plan) -> None:
                 + "; ".join(s.loops),
                 highlight=False,
             )
+    for e in m.layer_splits:
+        console.print(e.describe(), highlight=False)
     for a, b in itertools.pairwise(m.submodels):
         if len(a.outputs) > 1:  # op granularity: the cut carries several live tensors
             names = ", ".join(t.name for t in a.outputs)
@@ -111,11 +117,24 @@ def _render(m: PlanManifest, plan: Plan) -> None:
         f"{'inf' if ref9 is None else f'{ref9:.6f}'} /s | bottleneck {m.bottleneck_device}"
     )
     console.print(_link_line(m))
+    console.print(energy_line(m), highlight=False)
     console.print(f"solver {m.solver}: {proof}, {m.nodes} nodes, {plan.solve_time_s:.3f} s")
     console.print(m.prediction_note)
     for dev in m.devices:
         if dev.compute_model:
             console.print(f"compute on {dev.name}: {dev.compute_model}", highlight=False)
+
+
+def energy_line(m: PlanManifest) -> str:
+    """One line: the energy of one inference, total and per board (or why there is none)."""
+    if m.energy is None:
+        return "energy: not computed (a part has no energy data in splitter/hardware/energy.toml)"
+    boards = ", ".join(
+        f"{d.name} {1e3 * d.total_j:.3f} (compute {1e3 * d.compute_j:.3f}, transfer "
+        f"{1e3 * d.transfer_j:.3f}, waiting {1e3 * d.wait_j:.3f})"
+        for d in m.energy.devices
+    )
+    return f"energy per inference {1e3 * m.energy.total_j:.3f} mJ: {boards} mJ"
 
 
 def _link_line(m: PlanManifest) -> str:
@@ -137,6 +156,7 @@ def _link_line(m: PlanManifest) -> str:
 @click.argument("input_path", metavar="INPUT")
 @click.option("--target", "target", required=True, metavar="BOARDS.toml", help="Board file.")
 @objective_option
+@energy_bound_options
 @solver_options
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the plan manifest (what compile writes)."
@@ -147,6 +167,7 @@ def _link_line(m: PlanManifest) -> str:
 @granularity_auto_option
 @host_io_option
 @partial_execution_option
+@split_options
 @click.option(
     "--segments",
     is_flag=True,
@@ -158,6 +179,8 @@ def command(
     input_path: str,
     target: str,
     objective: str,
+    max_latency_ms: float | None,
+    min_throughput: float | None,
     solver: str,
     time_limit: float | None,
     var_order: str | None,
@@ -169,6 +192,8 @@ def command(
     granularity: str,
     no_host_io: bool,
     partial_execution: str,
+    split: str,
+    split_layers: dict[str, int],
     segments: bool,
 ) -> None:
     """Place the layers of INPUT (ONNX, TFLite or CSV/JSON profile) on the boards of --target."""
@@ -176,6 +201,7 @@ def command(
         _segments(input_path, target, input_shapes, activation_bytes, time_limit, as_json)
         return
     options = solver_kwargs(solver, time_limit, var_order, val_order)
+    options.update(energy_bounds(objective, max_latency_ms, min_throughput))
     with Progress() as progress:
         boards = for_prediction(load_boards(target), emulated)
         progress.step(f"importing {input_path}")
@@ -188,10 +214,15 @@ def command(
         if granularity == "auto":
             chain = auto_granularity(chain, boards, activation_bytes)
         progress.step(f"solving ({solver}, {objective})")
-        chain, plan = plan_partial(
-            chain, boards, partial_execution, objective, solver, activation_bytes,
-            host_io=not no_host_io, on_progress=progress.status, **options,
+        found = plan_with_splits(
+            chain, boards,
+            lambda c: plan_partial(
+                c, boards, partial_execution, objective, solver, activation_bytes,
+                host_io=not no_host_io, on_progress=progress.status, **options,
+            ),
+            op_chain_of(activation_bytes), requested=split_layers, mode=split, objective=objective,
         )  # fmt: skip
+        chain, plan = found.chain, found.plan
     manifest = build_manifest(
         plan,
         chain,
@@ -201,6 +232,7 @@ def command(
         input_shapes=input_shapes,
         activation_bytes=activation_bytes,
         host_io=not no_host_io,
+        splits=found.splits,
     )
     if as_json:
         click.echo(manifest.to_json())

@@ -160,7 +160,7 @@ class Progress:
         return Bar(self, text, total, unit)
 
     def transfers(self) -> TransferBars:
-        """A callback for :attr:`splitter.link.host.HostLink.on_bytes`: one bar per transfer."""
+        """A callback for :attr:`splitter.device.host.HostLink.on_bytes`: one bar per transfer."""
         return TransferBars(self)
 
 

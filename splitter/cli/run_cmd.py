@@ -21,8 +21,8 @@ from splitter.cli.options import (
     verbose_option,
 )
 from splitter.cli.progress import Progress
+from splitter.device import run as R
 from splitter.errors import OutputError, ValidationError, escaped
-from splitter.link import run as R
 from splitter.manifest import read_manifest
 from splitter.outputs import verify_output
 

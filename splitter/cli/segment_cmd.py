@@ -190,7 +190,7 @@ def command(
             if segment_memory is not None:
                 cap = parse_size(segment_memory, device.part.ram_kib, target, "--segment-memory")
             progress.step("cutting the model into units")
-            units = chain_units(chain, cap, core=family_for(device.part.family).core)
+            units = chain_units(chain, cap, core=family_for(device.part.family).core.name)
             problem = unit_problem(chain, boards, device, units, cap, segment_time, load)
         else:
             cap = device.ram_bytes

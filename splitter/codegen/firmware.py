@@ -42,9 +42,9 @@ from splitter.hardware.clocks import Step
 from splitter.hardware.families import Family, RegWrite, family_for
 from splitter.hardware.qemu import EMULATOR
 from splitter.ir import Boards, Chain, Part
-from splitter.link.protocol import FIRMWARE_VERSION, MAX_TENSORS
 from splitter.manifest import PlanManifest
 from splitter.outputs import contained, crash_point, write_durable
+from splitter.protocol import FIRMWARE_VERSION, MAX_TENSORS
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "firmware_templates"
 STATIC_FILES = (
@@ -58,6 +58,7 @@ STATIC_FILES = (
     "uart.c",
     "uart.h",
     "libc.c",
+    "clock_status.h",
 )
 HOST = "host"
 ACK_TIMEOUT_S = 0.25
@@ -179,6 +180,12 @@ class DeviceContext:
     part_name: str
     part_clock_note: str
     clock_steps: tuple[Step, ...]
+    #: with an HSE: the steps that switch it off and the internal-oscillator tree clock_init()
+    #: runs when it does not start (empty without an HSE); ``clock_fallback_slow``: that tree
+    #: runs below the planned clock
+    clock_hse_off: tuple[Step, ...]
+    clock_fallback_steps: tuple[Step, ...]
+    clock_fallback_slow: bool
     m7_caches: bool  # Cortex-M7: I- and D-cache enabled after the clock setup
     board_name: str  # "" without a board definition
     baud_notes: tuple[str, ...]  # per link on the real part: "USART3 BRR 1042: 115163 baud"
@@ -277,7 +284,7 @@ def _target(
     layout = family.usart_layout
     return TargetContext(
         emulator_flag=int(emulator),
-        description=f"{EMULATOR.title if emulator else name}: {family.core}, {clock_hz} Hz, "
+        description=f"{EMULATOR.title if emulator else name}: {family.core.name}, {clock_hz} Hz, "
         f"{layout} USARTs",
         part_name=f"{EMULATOR.chip} (QEMU {EMULATOR.machine})" if emulator else name,
         cpu_flags=family.cpu_flags(fpu),
@@ -430,7 +437,10 @@ def _device_context(
         part_name=d.part.name,
         part_clock_note=tree.summary,
         clock_steps=tree.steps,
-        m7_caches=family.core == "cortex-m7",
+        clock_hse_off=tree.hse_off,
+        clock_fallback_steps=tree.fallback.steps if tree.fallback else (),
+        clock_fallback_slow=tree.fallback_slow,
+        m7_caches=family.core.caches,
         board_name=wiring.board.name if wiring.board else "",
         baud_notes=tuple(
             f"link {k} {b.usart}: {b.fck_hz / 1e6:g} MHz, BRR {b.brr}"
@@ -680,10 +690,10 @@ def generate_firmware(
 
     ``chain`` is the costed chain of the loaded model; ``manifest`` is the plan (``plan.json``):
     each device runs its sub-models' layer ranges, and the manifest's hash
-    (``splitter.link.protocol.plan_hash``) goes into every firmware and comes back in PONG.
+    (``splitter.protocol.plan_hash``) goes into every firmware and comes back in PONG.
     """
     from splitter.codegen.model_c import generate_device_c
-    from splitter.link.protocol import plan_hash
+    from splitter.protocol import plan_hash
 
     specs = []
     for index, device in enumerate(boards.devices):
@@ -692,7 +702,7 @@ def generate_firmware(
             continue
         ranges = [(s.index, s.first, s.last) for s in hosted]
         io = {s.index: ([t.name for t in s.inputs], [t.name for t in s.outputs]) for s in hosted}
-        core = family_for(device.part.family).core
+        core = family_for(device.part.family).core.name
         gen = generate_device_c(chain, ranges, device.name, core=core, boundaries=io)
         specs.append(
             DeviceSpec(

@@ -37,8 +37,8 @@ from splitter.codegen.pex import emit_layer as emit_pex_layer
 from splitter.codegen.pex import placed_offsets as pex_offsets
 from splitter.codegen.slots import SubModelSlots, TensorSlot
 from splitter.cost.handlers import op_flash
+from splitter.cost.oparena import LayerArena, plan_op_layer
 from splitter.errors import UnsupportedOpError
-from splitter.graph.oparena import LayerArena, plan_op_layer
 from splitter.ir import Chain, Layer, Op, SubModel, TensorSpec
 from splitter.manifest import submodel_boundaries
 from splitter.ops import kinds_with_kernel
@@ -501,7 +501,7 @@ def _submodel_function(
 
 
 def op_layer_memory(layer: Layer, chain: Chain) -> LayerArena:
-    """The plan of an operator-granularity layer (:mod:`splitter.graph.oparena`): the tensors
+    """The plan of an operator-granularity layer (:mod:`splitter.cost.oparena`): the tensors
     crossing the cut before it packed from 0 in order, its own blocks above, then compaction."""
     assert chain.graph is not None
     j = layer.index
@@ -516,7 +516,7 @@ def _op_submodel_function(
     """C function of sub-model ``span`` of an operator-granularity chain and its table row.
 
     Every layer runs at the offsets of its own plan and ends with the ``memmove`` s packing the
-    tensors live after it from offset 0 (:mod:`splitter.graph.oparena`), so the sub-model reads
+    tensors live after it from offset 0 (:mod:`splitter.cost.oparena`), so the sub-model reads
     its inputs packed at 0 in plan.json order and leaves its outputs packed at 0: the row is
     ``(index, 0, bytes of all inputs, 0, bytes of all outputs)``."""
     assert chain.graph is not None
@@ -553,7 +553,7 @@ def _packed_slots(
     chain: Chain, span: tuple[int, int, int], boundaries: Mapping[int, BoundaryNames] | None
 ) -> SubModelSlots:
     """Slots of an operator-granularity sub-model: its inputs, and its outputs, each packed from
-    offset 0 in plan.json order (:func:`splitter.graph.oparena.packed`, no padding), as
+    offset 0 in plan.json order (:func:`splitter.cost.oparena.packed`, no padding), as
     :func:`_op_submodel_function` leaves them; plan.json must list the chain's boundary tensors."""
     assert chain.graph is not None
     index, first, last = span

@@ -4,5 +4,5 @@
 * :mod:`splitter.cost.memory` - the arena rule (:func:`~splitter.cost.memory.plan_layer_memory`),
   shared with the C generator;
 * :mod:`splitter.cost.layer` - :func:`~splitter.cost.layer.layer_cost` of one layer;
-* :mod:`splitter.cost.report` - the rows, totals, JSON and CSV ``splitter inspect`` prints.
+* :mod:`splitter.cost.layer_table` - the rows, totals, JSON and CSV ``splitter inspect`` prints.
 """

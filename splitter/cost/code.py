@@ -1,7 +1,7 @@
 """Firmware code and runtime RAM per device, from the measured size table ``code_sizes.json``.
 
 The table is measured from real arm-none-eabi-gcc builds by ``make code-sizes``
-(:mod:`splitter.link.code_table`, which says how); ``tests/test_code_table.py`` fails when
+(:mod:`splitter.measure.code_table`, which says how); ``tests/test_code_table.py`` fails when
 the sources it was measured from changed. For a device hosting ops ``O`` in ``s`` sub-models
 over ``l`` links (SPEC.md's constraints (4) and (5) extended by what the firmware itself needs):
 
@@ -39,8 +39,6 @@ MOVE_KEY = "move"
 #: counters and window shifts; ``splitter/codegen/pex_rows.py``)
 ROW_KEY_PREFIX = "pexrow:"
 ROW_LOOP_KEY = "pexrow:loop"
-#: gcc ``-mcpu`` of a family -> the core the table is keyed by
-CORE_OF_FAMILY = {"cortex-m0plus": "M0+", "cortex-m4": "M4F", "cortex-m7": "M7"}
 
 
 @cache
@@ -108,9 +106,9 @@ def arena_itemsize(spec: TensorSpec) -> int:
 
 def compaction_moves(chain: Chain, j: int) -> int:
     """The ``memmove`` calls the firmware makes after layer ``j`` of an operator-granularity
-    chain: the compaction of :func:`splitter.graph.oparena.plan_op_layer` with the arena's
+    chain: the compaction of :func:`splitter.cost.oparena.plan_op_layer` with the arena's
     element sizes, as ``splitter.codegen.model_c`` emits it."""
-    from splitter.graph.oparena import plan_op_layer
+    from splitter.cost.oparena import plan_op_layer
 
     assert chain.graph is not None
     layer = chain.layers[j]
@@ -121,7 +119,7 @@ def compaction_moves(chain: Chain, j: int) -> int:
 
 
 def _core(part: Part) -> dict[str, Any]:
-    core: dict[str, Any] = code_table()["cores"][CORE_OF_FAMILY[family_for(part.family).core]]
+    core: dict[str, Any] = code_table()["cores"][family_for(part.family).core.key]
     return core
 
 

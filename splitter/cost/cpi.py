@@ -21,6 +21,12 @@ runs one instruction per tick and models no pipeline, wait state or cache. A rea
     published Dhrystone ratio M7 / M4 is 2.14 / 1.25 DMIPS per MHz for the same program, so
     ``1.39 * 1.25 / 2.14 = 0.81``.
 
+  - Cortex-M33 (Arm 100230 TRM 1.2: Armv8-M Mainline, three-stage pipeline, the DSP extension
+    as the M4's): Arm's Dhrystone ratio M33 / M4 is 1.50 / 1.25 DMIPS per MHz, so
+    ``1.39 * 1.25 / 1.50 = 1.16``. Its instruction counts are the ``M4F.dsp`` build's (same
+    Thumb-2 + DSP kernels; ``benchmarks/m33_ipm.py`` measures the ``_dsp`` kernels built for
+    the M33 on QEMU's mps2-an505 against the M4 build).
+
 * ``wait_states``: the flash latency the firmware's clock set-up programs for the device's
   clock (:mod:`splitter.hardware.clocks`, from each family's reference-manual table).
 * ``miss_rate``: fraction of instructions that stall on flash despite the family's
@@ -30,7 +36,11 @@ runs one instruction per tick and models no pipeline, wait state or cache. A rea
     prefetch) and F7 (RM0410 3.3.2 ART + the M7's 4-16 KiB L1 caches; ST AN4667 section 3): 0.05;
   - H7 (RM0433 2.1: 16 KiB L1 I-cache and D-cache on the AXI flash; ST AN4891 section 2): 0.02;
   - L4 (RM0351 3.3.4: prefetch, 1 KiB instruction cache, 256 B data cache): 0.05;
-  - G0 (RM0444 3.3.4: prefetch and a 2 x 64-bit instruction cache, no data cache): 0.10.
+  - G0 (RM0444 3.3.4: prefetch and a 2 x 64-bit instruction cache, no data cache): 0.10;
+  - G4 (RM0440 3.3.3: ART accelerator, 32 x 64-bit instruction cache, 8 x 64-bit data cache,
+    as the L4's): 0.05;
+  - L5 (RM0438 7.2: the 8 KiB ICACHE, left off by the firmware, so every miss waits): 0.10;
+  - U5 (RM0456 7.3.3: prefetch; the 8 KiB ICACHE left off by the firmware): 0.10.
 
 These figures are a model of a real core, derived from the documents above, not measured:
 no real board has been benched for this table. Calibration against a real board
@@ -50,20 +60,9 @@ from splitter.ir import Device, Part
 EMULATED_INSTRUCTIONS_PER_S = 1e9
 EMULATED_CPI = 1.0
 
-#: core (gcc ``-mcpu``) -> zero-wait cycles per instruction (module docstring)
-CORE_CPI = {"cortex-m0plus": 1.45, "cortex-m4": 1.39, "cortex-m7": 0.81}
-#: family -> fraction of instructions stalling on flash wait states (module docstring)
-MISS_RATE = {"F4": 0.05, "F7": 0.05, "H7": 0.02, "L4": 0.05, "G0": 0.10}
-SOURCES = {
-    "cortex-m0plus": "Arm DDI 0484C 3.3",
-    "cortex-m4": "Arm DDI 0439B 3.3.1, 7.2.3",
-    "cortex-m7": "Arm DDI 0489F 1.2; Dhrystone M7/M4 2.14/1.25 DMIPS/MHz",
-    "F4": "RM0090 3.5.2 (ART)",
-    "F7": "RM0410 3.3.2, AN4667",
-    "H7": "RM0433 2.1, AN4891",
-    "L4": "RM0351 3.3.4",
-    "G0": "RM0444 3.3.4",
-}
+# The figures live on the hardware objects: ``Core.cpi`` / ``Core.cpi_source``
+# (splitter/hardware/cores.py) and ``Family.flash_miss_rate`` / ``Family.flash_miss_source``
+# (each family's module of splitter/hardware/families/), with the sources above.
 
 
 @dataclass(frozen=True)
@@ -75,6 +74,8 @@ class Cpi:
     core_cpi: float
     wait_states: int
     miss_rate: float
+    core_source: str
+    miss_source: str
 
     @property
     def value(self) -> float:
@@ -86,8 +87,8 @@ class Cpi:
         """``"cortex-m4 CPI 1.39 + 5 flash WS x 0.05 = 1.64 (Arm DDI ...; F4 flash ...)"``."""
         return (
             f"{self.core} CPI {self.core_cpi:g} + {self.wait_states} flash WS x "
-            f"{self.miss_rate:g} = {self.value:.3g} ({SOURCES[self.core]}; {self.family} flash "
-            f"{SOURCES.get(self.family, 'no source')})"
+            f"{self.miss_rate:g} = {self.value:.3g} ({self.core_source}; {self.family} flash "
+            f"{self.miss_source})"
         )
 
 
@@ -114,11 +115,13 @@ def part_cpi(part: Part, clock_hz: float) -> Cpi:
 
     family = family_for(part.family)
     return Cpi(
-        core=family.core,
+        core=family.core.name,
         family=family.name,
-        core_cpi=CORE_CPI[family.core],
+        core_cpi=family.core.cpi,
         wait_states=wait_states(part, clock_hz),
-        miss_rate=MISS_RATE.get(family.name, 0.10),
+        miss_rate=family.flash_miss_rate,
+        core_source=family.core.cpi_source,
+        miss_source=family.flash_miss_source,
     )
 
 

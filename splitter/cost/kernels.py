@@ -1,6 +1,6 @@
 """Instructions of the project's own kernels per op, from the measured table ``kernel_costs.json``.
 
-The table is measured by ``make costs`` (:mod:`splitter.link.kernel_table`, which says how): every
+The table is measured by ``make costs`` (:mod:`splitter.measure.kernel_table` says how): every
 layer of every model in ``models/`` the C generator handles is compiled as it is for a device
 (same generator, same flags) and run under QEMU with ``-icount shift=0``, which executes one
 instruction per virtual nanosecond, so the SysTick ticks around a layer give its instruction
@@ -41,15 +41,6 @@ from splitter.ir import Layer, Op, Part, TensorSpec
 
 KERNEL_TABLE = Path(__file__).with_name("kernel_costs.json")
 
-#: gcc ``-mcpu`` -> the core name the table is keyed by (as ``splitter.cost.code``)
-CORE_OF_CPU = {"cortex-m0plus": "M0+", "cortex-m4": "M4F", "cortex-m7": "M7"}
-
-#: Cores with the Armv7E-M DSP extension: the int8 ``_dsp`` kernels run there, ``_plain``
-#: elsewhere. The same set as ``splitter.codegen.ops.q8_variants.DSP_CORES`` (which this layer may
-#: not
-#: import; ``tests/test_kernel_table.py`` checks they agree).
-DSP_CORES = frozenset({"cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p", "cortex-m55"})
-
 #: Features a fit may use, in the table's order.
 FEATURES = ("call", "rows", "pix", "out", "mac", "edge", "in", "pair", "inner", "gen")
 
@@ -59,26 +50,25 @@ DENSE_FEATURES = ("call", "out", "mac")
 ELEMENT_FEATURES = ("call", "out", "in")
 
 
-def isa_of_cpu(cpu: str) -> str:
-    """``"dsp"`` on a core of :data:`DSP_CORES`, else ``"plain"`` (codegen's choice)."""
-    return "dsp" if cpu in DSP_CORES else "plain"
-
-
 def build_key(cpu: str, *, emulated: bool = False) -> str:
-    """The table's build for code generated for gcc core ``cpu``: ``"<core>.<isa>"``.
+    """The table's build for code generated for gcc core ``cpu``: ``"<core key>.<isa>"``
+    (:attr:`splitter.hardware.cores.Core.build`).
 
     On the emulator every device runs as the emulated F405 (compiled for its Cortex-M4F) with
     the int8 variant of its own part's core: ``"M4F.plain"`` for an emulated Cortex-M0+ part.
     """
-    core = "M4F" if emulated else CORE_OF_CPU[cpu]
-    return f"{core}.{isa_of_cpu(cpu)}"
+    from splitter.hardware.cores import core_for
+    from splitter.hardware.qemu import EMULATOR
+
+    core = core_for(cpu)
+    return f"{EMULATOR.family.core.key}.{core.isa}" if emulated else core.build
 
 
 def part_build_key(part: Part, *, emulated: bool = False) -> str:
     """:func:`build_key` of a catalog part (its family's core)."""
     from splitter.hardware.families import family_for
 
-    return build_key(family_for(part.family).core, emulated=emulated)
+    return build_key(family_for(part.family).core.name, emulated=emulated)
 
 
 @dataclass(frozen=True)
@@ -151,7 +141,8 @@ def _pointwise_nchw(c: int, p: int, o: int) -> dict[str, float]:
     pixels, ``rows`` channel blocks."""
     nb, p4 = o // 4, p // 4 * 4
     return {"call": 1, "rows": nb, "pix": nb * (p4 // 4 + p - p4), "mac": nb * p4 * c * 4,
-            "inner": nb * (p - p4) * c, "gen": (o - 4 * nb) * p * c}  # fmt: skip
+            "inner": nb * (p - p4) * c, "gen": (o - 4 * nb) * p * c,
+            "out": (o - 4 * nb) * p}  # fmt: skip
 
 
 def _conv_rows(
@@ -185,7 +176,40 @@ def _blocked_nchw(
     nb = o // 4
     return {"call": 1, "rows": nb * oh, "pair": nb * oh * npair, "pix": nb * oh * (ow - 2 * npair),
             "mac": nb * 8 * npair * c * kw * ky, "inner": nb * npair * c * ky,
-            "edge": nb * 4 * c * ky * border, "gen": (o - 4 * nb) * c * ky * sum(kx)}  # fmt: skip
+            "edge": nb * 4 * c * ky * border}  # fmt: skip
+
+
+#: the float NCHW kernel ``conv_generic`` (kernels.c): the ``O % 4`` last channels of
+#: ``conv_blocked``, every channel of a one-channel PEX conv; one variant wherever it runs
+GENERIC = "conv2d.generic/NCHW/float32"
+
+
+def _generic_nchw(op: Op, x: TensorSpec, y: TensorSpec, channels: int) -> dict[str, float]:
+    """``conv_generic`` (kernels.c) over ``channels`` output channels: per channel and output
+    row a tap range (``rows``); along the row, four adjacent interior pixels at once where
+    stride and dilation are 1 (``pair`` blocks, ``inner`` their channel x kernel-row x kernel-
+    column steps of 4 MACs), else one pixel (``out`` pixels, ``edge`` their channel x kernel-row
+    steps, ``gen`` their MACs over the valid taps)."""
+    c, h, w = _chw(x, "NCHW")
+    _, oh, ow = _chw(y, "NCHW")
+    kh, kw = (int(v) for v in op.weights["W"].shape[2:])
+    sh, sw = (int(v) for v in op.attr("strides", (1, 1)))
+    pt, pl = (int(v) for v in op.attr("pads", (0, 0, 0, 0))[:2])
+    dh, dw = (int(v) for v in op.attr("dilations", (1, 1)))
+    cg = c // int(op.attr("groups", 1) or 1)
+    vy = sum(_valid_taps(oh, kh, sh, pt, h, dh))
+    vx = _valid_taps(ow, kw, sw, pl, w, dw)
+    quads, singles, single_taps, ox = 0, 0, 0, 0
+    while ox < ow:
+        ix0 = ox * sw - pl
+        if sw == 1 and dw == 1 and ox + 3 < ow and ix0 >= 0 and ix0 + 2 + kw < w:
+            quads, ox = quads + 1, ox + 4
+        else:
+            singles, single_taps, ox = singles + 1, single_taps + vx[ox], ox + 1
+    n = channels
+    return {"call": 1, "rows": n * oh, "pair": n * oh * quads, "inner": n * quads * vy * cg * kw,
+            "out": n * oh * singles, "edge": n * vy * singles * cg,
+            "gen": n * vy * single_taps * cg}  # fmt: skip
 
 
 def _blocked_nhwc(
@@ -249,7 +273,22 @@ def op_features(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> dict[
         return {"call": 1, "out": y.size, "mac": y.size * n_in}
     if op.kind == "matmul":
         return {"call": 1, "out": y.size, "mac": y.size * int(ins[0].shape[-1])}
+    if op.kind in BINARY and _dtype(op, tensors) == "float32":
+        return _binary_features(y)
     return {"call": 1, "out": y.size, "in": sum(t.size for t in ins)}
+
+
+#: float binary ops run by ``k_binary`` (kernels.c)
+BINARY = frozenset({"add", "sub", "mul", "div"})
+
+
+def _binary_features(y: TensorSpec) -> dict[str, float]:
+    """``k_binary`` (kernels.c): three outer loops over the output's rank-4 view, the innermost
+    over its last axis with both operands' strides (0 where broadcast): ``out`` elements, ``rows``
+    innermost-loop entries (``out / last axis``). The operands' sizes do not matter (a constant
+    or broadcast operand is read with stride 0 as often as a full one)."""
+    shape = (1,) * (4 - len(y.shape)) + tuple(int(d) for d in y.shape)
+    return {"call": 1, "out": y.size, "rows": y.size // max(1, shape[-1])}
 
 
 def op_variant(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> str:
@@ -287,7 +326,13 @@ def _float_conv_path(op: Op, x: TensorSpec, layout: str) -> str:
 def op_terms(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> list[Term]:
     """The kernel calls of ``op``: its variant, plus ``act.<kind>`` for a fused activation of a
     float op (the ``k_act`` pass; int8 kernels fold their clamp into the requantisation)."""
-    terms = [Term(op_variant(op, tensors, layout), op_features(op, tensors, layout))]
+    variant = op_variant(op, tensors, layout)
+    terms = [Term(variant, op_features(op, tensors, layout))]
+    if variant == "conv2d.conv/NCHW/float32":
+        x, y = tensors[op.inputs[0]], tensors[op.outputs[0]]
+        rest = _chw(y, "NCHW")[0] % 4
+        if rest:
+            terms.append(Term(GENERIC, _generic_nchw(op, x, y, rest)))
     act = op.attr("act")
     if act and _dtype(op, tensors) == "float32":
         out = float(tensors[op.outputs[0]].size)
@@ -300,17 +345,23 @@ def feature_names(variant: str) -> tuple[str, ...]:
     whole-op kernel, :func:`loop_terms`)."""
     if variant.startswith(PEX):
         base = variant.removeprefix(PEX)
-        if base.startswith(("q_dw_plane", "q_pointwise", "q_conv2d", "row.")):
-            return WINDOW_FEATURES
-        if base.startswith(("fill", "requant", "act.")):
+        if base.startswith(("q_dw_plane", "q_conv2d")):
+            return ("call", "rows", "pix", "out", "edge", "inner", "mac")
+        if base.startswith("q_pointwise"):
+            return ("call", "in", "out", "mac")
+        if base.startswith("row.slide"):
+            return ("call", "in", "rows")
+        if base.startswith(("acc/", "act.")):
             return ("call", "out")
-        if base.startswith("accumulate"):
-            return ("call", "out", "in")
+        if base.startswith(("accumulate", "fill")):
+            return ("call", "in", "rows", "out")
         return feature_names(base)
     if variant == "conv2d.pointwise/NCHW/float32":
-        return ("call", "rows", "pix", "mac", "inner", "gen")
+        return ("call", "rows", "pix", "mac", "inner", "gen", "out")
     if variant == "conv2d.conv/NCHW/float32":
-        return ("call", "rows", "pair", "pix", "mac", "inner", "edge", "gen")
+        return ("call", "rows", "pair", "pix", "mac", "inner", "edge")
+    if variant == GENERIC:
+        return ("call", "rows", "pair", "inner", "out", "edge", "gen")
     if variant.startswith(("conv2d.conv/", "conv2d.pointwise/")) and variant.endswith("/int8"):
         return ("call", "mac", "out", "pix", "inner", "in", "gen", "rows")
     if variant == "conv2d.conv/NHWC/float32":
@@ -320,6 +371,8 @@ def feature_names(variant: str) -> tuple[str, ...]:
         return WINDOW_FEATURES
     if kind in ("dense", "matmul"):
         return DENSE_FEATURES
+    if kind in BINARY and variant.endswith("/float32"):
+        return ("call", "out", "rows")
     if kind == "act":
         return ("call", "out")
     return ELEMENT_FEATURES
@@ -368,9 +421,26 @@ def op_signature(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> str:
 def term_instructions(term: Term, build: str) -> float:
     """Instructions of one kernel call: the variant's fit, else the build's pooled fallback
     fit (a variant no model in ``models/`` uses)."""
-    entry = _coefficients(build)
-    coef = entry["variants"].get(term.variant, {}).get("coef") or entry["fallback"]
+    coef = _coef_of(term.variant, build)
     return float(sum(float(c) * float(term.features.get(f, 0.0)) for f, c in coef.items()))
+
+
+def _coef_of(variant: str, build: str) -> Mapping[str, float]:
+    """The fit of ``variant``; a variant no model in ``models/`` uses takes the fit of the same
+    kernel kind and dtype in the other layout (``concat/NCHW/float32`` is ``concat/NHWC/
+    float32``'s copy loop over other strides), then of the kind in any layout and dtype, then
+    the build's pooled upper bound."""
+    variants = _coefficients(build)["variants"]
+    if variant in variants and variants[variant].get("coef"):
+        return dict(variants[variant]["coef"])
+    kind, _, rest = variant.partition("/")
+    dtype = rest.rpartition("/")[2]
+    near = sorted(v for v in variants if v.startswith(kind + "/") and variants[v].get("coef"))
+    same = [v for v in near if v.endswith("/" + dtype)]
+    for pick in (same, near):
+        if pick:
+            return dict(variants[pick[0]]["coef"])
+    return dict(_coefficients(build)["fallback"])
 
 
 def op_instructions(
@@ -422,33 +492,101 @@ def _sliced_op(op: Op, channelwise: bool) -> Op:
 
 
 def _scaled(term: Term, n: int, prefix: str = PEX) -> Term:
-    return Term(prefix + term.variant, {f: v * n for f, v in term.features.items()})
+    """``term`` called ``n`` times, its variant prefixed (``conv_generic`` keeps its whole-op
+    variant: the same C function, fitted on every call of it)."""
+    head = "" if term.variant == GENERIC else prefix
+    return Term(head + term.variant, {f: v * n for f, v in term.features.items()})
+
+
+def _generic_q8(op: Op, x: TensorSpec, y: TensorSpec) -> dict[str, float]:
+    """The loops of the generic window kernels ``k_q_conv2d`` and ``k_q_dw_plane``
+    (kernels_q8.c: ``for oy, ox, o, ky in tap range, kx in tap range, ci < C/groups``):
+    ``rows`` output rows (a row's tap range), ``pix`` output pixels (a column's tap range),
+    ``out`` outputs (the requantisation), ``edge`` ``(o, ky)`` entries, ``inner`` ``(o, ky,
+    kx)`` entries (the ``ci`` loop's set-up) and ``mac`` MACs, counted over the taps inside the
+    input (the kernels' hoisted bounds, :func:`_valid_taps`)."""
+    _, h, w = _chw(x, "NHWC")
+    o, oh, ow = _chw(y, "NHWC")
+    kh, kw = (int(v) for v in op.weights["W"].shape[2:])
+    sh, sw = (int(v) for v in op.attr("strides", (1, 1)))
+    pt, pl = (int(v) for v in op.attr("pads", (0, 0, 0, 0))[:2])
+    dh, dw = (int(v) for v in op.attr("dilations", (1, 1)))
+    groups = int(op.attr("groups", 1) or 1)
+    cg = _chw(x, "NHWC")[0] // groups
+    vy = sum(_valid_taps(oh, kh, sh, pt, h, dh))
+    vx = sum(_valid_taps(ow, kw, sw, pl, w, dw))
+    return {"call": 1, "rows": oh, "pix": oh * ow, "out": o * oh * ow, "edge": o * vy * ow,
+            "inner": o * vy * vx, "mac": o * vy * vx * cg}  # fmt: skip
 
 
 def row_loop_terms(ops: Sequence[Op], tensors: Mapping[str, TensorSpec]) -> list[Term]:
     """The kernel calls of one row loop (``codegen/pex_rows.py``): each int8 conv computes its
     output one row at a time with the generic ``k_q_conv2d`` (``OH = 1``, only the input rows
-    its window reads), every output row once: the whole op's window features with one call
-    per output row; the window slides (``k_q_copy``) are in the per-call term."""
+    its window reads, its top pad the rows missing above them), every output row once: the loops
+    of the whole op (:func:`_generic_q8`) with one call per output row; and the window slides,
+    ``k_q_copy`` calls (``call``) moving ``in`` bytes, with the schedule's per-row bookkeeping
+    (``rows``: output rows of the last op times ops), :func:`splitter.cost.rows.window_moves`."""
+    from splitter.cost.rows import loop_windows, row_bytes, window_moves
+
     terms = []
     for op in ops:
         x, y = tensors[op.inputs[0]], tensors[op.outputs[0]]
-        feats = _window_features(op, x, y, "NHWC")
-        feats["call"] = _chw(y, "NHWC")[1]
-        terms.append(Term(f"{PEX}row.q_conv2d/NHWC/int8", feats))
+        feats = _generic_q8(op, x, y)
+        feats["call"] = feats["rows"]
+        terms.append(Term(f"{PEX}q_conv2d/NHWC/int8", feats))
+    found = loop_windows(ops, tensors)
+    moves = window_moves(found[1]) if found is not None else ()
+    moved = sum(rows * row_bytes(tensors[op.outputs[0]], 1)
+                for op, (_, rows) in zip(ops, moves, strict=False))  # fmt: skip
+    last_rows = _chw(tensors[ops[-1].outputs[0]], "NHWC")[1]
+    terms.append(Term(f"{PEX}row.slide/NHWC/int8",
+                      {"call": sum(c for c, _ in moves), "in": moved,
+                       "rows": last_rows * len(ops)}))  # fmt: skip
     return terms
+
+
+def _q8_loop_term(op: Op, k: int, c: int, sub: Mapping[str, TensorSpec], plane: bool) -> Term:
+    """One int8 op inside a channel loop, ``c`` iterations: a depthwise conv on one plane
+    (``k_q_dw_plane``), a 1x1 generating conv (``k_q_pex_pointwise``: per call a ``C``-long
+    zero-point correction, ``in``; per pixel a ``C``-long dot product and a requantisation,
+    ``out`` and ``mac``), another generating conv (``k_q_conv2d``, ``O = 1``)."""
+    x, y = sub[op.inputs[0]], sub[op.outputs[0]]
+    one = _sliced_op(op, plane)
+    if plane:
+        return _scaled(Term("q_dw_plane/NHWC/int8", _generic_q8(one, x, y)), c)
+    if k == 0 and q8_conv_kind(one, [x]) == "pointwise":
+        cin, hw = _chw(x, "NHWC")[0], y.size
+        feats = {"call": 1, "in": cin, "out": hw, "mac": hw * cin}
+        return _scaled(Term("q_pointwise/NHWC/int8", feats), c)
+    return _scaled(Term("q_conv2d/NHWC/int8", _generic_q8(one, x, y)), c)
+
+
+def _accumulate_terms(y: TensorSpec, c: int, int8: bool, lay: str) -> list[Term]:
+    """An accumulating pointwise conv's calls: ``c`` accumulations of one input channel into
+    the ``O x HW`` output (``k_q_pex_accumulate``: per pixel the input value, ``in``, per
+    output the read-add-write, ``out``; float ``k_pex_accumulate``: per output channel a weight,
+    ``rows``, per output the add), and the passes over the output before and after the loop
+    (int8: ``k_q_pex_fill`` and ``k_q_pex_requant``, one term ``acc`` per output; float:
+    ``k_pex_fill``, per channel and per output)."""
+    o = _chw(y, lay)[0]
+    hw = y.size // max(1, o)
+    if int8:
+        return [Term(f"{PEX}accumulate/{lay}/int8", {"call": c, "in": c * hw, "out": c * y.size}),
+                Term(f"{PEX}acc/{lay}/int8", {"call": 1, "out": y.size})]  # fmt: skip
+    return [Term(f"{PEX}accumulate/{lay}/float32",
+                 {"call": c, "rows": c * o, "out": c * y.size}),
+            Term(f"{PEX}fill/{lay}/float32", {"call": 1, "rows": o, "out": y.size})]  # fmt: skip
 
 
 def loop_terms(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpec],
                layout: str, by: str = "channel") -> list[Term]:  # fmt: skip
     """The kernel calls of one PEX loop over ``channels`` (``codegen/pex.py``): per iteration
-    the first op generates output channel ``c`` (a conv with ``O = 1``; int8 1x1:
-    ``k_q_pex_pointwise``) or runs a channel-wise op on plane ``c``, the middle ops run on one
-    plane (float ``k_conv2d`` / ``k_act``, int8 ``k_q_dw_plane``), the last accumulates
-    (``k_pex_accumulate`` / ``k_q_pex_accumulate``, after ``*_fill``; float: its activation
-    over the output after the loop, int8: ``k_q_pex_requant``). Features are per call x
-    ``channels``; every variant is prefixed :data:`PEX`. A row loop (``by == "row"``):
-    :func:`row_loop_terms`."""
+    the first op generates output channel ``c`` or runs a channel-wise op on plane ``c``, the
+    middle ops run on one plane (float ``k_conv2d`` / ``k_act``, int8 ``k_q_dw_plane``), the
+    last accumulates (:func:`_accumulate_terms`; float: its activation over the output after
+    the loop). Features are per call x ``channels`` (int8: :func:`_q8_loop_term`; float: the
+    whole-op kernel's features on the one-channel shapes); every variant is prefixed
+    :data:`PEX`. A row loop (``by == "row"``): :func:`row_loop_terms`."""
     if by == "row":
         return row_loop_terms(ops, tensors)
     int8 = _dtype(ops[0], tensors) == "int8"
@@ -457,10 +595,7 @@ def loop_terms(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpe
     inner = {op.outputs[0] for op in ops[:-1]}
     last = ops[-1]
     acc = _accumulates(last)
-    y = tensors[last.outputs[0]]
     terms: list[Term] = []
-    if acc:
-        terms.append(Term(f"{PEX}fill/{lay}/{dt}", {"call": 1, "out": y.size}))
     for k, op in enumerate(ops):
         x0, y0 = tensors[op.inputs[0]], tensors[op.outputs[0]]
         sub = dict(tensors)
@@ -470,29 +605,16 @@ def loop_terms(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpe
         if plane or op.outputs[0] in inner:
             sub[op.outputs[0]] = _one_channel(y0, int8)
         if k == len(ops) - 1 and acc:
-            hw = y.size // max(1, _chw(y, lay)[0])
-            feats: dict[str, float] = {"call": c, "out": c * y.size, "in": c * hw}
-            terms.append(Term(f"{PEX}accumulate/{lay}/{dt}", feats))
+            terms += _accumulate_terms(tensors[last.outputs[0]], c, int8, lay)
         elif op.kind != "conv2d":  # a standalone float activation on one plane
             n = sub[op.outputs[0]].size
             terms.append(Term(f"{PEX}act.{op.kind}/{lay}/{dt}", {"call": c, "out": c * n}))
         elif int8:
-            one = _sliced_op(op, plane)
-            ys = sub[op.outputs[0]]
-            feats = _window_features(one, sub[op.inputs[0]], ys, "NHWC")
-            if plane:
-                kind = "q_dw_plane"
-            elif q8_conv_kind(one, [sub[op.inputs[0]]]) == "pointwise":
-                kind = "q_pointwise"
-            else:
-                kind = "q_conv2d"
-            terms.append(_scaled(Term(f"{kind}/{lay}/{dt}", feats), c))
+            terms.append(_q8_loop_term(op, k, c, sub, plane))
         else:
-            one = _sliced_op(op, plane)
-            terms += [_scaled(t, c) for t in op_terms(one, sub, lay)]
-    if acc and int8:
-        terms.append(Term(f"{PEX}requant/{lay}/{dt}", {"call": 1, "out": y.size}))
-    elif acc and last.attr("act"):
+            terms += [_scaled(t, c) for t in op_terms(_sliced_op(op, plane), sub, lay)]
+    if acc and not int8 and last.attr("act"):
+        y = tensors[last.outputs[0]]
         terms.append(Term(f"act.{last.attr('act')}/{lay}/{dt}", {"call": 1, "out": y.size}))
     return terms
 

@@ -20,13 +20,13 @@ expanded tensor, the very buffer the loop avoids, over a link).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import reduce
 
 import numpy as np
 
-from splitter.cost.kernels import layer_ops_instructions
+from splitter.cost.kernels import layer_ops_instructions, loop_instructions, ops_instructions
 from splitter.cost.layer import itemsize_function
 from splitter.cost.memory import plan_layer_memory
 from splitter.cost.pex import LoopRules, PartialSchedule, channel_axis, partial_schedule
@@ -209,6 +209,25 @@ def fuse_layers(
     return replace(fused, cost=replace(fused.cost, instructions=instr))
 
 
-def describe_loop(loop: ChannelLoop) -> str:
-    """``conv_a -> dw_b -> conv_c over 96 channels`` (``over 112 rows`` for a row loop)."""
-    return f"{' -> '.join(loop.ops)} over {loop.channels} {loop.by}s"
+def describe_loop(loop: ChannelLoop, price: tuple[float, float] | None = None) -> str:
+    """``conv_a -> dw_b -> conv_c over 96 channels`` (``over 112 rows`` for a row loop); with
+    ``price`` (seconds of the loop, seconds of its ops run whole, :func:`loop_price`) its time
+    price: ``(+12.3 ms, 4.1x the ops run whole)``."""
+    text = f"{' -> '.join(loop.ops)} over {loop.channels} {loop.by}s"
+    if price is None or price[1] <= 0:
+        return text
+    extra, ratio = price[0] - price[1], price[0] / price[1]
+    return f"{text} ({extra * 1e3:+.1f} ms, {ratio:.2f}x the ops run whole)"
+
+
+def loop_price(
+    layer: Layer, loop: ChannelLoop, tensors: Mapping[str, TensorSpec], layout: str, build: str
+) -> tuple[float, float]:
+    """Instructions of ``loop`` as the generated C runs it and of the same ops run whole, from
+    the kernel table (:func:`splitter.cost.kernels.loop_instructions` and
+    :func:`~splitter.cost.kernels.ops_instructions`): the time price of fitting by partial
+    execution, before the core's cycles per instruction."""
+    by_name = {op.name: op for op in layer.ops}
+    ops = [by_name[n] for n in loop.ops]
+    looped = loop_instructions(ops, loop.channels, tensors, layout, build, by=loop.by)
+    return looped, ops_instructions(ops, tensors, layout, build)

@@ -102,3 +102,31 @@ def loop_windows(
         return None
     known = tuple(g for g in geoms if g is not None)
     return window_rows(known), known
+
+
+def window_moves(geoms: Sequence[RowGeom]) -> tuple[tuple[int, int], ...]:
+    """Per window (between ops ``i`` and ``i+1``), the slides the generated C makes: the number
+    of ``k_q_copy`` calls and the rows they move (``codegen/pex_rows.py``: before op ``i``
+    computes row ``d_i``, ``keep = clamp(d_{i+1} s_{i+1} - p_{i+1}, 0, d_i)``; when ``keep >
+    l_i`` the rows ``keep .. d_i - 1`` move to the front). The same schedule as
+    :func:`window_rows`."""
+    n = len(geoms)
+    done, lo = [0] * n, [0] * n
+    calls, rows = [0] * (n - 1), [0] * (n - 1)
+    for r in range(geoms[-1].h_out):
+        need = [0] * n
+        need[n - 1] = r + 1
+        for i in range(n - 1, 0, -1):
+            g = geoms[i]
+            need[i - 1] = min(max((need[i] - 1) * g.s - g.pad + g.k, 0), g.h_in)
+        for i in range(n):
+            while done[i] < need[i]:
+                if i < n - 1:
+                    nxt = geoms[i + 1]
+                    keep = min(max(0, done[i + 1] * nxt.s - nxt.pad), done[i])
+                    if keep > lo[i]:
+                        calls[i] += 1
+                        rows[i] += done[i] - keep
+                        lo[i] = keep
+                done[i] += 1
+    return tuple(zip(calls, rows, strict=True))

@@ -1,6 +1,6 @@
 """Bytes on the wire of one tensor transfer and its time, as docs/protocol.md sends them.
 
-The frame layout is read from :mod:`splitter.link.protocol` (a leaf module: the protocol's
+The frame layout is read from :mod:`splitter.protocol` (a leaf module: the protocol's
 constants, no other splitter import), so a change of the header or chunk layout follows here.
 With ``O = protocol.OVERHEAD`` (sync 2 + type/seq/len 4 + CRC-32 4 = 10 bytes, docs/protocol.md
 "Frame"), ``H = protocol.CHUNK.size`` (the TENSOR/RESULT chunk header, "Types"),
@@ -36,8 +36,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from splitter import protocol as P
 from splitter.ir import LinkSpec
-from splitter.link import protocol as P
 
 
 @dataclass(frozen=True)

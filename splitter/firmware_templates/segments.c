@@ -20,7 +20,7 @@ static uint64_t seg_cycles;
 
 /* Cycles spent loading since the last call: a segmented project's runtime.c takes them off
  * the sub-model's TIMING cycles (compute only; codegen/segments.py RUNTIME_PATCH); the host
- * times the loads itself (splitter.link.segments). */
+ * times the loads itself (splitter.device.segments). */
 uint64_t runtime_load_cycles(void) {
     uint64_t c = seg_cycles;
     seg_cycles = 0;

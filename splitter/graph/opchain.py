@@ -10,7 +10,7 @@ tensors it only passes on:
 * ``OUT_j = sum_{t in live(j)} bytes(t)``;
 * ``RAM_j = sum_{t in live(j - 1)} bytes(t) + extra_j``: the tensors received (skip tensors held
   untouched included) packed at the bottom, and above them what the layer's ops write
-  (:mod:`splitter.graph.oparena`, the layout the firmware generator uses).
+  (:mod:`splitter.cost.oparena`, the layout the firmware generator uses).
 
 For a model without branches every live set is the one output, so the chain is the super-node
 chain layer for layer, costs included (``tests/test_graph_opchain.py``).
@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from splitter import ops as op_table
 from splitter.cost.handlers import op_flash
 from splitter.cost.layer import ItemsizeOf, op_macs, table_instructions
-from splitter.graph.oparena import plan_op_layer
+from splitter.cost.oparena import plan_op_layer
 from splitter.ir import ZERO_COST_KINDS, Graph, Layer, LayerCost, Op
 
 #: Down-sets the exact order search may visit before falling back to the heuristics.
@@ -292,7 +292,7 @@ def live_sets(order: Sequence[OpGroup], graph: Graph) -> list[tuple[str, ...]]:
 
 def _group_cost(group: OpGroup, graph: Graph, ram: int, out_bytes: int) -> LayerCost:
     """FLASH_j and MAC_j of the group's ops (handlers), RAM_j of the chain's arena plan
-    (:mod:`splitter.graph.oparena`), OUT_j the live bytes after it, and the kernel cost
+    (:mod:`splitter.cost.oparena`), OUT_j the live bytes after it, and the kernel cost
     table's instructions of its ops (as the super-node chain's layers; the compaction's
     ``memmove`` s are not counted)."""
     tensors = graph.tensors

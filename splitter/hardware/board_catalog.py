@@ -11,11 +11,13 @@ real-board clock tree; the boards parser (plan time) and the firmware generator 
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from splitter.errors import BoardFileError
 from splitter.hardware.catalog import get_part
@@ -25,6 +27,28 @@ from splitter.hardware.families import family_for
 from splitter.ir import Part
 
 BOARD_FILE = "board_catalog.toml"
+
+
+@dataclass(frozen=True)
+class StLink:
+    """The on-board ST-LINK's virtual COM port: the fastest host link it carries."""
+
+    version: str
+    max_baud: int
+    source: str
+
+
+#: ST-LINK versions on the boards of :data:`BOARD_FILE` (``stlink = "V2-1"`` / ``"V3"``): the
+#: highest virtual COM port baud rate. V2-1 (an STM32F103 bridge on Nucleo-64 MB1136, Nucleo-144
+#: MB1137, Discovery boards): 2 Mbaud (ST TN1235 "Overview of ST-LINK derivatives", VCP
+#: section). V3 (STLINK-V3E on MB1364 / MB1367 / MB1549 boards, an STM32F723 bridge): ST gives
+#: the STLINK-V3 virtual COM port "frequency up to 15 MHz" (STLINK-V3MINI / STLINK-V3SET product
+#: pages, UM2448 STLINK-V3SET user manual).
+STLINKS: Mapping[str, StLink] = {
+    "V2-1": StLink("V2-1", 2_000_000, "ST TN1235: ST-LINK/V2-1 virtual COM port up to 2 Mbaud"),
+    "V3": StLink("V3", 15_000_000, "ST STLINK-V3 (UM2448, STLINK-V3MINI/V3SET pages): VCP up "
+                 "to 15 MHz"),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -40,6 +64,10 @@ class Board:
     source: str
     #: the external flash the part maps at boot (``[boards.NAME.extflash]``), None without one
     extflash: ExtFlashSpec | None = None
+    #: the on-board ST-LINK (its virtual COM port carries the host link)
+    stlink: StLink = STLINKS["V2-1"]
+    #: other names of the same board (the name without its -Q / -P suffix, ...)
+    aliases: tuple[str, ...] = ()
 
     @property
     def vcp(self) -> str:
@@ -60,22 +88,57 @@ def boards() -> dict[str, Board]:
         hse = Osc("HSE", int(t["hse_mhz"] * MHZ), bool(t["hse_bypass"])) if t["hse_mhz"] else None
         ext = t.get("extflash")
         spec = None if ext is None else parse_spec(ext, part.family, f"{BOARD_FILE} {name}")
+        stlink = STLINKS.get(t["stlink"])
+        if stlink is None or name != name.lower():
+            raise BoardFileError(
+                f"{BOARD_FILE}: board {name}: stlink = {t['stlink']!r} (use one of "
+                f"{', '.join(STLINKS)}) and the name in lower case"
+            )
         out[name] = Board(
             name, part.name, hse, tuple(t["usarts"]), dict(t["pins"]), dict(t["headers"]),
-            t["source"], spec,
+            t["source"], spec, stlink, tuple(t.get("aliases", ())),
         )  # fmt: skip
     return out
 
 
+@cache
+def board_names() -> dict[str, str]:
+    """Every name a board is known by (its own and its aliases, lower case) -> the board."""
+    out: dict[str, str] = {}
+    for name, b in boards().items():
+        for n in (name, *b.aliases):
+            if n.lower() in out:
+                raise BoardFileError(f"{BOARD_FILE}: board name {n} is given twice")
+            out[n.lower()] = name
+    return out
+
+
 def get_board(name: object, where: str) -> Board:
-    """The board ``name``; BoardFileError listing the known boards otherwise."""
-    table = boards()
-    if isinstance(name, str) and name in table:
-        return table[name]
+    """The board ``name``, in any case, or one of its aliases (``NUCLEO-F446RE``,
+    ``nucleo-l552ze`` for ``nucleo-l552ze-q``); BoardFileError with a "did you mean" and the
+    known boards otherwise."""
+    table, names = boards(), board_names()
+    if isinstance(name, str) and name.strip().lower() in names:
+        return table[names[name.strip().lower()]]
+    close = difflib.get_close_matches(str(name).lower(), list(names), n=1, cutoff=0.6)
+    did_you_mean = f"did you mean {names[close[0]]}? " if close else ""
     raise BoardFileError(
-        f"{where}: unknown board {name!r}; known boards: {', '.join(table)} "
-        f'(splitter/hardware/{BOARD_FILE}); or give mcu = "<part>" without board'
+        f"{where}: unknown board {name!r}; {did_you_mean}known boards: {', '.join(table)} "
+        f'(splitter boards lists them; splitter/hardware/{BOARD_FILE}); or give mcu = "<part>" '
+        "without board"
     )
+
+
+def check_host_baud(board: Board, baud: int, where: str) -> None:
+    """BoardFileError when ``baud`` is above what ``board``'s ST-LINK virtual COM port carries
+    (:data:`STLINKS`), naming the limit."""
+    limit = board.stlink
+    if baud > limit.max_baud:
+        raise BoardFileError(
+            f"{where}: the host link runs over {board.name}'s ST-LINK/{limit.version} virtual "
+            f"COM port, which carries at most {limit.max_baud} baud ({limit.source}); set "
+            f"[link] baud <= {limit.max_baud}"
+        )
 
 
 @dataclass(frozen=True)
@@ -121,3 +184,26 @@ def device_wiring(part: Part, board: str | None, clock_hz: float, where: str) ->
         headers=dict(b.headers) if b else {},
         board=b,
     )
+
+
+def board_listing() -> list[dict[str, Any]]:
+    """Every board as a record (``splitter boards``): name, aliases, part, family, core, the
+    ST-LINK and its fastest host link, the USARTs (virtual COM port first), the HSE, source."""
+    out: list[dict[str, Any]] = []
+    for b in boards().values():
+        family = family_for(get_part(b.part).family)
+        out.append(
+            {
+                "name": b.name,
+                "aliases": list(b.aliases),
+                "part": b.part,
+                "family": family.name,
+                "core": family.core.name,
+                "stlink": b.stlink.version,
+                "max_host_baud": b.stlink.max_baud,
+                "usarts": list(b.usarts),
+                "hse": b.hse.label if b.hse else None,
+                "source": b.source,
+            }
+        )
+    return out

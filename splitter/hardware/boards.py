@@ -45,8 +45,11 @@ Checked here, at plan time, for every device on a board or a catalog part
 (``board_catalog.device_wiring``): the clock tree reaches ``clock_mhz`` (else one line naming the
 part's maximum), and every USART the device may use (the first N of its list for N devices: the
 host plus N - 1 peers) gets a valid baud-rate divisor within 2 % (else one line naming the link
-and the nearest valid rates). Inline parts (``part = {...}``, which also describe hypothetical
-parts for planning studies) get the same checks when firmware is generated for them.
+and the nearest valid rates); on a board, the host link's baud rate is at most what its
+ST-LINK's virtual COM port carries (``board_catalog.STLINKS``, one line naming the limit). Board
+names match in any case and by alias; the device keeps the catalog's spelling. Inline parts
+(``part = {...}``, which also describe hypothetical parts for planning studies) get the same
+checks when firmware is generated for them.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from splitter.errors import BoardFileError
-from splitter.hardware.board_catalog import device_wiring, get_board
+from splitter.hardware.board_catalog import check_host_baud, device_wiring, get_board
 from splitter.hardware.catalog import get_part, part_from_table
 from splitter.hardware.families import family_for
 from splitter.inputs import parse_toml, read_input_text
@@ -223,6 +226,8 @@ def check_device_links(dev: Device, baud: int, n_devices: int, where: str) -> No
     except BoardFileError as exc:
         msg = str(exc)
         raise BoardFileError(msg if msg.startswith(where) else f"{ctx}: {msg}") from None
+    if wiring.board is not None:
+        check_host_baud(wiring.board, baud, ctx)
     family = family_for(dev.part.family)
     for k, (usart, _base) in enumerate(wiring.usarts[:n_devices]):
         role = "host link" if k == 0 else f"link to a peer #{k}"
@@ -272,8 +277,9 @@ def _parse_device(raw: Any, index: int, where: str) -> Device:
         raise BoardFileError(f"{where}: {bad}")
     assert isinstance(name, str)
     ctx = f"device[{index}] '{name}'"
-    board = raw.get("board")
     part = _device_part(raw, where, ctx)
+    # the catalog's spelling: "NUCLEO-F446RE" and aliases name the same board
+    board = get_board(raw["board"], where).name if "board" in raw else None
     clock = _positive_float(raw.get("clock_mhz", part.clock_mhz), where, f"{ctx} clock_mhz")
     cpm = _positive_float(raw.get("cpm", part.cpm), where, f"{ctx} cpm")
     return Device(

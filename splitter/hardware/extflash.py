@@ -60,8 +60,6 @@ F7_GPIO = 0x4002_0000
 MPU_CTRL, MPU_RNR, MPU_RBAR, MPU_RASR = 0xE000_ED94, 0xE000_ED98, 0xE000_ED9C, 0xE000_EDA0
 #: the QUADSPI memory-mapped window: 256 MiB from 0x9000_0000 (RM0385 2.2 memory map)
 WINDOW_BYTES = 1 << 28
-#: the families whose QUADSPI this module configures, with the memory-mapped window's base
-CONTROLLERS = {"F7": ("QUADSPI", 0x9000_0000)}
 SIGNALS = ("CLK", "NCS", "IO0", "IO1", "IO2", "IO3")
 
 
@@ -85,12 +83,16 @@ class ExtFlashSpec:
 
 def parse_spec(t: Mapping[str, Any], family: str, where: str) -> ExtFlashSpec:
     """The checked spec of a board's ``extflash`` table (BoardFileError naming the field)."""
-    if family not in CONTROLLERS:
+    from splitter.hardware.families import FAMILIES, family_for
+
+    qspi = family_for(family).qspi  # the family's controller and window (Family.qspi)
+    if qspi is None:
+        known = ", ".join(f.name for f in FAMILIES.values() if f.qspi)
         raise BoardFileError(
             f"{where}: extflash on a {family} part; splitter configures the QUADSPI of "
-            f"{', '.join(CONTROLLERS)} parts only"
+            f"{known} parts only"
         )
-    controller, window = CONTROLLERS[family]
+    controller, window = qspi
     pins = []
     for sig in SIGNALS:
         text = str(t["pins"].get(sig, ""))

@@ -24,10 +24,13 @@ from splitter.partition.problem import (
     OBJECTIVES,
     Evaluation,
     Problem,
+    bounded,
     close,
     evaluate,
     make_problem,
+    meets_bounds,
     runs,
+    with_bounds,
 )
 
 SolverFn = Callable[..., SolverResult]
@@ -57,7 +60,11 @@ __all__ = [
 def solve(
     problem: Problem, objective: str = "latency", solver: str = "auto", **options: object
 ) -> Plan:
-    """Solve ``problem`` for ``objective`` ("latency" | "throughput") with ``solver``.
+    """Solve ``problem`` for ``objective`` ("latency" | "throughput" | "energy") with ``solver``.
+
+    ``energy`` minimises the energy of one inference (:func:`~splitter.partition.problem.
+    energy_tables`) under the optional bounds ``max_latency_s`` (latency ``I``) and
+    ``max_waiting_s`` (waiting time ``W = 1 / throughput``) given as options.
 
     ``auto`` is the portfolio of :mod:`splitter.partition.portfolio` (a bnb probe, then a race of
     the exact solvers); the plan names the solver whose answer it is.
@@ -66,11 +73,12 @@ def solve(
     assignment is feasible, :class:`SolverError` when the solver cannot handle the instance.
     """
     if objective not in OBJECTIVES:
-        raise SolverError(f"objective '{objective}' unknown; use latency or throughput")
+        raise SolverError(f"objective '{objective}' unknown; use latency, throughput or energy")
     if solver != "auto" and solver not in SOLVERS:
         raise SolverError(f"solver '{solver}' unknown; use one of {', '.join(SOLVER_NAMES)}")
     if solver != "auto" and objective not in SOLVERS[solver][1]:
         raise SolverError(f"solver {solver} does not solve {objective}; use bnb, cpsat or fs")
+    problem, options = _energy_problem(problem, objective, options)
     check_global(problem)
     start = time.perf_counter()
     if solver == "auto":
@@ -83,6 +91,8 @@ def solve(
         result = _tie_break(problem, objective, result)
     elapsed = time.perf_counter() - start
     if result.assignment is None:
+        if result.optimal and bounded(problem):
+            raise InfeasibleError(_bound_message(problem))
         if result.optimal:
             raise InfeasibleError(explain_infeasible(problem))
         raise SolverError(
@@ -92,6 +102,57 @@ def solve(
     plan = make_plan(problem, objective, name, result, elapsed)
     verify(plan, problem)
     return plan
+
+
+def _energy_problem(
+    problem: Problem, objective: str, options: dict[str, object]
+) -> tuple[Problem, dict[str, object]]:
+    """Take the options ``max_latency_s`` / ``max_waiting_s`` (bounds of the energy objective)
+    into the problem; refuse the energy objective when a device has no energy data, and the
+    bounds with any other objective."""
+    caps = {k: options[k] for k in ("max_latency_s", "max_waiting_s") if options.get(k) is not None}
+    rest = {k: v for k, v in options.items() if k not in ("max_latency_s", "max_waiting_s")}
+    if objective != "energy":
+        if caps:
+            raise SolverError(
+                "a latency or throughput bound applies to --objective energy only; drop it"
+            )
+        return problem, rest
+    if not problem.run_w:
+        from splitter.hardware.energy import energy_of, missing_energy
+
+        energy_of(missing_energy(problem.boards.devices)[0])  # raises naming the part
+    cap = caps.get("max_latency_s")
+    if cap is not None:  # the bound is on the reported latency, which counts the host's I/O
+        cap = float(cap) - host_constant(problem)  # type: ignore[arg-type]
+    return with_bounds(problem, cap, caps.get("max_waiting_s")), rest  # type: ignore[arg-type]
+
+
+def host_constant(problem: Problem) -> float:
+    """Seconds of the host's input and output transfers (without TIMING records) that the
+    reported latency counts and the solvers' latency leaves out; 0 without ``host_io``."""
+    if not problem.link_model.host_io:
+        return 0.0
+    link, model = problem.boards.link, problem.link_model
+    inp = problem.transfer(model.input_bytes, 0).seconds(link)
+    return inp + problem.transfer(model.output_bytes, 0).seconds(link)
+
+
+def _bound_message(problem: Problem) -> str:
+    """Why no assignment meets the energy objective's bounds: the best reachable figure."""
+    where = problem.boards.source_path or "boards"
+    free = with_bounds(problem)
+    parts = []
+    for objective, cap, what in (
+        ("latency", problem.max_latency_s, "latency"),
+        ("throughput", problem.max_waiting_s, "waiting time (1 / throughput)"),
+    ):
+        if cap != float("inf"):
+            best = solve(free, objective, "auto", time_limit=10.0)
+            value = best.latency_s if objective == "latency" else 1 / best.throughput_per_s
+            asked = cap + host_constant(problem) if objective == "latency" else cap
+            parts.append(f"{what} at most {asked:.6g} s asked, the best plan reaches {value:.6g} s")
+    return f"{where}: no plan meets the bound: {'; '.join(parts)}; relax the bound or add boards"
 
 
 def _tie_break(problem: Problem, objective: str, result: SolverResult) -> SolverResult:
@@ -136,6 +197,7 @@ def make_plan(
         throughput_per_s=ev.throughput_per_s,
         throughput_ref9_per_s=ev.throughput_ref9_per_s,
         gap=result.gap,
+        energy_j=ev.energy_j,
         search=result.search,
     )
 
@@ -156,6 +218,14 @@ def verify(plan: Plan, problem: Problem) -> Evaluation:
         raise SolverError(f"plan sub-models {subs} are not the runs of its assignment")
     if not ev.feasible:
         raise SolverError(f"plan violates constraints: {'; '.join(ev.violations)}")
+    if plan.objective == "energy" and not meets_bounds(problem, plan.assignment):
+        raise SolverError("plan misses the energy objective's latency or waiting-time bound")
+    if (plan.energy_j is None) != (ev.energy_j is None) or (
+        plan.energy_j is not None
+        and ev.energy_j is not None
+        and not (plan.energy_j == ev.energy_j or close(plan.energy_j, ev.energy_j))
+    ):
+        raise SolverError(f"plan reports energy {plan.energy_j} J, evaluation gives {ev.energy_j}")
     for label, got, want in (
         ("latency", plan.latency_s, ev.latency_s),
         ("throughput", plan.throughput_per_s, ev.throughput_per_s),

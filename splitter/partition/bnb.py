@@ -32,12 +32,13 @@ cut when it cannot beat the incumbent even on the tie rule.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
 from splitter.errors import SolverError
 from splitter.partition.base import Incumbent, SolverResult
-from splitter.partition.problem import TOL, Problem, value_of
+from splitter.partition.problem import TOL, Problem, is_feasible, meets_bounds, value_of
 
 VAR_ORDERS = ("input", "degree", "mrv", "flash")
 #: seconds between two progress lines (option ``on_progress``)
@@ -68,6 +69,26 @@ def cost_to_go(problem: Problem) -> list[list[float]]:
         best_nxt = min(nxt)
         h[j] = [min(nxt[i], comm[j] + best_nxt) for i in range(d)]
     return h
+
+
+def energy_cost_to_go(problem: Problem) -> list[list[float]]:
+    """``g[j][i]``: least energy of layers ``j+1..n-1`` given layer ``j`` on device ``i``.
+
+    Backward DP ignoring flash and the bounds (single layers' RAM and flash honoured), with
+    ``e`` and ``ce`` of :func:`~splitter.partition.problem.energy_tables`:
+    ``g[j][i] = min(e_{j+1,i} + g[j+1][i], ce_ji + min_k (e_{j+1,k} + g[j+1][k]))``
+    (``ce >= 0``, so the second term may range over every ``k``), ``g[n-1][i] = 0``.
+    """
+    n, d = problem.n, problem.d
+    e, ce = problem.e_list, problem.ce_list
+    assert e is not None and ce is not None
+    inf = float("inf")
+    g = [[0.0] * d for _ in range(n)]
+    for j in range(n - 2, -1, -1):
+        nxt = [e[j + 1][k] + g[j + 1][k] if problem.allowed[j + 1, k] else inf for k in range(d)]
+        best_nxt = min(nxt)
+        g[j] = [min(nxt[i], ce[j][i] + best_nxt) for i in range(d)]
+    return g
 
 
 def mac_rates(problem: Problem) -> list[float]:
@@ -121,7 +142,8 @@ class BranchAndBound:
         init = options.get("incumbent")
         if init is not None:
             a0 = tuple(int(x) for x in init)  # type: ignore[attr-defined]
-            self.inc.offer(value_of(problem, a0, objective), a0)
+            if objective != "energy" or (is_feasible(problem, a0) and meets_bounds(problem, a0)):
+                self.inc.offer(value_of(problem, a0, objective), a0)
         self.nodes = 0
         self.visits = [[0] * d for _ in range(n)]  # nodes per (layer, device): the heatmap
         self.a = [-1] * n
@@ -134,6 +156,9 @@ class BranchAndBound:
         self.macs = [c.macs for c in problem.costs]
         self.rates = mac_rates(problem)
         self.h = cost_to_go(problem) if self.bound == "strong" else None
+        self.g = energy_cost_to_go(problem) if objective == "energy" else None
+        if objective == "energy" and self.h is None:
+            self.h = cost_to_go(problem)  # the latency bound's pruning needs it
         self.stopped = False
 
     def _check_options(self) -> None:
@@ -144,6 +169,11 @@ class BranchAndBound:
         ):
             if value not in allowed:
                 raise SolverError(f"bnb: {name} '{value}' unknown; use one of {', '.join(allowed)}")
+        if self.objective == "energy" and self.var_order != "input":
+            raise SolverError(
+                f"bnb: the energy objective is searched in input order; drop --var-order "
+                f"{self.var_order} (or use --solver cpsat or fs)"
+            )
 
     def run(self) -> SolverResult:
         """Search; proved optimal unless a node or time limit stopped it."""
@@ -172,6 +202,9 @@ class BranchAndBound:
         if self.objective == "latency":
             h = self.h if self.h is not None else cost_to_go(p)
             lower = min(p.t_list[0][i] + h[0][i] for i in range(p.d) if self.allowed[0][i])
+        elif self.objective == "energy":
+            assert self.g is not None and p.e_list is not None
+            lower = min(p.e_list[0][i] + self.g[0][i] for i in range(p.d) if self.allowed[0][i])
         else:
             lower = balance_bound([0.0] * p.d, self.rates, float(sum(self.macs)))
         return max(0.0, (self.inc.value - lower) / self.inc.value)
@@ -206,7 +239,10 @@ class BranchAndBound:
         """Devices layer ``j`` may take now, in value order."""
         t = self.p.t_list[j]
         legal = [i for i in range(self.p.d) if self.allowed[j][i] and self.flash[j] <= self.rem[i]]
-        if self.val_order == "fastest":
+        if self.val_order == "fastest" and self.objective == "energy":
+            e = self.p.e_list[j]  # type: ignore[index]
+            legal.sort(key=lambda i: (e[i], i))
+        elif self.val_order == "fastest":
             legal.sort(key=lambda i: (t[i], i))
         elif self.val_order == "free_flash":
             legal.sort(key=lambda i: (-self.rem[i], i))
@@ -246,8 +282,61 @@ class BranchAndBound:
             self.rate_sum = sum(self.rates)
             if self.flash_left <= sum(self.rem):
                 self._prefix_throughput(0, 0)
+        elif self.objective == "energy":
+            self._prefix_energy(0, 0.0, 0.0, 0)
         else:
             self._prefix(0, 0.0, 0)
+
+    def _prefix_energy(self, j: int, energy: float, latency: float, nsub: int) -> None:
+        """Prefix search for the energy objective (module docstring of the problem's energy
+        tables): bound = energy of the prefix + :func:`energy_cost_to_go`; a branch is also cut
+        when its latency (prefix + flash-free cost-to-go) or its ``max_i Q_i`` (never
+        decreasing with the prefix, a lower bound of ``W``) exceeds the problem's bound."""
+        p = self.p
+        if j == p.n:
+            if meets_bounds(p, self.a):
+                self._leaf()
+            return
+        e, ce, t, comm = p.e_list, p.ce_list, p.t_list, p.comm_list
+        assert e is not None and ce is not None and self.g is not None
+        prev = self.a[j - 1] if j > 0 else -1
+        for i in self._values(j):
+            self._tick()
+            self.visits[j][i] += 1
+            change = prev >= 0 and prev != i
+            step_e = e[j][i] + (ce[j - 1][prev] if change else 0.0)
+            step_l = t[j][i] + (comm[j - 1] if change else 0.0)
+            k = nsub + (1 if change or j == 0 else 0)
+            self._assign_prefix(j, i, prev, change)
+            bound = energy + step_e + self.g[j][i]
+            if (
+                self.flash_left <= sum(self.rem)
+                and self._within_bounds(j, i, latency + step_l)
+                and not self._prune(bound)
+            ):
+                inc = self.inc
+                hopeless = (
+                    inc.assignment is not None
+                    and bound >= inc.value * (1 - TOL)
+                    and self._tie_hopeless(j, k)
+                )
+                if not hopeless:
+                    self._prefix_energy(j + 1, energy + step_e, latency + step_l, k)
+            self._unassign_prefix(j, i, prev, change)
+
+    def _within_bounds(self, j: int, i: int, latency: float) -> bool:
+        """Whether some completion of the prefix (layer ``j`` on ``i``, its latency so far
+        ``latency``) may still meet the latency and waiting-time bounds."""
+        p = self.p
+        if math.isfinite(p.max_latency_s):
+            assert self.h is not None
+            if latency + self.h[j][i] > p.max_latency_s * (1 + TOL):
+                return False
+        if math.isfinite(p.max_waiting_s):
+            top = max(c + x for c, x in zip(self.compute, self.qx, strict=True))
+            if top > p.max_waiting_s * (1 + TOL):
+                return False
+        return True
 
     def _prefix_bound(self, j: int, cost: float, i: int) -> float:
         if self.objective == "latency":

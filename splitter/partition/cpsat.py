@@ -7,6 +7,8 @@ is about 1e7 units: CP-SAT stalls on much larger coefficients; rounding error pe
 half a unit, and the exact warm-started polish below removes its effect on the answer).
 
 * latency: ``sum_ij L_ij x_ij + sum_j comm_j b_j`` with ``b_j = [layer j and j+1 differ]``;
+* energy: ``sum_ij e_ij x_ij + sum_ij ce_ij s_ij`` (the problem's energy tables, ``s_ji`` as
+  below), with the latency and waiting-time bounds as constraints when given;
 * throughput: exact channelling of ``S_i`` (``x_ji and not x_{j+1,i}``), ``R'_i`` (``x_{j+1,i}``,
   not ``x_ji``, and device ``i`` used at some layer ``<= j``), ``L*_i`` (layers not on ``i``
   strictly between its first and last layer), ``Q_i = L_i + S_i + R'_i``, a one-hot bottleneck
@@ -20,6 +22,7 @@ integer rounding and applies the SPEC.md tie rule, so every exact solver returns
 
 from __future__ import annotations
 
+import math
 import select
 import signal
 import socket
@@ -66,9 +69,45 @@ def build_cpsat(problem: Problem, objective: str) -> CpsatModel:
         m.add(sum(int(problem.flash[j]) * x[j][i] for j in range(n)) <= int(problem.dev_flash[i]))
     if objective == "latency":
         _latency_objective(m, x, ti, ci)
+    elif objective == "throughput":
+        m.minimize(_waiting_var(m, x, ti, ci))
     else:
-        _throughput_objective(m, x, ti, ci)
+        _energy_objective(m, x, problem, ti, ci, scale)
     return CpsatModel(m, x)
+
+
+def _energy_scale(problem: Problem) -> float:
+    """Joules per integer unit of the energy objective (as :func:`_scale` for seconds)."""
+    assert problem.e_list is not None and problem.ce_list is not None
+    worst = sum(max(row) for row in problem.e_list) + sum(max(row) for row in problem.ce_list)
+    return 2 * worst / UNITS if worst > 0 else 1.0
+
+
+def _energy_objective(
+    m: cp_model.CpModel, x: list, problem: Problem, ti: list, ci: list, scale: float
+) -> None:
+    """Minimise ``E = sum e[j][i] x_ji + sum ce[j][i] s_ji`` (the problem's energy tables),
+    with ``I <= max_latency_s`` and ``W <= max_waiting_s`` when bounded. The bounds are
+    relaxed by one unit per term (``n`` or ``2n`` units), so rounding never cuts a feasible
+    assignment; the exact polish of ``splitter.partition.solve`` settles the answer."""
+    n, d = len(x), len(x[0])
+    assert problem.e_list is not None and problem.ce_list is not None
+    unit = _energy_scale(problem)
+    ei = [[round(problem.e_list[j][i] / unit) for i in range(d)] for j in range(n)]
+    cei = [[round(problem.ce_list[j][i] / unit) for i in range(d)] for j in range(n)]
+    s = _sends(m, x)
+    if math.isfinite(problem.max_latency_s):
+        latency = sum(ti[j][i] * x[j][i] for j in range(n) for i in range(d)) + sum(
+            ci[j] * s[j][i] for j in range(n - 1) for i in range(d)
+        )
+        m.add(latency <= math.ceil(problem.max_latency_s / scale) + n)
+    if math.isfinite(problem.max_waiting_s):
+        w = _waiting_var(m, x, ti, ci, s)
+        m.add(w <= math.ceil(problem.max_waiting_s / scale) + 2 * n)
+    m.minimize(
+        sum(ei[j][i] * x[j][i] for j in range(n) for i in range(d))
+        + sum(cei[j][i] * s[j][i] for j in range(n - 1) for i in range(d))
+    )
 
 
 def solve_cpsat(problem: Problem, objective: str, **options: object) -> SolverResult:
@@ -85,7 +124,11 @@ def solve_cpsat(problem: Problem, objective: str, **options: object) -> SolverRe
     solver.parameters.max_time_in_seconds = float(options.get("time_limit", 60.0))  # type: ignore[arg-type]
     solver.parameters.num_workers = int(options.get("workers", 2))  # type: ignore[call-overload]
     report = options.get("on_progress")
-    callback = None if not callable(report) else _Reporter(report, _scale(problem))
+    if objective == "energy":
+        unit, label = _energy_scale(problem), "J"
+    else:
+        unit, label = _scale(problem), "s"
+    callback = None if not callable(report) else _Reporter(report, unit, label)
     status = solve_stoppable(solver, m, options.get("stop"), callback)
     nodes = int(solver.num_branches)
     if status == cp_model.INFEASIBLE:
@@ -104,15 +147,16 @@ def solve_cpsat(problem: Problem, objective: str, **options: object) -> SolverRe
 class _Reporter(cp_model.CpSolverSolutionCallback):
     """Reports each improving solution: objective and bound in seconds, and the gap."""
 
-    def __init__(self, report: Callable[[str], None], scale: float) -> None:
+    def __init__(self, report: Callable[[str], None], scale: float, unit: str = "s") -> None:
         super().__init__()
-        self.report, self.scale = report, scale
+        self.report, self.scale, self.unit = report, scale, unit
 
     def on_solution_callback(self) -> None:
         best, bound = self.objective_value, self.best_objective_bound
         gap = (best - bound) / best if best > 0 else 0.0
         self.report(
-            f"cpsat: best {best * self.scale:.6g} s, bound {bound * self.scale:.6g} s, "
+            f"cpsat: best {best * self.scale:.6g} {self.unit}, "
+            f"bound {bound * self.scale:.6g} {self.unit}, "
             f"gap {gap:.1%}"
         )
 
@@ -219,10 +263,12 @@ def _prefix_or(m: cp_model.CpModel, lits: list, name: str) -> list:
     return out
 
 
-def _throughput_objective(m: cp_model.CpModel, x: list, ti: list, ci: list) -> None:
-    """Minimise ``W`` of eq. 17 as SPEC.md reads it."""
+def _waiting_var(
+    m: cp_model.CpModel, x: list, ti: list, ci: list, s: list | None = None
+) -> cp_model.IntVar:
+    """The variable ``W`` of eq. 17 as SPEC.md reads it (channelled exactly)."""
     n, d = len(x), len(x[0])
-    s = _sends(m, x)
+    s = _sends(m, x) if s is None else s
     big = sum(max(row) for row in ti) + 2 * sum(ci) + 1
     q, w_terms = [], []
     for i in range(d):
@@ -267,4 +313,4 @@ def _throughput_objective(m: cp_model.CpModel, x: list, ti: list, ci: list) -> N
             elif k > i:
                 m.add(q[i] >= q[k]).only_enforce_if(y[i])
         m.add(w >= q[i] + w_terms[i]).only_enforce_if(y[i])
-    m.minimize(w)
+    return w

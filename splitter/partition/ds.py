@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from splitter.errors import SolverError
 from splitter.partition.base import Incumbent, SolverResult
-from splitter.partition.problem import Problem, is_feasible, value_of
+from splitter.partition.problem import Problem, is_feasible, meets_bounds, value_of
 
 #: Largest estimated node count Dichotomic Search accepts.
 DS_LIMIT = 2_000_000
@@ -53,7 +53,7 @@ def solve_ds(
     def visit(cand: list[int]) -> None:
         nonlocal nodes
         nodes += 1
-        if is_feasible(problem, cand):
+        if is_feasible(problem, cand) and (objective != "energy" or meets_bounds(problem, cand)):
             inc.offer(value_of(problem, cand, objective), cand)
 
     def recursion(cand: list[int], dev: int, lo: int, hi: int) -> None:

@@ -23,6 +23,10 @@ def solve_fs(
 ) -> SolverResult:
     """Exact by enumeration; refuses instances with more than ``limit`` candidates.
 
+    ``objective`` "energy" minimises the energy of one inference among the assignments that
+    also meet the problem's latency and waiting-time bounds (:func:`~splitter.partition.
+    problem.meets_bounds`).
+
     ``time_limit`` is accepted for the common solver interface, unused: ``limit`` bounds the work.
     """
     n, d = problem.n, problem.d
@@ -58,8 +62,31 @@ def _block_values(problem: Problem, a: np.ndarray, objective: str) -> tuple[np.n
     feasible = problem.allowed[np.arange(problem.n)[None, :], a].all(axis=1)
     for i in range(d):
         feasible &= (masks[i] * problem.flash[None, :]).sum(axis=1) <= problem.dev_flash[i]
+    latency = tt.sum(axis=1) + sends.sum(axis=1)
     if objective == "latency":
-        return tt.sum(axis=1) + sends.sum(axis=1), feasible
+        return latency, feasible
+    if objective == "throughput":
+        return _waiting(problem, a, tt, sends, masks), feasible
+    feasible &= latency <= problem.max_latency_s * (1 + TOL)
+    if np.isfinite(problem.max_waiting_s):
+        feasible &= _waiting(problem, a, tt, sends, masks) <= problem.max_waiting_s * (1 + TOL)
+    return _energy(problem, a, boundary), feasible
+
+
+def _energy(problem: Problem, a: np.ndarray, boundary: np.ndarray) -> np.ndarray:
+    """Energy of a block: ``sum_j e[j][a_j] + sum_{a_j != a_j+1} ce[j][a_j]``."""
+    assert problem.e_list is not None and problem.ce_list is not None
+    cols = np.arange(problem.n)[None, :]
+    e, ce = np.asarray(problem.e_list), np.asarray(problem.ce_list)
+    sends = boundary * ce[cols[:, :-1], a[:, :-1]]
+    return e[cols, a].sum(axis=1) + sends.sum(axis=1)
+
+
+def _waiting(
+    problem: Problem, a: np.ndarray, tt: np.ndarray, sends: np.ndarray, masks: list[np.ndarray]
+) -> np.ndarray:
+    """``W`` of each row of a block (eq. 17 as SPEC.md reads it)."""
+    d = problem.d
     q = np.empty((a.shape[0], d))
     inter = np.empty((a.shape[0], d))
     for i, m in enumerate(masks):
@@ -70,4 +97,4 @@ def _block_values(problem: Problem, a: np.ndarray, objective: str) -> tuple[np.n
         q[:, i] = (tt * m).sum(axis=1) + s_i + r_i
         inter[:, i] = (tt * (before & after & ~m)).sum(axis=1)
     ib = q.argmax(axis=1)
-    return q[np.arange(a.shape[0]), ib] + inter[np.arange(a.shape[0]), ib], feasible
+    return q[np.arange(a.shape[0]), ib] + inter[np.arange(a.shape[0]), ib]

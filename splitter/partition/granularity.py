@@ -12,7 +12,7 @@ from __future__ import annotations
 from splitter.graph.chain import build_chain
 from splitter.ir import Boards, Chain
 from splitter.partition.constraints import global_violation
-from splitter.partition.report import chain_problem
+from splitter.partition.planner import chain_problem
 
 
 def auto_granularity(chain: Chain, boards: Boards, activation_bytes: int | None = None) -> Chain:

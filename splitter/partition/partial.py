@@ -15,7 +15,7 @@ from __future__ import annotations
 from splitter.cost.pex_chain import MODES, partial_chain
 from splitter.errors import InfeasibleError
 from splitter.ir import Boards, Chain, Plan
-from splitter.partition.report import plan_chain
+from splitter.partition.planner import plan_chain
 
 
 def plan_partial(
@@ -30,7 +30,7 @@ def plan_partial(
     **options: object,
 ) -> tuple[Chain, Plan]:
     """The chain the plan is for (with loops or not, per ``mode``) and the plan (``host_io``:
-    :func:`splitter.partition.report.plan_chain`)."""
+    :func:`splitter.partition.planner.plan_chain`)."""
     if mode not in MODES:
         raise ValueError(f"partial execution mode {mode!r}: one of {', '.join(MODES)}")
     fused = partial_chain(chain, activation_bytes)

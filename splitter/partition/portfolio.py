@@ -28,7 +28,7 @@ from splitter.partition.base import SolverResult
 from splitter.partition.bnb import solve_bnb
 from splitter.partition.cpsat import build_cpsat, solve_cpsat
 from splitter.partition.dp import solve_dp
-from splitter.partition.problem import Problem, better, count_runs, value_of
+from splitter.partition.problem import Problem, better, count_runs, meets_bounds, value_of
 
 #: seconds ``bnb`` runs alone before the race starts
 PROBE_S = 0.01
@@ -129,7 +129,9 @@ def _better_of(
     """
     gaps = [g for g in (bnb.gap, cp.gap) if g is not None]
     bnb_gap = min(gaps) if gaps else None
-    if cp.assignment is None:
+    if cp.assignment is None or (
+        objective == "energy" and not meets_bounds(problem, cp.assignment)
+    ):  # CP-SAT's bounds are relaxed by the rounding: its answer may miss them
         return "bnb", replace(bnb, gap=bnb_gap)
     if bnb.assignment is None:
         return "cpsat", cp

@@ -18,8 +18,9 @@ figures (latency, per sub-model transfer times) always include them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 import numpy as np
@@ -33,11 +34,12 @@ from splitter.cost.calibration import (
 from splitter.cost.code import Reserve
 from splitter.cost.wire import THESIS, LinkModel, Wire, record_seconds
 from splitter.errors import InfeasibleError
+from splitter.hardware.energy import device_powers
 from splitter.ir import Boards, Device, LayerCost
 
 #: Relative tolerance under which two objective values are a tie (SPEC.md, Ties).
 TOL = 1e-9
-OBJECTIVES = ("latency", "throughput")
+OBJECTIVES = ("latency", "throughput", "energy")
 
 
 def layer_time(cost: LayerCost, device: Device) -> float:
@@ -127,6 +129,17 @@ class Problem:
     link_model: LinkModel = THESIS
     #: seconds of one TIMING record on the wire (0 under the payload-only model)
     record_s: float = 0.0
+    #: per device, W drawn running and waiting on a link (:mod:`splitter.hardware.energy`);
+    #: empty when a device's part has no energy data (the energy objective then refuses it)
+    run_w: tuple[float, ...] = ()
+    wait_w: tuple[float, ...] = ()
+    #: ``e[j][i]``: J of layer ``j`` on device ``i``, ``ce[j][i]``: J of sending ``OUT_j`` from
+    #: device ``i`` (:func:`energy_tables`); None without energy data
+    e_list: list[list[float]] | None = field(default=None, repr=False)
+    ce_list: list[list[float]] | None = field(default=None, repr=False)
+    #: bounds of the energy objective: latency ``I`` and waiting time ``W`` (inf: none)
+    max_latency_s: float = float("inf")
+    max_waiting_s: float = float("inf")
 
     def transfer(self, nbytes: int, records: int) -> Wire:
         """The bytes on the wire of one transfer (:meth:`LinkModel.transfer`)."""
@@ -183,6 +196,8 @@ def make_problem(
         dev_ram -= np.array([r.ram for r in reserves], dtype=np.int64)
         dev_flash, dev_ram = np.maximum(dev_flash, 0), np.maximum(dev_ram, 0)
     allowed = (flash[:, None] <= dev_flash[None, :]) & (ram[:, None] <= dev_ram[None, :])
+    run_w, wait_w = device_powers(devs)
+    e_list, ce_list = energy_tables(t, comm, run_w, wait_w)
     labels = tuple(names) if names is not None else tuple(f"layer {j}" for j in range(len(costs)))
     return Problem(
         costs=tuple(costs),
@@ -200,7 +215,60 @@ def make_problem(
         reserves=tuple(reserves),
         link_model=link_model,
         record_s=record_seconds(link) if link_model.wire else 0.0,
+        run_w=run_w,
+        wait_w=wait_w,
+        e_list=e_list,
+        ce_list=ce_list,
     )
+
+
+def energy_tables(
+    t: np.ndarray, comm: np.ndarray, run_w: Sequence[float], wait_w: Sequence[float]
+) -> tuple[list[list[float]] | None, list[list[float]] | None]:
+    """``e[j][i] = L_ij (delta_i + S)`` and ``ce[j][i] = comm_j (delta_i + S)`` (J).
+
+    One inference at a time: every board of the set is powered for the latency ``I``; a board
+    draws its run power ``P_i`` while it computes or sends (the firmware polls the UART's TXE)
+    and its sleep power ``p_i`` otherwise (it waits in WFI, receiving by interrupt). So
+    ``E = sum_i [P_i A_i + p_i (I - A_i)] = sum_i delta_i A_i + S I`` with ``A_i = L_i + S_i``,
+    ``delta_i = P_i - p_i`` and ``S = sum_i p_i``; since ``I`` is the sum of the layers' times
+    and the transfers, each layer and each transfer carries its own share (sender's ``delta``
+    plus ``S``). None, None without energy data.
+    """
+    if not run_w:
+        return None, None
+    total_wait = float(sum(wait_w))
+    extra = np.array([r - w for r, w in zip(run_w, wait_w, strict=True)]) + total_wait
+    return (t * extra[None, :]).tolist(), (comm[:, None] * extra[None, :]).tolist()
+
+
+def with_bounds(
+    problem: Problem, max_latency_s: float | None = None, max_waiting_s: float | None = None
+) -> Problem:
+    """``problem`` with the energy objective's bounds (None: unbounded)."""
+    inf = float("inf")
+    return replace(
+        problem,
+        max_latency_s=inf if max_latency_s is None else float(max_latency_s),
+        max_waiting_s=inf if max_waiting_s is None else float(max_waiting_s),
+    )
+
+
+def bounded(problem: Problem) -> bool:
+    """Whether the problem carries a latency or waiting-time bound."""
+    return math.isfinite(problem.max_latency_s) or math.isfinite(problem.max_waiting_s)
+
+
+def meets_bounds(problem: Problem, a: Sequence[int]) -> bool:
+    """``I <= max_latency_s`` and ``W <= max_waiting_s`` (within the 1e-9 tie tolerance), with
+    the solvers' ``I`` and ``W`` (:func:`value_of`)."""
+    for objective, cap in (
+        ("latency", problem.max_latency_s),
+        ("throughput", problem.max_waiting_s),
+    ):
+        if math.isfinite(cap) and value_of(problem, a, objective) > cap * (1 + TOL):
+            return False
+    return True
 
 
 def runs(assignment: Sequence[int]) -> list[tuple[int, int, int]]:
@@ -284,6 +352,10 @@ class Evaluation:
     host_in_s: float = 0.0
     host_out_s: float = 0.0
     host_io_s: float = 0.0  # the part of latency_s that is the host's transfers
+    #: per device ``(compute J, transfer J, waiting J)`` of one inference and their sum
+    #: (:func:`energy_breakdown`); empty / None without energy data
+    energy_by_device: tuple[tuple[float, float, float], ...] = ()
+    energy_j: float | None = None
 
     @property
     def feasible(self) -> bool:
@@ -301,7 +373,9 @@ class Evaluation:
         return 1.0 / self.ref9_waiting_s if self.ref9_waiting_s > 0 else float("inf")
 
     def value(self, objective: str) -> float:
-        """The minimised quantity: latency ``I`` or waiting time ``W``."""
+        """The minimised quantity: latency ``I``, waiting time ``W`` or energy ``E``."""
+        if objective == "energy":
+            return float("inf") if self.energy_j is None else self.energy_j
         return self.latency_s if objective == "latency" else self.waiting_s
 
 
@@ -335,6 +409,11 @@ def evaluate(problem: Problem, assignment: Sequence[int]) -> Evaluation:
     for j, dev in enumerate(a):
         flash_used[dev] += int(problem.flash[j])
         ram_used[dev] = max(ram_used[dev], int(problem.ram[j]))
+    latency = sum(compute) + sum(sub_transfer) + host_io_s
+    active = list(send)
+    if problem.link_model.host_io:
+        active[subs[-1][0]] += host_out_s
+    by_device = energy_breakdown(problem, compute, active, latency)
     return Evaluation(
         assignment=a,
         submodels=tuple(subs),
@@ -346,7 +425,7 @@ def evaluate(problem: Problem, assignment: Sequence[int]) -> Evaluation:
         ram_used=tuple(ram_used),
         sub_compute=tuple(sub_compute),
         sub_transfer=tuple(sub_transfer),
-        latency_s=sum(compute) + sum(sub_transfer) + host_io_s,
+        latency_s=latency,
         waiting_s=q[ib] + inter[ib],
         ref9_waiting_s=max(compute[i] + send[i] for i in range(d)),
         bottleneck=ib,
@@ -356,7 +435,26 @@ def evaluate(problem: Problem, assignment: Sequence[int]) -> Evaluation:
         host_in_s=host_in_s,
         host_out_s=host_out_s,
         host_io_s=host_io_s,
+        energy_by_device=by_device,
+        energy_j=sum(sum(row) for row in by_device) if by_device else None,
     )
+
+
+def energy_breakdown(
+    problem: Problem, compute: Sequence[float], sending: Sequence[float], latency: float
+) -> tuple[tuple[float, float, float], ...]:
+    """Per device ``(P_i L_i, P_i S_i, p_i (I - L_i - S_i))`` in J: computing, sending (the
+    firmware polls TXE, so at run power) and everything else of the latency ``I`` at sleep
+    power (waiting in WFI, receiving by interrupt); :func:`energy_tables` gives the same total
+    to the solvers. ``sending`` includes the host output transfer of the last device when it is
+    counted in the latency. Empty without energy data."""
+    if not problem.run_w:
+        return ()
+    out = []
+    for i, (run, wait) in enumerate(zip(problem.run_w, problem.wait_w, strict=True)):
+        busy = compute[i] + sending[i]
+        out.append((run * compute[i], run * sending[i], wait * max(0.0, latency - busy)))
+    return tuple(out)
 
 
 def _host_io(problem: Problem, subs: Sequence[tuple[int, int, int]]) -> tuple[Wire, float, float]:
@@ -424,6 +522,8 @@ def value_of(problem: Problem, a: Sequence[int], objective: str) -> float:
     """
     t, comm = problem.t_list, problem.comm_list
     n = len(a)
+    if objective == "energy":
+        return energy_value(problem, a)
     if objective == "latency":
         total = 0.0
         for j in range(n):
@@ -449,3 +549,19 @@ def value_of(problem: Problem, a: Sequence[int], objective: str) -> float:
     ib = max(range(d), key=lambda i: (q[i], -i))
     inter = sum(t[j][a[j]] for j in range(first[ib] + 1, last[ib]) if a[j] != ib)
     return q[ib] + inter
+
+
+def energy_value(problem: Problem, a: Sequence[int]) -> float:
+    """The solvers' energy of one inference, ``sum_j e[j][a_j] + sum_{a_j != a_j+1}
+    ce[j][a_j]`` (:func:`energy_tables`; TIMING records and host transfers left out, as in
+    :func:`value_of`)."""
+    e, ce = problem.e_list, problem.ce_list
+    if e is None or ce is None:
+        raise ValueError("the problem has no energy data")
+    n = len(a)
+    total = 0.0
+    for j in range(n):
+        total += e[j][a[j]]
+        if j + 1 < n and a[j + 1] != a[j]:
+            total += ce[j][a[j]]
+    return total

@@ -54,7 +54,7 @@ def _bench_rows(
 ) -> tuple[Sequence[tuple[str, float, float]] | None, str]:
     if bench is None:
         return None, ""
-    from splitter.bench.report import comparison_values
+    from splitter.bench.results import comparison_values
 
     try:
         rows = comparison_values(bench)
@@ -80,7 +80,7 @@ def _optional_json(path: Path, what: str) -> Any:
 
 def write_report(out_dir: str | Path) -> Path:
     """Regenerate ``OUT/report.html`` from the files in ``OUT``; returns its path."""
-    from splitter.bench.report import write_atomic
+    from splitter.bench.results import write_atomic
 
     out = Path(out_dir)
     manifest = read_manifest(out)

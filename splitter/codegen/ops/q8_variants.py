@@ -5,7 +5,8 @@ family
 (:func:`splitter.cost.handlers.q8_conv_kind`: conv, pointwise, depthwise; dense) in two ISA
 variants that compute the same bits:
 
-* ``dsp``: the Armv7E-M DSP extension (SMLAD, SXTB16, ...), for the cores of :data:`DSP_CORES`;
+* ``dsp``: the Armv7E-M DSP extension (SMLAD, SXTB16, ...), for the cores that have it
+  (``Core.dsp``, ``splitter/hardware/cores.py``);
 * ``plain``: plain C, for the others (Cortex-M0+, ARMv6-M: no DSP extension).
 
 A variant's name is ``q_<family>_<isa>`` (``q_conv_dsp``, ``q_dense_plain``, ...; the C function
@@ -19,20 +20,20 @@ from __future__ import annotations
 
 import numpy as np
 
-#: gcc ``-mcpu`` cores with the DSP extension (Arm: Cortex-M4, M7; M33 / M35P / M55 with it,
-#: as in every STM32 part built on them).
-DSP_CORES = frozenset({"cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p", "cortex-m55"})
-
 #: ISA when the core is not known (host builds of the generated C, the benchmarks): ``dsp``,
 #: whose intrinsics fall back to the portable emulation of ``k_dsp_emu.h`` off target.
 DEFAULT_ISA = "dsp"
 
 
 def isa_of(core: str | None) -> str:
-    """``"dsp"`` for a core of :data:`DSP_CORES` (or an unknown one, ``None``), else ``"plain"``."""
+    """The ISA variant of gcc core ``core`` (``Core.isa``: ``"dsp"`` with the DSP extension, else
+    ``"plain"``), :data:`DEFAULT_ISA` for ``None``; BoardFileError for a core splitter does not
+    know (no silent fallback)."""
     if core is None:
         return DEFAULT_ISA
-    return "dsp" if core in DSP_CORES else "plain"
+    from splitter.hardware.cores import core_for
+
+    return core_for(core).isa
 
 
 def variant_name(family: str, isa: str) -> str:
@@ -89,5 +90,5 @@ def depthwise_weights(w_ohwi: np.ndarray) -> np.ndarray:
     c = w.shape[0]
     taps = w.reshape(c, -1)
     c4 = c // 4 * 4
-    blocks = taps[:c4].reshape(c4 // 4, 4, -1).transpose(0, 2, 1).ravel()
+    blocks = taps[:c4].reshape(c4 // 4, 4, taps.shape[1]).transpose(0, 2, 1).ravel()
     return np.concatenate([blocks, taps[c4:].ravel()])

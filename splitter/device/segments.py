@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from splitter import protocol as P
+from splitter.device.host import HostLink, MalformedFrameError
 from splitter.errors import InputFileError
-from splitter.link import protocol as P
-from splitter.link.host import HostLink, MalformedFrameError
 
 #: Frame types of segment loading (docs/protocol.md): board -> host, host -> board.
 LOAD = 0x09
@@ -91,7 +91,7 @@ class WeightServer:
 
 
 def send_weights(link: HostLink, segment: int, data: bytes) -> None:
-    """``data`` as WEIGHTS chunks of at most :data:`~splitter.link.protocol.CHUNK_DATA` bytes."""
+    """``data`` as WEIGHTS chunks of at most :data:`~splitter.protocol.CHUNK_DATA` bytes."""
     for off in range(0, len(data), P.CHUNK_DATA):
         part = data[off : off + P.CHUNK_DATA]
         link.send(WEIGHTS, P.CHUNK.pack(segment, 0, link.plan_tag, len(data), off) + part)

@@ -1,4 +1,4 @@
-"""A grid of shapes for the kernel cost table (``make costs``, :mod:`splitter.link.kernel_table`).
+"""A grid of shapes for the kernel cost table (``make costs``, ``splitter.measure.kernel_table``).
 
 The layers of ``models/`` cover the shapes real networks use; the grid adds shapes around
 them so the per-kernel fits see each term vary on its own. Each grid chain is a sequence of
@@ -7,13 +7,20 @@ random walk where each op's input is the previous op's output, over
 
 * convolutions: regular (kernel 1, 3, 5; stride 1, 2; padding none or "same"), depthwise 3x3
   (stride 1, 2), pointwise 1x1; 4-48 output channels; fused ReLU / ReLU6 / none;
-* max and average pools (2x2 stride 2, 3x3 stride 1 "same");
-* dense layers of 16-640 inputs and 8-256 outputs,
+* max and average pools (2x2 stride 2, 3x3 stride 2 unpadded, 3x3 stride 1 "same");
+* dense layers of 16-640 inputs and 8-256 outputs;
+* global average pools (``mean`` over H and W) of 8-640 channels and 1-144 pixels;
+* PEX loops (:func:`pex_chain`): an inverted-residual block (1x1 or 3x3 generating conv,
+  depthwise 3x3, 1x1 projection) run by one channel loop (int8 and float32 NCHW) or one row
+  loop (int8), fused as the planner fuses them, so the loop kernels' fits see loops of many
+  shapes, not only the few of ``models/``,
 
 in float32 NCHW, float32 NHWC and int8 NHWC (per-channel weight scales, as TFLite's).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -90,11 +97,17 @@ def _window_step(b: _Builder, x: str, c: int, h: int) -> tuple[str, int, int]:
     act = None if b.dtype == "int8" and rng.random() < 0.3 else rng.choice(_ACTS)
     if choice == "pool":
         kind = str(rng.choice(["maxpool", "avgpool"]))
-        k, s, p = (2, 2, 0) if h >= 4 and rng.random() < 0.6 else (3, 1, 1)
+        r = rng.random()
+        k, s, p = (
+            (2, 2, 0) if h >= 4 and r < 0.45 else (3, 2, 0) if h >= 5 and r < 0.7 else (3, 1, 1)
+        )
         oh = (h + 2 * p - k) // s + 1
         attrs: dict[str, object] = {"kernel": (k, k), "strides": (s, s), "pads": (p, p, p, p),
                                     "act": None, "count_include_pad": False}  # fmt: skip
-        return b.add(kind, x, _shape(b.layout, c, oh, oh), attrs), c, oh
+        y = b.add(kind, x, _shape(b.layout, c, oh, oh), attrs)
+        # the int8 pools keep their input's scale and zero point (TFLite's rule)
+        b.tensors[y] = replace(b.tensors[y], quant=b.tensors[x].quant)
+        return y, c, oh
     if choice == "depthwise":
         k, o, g = 3, c, c
         s = 2 if h >= 6 and rng.random() < 0.4 else 1
@@ -152,4 +165,91 @@ def grid_chains() -> list[Chain]:
     """Every grid chain (module docstring)."""
     chains = [window_chain(lay, dt, k) for lay, dt in KINDS for k in range(WALKS)]
     chains += [dense_chain(dt, k) for dt in ("float32", "int8") for k in range(DENSE_WALKS)]
+    chains += [pex_chain(lay, dt, by, k) for lay, dt, by in PEX_KINDS for k in range(PEX_WALKS)]
+    chains += [mean_chain(lay, dt, k) for lay, dt in KINDS for k in range(MEAN_WALKS)]
     return chains
+
+
+#: PEX loop chains per kind: (layout, dtype, loop kind)
+PEX_KINDS = (("NHWC", "int8", "channel"), ("NHWC", "int8", "row"), ("NCHW", "float32", "channel"))
+PEX_WALKS = 12
+
+
+def _block(b: _Builder, x: str, c: int, h: int) -> tuple[list[str], str]:
+    """An inverted-residual block with random widths: a generating conv (1x1, or 3x3 stride 1
+    or 2), a depthwise 3x3 (stride 1 or 2), and (mostly) a 1x1 projection; the names of its ops
+    and its output."""
+    rng = b.rng
+    e = int(c * rng.choice([2, 3, 4, 6]))
+    first = rng.random() < 0.7
+    k, s = (1, 1) if first else (3, int(rng.choice([1, 2])))
+    p = k // 2
+    oh = (h + 2 * p - k) // s + 1
+    attrs: dict[str, object] = {"kernel": (k, k), "strides": (s, s), "pads": (p, p, p, p),
+                                "dilations": (1, 1), "groups": 1, "act": "relu6",
+                                **b.quant_attrs(x, e)}  # fmt: skip
+    x = b.add("conv2d", x, _shape(b.layout, e, oh, oh), attrs, b.weights((e, c, k, k)))
+    s = 2 if oh >= 8 and rng.random() < 0.4 else 1
+    dh = (oh + 2 - 3) // s + 1
+    attrs = {"kernel": (3, 3), "strides": (s, s), "pads": (1, 1, 1, 1), "dilations": (1, 1),
+             "groups": e, "act": "relu6", **b.quant_attrs(x, e)}  # fmt: skip
+    x = b.add("conv2d", x, _shape(b.layout, e, dh, dh), attrs, b.weights((e, 1, 3, 3)))
+    if rng.random() < 0.2:
+        return [op.name for op in b.ops], x
+    o = int(rng.choice([8, 12, 16, 24, 32]))
+    attrs = {"kernel": (1, 1), "strides": (1, 1), "pads": (0, 0, 0, 0), "dilations": (1, 1),
+             "groups": 1, "act": rng.choice(_ACTS), **b.quant_attrs(x, o)}  # fmt: skip
+    x = b.add("conv2d", x, _shape(b.layout, o, dh, dh), attrs, b.weights((o, e, 1, 1)))
+    return [op.name for op in b.ops], x
+
+
+def pex_chain(layout: str, dtype: str, by: str, walk: int) -> Chain:
+    """One inverted-residual block run by one PEX loop of kind ``by`` (``channel`` over the
+    expanded channels, or ``row`` over the output rows): the loop's layers fused as the
+    planner fuses them (``splitter.cost.pex_chain.fuse_layers``)."""
+    from dataclasses import replace
+
+    from splitter.cost.layer import itemsize_function
+    from splitter.cost.pex_chain import fuse_layers
+    from splitter.graph.chain import build_chain
+    from splitter.ir import ChannelLoop
+
+    rng = np.random.default_rng([SEED, 200 + walk, PEX_KINDS.index((layout, dtype, by))])
+    b = _Builder(f"grid_pex_{by}_{layout}_{dtype}_{walk}", layout, dtype, rng)
+    c, h = int(rng.choice([4, 8, 16, 24])), int(rng.choice([8, 12, 16, 20, 24]))
+    while c * h * h * (1 if dtype == "int8" else 4) > 12 * 1024:
+        h -= 2
+    first = b.tensor(_shape(layout, c, h, h))
+    names, last = _block(b, first, c, h)
+    chain = build_chain(b.graph(first, last))
+    y0 = b.tensors[b.ops[0].outputs[0]]
+    end = b.tensors[b.ops[len(names) - 1].outputs[0]]
+    count = (
+        int(y0.shape[-1] if layout == "NHWC" else y0.shape[1])
+        if by == "channel"
+        else int(end.shape[1])
+    )
+    owner = [j for j, layer in enumerate(chain.layers) for _ in layer.ops]
+    a, z = owner[0], owner[len(names) - 1]
+    loop = ChannelLoop(tuple(names), count, by)
+    fused = fuse_layers(chain, chain.layers[a : z + 1], [loop], itemsize_function(None))
+    layers = (*chain.layers[:a], fused, *chain.layers[z + 1 :])
+    return replace(chain, layers=tuple(replace(x, index=k) for k, x in enumerate(layers)))
+
+
+MEAN_WALKS = 4
+
+
+def mean_chain(layout: str, dtype: str, walk: int) -> Chain:
+    """A global average pool (``mean`` over H and W) of a random ``C x H x W`` input: the
+    reduction length and the channel count vary apart (the kernel's per-output requantisation
+    against its per-input sum)."""
+    from splitter.graph.chain import build_chain
+
+    rng = np.random.default_rng([SEED, 300 + walk, KINDS.index((layout, dtype))])
+    b = _Builder(f"grid_mean_{layout}_{dtype}_{walk}", layout, dtype, rng)
+    c, h = int(rng.choice([8, 32, 96, 256, 640])), int(rng.choice([1, 2, 3, 5, 8, 12]))
+    first = b.tensor(_shape(layout, c, h, h))
+    axes = (1, 2) if layout == "NHWC" else (2, 3)
+    y = b.add("mean", first, (1, c), {"axes": axes, "keepdims": False, "act": None})
+    return build_chain(b.graph(first, y))

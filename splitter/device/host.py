@@ -1,8 +1,8 @@
 """Host side of the link: a reliable frame session per board endpoint, and one inference.
 
-:class:`HostLink` runs over a byte :class:`~splitter.link.transport.Transport` (a serial port
+:class:`HostLink` runs over a byte :class:`~splitter.device.transport.Transport` (a serial port
 ``/dev/ttyUSB0``, QEMU's ``socket://127.0.0.1:PORT``, ``tcp://HOST:PORT``; see
-``splitter/link/transport.py``) with the stop-and-wait ARQ of docs/protocol.md: every data
+``splitter/device/transport.py``) with the stop-and-wait ARQ of docs/protocol.md: every data
 frame is retransmitted until ACKed (NACK or timeout), received data frames are ACKed
 (duplicates re-ACKed and dropped), CRC errors are NACKed. Nothing here blocks longer than its
 timeout: a silent board raises :class:`LinkError` naming it.
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from splitter import protocol as P
+from splitter.device.transport import Transport, open_transport
 from splitter.errors import LinkError, escaped
-from splitter.link import protocol as P
-from splitter.link.transport import Transport, open_transport
 
 ACK_TIMEOUT_S = 1.0
 RETRIES = 8
@@ -75,8 +75,8 @@ class InferenceResult:
 class HostLink:
     """One endpoint to one device, speaking the splitter frame protocol over a transport.
 
-    ``port`` is a URL for :func:`~splitter.link.transport.open_transport` (opened here) or an
-    opened :class:`~splitter.link.transport.Transport` (closed by :meth:`close`).
+    ``port`` is a URL for :func:`~splitter.device.transport.open_transport` (opened here) or an
+    opened :class:`~splitter.device.transport.Transport` (closed by :meth:`close`).
     """
 
     def __init__(
@@ -105,7 +105,7 @@ class HostLink:
         #: plan tag of the board's firmware (from its PONG), sent in every TENSOR chunk
         self.plan_tag = 0
         #: answers a board's request while the host waits for a result (True: served), e.g.
-        #: segment weights (:class:`splitter.link.segments.WeightServer`); None: no requests
+        #: segment weights (:class:`splitter.device.segments.WeightServer`); None: no requests
         self.serve: Callable[[HostLink, P.Frame], bool] | None = None
 
     def close(self) -> None:

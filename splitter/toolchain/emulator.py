@@ -256,7 +256,7 @@ def _connect_unix(path: Path, device: str) -> socket.socket:
 
 def build_emulator_elf(device_dir: Path) -> None:
     """``make EMULATOR=1`` in one device project."""
-    from splitter.link.build import run_make
+    from splitter.toolchain.build import run_make
 
     run_make(device_dir, emulator=True)
 

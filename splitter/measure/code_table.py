@@ -1,6 +1,6 @@
 """Regenerate ``splitter/cost/code_sizes.json``: firmware code and runtime RAM from real builds.
 
-``make code-sizes`` (``python -m splitter.link.code_table``) builds with arm-none-eabi-gcc, with
+``make code-sizes`` (``python -m splitter.measure.code_table``) builds with arm-none-eabi-gcc, with
 the generated projects' own Makefile and flags, and measures:
 
 * ``runtime[part][links]``: flash code (``.isr_vector``, ``.text``, ``.rodata``, ``.data``
@@ -42,7 +42,6 @@ from elftools.elf.sections import SymbolTableSection
 
 from splitter.cost.code import (
     CODE_TABLE,
-    CORE_OF_FAMILY,
     MOVE_KEY,
     ROW_KEY_PREFIX,
     layer_keys,
@@ -50,8 +49,8 @@ from splitter.cost.code import (
 from splitter.errors import BoardFileError
 from splitter.hardware.catalog import parts
 from splitter.hardware.families import family_for
-from splitter.ir import Chain, Part
-from splitter.link.build import FLASH_CODE_SECTIONS, GCC, MIN_STACK_BYTES, section_sizes
+from splitter.ir import Chain, Graph, Part
+from splitter.toolchain.build import FLASH_CODE_SECTIONS, GCC, MIN_STACK_BYTES, section_sizes
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 #: Files whose content decides the figures (globs relative to the repository root).
@@ -62,7 +61,8 @@ SOURCE_GLOBS = (
     "splitter/firmware_templates/kernels/*",
     "splitter/codegen/*.py",
     "splitter/codegen/ops/*.py",
-    "splitter/hardware/families.py",
+    "splitter/hardware/families/*.py",
+    "splitter/hardware/cores.py",
     "splitter/hardware/catalog.toml",
 )
 MAX_LINKS = 3
@@ -82,7 +82,7 @@ def gcc_version() -> str:
 
 def sources_hash(globs: tuple[str, ...] = SOURCE_GLOBS) -> str:
     """SHA-256 over the :func:`source_files` of ``globs`` (path and bytes) and the compiler
-    version (also the kernel cost table's, :mod:`splitter.link.kernel_table`)."""
+    version (also the kernel cost table's, :mod:`splitter.measure.kernel_table`)."""
     h = hashlib.sha256(gcc_version().encode())
     for p in source_files(globs):
         h.update(str(p.relative_to(ROOT)).encode() + b"\0" + p.read_bytes() + b"\0")
@@ -259,12 +259,43 @@ def _chains() -> list[Chain]:
         except Exception:
             continue
         chains.extend([chain] if looped is chain else [chain, looped])
+        chains.extend(_split_chain(graph, chains))
         if any(layer.kind == "super" for layer in chain.layers):
             try:
                 chains.append(build_chain(graph, granularity="op"))
             except Exception:
                 continue
     return chains
+
+
+def _split_chain(graph: Graph, chains: list[Chain]) -> list[Chain]:
+    """The op chain of ``graph`` with its heaviest splittable op split in two
+    (:mod:`splitter.graph.split`), when no chain so far has a concat of its layout and dtype:
+    a layer split's concat is then measured for every model kind that can be split."""
+    from splitter.graph.chain import build_chain
+    from splitter.graph.split import LayerSplit, slice_ranges, split_graph, splittable_ops
+
+    ops = splittable_ops(graph)
+    if not ops:
+        return []
+    op = max(ops, key=lambda o: sum(int(w.nbytes) for w in o.weights.values()))
+    dtype = graph.tensors[op.outputs[0]].dtype
+    have = {
+        (c.graph.layout, c.graph.tensors[o.outputs[0]].dtype)
+        for c in chains
+        if c.graph is not None
+        for layer in c.layers
+        for o in layer.ops
+        if o.kind == "concat"
+    }
+    if (graph.layout, dtype) in have:
+        return []
+    channels = int(op.weights["W"].shape[0])
+    split = LayerSplit(op.name, channels, slice_ranges(channels, 2))
+    try:
+        return [build_chain(split_graph(graph, [split]), granularity="op")]
+    except Exception:
+        return []
 
 
 _WEIGHTS = re.compile(r"(WEIGHTS = )\{.*?\n\};", re.S)
@@ -513,7 +544,7 @@ def build_table() -> dict[str, Any]:
             print(f"runtime {part.name}", file=sys.stderr)
             table["runtime"][part.name] = runtime_figures(part, tmp)
         for family, part in sorted(representative_parts().items()):
-            core = CORE_OF_FAMILY[family_for(family).core]
+            core = family_for(family).core.key
             if core in table["cores"]:
                 continue
             print(f"kernels and ops on {core}", file=sys.stderr)
@@ -522,7 +553,7 @@ def build_table() -> dict[str, Any]:
             table["cores"][core] = {
                 "family": family,
                 "kernels": kernel_closures(project),
-                **op_figures(project, chains, family_for(family).core),
+                **op_figures(project, chains, family_for(family).core.name),
             }
     return table
 

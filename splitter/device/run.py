@@ -17,15 +17,15 @@ from typing import Any
 
 import numpy as np
 
+from splitter.device.host import HostLink, Timing, infer
+from splitter.device.segments import Load, WeightServer
+from splitter.device.transport import open_transport
 from splitter.errors import InputFileError, LinkError, ShapeError, ValidationError
 from splitter.inputs import read_npy, read_npz
 from splitter.ir import TensorSpec
-from splitter.link.emulator import Emulation
-from splitter.link.host import HostLink, Timing, infer
-from splitter.link.protocol import FIRMWARE_VERSION, PROTOCOL_VERSION, plan_hash
-from splitter.link.segments import Load, WeightServer
-from splitter.link.transport import open_transport
 from splitter.manifest import PlanManifest, read_manifest, read_wiring
+from splitter.protocol import FIRMWARE_VERSION, PROTOCOL_VERSION, plan_hash
+from splitter.toolchain.emulator import Emulation
 
 CHECK_TOLERANCE = 1e-4
 
@@ -153,7 +153,7 @@ def check_pong(link: HostLink, expected_hash: str, timeout: float) -> None:
 
 
 def from_wire(data: bytes, spec: TensorSpec) -> np.ndarray:
-    """Inverse of :func:`splitter.link.host.to_wire` for a tensor of ``spec``'s dtype, shape."""
+    """Inverse of :func:`splitter.device.host.to_wire` for a tensor of ``spec``'s dtype, shape."""
     wire = np.dtype(spec.dtype).newbyteorder("<")
     return np.frombuffer(data, dtype=wire).reshape(spec.shape).astype(np.dtype(spec.dtype))
 

@@ -16,8 +16,10 @@ A family supplies, for the firmware generator (``splitter/codegen/firmware.py``)
 * :meth:`Family.board_init_writes` (RCC, power and GPIO setup at boot), :meth:`Family.brr` and
   :meth:`Family.check_baud` (divisor from the USART's bus clock, checked against its range).
 
-Adding a family: one subclass here and one entry in :data:`FAMILIES` plus its rows in
-``tests/test_families.py`` (see CONTRIBUTING.md); nothing else in the tree is keyed by family.
+Each family is one module of this package (``stm32f4.py``, ...: its :class:`Family` subclass and
+its clock rules); adding a family is one such module, its line in :data:`FAMILIES`
+(``__init__.py``) and its rows in ``tests/test_families.py`` (see CONTRIBUTING.md); nothing else
+in the tree is keyed by family.
 """
 
 from __future__ import annotations
@@ -28,16 +30,8 @@ from types import MappingProxyType
 from typing import ClassVar, NamedTuple
 
 from splitter.errors import BoardFileError
-from splitter.hardware.clocks import (
-    ClockRules,
-    ClockTree,
-    F4Clock,
-    F7Clock,
-    G0Clock,
-    H7Clock,
-    L4Clock,
-    Osc,
-)
+from splitter.hardware.clocks import ClockRules, ClockTree, Osc
+from splitter.hardware.cores import Core
 
 #: USART register layouts: ``sr_dr`` = SR 0x00, DR 0x04, BRR 0x08, CR1 0x0C (F1/F2/F4, RM0090
 #: 30.6); ``isr_rdr_tdr`` = CR1 0x00, BRR 0x0C, ISR 0x1C, RDR 0x24, TDR 0x28 (F0/F3/F7/G0/H7/L4,
@@ -100,7 +94,7 @@ class Family:
 
     name: ClassVar[str]
     manual: ClassVar[str]  # the reference manual the numbers come from
-    core: ClassVar[str]  # gcc -mcpu
+    core: ClassVar[Core]  # splitter.hardware.cores
     fpus: ClassVar[tuple[str, ...]]  # FPUs of the family's parts ("" = none), default first
     usart_layout: ClassVar[str]
     reset_clock_hz: ClassVar[int]
@@ -111,6 +105,13 @@ class Family:
     usart_table: ClassVar[Mapping[str, Usart]]
     clock: ClassVar[ClockRules]
     apb2_enr: ClassVar[int]  # RCC offset of the APB2 enable register (its USARTs run on APB2)
+    #: fraction of instructions stalling on flash wait states despite the family's accelerator
+    #: (``splitter.cost.cpi``), and the reference-manual sections it is read from
+    flash_miss_rate: ClassVar[float]
+    flash_miss_source: ClassVar[str]
+    #: the (Q)SPI controller a board's external flash is mapped through, and its memory-mapped
+    #: window (``splitter/hardware/extflash.py``); None where splitter configures none
+    qspi: ClassVar[tuple[str, int] | None] = None
 
     def __repr__(self) -> str:
         return f"<family {self.name}>"
@@ -139,7 +140,7 @@ class Family:
     @property
     def has_dwt(self) -> bool:
         """The DWT cycle counter exists on Cortex-M3/M4/M7, not on M0/M0+ (ARMv6-M)."""
-        return not self.core.startswith("cortex-m0")
+        return self.core.dwt
 
     def check_usart(self, usart: str, part: str) -> None:
         """Raise BoardFileError unless ``usart`` is one of :attr:`usarts`."""
@@ -154,15 +155,13 @@ class Family:
         if fpu not in (*self.fpus, ""):
             known = ", ".join(f for f in self.fpus if f) or "none"
             raise BoardFileError(
-                f"part {part}: fpu '{fpu}' is not on family {self.name} ({self.core}); "
+                f"part {part}: fpu '{fpu}' is not on family {self.name} ({self.core.name}); "
                 f'use {known} or ""'
             )
 
     def cpu_flags(self, fpu: str) -> str:
-        """gcc flags: ``-mcpu=<core> -mthumb`` plus hard float with ``-mfpu`` when ``fpu``."""
-        if fpu:
-            return f"-mcpu={self.core} -mthumb -mfpu={fpu} -mfloat-abi=hard"
-        return f"-mcpu={self.core} -mthumb -mfloat-abi=soft"
+        """gcc flags of the family's core (:meth:`Core.cpu_flags`)."""
+        return self.core.cpu_flags(fpu)
 
     @staticmethod
     def brr(usart: str, clock_hz: int, baud: int) -> int:
@@ -297,166 +296,6 @@ def _set_bit(addr: int, bit: int, comment: str) -> RegWrite:
     return RegWrite(f"0x{addr:08X}", "0x00000000", f"0x{1 << bit:08X}", comment)
 
 
-class STM32F4(Family):
-    """STM32F401/405/446...: Cortex-M4F, old USART (SR/DR), HSI 16 MHz after reset.
-
-    RM0090 rev 19: RCC at 0x4002_3800 (2.3), AHB1ENR 0x30 / APB1ENR 0x40 / APB2ENR 0x44
-    (6.3.10, 6.3.13, 6.3.14), GPIOA at 0x4002_0000 (2.3, 8.4), HSI 16 MHz (6.2.2), USART bases
-    (2.3), IRQs (table 61), AF7 USART1-3 / AF8 UART4-5, USART6 (DS8626 table 9).
-    """
-
-    name = "F4"
-    manual = "RM0090"
-    core = "cortex-m4"
-    fpus: ClassVar[tuple[str, ...]] = ("fpv4-sp-d16",)
-    usart_layout = "sr_dr"
-    reset_clock_hz = 16_000_000
-    openocd_target = "target/stm32f4x.cfg"
-    rcc = 0x4002_3800
-    gpio = 0x4002_0000
-    gpio_en = 0x30
-    clock: ClassVar[ClockRules] = F4Clock()
-    apb2_enr = 0x44
-    usart_table: ClassVar[Mapping[str, Usart]] = MappingProxyType(
-        {  # base, RCC register, bit, IRQ, TX/RX, AF
-            "USART1": Usart(0x4001_1000, 0x44, 4, 37, "PA9/PA10", 7),
-            "USART2": Usart(0x4000_4400, 0x40, 17, 38, "PA2/PA3", 7),
-            "USART3": Usart(0x4000_4800, 0x40, 18, 39, "PB10/PB11", 7),
-            "UART4": Usart(0x4000_4C00, 0x40, 19, 52, "PA0/PA1", 8),
-            "UART5": Usart(0x4000_5000, 0x40, 20, 53, "PC12/PD2", 8),
-            "USART6": Usart(0x4001_1400, 0x44, 5, 71, "PC6/PC7", 8),
-        }
-    )
-
-
 def _nucleo144(table: Mapping[str, Usart]) -> Mapping[str, Usart]:
     """Nucleo-144 boards route USART3 to PD8/PD9, the ST-LINK virtual COM port (UM1974 6.9)."""
     return MappingProxyType({**table, "USART3": table["USART3"]._replace(pins="PD8/PD9")})
-
-
-class STM32F7(STM32F4):
-    """STM32F7: the F4's RCC, GPIO, USART bases, IRQs and AFs (RM0410 rev 4: 2.2, 5.3.10/13/14,
-    table 40), Cortex-M7, the new USART (ISR/RDR/TDR, RM0410 34.8), HSI 16 MHz (5.2.2)."""
-
-    name = "F7"
-    manual = "RM0410"
-    core = "cortex-m7"
-    fpus = ("fpv5-sp-d16", "fpv5-d16")  # F74x/F75x single, F76x/F77x double precision
-    usart_layout = "isr_rdr_tdr"
-    openocd_target = "target/stm32f7x.cfg"
-    clock = F7Clock()
-    usart_table = _nucleo144(STM32F4.usart_table)
-
-
-class STM32H7(Family):
-    """STM32H7: RM0433 rev 7: RCC at 0x5802_4400, AHB4ENR 0xE0 / APB1LENR 0xE8 / APB2ENR 0xF0
-    (8.7.43, 8.7.45, 8.7.47), GPIOA at 0x5802_0000 (2.3.2), HSI 64 MHz after reset (8.5.2);
-    the F4's USART bases and IRQ numbers (2.3.2, table 145); USART6 on AF7 here (DS12110
-    table 9); Nucleo-144 USART3 on PD8/PD9."""
-
-    name = "H7"
-    manual = "RM0433"
-    core = "cortex-m7"
-    fpus = ("fpv5-d16",)
-    usart_layout = "isr_rdr_tdr"
-    reset_clock_hz = 64_000_000
-    openocd_target = "target/stm32h7x.cfg"
-    rcc = 0x5802_4400
-    gpio = 0x5802_0000
-    gpio_en = 0xE0
-    clock = H7Clock()
-    apb2_enr = 0xF0
-    usart_table = _nucleo144(
-        {
-            name: u._replace(
-                en_reg=0xF0 if u.en_reg == 0x44 else 0xE8,  # APB2ENR / APB1LENR, same bits
-                af=7 if name == "USART6" else u.af,
-            )
-            for name, u in STM32F4.usart_table.items()
-        }
-    )
-
-
-class STM32L4(Family):
-    """STM32L4 and L4+: RM0351 rev 9 / RM0432: RCC at 0x4002_1000, AHB2ENR 0x4C /
-    APB1ENR1 0x58 / APB1ENR2 0x5C / APB2ENR 0x60 (6.4.17, 6.4.19-21), GPIOA at 0x4800_0000,
-    MSI 4 MHz after reset (6.2.3), USART bases (2.2.2), IRQs (table 58); LPUART1 has
-    ``BRR = 256 f / baud`` (38.4.4) and is on PG7/PG8 on the Nucleo-144 (UM2179)."""
-
-    name = "L4"
-    manual = "RM0351"
-    core = "cortex-m4"
-    fpus = ("fpv4-sp-d16",)
-    usart_layout = "isr_rdr_tdr"
-    reset_clock_hz = 4_000_000
-    openocd_target = "target/stm32l4x.cfg"
-    rcc = 0x4002_1000
-    gpio = 0x4800_0000
-    gpio_en = 0x4C
-    clock = L4Clock()
-    apb2_enr = 0x60
-    usart_table: ClassVar[Mapping[str, Usart]] = MappingProxyType(
-        {  # base, RCC register, bit, IRQ, TX/RX, AF
-            "USART1": Usart(0x4001_3800, 0x60, 14, 37, "PA9/PA10", 7),
-            **{  # APB1ENR1: the F4's bits, IRQs, pins and AFs
-                n: STM32F4.usart_table[n]._replace(en_reg=0x58)
-                for n in ("USART2", "USART3", "UART4", "UART5")
-            },
-            "LPUART1": Usart(0x4000_8000, 0x5C, 0, 70, "PG7/PG8", 8),
-        }
-    )
-
-    def power_writes(self, pins: Sequence[str]) -> list[RegWrite]:
-        """Port G is supplied by VDDIO2, isolated until PWR_CR2.IOSV (bit 9) is set, with the
-        PWR clock on (RCC_APB1ENR1.PWREN bit 28) (RM0432 5.1.3 / 5.4.2, RM0351 5.1.3 / 5.4.2)."""
-        if not any(p.startswith("PG") for p in pins):
-            return []
-        return [
-            _set_bit(self.rcc + 0x58, 28, "RCC: clock PWR"),
-            _set_bit(0x4000_7004, 9, "PWR_CR2.IOSV: VDDIO2 valid, port G powered"),
-        ]
-
-
-class STM32G0(Family):
-    """STM32G0: RM0444 rev 5: RCC at 0x4002_1000, IOPENR 0x34 / APBENR1 0x3C / APBENR2 0x40
-    (5.4.13, 5.4.15, 5.4.16), GPIOA at 0x5000_0000 (IOPORT, 2.2), HSISYS 16 MHz after reset
-    (5.2), Cortex-M0+ without FPU, USART IRQs (table 44: USART3 and USART4 share IRQ 29), AF
-    numbers from DS12232 tables 13-14."""
-
-    name = "G0"
-    manual = "RM0444"
-    core = "cortex-m0plus"
-    fpus = ("",)
-    usart_layout = "isr_rdr_tdr"
-    reset_clock_hz = 16_000_000
-    openocd_target = "target/stm32g0x.cfg"
-    rcc = 0x4002_1000
-    gpio = 0x5000_0000
-    gpio_en = 0x34
-    clock = G0Clock()
-    apb2_enr = 0x40  # one APB; the clock tree gives APB1 = APB2
-    usart_table: ClassVar[Mapping[str, Usart]] = MappingProxyType(
-        {  # base, RCC register, bit, IRQ, TX/RX, AF
-            "USART1": Usart(0x4001_3800, 0x40, 14, 27, "PA9/PA10", 1),
-            "USART2": Usart(0x4000_4400, 0x3C, 17, 28, "PA2/PA3", 1),
-            "USART3": Usart(0x4000_4800, 0x3C, 18, 29, "PB10/PB11", 4),
-            "USART4": Usart(0x4000_4C00, 0x3C, 19, 29, "PA0/PA1", 4),
-        }
-    )
-
-
-#: Every supported family by the name catalog parts give in ``family = "..."``.
-FAMILIES: Mapping[str, Family] = MappingProxyType(
-    {f.name: f for f in (STM32F4(), STM32F7(), STM32H7(), STM32L4(), STM32G0())}
-)
-
-
-def family_for(name: str) -> Family:
-    """The family ``name`` (``"F4"``, ``"H7"``...); BoardFileError naming the known ones."""
-    family = FAMILIES.get(name)
-    if family is None:
-        raise BoardFileError(
-            f"unknown family '{name}'; known families: {', '.join(FAMILIES)} "
-            "(add one to splitter/hardware/families.py, see CONTRIBUTING.md)"
-        )
-    return family

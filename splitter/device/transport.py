@@ -2,7 +2,7 @@
 
 Modelled on microTVM's ``python/tvm/micro/transport.py``: a :class:`Transport` is opened,
 read with a timeout, written and closed, and knows nothing of frames; :class:`HostLink`
-(``splitter/link/host.py``) speaks the frame protocol over any of them. Implementations:
+(``splitter/device/host.py``) speaks the frame protocol over any of them. Implementations:
 
 * :class:`SerialTransport`: pyserial ``serial_for_url``: a serial port (``/dev/ttyUSB0``,
   ``COM3``) or any pyserial URL, e.g. ``socket://127.0.0.1:PORT`` (QEMU's ``-serial tcp``) or

@@ -14,13 +14,17 @@ from dataclasses import replace
 from pathlib import Path
 
 from splitter.cost.code import arena_region, code_bytes, layer_keys, reserves, runtime_ram_bytes
+from splitter.cost.cpi import device_cpi_value
 from splitter.cost.kernels import part_build_key
-from splitter.cost.pex_chain import describe_loop
+from splitter.cost.pex_chain import describe_loop, loop_price
 from splitter.cost.wire import THESIS, LinkModel
-from splitter.errors import InfeasibleError
-from splitter.ir import Boards, Chain, Device, Plan, SubModel
+from splitter.errors import InfeasibleError, SplitterError
+from splitter.graph.split import LayerSplit
+from splitter.ir import Boards, Chain, ChannelLoop, Device, Plan, SubModel
 from splitter.manifest import (
+    DeviceEnergy,
     DeviceEntry,
+    Energy,
     HostIO,
     ModelInfo,
     PlanManifest,
@@ -43,6 +47,8 @@ from splitter.partition.problem import (
     close,
     compute_label,
     evaluate,
+    meets_bounds,
+    with_bounds,
 )
 
 
@@ -149,13 +155,17 @@ REPAIR_ROUNDS = 8
 EXHAUSTIVE_LIMIT = 4096
 
 
-def _exhaustive(chain: Chain, boards: Boards, lower: Problem, objective: str) -> Plan:
-    """Every assignment, each checked with the exact firmware figures; the best by the SPEC.md
-    rule (:func:`~splitter.partition.problem.better`), proved optimal."""
+def _exhaustive(
+    chain: Chain, boards: Boards, lower: Problem, objective: str, options: Mapping[str, object]
+) -> Plan:
+    """Every assignment, each checked with the exact firmware figures (and the energy
+    objective's bounds); the best by the SPEC.md rule
+    (:func:`~splitter.partition.problem.better`), proved optimal."""
     best: tuple[float, int, tuple[int, ...]] | None = None
+    caps = with_bounds(lower, options.get("max_latency_s"), options.get("max_waiting_s"))  # type: ignore[arg-type]
     for a in itertools.product(range(lower.d), repeat=lower.n):
         ev = evaluate(lower, a)
-        if not ev.feasible:
+        if not ev.feasible or not meets_bounds(caps, a):
             continue
         subs = tuple(SubModel(k, d, f, last) for k, (d, f, last) in enumerate(ev.submodels))
         probe = Plan(objective, "fs", True, 1, 0.0, a, subs, ev.latency_s, 0.0, 0.0)
@@ -166,7 +176,8 @@ def _exhaustive(chain: Chain, boards: Boards, lower: Problem, objective: str) ->
             best = cand
     if best is None:  # raises the reason
         full = chain_problem(chain, boards, host_io=lower.link_model.host_io)
-        return solve(full, objective, "fs")
+        caps_only = {k: v for k, v in options.items() if k in ("max_latency_s", "max_waiting_s")}
+        return solve(full, objective, "fs", **caps_only)
     result = SolverResult(best[2], lower.d**lower.n, True)
     return make_plan(lower, objective, "fs", result, 0.0)
 
@@ -201,7 +212,7 @@ def plan_chain(
     lower = chain_problem(chain, boards, upper=False, host_io=host_io)
     first = solve(lower, objective, solver, **options)
     if _overflows(chain, boards, first) and lower.d**lower.n <= EXHAUSTIVE_LIMIT:
-        return _exhaustive(chain, boards, lower, objective)
+        return _exhaustive(chain, boards, lower, objective, options)
     reserves_now = list(lower.reserves)
     plan = first
     for _round in range(REPAIR_ROUNDS):
@@ -223,9 +234,12 @@ def plan_chain(
 
 
 def plan_value(plan: Plan, objective: str) -> float:
-    """The minimised value of a plan: latency, or the waiting time ``1 / throughput``."""
+    """The minimised value of a plan: latency, the waiting time ``1 / throughput`` or the
+    energy of one inference."""
     if objective == "latency":
         return plan.latency_s
+    if objective == "energy":
+        return float("inf") if plan.energy_j is None else plan.energy_j
     return 1.0 / plan.throughput_per_s if plan.throughput_per_s > 0 else float("inf")
 
 
@@ -239,6 +253,7 @@ def build_manifest(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     activation_bytes: int | None = None,
     host_io: bool = True,
+    splits: Sequence[LayerSplit] = (),
 ) -> PlanManifest:
     """The plan as a checked :class:`~splitter.manifest.PlanManifest`.
 
@@ -292,9 +307,48 @@ def build_manifest(
         retransmit=float(boards.link.retransmit),
         host_io=_host_io(problem, ev),
     )
+    if splits:
+        from splitter.partition.layer_split import split_entries
+
+        entries = split_entries(chain, plan.assignment, boards, splits)
+        manifest = replace(manifest, layer_splits=entries)
     if chain.graph is not None:
         manifest = _with_firmware(manifest, chain, boards, plan)
-    return manifest.check()
+    return replace(manifest, energy=_energy(problem, ev)).check()
+
+
+#: what the energy figures count (``plan.json``'s ``energy.model``)
+ENERGY_MODEL = (
+    "one inference at a time: every board powered for the latency, at its datasheet Run-mode "
+    "current while it computes or sends (TXE polled), at its Sleep-mode current (WFI, UART "
+    "interrupt) otherwise; V_DD x uA/MHz x clock (splitter/hardware/energy.toml)"
+)
+
+
+def _energy(problem: Problem, ev: Evaluation) -> Energy | None:
+    """The plan's :class:`~splitter.manifest.Energy`, None without energy data."""
+    if ev.energy_j is None:
+        return None
+    from splitter.hardware.energy import energy_of
+
+    rows = []
+    for i, dev in enumerate(problem.boards.devices):
+        data = energy_of(dev.part.name)
+        compute, transfer, wait = ev.energy_by_device[i]
+        rows.append(
+            DeviceEnergy(
+                name=dev.name,
+                mcu=dev.part.name,
+                run_w=problem.run_w[i],
+                wait_w=problem.wait_w[i],
+                compute_j=compute,
+                transfer_j=transfer,
+                wait_j=wait,
+                run_table=data.run_table,
+                wait_table=data.wait_table,
+            )
+        )
+    return Energy(total_j=float(ev.energy_j), model=ENERGY_MODEL, devices=tuple(rows))
 
 
 def _with_firmware(m: PlanManifest, chain: Chain, boards: Boards, plan: Plan) -> PlanManifest:
@@ -373,12 +427,28 @@ def _submodel(
         wire_bytes=math.ceil(ev.sub_wire[k].total),
         inputs=entering,
         outputs=leaving,
-        loops=tuple(describe_loop(lp) for j in idx for lp in chain.layers[j].loops),
+        loops=tuple(_loop_text(chain, j, lp, dev) for j in idx for lp in chain.layers[j].loops),
         ram_whole_bytes=max(chain.layers[j].whole_ram or int(problem.ram[j]) for j in idx)
         if any(chain.layers[j].loops for j in idx)
         else 0,
         instructions=_instructions(problem, idx, dev),
     )
+
+
+def _loop_text(chain: Chain, j: int, loop: ChannelLoop, dev: Device) -> str:
+    """The loop and its time price on ``dev``'s real core (table instructions x the core's
+    modelled CPI / clock, ``splitter.cost.cpi``); the loop alone for a chain without a graph or a
+    part the table does not know."""
+    if chain.graph is None:
+        return describe_loop(loop)
+    try:
+        build = part_build_key(dev.part)
+        looped, whole = loop_price(chain.layers[j], loop, chain.graph.tensors,
+                                   chain.graph.layout or "NCHW", build)  # fmt: skip
+    except (SplitterError, KeyError):
+        return describe_loop(loop)
+    per = device_cpi_value(dev.part, float(dev.clock_hz)) / float(dev.clock_hz)
+    return describe_loop(loop, (looped * per, whole * per))
 
 
 def _instructions(problem: Problem, idx: range, dev: Device) -> tuple[tuple[str, float], ...]:

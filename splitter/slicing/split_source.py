@@ -1,0 +1,281 @@
+"""Write a layer split (:mod:`splitter.graph.split`) into the model file itself.
+
+Slicing cuts the loaded model's file by tensor names, so the slices and the concat of a split
+must exist there too. :func:`split_loaded` returns a :class:`~splitter.importers.LoadedModel`
+whose bytes carry the rewrite and whose graph is :func:`splitter.graph.split.split_graph` of the
+loaded graph, with the same op and tensor names:
+
+* ONNX (float): the nodes computing the op's output from its input (the Conv / Gemm / MatMul
+  and what the importer fused into it: BatchNormalization, bias Add, Relu / Clip) are replaced
+  by, per slice, a ``Conv`` (the original node's attributes) or a ``Gemm`` (``transB = 1``)
+  with the importer's folded weights ``W_i``, ``B_i``, its activation node, then one ``Concat``
+  writing the original output name. Initializers no node reads any more are dropped.
+* TFLite (float and int8): the operator is replaced by ``k`` copies reading sliced filter and
+  bias buffers (rows ``[r_i, r_{i+1})`` of the file's own arrays, their per-channel scales and
+  zero points cut the same way, per-tensor ones kept) and writing new output tensors with the
+  output's quantisation, then one ``CONCATENATION`` writing the original output tensor.
+
+Validation then checks the rewritten model against the user's file
+(:func:`splitter.slicing.validate.normalisation_stats`: float within 1e-5, int8 bit-exact).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import onnx
+import onnx.helper
+import onnx.numpy_helper
+
+from splitter.errors import SplitRequestError
+from splitter.graph.split import LayerSplit, channel_axis, split_graph
+from splitter.importers import LoadedModel
+from splitter.ir import Graph, Op
+
+#: ONNX activation node per fused ``act`` the rewrite can write (``None``: no node).
+ONNX_ACTS = (None, "relu", "relu6", "clip")
+
+
+def split_loaded(model: LoadedModel, splits: Sequence[LayerSplit]) -> LoadedModel:
+    """``model`` with ``splits`` written into its bytes and its graph (module docstring)."""
+    todo = [s for s in splits if s.slices > 1]
+    if not todo:
+        return model
+    ops = {op.name: op for op in model.graph.ops}
+    if model.format == "onnx":
+        proto = model.onnx_model()
+        for split in todo:
+            _split_onnx(proto, model.graph, ops[split.op], split)
+        data = proto.SerializeToString()
+    else:
+        from splitter.importers.tflite_writer import pack_model
+        from splitter.slicing.tflite_slice import load_tflite_model
+
+        _, tfl = load_tflite_model(model.path, model.data)
+        for split in todo:
+            _split_tflite(tfl, model.graph, ops[split.op], split)
+        data = pack_model(tfl)
+    return replace(model, data=data, graph=split_graph(model.graph, todo))
+
+
+# --- ONNX ------------------------------------------------------------------------------------
+
+
+def _split_onnx(proto: onnx.ModelProto, graph: Graph, op: Op, split: LayerSplit) -> None:
+    """Replace the nodes computing ``op`` by its slices and a Concat (module docstring)."""
+    g = proto.graph
+    inits = {t.name for t in g.initializer}
+    path = _node_path(g, op.inputs[0], op.outputs[0], inits, op.name)
+    first = path[0]
+    new: list[onnx.NodeProto] = []
+    for i, (r0, r1) in enumerate(split.ranges):
+        new.extend(_onnx_slice(g, op, split, i, r0, r1, first))
+    new.append(
+        onnx.helper.make_node(
+            "Concat",
+            [f"{op.outputs[0]}.slice{i}" for i in range(split.slices)],
+            [op.outputs[0]],
+            name=split.concat_name,
+            axis=channel_axis(op, graph),
+        )
+    )
+    at = min(list(g.node).index(n) for n in path)
+    kept = [n for n in g.node if all(n is not p for p in path)]
+    del g.node[:]
+    g.node.extend(kept[:at] + new + kept[at:])
+    _drop_unused_initializers(g)
+    drop = {n for node in path for n in node.output} - {op.outputs[0]}
+    keep_vi = [v for v in g.value_info if v.name not in drop]
+    del g.value_info[:]
+    g.value_info.extend(keep_vi)
+
+
+def _node_path(
+    g: onnx.GraphProto, x: str, y: str, inits: set[str], name: str
+) -> list[onnx.NodeProto]:
+    """The nodes from the one reading ``x`` to the one writing ``y``, each fed by the last."""
+    producer = {out: n for n in g.node for out in n.output}
+    path: list[onnx.NodeProto] = []
+    tensor = y
+    while tensor != x:
+        node = producer.get(tensor)
+        data = [t for t in node.input if t and t not in inits] if node is not None else []
+        if node is None or not data or len(path) > 8:
+            raise SplitRequestError(
+                f"{name}: cannot find the ONNX nodes computing it from its input; "
+                "this layer cannot be split in this file"
+            )
+        path.append(node)
+        tensor = data[0]
+    return path[::-1]
+
+
+def _onnx_slice(
+    g: onnx.GraphProto, op: Op, split: LayerSplit, i: int, r0: int, r1: int, first: Any
+) -> list[onnx.NodeProto]:
+    """The nodes of slice ``i``: Conv or Gemm on the folded weights, then the activation."""
+    name, out = split.slice_name(i), f"{op.outputs[0]}.slice{i}"
+    act = op.attr("act")
+    pre = out if act is None else f"{out}.pre"
+    inputs = [op.inputs[0]]
+    for key in ("W", "B"):
+        if key in op.weights:
+            w = np.ascontiguousarray(op.weights[key][r0:r1]).astype(op.weights[key].dtype)
+            g.initializer.append(onnx.numpy_helper.from_array(w, f"{name}.{key}"))
+            inputs.append(f"{name}.{key}")
+    if op.kind == "conv2d":
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in first.attribute}
+        attrs["group"] = 1
+        nodes = [onnx.helper.make_node("Conv", inputs, [pre], name=name, **attrs)]
+    else:
+        nodes = [onnx.helper.make_node("Gemm", inputs, [pre], name=name, transB=1)]
+    if act is None:
+        return nodes
+    return [*nodes, _onnx_act(g, op, name, pre, out)]
+
+
+def _onnx_act(g: onnx.GraphProto, op: Op, name: str, pre: str, out: str) -> onnx.NodeProto:
+    """The activation node ``act`` of ``op`` from ``pre`` to ``out`` (``Clip`` with min / max
+    inputs: the normalised model's opset is 11 or later, :mod:`splitter.importers.onnx_opset`)."""
+    act = op.attr("act")
+    if act == "relu":
+        return onnx.helper.make_node("Relu", [pre], [out], name=f"{name}.relu")
+    lo, hi = (0.0, 6.0) if act == "relu6" else (op.attr("act_min"), op.attr("act_max"))
+    bounds = []
+    for tag, v in (("min", lo), ("max", hi)):
+        g.initializer.append(onnx.numpy_helper.from_array(np.array(v, np.float32), f"{name}.{tag}"))
+        bounds.append(f"{name}.{tag}")
+    return onnx.helper.make_node("Clip", [pre, *bounds], [out], name=f"{name}.clip")
+
+
+def _drop_unused_initializers(g: onnx.GraphProto) -> None:
+    """Remove initializers no node reads (the split op's own weights), and their graph-input
+    entries (IR < 4 lists initializers among the inputs)."""
+    used = {t for n in g.node for t in n.input} | {o.name for o in g.output}
+    dropped = {t.name for t in g.initializer if t.name not in used}
+    keep = [t for t in g.initializer if t.name not in dropped]
+    del g.initializer[:]
+    g.initializer.extend(keep)
+    keep_in = [v for v in g.input if v.name not in dropped]
+    del g.input[:]
+    g.input.extend(keep_in)
+
+
+# --- TFLite ----------------------------------------------------------------------------------
+
+
+def _split_tflite(model: Any, graph: Graph, op: Op, split: LayerSplit) -> None:
+    """Replace the operator writing ``op``'s output by its slices and a CONCATENATION."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    from splitter.slicing.tflite_slice import tensor_names
+
+    sg = model.subgraphs[0]
+    names = tensor_names(sg)
+    y = names.index(op.outputs[0])
+    at = next(k for k, o in enumerate(sg.operators) if y in list(o.outputs))
+    orig = sg.operators[at]
+    new_ops = []
+    outs = []
+    for i, (r0, r1) in enumerate(split.ranges):
+        ins = [int(orig.inputs[0])]
+        for t in list(orig.inputs)[1:]:
+            ins.append(-1 if t < 0 else _sliced_const(model, sg, int(t), r0, r1, split, i))
+        out = _copy_tensor(sg.tensors[y], f"{op.outputs[0]}.slice{i}")
+        out.shape[channel_axis(op, graph)] = r1 - r0
+        sg.tensors.append(out)
+        outs.append(len(sg.tensors) - 1)
+        sliced = copy.deepcopy(orig)
+        sliced.inputs, sliced.outputs = ins, [outs[-1]]
+        new_ops.append(sliced)
+    cat = schema.OperatorT()
+    cat.opcodeIndex = _opcode(model, schema.BuiltinOperator.CONCATENATION)
+    cat.inputs, cat.outputs = outs, [y]
+    cat.builtinOptionsType = schema.BuiltinOptions.ConcatenationOptions
+    cat.builtinOptions = schema.ConcatenationOptionsT()
+    cat.builtinOptions.axis = channel_axis(op, graph)
+    sg.operators[at : at + 1] = [*new_ops, cat]
+
+
+def _copy_tensor(t: Any, name: str) -> Any:
+    """A copy of tensor ``t`` named ``name`` (activation: buffer 0, no signature)."""
+    out = copy.deepcopy(t)
+    out.name = name
+    out.shape = [int(d) for d in t.shape]
+    out.shapeSignature = None
+    out.buffer = 0
+    return out
+
+
+def _sliced_const(model: Any, sg: Any, t: int, r0: int, r1: int, split: LayerSplit, i: int) -> int:
+    """A new constant tensor holding rows ``[r0, r1)`` of constant ``t`` (axis 0)."""
+    from splitter.importers.tflite_writer import aligned
+
+    src = sg.tensors[t]
+    buf = model.buffers[src.buffer]
+    if buf is None or buf.data is None or not len(buf.data):
+        raise SplitRequestError(
+            f"{split.op}: its weights are not constant buffers in the file (computed or "
+            "dequantised at run time); this layer cannot be split"
+        )
+    shape = [int(d) for d in src.shape]
+    dtype = _np_dtype(src.type)
+    rows = np.frombuffer(bytes(bytearray(buf.data)), dtype=dtype).reshape(shape)[r0:r1]
+    new_buf = copy.deepcopy(buf)
+    new_buf.data = np.frombuffer(np.ascontiguousarray(rows).tobytes(), dtype=np.uint8)
+    new_buf.offset, new_buf.size = 0, 0
+    model.buffers.append(aligned(new_buf))
+    out = copy.deepcopy(src)
+    out.name = f"{_name(src.name)}.slice{i}"
+    out.shape = [r1 - r0, *shape[1:]]
+    out.shapeSignature = None
+    out.buffer = len(model.buffers) - 1
+    q = out.quantization
+    if q is not None and q.scale is not None and len(q.scale) == shape[0] and shape[0] > 1:
+        if int(q.quantizedDimension or 0) != 0:
+            raise SplitRequestError(f"{split.op}: weights quantised along axis != 0; cannot split")
+        q.scale = list(q.scale)[r0:r1]
+        if q.zeroPoint is not None and len(q.zeroPoint) == shape[0]:
+            q.zeroPoint = list(q.zeroPoint)[r0:r1]
+    sg.tensors.append(out)
+    return len(sg.tensors) - 1
+
+
+def _name(raw: Any) -> str:
+    return raw.decode() if isinstance(raw, bytes) else str(raw or "")
+
+
+def _np_dtype(code: int) -> Any:
+    """numpy dtype of a TFLite TensorType code (the types a conv / dense constant has)."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    table = {
+        schema.TensorType.FLOAT32: np.float32,
+        schema.TensorType.INT8: np.int8,
+        schema.TensorType.INT32: np.int32,
+        schema.TensorType.INT64: np.int64,
+        schema.TensorType.FLOAT16: np.float16,
+        schema.TensorType.INT16: np.int16,
+        schema.TensorType.UINT8: np.uint8,
+    }
+    return table[code]
+
+
+def _opcode(model: Any, builtin: int) -> int:
+    """Index of the operator code ``builtin`` (version 1), added when the model has none."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    for k, c in enumerate(model.operatorCodes):
+        code = max(int(c.builtinCode or 0), int(c.deprecatedBuiltinCode or 0))
+        if code == builtin:
+            return k
+    code = schema.OperatorCodeT()
+    code.builtinCode = builtin
+    code.deprecatedBuiltinCode = min(builtin, 127)
+    code.version = 1
+    model.operatorCodes.append(code)
+    return len(model.operatorCodes) - 1

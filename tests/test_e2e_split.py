@@ -1,0 +1,115 @@
+"""A layer no board holds, split over several emulated STM32F405 boards (issue 27), end to end.
+
+* ``tiny_cnn.onnx`` (float) over three F405s with 72 KiB of flash (``split_tiny3.toml``): conv3's
+  55,488 B of weights fit no board after its firmware code, so ``compile`` splits it into
+  output-channel slices on different boards; the boards' output equals onnxruntime's.
+* The MLPerf Tiny AD autoencoder (int8 TFLite) over four F405s with 84 KiB of flash
+  (``split_ad4.toml``): its first and last dense layers are split; bit-exact with LiteRT.
+
+``compile`` validates both (float within 1e-5, int8 bit-exact) before writing anything; the
+builds are the real cross compiler's, the runs real QEMUs over real pseudo-serial links. The
+bench of the split float plan shows the estimate holds as for any plan: every link's bytes are
+the plan's, and each board's compute time is the estimate's within the emulator's usual error.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from test_e2e_mlperf import litert
+from test_e2e_support import BOARDS, MODELS, TOL, cli, qemu_pids, random_input, reference
+
+from splitter.compile import CompileOptions, compile_model
+from splitter.toolchain.build import run_make
+
+pytestmark = [pytest.mark.slow, pytest.mark.qemu, pytest.mark.toolchain]
+
+#: |estimated - measured| / measured of an emulated board's compute, as benchmarks/results
+#: report for unsplit plans (the kernel cost table's fit)
+COMPUTE_TOL = 0.25
+
+
+def _build(model: str, boards: str, out: Path, **split: int) -> Path:
+    """``compile`` (library; the planner choosing the split unless ``split`` fixes it), then
+    ``make EMULATOR=1`` for every device."""
+    options = CompileOptions(force=True, split_layers=split)
+    compile_model(MODELS / model, BOARDS / boards, out, options)
+    wiring = json.loads((out / "firmware" / "wiring.json").read_text())
+    for dev in wiring["devices"]:
+        run_make(out / "firmware" / dev["name"], emulator=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _build("tiny_cnn.onnx", "split_tiny3.toml", tmp_path_factory.mktemp("st") / "out")
+
+
+@pytest.fixture(scope="module")
+def ad(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The two layers fixed at 2 slices each (``--split-layer``): the planner's own choice plans
+    9 k combinations of this 20-layer chain, minutes on a loaded machine; the choice itself is
+    tested on tiny_cnn (tests/test_layer_split.py)."""
+    out = tmp_path_factory.mktemp("sad") / "out"
+    return _build("mlperf_ad_autoencoder_int8.tflite", "split_ad4.toml", out,
+                  fully_connected_0=2, fully_connected_9=2)  # fmt: skip
+
+
+def _splits(out: Path) -> list[dict[str, Any]]:
+    plan = json.loads((out / "plan.json").read_text())
+    validation = json.loads((out / "validation.json").read_text())
+    assert validation["passed"] is True
+    return list(plan["layer_splits"])
+
+
+def test_float_onnx_split_runs_on_three_boards_as_onnxruntime(tiny: Path, tmp_path: Path) -> None:
+    (split,) = _splits(tiny)
+    assert split["layer"] == "conv3" and split["slices"] >= 2 and len(set(split["devices"])) >= 2
+    assert "layer conv3 split into" in (tiny / "report.md").read_text()
+    x = random_input((1, 1, 28, 28), seed=27)
+    np.save(tmp_path / "x.npy", x)
+    run = cli("run", str(tiny), "--input", str(tmp_path / "x.npy"), "--emulate",
+              "--output", str(tmp_path / "y.npy"), "--no-check", "--timeout", "120")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    y = np.load(tmp_path / "y.npy")
+    assert float(np.max(np.abs(y - reference("tiny_cnn.onnx", x)))) <= TOL
+    assert qemu_pids(str(tiny)) == []
+
+
+def test_int8_tflite_split_runs_on_four_boards_bit_exact(ad: Path, tmp_path: Path) -> None:
+    splits = _splits(ad)
+    assert {s["layer"] for s in splits} == {"fully_connected_0", "fully_connected_9"}
+    assert all(len(set(s["devices"])) >= 2 for s in splits)
+    x = np.random.default_rng(27).integers(-128, 127, size=(1, 640), endpoint=True)
+    np.save(tmp_path / "x.npy", x.astype(np.int8))
+    run = cli("run", str(ad), "--input", str(tmp_path / "x.npy"), "--emulate", "--no-check",
+              "--output", str(tmp_path / "y.npy"), "--timeout", "120")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    y = np.load(tmp_path / "y.npy")
+    ref = litert("mlperf_ad_autoencoder_int8.tflite", x.astype(np.int8))
+    assert y.dtype == np.int8 and np.array_equal(y, ref) and len(set(y.ravel().tolist())) > 1
+    assert qemu_pids(str(ad)) == []
+
+
+def test_split_plan_estimate_matches_the_emulated_bench(tiny: Path) -> None:
+    proc = cli("bench", str(tiny), "--emulate", "--icount", "-n", "1", "--json",
+               "--target", str(BOARDS / "split_tiny3.toml"))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    bench = json.loads(proc.stdout)
+    est = bench["estimate"]
+    plan = json.loads((tiny / "plan.json").read_text())
+    sizes = [sum(t["bytes"] for t in s["outputs"]) for s in plan["submodels"]]
+    measured_links = [ln["bytes"] for ln in bench["links"]]
+    assert measured_links[1:-1] == sizes[:-1]  # every hop carries exactly the planned bytes
+    assert [ln["bytes"] for ln in est["links"]] == measured_links
+    predicted = {s["index"]: s["compute_s"] for s in est["submodels"]}
+    for dev in bench["devices"]:
+        for sub in dev["submodels"]:
+            measured = float(np.median(sub["cycles"])) / dev["clock_hz"]
+            error = abs(predicted[sub["index"]] - measured) / measured
+            assert error <= COMPUTE_TOL, (sub["index"], predicted[sub["index"]], measured)
+    assert qemu_pids(str(tiny)) == []

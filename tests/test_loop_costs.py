@@ -1,0 +1,131 @@
+"""The cost features of PEX loops and of kernels the table never measured, by hand; and the time
+price of each loop in ``plan``.
+
+How well the estimate holds on models outside the table's fit is ``benchmarks/heldout.py``'s
+job (``benchmarks/results/heldout.md``); these tests pin the formulas it relies on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from splitter.cost.kernels import (
+    _coef_of,
+    kernel_table,
+    loop_terms,
+    op_features,
+    term_instructions,
+)
+from splitter.ir import Op, QuantParams, TensorSpec
+
+ROOT = Path(__file__).resolve().parents[1]
+HELDOUT = ROOT / "benchmarks" / "heldout"
+
+
+def _f(name: str, shape: tuple[int, ...]) -> TensorSpec:
+    return TensorSpec(name, shape, "float32")
+
+
+def test_binary_features_ignore_the_operands_sizes() -> None:
+    """``k_binary`` reads a broadcast or constant operand with stride 0 as often as a full one:
+    a batch-norm ``mul`` by a per-channel constant has the features of an activation-by-
+    activation ``mul`` of the same output; ``rows`` are the innermost loop's entries."""
+    tensors = {n: _f(n, (1, 16, 12, 10)) for n in ("a", "b", "y")}
+    both = Op("m", "mul", ("a", "b"), ("y",), {}, {})
+    const = Op("m", "mul", ("a",), ("y",), {}, {"C": np.ones((1, 16, 1, 1), np.float32)})
+    want = {"call": 1, "out": 1920, "rows": 16 * 12}
+    assert op_features(both, tensors, "NCHW") == want
+    assert op_features(const, tensors, "NCHW") == want
+
+
+def test_a_variant_never_measured_takes_its_kinds_fit() -> None:
+    """A kernel variant no model of ``models/`` uses is costed by the same kind in the other
+    layout (same copy loop, other strides), not by the pooled upper bound."""
+    variants = kernel_table()["builds"]["M4F.dsp"]["variants"]
+    assert "concat/NCHW/float32" not in variants
+    assert _coef_of("concat/NCHW/float32", "M4F.dsp") == variants["concat/NHWC/float32"]["coef"]
+
+
+def _q8(name: str, h: int, c: int) -> TensorSpec:
+    return TensorSpec(name, (1, h, h, c), "int8", QuantParams((0.1,), (0,)))
+
+
+def _conv(name: str, src: str, dst: str, w: tuple[int, ...], pad: int, groups: int = 1) -> Op:
+    attrs = {"groups": groups, "pads": (pad,) * 4, "strides": (1, 1)}
+    return Op(name, "conv2d", (src,), (dst,), attrs, {"W": np.zeros(w, np.int8)})
+
+
+def test_a_row_loop_calls_the_generic_kernel_once_per_output_row() -> None:
+    """expand 1x1 (8 -> 24) -> depthwise 3x3 (pad 1) -> project 1x1 (24 -> 8) at 10x10: every
+    output once (``out``), one call per output row of each op, the depthwise's MACs over the
+    taps inside the input (10x10 positions: 8 x 28 valid taps per axis sum), and the window
+    slides of :func:`splitter.cost.rows.window_moves`."""
+    tensors = {"x": _q8("x", 10, 8), "e": _q8("e", 10, 24), "d": _q8("d", 10, 24),
+               "y": _q8("y", 10, 8)}  # fmt: skip
+    ops = [_conv("expand", "x", "e", (24, 8, 1, 1), 0),
+           _conv("dw", "e", "d", (24, 1, 3, 3), 1, groups=24),
+           _conv("project", "d", "y", (8, 24, 1, 1), 0)]  # fmt: skip
+    terms = loop_terms(ops, 10, tensors, "NHWC", by="row")
+    convs = [t for t in terms if t.variant == "pex.q_conv2d/NHWC/int8"]
+    assert [t.features["call"] for t in convs] == [10, 10, 10]
+    assert [t.features["out"] for t in convs] == [2400, 2400, 800]
+    assert convs[1].features["mac"] == 24 * 28 * 28  # (8 + 2 * 2 + ... ) valid taps: 28 a side
+    assert [t.features["mac"] for t in (convs[0], convs[2])] == [2400 * 8, 800 * 24]
+    slide = next(t for t in terms if t.variant == "pex.row.slide/NHWC/int8")
+    assert slide.features["rows"] == 30
+    assert slide.features["in"] % (10 * 24) == 0  # whole rows of W x C bytes
+
+
+def test_loop_instructions_are_the_sum_of_their_calls() -> None:
+    """A loop's estimate is the fits of the calls it makes (no measured count for a shape the
+    table never saw)."""
+    from splitter.cost.kernels import loop_instructions
+
+    tensors = {"x": _q8("x", 9, 8), "e": _q8("e", 9, 40), "d": _q8("d", 9, 40),
+               "y": _q8("y", 9, 16)}  # fmt: skip
+    ops = [_conv("expand", "x", "e", (40, 8, 1, 1), 0),
+           _conv("dw", "e", "d", (40, 1, 3, 3), 1, groups=40),
+           _conv("project", "d", "y", (16, 40, 1, 1), 0)]  # fmt: skip
+    for by, n in (("channel", 40), ("row", 9)):
+        got = loop_instructions(ops, n, tensors, "NHWC", "M4F.dsp", by=by)
+        want = sum(
+            term_instructions(t, "M4F.dsp") for t in loop_terms(ops, n, tensors, "NHWC", by=by)
+        )
+        assert got == pytest.approx(want) and got > 0
+
+
+def test_plan_reports_each_loops_time_price() -> None:
+    """``plan --json`` gives every loop's time price on the device's core: the extra
+    milliseconds and the ratio to its ops run whole, from the kernel table and the core's CPI."""
+    cmd = [sys.executable, "-m", "splitter", "plan", str(HELDOUT / "mnv2_035_96_int8.tflite"),
+           "--target", str(HELDOUT / "two_f405_ram16.toml"), "--json"]  # fmt: skip
+    plan = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+    loops = [lp for s in plan["submodels"] for lp in s["partial_execution"]["loops"]]
+    assert loops
+    price = re.compile(
+        r" over \d+ (rows|channels) \(\+(\d+\.\d) ms, (\d+\.\d\d)x the ops run whole\)$"
+    )
+    kinds = set()
+    for text in loops:
+        m = price.search(text)
+        assert m, text
+        kinds.add(m[1])
+        assert float(m[3]) > 1.0  # a loop calls one-row / one-channel kernels: never faster
+    assert kinds == {"rows", "channels"}
+
+
+def test_depthwise_weights_of_fewer_than_four_channels() -> None:
+    """An int8 depthwise conv of 1-3 channels (an RGB input's): no block of four, every
+    channel's taps in order (the grid's int8 walks found the reshape of an empty block
+    failing)."""
+    from splitter.codegen.ops.q8_variants import depthwise_weights
+
+    w = np.arange(3 * 3 * 3, dtype=np.int8).reshape(3, 3, 3, 1)
+    assert depthwise_weights(w).tolist() == w.reshape(3, 9).ravel().tolist()
