@@ -22,16 +22,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from crash_support import Sweep  # noqa: E402
+from crash_support import Sweep, run_forked  # noqa: E402
 from test_crash_safety import build_sweep, compile_sweep, segment_sweep  # noqa: E402
 
 from splitter import outputs  # noqa: E402
 
 
 def sweep_all(sweep: Sweep, timed: int) -> float:
-    """Every crash point and ``timed`` SIGKILLs spread over a complete run; the run's seconds."""
-    start = time.monotonic()
+    """Every crash point and ``timed`` SIGKILLs spread over a complete run (timed on a second
+    run, when the compiler cache is warm as in every later run); the run's seconds."""
     sweep.reference()
+    sweep.restore()
+    start = time.monotonic()
+    run_forked(sweep.argv)
     seconds = time.monotonic() - start
     for n in range(1, sweep.points + 1):
         outcome = sweep.kill(f"op {n}", crash_at=n)
@@ -46,11 +49,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--timed", type=int, default=20, help="SIGKILLs per command")
     ap.add_argument("--report", type=Path, default=None)
+    ap.add_argument("--commands", default="compile,segment,build", help="comma-separated")
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="kill-test-"))
     cached_compiler(tmp)
     rows, torn = [], []
-    for make in (compile_sweep, segment_sweep, build_sweep):
+    sweeps = {"compile": compile_sweep, "segment": segment_sweep, "build": build_sweep}
+    for make in (sweeps[c] for c in a.commands.split(",")):
         sweep = make(tmp)
         seconds = sweep_all(sweep, a.timed)
         states = [o.state for o in sweep.outcomes]

@@ -142,9 +142,13 @@ def test_override_of_unknown_input(tmp_path: Path) -> None:
 
 def test_inconsistent_override_is_a_shape_error(tmp_path: Path) -> None:
     w = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "W")
-    path = save(tmp_path, [helper.make_node("Conv", ["x", "W"], ["y"])], inits=[w])
+    conv = [helper.make_node("Conv", ["x", "W"], ["y"])]
+    path = save(tmp_path, conv, x_shape=(1, "c", 8, 8), inits=[w])  # channels left dynamic
     err = load_error(path, input_shapes={"x": (1, 5, 8, 8)})  # 5 channels vs W's 3
     assert isinstance(err, ShapeError) and "5 channels" in str(err)
+    static = save(tmp_path, conv, inits=[w])  # the file says 3 channels: the override clashes
+    err = load_error(static, input_shapes={"x": (1, 5, 8, 8)})
+    assert isinstance(err, ShapeError) and "contradicts the input's shape 1x3x8x8" in str(err)
 
 
 @pytest.mark.parametrize("opset", [6, 23])

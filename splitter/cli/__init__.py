@@ -104,6 +104,7 @@ def _run(argv: list[str] | None) -> int:
     the interruption's doing and reported as one (:func:`_interruption`)."""
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = wants_json(args)
+    signals.reset()  # a new command: an earlier one's signal is not this one's
     try:
         return _run_reporting(args, as_json)
     except BaseException as exc:  # a second signal while the first error was being reported

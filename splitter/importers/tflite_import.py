@@ -146,7 +146,7 @@ def _convert(
     if model.SubgraphsLength() == 0:
         raise InputFileError(f"{p}: TFLite model has no subgraph; re-export the model")
     sg = model.Subgraphs(0)
-    problem = structure_problem(model, sg, len(buf))
+    problem = structure_problem(model, sg, len(buf), frozenset(CONVERTERS))
     if problem is not None:
         raise InputFileError(f"{p}: corrupt TFLite file: {problem}; re-export the model")
     try:

@@ -259,11 +259,15 @@ def _vectors_problem(
     return None
 
 
-def structure_problem(model: Any, sg: Any, size: int) -> str | None:
+def structure_problem(
+    model: Any, sg: Any, size: int, supported: frozenset[str] = frozenset()
+) -> str | None:
     """The first index or length of ``model`` (subgraph ``sg``) that points outside the file or
     its tables, or ``None``: vector lengths, tensor ``buffer`` indices, operator
     ``opcode_index`` / tensor indices / ``builtin_options_type``, graph inputs and outputs.
-    Checked before anything is read through them (flatbuffers accessors do not check)."""
+    Checked before anything is read through them (flatbuffers accessors do not check). The
+    options type is matched to the operator only for the ``supported`` operators (the others are
+    reported, all together, as unsupported)."""
     found = _vectors_problem("model", model, _MODEL_VECTORS, size) or _vectors_problem(
         "subgraph 0", sg, _SUBGRAPH_VECTORS, size
     )
@@ -283,7 +287,7 @@ def structure_problem(model: Any, sg: Any, size: int) -> str | None:
         if not 0 <= t.Buffer() < n_buffers:
             return f"tensor #{i}.buffer = {t.Buffer()}, the file has {n_buffers} buffers"
     for k in range(sg.OperatorsLength()):
-        found = _operator_problem(model, sg.Operators(k), k, n_tensors, size)
+        found = _operator_problem(model, sg.Operators(k), k, n_tensors, size, supported)
         if found:
             return found
     ios = [int(x) for x in (sg.InputsAsNumpy() if sg.InputsLength() else ())]
@@ -294,7 +298,9 @@ def structure_problem(model: Any, sg: Any, size: int) -> str | None:
     return None
 
 
-def _operator_problem(model: Any, op: Any, k: int, n_tensors: int, size: int) -> str | None:
+def _operator_problem(
+    model: Any, op: Any, k: int, n_tensors: int, size: int, supported: frozenset[str]
+) -> str | None:
     """The first bad index, length or options type of operator ``k``, or ``None``."""
     found = _vectors_problem(f"operator #{k}", op, _OPERATOR_VECTORS, size)
     if found:
@@ -308,7 +314,7 @@ def _operator_problem(model: Any, op: Any, k: int, n_tensors: int, size: int) ->
         return f"operator #{k}: tensor index outside 0..{n_tensors - 1}"
     code = int(op.BuiltinOptionsType())
     builtin = builtin_name(model, op.OpcodeIndex())
-    want = expected_options(builtin)
+    want = expected_options(builtin) if builtin in supported else None
     if code not in _OPTION_NAMES and code != 0:
         return f"operator #{k} ({builtin}).builtin_options_type = {code} is no BuiltinOptions type"
     if want is not None and code not in (0, want):
