@@ -28,9 +28,9 @@ from splitter.toolchain.build import run_make
 
 pytestmark = [pytest.mark.slow, pytest.mark.qemu, pytest.mark.toolchain]
 
-#: |estimated - measured| / measured of an emulated board's compute, as benchmarks/results
-#: report for unsplit plans (the kernel cost table's fit)
-COMPUTE_TOL = 0.25
+#: |estimated - measured| / measured of an emulated board's compute: issue 12's bound for every
+#: plan (README, kernel cost table: max <= 15 %)
+COMPUTE_TOL = 0.15
 
 
 def _build(model: str, boards: str, out: Path, **split: int) -> Path:
@@ -106,10 +106,23 @@ def test_split_plan_estimate_matches_the_emulated_bench(tiny: Path) -> None:
     measured_links = [ln["bytes"] for ln in bench["links"]]
     assert measured_links[1:-1] == sizes[:-1]  # every hop carries exactly the planned bytes
     assert [ln["bytes"] for ln in est["links"]] == measured_links
-    predicted = {s["index"]: s["compute_s"] for s in est["submodels"]}
+    predicted = {s["index"]: s["seconds"] for s in est["submodels"]}
     for dev in bench["devices"]:
         for sub in dev["submodels"]:
             measured = float(np.median(sub["cycles"])) / dev["clock_hz"]
             error = abs(predicted[sub["index"]] - measured) / measured
             assert error <= COMPUTE_TOL, (sub["index"], predicted[sub["index"]], measured)
     assert qemu_pids(str(tiny)) == []
+
+
+@pytest.mark.parametrize("which", ["tiny", "ad"])
+def test_split_plans_link_within_their_figures(
+    which: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """The part images of both split plans (the real cross compiler, not the emulator build):
+    weights and arena exactly the plan's, code within the 2 % of tests/test_firmware_fit.py
+    (the concat and the extra kernel calls included), runtime RAM at most 64 B under."""
+    from test_firmware_fit import check_builds
+
+    out: Path = request.getfixturevalue(which)
+    assert check_builds(out, tmp_path / "kernel-objects") >= 2
