@@ -144,7 +144,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default="M4F.dsp")
     parser.add_argument("--only", default="")
+    parser.add_argument(
+        "--render", action="store_true", help="rewrite heldout.md from heldout.json (no measuring)"
+    )
     args = parser.parse_args()
+    if args.render:
+        result = json.loads((RESULTS / "heldout.json").read_text())
+        result["summary"] = summarise(result["rows"])
+        write(result)
+        return
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="heldout-") as tmp:
         for name in MODELS:
@@ -155,15 +163,23 @@ def main() -> None:
                 got = kt.measure_chain(chain, args.build, Path(tmp))
                 rows += rows_of(label, got, args.build)
                 print(f"{label}: {len(got)} samples", file=sys.stderr)
-    groups = sorted({r["group"] for r in rows})
-    summary = {"all": {"planner": stats(rows, "planner_error"), "fit": stats(rows, "fit_error")}}
-    for g in groups:
-        sel = [r for r in rows if r["group"] == g]
-        summary[g] = {"planner": stats(sel, "planner_error"), "fit": stats(sel, "fit_error")}
     result = {"date": datetime.date.today().isoformat(), "build": args.build,
-              "models": MODELS, "summary": summary, "networks": networks(rows),
+              "models": MODELS, "summary": summarise(rows), "networks": networks(rows),
               "finding": finding() if not args.only else {}, "rows": rows}  # fmt: skip
     write(result)
+
+
+def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per kernel class and loop kind (and over all): count, median and max |error| of the
+    planner's estimate and of the fit, and the class's share of the measured instructions."""
+    total = sum(r["measured"] for r in rows) or 1
+    out: dict[str, Any] = {}
+    for g in ["all", *sorted({r["group"] for r in rows})]:
+        sel = [r for r in rows if g == "all" or r["group"] == g]
+        share = round(sum(r["measured"] for r in sel) / total, 4)
+        out[g] = {"planner": stats(sel, "planner_error"), "fit": stats(sel, "fit_error"),
+                  "share": share}  # fmt: skip
+    return out
 
 
 def _pct(x: float | None) -> str:
@@ -188,16 +204,17 @@ def write(result: dict[str, Any]) -> None:
         "",
         *[f"- `{k}`: {v}" for k, v in result["models"].items()],
         "",
-        "| kernel class or loop kind | n | planner median abs | planner max abs "
-        "| fit median abs | fit max abs |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| kernel class or loop kind | n | share of instructions | planner median abs "
+        "| planner max abs | fit median abs | fit max abs |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for g, s in result["summary"].items():
         p, f = s["planner"], s["fit"]
         if not p.get("n"):
             continue
-        lines.append(f"| {g} | {p['n']} | {100 * p['median']:.1f}% | {100 * p['max']:.1f}% "
-                     f"| {100 * f['median']:.1f}% | {100 * f['max']:.1f}% |")  # fmt: skip
+        lines.append(f"| {g} | {p['n']} | {100 * s['share']:.2f}% | {100 * p['median']:.1f}% "
+                     f"| {100 * p['max']:.1f}% | {100 * f['median']:.1f}% "
+                     f"| {100 * f['max']:.1f}% |")  # fmt: skip
     lines += ["", "Whole networks (sum over the measured layers):", "",
               "| model | measured instructions | planner | error | fit | error |",
               "|---|---:|---:|---:|---:|---:|"]  # fmt: skip

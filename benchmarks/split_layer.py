@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 from splitter.compile import CompileOptions, compile_model  # noqa: E402
-from splitter.link.build import run_make  # noqa: E402
+from splitter.toolchain.build import run_make  # noqa: E402
 
 CASES = (
     ("tiny_cnn.onnx", "split_tiny3.toml"),

@@ -129,3 +129,20 @@ def test_depthwise_weights_of_fewer_than_four_channels() -> None:
 
     w = np.arange(3 * 3 * 3, dtype=np.int8).reshape(3, 3, 3, 1)
     assert depthwise_weights(w).tolist() == w.reshape(3, 9).ravel().tolist()
+
+
+def test_conv_generic_features_by_hand() -> None:
+    """A float NCHW conv of 6 output channels (4 + 2): the 2 last run ``conv_generic``, its own
+    term. 6x6 input, 3x3, pad 1: along each row column 0 is one pixel (2 valid taps), columns
+    1..4 one block of four interior pixels, column 5 one pixel (2 taps); valid kernel rows per
+    output row 2, 3, 3, 3, 3, 2 (16); 4 input channels."""
+    from splitter.cost.kernels import GENERIC, op_terms
+
+    attrs = {"kernel": (3, 3), "strides": (1, 1), "pads": (1, 1, 1, 1), "groups": 1}
+    op = Op("c", "conv2d", ("x",), ("y",), attrs, {"W": np.zeros((6, 4, 3, 3), np.float32)})
+    tensors = {"x": _f("x", (1, 4, 6, 6)), "y": _f("y", (1, 6, 6, 6))}
+    terms = op_terms(op, tensors, "NCHW")
+    assert [t.variant for t in terms] == ["conv2d.conv/NCHW/float32", GENERIC]
+    assert terms[1].features == {"call": 1, "rows": 2 * 6, "pair": 2 * 6, "out": 2 * 6 * 2,
+                                 "inner": 2 * 16 * 4 * 3, "edge": 2 * 16 * 2 * 4,
+                                 "gen": 2 * 16 * 4 * 4}  # fmt: skip
