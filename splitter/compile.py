@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splitter.codegen.escape import md_code, md_text
 from splitter.errors import InputFileError, SolverError, UnsupportedOpError, ValidationError
@@ -40,6 +40,9 @@ from splitter.slicing.validate import (
     require_pass,
     validate_models,
 )
+
+if TYPE_CHECKING:
+    from splitter.codegen.firmware import AppOptions
 
 #: Step callback: called with a short description when a (possibly slow) step starts.
 StepCallback = Callable[[str], None]
@@ -75,6 +78,11 @@ class CompileOptions:
     host_io: bool = True
     #: PEX partial execution: "off", "auto" or "on" (:mod:`splitter.partition.partial`)
     partial_execution: str = "auto"
+    #: how the firmware is used (``splitter.codegen.firmware.APP_MODES``): the host-driven
+    #: harness, a standalone firmware per board, or a library for the product's own project
+    app: str = "harness"
+    #: the board that delivers results in standalone / library mode: "tail" (or "head")
+    result_on: str = "tail"
 
 
 @dataclass(frozen=True, eq=False)
@@ -149,6 +157,7 @@ def compile_model(
     with clock("plan", "solving the partition"):
         chain, plan = make_plan(chain, boards, opts)
     manifest = make_manifest(plan, chain, boards, model, target, opts)
+    app = app_options(manifest, opts)  # an --app the plan cannot support: refused here
     cuts = cuts_from_manifest(manifest)
     with clock("slice", f"slicing into {len(cuts)} sub-models"):
         sliced = slice_model(loaded, cuts)
@@ -158,7 +167,7 @@ def compile_model(
             report = validate_submodels(loaded, sliced, opts)
     with clock("write", f"writing {out_dir}"):
         final, firmware = _write(
-            out_dir, opts, chain, boards, (plan, manifest), sliced, report, clock
+            out_dir, opts, chain, boards, (plan, manifest, app), sliced, report, clock
         )
     return CompileResult(
         final, chain, boards, plan, tuple(sliced), report, manifest, timings, firmware
@@ -375,7 +384,7 @@ def _write(
     opts: CompileOptions,
     chain: Chain,
     boards: Boards,
-    planned: tuple[Plan, PlanManifest],
+    planned: tuple[Plan, PlanManifest, AppOptions],
     sliced: Sequence[SlicedModel],
     report: ValidationReport | None,
     clock: _Clock,
@@ -384,7 +393,7 @@ def _write(
 
     Returns ``OUT`` and the firmware status line (``"generated"`` or why it was not).
     """
-    plan, manifest = planned
+    plan, manifest, app = planned
     with OutputDir(out_dir, force=opts.force) as out:
         for sub in sliced:
             out.write_bytes(f"submodels/{sub.file_name}", sub.data)
@@ -393,7 +402,7 @@ def _write(
         firmware = "skipped (--no-firmware)"
         if opts.firmware:
             with clock("firmware", "generating the firmware projects"):
-                firmware = generate_firmware_hook(out.root, chain, boards, manifest)
+                firmware = generate_firmware_hook(out.root, chain, boards, manifest, app)
         text = render_report(chain, manifest, sliced, report, firmware)
         out.write_text("report.md", text)
         with clock("report", "drawing report.html"):
@@ -418,7 +427,30 @@ def _write_html(
     out.write_text(REPORT_FILE, render_html(manifest, data, validation))
 
 
-def generate_firmware_hook(root: Path, chain: Chain, boards: Boards, manifest: PlanManifest) -> str:
+def app_options(manifest: PlanManifest, opts: CompileOptions) -> AppOptions:
+    """``--app`` / ``--result-on`` checked against the plan (``codegen.firmware.check_app``),
+    with the standalone example's sample inputs read from ``--input`` (each file's arrays, in
+    wire order); refused before anything is sliced or written."""
+    from splitter.codegen.firmware import AppOptions, check_app
+    from splitter.link.host import to_wire
+
+    samples: list[bytes] = []
+    inputs = manifest.submodels[0].inputs
+    if opts.app == "standalone" and opts.input_files and len(inputs) == 1:
+        for path in opts.input_files:
+            samples += [to_wire(x) for x in load_input_file(path, inputs[0])]
+    app = AppOptions(opts.app, opts.result_on, tuple(samples))
+    check_app(manifest, app)
+    return app
+
+
+def generate_firmware_hook(
+    root: Path,
+    chain: Chain,
+    boards: Boards,
+    manifest: PlanManifest,
+    app: AppOptions | None = None,
+) -> str:
     """The one firmware hook: ``codegen.firmware.generate_firmware`` writes ``root/firmware``.
 
     The sub-models stand on their own for other deployment tools, so a model the C generator
@@ -428,7 +460,7 @@ def generate_firmware_hook(root: Path, chain: Chain, boards: Boards, manifest: P
     from splitter.codegen.firmware import generate_firmware
 
     try:
-        generate_firmware(root, chain, boards, manifest)
+        generate_firmware(root, chain, boards, manifest, app)
     except UnsupportedOpError as exc:
         return f"not generated: {' '.join(str(exc).split())}"
     return "generated in firmware/"

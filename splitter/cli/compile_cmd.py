@@ -49,6 +49,22 @@ from splitter.errors import UnsupportedOpError
 @click.option(
     "--no-firmware", is_flag=True, help="Skip generating the C firmware projects (OUT/firmware)."
 )
+@click.option(
+    "--app",
+    type=click.Choice(["harness", "standalone", "library"]),
+    default="harness",
+    show_default=True,
+    help="Firmware use: host-driven harness (run, bench, validate), standalone firmware per "
+    "board (the head feeds the compiled-in --input samples, the tail prints results), or a "
+    "static library per board for your own HAL/RTOS project (docs/product.md).",
+)
+@click.option(
+    "--result-on",
+    type=click.Choice(["head", "tail"]),
+    default="tail",
+    show_default=True,
+    help="Board that delivers results in standalone/library mode.",
+)
 @click.option("--force", is_flag=True, help="Replace OUT even if splitter did not write it.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
 @input_shape_option
@@ -70,6 +86,8 @@ def command(
     data_file: str | None,
     no_validate: bool,
     no_firmware: bool,
+    app: str,
+    result_on: str,
     force: bool,
     as_json: bool,
     input_shapes: dict[str, tuple[int, ...]],
@@ -95,6 +113,8 @@ def command(
         emulated=emulated,
         host_io=not no_host_io,
         partial_execution=partial_execution,
+        app=app,
+        result_on=result_on,
     )
     with Progress() as progress:
         report = {**options.solver_options, "on_progress": progress.status}

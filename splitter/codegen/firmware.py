@@ -27,8 +27,8 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +58,35 @@ STATIC_FILES = (
     "uart.c",
     "uart.h",
     "libc.c",
+    "splitter.h",
+    "splitter_port.h",
+    "port.c",
+    "app.h",
 )
+#: ``compile --app``: harness (the host drives the chain: run, bench, validate), standalone (a
+#: complete firmware per board fed by application functions) or library (no main(), startup,
+#: clock or UART driver: a static library over the port interface, splitter_port.h).
+APP_MODES = ("harness", "standalone", "library")
+#: Files of a device project that only some modes use; every other file is used by all three.
+MODE_ONLY: Mapping[str, tuple[str, ...]] = {
+    "main.c": ("harness", "standalone"),  # owns main()
+    "startup.c": ("harness", "standalone"),  # reset handler, vector table, clocks, pins
+    "uart.c": ("harness", "standalone"),  # our USART driver (interrupt-driven rings)
+    "uart.h": ("harness", "standalone"),
+    "timer.c": ("harness", "standalone"),  # SysTick (a product's HAL owns it)
+    "libc.c": ("harness", "standalone"),  # memcpy/memset for -nostdlib links
+    "part.ld": ("harness", "standalone"),
+    "emulator.ld": ("harness", "standalone"),
+    "app.c": ("standalone",),  # the example application: sample inputs in, results printed
+    "app.h": ("standalone",),
+    "app_samples.c": ("standalone",),
+    "port.c": ("library",),  # link.h and timer.h over the product's port
+    "splitter_port.h": ("library",),
+}
+#: Most model outputs a result callback carries (splitter.h splitter_result_t).
+APP_MAX_OUTPUTS = 8
+#: Sample inputs the standalone example compiles in when compile has no --input.
+APP_DEFAULT_SAMPLES = 4
 HOST = "host"
 ACK_TIMEOUT_S = 0.25
 BYTE_TIMEOUT_S = 0.05
@@ -67,6 +95,36 @@ MIN_STACK_BYTES = 2048
 MAX_TIMING_RECORDS = 32
 #: Largest boundary tensor (bytes): runtime.c keeps a sub-model's receive progress in 24 bits.
 MAX_TENSOR_BYTES = (1 << 24) - 1
+
+
+def mode_sources(mode: str, files: Iterable[str]) -> list[str]:
+    """The files of ``files`` (paths relative to a device project, e.g. ``"main.c"``,
+    ``"kernels/kernels.c"``) that belong to ``--app`` ``mode``, in their order.
+
+    Library mode leaves out what a product's HAL or RTOS owns (main(), startup and clocks, the
+    USART driver, SysTick, libc helpers, linker scripts) and the standalone example; its static
+    library is every ``.c`` this returns. Build files (Makefile, CMake) pass through.
+    """
+    if mode not in APP_MODES:
+        raise ValueError(f"--app {mode!r}: choose one of {', '.join(APP_MODES)}")
+    keep = []
+    for f in files:
+        path = Path(f)
+        owner = MODE_ONLY.get(path.name, APP_MODES) if path.parent.name != "kernels" else APP_MODES
+        if mode in owner:
+            keep.append(f)
+    return keep
+
+
+@dataclass(frozen=True)
+class AppOptions:
+    """How the firmware is used (``compile --app`` and ``--result-on``) and, for the standalone
+    example, the head board's compiled-in sample inputs (each: every input of sub-model 0 in
+    wire order, ``splitter.link.host.to_wire``)."""
+
+    mode: str = "harness"
+    result_on: str = "tail"
+    samples: tuple[bytes, ...] = ()
 
 
 # ---------------------------------------------------------------- inputs -------------------
@@ -148,6 +206,7 @@ class LinkContext:
     emu_usart: str
     server: bool  # emulator: this side listens on the unix socket (the lower device index)
     timeout_message: str
+    plan_message: str = ""  # standalone / library: the peer's plan hash differs (boot handshake)
 
 
 @dataclass(frozen=True)
@@ -195,6 +254,10 @@ class DeviceContext:
     #: extflash.py): its steps and a one-line description; empty without one
     extflash_steps: tuple[Step, ...] = ()
     extflash_note: str = ""
+    host_links: int = 0  # bit k: link k faces the host (the console in standalone mode)
+    console_link: int = -1  # standalone: the link results and errors are printed on
+    is_head: bool = False  # runs sub-model 0
+    is_tail: bool = False  # runs the last sub-model
 
 
 @dataclass(frozen=True)
@@ -228,6 +291,10 @@ class PlanContext:
     emulator_machine: str  # splitter.hardware.qemu.EMULATOR, for the templates
     emulator_chip: str
     emulator_short: str
+    app: str = "harness"  # compile --app (APP_MODES)
+    app_mode: int = 0  # its index: config.h APP_MODE
+    result_dtype: str = "float32"  # the last sub-model's first output (the example's scores)
+    app_samples: tuple[bytes, ...] = ()  # standalone: the head's compiled-in inputs
 
 
 # ---------------------------------------------------------------- wiring -------------------
@@ -327,6 +394,8 @@ def build_plan_context(
     plan_hash: str,
     *,
     baud: int = 115200,
+    app: AppOptions | None = None,
+    result_dtype: str = "float32",
 ) -> PlanContext:
     """The render context of a plan.
 
@@ -360,6 +429,10 @@ def build_plan_context(
         emulator_machine=EMULATOR.machine,
         emulator_chip=EMULATOR.chip,
         emulator_short=EMULATOR.short,
+        app=(app or AppOptions()).mode,
+        app_mode=APP_MODES.index((app or AppOptions()).mode),
+        result_dtype=result_dtype,
+        app_samples=(app or AppOptions()).samples,
     )
 
 
@@ -391,6 +464,8 @@ def _device_context(
             server=p >= 0 and d.index < p,
             timeout_message=f"{d.name}: no answer from {names[p]} on link {k} "
             f"({usarts[k][0]}) after {SEND_RETRIES} tries",
+            plan_message=f"{d.name}: {names[p]} on link {k} runs another plan; flash every "
+            "board from one OUT",
         )
         for k, p in enumerate(peers)
     )
@@ -447,6 +522,10 @@ def _device_context(
         targets=(part_t, emu_t),
         files=dict(d.files),
         **_extflash(wiring, tree.bus_hz["AHB"]),
+        host_links=sum(1 << k for k, p in enumerate(peers) if p < 0),
+        console_link=next((k for k, p in enumerate(peers) if p < 0), -1),
+        is_head=any(s.index == 0 for s in subs),
+        is_tail=any(s.is_last for s in subs),
     )
 
 
@@ -596,7 +675,10 @@ def render_device(env: jinja2.Environment, plan: PlanContext, dev: DeviceContext
     """All files of one device's project by relative path."""
     files = {
         "config.h": env.get_template("config.h.j2").render(plan=plan, device=dev),
+        "plan.c": env.get_template("plan.c.j2").render(plan=plan, device=dev),
         "main.c": env.get_template("main.c.j2").render(plan=plan, device=dev),
+        "app.c": env.get_template("app.c.j2").render(plan=plan, device=dev),
+        "app_samples.c": app_samples_c(plan.app_samples if dev.is_head else ()),
         "startup.c": env.get_template("startup.c.j2").render(plan=plan, device=dev),
         "Makefile": env.get_template("Makefile.j2").render(plan=plan, device=dev),
     }
@@ -607,7 +689,22 @@ def render_device(env: jinja2.Environment, plan: PlanContext, dev: DeviceContext
     for p in sorted((TEMPLATES / "kernels").glob("*.[ch]")):
         files[f"kernels/{p.name}"] = p.read_text()
     files.update(dev.files)
-    return files
+    return {k: files[k] for k in mode_sources(plan.app, files)}
+
+
+def app_samples_c(samples: Sequence[bytes]) -> str:
+    """``app_samples.c``: the standalone example's inputs, ``app_n_samples`` of
+    ``app_sample_bytes`` bytes each, back to back in flash (the head board; empty elsewhere)."""
+    n = len(samples[0]) if samples else 0
+    rows = [", ".join(f"0x{b:02x}" for b in s[i : i + 16]) for s in samples for i in range(0, n, 16)]
+    body = ",\n    ".join(rows) if rows else "0"
+    return (
+        "/* Generated by splitter: the standalone example's sample inputs (compile --input), "
+        "in wire order. */\n#include <stdint.h>\n\n"
+        f"const uint32_t app_n_samples = {len(samples)}u;\n"
+        f"const uint32_t app_sample_bytes = {n}u;\n"
+        "const uint8_t app_samples[] __attribute__((aligned(4))) = {\n    " + body + "\n};\n"
+    )
 
 
 def wiring_json(plan: PlanContext) -> dict[str, object]:
@@ -673,6 +770,7 @@ def generate_firmware(
     chain: Chain,
     boards: Boards,
     manifest: PlanManifest,
+    app: AppOptions | None = None,
 ) -> PlanContext:
     """Generate the model C of every device and render ``out_dir/firmware`` (compile's hook).
 
@@ -707,6 +805,69 @@ def generate_firmware(
         )
     sub_devices = [s.device_index for s in manifest.submodels]
     plan_tag = plan_hash(manifest.to_dict())
-    ctx = build_plan_context(specs, sub_devices, plan_tag, baud=boards.link.baud)
+    app = app or AppOptions()
+    check_app(manifest, app)
+    if app.mode == "standalone" and not app.samples:
+        app = replace(app, samples=default_samples(manifest))
+    result_dtype = manifest.submodels[-1].outputs[0].dtype
+    ctx = build_plan_context(
+        specs, sub_devices, plan_tag, baud=boards.link.baud, app=app, result_dtype=result_dtype
+    )
     render_firmware(out_dir, ctx)
     return ctx
+
+
+def check_app(manifest: PlanManifest, app: AppOptions) -> None:
+    """Refuse an ``--app`` / ``--result-on`` the plan cannot support (BoardFileError, one line
+    naming the device and the fix). Called before anything is written."""
+    if app.mode not in APP_MODES:
+        raise BoardFileError(f"--app {app.mode!r}: choose one of {', '.join(APP_MODES)}")
+    subs = manifest.submodels
+    head = subs[0].device
+    if app.result_on == "head":
+        raise BoardFileError(
+            f"device {head}: --result-on head (a return link from {subs[-1].device} to "
+            f"{head}) is not supported by this splitter yet; use --result-on tail"
+        )
+    if app.result_on != "tail":
+        raise BoardFileError(f"--result-on {app.result_on!r}: choose head or tail")
+    if app.mode == "harness":
+        return
+    hosted: dict[str, list[int]] = {}
+    for s in subs:
+        hosted.setdefault(s.device, []).append(s.index)
+    twice = next(((d, ks) for d, ks in hosted.items() if len(ks) > 1), None)
+    if twice is not None:
+        d, ks = twice
+        raise BoardFileError(
+            f"device {d}: hosts sub-models {', '.join(map(str, ks))} in one arena, so in --app "
+            f"{app.mode} a next input would overwrite a pending one; plan one contiguous part per "
+            "device (e.g. --objective throughput, or less flash on it) or use --app harness"
+        )
+    if len(subs[-1].outputs) > APP_MAX_OUTPUTS:
+        raise BoardFileError(
+            f"device {subs[-1].device}: the model has {len(subs[-1].outputs)} outputs, a "
+            f"result carries at most {APP_MAX_OUTPUTS} in --app {app.mode}; use --app harness"
+        )
+
+
+def default_samples(manifest: PlanManifest, count: int = APP_DEFAULT_SAMPLES) -> tuple[bytes, ...]:
+    """Sample inputs for the standalone example when compile has no ``--input``: seeded
+    (``numpy.random.default_rng(0)``) standard normal floats, or integers over their full
+    range, in wire order (every input of sub-model 0 concatenated)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    out = []
+    for _ in range(count):
+        parts = []
+        for t in manifest.submodels[0].inputs:
+            dt = np.dtype(t.dtype)
+            if dt.kind == "f":
+                x = rng.standard_normal(t.shape).astype(dt)
+            else:
+                info = np.iinfo(dt)
+                x = rng.integers(info.min, info.max, size=t.shape, endpoint=True).astype(dt)
+            parts.append(np.ascontiguousarray(x).astype(dt.newbyteorder("<")).tobytes())
+        out.append(b"".join(parts))
+    return tuple(out)
