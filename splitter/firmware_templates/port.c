@@ -30,6 +30,8 @@ void splitter_port_received(int link, const uint8_t *data, uint32_t n) {
     head[link] = h;
 }
 
+__attribute__((weak)) void splitter_port_wait(void) {}
+
 void link_init(void) {
     for (int l = 0; l < N_LINKS; l++) tail[l] = head[l];
 }
@@ -44,6 +46,7 @@ int link_read_byte(int l, uint64_t deadline) {
             return c;
         }
         if (timer_now() >= deadline) return -1;
+        splitter_port_wait();
     }
 }
 
@@ -52,6 +55,7 @@ int link_wait_any(void) {
         for (int l = 0; l < N_LINKS; l++) {
             if (head[l] != tail[l]) return l;
         }
+        splitter_port_wait();
     }
 }
 

@@ -26,6 +26,11 @@ void splitter_port_write(int link, const uint8_t *data, uint32_t n);
  * wraps after 49 days, which the runtime tolerates. */
 uint32_t splitter_port_millis(void);
 
+/* Optional (a weak default does nothing): called while the runtime waits for a byte or an
+ * acknowledgement, at most one byte timeout at a time; an RTOS port yields here (osDelay(1),
+ * taskYIELD), a bare-metal one may __WFI(). */
+void splitter_port_wait(void);
+
 /* Implemented by the runtime, called by the product ------------------------------------- */
 
 /* Hand bytes received on link `link` to the runtime; callable from the UART interrupt or a
