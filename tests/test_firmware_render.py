@@ -132,9 +132,10 @@ def test_render_writes_every_file(tmp_path: Path) -> None:
 
 
 def test_golden_main_and_makefile(tmp_path: Path) -> None:
-    """Rendered main.c and Makefile of the stand-in plan; SPLITTER_REGEN_GOLDEN=1 rewrites."""
+    """Rendered main.c, plan.c and Makefile of the stand-in plan; SPLITTER_REGEN_GOLDEN=1
+    rewrites."""
     fw = F.render_firmware(tmp_path, standin_plan())
-    for name in ("main.c", "Makefile"):
+    for name in ("main.c", "plan.c", "Makefile"):
         got = (fw / "d0" / name).read_text()
         golden = GOLDEN / f"d0_{name}"
         if os.environ.get("SPLITTER_REGEN_GOLDEN"):

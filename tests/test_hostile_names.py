@@ -139,7 +139,7 @@ def test_generated_files_escape_the_payloads(tmp_path: Path) -> None:
     ddir = fw / DEVICE_PAYLOAD
     makefile = (ddir / "Makefile").read_text()
     assert "$(shell" not in makefile and "\ntouch PWNED" not in makefile
-    for name in ("main.c", "config.h", "startup.c", "part.ld", "emulator.ld"):
+    for name in ("main.c", "plan.c", "config.h", "startup.c", "part.ld", "emulator.ld"):
         text = (ddir / name).read_text()
         assert "\n$(shell" not in text and "\n#error broken" not in text
         assert "*/ int pwned" not in text  # the comment does not end before the payload

@@ -50,7 +50,9 @@ def kernels(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     objs = []
     for src in sorted(KERNELS.glob("*.c")):
         obj = tmp / f"{src.stem}.o"
-        subprocess.run([host_cc(), *FLAGS, f"-I{KERNELS}", "-c", str(src), "-o", str(obj)], check=True)
+        subprocess.run(
+            [host_cc(), *FLAGS, f"-I{KERNELS}", "-c", str(src), "-o", str(obj)], check=True
+        )
         objs.append(obj)
     return objs
 

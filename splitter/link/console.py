@@ -99,8 +99,8 @@ class Console:
             outs = tuple(b"" if h.startswith("crc") else bytes.fromhex(h) for h in m[4].split(","))
             self.results[name].append(ConsoleResult(int(m[1]), int(m[2]), m[3], outs, now))
         elif m := _STATUS.fullmatch(line):
-            nums = [int(g) for g in m.groups()[:6]]
-            self.statuses.append(ConsoleStatus(name, *nums, m[7]))
+            code, dev, link, k, lost, clock = (int(g) for g in m.groups()[:6])
+            self.statuses.append(ConsoleStatus(name, code, dev, link, k, lost, clock, m[7]))
 
     def wait_results(self, device: str, count: int, timeout: float) -> list[ConsoleResult]:
         """Pump until ``device`` printed ``count`` results; LinkError with the consoles' text
@@ -120,5 +120,7 @@ class Console:
         deadline = time.monotonic() + timeout
         while needle not in self.text[device]:
             if time.monotonic() > deadline:
-                raise LinkError(f"device {device}: no {needle!r} after {timeout:.0f} s: {self.text}")
+                raise LinkError(
+                    f"device {device}: no {needle!r} after {timeout:.0f} s: {self.text}"
+                )
             self.pump()
