@@ -43,6 +43,9 @@ static splitter_status_t status;
 static uint8_t peer[N_LINKS];
 static uint64_t ping_at[N_LINKS];
 static uint8_t pending, chain_mismatch, have_expect;
+/* The records of the inference in hand carry its number: a tensor whose TIMING frame was lost
+ * (a board reset between them) cannot be named, so it is dropped and counted lost. */
+static uint8_t tagged;
 static uint32_t next_inference, cur_inference, expect_inference;
 static splitter_result_fn result_fn;
 static void *result_user;
@@ -211,9 +214,8 @@ static void on_timing(const frame_t *f) {
         n_timing++;
     }
 #if APP_MODE
-    if (n_timing > 0 && timing[PROTO_TIMING_SUB] == INFERENCE_TAG) {
-        cur_inference = get32(timing + PROTO_TIMING_CYCLES);
-    }
+    tagged = n_timing > 0 && timing[PROTO_TIMING_SUB] == INFERENCE_TAG;
+    if (tagged) cur_inference = get32(timing + PROTO_TIMING_CYCLES);
 #endif
 }
 
@@ -361,6 +363,11 @@ static void handshake(void) {
  * another plan are dropped. 1 when handled here, 0 when they are to be sent on. */
 static int app_outputs(const submodel_t *s) {
     status.done++;
+    if (!tagged) { /* the board that ends the chain counts it in the gap it leaves */
+        n_timing = 0;
+        return 1;
+    }
+    tagged = 0;
     if (s->out_type == FT_RESULT) {
         splitter_result_t r;
         r.inference = cur_inference;
@@ -395,6 +402,7 @@ static void head_run(void) {
     cur_inference = next_inference++;
     n_timing = 0;
     add_timing(INFERENCE_TAG, DEVICE_INDEX, cur_inference);
+    tagged = 1;
     run_submodel(&submodels[0]);
 }
 
@@ -407,7 +415,7 @@ void splitter_init(void) {
         peer[l] = PEER_UNKNOWN;
         ping_at[l] = 0;
     }
-    pending = chain_mismatch = have_expect = 0;
+    pending = chain_mismatch = have_expect = tagged = 0;
     next_inference = cur_inference = expect_inference = 0;
     status.clock = splitter_clock_status;
     if (status.clock != 0u) {
