@@ -93,6 +93,20 @@ def test_app_mode_a_plan_cannot_support_is_refused_and_out_kept(tmp_path: Path) 
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
 
+def test_standalone_samples_that_do_not_fit_are_refused(tmp_path: Path) -> None:
+    """e2e_tiny2 gives board a 62 KiB of flash: 20 samples of 3136 B do not fit beside its code."""
+    import numpy as np
+
+    x = np.zeros((20, 1, 1, 28, 28), np.float32)
+    np.save(tmp_path / "x.npy", x)
+    r = cli("compile", str(MODELS / "tiny_cnn.onnx"), "-t", str(BOARDS / "e2e_tiny2.toml"),
+            "-o", str(tmp_path / "out"), "--no-validate", "--app", "standalone",
+            "--input", str(tmp_path / "x.npy"))  # fmt: skip
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "device a: --app standalone adds 62720 B of sample inputs" in r.stderr
+    assert "pass fewer --input samples" in r.stderr and not (tmp_path / "out").exists()
+
+
 @pytest.mark.toolchain
 @pytest.mark.slow
 def test_library_links_into_a_user_main_on_m0plus_m4_m7(tmp_path: Path) -> None:

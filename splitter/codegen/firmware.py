@@ -87,6 +87,10 @@ MODE_ONLY: Mapping[str, tuple[str, ...]] = {
 APP_MAX_OUTPUTS = 8
 #: Sample inputs the standalone example compiles in when compile has no --input.
 APP_DEFAULT_SAMPLES = 4
+#: Flash the standalone mode adds to a board beside the harness runtime the plan counts
+#: (splitter.h API, app.c printing), upper bound: tiny_cnn on F405, arm-none-eabi-gcc -O2,
+#: standalone minus harness .text, 4140 B on the head and 3308 B on the tail (2026-11-27).
+APP_CODE_BYTES = 5120
 HOST = "host"
 ACK_TIMEOUT_S = 0.25
 BYTE_TIMEOUT_S = 0.05
@@ -846,11 +850,34 @@ def check_app(manifest: PlanManifest, app: AppOptions) -> None:
             f"{app.mode} a next input would overwrite a pending one; plan one contiguous part per "
             "device (e.g. --objective throughput, or less flash on it) or use --app harness"
         )
+    if app.mode == "standalone":
+        _check_app_flash(manifest, app)
     if len(subs[-1].outputs) > APP_MAX_OUTPUTS:
         raise BoardFileError(
             f"device {subs[-1].device}: the model has {len(subs[-1].outputs)} outputs, a "
             f"result carries at most {APP_MAX_OUTPUTS} in --app {app.mode}; use --app harness"
         )
+
+
+def _check_app_flash(manifest: PlanManifest, app: AppOptions) -> None:
+    """The standalone example's code (``APP_CODE_BYTES``) and, on the head, its compiled-in
+    samples must fit beside what the plan placed: ``flash_used + code_bytes + extra <=
+    flash_budget`` per device; BoardFileError naming the device otherwise."""
+    head = manifest.submodels[0].device
+    nbytes = sum(t.nbytes for t in manifest.submodels[0].inputs)
+    samples = sum(map(len, app.samples)) or APP_DEFAULT_SAMPLES * nbytes
+    for d in manifest.devices:
+        if not any(s.device == d.name for s in manifest.submodels):
+            continue
+        extra = APP_CODE_BYTES + (samples if d.name == head else 0)
+        need = d.flash_used + d.code_bytes + extra
+        if need > d.flash_budget:
+            what = f"{samples} B of sample inputs and " if d.name == head else ""
+            raise BoardFileError(
+                f"device {d.name}: --app standalone adds {what}{APP_CODE_BYTES} B of example "
+                f"code, {need} B in all, above its {d.flash_budget} B of flash; pass fewer "
+                "--input samples, give it more flash or use --app library"
+            )
 
 
 def default_samples(manifest: PlanManifest, count: int = APP_DEFAULT_SAMPLES) -> tuple[bytes, ...]:
