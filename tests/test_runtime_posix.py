@@ -57,17 +57,15 @@ def kernels(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return objs
 
 
-def build_board(project: Path, exe: Path, kernels: list[Path]) -> Path:
+def build_board(project: Path, exe: Path, kernels: list[Path], *defines: str) -> Path:
     """The board's library sources (its kernels prebuilt) plus the POSIX port, for the host."""
     files = [str(p.relative_to(project)) for p in sorted(project.rglob("*.c"))]
     srcs = [project / f for f in mode_sources("library", files) if not f.startswith("kernels/")]
     assert not {"main.c", "startup.c", "uart.c", "timer.c"} & {p.name for p in srcs}
     inc = [f"-I{project}", f"-I{project / 'kernels'}"]
     port = str(HOST_PORT / "posix_port.c")
-    subprocess.run(
-        [host_cc(), *FLAGS, *inc, *map(str, [*srcs, *kernels]), port, "-lm", "-o", str(exe)],
-        check=True,
-    )
+    objs = [*map(str, [*srcs, *kernels]), port]
+    subprocess.run([host_cc(), *FLAGS, *defines, *inc, *objs, "-lm", "-o", str(exe)], check=True)
     return exe
 
 
@@ -155,3 +153,19 @@ def test_board_of_another_plan_is_refused_through_the_api(
     for p in procs[1:]:
         p.kill()
     finish(procs[1:])
+
+
+@pytest.mark.slow
+def test_startup_clock_fallback_is_reported_by_the_status(
+    chain: list[Path], kernels: list[Path], tmp_path: Path
+) -> None:
+    """startup.c's splitter_clock_status (1: HSE did not start, HSI used) reaches
+    splitter_status(): clock 1 and code 17 with the board's text; without it (the runtime's weak
+    default) the status is clean."""
+    out = compile_library(tmp_path, (0, 0, 1, 2, 2))
+    exe = build_board(out / "firmware" / "a", tmp_path / "a", kernels, "-DCLOCK_STATUS=1")
+    r = subprocess.run([str(exe), "-1", "-1", "/dev/null", "0"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("status 17 clock 1: a: the clock fell back at startup")
+    clean = subprocess.run([str(chain[0]), "-1", "-1", "/dev/null", "0"], capture_output=True)
+    assert clean.stdout.startswith(b"status 0 clock 0: ")

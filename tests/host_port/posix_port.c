@@ -7,6 +7,7 @@
  * result as "result <inference> <hex>" and exits after `count`.
  *
  * usage: board FD0 FD1 ... (one per link, -1 for a link facing the host) [SAMPLES COUNT]
+ * (COUNT 0: print the status after splitter_init and exit)
  * A link whose peer closes ends the process with status 0. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -18,6 +19,10 @@
 #include "config.h"
 #include "splitter.h"
 #include "splitter_port.h"
+
+#ifdef CLOCK_STATUS /* what startup.c reports when the HSE did not start (1) */
+volatile uint32_t splitter_clock_status = CLOCK_STATUS;
+#endif
 
 static int fds[N_LINKS];
 static uint8_t *samples; /* still reachable at exit */
@@ -73,7 +78,7 @@ static uint8_t *read_samples(const char *path, long *size) {
     fseek(f, 0, SEEK_END);
     *size = ftell(f);
     fseek(f, 0, SEEK_SET);
-    uint8_t *p = malloc((size_t)*size);
+    uint8_t *p = malloc((size_t)*size + 1u);
     if (!p || fread(p, 1, (size_t)*size, f) != (size_t)*size) exit(3);
     fclose(f);
     return p;
@@ -86,6 +91,11 @@ int main(int argc, char **argv) {
     samples = argc > 1 + N_LINKS ? read_samples(argv[1 + N_LINKS], &size) : 0;
     count = argc > 2 + N_LINKS ? (uint32_t)atoi(argv[2 + N_LINKS]) : 0;
     splitter_init();
+    if (count == 0) { /* status only */
+        const splitter_status_t *s = splitter_status();
+        printf("status %d clock %u: %s\n", (int)s->code, (unsigned)s->clock, s->text);
+        return 0;
+    }
     splitter_on_result(on_result, 0);
     for (int l = 0; l < N_LINKS; l++) {
         pthread_t th;
