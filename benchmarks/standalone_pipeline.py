@@ -12,7 +12,8 @@ twice, built with arm-none-eabi-gcc and run on emulated STM32F405s (QEMU netduin
 * equation 17: the plan's ``throughput_per_s`` (SPEC.md objective 2, emulator clock, link
   estimate ``bytes * 10 / baud``) and the older ``W = max_i(L_i + S_i)`` (ref. [9]).
 
-Usage: ``python benchmarks/standalone_pipeline.py [N]``; writes
+Usage: ``python benchmarks/standalone_pipeline.py [N [CASE]]`` (CASE: a substring of the
+case names, e.g. ``"3 boards"``); writes
 ``benchmarks/results/standalone_pipeline.{json,md}``.
 """
 
@@ -84,9 +85,11 @@ def standalone_rate(out: Path, runs: int) -> dict[str, object]:
     return {"results": len(res), "seconds": span, "per_s": (len(res) - 1) / span}
 
 
-def main(runs: int) -> None:
+def main(runs: int, only: str = "") -> None:
     rows = []
     for name, (model, assignment) in CASES.items():
+        if only not in name:
+            continue
         with tempfile.TemporaryDirectory(prefix="splitter-pipe-") as td:
             tmp = Path(td)
             h = build(tmp, model, assignment, "harness")
@@ -133,4 +136,4 @@ def _f(v: object) -> str:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 20)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 20, sys.argv[2] if len(sys.argv) > 2 else "")
