@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from splitter.codegen.escape import md_code, md_text
 from splitter.errors import InputFileError, SolverError, UnsupportedOpError, ValidationError
@@ -41,6 +41,9 @@ from splitter.slicing.validate import (
     require_pass,
     validate_models,
 )
+
+if TYPE_CHECKING:
+    from splitter.codegen.firmware import AppOptions
 
 #: Step callback: called with a short description when a (possibly slow) step starts.
 StepCallback = Callable[[str], None]
@@ -83,6 +86,11 @@ class CompileOptions:
     #: independent watchdog timeout of every board's firmware in ms (0: none;
     #: :mod:`splitter.codegen.watchdog`)
     watchdog_ms: int = 0
+    #: how the firmware is used (``splitter.codegen.firmware.APP_MODES``): the host-driven
+    #: harness, a standalone firmware per board, or a library for the product's own project
+    app: str = "harness"
+    #: the board that delivers results in standalone / library mode: "tail" (or "head")
+    result_on: str = "tail"
 
 
 @dataclass(frozen=True, eq=False)
@@ -168,6 +176,7 @@ def compile_model(
         from splitter.codegen.firmware import check_watchdog
 
         check_watchdog(boards, manifest, opts.watchdog_ms)  # before slicing and validating
+    app = app_options(manifest, opts)  # an --app the plan cannot support: refused here
     cuts = cuts_from_manifest(manifest)
     with clock("slice", f"slicing into {len(cuts)} sub-models"):
         sliced = slice_model(loaded, cuts)
@@ -177,7 +186,7 @@ def compile_model(
             report = validate_submodels(loaded, sliced, opts)
     with clock("write", f"writing {out_dir}"):
         final, firmware = _write(
-            out_dir, opts, chain, boards, (plan, manifest), sliced, report, clock
+            out_dir, opts, chain, boards, (plan, manifest, app), sliced, report, clock
         )
     return CompileResult(
         final, chain, boards, plan, tuple(sliced), report, manifest, timings, firmware
@@ -416,7 +425,7 @@ def _write(
     opts: CompileOptions,
     chain: Chain,
     boards: Boards,
-    planned: tuple[Plan, PlanManifest],
+    planned: tuple[Plan, PlanManifest, AppOptions],
     sliced: Sequence[SlicedModel],
     report: ValidationReport | None,
     clock: _Clock,
@@ -425,7 +434,7 @@ def _write(
 
     Returns ``OUT`` and the firmware status line (``"generated"`` or why it was not).
     """
-    plan, manifest = planned
+    plan, manifest, app = planned
     with OutputDir(out_dir, force=opts.force) as out:
         for sub in sliced:
             out.write_bytes(f"submodels/{sub.file_name}", sub.data)
@@ -439,6 +448,7 @@ def _write(
                     chain,
                     boards,
                     manifest,
+                    app,
                     final=out.target,
                     watchdog_ms=opts.watchdog_ms,
                 )
@@ -466,17 +476,36 @@ def _write_html(
     out.write_text(REPORT_FILE, render_html(manifest, data, validation))
 
 
+def app_options(manifest: PlanManifest, opts: CompileOptions) -> AppOptions:
+    """``--app`` / ``--result-on`` checked against the plan (``codegen.firmware.check_app``),
+    with the standalone example's sample inputs read from ``--input`` (each file's arrays, in
+    wire order); refused before anything is sliced or written."""
+    from splitter.codegen.firmware import AppOptions, check_app
+    from splitter.device.host import to_wire
+
+    samples: list[bytes] = []
+    inputs = manifest.submodels[0].inputs
+    if opts.app == "standalone" and opts.input_files and len(inputs) == 1:
+        for path in opts.input_files:
+            samples += [to_wire(x) for x in load_input_file(path, inputs[0])]
+    app = AppOptions(opts.app, opts.result_on, tuple(samples))
+    check_app(manifest, app)
+    return app
+
+
 def generate_firmware_hook(
     root: Path,
     chain: Chain,
     boards: Boards,
     manifest: PlanManifest,
+    app: AppOptions | None = None,
     *,
     final: Path | None = None,
     watchdog_ms: int = 0,
 ) -> str:
     """The one firmware hook: ``codegen.firmware.generate_firmware`` writes ``root/firmware``
-    (``final``: where ``root`` ends up; ``watchdog_ms``: ``compile --watchdog-ms``).
+    (``app``: ``--app`` / ``--result-on``; ``final``: where ``root`` ends up; ``watchdog_ms``:
+    ``compile --watchdog-ms``).
 
     The sub-models stand on their own for other deployment tools, so a model the C generator
     cannot handle (:class:`UnsupportedOpError`, e.g. int8 or NHWC TFLite) is not a compile
@@ -485,7 +514,9 @@ def generate_firmware_hook(
     from splitter.codegen.firmware import generate_firmware
 
     try:
-        generate_firmware(root, chain, boards, manifest, final_dir=final, watchdog_ms=watchdog_ms)
+        generate_firmware(
+            root, chain, boards, manifest, final_dir=final, watchdog_ms=watchdog_ms, app=app
+        )
     except UnsupportedOpError as exc:
         return f"not generated: {' '.join(str(exc).split())}"
     return "generated in firmware/"

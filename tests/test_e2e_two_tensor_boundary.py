@@ -139,7 +139,7 @@ def test_firmware_tables_carry_two_tensors_and_a_pass_through(out: Path) -> None
     assert [(t["name"], t["nbytes"]) for t in sb["inputs"]] == [("a", 4 * 4 * 144), ("exit", 12)]
     assert [t["name"] for t in sb["outputs"]] == ["exit", "y"]
     assert sb["inputs"][1] == sb["outputs"][0]  # one slot: received and sent in place
-    main_c = (out / "firmware" / "b" / "tables.c").read_text()
+    main_c = (out / "firmware" / "b" / "plan.c").read_text()
     assert "2u, 2u, sm_01_in, sm_01_out, sm_01" in main_c
 
 

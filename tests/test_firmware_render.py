@@ -121,7 +121,7 @@ def test_render_writes_every_file(tmp_path: Path) -> None:
         "timer.c",
         "libc.c",
         "watchdog.c",
-        "tables.c",
+        "plan.c",
         "CMakeLists.txt",
         "arm-none-eabi.cmake",
         "compile_commands.json",
@@ -138,10 +138,10 @@ def test_render_writes_every_file(tmp_path: Path) -> None:
 
 
 def test_golden_main_and_makefile(tmp_path: Path) -> None:
-    """Rendered main.c, tables.c, Makefile and CMakeLists.txt of the stand-in plan;
+    """Rendered main.c, plan.c, Makefile and CMakeLists.txt of the stand-in plan;
     SPLITTER_REGEN_GOLDEN=1 rewrites."""
     fw = F.render_firmware(tmp_path, standin_plan())
-    for name in ("main.c", "tables.c", "Makefile", "CMakeLists.txt"):
+    for name in ("main.c", "plan.c", "Makefile", "CMakeLists.txt"):
         got = (fw / "d0" / name).read_text()
         golden = GOLDEN / f"d0_{name}"
         if os.environ.get("SPLITTER_REGEN_GOLDEN"):

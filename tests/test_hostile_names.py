@@ -143,7 +143,7 @@ def test_generated_files_escape_the_payloads(tmp_path: Path) -> None:
     assert all(ln.startswith("#") for ln in cmake.split("cmake_minimum_required")[0].splitlines())
     assert "\ntouch PWNED" not in cmake and "project(splitter_d0_____shell_touch_PWNED_" in cmake
     json.loads((ddir / "compile_commands.json").read_text())
-    for name in ("main.c", "tables.c", "config.h", "startup.c", "part.ld", "emulator.ld"):
+    for name in ("main.c", "plan.c", "config.h", "startup.c", "part.ld", "emulator.ld"):
         text = (ddir / name).read_text()
         assert "\n$(shell" not in text and "\n#error broken" not in text
         assert "*/ int pwned" not in text  # the comment does not end before the payload

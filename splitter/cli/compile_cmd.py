@@ -62,6 +62,22 @@ from splitter.errors import UnsupportedOpError
     metavar="N",
     help="Start each board's independent watchdog with an N ms timeout (0: none).",
 )
+@click.option(
+    "--app",
+    type=click.Choice(["harness", "standalone", "library"]),
+    default="harness",
+    show_default=True,
+    help="Firmware use: host-driven harness (run, bench, validate), standalone firmware per "
+    "board (the head feeds the compiled-in --input samples, the tail prints results), or a "
+    "static library per board for your own HAL/RTOS project (docs/product.md).",
+)
+@click.option(
+    "--result-on",
+    type=click.Choice(["head", "tail"]),
+    default="tail",
+    show_default=True,
+    help="Board that delivers results in standalone/library mode.",
+)
 @click.option("--force", is_flag=True, help="Replace OUT even if splitter did not write it.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
 @input_shape_option
@@ -87,6 +103,8 @@ def command(
     no_validate: bool,
     no_firmware: bool,
     watchdog_ms: int,
+    app: str,
+    result_on: str,
     force: bool,
     as_json: bool,
     input_shapes: dict[str, tuple[int, ...]],
@@ -120,6 +138,8 @@ def command(
         split=split,
         split_layers=split_layers,
         watchdog_ms=watchdog_ms,
+        app=app,
+        result_on=result_on,
     )
     earlier = _has_output(Path(out) if out is not None else default_out_dir(model))
     with Progress() as progress:

@@ -3,9 +3,10 @@
 ``build_plan_context(...)`` turns the plan (sub-models in plan order with their devices), the
 parts and the generated model C of every device (``splitter.codegen.model_c.GeneratedC``) into a
 :class:`PlanContext`; every number a template prints is computed here. ``render_firmware(out_dir,
-ctx)`` writes ``OUT/firmware/<device>/`` (main.c, tables.c, config.h, startup.c, the link
+ctx)`` writes ``OUT/firmware/<device>/`` (main.c, plan.c, config.h, startup.c, the link
 driver, the kernels, the model C, two linker scripts, a Makefile, a CMake project and
-``compile_commands.json``: ``splitter.codegen.build_files``), ``OUT/firmware/WIRING.md`` and
+``compile_commands.json``: ``splitter.codegen.build_files``; in library mode no main.c, startup
+or UART driver: :func:`mode_sources`), ``OUT/firmware/WIRING.md`` and
 ``OUT/firmware/wiring.json`` (read by ``splitter emulate``), atomically.
 
 Wiring rule: every pair of endpoints that exchanges data (host, devices) gets one dedicated
@@ -29,7 +30,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,10 +65,42 @@ STATIC_FILES = (
     "clock_status.h",
     "watchdog.c",
     "watchdog.h",
+    "splitter.h",
+    "splitter_port.h",
+    "port.c",
+    "app.h",
 )
 #: The build descriptions rendered from ``<name>.j2`` with the build facts of
 #: ``splitter.codegen.build_files`` (the Makefile, the CMake project and its toolchain file).
 BUILD_TEMPLATES = ("Makefile", "CMakeLists.txt", "arm-none-eabi.cmake")
+#: ``compile --app``: harness (the host drives the chain: run, bench, validate), standalone (a
+#: complete firmware per board fed by application functions) or library (no main(), startup,
+#: clock or UART driver: a static library over the port interface, splitter_port.h).
+APP_MODES = ("harness", "standalone", "library")
+#: Files of a device project that only some modes use; every other file is used by all three.
+MODE_ONLY: Mapping[str, tuple[str, ...]] = {
+    "main.c": ("harness", "standalone"),  # owns main()
+    "startup.c": ("harness", "standalone"),  # reset handler, vector table, clocks, pins
+    "uart.c": ("harness", "standalone"),  # our USART driver (interrupt-driven rings)
+    "uart.h": ("harness", "standalone"),
+    "timer.c": ("harness", "standalone"),  # SysTick (a product's HAL owns it)
+    "libc.c": ("harness", "standalone"),  # memcpy/memset for -nostdlib links
+    "part.ld": ("harness", "standalone"),
+    "emulator.ld": ("harness", "standalone"),
+    "app.c": ("standalone",),  # the example application: sample inputs in, results printed
+    "app.h": ("standalone",),
+    "app_samples.c": ("standalone",),
+    "port.c": ("library",),  # link.h and timer.h over the product's port
+    "splitter_port.h": ("library",),
+}
+#: Most model outputs a result callback carries (splitter.h splitter_result_t).
+APP_MAX_OUTPUTS = 8
+#: Sample inputs the standalone example compiles in when compile has no --input.
+APP_DEFAULT_SAMPLES = 4
+#: Flash the standalone mode adds to a board beside the harness runtime the plan counts
+#: (splitter.h API, app.c printing), upper bound: tiny_cnn on F405, arm-none-eabi-gcc -O2,
+#: standalone minus harness .text, 4140 B on the head and 3308 B on the tail (2026-11-27).
+APP_CODE_BYTES = 5120
 HOST = "host"
 ACK_TIMEOUT_S = 0.25
 BYTE_TIMEOUT_S = 0.05
@@ -76,6 +109,36 @@ MIN_STACK_BYTES = 2048
 MAX_TIMING_RECORDS = 32
 #: Largest boundary tensor (bytes): runtime.c keeps a sub-model's receive progress in 24 bits.
 MAX_TENSOR_BYTES = (1 << 24) - 1
+
+
+def mode_sources(mode: str, files: Iterable[str]) -> list[str]:
+    """The files of ``files`` (paths relative to a device project, e.g. ``"main.c"``,
+    ``"kernels/kernels.c"``) that belong to ``--app`` ``mode``, in their order.
+
+    Library mode leaves out what a product's HAL or RTOS owns (main(), startup and clocks, the
+    USART driver, SysTick, libc helpers, linker scripts) and the standalone example; its static
+    library is every ``.c`` this returns. Build files (Makefile, CMake) pass through.
+    """
+    if mode not in APP_MODES:
+        raise ValueError(f"--app {mode!r}: choose one of {', '.join(APP_MODES)}")
+    keep = []
+    for f in files:
+        path = Path(f)
+        owner = MODE_ONLY.get(path.name, APP_MODES) if path.parent.name != "kernels" else APP_MODES
+        if mode in owner:
+            keep.append(f)
+    return keep
+
+
+@dataclass(frozen=True)
+class AppOptions:
+    """How the firmware is used (``compile --app`` and ``--result-on``) and, for the standalone
+    example, the head board's compiled-in sample inputs (each: every input of sub-model 0 in
+    wire order, ``splitter.device.host.to_wire``)."""
+
+    mode: str = "harness"
+    result_on: str = "tail"
+    samples: tuple[bytes, ...] = ()
 
 
 # ---------------------------------------------------------------- inputs -------------------
@@ -159,6 +222,7 @@ class LinkContext:
     emu_usart: str
     server: bool  # emulator: this side listens on the unix socket (the lower device index)
     timeout_message: str
+    plan_message: str = ""  # standalone / library: the peer's plan hash differs (boot handshake)
 
 
 @dataclass(frozen=True)
@@ -214,6 +278,10 @@ class DeviceContext:
     extflash_note: str = ""
     #: the independent watchdog (splitter/codegen/watchdog.py); None without --watchdog-ms
     watchdog: WatchdogContext | None = None
+    host_links: int = 0  # bit k: link k faces the host (the console in standalone mode)
+    console_link: int = -1  # standalone: the link results and errors are printed on
+    is_head: bool = False  # runs sub-model 0
+    is_tail: bool = False  # runs the last sub-model
 
 
 @dataclass(frozen=True)
@@ -247,6 +315,10 @@ class PlanContext:
     emulator_machine: str  # splitter.hardware.qemu.EMULATOR, for the templates
     emulator_chip: str
     emulator_short: str
+    app: str = "harness"  # compile --app (APP_MODES)
+    app_mode: int = 0  # its index: config.h APP_MODE
+    result_dtype: str = "float32"  # the last sub-model's first output (the example's scores)
+    app_samples: tuple[bytes, ...] = ()  # standalone: the head's compiled-in inputs
 
 
 # ---------------------------------------------------------------- wiring -------------------
@@ -346,6 +418,8 @@ def build_plan_context(
     plan_hash: str,
     *,
     baud: int = 115200,
+    app: AppOptions | None = None,
+    result_dtype: str = "float32",
 ) -> PlanContext:
     """The render context of a plan.
 
@@ -379,6 +453,10 @@ def build_plan_context(
         emulator_machine=EMULATOR.machine,
         emulator_chip=EMULATOR.chip,
         emulator_short=EMULATOR.short,
+        app=(app or AppOptions()).mode,
+        app_mode=APP_MODES.index((app or AppOptions()).mode),
+        result_dtype=result_dtype,
+        app_samples=(app or AppOptions()).samples,
     )
 
 
@@ -410,6 +488,8 @@ def _device_context(
             server=p >= 0 and d.index < p,
             timeout_message=f"{d.name}: no answer from {names[p]} on link {k} "
             f"({usarts[k][0]}) after {SEND_RETRIES} tries",
+            plan_message=f"{d.name}: {names[p]} on link {k} runs another plan; flash every "
+            "board from one OUT",
         )
         for k, p in enumerate(peers)
     )
@@ -478,6 +558,10 @@ def _device_context(
             baud=baud,
             busy_s=d.busy_s,
         ),
+        host_links=sum(1 << k for k, p in enumerate(peers) if p < 0),
+        console_link=next((k for k, p in enumerate(peers) if p < 0), -1),
+        is_head=any(s.index == 0 for s in subs),
+        is_tail=any(s.is_last for s in subs),
     )
 
 
@@ -628,8 +712,10 @@ def render_device(env: jinja2.Environment, plan: PlanContext, dev: DeviceContext
     needs the project's final directory, :func:`render_firmware` adds it)."""
     files = {
         "config.h": env.get_template("config.h.j2").render(plan=plan, device=dev),
+        "plan.c": env.get_template("plan.c.j2").render(plan=plan, device=dev),
         "main.c": env.get_template("main.c.j2").render(plan=plan, device=dev),
-        "tables.c": env.get_template("tables.c.j2").render(plan=plan, device=dev),
+        "app.c": env.get_template("app.c.j2").render(plan=plan, device=dev),
+        "app_samples.c": app_samples_c(plan.app_samples if dev.is_head else ()),
         "startup.c": env.get_template("startup.c.j2").render(plan=plan, device=dev),
     }
     for t in dev.targets:
@@ -639,11 +725,29 @@ def render_device(env: jinja2.Environment, plan: PlanContext, dev: DeviceContext
     for p in sorted((TEMPLATES / "kernels").glob("*.[ch]")):
         files[f"kernels/{p.name}"] = p.read_text()
     files.update(dev.files)
+    files = {k: files[k] for k in mode_sources(plan.app, files)}
     build = build_context(dev.name, files)
     for name in BUILD_TEMPLATES:
         if name not in dev.files:  # a caller's own build file (segment_build's extflash) stays
             files[name] = env.get_template(f"{name}.j2").render(plan=plan, device=dev, build=build)
     return files
+
+
+def app_samples_c(samples: Sequence[bytes]) -> str:
+    """``app_samples.c``: the standalone example's inputs, ``app_n_samples`` of
+    ``app_sample_bytes`` bytes each, back to back in flash (the head board; empty elsewhere)."""
+    n = len(samples[0]) if samples else 0
+    rows = [
+        ", ".join(f"0x{b:02x}" for b in s[i : i + 16]) for s in samples for i in range(0, n, 16)
+    ]
+    body = ",\n    ".join(rows) if rows else "0"
+    return (
+        "/* Generated by splitter: the standalone example's sample inputs (compile --input), "
+        "in wire order. */\n#include <stdint.h>\n\n"
+        f"const uint32_t app_n_samples = {len(samples)}u;\n"
+        f"const uint32_t app_sample_bytes = {n}u;\n"
+        "const uint8_t app_samples[] __attribute__((aligned(4))) = {\n    " + body + "\n};\n"
+    )
 
 
 def device_compile_commands(directory: Path, dev: DeviceContext, files: Iterable[str]) -> str:
@@ -765,6 +869,7 @@ def generate_firmware(
     *,
     final_dir: str | Path | None = None,
     watchdog_ms: int = 0,
+    app: AppOptions | None = None,
 ) -> PlanContext:
     """Generate the model C of every device and render ``out_dir/firmware`` (compile's hook).
 
@@ -803,6 +908,92 @@ def generate_firmware(
         )
     sub_devices = [s.device_index for s in manifest.submodels]
     plan_tag = plan_hash(manifest.to_dict())
-    ctx = build_plan_context(specs, sub_devices, plan_tag, baud=boards.link.baud)
+    app = app or AppOptions()
+    check_app(manifest, app)
+    if app.mode == "standalone" and not app.samples:
+        app = replace(app, samples=default_samples(manifest))
+    result_dtype = manifest.submodels[-1].outputs[0].dtype
+    ctx = build_plan_context(
+        specs, sub_devices, plan_tag, baud=boards.link.baud, app=app, result_dtype=result_dtype
+    )
     render_firmware(out_dir, ctx, final_dir=final_dir)
     return ctx
+
+
+def check_app(manifest: PlanManifest, app: AppOptions) -> None:
+    """Refuse an ``--app`` / ``--result-on`` the plan cannot support (BoardFileError, one line
+    naming the device and the fix). Called before anything is written."""
+    if app.mode not in APP_MODES:
+        raise BoardFileError(f"--app {app.mode!r}: choose one of {', '.join(APP_MODES)}")
+    subs = manifest.submodels
+    head = subs[0].device
+    if app.result_on == "head":
+        raise BoardFileError(
+            f"device {head}: --result-on head (a return link from {subs[-1].device} to "
+            f"{head}) is not supported by this splitter yet; use --result-on tail"
+        )
+    if app.result_on != "tail":
+        raise BoardFileError(f"--result-on {app.result_on!r}: choose head or tail")
+    if app.mode == "harness":
+        return
+    hosted: dict[str, list[int]] = {}
+    for s in subs:
+        hosted.setdefault(s.device, []).append(s.index)
+    twice = next(((d, ks) for d, ks in hosted.items() if len(ks) > 1), None)
+    if twice is not None:
+        d, ks = twice
+        raise BoardFileError(
+            f"device {d}: hosts sub-models {', '.join(map(str, ks))} in one arena, so in --app "
+            f"{app.mode} a next input would overwrite a pending one; plan one contiguous part per "
+            "device (e.g. --objective throughput, or less flash on it) or use --app harness"
+        )
+    if app.mode == "standalone":
+        _check_app_flash(manifest, app)
+    if len(subs[-1].outputs) > APP_MAX_OUTPUTS:
+        raise BoardFileError(
+            f"device {subs[-1].device}: the model has {len(subs[-1].outputs)} outputs, a "
+            f"result carries at most {APP_MAX_OUTPUTS} in --app {app.mode}; use --app harness"
+        )
+
+
+def _check_app_flash(manifest: PlanManifest, app: AppOptions) -> None:
+    """The standalone example's code (``APP_CODE_BYTES``) and, on the head, its compiled-in
+    samples must fit beside what the plan placed: ``flash_used + code_bytes + extra <=
+    flash_budget`` per device; BoardFileError naming the device otherwise."""
+    head = manifest.submodels[0].device
+    nbytes = sum(t.nbytes for t in manifest.submodels[0].inputs)
+    samples = sum(map(len, app.samples)) or APP_DEFAULT_SAMPLES * nbytes
+    for d in manifest.devices:
+        if not any(s.device == d.name for s in manifest.submodels):
+            continue
+        extra = APP_CODE_BYTES + (samples if d.name == head else 0)
+        need = d.flash_used + d.code_bytes + extra
+        if need > d.flash_budget:
+            what = f"{samples} B of sample inputs and " if d.name == head else ""
+            raise BoardFileError(
+                f"device {d.name}: --app standalone adds {what}{APP_CODE_BYTES} B of example "
+                f"code, {need} B in all, above its {d.flash_budget} B of flash; pass fewer "
+                "--input samples, give it more flash or use --app library"
+            )
+
+
+def default_samples(manifest: PlanManifest, count: int = APP_DEFAULT_SAMPLES) -> tuple[bytes, ...]:
+    """Sample inputs for the standalone example when compile has no ``--input``: seeded
+    (``numpy.random.default_rng(0)``) standard normal floats, or integers over their full
+    range, in wire order (every input of sub-model 0 concatenated)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    out = []
+    for _ in range(count):
+        parts = []
+        for t in manifest.submodels[0].inputs:
+            dt = np.dtype(t.dtype)
+            if dt.kind == "f":
+                x = rng.standard_normal(t.shape).astype(dt)
+            else:
+                info = np.iinfo(dt)
+                x = rng.integers(info.min, info.max, size=t.shape, endpoint=True).astype(dt)
+            parts.append(np.ascontiguousarray(x).astype(dt.newbyteorder("<")).tobytes())
+        out.append(b"".join(parts))
+    return tuple(out)

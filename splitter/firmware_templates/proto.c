@@ -139,7 +139,11 @@ int proto_send(int l, uint8_t type, const uint8_t *head, uint16_t nhead, const u
             if (reply.type == FT_ACK && reply.seq == seq) return attempt;
             if (reply.type == FT_NACK && reply.seq == seq) break;
             proto_answer_stray(l, &reply);
+#if !APP_MODE
             if (proto_stashed && type != FT_ERROR) return -2; /* the peer gave up: stop */
+#endif
+            /* standalone / library: an error report travelling to the head does not end this
+             * transfer (it would cost the next inference too); splitter_poll passes it on */
         }
     }
     return -1;

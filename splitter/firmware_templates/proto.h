@@ -5,6 +5,9 @@
 #include <stdint.h>
 #include <stddef.h>
 #include "config.h"
+#ifndef APP_MODE
+#define APP_MODE 0
+#endif
 
 #define PROTO_SYNC0 0xA5u
 #define PROTO_SYNC1 0x5Au

@@ -6,6 +6,9 @@
 #include "proto.h"
 #include "timer.h"
 #include "watchdog.h"
+#if APP_MODE
+#include "splitter.h"
+#endif
 
 /* Chunk size per link: halved when a chunk needs retransmissions (a noisy line), doubled
  * after a chunk goes through at once; the receiver places chunks by offset, so any size works. */
@@ -25,6 +28,32 @@ static uint32_t chunk_size[N_LINKS];
 static frame_t rx;
 
 void board_init(void);
+
+#if APP_MODE
+/* Standalone and library mode (splitter.h): the application feeds the head and takes the
+ * results; links facing the host (HOST_LINKS, the console) carry no frames. */
+#define IS_HOST_LINK(l) ((HOST_LINKS >> (l)) & 1u)
+#define PEER_UNKNOWN 0u
+#define PEER_OK 1u
+#define PEER_MISMATCH 2u
+/* Boot handshake: PING every neighbour each PING_TICKS until its PONG carries our plan hash. */
+#define PING_TICKS (ACK_TIMEOUT_TICKS / 2u)
+/* First TIMING record of an inference: sub-model INFERENCE_TAG, cycles = inference number. */
+#define INFERENCE_TAG 0xFFu
+static splitter_status_t status;
+static uint8_t peer[N_LINKS];
+static uint64_t ping_at[N_LINKS];
+static uint8_t pending, chain_mismatch, have_expect;
+/* The records of the inference in hand carry its number: a tensor whose TIMING frame was lost
+ * (a board reset between them) cannot be named, so it is dropped and counted lost. */
+static uint8_t tagged;
+static uint32_t next_inference, cur_inference, expect_inference;
+static splitter_result_fn result_fn;
+static void *result_user;
+/* Startup clock status (startup.c defines it where the clock code reports; 0 = as planned). */
+__attribute__((weak)) volatile uint32_t splitter_clock_status = 0;
+static void app_error(uint8_t code, uint8_t arg, uint8_t link, const char *text);
+#endif
 
 static void put32(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
@@ -47,10 +76,14 @@ static void add_timing(uint8_t sub, uint8_t dev, uint64_t cycles) {
 
 /* Report an error towards the host: link 0 faces the host or the device feeding us. */
 static void send_error(uint8_t code, uint8_t arg, const char *text) {
+#if APP_MODE
+    app_error(code, arg, code == ERR_LINK_TIMEOUT ? arg : 0xFFu, text);
+#else
     uint8_t head[4] = {code, DEVICE_INDEX, arg, 0};
     uint16_t n = 0;
     while (text[n] && n < 200u) n++;
     (void)proto_send(0, FT_ERROR, head, 4, (const uint8_t *)text, n, SEND_RETRIES);
+#endif
 }
 
 /* Tensor `t` of a hop: `n` bytes as TENSOR/RESULT chunks; 0, or proto_send's -1/-2. */
@@ -94,6 +127,10 @@ static int send_outputs(const submodel_t *s) {
     return 0;
 }
 
+#if APP_MODE
+static int app_outputs(const submodel_t *s);
+#endif
+
 static void run_submodel(const submodel_t *s) {
     cycles_start();
     int rc = s->run(model_arena);
@@ -103,9 +140,15 @@ static void run_submodel(const submodel_t *s) {
         send_error(ERR_MODEL, s->index, runtime_text.model_error);
         return;
     }
+#if APP_MODE
+    if (app_outputs(s)) return;
+#endif
     int r = send_outputs(s);
     n_timing = 0;
     if (r == -1) send_error(ERR_LINK_TIMEOUT, s->out_link, runtime_text.link_timeout[s->out_link]);
+#if APP_MODE
+    if (r < 0) status.lost++;
+#endif
     /* r == -2: the peer reported an error, forwarded by the main loop */
 }
 
@@ -171,7 +214,16 @@ static void on_timing(const frame_t *f) {
         }
         n_timing++;
     }
+#if APP_MODE
+    tagged = n_timing > 0 && timing[PROTO_TIMING_SUB] == INFERENCE_TAG;
+    if (tagged) cur_inference = get32(timing + PROTO_TIMING_CYCLES);
+#endif
 }
+
+#if APP_MODE
+static void on_pong(int l, const frame_t *f);
+static void app_forward(const uint8_t *p, uint16_t n);
+#endif
 
 static void on_frame(int l, const frame_t *f) {
     switch (f->type) {
@@ -179,8 +231,16 @@ static void on_frame(int l, const frame_t *f) {
         proto_reset_rx(l);
         proto_send_pong(l);
         return;
+#if APP_MODE
+    case FT_PONG:
+        on_pong(l, f);
+        return;
+    case FT_ACK: case FT_NACK:
+        return;
+#else
     case FT_ACK: case FT_NACK: case FT_PONG:
         return; /* stale answers to frames we no longer wait for */
+#endif
     default:
         break;
     }
@@ -190,7 +250,11 @@ static void on_frame(int l, const frame_t *f) {
     } else if (f->type == FT_TIMING) {
         on_timing(f);
     } else if (f->type == FT_ERROR && l != 0) {
+#if APP_MODE
+        app_forward(f->payload, f->len);
+#else
         (void)proto_send(0, FT_ERROR, f->payload, f->len, 0, 0, SEND_RETRIES); /* to the host */
+#endif
     } else if (f->type != FT_ERROR) {
         send_error(ERR_BAD_TYPE, f->type, runtime_text.bad_type);
     }
@@ -207,6 +271,7 @@ void runtime_init(void) {
     link_init();
 }
 
+#if !APP_MODE
 void runtime_poll(void) {
     int l = link_wait_any();
     int r = proto_recv(l, &rx, BYTE_TIMEOUT_TICKS);
@@ -231,3 +296,201 @@ void runtime_main(void) {
         runtime_poll();
     }
 }
+#endif
+
+#if APP_MODE
+/* ---- standalone and library mode: the API of splitter.h -------------------------------- */
+
+/* Keep an error in the status: the board it happened on, the link, what and for which input. */
+static void record(uint8_t code, uint8_t dev, uint8_t link, uint8_t arg, const uint8_t *text,
+                   uint32_t n) {
+    status.code = code;
+    status.device = dev;
+    status.link = link;
+    status.arg = arg;
+    status.inference = cur_inference;
+    status.errors++;
+    if (n > sizeof status.text - 1u) n = sizeof status.text - 1u;
+    for (uint32_t k = 0; k < n; k++) status.text[k] = (char)text[k];
+    status.text[n] = 0;
+    if (code == ERR_PLAN) chain_mismatch = 1;
+}
+
+/* An error of this board: into the status, and upstream towards the head (link 0) unless this
+ * is the head, whose application reads it with splitter_status(). ERROR payload: code, device,
+ * arg, link (docs/protocol.md), then the text. */
+static void app_error(uint8_t code, uint8_t arg, uint8_t link, const char *text) {
+    uint16_t n = 0;
+    while (text[n] && n < 200u) n++;
+    record(code, DEVICE_INDEX, link, arg, (const uint8_t *)text, n);
+    if (IS_HOST_LINK(0)) return;
+    uint8_t head[4] = {code, DEVICE_INDEX, arg, link};
+    (void)proto_send(0, FT_ERROR, head, 4, (const uint8_t *)text, n, SEND_RETRIES);
+}
+
+/* An ERROR frame from a board further down the chain: keep it, pass it towards the head. */
+static void app_forward(const uint8_t *p, uint16_t n) {
+    if (n < 4u) return;
+    record(p[0], p[1], p[3], p[2], p + 4, n - 4u);
+    if (!IS_HOST_LINK(0)) (void)proto_send(0, FT_ERROR, p, n, 0, 0, SEND_RETRIES);
+}
+
+/* PONG of the boot handshake: the neighbour's plan hash must be ours (payload bytes 4..11). */
+static void on_pong(int l, const frame_t *f) {
+    if (f->len < 12u || IS_HOST_LINK(l)) return;
+    uint8_t same = 1;
+    for (int i = 0; i < 8; i++) same &= (uint8_t)(f->payload[4 + i] == plan_hash[i]);
+    if (same) {
+        peer[l] = PEER_OK;
+    } else if (peer[l] != PEER_MISMATCH) {
+        peer[l] = PEER_MISMATCH;
+        app_error(ERR_PLAN, f->payload[1], (uint8_t)l, runtime_text.peer_plan[l]);
+    }
+}
+
+/* PING every neighbour that has not answered with our plan hash yet (every PING_TICKS). */
+static void handshake(void) {
+    uint64_t now = timer_now();
+    uint8_t agreed = 1;
+    for (int l = 0; l < N_LINKS; l++) {
+        if (IS_HOST_LINK(l) || peer[l] == PEER_OK) continue;
+        agreed = 0;
+        if (now >= ping_at[l]) {
+            proto_write(l, FT_PING, 0, 0, 0, 0, 0);
+            ping_at[l] = now + PING_TICKS;
+        }
+    }
+    status.agreed = agreed;
+}
+
+/* The last sub-model's outputs go to the result callback; outputs for a neighbour that runs
+ * another plan are dropped. 1 when handled here, 0 when they are to be sent on. */
+static int app_outputs(const submodel_t *s) {
+    status.done++;
+    if (!tagged) { /* the board that ends the chain counts it in the gap it leaves */
+        n_timing = 0;
+        return 1;
+    }
+    tagged = 0;
+    if (s->out_type == FT_RESULT) {
+        splitter_result_t r;
+        r.inference = cur_inference;
+        r.n_outputs = s->n_out;
+        for (uint32_t t = 0; t < s->n_out; t++) {
+            r.data[t] = (const uint8_t *)model_arena + s->out[t].offset;
+            r.bytes[t] = s->out[t].bytes;
+        }
+        int32_t gap = (int32_t)(cur_inference - expect_inference);
+        expect_inference = cur_inference + 1u;
+        if (have_expect && gap > 0) {
+            status.lost += (uint32_t)gap;
+            cur_inference -= (uint32_t)gap; /* the first one lost */
+            app_error(SPLITTER_ERR_LOST, (uint8_t)gap, 0xFFu, runtime_text.lost);
+            cur_inference += (uint32_t)gap;
+        }
+        have_expect = 1;
+        n_timing = 0;
+        if (result_fn) result_fn(&r, result_user);
+        return 1;
+    }
+    if (peer[s->out_link] == PEER_MISMATCH) {
+        n_timing = 0;
+        status.lost++;
+        return 1;
+    }
+    return 0;
+}
+
+/* The head runs sub-model 0 on a submitted input: inference number first in the records. */
+static void head_run(void) {
+    cur_inference = next_inference++;
+    n_timing = 0;
+    add_timing(INFERENCE_TAG, DEVICE_INDEX, cur_inference);
+    tagged = 1;
+    run_submodel(&submodels[0]);
+}
+
+void splitter_init(void) {
+    runtime_init();
+    splitter_status_t zero = {0};
+    status = zero;
+    status.link = 0xFFu;
+    for (int l = 0; l < N_LINKS; l++) {
+        peer[l] = PEER_UNKNOWN;
+        ping_at[l] = 0;
+    }
+    pending = chain_mismatch = have_expect = tagged = 0;
+    next_inference = cur_inference = expect_inference = 0;
+    status.clock = splitter_clock_status;
+    if (status.clock != 0u) {
+        app_error(SPLITTER_ERR_CLOCK, (uint8_t)status.clock, 0xFFu, runtime_text.clock);
+    }
+}
+
+int splitter_poll(void) {
+    int did = 0;
+    watchdog_kick(); /* an empty function without --watchdog-ms */
+    handshake();
+    if (pending) {
+        pending = 0;
+        head_run();
+        did = 1;
+    }
+    for (int l = 0; l < N_LINKS; l++) {
+        if (IS_HOST_LINK(l) || !link_rx_ready(l)) continue;
+        int r = proto_recv(l, &rx, BYTE_TIMEOUT_TICKS);
+        if (r == RX_BAD) {
+            proto_write(l, FT_NACK, rx.seq, 0, 0, 0, 0);
+        } else if (r == RX_OK) {
+            on_frame(l, &rx);
+        }
+        did = 1;
+    }
+    if (proto_stashed) { /* an ERROR that arrived while we were sending */
+        proto_stashed = 0;
+        app_forward(proto_stash.payload, proto_stash.len);
+    }
+    return did;
+}
+
+int splitter_is_head(void) { return submodels[0].index == 0u; }
+
+int splitter_is_tail(void) { return submodels[N_SUBMODELS - 1u].out_type == FT_RESULT; }
+
+uint32_t splitter_device_index(void) { return DEVICE_INDEX; }
+
+uint32_t splitter_input_bytes(void) {
+    uint32_t total = 0;
+    if (!splitter_is_head()) return 0;
+    for (uint32_t t = 0; t < submodels[0].n_in; t++) total += submodels[0].in[t].bytes;
+    return total;
+}
+
+int splitter_ready(void) {
+    if (!splitter_is_head() || pending || chain_mismatch) return 0;
+    int l = submodels[0].out_link;
+    return IS_HOST_LINK(l) || peer[l] == PEER_OK;
+}
+
+int splitter_submit(const void *input, uint32_t bytes) {
+    if (!splitter_is_head()) return SPLITTER_E_NOT_HEAD;
+    if (bytes != splitter_input_bytes()) return SPLITTER_E_SIZE;
+    if (chain_mismatch) return SPLITTER_E_PLAN;
+    if (!splitter_ready()) return SPLITTER_BUSY;
+    const uint8_t *src = (const uint8_t *)input;
+    const submodel_t *s = &submodels[0];
+    for (uint32_t t = 0; t < s->n_in; t++) {
+        uint8_t *dst = (uint8_t *)model_arena + s->in[t].offset;
+        for (uint32_t k = 0; k < s->in[t].bytes; k++) dst[k] = *src++;
+    }
+    pending = 1;
+    return SPLITTER_OK;
+}
+
+void splitter_on_result(splitter_result_fn fn, void *user) {
+    result_fn = fn;
+    result_user = user;
+}
+
+const splitter_status_t *splitter_status(void) { return &status; }
+#endif

@@ -5,6 +5,9 @@
 #define SPLITTER_RUNTIME_H
 #include <stdint.h>
 #include "config.h"
+#ifndef APP_MODE
+#define APP_MODE 0
+#endif
 
 /* One boundary tensor of a sub-model: `bytes` at model_arena + `offset` (bytes). */
 typedef struct {
@@ -34,6 +37,11 @@ typedef struct {
     const char *bad_tensor;    /* ERR_BAD_TENSOR: wrong sub-model, link or size */
     const char *bad_type;      /* ERR_BAD_TYPE: unexpected frame type */
     const char *link_timeout[N_LINKS]; /* ERR_LINK_TIMEOUT, per link: who stopped answering */
+#if APP_MODE
+    const char *peer_plan[N_LINKS]; /* ERR_PLAN at the boot handshake, per link */
+    const char *lost;               /* SPLITTER_ERR_LOST: results missing at the end */
+    const char *clock;              /* SPLITTER_ERR_CLOCK: startup fell back */
+#endif
 } runtime_text_t;
 
 extern const submodel_t submodels[N_SUBMODELS];
@@ -41,10 +49,18 @@ extern const runtime_text_t runtime_text;
 /* The one arena shared by every hosted sub-model (model.c). */
 extern float model_arena[];
 
+/* APP_MODE (config.h): 0 harness (the host drives the chain; runtime_main owns main()),
+ * 1 standalone, 2 library: the application drives it through splitter.h. */
+#define APP_HARNESS 0
+#define APP_STANDALONE 1
+#define APP_LIBRARY 2
+
 /* Reset the protocol state and bring up the links. */
 void runtime_init(void);
+#if !APP_MODE
 /* Wait for a frame on any link and handle it (run a sub-model when its input is complete). */
 void runtime_poll(void);
 /* Board setup, runtime_init, then runtime_poll forever. */
 void runtime_main(void);
+#endif
 #endif

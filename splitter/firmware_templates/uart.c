@@ -109,3 +109,17 @@ void link_write(int l, const uint8_t *data, uint32_t n) {
         REG(b, R_TX) = data[i];
     }
 }
+
+int link_rx_ready(int l) { return head[l] != tail[l]; }
+
+void link_idle(uint32_t links) {
+    irq_off();
+    for (int l = 0; l < N_LINKS; l++) {
+        if (((links >> l) & 1u) && head[l] != tail[l]) {
+            irq_on();
+            return;
+        }
+    }
+    __asm volatile("wfi" ::: "memory");
+    irq_on();
+}

@@ -7,7 +7,7 @@ the generated projects' own Makefile and flags, and measures:
   load image) and RAM (``.data`` + ``.bss`` + the minimum stack) of a device project whose model
   is a stub (``sm_NN`` returning 0), per catalog part (each has its own clock setup) and 1-3
   links (hosting ``stub_submodels[links]`` sub-models), plus the RAM and the code (its
-  entries in tables.c) each further hosted sub-model adds;
+  entries in plan.c's tables) each further hosted sub-model adds;
 * ``cores[core].kernels[k]``: per global kernel function ``k`` of
   ``splitter/firmware_templates/kernels``,
   the functions and constants (``name -> bytes``, ELF symbol sizes) that linking the runtime
@@ -161,7 +161,7 @@ def runtime_figures(part: Part, tmp: Path) -> dict[str, Any]:
     base = out["2"]["ram"] - MIN_STACK_BYTES
     out["ram_per_submodel"] = two.get(".data", 0) + two.get(".bss", 0) - base
     code = sum(two.get(s, 0) for s in FLASH_CODE_SECTIONS) - _stub_sm_bytes(elf)
-    out["code_per_submodel"] = code - out["2"]["code"]  # its entry in tables.c
+    out["code_per_submodel"] = code - out["2"]["code"]  # its entry in plan.c's tables
     return out
 
 

@@ -153,6 +153,28 @@ class Emulation:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
 
+    def restart(self, name: str) -> None:
+        """Kill device ``name``'s QEMU (a board reset or power loss) and boot it again with the
+        same command line; its neighbours' socket chardevs reconnect (``reconnect=1``) or accept
+        the new connection. Only for devices without a host link (their TCP port would change
+        hands)."""
+        d = next(x for x in self.devices if x.name == name)
+        if d.endpoint is not None:
+            raise ValueError(f"device {name} faces the host; restart a middle board")
+        d.process.kill()
+        d.process.wait(timeout=5)
+        for arg in d.command:  # a listening chardev binds its socket path again
+            if arg.startswith("socket,") and "server=on" in arg:
+                path = arg.split("path=", 1)[1].split(",", 1)[0]
+                Path(path).unlink(missing_ok=True)
+        assert d.log is not None
+        with d.log.open("ab") as fh:
+            d.process = subprocess.Popen(
+                d.command, stdin=subprocess.DEVNULL, stdout=fh, stderr=fh,
+                preexec_fn=_die_with_parent,
+            )  # fmt: skip
+        _wait_started(d, None)
+
     def check_alive(self) -> None:
         """Raise :class:`LinkError` naming a device whose QEMU exited."""
         for d in self.devices:
