@@ -113,3 +113,16 @@ def test_split_plan_estimate_matches_the_emulated_bench(tiny: Path) -> None:
             error = abs(predicted[sub["index"]] - measured) / measured
             assert error <= COMPUTE_TOL, (sub["index"], predicted[sub["index"]], measured)
     assert qemu_pids(str(tiny)) == []
+
+
+@pytest.mark.parametrize("which", ["tiny", "ad"])
+def test_split_plans_link_within_their_figures(
+    which: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """The part images of both split plans (the real cross compiler, not the emulator build):
+    weights and arena exactly the plan's, code within the 2 % of tests/test_firmware_fit.py
+    (the concat and the extra kernel calls included), runtime RAM at most 64 B under."""
+    from test_firmware_fit import check_builds
+
+    out: Path = request.getfixturevalue(which)
+    assert check_builds(out, tmp_path / "kernel-objects") >= 2

@@ -1,0 +1,99 @@
+"""Layer splits (issue 27) on emulated STM32F405s: the planner's choice, its time, estimate vs run.
+
+Two cases, each ``compile`` (library, the planner choosing the splits and their ``k``), ``make
+EMULATOR=1`` per device, then one ``splitter bench --emulate --icount -n 1 --json``:
+
+* ``tiny_cnn.onnx`` (float) on ``models/boards/split_tiny3.toml`` (three F405s, 72 KiB flash);
+* ``mlperf_ad_autoencoder_int8.tflite`` on ``models/boards/split_ad4.toml`` (four, 84 KiB).
+
+Per case: the splits (layer, k, devices, bytes their cuts carry), the planning time (wall, on the
+machine as loaded when run), and per sub-model the estimated compute against the emulated run's,
+per link the planned bytes against the bytes the bench counted.
+
+Usage: ``.venv/bin/python benchmarks/split_layer.py``; writes ``benchmarks/results/split_layer.md``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+from splitter.compile import CompileOptions, compile_model  # noqa: E402
+from splitter.link.build import run_make  # noqa: E402
+
+CASES = (
+    ("tiny_cnn.onnx", "split_tiny3.toml"),
+    ("mlperf_ad_autoencoder_int8.tflite", "split_ad4.toml"),
+)
+
+
+def run_case(model: str, boards: str, work: Path) -> list[str]:
+    """Compile, build, bench one case; its Markdown lines."""
+    out = work / Path(model).stem
+    start = time.perf_counter()
+    result = compile_model(
+        ROOT / "models" / model, ROOT / "models" / "boards" / boards, out,
+        CompileOptions(force=True),
+    )  # fmt: skip
+    seconds = time.perf_counter() - start
+    for dev in json.loads((out / "firmware" / "wiring.json").read_text())["devices"]:
+        run_make(out / "firmware" / dev["name"], emulator=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "splitter", "bench", str(out), "--emulate", "--icount", "-n", "1",
+         "--json", "--target", str(ROOT / "models" / "boards" / boards)],
+        capture_output=True, text=True, check=True, cwd=ROOT,
+    )  # fmt: skip
+    bench = json.loads(proc.stdout)
+    lines = [f"## {model} on {boards}", ""]
+    lines += [f"- {e.describe()}" for e in result.manifest.layer_splits]
+    lines += [
+        f"- compile (plan over every k, slice, validate, firmware) {seconds:.1f} s; "
+        f"timings {', '.join(f'{k} {v:.1f} s' for k, v in result.timings.items())}",
+        f"- validation passed: {result.validation.passed if result.validation else 'skipped'}",
+        "",
+        "| sub-model | device | layers | estimated compute ms | measured ms | error % |",
+        "|---:|---|---|---:|---:|---:|",
+    ]
+    predicted = {s["index"]: s["seconds"] for s in bench["estimate"]["submodels"]}
+    subs = {s.index: s for s in result.manifest.submodels}
+    for dev in bench["devices"]:
+        for sub in dev["submodels"]:
+            measured = sorted(sub["cycles"])[len(sub["cycles"]) // 2] / dev["clock_hz"]
+            est, s = predicted[sub["index"]], subs[sub["index"]]
+            lines.append(
+                f"| {sub['index']} | {dev['device']} | {s.first}-{s.last} ({s.first_name}.."
+                f"{s.last_name}) | {est * 1e3:.3f} | {measured * 1e3:.3f} "
+                f"| {100 * (est - measured) / measured:+.1f} |"
+            )
+    lines += ["", "| link | planned bytes | counted by the bench |", "|---|---:|---:|"]
+    for planned, got in zip(bench["estimate"]["links"], bench["links"], strict=True):
+        lines.append(f"| {got['from']} -> {got['to']} | {planned['bytes']} | {got['bytes']} |")
+    return [*lines, ""]
+
+
+def main() -> None:
+    """Run both cases and write the results page."""
+    lines = [
+        "# Layer splits on emulated STM32F405s",
+        "",
+        f"Measured {datetime.date.today().isoformat()} by `benchmarks/split_layer.py` (QEMU "
+        "netduinoplus2, `-icount`, calibration none: the kernel cost table's estimate).",
+        "",
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        for model, boards in CASES:
+            lines += run_case(model, boards, Path(tmp))
+    target = ROOT / "benchmarks" / "results" / "split_layer.md"
+    target.write_text("\n".join(lines))
+    print(target.read_text())
+
+
+if __name__ == "__main__":
+    main()
