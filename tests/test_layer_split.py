@@ -276,3 +276,12 @@ def test_search_keeps_a_split_only_when_it_improves_the_objective() -> None:
     best = max(whole.throughput_per_s, alt.throughput_per_s)
     assert found.throughput_per_s == pytest.approx(best, rel=1e-12)
     assert (splits != ()) == (alt.throughput_per_s > whole.throughput_per_s)
+
+
+def test_no_plan_even_with_a_split_says_what_was_tried(tmp_path: Path) -> None:
+    boards = tmp_path / "one.toml"
+    boards.write_text('[[device]]\nname = "a"\nmcu = "STM32F405RG"\nflash = "60 KiB"\n')
+    proc = _plan_cli(str(MODELS / "tiny_cnn.onnx"), "--target", str(boards))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert "conv3 split into 2..2 slices: no plan either" in line

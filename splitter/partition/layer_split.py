@@ -99,8 +99,8 @@ def plan_with_splits(
             raise
         try:
             return _best(chain, plan_fn, build_fn, fixed, free, devices, objective)
-        except (InfeasibleError, SolverError) as split_exc:
-            raise type(exc)(f"{exc}; {split_exc.args[0].rsplit('(with ', 1)[-1]}") from exc
+        except (InfeasibleError, SolverError):
+            raise type(exc)(f"{exc} ({_tried(free, devices)}: no plan either)") from exc
     if mode == "search":
         return _search(chain, base, boards, plan_fn, build_fn, objective)
     return base
@@ -153,10 +153,14 @@ def _best(
             best = (key, SplitPlan(planned, plan, tuple(s for s in splits if s.slices > 1)))
     if best is None:
         assert first_error is not None
-        tried = ", ".join(f"{op.name} into 2..{_k_max(op, devices)}" for op in free)
-        note = f" (with {tried} slices too)" if tried else ""
+        note = f" ({_tried(free, devices)}: no plan either)" if free else ""
         raise type(first_error)(f"{first_error}{note}") from first_error
     return best[1]
+
+
+def _tried(free: Sequence[Op], devices: int) -> str:
+    """What was tried, for an error message: ``conv3 split into 2..3 slices``."""
+    return ", ".join(f"{op.name} split into 2..{_k_max(op, devices)} slices" for op in free)
 
 
 def _search(
