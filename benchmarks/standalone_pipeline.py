@@ -66,14 +66,18 @@ def harness_rate(out: Path, runs: int) -> dict[str, object]:
     """``splitter bench --emulate --json``: sequential and pipelined inferences per second."""
     cmd = [sys.executable, "-m", "splitter", "bench", str(out), "--emulate", "-n", str(runs)]
     cmd += ["--timeout", "600", "--json"]
-    r = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
-    if r.returncode != 0:
-        raise RuntimeError(f"splitter bench failed: {r.stderr[-500:]}")
-    pipe = json.loads(r.stdout)["throughput"].get("pipelined") or {}
-    return {
-        "pipelined_per_s": pipe.get("per_s"),
-        "pipelined_steady_per_s": pipe.get("steady_per_s"),
-    }
+    failures = []
+    for _ in range(3):  # a run can fail on a loaded machine (see the results file)
+        r = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
+        if r.returncode == 0:
+            pipe = json.loads(r.stdout)["throughput"].get("pipelined") or {}
+            return {
+                "pipelined_per_s": pipe.get("per_s"),
+                "pipelined_steady_per_s": pipe.get("steady_per_s"),
+                "failed_attempts": failures,
+            }
+        failures.append(r.stderr.strip().splitlines()[-1])
+    return {"pipelined_per_s": None, "pipelined_steady_per_s": None, "failed_attempts": failures}
 
 
 def standalone_rate(out: Path, runs: int) -> dict[str, object]:
