@@ -122,9 +122,10 @@ def run(target: str, seconds: float | None, runs: int | None, seed: int) -> dict
 def replay_coverage(target: str, corpus: Path) -> float | None:
     """Line coverage (%, coverage.py) of :data:`COVERED` files when the final corpus is replayed
     through the target without instrumentation; ``None`` without coverage.py."""
+    included = [str(ROOT / g) for g in COVERED[target]]
     code = (
         "import sys, io, coverage, pathlib\n"
-        f"cov = coverage.Coverage(include={[str(ROOT / g) for g in COVERED[target]]!r})\n"
+        f"cov = coverage.Coverage(data_file=None, include={included!r})\n"
         "cov.start()\n"
         f"sys.path.insert(0, {str(TESTS)!r})\n"
         "import fuzz_targets\n"
