@@ -25,6 +25,7 @@ import argparse
 import datetime
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -101,6 +102,8 @@ def run(target: str, seconds: float | None, runs: int | None, seed: int) -> dict
     )
     wall = time.monotonic() - start
     lines = replay_coverage(target, corpus) if proc.returncode == 0 else None
+    corpus_size = len(list(corpus.iterdir()))
+    shutil.rmtree(corpus, ignore_errors=True)
     stats = {m[1]: int(m[2]) for m in map(_STAT.match, proc.stderr.splitlines()) if m}
     status = [m for m in map(_STATUS.match, proc.stderr.splitlines()) if m]
     crash = re.search(r"Test unit written to (\S+)", proc.stderr)
@@ -110,7 +113,7 @@ def run(target: str, seconds: float | None, runs: int | None, seed: int) -> dict
         "execs": stats.get("number_of_executed_units", 0),
         "execs_per_s": stats.get("average_exec_per_sec", 0),
         "cov": int(status[-1][2]) if status else 0,
-        "corpus": len(list(corpus.iterdir())),
+        "corpus": corpus_size,
         "lines": lines,
         "ft": int(status[-1][3]) if status else 0,
         "seconds": round(wall, 1),
@@ -122,9 +125,10 @@ def run(target: str, seconds: float | None, runs: int | None, seed: int) -> dict
 def replay_coverage(target: str, corpus: Path) -> float | None:
     """Line coverage (%, coverage.py) of :data:`COVERED` files when the final corpus is replayed
     through the target without instrumentation; ``None`` without coverage.py."""
+    included = [str(ROOT / g) for g in COVERED[target]]
     code = (
         "import sys, io, coverage, pathlib\n"
-        f"cov = coverage.Coverage(include={[str(ROOT / g) for g in COVERED[target]]!r})\n"
+        f"cov = coverage.Coverage(data_file=None, include={included!r})\n"
         "cov.start()\n"
         f"sys.path.insert(0, {str(TESTS)!r})\n"
         "import fuzz_targets\n"

@@ -531,3 +531,23 @@ def errors_named_in(stage: Path, target: str | Path) -> Iterator[None]:
         if text == str(exc):
             raise
         raise type(exc)(text) from None
+
+
+def relist(path: str | Path) -> None:
+    """``path`` was rewritten by splitter itself inside an output (``report.html`` by ``bench``
+    or ``report``): its line of that output's :data:`FILES` follows, so ``build``, ``flash`` and
+    ``run`` do not take splitter's own rewrite for an edit. A file not listed stays unlisted."""
+    path = Path(path).absolute()
+    for root in list(path.parents)[:4]:
+        listing = root / FILES
+        if not listing.is_file():
+            continue
+        rel = path.relative_to(root).as_posix()
+        lines = listing.read_text(encoding="utf-8", errors="replace").splitlines()
+        new = [f"{file_hash(path)}  {rel}" if ln.partition("  ")[2] == rel else ln for ln in lines]
+        if new != lines:
+            fd, tmp = tempfile.mkstemp(prefix=f".{FILES}.", dir=root)
+            with os.fdopen(fd, "w") as fh:
+                fh.write("\n".join(new) + "\n")
+            os.replace(tmp, listing)
+        return

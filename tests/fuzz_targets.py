@@ -15,7 +15,9 @@ boards cases of ``tests/fuzz_cases.py``).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +27,7 @@ from splitter.errors import SplitterError
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
 _DIR = Path(tempfile.mkdtemp(prefix="splitter-fuzz-"))
+atexit.register(shutil.rmtree, _DIR, ignore_errors=True)
 
 
 def _file(name: str, data: bytes) -> Path:

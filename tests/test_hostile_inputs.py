@@ -329,8 +329,11 @@ def test_hand_edited_part_ld(tmp_path: Path) -> None:
                   "  RAM (rwx) : ORIGIN = 0x20000000, LENGTH = 0x20000\n}\n")  # fmt: skip
     assert _capacities(tmp_path) == (1024 * 1024, 0x20000)  # ld's own spellings are read
     ld.write_text("MEMORY\n{\n  FLASH (rx) : ORIGIN = 0x08000000, LENGTH = 1M - 4\n}\n")
+    with pytest.raises(InputFileError, match=r"part\.ld: MEMORY region FLASH: LENGTH = '1M - 4'"):
+        _capacities(tmp_path)  # an expression ld would evaluate is named, not guessed at
+    ld.write_text("MEMORY\n{\n  FLASH (rx) : ORIGIN = 0x08000000, LENGTH = 1M\n}\n")
     with pytest.raises(InputFileError, match=r"part\.ld: no 'FLASH .*regenerate"):
-        _capacities(tmp_path)
+        _capacities(tmp_path)  # no RAM region
     ld.unlink()
     os.mkfifo(ld)
     with pytest.raises(InputFileError, match="FIFO"):

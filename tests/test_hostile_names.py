@@ -268,11 +268,20 @@ def test_tampered_wiring_device_name_fails_build_and_run(
     x = tmp_path / "x.npy"
     np.save(x, np.zeros((1, 1, 28, 28), np.float32))
     before = sorted(p.name for p in tmp_path.rglob("*"))
-    for args in (["build", str(out)], ["run", str(out), "--emulate", "--input", str(x)]):
+    code, err = cli(["build", str(out)], capsys)  # files.sha256 names the edit first
+    assert "wiring.json: edited since splitter wrote it" in one_line_error(code, err)
+    edited = "--allow-edited"  # past the hashes, the name check meets the tampering
+    for args in (
+        ["build", str(out), edited],
+        ["run", str(out), "--emulate", "--input", str(x), edited],
+    ):
         code, err = cli(args, capsys)
         line = one_line_error(code, err)
         assert "wiring.json" in line and "name" in line
-    for args in (["emulate", str(out), "--duration", "1"], ["flash", str(out), "--dry-run"]):
+    for args in (
+        ["emulate", str(out), "--duration", "1", edited],
+        ["flash", str(out), "--dry-run", edited],
+    ):
         code, err = cli(args, capsys)
         one_line_error(code, err)
     assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing created anywhere
@@ -288,6 +297,8 @@ def test_device_dir_symlinked_outside_out_is_refused(
     shutil.rmtree(out / "firmware" / name)
     (out / "firmware" / name).symlink_to(tmp_path / "a" / "evil")
     code, err = cli(["build", str(out)], capsys)
+    assert "edited since splitter wrote it" in one_line_error(code, err)
+    code, err = cli(["build", str(out), "--allow-edited"], capsys)
     assert "outside the output directory" in one_line_error(code, err)
     no_pwned(tmp_path)
 

@@ -272,3 +272,17 @@ def test_profile_json_with_nul(tmp_path: Path, capsys: pytest.CaptureFixture[str
     path.write_text(json.dumps({"models": {"m": rows}}))
     code, err = cli(capsys, "plan", f"{path}#m", "--target", BOARDS)
     assert_one_line(code, err, "p.json", "NUL")
+
+
+def test_splitters_own_rewrite_is_not_an_edit(out: Path) -> None:
+    """``bench`` and ``report`` rewrite ``report.html``: files.sha256 follows (no --allow-edited
+    needed to build afterwards), while a hand edit of it still is one."""
+    from splitter.bench.results import write_atomic
+    from splitter.errors import InputFileError
+    from splitter.outputs import verify_output
+
+    write_atomic(out / "report.html", "<html>new report</html>\n")
+    verify_output(out)
+    (out / "report.html").write_text("<html>mine</html>\n")
+    with pytest.raises(InputFileError, match=r"report\.html: edited since splitter wrote it"):
+        verify_output(out)

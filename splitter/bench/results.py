@@ -11,6 +11,7 @@ from typing import Any
 
 from splitter.bench.stats import error_pct, median
 from splitter.errors import OutputError
+from splitter.outputs import relist
 
 BENCH_FILE = "bench.json"
 
@@ -23,6 +24,7 @@ def write_atomic(path: Path, text: str) -> Path:
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
         os.replace(tmp, path)
+        relist(path)  # a file splitter generated stays splitter's (files.sha256)
     except OSError as exc:
         raise OutputError(f"{path}: cannot write ({exc}); check the directory") from None
     return path
