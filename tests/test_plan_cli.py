@@ -113,7 +113,7 @@ def _bad(tmp_path: Path, text: str) -> Path:
 
 
 BAD_BOARDS = [
-    ('[[device]]\nname = "a"\nmcu = "STM32F4O1RE"\n', "did you mean STM32F401RE"),
+    ('[[device]]\nname = "a"\nmcu = "STM32F4O1RE"\n', "did you mean STM32F411RE, STM32F401RE"),
     (
         '[[device]]\nname = "a"\nmcu = "STM32L433RC"\n'
         '[[device]]\nname = "a"\nmcu = "STM32L412KB"\n',
