@@ -160,7 +160,9 @@ def kernel_bytes(part: Part, keys: Iterable[str]) -> int:
     return sum(symbols.values())
 
 
-def code_bytes(part: Part, keys: Sequence[str], submodels: int, links: int) -> int:
+def code_bytes(
+    part: Part, keys: Sequence[str], submodels: int, links: int, hse: bool = False
+) -> int:
     """Flash besides the weights of a device (module docstring formula)."""
     core = _core(part)
     ops = core["ops"]
@@ -168,7 +170,10 @@ def code_bytes(part: Part, keys: Sequence[str], submodels: int, links: int) -> i
     model = sum(int(ops.get(k, worst)) for k in keys) + submodels * int(core["per_submodel"])
     stub = int(code_table()["stub_submodels"][str(min(max(links, 1), 3))])
     tables = (submodels - stub) * int(_runtime_entry(part).get("code_per_submodel", 0))
-    return _runtime(part, links, "code") + kernel_bytes(part, keys) + model + tables
+    # a board with an HSE also links the clock fallback to the internal oscillator (measured per
+    # part on its HSE board by splitter.measure.code_table)
+    fallback = int(_runtime_entry(part)["hse_code"]) if hse else 0
+    return _runtime(part, links, "code") + kernel_bytes(part, keys) + model + tables + fallback
 
 
 def runtime_ram_bytes(part: Part, submodels: int, links: int) -> int:
@@ -207,7 +212,13 @@ class Reserve:
         return f"flash budget less {self.flash / 1024:.1f} KiB code (runtime and kernels)"
 
 
-def reserves(chain: Chain, parts: Sequence[Part], *, upper: bool = True) -> list[Reserve]:
+def reserves(
+    chain: Chain,
+    parts: Sequence[Part],
+    *,
+    upper: bool = True,
+    hse: Sequence[bool] | None = None,
+) -> list[Reserve]:
     """Per device, the code and runtime RAM a plan of ``chain`` on ``parts`` reserves.
 
     ``upper``: at most what any plan needs (every op of the model, ``d`` links, ``d``
@@ -218,11 +229,11 @@ def reserves(chain: Chain, parts: Sequence[Part], *, upper: bool = True) -> list
     keys = layer_keys(chain, range(len(chain.layers))) if upper else []
     d = len(parts) if upper else 1
     out = []
-    for part in parts:
+    for part, on_hse in zip(parts, hse or [False] * len(parts), strict=True):
         name, _origin, size = arena_region(part)
         out.append(
             Reserve(
-                flash=code_bytes(part, keys, d, d) if upper else _runtime(part, 1, "code"),
+                flash=code_bytes(part, keys, d, d, on_hse) if upper else _runtime(part, 1, "code"),
                 ram_cap=size,
                 ram=runtime_ram_bytes(part, d, d),
                 region=name,

@@ -47,6 +47,7 @@ from splitter.cost.code import (
     layer_keys,
 )
 from splitter.errors import BoardFileError
+from splitter.hardware.board_catalog import boards
 from splitter.hardware.catalog import parts
 from splitter.hardware.families import family_for
 from splitter.ir import Chain, Graph, Part
@@ -107,9 +108,11 @@ _SEQUENCES = {1: [0], 2: [0, 1], 3: [0, 1, 0, 2]}
 _EXTRA_SUB = [0, 1, 0]
 
 
-def render_stub(part: Part, seq: Sequence[int], where: Path, kernels: bool = True) -> Path:
+def render_stub(
+    part: Part, seq: Sequence[int], where: Path, kernels: bool = True, board: str | None = None
+) -> Path:
     """Write the stub project of device 0 of the sub-model device sequence ``seq`` into
-    ``where``; its directory."""
+    ``where`` (device 0 on ``board`` when given); its directory."""
     from splitter.codegen.firmware import DeviceSpec, _env, build_plan_context, render_device
 
     specs = []
@@ -117,7 +120,8 @@ def render_stub(part: Part, seq: Sequence[int], where: Path, kernels: bool = Tru
         mine = [k for k, d in enumerate(seq) if d == dev]
         rows = [(k, 0, 4, 0, 4) for k in mine]
         stub = _stub_files(len(seq))
-        specs.append(DeviceSpec(f"d{dev}", dev, part, stub, 0, 8, rows))
+        on = board if dev == 0 else None
+        specs.append(DeviceSpec(f"d{dev}", dev, part, stub, 0, 8, rows, board=on))
     ctx = build_plan_context(specs, seq, "0" * 16)
     dev0 = ctx.devices[0]
     for rel, text in render_device(_env(), ctx, dev0).items():
@@ -162,6 +166,15 @@ def runtime_figures(part: Part, tmp: Path) -> dict[str, Any]:
     out["ram_per_submodel"] = two.get(".data", 0) + two.get(".bss", 0) - base
     code = sum(two.get(s, 0) for s in FLASH_CODE_SECTIONS) - _stub_sm_bytes(elf)
     out["code_per_submodel"] = code - out["2"]["code"]  # its entry in plan.c's tables
+    hse_board = next((b.name for b in boards().values() if b.part == part.name and b.hse), None)
+    if hse_board is not None:
+        # the clock start-up of a board with an HSE also holds the fallback to the internal
+        # oscillator when the HSE never starts (splitter.hardware.clocks): one link, on its board
+        stub = render_stub(part, _SEQUENCES[1], tmp / f"{part.name}-hse", False, hse_board)
+        elf = make_part(stub)
+        sizes = section_sizes(elf)
+        code = sum(sizes.get(s, 0) for s in FLASH_CODE_SECTIONS) - _stub_sm_bytes(elf)
+        out["hse_code"] = code - out["1"]["code"]
     return out
 
 

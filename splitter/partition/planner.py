@@ -89,8 +89,18 @@ def chain_problem(
     if chain.graph is None:
         return make_problem(chain.costs, boards, names=names, link_model=model)
     parts = [dev.part for dev in boards.devices]
-    found = reserves(chain, parts, upper=upper)
+    found = reserves(chain, parts, upper=upper, hse=[on_hse(dev) for dev in boards.devices])
     return make_problem(chain.costs, boards, names=names, reserves=found, link_model=model)
+
+
+def on_hse(dev: Device) -> bool:
+    """Whether the device's board starts its clock from an HSE (its firmware then also holds the
+    fallback to the internal oscillator)."""
+    if dev.board is None:
+        return False
+    from splitter.hardware.board_catalog import get_board
+
+    return get_board(dev.board, dev.name).hse is not None
 
 
 def firmware_needs(
@@ -114,7 +124,7 @@ def firmware_needs(
         links = len(peers[i])
         out.append(
             (
-                code_bytes(dev.part, keys, len(mine), links),
+                code_bytes(dev.part, keys, len(mine), links, on_hse(dev)),
                 runtime_ram_bytes(dev.part, len(mine), links),
             )
         )
