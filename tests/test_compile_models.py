@@ -69,7 +69,8 @@ def _check_output_dir(result) -> None:  # type: ignore[no-untyped-def]
     report = result.validation
     rows = len(report.outputs) + len(report.boundaries)
     assert (out / "report.md").read_text().count("| yes |") == rows
-    assert [b.submodel for b in report.boundaries] == list(range(len(result.submodels) - 1))
+    # one entry per boundary tensor (a multi-tensor cut, e.g. across a layer split, has several)
+    assert sorted({b.submodel for b in report.boundaries}) == list(range(len(result.submodels) - 1))
     subs = plan["submodels"]
     assert len(subs) == len(result.plan.submodels)
     for k, entry in enumerate(subs):
