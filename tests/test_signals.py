@@ -24,16 +24,9 @@ SPLITTER = str(Path(sys.executable).parent / "splitter")
 #: file written. (A signal while the Python interpreter itself starts, before any of splitter's
 #: code runs, gets Python's default behaviour: docs/robustness.md; on a loaded machine that
 #: window is long enough for a fixed delay from the start to land in it.)
-POINTS = [
-    (signal.SIGINT, 0.0),
-    (signal.SIGTERM, 0.3),
-    (signal.SIGINT, 0.8),
-    (signal.SIGTERM, 1.4),
-    (signal.SIGINT, 2.2),
-    (signal.SIGTERM, 3.2),
-    (signal.SIGINT, 4.5),
-    (signal.SIGTERM, 6.0),
-]
+#: when the signals land, as fractions of the reference compile's wall time (so the points span
+#: the compile on a fast and on a loaded machine alike), alternating SIGINT and SIGTERM
+FRACTIONS = (0.0, 0.05, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9)
 
 
 def _compile(out: Path, *extra: str) -> list[str]:
@@ -44,11 +37,18 @@ def _compile(out: Path, *extra: str) -> list[str]:
 def test_signals_at_many_moments_of_a_compile(tmp_path: Path) -> None:
     out, previous_copy = tmp_path / "out", tmp_path / "previous"
     subprocess.run(_compile(previous_copy, "--no-firmware"), check=True, capture_output=True)
-    new_out = tmp_path / "new"
-    subprocess.run(_compile(new_out), check=True, capture_output=True)
-    previous, new = snapshot(previous_copy), snapshot(new_out)
+    # the new output at OUT's own path: compile_commands.json names the project directory
+    start = time.monotonic()
+    subprocess.run(_compile(out), check=True, capture_output=True)
+    duration = time.monotonic() - start
+    previous, new = snapshot(previous_copy), snapshot(out)
+    points = [
+        (signal.SIGINT if k % 2 == 0 else signal.SIGTERM, f * duration)
+        for k, f in enumerate(FRACTIONS)
+    ]
+    subprocess.run(["rm", "-rf", str(out)], check=True)
     interrupted = 0
-    for signum, delay in POINTS:
+    for signum, delay in points:
         subprocess.run(["cp", "-a", str(previous_copy), str(out)], check=True)
         env = {**os.environ, "SPLITTER_PROGRESS": "plain"}  # one line per step on stderr
         proc = subprocess.Popen(
@@ -60,7 +60,10 @@ def test_signals_at_many_moments_of_a_compile(tmp_path: Path) -> None:
         proc.send_signal(signum)
         _, stderr = proc.communicate(timeout=120)
         lines = (first + stderr).decode().splitlines()
-        where = f"{signal.Signals(signum).name} at {delay} s: exit {proc.returncode}, {lines[-3:]}"
+        name = signal.Signals(signum).name
+        where = f"{name} at {delay:.2f} s: exit {proc.returncode}, {lines[-3:]}"
+            f"{signal.Signals(signum).name} at {delay:.2f} s: exit {proc.returncode}, {lines[-3:]}"
+        )
         if proc.returncode == 0:  # the compile was over before the signal
             assert snapshot(out) == new, where
         else:
@@ -71,7 +74,7 @@ def test_signals_at_many_moments_of_a_compile(tmp_path: Path) -> None:
             assert not any("error" in line for line in lines), where
             assert snapshot(out) in (previous, new), where
         subprocess.run(["rm", "-rf", str(out)], check=True)
-    assert interrupted >= len(POINTS) // 2
+    assert interrupted >= len(points) // 2
 
 
 def test_ctrl_c_while_onnxruntime_loads_is_not_blamed_on_the_cut(tmp_path: Path) -> None:
