@@ -62,8 +62,6 @@ def test_signals_at_many_moments_of_a_compile(tmp_path: Path) -> None:
         lines = (first + stderr).decode().splitlines()
         name = signal.Signals(signum).name
         where = f"{name} at {delay:.2f} s: exit {proc.returncode}, {lines[-3:]}"
-            f"{signal.Signals(signum).name} at {delay:.2f} s: exit {proc.returncode}, {lines[-3:]}"
-        )
         if proc.returncode == 0:  # the compile was over before the signal
             assert snapshot(out) == new, where
         else:
