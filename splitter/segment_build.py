@@ -308,7 +308,7 @@ def write_segmented(
     with OutputDir(out_dir, force=force) as out:
         step(f"writing {out_dir}")
         out.write_text(MANIFEST_FILE, p.manifest.to_json() + "\n")
-        render_firmware(out.root, p.ctx)
+        render_firmware(out.root, p.ctx, final_dir=out.target)  # compile_commands.json names OUT
         out.write_bytes(f"firmware/{device.name}/{BLOB_FILE}", p.gen.blob)
         out.write_json(SEGMENTS_FILE, p.record)
         out.write_text("report.md", report_text(p.record))
