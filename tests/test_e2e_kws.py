@@ -84,16 +84,22 @@ def test_bench_links_follow_the_plan(benches: list[dict[str, Any]]) -> None:
 def test_per_class_calibration_over_three_identical_parts(
     out: Path, benches: list[dict[str, Any]], tmp_path: Path
 ) -> None:
-    """Four sub-models on three F405s identify conv, dense and other: one per-class fit for the
-    part (with the flat per-MAC estimate its error is about 10 %: conv1 and conv2 differ by
-    20 % in ticks per MAC; the limit is raised so the test holds for either estimate); the
-    planner then predicts every device within the fit's error."""
+    """Four sub-models on three F405s give four equations for the classes conv, dense and
+    other: the part gets one fit over the three devices, per class when the weighted NNLS gives
+    every class a positive factor, otherwise one factor with the reason (since the loop cost
+    model of issue 25 the uncalibrated estimate is within 5 % and the small "other" class is
+    fitted to zero: the one-factor fallback). The planner then predicts every device within
+    the fit's error."""
     cal = tmp_path / "calibrated.toml"
     proc = cli("calibrate", str(out), "-o", str(cal), "--json", "--max-error", "30")
     assert proc.returncode == 0, proc.stderr
     (part,) = json.loads(proc.stdout)["parts"]
-    assert part["devices"] == ["d0", "d1", "d2"] and "per-class NNLS" in part["method"]
-    assert set(part["by_class"]) == {"conv", "dense", "other"}
+    assert part["devices"] == ["d0", "d1", "d2"]
+    if "per-class NNLS" in part["method"]:
+        assert set(part["by_class"]) == {"conv", "dense", "other"}
+    else:
+        assert "not per class: the per-class fit gives" in part["method"], part["method"]
+        assert part["by_class"] == {}
     errors = planner_errors(out, cal, MODEL)
     assert set(errors) == {"d0", "d1", "d2"}
     assert max(abs(e) for e in errors.values()) <= part["error_pct"] + 0.01, errors  # 6 digits

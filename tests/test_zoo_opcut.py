@@ -22,8 +22,10 @@ from splitter.importers import load_chain
 
 QUICK = ("inception_v1", "squeezenet")
 SLOW = ("inception_v2", "resnet50", "shufflenet", "densenet121")
-#: graphs whose op-granularity plan over zoo_large.toml cuts through a branch
-BRANCH_CUTS = ("inception_v1", "inception_v2", "squeezenet", "resnet50")
+#: graphs whose op-granularity plan over zoo_large.toml cuts through a branch (SqueezeNet's
+#: optimal plan cuts only between fire modules since the loop cost model of issue 25: fast,
+#: big1, fast again)
+BRANCH_CUTS = ("inception_v1", "inception_v2", "resnet50")
 
 
 def _check(name: str, tmp_path: Path) -> None:

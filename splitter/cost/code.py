@@ -8,9 +8,10 @@ over ``l`` links (SPEC.md's constraints (4) and (5) extended by what the firmwar
 * ``code = runtime_code[part][l] + |union of closure(k) for the kernels k that O call|
   + sum_{o in O} op_bytes[core][key(o)] + s * per_submodel[core]
   + (s - s_l) * code_per_submodel[part]`` (the runtime's tables: ``s_l`` below);
-* ``runtime RAM = runtime_ram[part][l] + (s - s_l) * ram_per_submodel[part]`` (``s_l`` the
-  sub-models the measured stub with ``l`` links hosts)
-  (``.data`` + ``.bss`` + the 2 KiB minimum stack);
+* ``runtime RAM = runtime_ram[part][l] + ceil8((s - s_l) * ram_per_submodel[part])`` (``s_l``
+  the sub-models the measured stub with ``l`` links hosts; ``ceil8`` rounds up to 8 bytes: a
+  shift of ``d`` bytes in ``.bss`` moves every later 8-byte aligned object by at most
+  ``ceil8(d)``) (``.data`` + ``.bss`` + the 2 KiB minimum stack);
 * the arena lives in the part's first RAM region (``ram_regions``, the linker script's RAM),
   so the RAM a device offers is ``min(budget, region) - runtime RAM``.
 
@@ -180,7 +181,7 @@ def runtime_ram_bytes(part: Part, submodels: int, links: int) -> int:
     """RAM besides the arena of a device (module docstring formula)."""
     stub = int(code_table()["stub_submodels"][str(min(max(links, 1), 3))])
     extra = (submodels - stub) * int(_runtime_entry(part)["ram_per_submodel"])
-    return _runtime(part, links, "ram") + extra
+    return _runtime(part, links, "ram") + -(-extra // 8) * 8
 
 
 def arena_region(part: Part) -> tuple[str, int, int]:
