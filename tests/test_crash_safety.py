@@ -51,6 +51,14 @@ def build_sweep(tmp: Path) -> Sweep:
     return Sweep("build", ["build", str(out), "--no-emulator"], out, previous)
 
 
+def emulate_sweep(tmp: Path) -> Sweep:
+    """``emulate`` of a compiled, never built ``OUT``: it builds the emulator firmware first
+    (in a staged copy, as ``build`` does), then boots the boards for a moment."""
+    out, previous = tmp / "emu", tmp / "emu-previous"
+    assert run_forked(["compile", MODEL, "--target", BOARDS, "-o", str(previous)]) == 0
+    return Sweep("emulate", ["emulate", str(out), "--duration", "0.1"], out, previous)
+
+
 def check(sweep: Sweep, k: int, delays: list[float]) -> None:
     """Run ``k`` crash points spread over the command's file operations and the timed kills;
     every ``OUT`` is the previous or the new one."""
@@ -84,6 +92,19 @@ def test_build_killed_between_file_operations_and_during_make(tmp_path: Path) ->
     sweep = build_sweep(tmp_path)
     check(sweep, 6, [0.5])
     assert sweep.points >= 4  # the build lists, the flush and the swap
+
+
+@pytest.mark.toolchain
+@pytest.mark.qemu
+def test_emulate_killed_while_it_builds_the_emulator_firmware(tmp_path: Path) -> None:
+    """``emulate`` (and ``run`` / ``bench --emulate``) build a missing emulator ELF before
+    booting; killed during that build, OUT is the previous or the new output, never a torn ELF
+    a later ``make`` would take as up to date (it built in place before)."""
+    if shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None:
+        pytest.fail("arm-none-eabi-gcc or qemu-system-arm missing; install: make system-deps")
+    sweep = emulate_sweep(tmp_path)
+    check(sweep, 4, [0.5])
+    assert sweep.points >= 4
 
 
 def test_swap_never_leaves_out_missing(tmp_path: Path) -> None:

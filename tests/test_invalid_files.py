@@ -198,6 +198,27 @@ def test_edited_generated_file_is_refused_without_the_flag(
     assert_one_line(code, err, "firmware/a/part.ld", "edited", "--allow-edited")
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bench", "--emulate", "-n", "1"],
+        ["calibrate"],
+        ["emulate", "--duration", "0.1"],
+        ["run", "--emulate", "--input", "x.npy"],
+    ],
+    ids=["bench", "calibrate", "emulate", "run"],
+)
+def test_every_command_reading_out_checks_its_hashes(
+    out: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """``bench`` and ``calibrate`` read OUT's firmware and plan like ``build``, ``flash`` and
+    ``run``: an edited generated file is refused before anything runs."""
+    plan = out / "plan.json"
+    plan.write_text(plan.read_text().replace('"schema"', ' "schema"', 1))
+    code, err = cli(capsys, argv[0], str(out), *argv[1:])
+    assert_one_line(code, err, "plan.json", "edited", "--allow-edited")
+
+
 def test_wiring_part_changed(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
     wiring = out / "firmware" / "wiring.json"
     _edit_json(wiring, lambda d: d["devices"][0].update(part="STM32F446RE"))

@@ -13,10 +13,17 @@ from rich.table import Table
 
 from splitter.bench.results import comparison_rows, wire_lines, write_bench
 from splitter.bench.runner import BENCH_FILE, BenchConfig, bench
-from splitter.cli.options import out_argument, port_option, stop_on_sigterm, verbose_option
+from splitter.cli.options import (
+    allow_edited_option,
+    out_argument,
+    port_option,
+    stop_on_sigterm,
+    verbose_option,
+)
 from splitter.cli.progress import Bar, Progress
 from splitter.device.run import boards_file_ports
 from splitter.manifest import read_manifest
+from splitter.outputs import verify_output
 from splitter.report import refresh_report
 
 
@@ -50,6 +57,7 @@ from splitter.report import refresh_report
 @click.option("--timeout", type=float, default=60.0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the bench.json object on stdout.")
 @verbose_option
+@allow_edited_option
 def command(
     out: Path,
     runs: int,
@@ -62,8 +70,10 @@ def command(
     timeout: float,
     as_json: bool,
     verbose: bool,
+    allow_edited: bool,
 ) -> None:
     """Run OUT's plan RUNS times on the boards; compare cycles and link times with the plan."""
+    verify_output(out, allow_edited=allow_edited)
     if not ports and not emulate and not boards_file_ports(read_manifest(out)):
         raise click.UsageError(
             "give --port PORT (a board), port = ... in the boards file, or --emulate"

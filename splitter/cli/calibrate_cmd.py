@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from splitter.bench.calibrate import MAX_ERROR_PCT, USED_FOR, CalibrationResult, calibrate
-from splitter.cli.options import out_argument
+from splitter.cli.options import allow_edited_option, out_argument
+from splitter.outputs import verify_output
 from splitter.report import refresh_report
 
 
@@ -55,6 +56,7 @@ from splitter.report import refresh_report
     "sub-models per part, so the per-class fit can engage.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the fits and the re-check as JSON.")
+@allow_edited_option
 def command(
     out: Path,
     output: Path | None,
@@ -63,8 +65,10 @@ def command(
     kind: str | None,
     also: tuple[Path, ...],
     as_json: bool,
+    allow_edited: bool,
 ) -> None:
     """Fit measured/estimated factors per part (and op class); write them to a board file."""
+    verify_output(out, allow_edited=allow_edited)
     result = calibrate(out, output or out / "calibrated.toml", target, max_error, kind, also)
     refresh_report(out)  # refresh report.html
     if as_json:

@@ -6,6 +6,7 @@ import json
 import shlex
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -26,7 +27,7 @@ from splitter.deploy.flash import (
 from splitter.deploy.pyocd_flash import needs_pack
 from splitter.deploy.targets import FlashJob, load_job
 from splitter.errors import ToolchainError
-from splitter.outputs import verify_output
+from splitter.outputs import errors_named_in, staged_copy, verify_output
 from splitter.toolchain.build import build_all, check
 
 #: --tool values: a tool name of :data:`TOOLS` or its executable's name, or ``auto``.
@@ -156,10 +157,15 @@ def _warn_missing_probes(job: FlashJob, tool: str) -> None:
 
 
 def _build(job: FlashJob, progress: Progress) -> None:
-    """``make`` (incremental) every device's part firmware; sizes must match the plan."""
+    """``make`` (incremental) every device's part firmware in a staged copy of OUT swapped into
+    place (as ``splitter build`` does: OUT is the previous or the complete new output whatever
+    kills the process); sizes must match the plan."""
     on_device = lambda d: progress.step(f"building {d}")  # noqa: E731
-    for build in build_all(job.out_dir, emulator=False, on_device=on_device):
-        check(build)
+    out = Path(job.out_dir)
+    with staged_copy(out) as stage, errors_named_in(stage, out):
+        builds = build_all(stage, emulator=False, on_device=on_device, debug_root=out.absolute())
+    for build in builds:
+        check(replace(build, elf=out / build.elf.relative_to(stage)))
 
 
 def _describe(target: FlashTarget, tool: str) -> str:

@@ -115,12 +115,12 @@ class Emulation:
             raise ToolchainError(f"{QEMU} not found; install it: {QEMU_INSTALL}")
         read_manifest(self.out_dir)  # both manifests checked before anything is built or run
         self.wiring = read_wiring(self.out_dir)
+        if self.build:
+            build_missing_emulator_elfs(self.out_dir, [d["name"] for d in self.wiring["devices"]])
         self._tmp = Path(tempfile.mkdtemp(prefix="splitter-emu-"))
         for dev in self.wiring["devices"]:
             ddir = contained(self.out_dir, f"firmware/{dev['name']}")
             elf = ddir / ELF
-            if self.build and not elf.exists():
-                build_emulator_elf(ddir)
             if not elf.exists():
                 raise InputFileError(f"{elf}: missing; run `splitter build {self.out_dir}`")
             self.devices.append(self._start_one(qemu, dev, elf))
@@ -276,11 +276,21 @@ def _connect_unix(path: Path, device: str) -> socket.socket:
     return s
 
 
-def build_emulator_elf(device_dir: Path) -> None:
-    """``make EMULATOR=1`` in one device project."""
+def build_missing_emulator_elfs(out_dir: Path, devices: list[str]) -> None:
+    """``make EMULATOR=1`` in the projects of ``devices`` whose emulator ELF is missing, in a
+    staged copy of ``OUT`` swapped into place when every build succeeded
+    (:func:`splitter.outputs.staged_copy`): a process killed mid-link never leaves a torn ELF
+    that a later ``make`` would take as up to date."""
+    from splitter.outputs import errors_named_in, staged_copy
     from splitter.toolchain.build import run_make
 
-    run_make(device_dir, emulator=True)
+    missing = [d for d in devices if not (contained(out_dir, f"firmware/{d}") / ELF).exists()]
+    if not missing:
+        return
+    with staged_copy(out_dir) as stage, errors_named_in(stage, out_dir):
+        for name in missing:
+            real = contained(out_dir, f"firmware/{name}").absolute()
+            run_make(stage / "firmware" / name, emulator=True, debug_dir=real)
 
 
 def _die_with_parent() -> None:
