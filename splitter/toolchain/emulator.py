@@ -116,7 +116,8 @@ class Emulation:
         read_manifest(self.out_dir)  # both manifests checked before anything is built or run
         self.wiring = read_wiring(self.out_dir)
         if self.build:
-            build_missing_emulator_elfs(self.out_dir, [d["name"] for d in self.wiring["devices"]])
+            names = [d["name"] for d in self.wiring["devices"]]
+            build_missing_emulator_elfs(Path(self.out_dir), names)
         self._tmp = Path(tempfile.mkdtemp(prefix="splitter-emu-"))
         for dev in self.wiring["devices"]:
             ddir = contained(self.out_dir, f"firmware/{dev['name']}")
