@@ -26,6 +26,19 @@ from splitter.hardware.energy import (
 NEW_PARTS = ("STM32U575ZI", "STM32U585AI", "STM32L552ZE", "STM32F411RE", "STM32L476RG",
              "STM32G474RE", "STM32F746ZG", "STM32H7A3ZI", "STM32H743ZI")  # fmt: skip
 QUOTED = re.compile(r"(\d+(?:\.\d+)?) uA/MHz")
+
+#: Every datasheet figure read on a stored copy of the datasheet (2026-11-27), as printed:
+#: (part, "run" | "wait") -> (uA/MHz, document and place, the page read). The energy.toml rows
+#: must equal these and carry the same page; a figure not listed here was not read (its row
+#: stays ``checked = false``). The search found no supply-current table page of any catalog
+#: part; DS12469's front page is the one copy that quotes a Run figure.
+DATASHEET_FIGURES: dict[tuple[str, str], tuple[float, str, str]] = {
+    ("STM32L412KB", "run"): (
+        79.0,
+        "DS12469 Rev 7 (STM32L412xx), front page (Features): 79 uA/MHz run mode (LDO Mode)",
+        "https://pdfslide.us/documents/datasheet-stm32l412xx-ultra-low-power-arm-cortex-m4-.html",
+    ),
+}
 TABLE = re.compile(r"DS\d{4,5} Rev \d+.*Table \d+")
 
 
@@ -41,6 +54,35 @@ def test_row_cites_its_table_and_reproduces_the_quoted_figure(part: str) -> None
     assert 0 < row.wait_ua_per_mhz < row.run_ua_per_mhz
     assert 10 <= row.run_ua_per_mhz <= 600
     assert row.regulator in ("LDO", "SMPS") and row.vdd_v == 3.3
+
+
+@pytest.mark.parametrize(("key", "figure"), sorted(DATASHEET_FIGURES.items()))
+def test_rows_equal_the_figures_read_on_the_datasheet(
+    key: tuple[str, str], figure: tuple[float, str, str]
+) -> None:
+    part, mode = key
+    ua_per_mhz, document, url = figure
+    row = energy_of(part)
+    if mode == "run":
+        assert row.run_ua_per_mhz == pytest.approx(ua_per_mhz, rel=1e-9), document
+        assert row.run_source_url == url and document.split(" (")[0] in row.run_table
+    else:
+        assert row.wait_ua_per_mhz == pytest.approx(ua_per_mhz, rel=1e-9), document
+        assert row.wait_source_url == url and document.split(" (")[0] in row.wait_table
+
+
+def test_only_figures_read_carry_a_source_and_only_rows_read_whole_are_checked() -> None:
+    for part, row in energies().items():
+        assert row.run_checked == ((part, "run") in DATASHEET_FIGURES), part
+        assert row.wait_checked == ((part, "wait") in DATASHEET_FIGURES), part
+        assert row.checked == (row.run_checked and row.wait_checked), part
+
+
+def test_a_checked_row_without_its_pages_is_refused() -> None:
+    table = {"vdd_v": 3.3, "run_ma": 8.0, "run_mhz": 80.0, "wait_ma": 2.0, "wait_mhz": 80.0,
+             "run_table": "t", "wait_table": "t", "checked": True, "run_source_url": "u"}  # fmt: skip
+    with pytest.raises(BoardFileError, match="checked = true needs run_source_url and wait_"):
+        energy_from_table("P", table, "energy.toml")
 
 
 def test_power_at_a_clock_by_hand() -> None:

@@ -44,6 +44,18 @@ class PartEnergy:
     wait_table: str
     regulator: str = "LDO"
     checked: bool = False
+    run_source_url: str = ""
+    wait_source_url: str = ""
+
+    @property
+    def run_checked(self) -> bool:
+        """True once the Run figure was read on a copy of the datasheet (``run_source_url``)."""
+        return bool(self.run_source_url)
+
+    @property
+    def wait_checked(self) -> bool:
+        """True once the Sleep figure was read on a copy of the datasheet."""
+        return bool(self.wait_source_url)
 
     @property
     def run_ua_per_mhz(self) -> float:
@@ -91,12 +103,20 @@ def energy_from_table(name: str, table: Mapping[str, Any], where: str) -> PartEn
             f"{where}: energy.{name}: vdd {nums['vdd_v']} V, run {nums['run_ma']} mA, sleep "
             f"{nums['wait_ma']} mA is not an MCU's; give the datasheet's typical mA"
         )
+    sources = {k: str(table.get(k, "")) for k in ("run_source_url", "wait_source_url")}
+    checked = bool(table.get("checked", False))
+    if checked and not all(sources.values()):
+        raise BoardFileError(
+            f"{where}: energy.{name}: checked = true needs run_source_url and wait_source_url "
+            "(the pages the Run and Sleep figures were read on); add them or set checked = false"
+        )
     return PartEnergy(
         part=name,
         run_table=str(table["run_table"]),
         wait_table=str(table["wait_table"]),
         regulator=str(table.get("regulator", "LDO")),
-        checked=bool(table.get("checked", False)),
+        checked=checked,
+        **sources,
         **nums,
     )
 
