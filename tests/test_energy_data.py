@@ -80,7 +80,8 @@ def test_only_figures_read_carry_a_source_and_only_rows_read_whole_are_checked()
 
 def test_a_checked_row_without_its_pages_is_refused() -> None:
     table = {"vdd_v": 3.3, "run_ma": 8.0, "run_mhz": 80.0, "wait_ma": 2.0, "wait_mhz": 80.0,
-             "run_table": "t", "wait_table": "t", "checked": True, "run_source_url": "u"}  # fmt: skip
+             "run_table": "t", "wait_table": "t", "checked": True,
+             "run_source_url": "u"}  # fmt: skip
     with pytest.raises(BoardFileError, match="checked = true needs run_source_url and wait_"):
         energy_from_table("P", table, "energy.toml")
 

@@ -3,6 +3,8 @@ instances, with and without a latency or waiting-time bound, and the energy figu
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import replace
 
 import pytest
@@ -68,6 +70,57 @@ def test_energy_solvers_agree_with_full_search(inst, data) -> None:
         assert close(got[0], ref[0]), (solver, got[0], ref[0])
         assert got[1] == ref[1], solver
         assert got[2].optimal
+
+
+def _brute_force(problem: Problem, max_latency_s: float, max_waiting_s: float) -> float | None:
+    """The least energy over every one of the ``d^n`` assignments, each evaluated from scratch
+    by :func:`evaluate` (memory constraints, latency ``I``, waiting time ``W`` and the per-board
+    breakdown ``sum_i P_i (L_i + S_i) + p_i (I - L_i - S_i)``), not by the solvers' tables."""
+    best = None
+    for a in itertools.product(range(problem.d), repeat=problem.n):
+        ev = evaluate(problem, a)
+        if not ev.feasible or ev.energy_j is None:
+            continue
+        if ev.latency_s > max_latency_s * (1 + 1e-9) or ev.waiting_s > max_waiting_s * (1 + 1e-9):
+            continue
+        best = ev.energy_j if best is None else min(best, ev.energy_j)
+    return best
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inst=instances(), data=st.data())
+def test_energy_optimum_equals_brute_force_over_assignments(inst, data) -> None:
+    """Every solver's energy optimum equals the least energy found by enumerating all
+    assignments and evaluating each one independently (:func:`_brute_force`), with no bound, a
+    latency bound or a waiting-time bound drawn around the feasible range."""
+    costs, boards = inst
+    d = len(boards.devices)
+    run_w = [data.draw(st.floats(0.005, 0.6)) for _ in range(d)]
+    wait_w = [r * data.draw(st.floats(0.05, 0.9)) for r in run_w]
+    problem = _with_powers(make_problem(costs, boards), run_w, wait_w)
+    bound = data.draw(st.sampled_from(["none", "latency", "waiting"]))
+    caps = {"max_latency_s": math.inf, "max_waiting_s": math.inf}
+    if bound != "none":
+        times = [
+            (ev.latency_s, ev.waiting_s)
+            for a in itertools.product(range(d), repeat=problem.n)
+            if (ev := evaluate(problem, a)).feasible
+        ]
+        if not times:
+            return
+        k = 0 if bound == "latency" else 1
+        lo, hi = min(x[k] for x in times), max(x[k] for x in times)
+        key = "max_latency_s" if bound == "latency" else "max_waiting_s"
+        caps[key] = lo + data.draw(st.sampled_from([0.0, 0.3, 0.7])) * (hi - lo)
+    want = _brute_force(problem, caps["max_latency_s"], caps["max_waiting_s"])
+    options = {k: v for k, v in caps.items() if math.isfinite(v)}
+    for solver, extra in (("fs", {}), ("bnb", {}), ("cpsat", {"workers": 1, "time_limit": 5.0}),
+                          ("auto", {})):  # fmt: skip
+        got = _outcome(problem, solver, **options, **extra)
+        assert (got is None) == (want is None), (solver, bound, want)
+        if want is not None:
+            assert got[0] == pytest.approx(want, rel=1e-9, abs=1e-15), (solver, bound)
+            assert evaluate(problem, got[2].assignment).energy_j == pytest.approx(want, rel=1e-9)
 
 
 def test_energy_value_equals_the_breakdown() -> None:
@@ -153,3 +206,35 @@ def test_plan_cli_objective_energy_with_a_latency_bound(capsys, tmp_path) -> Non
     with pytest.raises(SystemExit) as exc:
         main(["plan", model, "--target", boards, "--max-latency-ms", "900"])
     assert exc.value.code == 2 and "--objective energy only" in capsys.readouterr().err
+
+
+def test_plan_and_compile_print_the_energy_per_board(capsys, tmp_path) -> None:
+    """``plan`` and ``compile`` print the energy of one inference, total and per board
+    (compute, transfer, waiting), the same figures as plan.json's ``energy``."""
+    import json
+    from pathlib import Path
+
+    from splitter.cli import main
+
+    root = Path(__file__).resolve().parent.parent
+    model = str(root / "models" / "tiny_cnn.onnx")
+    boards = str(root / "tests" / "report_boards.toml")
+    out = tmp_path / "out"
+    texts = []
+    for args in (["plan", model, "-t", boards], ["compile", model, "-t", boards, "-o", str(out),
+                                                 "--no-firmware", "--no-validate"]):  # fmt: skip
+        with pytest.raises(SystemExit) as exc:
+            main(args)
+        captured = capsys.readouterr()
+        assert exc.value.code == 0, captured.err
+        texts.append(captured.out)
+    energy = json.loads((out / "plan.json").read_text())["energy"]
+    boards_line = ", ".join(
+        f"{d['name']} {1e3 * (d['compute_j'] + d['transfer_j'] + d['wait_j']):.3f} (compute "
+        f"{1e3 * d['compute_j']:.3f}, transfer {1e3 * d['transfer_j']:.3f}, waiting "
+        f"{1e3 * d['wait_j']:.3f})"
+        for d in energy["devices"]
+    )
+    line = f"energy per inference {1e3 * energy['total_j']:.3f} mJ: {boards_line} mJ"
+    for text in texts:
+        assert line in " ".join(text.split()), text

@@ -27,7 +27,14 @@ from splitter.slicing.validate import compare, make_runner
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "models" / "tiny_cnn.onnx"
 BOARDS = ROOT / "tests" / "report_boards.toml"
-PLOTS = ("plot-profile", "plot-memory", "plot-gantt", "plot-search", "plot-confusion")
+PLOTS = (
+    "plot-profile",
+    "plot-memory",
+    "plot-energy",
+    "plot-gantt",
+    "plot-search",
+    "plot-confusion",
+)
 FLIPPED = 3  # labels made wrong on purpose in the labelled set
 
 
@@ -95,6 +102,50 @@ def test_compile_writes_self_contained_report(compiled: tuple[Path, list[int]]) 
     plan = json.loads((out / "plan.json").read_text())
     assert f"{plan['latency_s'] * 1e3:.3f} ms" in html
     assert "The simulated steady state equals eq. 17" in html
+
+
+def test_energy_section_shows_each_boards_energy(compiled: tuple[Path, list[int]]) -> None:
+    """The energy of one inference per board (compute, transfer, waiting, total) and the plan's
+    total, as plan.json has them, in a table and a stacked bar plot labelled with each total."""
+    out, _ = compiled
+    html = (out / "report.html").read_text()
+    section = html.split("<h2>Energy per inference</h2>")[1].split("<h2>")[0]
+    energy = json.loads((out / "plan.json").read_text())["energy"]
+    rows = re.findall(r"<tr><td class=l>(.*?)</td>(.*?)</tr>", section)
+    cells = {name: re.findall(r"<td>([^<]*)</td>", rest) for name, rest in rows}
+    assert len(energy["devices"]) == 2
+    for dev in energy["devices"]:
+        mj = [1e3 * dev[k] for k in ("compute_j", "transfer_j", "wait_j")]
+        assert dev["wait_j"] > 0  # every board is powered for the latency
+        assert cells[dev["name"]][:6] == [
+            f"{1e3 * dev['run_w']:.2f}", f"{1e3 * dev['wait_w']:.2f}",
+            *(f"{x:.4f}" for x in mj), f"{sum(mj):.4f}",
+        ]  # fmt: skip
+        assert dev["run_table"] in section and dev["wait_table"] in section
+    assert any(d["compute_j"] > 0 and d["transfer_j"] > 0 for d in energy["devices"])
+    assert f"<b>{1e3 * energy['total_j']:.4f}</b>" in section
+    assert sum(1e3 * sum(d[k] for k in ("compute_j", "transfer_j", "wait_j"))
+               for d in energy["devices"]) == pytest.approx(1e3 * energy["total_j"])  # fmt: skip
+    svg = figures(section)["plot-energy"].decode()
+    for dev in energy["devices"]:
+        assert f" {1e3 * (dev['compute_j'] + dev['transfer_j'] + dev['wait_j']):.3g}" in svg
+        assert dev["name"] in svg
+
+
+def test_energy_section_says_why_without_energy_data(compiled: tuple[Path, list[int]]) -> None:
+    """A plan whose part has no energy rows (``plan.json`` without ``energy``) gets a note, no
+    plot."""
+    from dataclasses import replace
+
+    from splitter.manifest import read_manifest
+    from splitter.report import read_report_data, render_report
+
+    out, _ = compiled
+    manifest = replace(read_manifest(out), energy=None)
+    html = render_report(manifest, read_report_data(out, manifest), None)
+    section = html.split("<h2>Energy per inference</h2>")[1].split("<h2>")[0]
+    assert "Not computed: a part of this plan has no Run / Sleep rows" in section
+    assert "plot-energy" not in html
 
 
 def test_search_heatmap_counts_the_bnb_nodes(compiled: tuple[Path, list[int]]) -> None:

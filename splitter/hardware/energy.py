@@ -103,9 +103,9 @@ def energy_from_table(name: str, table: Mapping[str, Any], where: str) -> PartEn
             f"{where}: energy.{name}: vdd {nums['vdd_v']} V, run {nums['run_ma']} mA, sleep "
             f"{nums['wait_ma']} mA is not an MCU's; give the datasheet's typical mA"
         )
-    sources = {k: str(table.get(k, "")) for k in ("run_source_url", "wait_source_url")}
+    run_url, wait_url = (str(table.get(k, "")) for k in ("run_source_url", "wait_source_url"))
     checked = bool(table.get("checked", False))
-    if checked and not all(sources.values()):
+    if checked and not (run_url and wait_url):
         raise BoardFileError(
             f"{where}: energy.{name}: checked = true needs run_source_url and wait_source_url "
             "(the pages the Run and Sleep figures were read on); add them or set checked = false"
@@ -116,7 +116,8 @@ def energy_from_table(name: str, table: Mapping[str, Any], where: str) -> PartEn
         wait_table=str(table["wait_table"]),
         regulator=str(table.get("regulator", "LDO")),
         checked=checked,
-        **sources,
+        run_source_url=run_url,
+        wait_source_url=wait_url,
         **nums,
     )
 

@@ -115,6 +115,8 @@ def render(
             "linked into), the figures splitter plan and splitter build print",
         ),
         _memory_table(m),
+        "<h2>Energy per inference</h2>",
+        _energy(m),
         "<h2>Pipelined run</h2>",
         _pipeline(m, names) if segments is None else _NO_PIPELINE,
         "<h2>Search</h2>",
@@ -246,6 +248,38 @@ def _memory_table(m: PlanManifest) -> str:
     head = ["device", "MCU", "flash B / budget", "weights + code", "RAM B / limit",
             "arena + runtime", "RAM region"]  # fmt: skip
     return table(head, rows, left=2)
+
+
+def _energy(m: PlanManifest) -> str:
+    """Per device the energy of one inference: computing, sending, waiting and total (mJ), the
+    powers and the datasheet rows they come from (``plan.json``'s ``energy``), as a stacked bar
+    plot and a table with the total; a note when a part has no energy data."""
+    e = m.energy
+    if e is None:
+        return (
+            "<p>Not computed: a part of this plan has no Run / Sleep rows in "
+            "<code>splitter/hardware/energy.toml</code>.</p>"
+        )
+    names = [d.name for d in e.devices]
+    svg = plots.energy_svg(names, [(d.compute_j, d.transfer_j, d.wait_j) for d in e.devices])
+    rows = [
+        [esc(d.name), esc(d.mcu), num(1e3 * d.run_w, ".2f"), num(1e3 * d.wait_w, ".2f"),
+         *(num(1e3 * x, ".4f") for x in (d.compute_j, d.transfer_j, d.wait_j, d.total_j)),
+         f"{esc(d.run_table)}<br>{esc(d.wait_table)}"]
+        for d in e.devices
+    ]  # fmt: skip
+    total = [sum(getattr(d, k) for d in e.devices) for k in ("compute_j", "transfer_j", "wait_j")]
+    rows.append(
+        ["<b>total</b>", "", "", "", *(num(1e3 * x, ".4f") for x in total),
+         f"<b>{num(1e3 * e.total_j, '.4f')}</b>", ""]
+    )  # fmt: skip
+    head = ["device", "MCU", "run mW", "sleep mW", "compute mJ", "transfer mJ", "waiting mJ",
+            "total mJ", "datasheet rows (Run, Sleep)"]  # fmt: skip
+    caption = (
+        f"Energy of one inference, {num(1e3 * e.total_j, '.4f')} mJ: each board computing and "
+        "sending at its run power, waiting at its sleep power, for the latency"
+    )
+    return f"<p>{esc(e.model)}</p>" + figure("plot-energy", svg, caption) + table(head, rows, 2)
 
 
 def _headline_rows(m: PlanManifest) -> list[list[str]]:

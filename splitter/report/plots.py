@@ -116,6 +116,35 @@ def memory_svg(
     return _render(draw, 9, 0.6 * len(names) + 1.6, max(map(len, names)))
 
 
+def energy_svg(names: Sequence[str], parts: Sequence[tuple[float, float, float]]) -> str:
+    """Per device the energy of one inference (mJ), stacked: computing (solid), sending
+    (hatched) and waiting in sleep (light); ``parts`` are ``(compute, transfer, wait)`` in J."""
+    y = np.arange(len(names))
+
+    def draw(fig: object) -> None:
+        ax = fig.subplots()  # type: ignore[attr-defined]
+        left = np.zeros(len(names))
+        cols = [colour(i) for i in range(len(names))]
+        styles: tuple[tuple[str, dict[str, Any]], ...] = (
+            ("computing", {"color": cols}),
+            ("sending", {"color": cols, "hatch": "//", "alpha": 0.6}),
+            ("waiting (sleep)", {"color": "#dddddd", "edgecolor": "black"}),
+        )
+        for k, (label, style) in enumerate(styles):
+            values = np.array([1e3 * p[k] for p in parts])
+            ax.barh(y, values, left=left, label=label, **style)
+            left += values
+        for k, total in enumerate(left):
+            ax.text(total, k, f" {total:.3g}", va="center", fontsize=8)
+        ax.set_xlim(0, 1.15 * max([*left, 1e-9]))
+        ax.set_yticks(y, list(names))
+        ax.set_xlabel("energy of one inference (mJ)")
+        ax.invert_yaxis()
+        ax.legend(loc="lower right", fontsize=8)
+
+    return _render(draw, 9, 0.6 * len(names) + 1.6, max(map(len, names)))
+
+
 def gantt_svg(sim: Simulation, names: Sequence[str], bottleneck: int, waiting_s: float) -> str:
     """Compute (solid) and link sends (hatched) per device over time, per inference shaded;
     the bottleneck device's row is marked."""
