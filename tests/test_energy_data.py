@@ -56,6 +56,30 @@ def test_row_cites_its_table_and_reproduces_the_quoted_figure(part: str) -> None
     assert row.regulator in ("LDO", "SMPS") and row.vdd_v == 3.3
 
 
+#: Figures quoted from a datasheet by a third party (not a copy of the datasheet, so they do not
+#: make a row ``checked``): (part, mode) -> (mA, MHz, what it says, where).
+SECONDARY_FIGURES: dict[tuple[str, str], tuple[float, float, str, str]] = {
+    ("STM32F405RG", "run"): (
+        40.0,
+        168.0,
+        "'From datasheet Table 20 and Figure 24: Run mode, 168 MHz, TA = 25 C, peripherals "
+        "disabled: Icore = 40 mA (approx)'",
+        "github.com/lendzeg/stm32f405-devboard docs/power_consumption.md (commit 44e9ea1)",
+    ),
+}
+
+
+@pytest.mark.parametrize(("key", "figure"), sorted(SECONDARY_FIGURES.items()))
+def test_rows_agree_with_figures_quoted_by_others(
+    key: tuple[str, str], figure: tuple[float, float, str, str]
+) -> None:
+    part, mode = key
+    ma, mhz, quote, where = figure
+    row = energy_of(part)
+    got = (row.run_ma, row.run_mhz) if mode == "run" else (row.wait_ma, row.wait_mhz)
+    assert got == (ma, mhz), (quote, where)
+
+
 @pytest.mark.parametrize(("key", "figure"), sorted(DATASHEET_FIGURES.items()))
 def test_rows_equal_the_figures_read_on_the_datasheet(
     key: tuple[str, str], figure: tuple[float, str, str]
