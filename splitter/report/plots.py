@@ -125,14 +125,14 @@ def energy_svg(names: Sequence[str], parts: Sequence[tuple[float, float, float]]
         ax = fig.subplots()  # type: ignore[attr-defined]
         left = np.zeros(len(names))
         cols = [colour(i) for i in range(len(names))]
-        styles: tuple[tuple[str, dict[str, Any]], ...] = (
-            ("computing", {"color": cols}),
-            ("sending", {"color": cols, "hatch": "//", "alpha": 0.6}),
-            ("waiting (sleep)", {"color": "#dddddd", "edgecolor": "black"}),
+        styles: tuple[dict[str, Any], ...] = (  # computing, sending, waiting
+            {"color": cols},
+            {"color": cols, "hatch": "//", "alpha": 0.6},
+            {"color": "#dddddd", "edgecolor": "black"},
         )
-        for k, (label, style) in enumerate(styles):
+        for k, style in enumerate(styles):
             values = np.array([1e3 * p[k] for p in parts])
-            ax.barh(y, values, left=left, label=label, **style)
+            ax.barh(y, values, left=left, **style)
             left += values
         for k, total in enumerate(left):
             ax.text(total, k, f" {total:.3g}", va="center", fontsize=8)
@@ -140,7 +140,15 @@ def energy_svg(names: Sequence[str], parts: Sequence[tuple[float, float, float]]
         ax.set_yticks(y, list(names))
         ax.set_xlabel("energy of one inference (mJ)")
         ax.invert_yaxis()
-        ax.legend(loc="lower right", fontsize=8)
+        from matplotlib.patches import Patch
+
+        keys = [  # neutral swatches: the bars take each device's colour
+            Patch(color="#888888", label="computing (run power)"),
+            Patch(facecolor="#888888", alpha=0.6, hatch="//", label="sending (run power)"),
+            Patch(facecolor="#dddddd", edgecolor="black", label="waiting (sleep power)"),
+        ]
+        ax.legend(handles=keys, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, fontsize=8,
+                  frameon=False)  # fmt: skip
 
     return _render(draw, 9, 0.6 * len(names) + 1.6, max(map(len, names)))
 
