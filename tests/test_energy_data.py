@@ -1,5 +1,8 @@
-"""The per-part energy constants of ``splitter/hardware/energy.toml`` against their cited tables.
+"""The per-part energy constants of ``splitter/hardware/energy.toml`` against their sources.
 
+``DATASHEET_FIGURES`` holds every figure read on a stored copy of a datasheet, with the page;
+the rows must equal them, carry that page, and only rows whose Run and Sleep figures were both
+read may say ``checked``. ``SECONDARY_FIGURES`` holds figures others quote from a datasheet.
 Each row is one line of a datasheet table, ``I mA at f MHz``; where the citation quotes the
 datasheet's own ``uA/MHz`` figure (its front page), the row must reproduce it. The power at a
 clock is worked by hand for one part, and every catalog part (and every part the ``boards``
