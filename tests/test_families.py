@@ -31,6 +31,8 @@ FACTS = {
     "G4": ("cortex-m4", "isr_rdr_tdr", 16_000_000, "stm32g4x", {"USART1": 37, "LPUART1": 91}),
     "L5": ("cortex-m33", "isr_rdr_tdr", 4_000_000, "stm32l5x", {"USART1": 61, "LPUART1": 66}),
     "U5": ("cortex-m33", "isr_rdr_tdr", 4_000_000, "stm32u5x", {"USART1": 61, "LPUART1": 66}),
+    # RM0455 (H7A3/B3): the H7 vector table's USART IRQs (stm32h7a3xxq.h USART3_IRQn 39, 71)
+    "H7AB": ("cortex-m7", "isr_rdr_tdr", 64_000_000, "stm32h7x", {"USART3": 39, "USART6": 71}),
 }
 #: Per family, the RCC enable write of one USART and the AFR write of its TX pin:
 #: (usart, (rcc addr, set), (afr addr, clear, set)).
@@ -51,6 +53,9 @@ INIT = {
     "L5": ("LPUART1", ("0x4002105C", "0x00000001"), ("0x42021820", "0xF0000000", "0x80000000")),
     # RM0456 11.8.34 APB2ENR.USART1EN bit 14 at 0x4602_0CA4; PA9 AF7 in GPIOA_AFRH (0x4202_0024)
     "U5": ("USART1", ("0x46020CA4", "0x00004000"), ("0x42020024", "0x000000F0", "0x00000070")),
+    # RM0455 RCC_APB1LENR.USART3EN bit 18 at 0x5802_44E8; PD8 AF7 in GPIOD_AFRH (0x5802_0C24,
+    # DS13195 alternate functions; UM2408: the ST-LINK virtual COM port)
+    "H7AB": ("USART3", ("0x580244E8", "0x00040000"), ("0x58020C24", "0x0000000F", "0x00000007")),
 }
 
 

@@ -68,6 +68,9 @@ class Board:
     stlink: StLink = STLINKS["V2-1"]
     #: other names of the same board (the name without its -Q / -P suffix, ...)
     aliases: tuple[str, ...] = ()
+    #: the VCORE supply its regulator pins are wired for (``ClockRules.supplies``), None: the
+    #: family's default
+    supply: str | None = None
 
     @property
     def vcp(self) -> str:
@@ -94,9 +97,11 @@ def boards() -> dict[str, Board]:
                 f"{BOARD_FILE}: board {name}: stlink = {t['stlink']!r} (use one of "
                 f"{', '.join(STLINKS)}) and the name in lower case"
             )
+        supply = t.get("supply")
+        family.clock.with_supply(supply, f"{BOARD_FILE} board {name} ({part.name})")
         out[name] = Board(
             name, part.name, hse, tuple(t["usarts"]), dict(t["pins"]), dict(t["headers"]),
-            t["source"], spec, stlink, tuple(t.get("aliases", ())),
+            t["source"], spec, stlink, tuple(t.get("aliases", ())), supply,
         )  # fmt: skip
     return out
 
@@ -168,7 +173,8 @@ def device_wiring(part: Part, board: str | None, clock_hz: float, where: str) ->
     family = family_for(part.family)
     b = get_board(board, where) if board is not None else None
     target = round(clock_hz)
-    tree = family.clock_tree(part.name, round(part.clock_mhz * MHZ), target, b.hse if b else None)
+    hse, supply = (b.hse, b.supply) if b else (None, None)
+    tree = family.clock_tree(part.name, round(part.clock_mhz * MHZ), target, hse, supply)
     if b is not None:
         names: tuple[str, ...] = b.usarts
     else:
@@ -203,6 +209,7 @@ def board_listing() -> list[dict[str, Any]]:
                 "max_host_baud": b.stlink.max_baud,
                 "usarts": list(b.usarts),
                 "hse": b.hse.label if b.hse else None,
+                "supply": b.supply,
                 "source": b.source,
             }
         )

@@ -292,9 +292,17 @@ class Family:
             ),
         ]
 
-    def clock_tree(self, part: str, part_max_hz: int, target_hz: int, hse: Osc | None) -> ClockTree:
-        """The real part's clock tree reaching ``target_hz`` (see ``clocks.py``)."""
-        return self.clock.plan(part, part_max_hz, target_hz, hse)
+    def clock_tree(
+        self,
+        part: str,
+        part_max_hz: int,
+        target_hz: int,
+        hse: Osc | None,
+        supply: str | None = None,
+    ) -> ClockTree:
+        """The real part's clock tree reaching ``target_hz`` (see ``clocks.py``) from the
+        board's ``hse`` and VCORE ``supply`` (None: the family's default)."""
+        return self.clock.plan(part, part_max_hz, target_hz, hse, supply)
 
 
 def _set_bit(addr: int, bit: int, comment: str) -> RegWrite:
