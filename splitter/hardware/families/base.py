@@ -117,6 +117,8 @@ class Family:
     iwdg_base: ClassVar[int]  # independent watchdog: KR 0x00, PR 0x04, RLR 0x08, SR 0x0C
     lsi_hz: ClassVar[int]  # nominal LSI RC frequency, the IWDG's clock
     iwdg_source: ClassVar[str]  # where the two come from
+    #: largest IWDG_PR code: 6 (``/256``, a 3-bit PR: RM0090 21.4.2) except where PR is wider
+    iwdg_max_pr: ClassVar[int] = 6
 
     def __repr__(self) -> str:
         return f"<family {self.name}>"

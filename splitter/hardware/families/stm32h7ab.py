@@ -9,9 +9,13 @@ is inherited from :mod:`splitter.hardware.families.stm32h7` (one place per fact)
 0x5802_4400 with the H743's register offsets (RCC_CR, CFGR 0x10, CDCFGR1/2 and SRDCFGR at
 0x18-0x20 where the H743 has D1/D2/D3CFGR, PLLCKSELR 0x28, PLLCFGR 0x2C, PLL1DIVR 0x30,
 AHB4ENR 0xE0, APB1LENR 0xE8, APB2ENR 0xF0), GPIOA at 0x5802_0000, HSI 64 MHz after reset, the
-USART bases, IRQs and AF7 pins, IWDG1 at 0x5800_4800 (ST's STM32H7A3 CMSIS header
-``stm32h7a3xxq.h`` and SVD give the same addresses; RM0455 section numbers below are named
-only where they were read).
+USART bases, IRQs and AF7 pins, IWDG1 at 0x5800_4800. Every one of these addresses, offsets and
+bit positions was checked against ST's device header ``stm32h7a3xxq.h`` (STMicroelectronics/
+cmsis_device_h7, commit 13ba9da): RCC_BASE, PWR_BASE, GPIOA_BASE, FLASH_R_BASE, USART3_BASE,
+IWDG1_BASE, the RCC_TypeDef / PWR_TypeDef offsets (PWR CSR1 0x04, CR3 0x0C, SRDCR 0x18), the
+CDCFGR1/2, SRDCFGR and FLASH_ACR (LATENCY[3:0], WRHIGHFREQ[5:4]) fields, USART3_IRQn 39,
+USART6_IRQn 71. RM0455's section numbers were not available here: the comments name its
+registers and table 16 (flash), not sections.
 """
 
 from __future__ import annotations
