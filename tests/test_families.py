@@ -100,6 +100,22 @@ def test_board_init_writes(name: str) -> None:
     assert len(writes) == len(power) + 1 + 2 * 5
 
 
+def test_vcore_supply_is_a_board_choice_only_where_the_family_offers_one() -> None:
+    """H7AB (RM0455): ``supply`` picks the LDO (default, the non-SMPS parts' only supply) or the
+    direct SMPS (NUCLEO-H7A3ZI-Q, UM2408 table 10); any other name, or a supply on a family
+    whose supply splitter does not choose, is refused naming the choices."""
+    from splitter.hardware.clocks import ClockError
+
+    h7ab = family_for("H7AB").clock
+    assert h7ab.supplies == ("ldo", "direct-smps") and h7ab.supply == "ldo"
+    assert h7ab.with_supply(None, "X") is h7ab
+    assert h7ab.with_supply("direct-smps", "X").supply == "direct-smps"
+    with pytest.raises(ClockError, match=r"supply = 'smps-1v8'.*use one of: ldo, direct-smps"):
+        h7ab.with_supply("smps-1v8", "X")
+    with pytest.raises(ClockError, match=r"not a VCORE supply of its family \(RM0090\)"):
+        family_for("F4").clock.with_supply("ldo", "X")
+
+
 def test_board_init_refuses_a_usart_the_family_lacks() -> None:
     with pytest.raises(BoardFileError, match="USART6 is not a USART of family G0"):
         family_for("G0").board_init_writes(["USART6"])
