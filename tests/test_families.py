@@ -116,6 +116,21 @@ def test_vcore_supply_is_a_board_choice_only_where_the_family_offers_one() -> No
         family_for("F4").clock.with_supply("ldo", "X")
 
 
+def test_h7a3_voltage_scale_and_flash_rows_follow_the_clock() -> None:
+    """STM32H7A3 (RM0455 rev 10 table 16, read as the stm32h7xx-hal and embassy-stm32 HALs quote
+    it; its 280 MHz row is ST's own template's FLASH_LATENCY_6): 280 MHz needs VOS0
+    (PWR_SRDCR.VOS = 0b11) and 6 wait states, WRHIGHFREQ 3; 200 MHz runs at VOS1 (0b10, up to
+    225 MHz) with 5 wait states (190-225 MHz row), WRHIGHFREQ 2; APB at most 140 MHz
+    (DS13195)."""
+    h7ab = family_for("H7AB")
+    for mhz, vos, ws, wrhf, apb in ((280, 0b11, 6, 3, 140), (200, 0b10, 5, 2, 100)):
+        tree = h7ab.clock_tree("STM32H7A3ZI", 280_000_000, mhz * 1_000_000, None)
+        steps = {(s.op, s.addr): s for s in tree.steps}
+        assert steps["set", 0x5802_4818].value == vos << 14
+        assert steps["set", 0x5200_2000].value == ws | wrhf << 4 and tree.wait_states == ws
+        assert tree.bus_hz["APB1"] == apb * 1_000_000
+
+
 def test_board_init_refuses_a_usart_the_family_lacks() -> None:
     with pytest.raises(BoardFileError, match="USART6 is not a USART of family G0"):
         family_for("G0").board_init_writes(["USART6"])
