@@ -101,6 +101,16 @@ MODELS = {
     ),
 }
 MODELS["F7"] = MODELS["F4"]
+# RM0455 (H7A3/B3): the H743's RCC ready bits and SWS; PWR_CSR1.ACTVOSRDY (13) once PWR_CR3 is
+# written, PWR_SRDCR.VOSRDY (13) once PWR_SRDCR is written. PWR_CR3 of the -Q parts resets with
+# SMPSEN and LDOEN both set (0x06: the SMPS feeding the LDO; STM32CubeH7 stm32h7xx_hal_pwr_ex.c
+# compares the register with the requested supply for that reason), so a supply write that does
+# not clear LDOEN shows in the final value; FLASH_ACR resets to 0x13 (ST's STM32H7A3 SVD).
+MODELS["H7AB"] = Model(
+    MODELS["H7"].ready,
+    MODELS["H7"].follows,
+    {H7_PWR + 0x0C: 0x0000_0006, H7_PWR + 0x18: 0x0000_4000, 0x5200_2000: 0x0000_0013},
+)
 U5_RCC, U5_PWR = 0x4602_0C00, 0x4602_0800
 # RM0440 7.4.1 RCC_CR: HSION 8 -> HSIRDY 10, HSEON 16 -> HSERDY 17, PLLON 24 -> PLLRDY 25;
 # 7.4.3 SWS[3:2] = SW; reset values 7.4.1 (HSI16 on and ready), 7.4.4, 6.4.6 (R1MODE = 1),
@@ -231,6 +241,7 @@ DECODERS: dict[str, Callable[[Mapping[int, int], int], dict[str, float]]] = {
     "F4": decode_f4,
     "F7": decode_f4,
     "H7": decode_h7,
+    "H7AB": decode_h7,  # RM0455: the same PLL and prescaler fields (RCC_CDCFGR1/2 at 0x18/0x1C)
     "L4": decode_l4,
     "G0": lambda regs, hse: decode_l4(regs, hse, g0=True),
     "G4": decode_l4,
@@ -429,6 +440,36 @@ PARTS: dict[str, Expect] = {
         ),
         _h7_links(1194),  # 137.5 MHz / 115200 = 1193.6
     ),
+    # NUCLEO-H7A3ZI-Q: STM32CubeH7 Projects/NUCLEO-H7A3ZI-Q/Templates SystemClock_Config (direct
+    # SMPS, VOS0, HSE bypass 8 MHz, PLLM 4, PLLN 280, PLLP 2, APB /2, FLASH_LATENCY_6)
+    "STM32H7A3ZI": Expect(
+        "nucleo-h7a3zi-q", 8 * MHZ, 280 * MHZ,
+        (
+            (H7_PWR + 0x0C, 0, 6, 0b000100,
+             "RM0455 PWR_CR3: SMPSEN only, LDOEN cleared (HAL PWR_DIRECT_SMPS_SUPPLY; UM2408 "
+             "table 10: the board's VCORE comes from the direct SMPS)"),
+            (H7_PWR + 0x18, 14, 2, 0b11,
+             "RM0455 PWR_SRDCR: VOS = 0b11 is VOS0 (stm32h7xx_hal_pwr.h, PWR_SRDCR parts)"),
+            (H7_RCC, 16, 3, 0b101, "RM0455 RCC_CR: HSEON + HSEBYP (UM2408: STLINK-V3E MCO)"),
+            (H7_RCC + 0x28, 0, 2, 2, "RM0455 RCC_PLLCKSELR: PLLSRC = HSE"),
+            (H7_RCC + 0x28, 4, 6, 4, "RM0455 RCC_PLLCKSELR: DIVM1 = 4, 2 MHz reference"),
+            (H7_RCC + 0x2C, 1, 3, 0b010, "RM0455 RCC_PLLCFGR: PLL1RGE = 2-4 MHz, wide VCO"),
+            (H7_RCC + 0x2C, 16, 1, 1, "RM0455 RCC_PLLCFGR: DIVP1EN"),
+            (H7_RCC + 0x30, 0, 9, 279, "RM0455 RCC_PLL1DIVR: DIVN1 = 280, VCO 560 MHz"),
+            (H7_RCC + 0x30, 9, 7, 1, "RM0455 RCC_PLL1DIVR: DIVP1 = 2 -> 280 MHz"),
+            (0x5200_2000, 0, 4, 6, "RM0455 table 16: 6 WS at 252-280 MHz AXI, VOS0"),
+            (0x5200_2000, 4, 2, 3, "RM0455 table 16: WRHIGHFREQ = 3"),
+            (H7_RCC + 0x18, 0, 4, 0, "RM0455 RCC_CDCFGR1: HPRE = /1, AXI 280 MHz"),
+            (H7_RCC + 0x18, 4, 3, 4, "RM0455 RCC_CDCFGR1: CDPPRE = /2, APB3 140 MHz"),
+            (H7_RCC + 0x18, 8, 4, 0, "RM0455 RCC_CDCFGR1: CDCPRE = /1, CPU 280 MHz"),
+            (H7_RCC + 0x1C, 4, 3, 4, "RM0455 RCC_CDCFGR2: CDPPRE1 = /2, APB1 140 MHz"),
+            (H7_RCC + 0x1C, 8, 3, 4, "RM0455 RCC_CDCFGR2: CDPPRE2 = /2, APB2 140 MHz"),
+            (H7_RCC + 0x20, 4, 3, 4, "RM0455 RCC_SRDCFGR: SRDPPRE = /2, APB4 140 MHz"),
+            (H7_RCC + 0x10, 0, 3, 3, "RM0455 RCC_CFGR: SW = PLL1"),
+            (0xE000_ED14, 16, 2, 3, "PM0253 4.3.7: CCR.DC + CCR.IC, M7 caches on"),
+        ),
+        _h7_links(1215),  # 140 MHz / 115200 = 1215.3
+    ),
     "STM32L4R5ZI": Expect(
         "nucleo-l4r5zi", 0, 120 * MHZ,
         (
@@ -572,6 +613,7 @@ GPIO = {
     "F4": (0x4002_0000, F4_RCC + 0x30),
     "F7": (0x4002_0000, F4_RCC + 0x30),
     "H7": (0x5802_0000, H7_RCC + 0xE0),
+    "H7AB": (0x5802_0000, H7_RCC + 0xE0),  # RM0455: the H743's GPIO map and RCC_AHB4ENR
     "L4": (0x4800_0000, L4_RCC + 0x4C),
     "G0": (0x5000_0000, L4_RCC + 0x34),
     "G4": (0x4800_0000, L4_RCC + 0x4C),  # RM0440 2.2.2 / 7.4.15
@@ -580,8 +622,8 @@ GPIO = {
 }
 #: BRR offset per USART layout (RM0090 30.6.3 SR/DR layout: 0x08; RM0410 34.8.4 and the newer
 #: USARTs: 0x0C).
-BRR_OFFSET = {"F4": 0x08, "F7": 0x0C, "H7": 0x0C, "L4": 0x0C, "G0": 0x0C, "G4": 0x0C, "L5": 0x0C,
-              "U5": 0x0C}  # fmt: skip
+BRR_OFFSET = {"F4": 0x08, "F7": 0x0C, "H7": 0x0C, "H7AB": 0x0C, "L4": 0x0C, "G0": 0x0C,
+              "G4": 0x0C, "L5": 0x0C, "U5": 0x0C}  # fmt: skip
 
 # ------------------------------------------------------------------ clock start-up timeouts ---
 #: Per family: the oscillator running from reset, the clock every wait before the switch polls
@@ -591,6 +633,7 @@ RESET_HZ = {
     "F4": 16 * MHZ,
     "F7": 16 * MHZ,
     "H7": 64 * MHZ,
+    "H7AB": 64 * MHZ,
     "L4": 4 * MHZ,
     "G0": 16 * MHZ,
     "G4": 16 * MHZ,
@@ -600,12 +643,13 @@ RESET_HZ = {
 #: Per family: RCC_CR (HSEON bit 16, HSERDY 17, HSEBYP 18 in all of them: RM0090 6.3.1,
 #: RM0433 8.7.2, RM0351 6.4.1, RM0444 5.4.1) and the PLL source field reading "internal
 #: oscillator" ``(address, shift, width, value, source)``.
-HSE_CR = {"F4": F4_RCC, "F7": F4_RCC, "H7": H7_RCC, "L4": L4_RCC, "G0": L4_RCC, "G4": L4_RCC,
-          "L5": L4_RCC, "U5": U5_RCC}  # fmt: skip
+HSE_CR = {"F4": F4_RCC, "F7": F4_RCC, "H7": H7_RCC, "H7AB": H7_RCC, "L4": L4_RCC, "G0": L4_RCC,
+          "G4": L4_RCC, "L5": L4_RCC, "U5": U5_RCC}  # fmt: skip
 PLL_INTERNAL = {
     "F4": (F4_RCC + 0x04, 22, 1, 0, "RM0090 6.3.2: PLLSRC = 0, HSI"),
     "F7": (F4_RCC + 0x04, 22, 1, 0, "RM0410 5.3.2: PLLSRC = 0, HSI"),
     "H7": (H7_RCC + 0x28, 0, 2, 0, "RM0433 8.7.11: PLLSRC = 0b00, HSI"),
+    "H7AB": (H7_RCC + 0x28, 0, 2, 0, "RM0455 RCC_PLLCKSELR: PLLSRC = 0b00, HSI"),
     "L4": (L4_RCC + 0x0C, 0, 2, 2, "RM0351 6.4.4: PLLSRC = 0b10, HSI16"),
     "G0": (L4_RCC + 0x0C, 0, 2, 2, "RM0444 5.4.4: PLLSRC = 0b10, HSI16"),
     "G4": (L4_RCC + 0x0C, 0, 2, 2, "RM0440 7.4.4: PLLSRC = 0b10, HSI16"),
@@ -619,6 +663,7 @@ HSE_BOARDS = {
     "F4": ("STM32F446RE", "nucleo-f446re", 8, True),
     "F7": ("STM32F767ZI", "nucleo-f767zi", 8, True),
     "H7": ("STM32H743ZI", "nucleo-h743zi", 8, True),
+    "H7AB": ("STM32H7A3ZI", "nucleo-h7a3zi-q", 8, True),
     "L4": ("STM32L452RE", "nucleo-l452re", 8, True),
     "G0": ("STM32G071RB", "nucleo-g071rb", 8, True),
     "G4": ("STM32G474RE", "nucleo-g474re", 24, False),  # its own 24 MHz crystal (UM2505)

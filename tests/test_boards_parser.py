@@ -31,7 +31,7 @@ def test_catalog_matches_thesis_table_2() -> None:
         assert (part.flash_kib, part.ram_kib, part.clock_mhz, part.cpm) == (
             row["flash_kb"], row["ram_kb"], row["mhz"], row["cpm"],
         ), name  # fmt: skip
-    assert len(parts()) == 20
+    assert len(parts()) == 21
 
 
 #: Issue 31's parts: (flash KiB, RAM KiB, MHz, family, FPU), from their datasheets (DS13737
@@ -54,6 +54,24 @@ def test_issue_31_parts(name: str) -> None:
     assert p.name == name and p.ram_regions[0][1] == 0x2000_0000
 
 
+def test_h7a3_memories() -> None:
+    """STM32H7A3ZI (DS13195, RM0455 memory map): 2 MiB flash, 280 MHz, the double-precision
+    FPU; the arena in the 1 MiB AXI SRAM at 0x2400_0000 (STM32CubeH7's linker script for the
+    NUCLEO-H7A3ZI-Q: RAM 0x24000000, 1024K), then DTCM, AHB SRAM1/2, SRD SRAM; ram_kib is every
+    bank with the 64 KiB ITCM, the datasheet's ~1.4 MB."""
+    p = get_part("stm32h7a3zi")
+    assert (p.flash_kib, p.ram_kib, p.clock_mhz, p.family, p.fpu) == (
+        2048, 1376, 280, "H7AB", "fpv5-d16",
+    )  # fmt: skip
+    assert p.ram_regions == (
+        ("AXI_SRAM", 0x2400_0000, 1024 * 1024),
+        ("DTCM", 0x2000_0000, 128 * 1024),
+        ("AHB_SRAM12", 0x3000_0000, 128 * 1024),
+        ("SRD_SRAM", 0x3800_0000, 32 * 1024),
+    )
+    assert sum(size for _n, _o, size in p.ram_regions) + 64 * 1024 == p.ram_kib * 1024
+
+
 def test_catalog_extra_parts_and_layouts() -> None:
     f405 = get_part("STM32F405RG")
     assert (f405.flash_kib, f405.ram_kib, f405.clock_mhz, f405.cpm) == (1024, 192, 168, 9)
@@ -68,7 +86,9 @@ def test_catalog_extra_parts_and_layouts() -> None:
     assert get_part("STM32G071RB").family == "G0" and get_part("STM32G071RB").fpu == ""
     for part in parts():
         assert part.source and part.ram_regions and part.usarts
-        assert part.family == ("L4" if part.name.startswith("STM32L4") else part.name[5:7])
+        # the family is the name's series, RM0455's H7A3/B3 line being "H7AB"
+        series = "H7AB" if part.name.startswith(("STM32H7A", "STM32H7B")) else part.name[5:7]
+        assert part.family == ("L4" if part.name.startswith("STM32L4") else series)
 
 
 def test_catalog_unknown_part_suggests_close_matches() -> None:

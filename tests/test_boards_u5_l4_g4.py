@@ -40,7 +40,8 @@ def test_u575_l476_g474_split_compiles_and_builds(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("board", "device"),
     [('board = "NUCLEO-L552ZE-Q"', "l5"), ('board = "nucleo-f411re"', "f4"),
-     ('board = "nucleo-f746zg"', "f7"), ('mcu = "STM32U585AI"', "u5")],
+     ('board = "nucleo-f746zg"', "f7"), ('mcu = "STM32U585AI"', "u5"),
+     ('board = "NUCLEO-H7A3ZI-Q"', "h7")],
 )  # fmt: skip
 def test_other_new_parts_build_as_planned(tmp_path: Path, board: str, device: str) -> None:
     """The other new parts, each alone with MLPerf Tiny's keyword-spotting model (int8): the

@@ -31,6 +31,8 @@ FACTS = {
     "G4": ("cortex-m4", "isr_rdr_tdr", 16_000_000, "stm32g4x", {"USART1": 37, "LPUART1": 91}),
     "L5": ("cortex-m33", "isr_rdr_tdr", 4_000_000, "stm32l5x", {"USART1": 61, "LPUART1": 66}),
     "U5": ("cortex-m33", "isr_rdr_tdr", 4_000_000, "stm32u5x", {"USART1": 61, "LPUART1": 66}),
+    # RM0455 (H7A3/B3): the H7 vector table's USART IRQs (stm32h7a3xxq.h USART3_IRQn 39, 71)
+    "H7AB": ("cortex-m7", "isr_rdr_tdr", 64_000_000, "stm32h7x", {"USART3": 39, "USART6": 71}),
 }
 #: Per family, the RCC enable write of one USART and the AFR write of its TX pin:
 #: (usart, (rcc addr, set), (afr addr, clear, set)).
@@ -51,6 +53,9 @@ INIT = {
     "L5": ("LPUART1", ("0x4002105C", "0x00000001"), ("0x42021820", "0xF0000000", "0x80000000")),
     # RM0456 11.8.34 APB2ENR.USART1EN bit 14 at 0x4602_0CA4; PA9 AF7 in GPIOA_AFRH (0x4202_0024)
     "U5": ("USART1", ("0x46020CA4", "0x00004000"), ("0x42020024", "0x000000F0", "0x00000070")),
+    # RM0455 RCC_APB1LENR.USART3EN bit 18 at 0x5802_44E8; PD8 AF7 in GPIOD_AFRH (0x5802_0C24,
+    # DS13195 alternate functions; UM2408: the ST-LINK virtual COM port)
+    "H7AB": ("USART3", ("0x580244E8", "0x00040000"), ("0x58020C24", "0x0000000F", "0x00000007")),
 }
 
 
@@ -93,6 +98,37 @@ def test_board_init_writes(name: str) -> None:
     assert afr in {(w.addr, w.clear, w.set) for w in writes}
     # USART clock, then per pin: port clock, MODER, OSPEEDR, PUPDR, AFR
     assert len(writes) == len(power) + 1 + 2 * 5
+
+
+def test_vcore_supply_is_a_board_choice_only_where_the_family_offers_one() -> None:
+    """H7AB (RM0455): ``supply`` picks the LDO (default, the non-SMPS parts' only supply) or the
+    direct SMPS (NUCLEO-H7A3ZI-Q, UM2408 table 10); any other name, or a supply on a family
+    whose supply splitter does not choose, is refused naming the choices."""
+    from splitter.hardware.clocks import ClockError
+
+    h7ab = family_for("H7AB").clock
+    assert h7ab.supplies == ("ldo", "direct-smps") and h7ab.supply == "ldo"
+    assert h7ab.with_supply(None, "X") is h7ab
+    assert h7ab.with_supply("direct-smps", "X").supply == "direct-smps"
+    with pytest.raises(ClockError, match=r"supply = 'smps-1v8'.*use one of: ldo, direct-smps"):
+        h7ab.with_supply("smps-1v8", "X")
+    with pytest.raises(ClockError, match=r"not a VCORE supply of its family \(RM0090\)"):
+        family_for("F4").clock.with_supply("ldo", "X")
+
+
+def test_h7a3_voltage_scale_and_flash_rows_follow_the_clock() -> None:
+    """STM32H7A3 (RM0455 rev 10 table 16, read as the stm32h7xx-hal and embassy-stm32 HALs quote
+    it; its 280 MHz row is ST's own template's FLASH_LATENCY_6): 280 MHz needs VOS0
+    (PWR_SRDCR.VOS = 0b11) and 6 wait states, WRHIGHFREQ 3; 200 MHz runs at VOS1 (0b10, up to
+    225 MHz) with 5 wait states (190-225 MHz row), WRHIGHFREQ 2; APB at most 140 MHz
+    (DS13195)."""
+    h7ab = family_for("H7AB")
+    for mhz, vos, ws, wrhf, apb in ((280, 0b11, 6, 3, 140), (200, 0b10, 5, 2, 100)):
+        tree = h7ab.clock_tree("STM32H7A3ZI", 280_000_000, mhz * 1_000_000, None)
+        steps = {(s.op, s.addr): s for s in tree.steps}
+        assert steps["set", 0x5802_4818].value == vos << 14
+        assert steps["set", 0x5200_2000].value == ws | wrhf << 4 and tree.wait_states == ws
+        assert tree.bus_hz["APB1"] == apb * 1_000_000
 
 
 def test_board_init_refuses_a_usart_the_family_lacks() -> None:

@@ -259,11 +259,13 @@ def test_startup_trace(name: str, arm_gcc: None, tmp_path: Path) -> None:
     clocks = DECODERS[family](regs, exp.hse)
     assert clocks["SYSCLK"] == exp.sysclk == get_part(name).clock_mhz * 1e6
     # flash wait states are raised before the switch to the PLL (RM0090 3.5.1 and the like)
-    acr = {"F4": 0x4002_3C00, "F7": 0x4002_3C00, "H7": 0x5200_2000}.get(family, 0x4002_2000)
-    cfgr = {"H7": 0x5802_4410, "U5": 0x4602_0C1C}.get(
+    acr = {"F4": 0x4002_3C00, "F7": 0x4002_3C00, "H7": 0x5200_2000, "H7AB": 0x5200_2000}.get(
+        family, 0x4002_2000
+    )
+    cfgr = {"H7": 0x5802_4410, "H7AB": 0x5802_4410, "U5": 0x4602_0C1C}.get(
         family, 0x4002_3808 if family in ("F4", "F7") else 0x4002_1008
     )
-    sw_mask = 0x7 if family in ("H7", "G0") else 0x3
+    sw_mask = 0x7 if family in ("H7", "H7AB", "G0") else 0x3
     assert trace.index(lambda a, _v: a == acr) < trace.index(
         lambda a, v: a == cfgr and (v & sw_mask) != 0
     )
@@ -295,6 +297,27 @@ def test_startup_trace(name: str, arm_gcc: None, tmp_path: Path) -> None:
             if pin.startswith("PG") and family in ("L4", "L5"):  # VDDIO2 before port G is used
                 iosv = trace.index(lambda a, v: a == 0x4000_7004 and v >> 9 & 1)
                 assert iosv < trace.index(lambda a, _v, g=gpio: a == g)
+
+
+@pytest.mark.parametrize(("board", "supply"), [("nucleo-h7a3zi-q", 0b000100), (None, 0b000010)])
+def test_h7a3_selects_its_supply_once_before_voltage_scaling(
+    board: str | None, supply: int, arm_gcc: None, tmp_path: Path
+) -> None:
+    """STM32H7A3: PWR_CR3's supply bits are written once after power-on (RM0455 PWR_CR3,
+    write-once), first, before PWR_SRDCR.VOS and before any oscillator or PLL is touched, as
+    ST's ``SystemClock_Config`` for the NUCLEO-H7A3ZI-Q calls ``HAL_PWREx_ConfigSupply`` first.
+    The board is wired for the direct SMPS (UM2408 table 10): SMPSEN alone (0b000100), LDOEN
+    cleared from its reset value; a bare part gets the LDO (LDOEN alone, 0b000010), the only
+    supply of the parts without SMPS. Then VOS0 (0b11) for 280 MHz."""
+    elf, core = _build("STM32H7A3ZI", board, tmp_path)
+    trace = Trace(MODELS["H7AB"])
+    _run(elf, core, trace)
+    cr3, srdcr, rcc_cr = 0x5802_480C, 0x5802_4818, 0x5802_4400
+    supply_writes = [v for a, v in trace.writes if a == cr3]
+    assert len(supply_writes) == 1 and supply_writes[0] & 0x3F == supply, supply_writes
+    first_rcc = trace.index(lambda a, _v: a == rcc_cr or 0x5802_4410 <= a <= 0x5802_4430)
+    assert trace.index(lambda a, _v: a == cr3) < trace.index(lambda a, _v: a == srdcr) < first_rcc
+    assert _field(trace.regs, srdcr, 14, 2) == 0b11
 
 
 def test_over8_at_4_mbaud(arm_gcc: None, tmp_path: Path) -> None:

@@ -7,7 +7,10 @@ As ``test_startup_trace.py`` does for the clock tree: the part's real-board ``st
 peripheral space, and every write is checked against :data:`IWDG`, written by hand from the
 manuals (not from splitter's code): the IWDG's address, the key sequence of RM0090 21.3.2
 (0xCCCC start, 0x5555 unlock, PR, RLR, 0xAAAA reload), and PR / RLR for the timeout from
-``t = 4 * 2**PR * (RL + 1) / 32 kHz`` (RM0090 table 107), the finest prescaler first.
+``t = 4 * 2**PR * (RL + 1) / 32 kHz`` (RM0090 table 107), the finest prescaler first. For the
+G4, L5, U5 and H7A3 the address, PR width and sequence are ST's own device headers and HAL
+(``stm32g474xx.h``, ``stm32l552xx.h``, ``stm32u575xx.h``, ``stm32h7a3xxq.h``,
+``stm32{g4,l5,u5}xx_hal_iwdg.c``: start, unlock, PR, RLR, wait for the update flags).
 """
 
 from __future__ import annotations
@@ -54,11 +57,24 @@ IWDG = {
     "L4": ("STM32L452RE", 0x4000_3000, 5000, 4, 2499, "RM0351 2.2.2 memory map"),
     # 2 s: 64000 ticks; /8 -> 8000 > 4096, /16 -> 4000: PR 2, RL 3999
     "G0": ("STM32G071RB", 0x4000_3000, 2000, 2, 3999, "RM0444 2.2 memory map"),
+    # 8 s: 256000 ticks; /32 -> 8000 > 4096, /64 -> 4000: PR 4, RL 3999 (ST stm32g474xx.h:
+    # IWDG_BASE = APB1PERIPH_BASE + 0x3000; stm32g4xx_hal_iwdg.c: the same key sequence)
+    "G4": ("STM32G474RE", 0x4000_3000, 8000, 4, 3999, "RM0440 IWDG; stm32g474xx.h"),
+    # 3 s: 96000 ticks; /16 -> 6000 > 4096, /32 -> 3000: PR 3, RL 2999 (stm32l552xx.h:
+    # IWDG_BASE_NS = 0x4000_0000 + 0x3000, TrustZone off)
+    "L5": ("STM32L552ZE", 0x4000_3000, 3000, 3, 2999, "RM0438 IWDG; stm32l552xx.h"),
+    # 60 s: 1920000 ticks; /256 -> 7500 > 4096, /512 -> 3750: PR 7, RL 3749 -- beyond the /256
+    # of the other families: the U5's 4-bit PR (stm32u575xx.h IWDG_PR_PR 0xF,
+    # stm32u5xx_hal_iwdg.h IWDG_PRESCALER_512 = PR 7, IWDG_PRESCALER_1024 = PR 8)
+    "U5": ("STM32U575ZI", 0x4000_3000, 60000, 7, 3749, "RM0456 IWDG; stm32u575xx.h"),
+    # 1 s: 32000 ticks; /8 -> 4000: PR 1, RL 3999 (stm32h7a3xxq.h IWDG1_BASE 0x5800_4800)
+    "H7AB": ("STM32H7A3ZI", 0x5800_4800, 1000, 1, 3999, "RM0455 IWDG; stm32h7a3xxq.h"),
 }
 KR, PR, RLR = 0x00, 0x04, 0x08
 #: the clock-switch register whose SW write ends the clock start-up (RCC_CFGR; H7: RCC_CFGR at
 #: 0x5802_4410), RM0090 6.3.3, RM0433 8.7.7, RM0351 6.4.3, RM0444 5.4.3
-CFGR = {"F4": 0x4002_3808, "F7": 0x4002_3808, "H7": 0x5802_4410, "L4": 0x4002_1008}
+CFGR = {"F4": 0x4002_3808, "F7": 0x4002_3808, "H7": 0x5802_4410, "H7AB": 0x5802_4410,
+        "L4": 0x4002_1008, "U5": 0x4602_0C1C}  # fmt: skip
 
 
 def _build(part_name: str, ms: int, tmp: Path) -> tuple[Path, str]:
@@ -108,6 +124,21 @@ def test_iwdg_start_trace(family: str, arm_gcc: None, tmp_path: Path) -> None:  
     last_switch = max(i for i, (a, _v) in enumerate(trace.writes) if a == cfgr)
     first = next(i for i, (a, _v) in enumerate(trace.writes) if a == base)
     assert last_switch < first
+
+
+def test_iwdg_ranges_follow_the_prescaler_width() -> None:
+    """At 32 kHz the 3-bit PR's /256 reaches 256 * 4096 / 32 kHz = 32768 ms (F4, G4, L5, H7,
+    H7AB); the U5's 4-bit PR goes on to /1024: 131072 ms, and 100 s is PR 8 (/1024) with
+    RL = 100 s * 32 kHz / 1024 - 1 = 3124."""
+    from splitter.hardware.watchdog import iwdg_range_ms, iwdg_setting
+
+    for name in ("F4", "G4", "L5", "H7", "H7AB"):
+        assert iwdg_range_ms(family_for(name)) == (0.125, 32768.0), name
+        assert iwdg_setting(family_for(name), 100_000) is None
+    u5 = family_for("U5")
+    assert iwdg_range_ms(u5) == (0.125, 131072.0)
+    got = iwdg_setting(u5, 100_000)
+    assert got is not None and (got.pr, got.rl) == (8, 3124)
 
 
 def test_no_watchdog_writes_nothing(arm_gcc: None, tmp_path: Path) -> None:  # noqa: F811

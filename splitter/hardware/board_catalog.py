@@ -39,13 +39,23 @@ class StLink:
 
 
 #: ST-LINK versions on the boards of :data:`BOARD_FILE` (``stlink = "V2-1"`` / ``"V3"``): the
-#: highest virtual COM port baud rate. V2-1 (an STM32F103 bridge on Nucleo-64 MB1136, Nucleo-144
-#: MB1137, Discovery boards): 2 Mbaud (ST TN1235 "Overview of ST-LINK derivatives", VCP
-#: section). V3 (STLINK-V3E on MB1364 / MB1367 / MB1549 boards, an STM32F723 bridge): ST gives
-#: the STLINK-V3 virtual COM port "frequency up to 15 MHz" (STLINK-V3MINI / STLINK-V3SET product
-#: pages, UM2448 STLINK-V3SET user manual).
+#: highest virtual COM port baud rate.
+#:
+#: V2-1 (on Nucleo-64 MB1136, Nucleo-144 MB1137, Discovery boards): no ST document read here
+#: states its VCP maximum (TN1235 "Overview of ST-LINK derivatives" was not found; the figure
+#: was first written from memory), so 2 Mbaud is a bound derived from the bridge, not a quoted
+#: one: the V2-1 is an STM32F103CBT6 whose VCP lines go to its USART2 on the 36 MHz APB1 (the
+#: Nucleo-64 MB1136 schematic, not re-read here), with 16x oversampling only (RM0008 USART:
+#: baud = f_PCLK / USARTDIV, USARTDIV >= 16), hence at most 36 MHz / 16 = 2.25 Mbaud, and users
+#: report a NUCLEO-F767ZI's VCP failing above 2.25 Mbaud
+#: (forums.mbed.com "NUCLEO-F767ZI - USART Problem when baud rate higher than 2.25 MHz");
+#: 2 Mbaud is the largest standard rate below that.
+#: V3 (STLINK-V3E on MB1363 / MB1364 / MB1367 / MB1549 boards, an STM32F723 bridge): ST's
+#: STLINK-V3MINI product page: "VCP frequency up to 15 MHz" (UM2448, the STLINK-V3SET manual,
+#: gives the VCP 732 to 16 000 000 baud).
 STLINKS: Mapping[str, StLink] = {
-    "V2-1": StLink("V2-1", 2_000_000, "ST TN1235: ST-LINK/V2-1 virtual COM port up to 2 Mbaud"),
+    "V2-1": StLink("V2-1", 2_000_000, "ST-LINK/V2-1: its STM32F103 bridge's VCP USART reaches "
+                   "36 MHz / 16 = 2.25 Mbaud; no ST document states a figure"),
     "V3": StLink("V3", 15_000_000, "ST STLINK-V3 (UM2448, STLINK-V3MINI/V3SET pages): VCP up "
                  "to 15 MHz"),
 }  # fmt: skip
@@ -68,6 +78,9 @@ class Board:
     stlink: StLink = STLINKS["V2-1"]
     #: other names of the same board (the name without its -Q / -P suffix, ...)
     aliases: tuple[str, ...] = ()
+    #: the VCORE supply its regulator pins are wired for (``ClockRules.supplies``), None: the
+    #: family's default
+    supply: str | None = None
 
     @property
     def vcp(self) -> str:
@@ -94,9 +107,11 @@ def boards() -> dict[str, Board]:
                 f"{BOARD_FILE}: board {name}: stlink = {t['stlink']!r} (use one of "
                 f"{', '.join(STLINKS)}) and the name in lower case"
             )
+        supply = t.get("supply")
+        family.clock.with_supply(supply, f"{BOARD_FILE} board {name} ({part.name})")
         out[name] = Board(
             name, part.name, hse, tuple(t["usarts"]), dict(t["pins"]), dict(t["headers"]),
-            t["source"], spec, stlink, tuple(t.get("aliases", ())),
+            t["source"], spec, stlink, tuple(t.get("aliases", ())), supply,
         )  # fmt: skip
     return out
 
@@ -168,7 +183,8 @@ def device_wiring(part: Part, board: str | None, clock_hz: float, where: str) ->
     family = family_for(part.family)
     b = get_board(board, where) if board is not None else None
     target = round(clock_hz)
-    tree = family.clock_tree(part.name, round(part.clock_mhz * MHZ), target, b.hse if b else None)
+    hse, supply = (b.hse, b.supply) if b else (None, None)
+    tree = family.clock_tree(part.name, round(part.clock_mhz * MHZ), target, hse, supply)
     if b is not None:
         names: tuple[str, ...] = b.usarts
     else:
@@ -203,6 +219,7 @@ def board_listing() -> list[dict[str, Any]]:
                 "max_host_baud": b.stlink.max_baud,
                 "usarts": list(b.usarts),
                 "hse": b.hse.label if b.hse else None,
+                "supply": b.supply,
                 "source": b.source,
             }
         )

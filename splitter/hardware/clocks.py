@@ -275,13 +275,44 @@ class ClockRules:
     pll_osc: ClassVar[Osc]  # the internal oscillator the PLL uses when the board gives no HSE
     max_hz: ClassVar[int]  # the family's highest SYSCLK
     rcc: ClassVar[int]  # RCC base (RCC_CR at offset 0)
+    #: the VCORE supply configurations the firmware can select, the default (a bare part's) first;
+    #: empty where the family's supply needs no choice or splitter writes one fixed setting. A
+    #: board's ``supply`` (how its regulator pins are wired) picks one (:meth:`with_supply`).
+    supplies: ClassVar[tuple[str, ...]] = ()
 
-    def plan(self, part: str, part_max_hz: int, target_hz: int, hse: Osc | None) -> ClockTree:
+    def __init__(self, supply: str = "") -> None:
+        self.supply = supply or (self.supplies[0] if self.supplies else "")
+
+    def with_supply(self, supply: str | None, part: str) -> ClockRules:
+        """These rules with the VCORE supply ``supply`` (None: unchanged); ClockError naming the
+        family's supplies when it has no such one."""
+        if supply is None or supply == self.supply:
+            return self
+        if supply not in self.supplies:
+            known = ", ".join(self.supplies) or "none (the family's supply is fixed)"
+            raise ClockError(
+                f"{part}: supply = {supply!r} is not a VCORE supply of its family "
+                f"({self.manual_for(part)}); use one of: {known}"
+            )
+        return type(self)(supply)
+
+    def plan(
+        self,
+        part: str,
+        part_max_hz: int,
+        target_hz: int,
+        hse: Osc | None,
+        supply: str | None = None,
+    ) -> ClockTree:
         """The tree reaching ``target_hz`` exactly (``hse`` from the board, else the internal
-        oscillator); ClockError naming the maximum when the part cannot run that fast. With an
-        HSE, :attr:`ClockTree.fallback` is the same clock planned from the internal oscillator
+        oscillator; ``supply`` the board's VCORE supply, :meth:`with_supply`); ClockError naming
+        the maximum when the part cannot run that fast. With an HSE,
+        :attr:`ClockTree.fallback` is the same clock planned from the internal oscillator
         (``clock_init()`` runs it when the HSE does not start), or the internal oscillator alone
         (``fallback_slow``) when no PLL setting reaches ``target_hz`` from it."""
+        rules = self.with_supply(supply, part)
+        if rules is not self:
+            return rules.plan(part, part_max_hz, target_hz, hse)
         top = min(part_max_hz, self.max_for(part))
         manual = self.manual_for(part)
         if target_hz > top:

@@ -1,14 +1,16 @@
 """The independent watchdog (IWDG): prescaler and reload for a timeout on a family's part.
 
 Every family here has the same IWDG (RM0090 21.3-21.4; the "Independent watchdog (IWDG)"
-chapters of RM0410, RM0433, RM0351, RM0444): a 12-bit down-counter clocked by the LSI RC
-(:attr:`splitter.hardware.families.Family.lsi_hz`) through a prescaler ``/4 .. /256``
-(``IWDG_PR = 0 .. 6``), reloaded with ``RL`` (``IWDG_RLR``, 0 .. 0xFFF) on each refresh. The
-timeout is
+chapters of RM0410, RM0433, RM0351, RM0444, RM0440, RM0438, RM0455, RM0456): a 12-bit
+down-counter clocked by the LSI RC (:attr:`splitter.hardware.families.Family.lsi_hz`) through a
+prescaler ``/4 .. /256`` (``IWDG_PR = 0 .. 6``; the U5's 4-bit PR goes on to ``/1024``, ``PR =
+8``: :attr:`~splitter.hardware.families.Family.iwdg_max_pr`), reloaded with ``RL``
+(``IWDG_RLR``, 0 .. 0xFFF) on each refresh. The timeout is
 
     t = 4 * 2**PR * (RL + 1) / f_LSI        (RM0090 21.3, table 107)
 
-so 0.125 ms (``/4``, ``RL = 0``) to 32768 ms (``/256``, ``RL = 0xFFF``) at 32 kHz. The LSI is an
+so 0.125 ms (``/4``, ``RL = 0``) to 32768 ms (``/256``, ``RL = 0xFFF``) at 32 kHz, 131072 ms with
+``/1024``. The LSI is an
 RC oscillator: its frequency varies by part and temperature (e.g. 17 to 47 kHz on the F405,
 DS8626, LSI oscillator characteristics), so the real timeout lies around the nominal one
 computed here.
@@ -24,8 +26,8 @@ from splitter.hardware.families import Family
 KEY_START = 0xCCCC
 KEY_UNLOCK = 0x5555
 KEY_RELOAD = 0xAAAA
-#: Largest prescaler code (``/256``) and reload value (12 bits), RM0090 21.4.2-21.4.3.
-MAX_PR = 6
+#: Largest reload value (12 bits), RM0090 21.4.3; the largest prescaler code is the family's
+#: ``iwdg_max_pr`` (``/256`` = 6, RM0090 21.4.2; U5 ``/1024`` = 8).
 MAX_RL = 0xFFF
 
 
@@ -51,7 +53,8 @@ class Iwdg:
 
 def iwdg_range_ms(family: Family) -> tuple[float, float]:
     """Shortest and longest timeout of ``family``'s IWDG at its nominal LSI (ms)."""
-    return 4 * 1000 / family.lsi_hz, (4 << MAX_PR) * (MAX_RL + 1) * 1000 / family.lsi_hz
+    top = (4 << family.iwdg_max_pr) * (MAX_RL + 1)
+    return 4 * 1000 / family.lsi_hz, top * 1000 / family.lsi_hz
 
 
 def iwdg_setting(family: Family, ms: float) -> Iwdg | None:
@@ -61,8 +64,8 @@ def iwdg_setting(family: Family, ms: float) -> Iwdg | None:
     if not low <= ms <= high:
         return None
     ticks = ms * family.lsi_hz / 1000
-    for pr in range(MAX_PR + 1):
+    for pr in range(family.iwdg_max_pr + 1):
         rl = max(round(ticks / (4 << pr)) - 1, 0)
         if rl <= MAX_RL:
             return Iwdg(family.iwdg_base, pr, rl, family.lsi_hz)
-    return None  # unreachable: high is reached with MAX_PR
+    return None  # unreachable: high is reached with the largest prescaler

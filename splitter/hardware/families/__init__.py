@@ -24,6 +24,7 @@ from splitter.hardware.families.stm32f7 import STM32F7
 from splitter.hardware.families.stm32g0 import STM32G0
 from splitter.hardware.families.stm32g4 import STM32G4
 from splitter.hardware.families.stm32h7 import STM32H7
+from splitter.hardware.families.stm32h7ab import STM32H7AB
 from splitter.hardware.families.stm32l4 import STM32L4
 from splitter.hardware.families.stm32l5 import STM32L5
 from splitter.hardware.families.stm32u5 import STM32U5
@@ -53,6 +54,7 @@ FAMILIES: Mapping[str, Family] = MappingProxyType(
             STM32G4(),
             STM32L5(),
             STM32U5(),
+            STM32H7AB(),
         )
     }
 )

@@ -117,6 +117,8 @@ class Family:
     iwdg_base: ClassVar[int]  # independent watchdog: KR 0x00, PR 0x04, RLR 0x08, SR 0x0C
     lsi_hz: ClassVar[int]  # nominal LSI RC frequency, the IWDG's clock
     iwdg_source: ClassVar[str]  # where the two come from
+    #: largest IWDG_PR code: 6 (``/256``, a 3-bit PR: RM0090 21.4.2) except where PR is wider
+    iwdg_max_pr: ClassVar[int] = 6
 
     def __repr__(self) -> str:
         return f"<family {self.name}>"
@@ -292,9 +294,17 @@ class Family:
             ),
         ]
 
-    def clock_tree(self, part: str, part_max_hz: int, target_hz: int, hse: Osc | None) -> ClockTree:
-        """The real part's clock tree reaching ``target_hz`` (see ``clocks.py``)."""
-        return self.clock.plan(part, part_max_hz, target_hz, hse)
+    def clock_tree(
+        self,
+        part: str,
+        part_max_hz: int,
+        target_hz: int,
+        hse: Osc | None,
+        supply: str | None = None,
+    ) -> ClockTree:
+        """The real part's clock tree reaching ``target_hz`` (see ``clocks.py``) from the
+        board's ``hse`` and VCORE ``supply`` (None: the family's default)."""
+        return self.clock.plan(part, part_max_hz, target_hz, hse, supply)
 
 
 def _set_bit(addr: int, bit: int, comment: str) -> RegWrite:

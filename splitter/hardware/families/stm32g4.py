@@ -91,7 +91,14 @@ class STM32G4(STM32L4):
 
     name = "G4"
     manual = "RM0440"
-    iwdg_source = "RM0440 2.2 memory map (IWDG at 0x4000_3000), 7.2 LSI 32 kHz, IWDG chapter"
+    #: checked against ST's own sources (RM0440's IWDG chapter section numbers not re-read):
+    #: CMSIS ``stm32g474xx.h`` IWDG_BASE = APB1PERIPH_BASE + 0x3000 = 0x4000_3000, IWDG_PR_PR
+    #: 3 bits (/4../256); HAL ``stm32g4xx_hal_iwdg.c`` HAL_IWDG_Init: 0xCCCC, 0x5555, PR, RLR,
+    #: wait PVU|RVU|WVU; ``LSI_VALUE`` 32000 (``stm32g4xx_hal_conf_template.h``)
+    iwdg_source = (
+        "RM0440 IWDG chapter; ST stm32g474xx.h (IWDG at 0x4000_3000, 3-bit PR) and "
+        "stm32g4xx_hal_iwdg.c; LSI 32 kHz (LSI_VALUE)"
+    )
     core = CORES["cortex-m4"]
     fpus = ("fpv4-sp-d16",)
     reset_clock_hz = 16_000_000

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import ClassVar
+
 from splitter.hardware.clocks import (
     AHB_CODE,
     APB_CODE,
@@ -54,6 +58,19 @@ class H7Clock(ClockRules):
     flash_rows = ((70, 0, 0), (140, 1, 1), (185, 2, 1), (210, 2, 2), (225, 3, 2), (240, 4, 2))
     #: RM0468 table 16 (H72x/73x, VOS0)
     flash_rows_h72 = ((70, 0, 0), (140, 1, 1), (210, 2, 2), (275, 3, 3))
+    #: the comments the RCC / FLASH steps carry into ``clock_init()``: register, fields and the
+    #: manual's section (a variant with other register names or sections overrides them)
+    text: ClassVar[Mapping[str, str]] = MappingProxyType({
+        "hsebyp": "RCC_CR.HSEBYP: ST-LINK MCO (RM0433 8.7.2)",
+        "acr_wait": "FLASH_ACR.LATENCY read back (RM0433 4.3.8)",
+        "cpu": "RCC_D1CFGR: D1CPRE /1, HPRE /{hpre}, D1PPRE /{dp} (RM0433 8.7.8)",
+        "apb12": "RCC_D2CFGR: D2PPRE1 /{dp}, D2PPRE2 /{dp} (RM0433 8.7.9)",
+        "apb4": "RCC_D3CFGR: D3PPRE /{dp} (RM0433 8.7.10)",
+        "sw": "RCC_CFGR.SW (RM0433 8.7.7)",
+        "pllcksel": "RCC_PLLCKSELR: PLLSRC {src}, DIVM1 = {m} (RM0433 8.7.11)",
+        "pllcfgr": "RCC_PLLCFGR: PLL1RGE {rge} ({ref:g} MHz in), wide VCO, DIVP1EN (RM0433 8.7.12)",
+        "divr": "RCC_PLL1DIVR: N={n} P={p} Q={q} R=2, VCO {vco:g} MHz (RM0433 8.7.13)",
+    })  # fmt: skip
 
     @staticmethod
     def h72(part: str) -> bool:
@@ -72,19 +89,22 @@ class H7Clock(ClockRules):
     def manual_for(self, part: str) -> str:
         return "RM0468" if self.h72(part) else self.manual
 
-    def tree(self, part: str, osc: Osc, pll: Pll | None, sysclk: int) -> ClockTree:
-        h72 = self.h72(part)
-        hclk_max, apb_max = (275 * MHZ, 137_500_000) if h72 else (240 * MHZ, 120 * MHZ)
-        hpre = _prescaler(sysclk, hclk_max, AHB_CODE)
-        hclk = sysclk // hpre
-        dp = _prescaler(hclk, apb_max, APB_CODE)
-        rows = self.flash_rows_h72 if h72 else self.flash_rows
+    def bus_max(self, part: str) -> tuple[int, int]:
+        """The AXI / AHB and the APB maxima (DS12110 table 23; H723: DS13313)."""
+        return (275 * MHZ, 137_500_000) if self.h72(part) else (240 * MHZ, 120 * MHZ)
+
+    def flash_row(self, part: str, hclk: int, sysclk: int) -> tuple[int, int, str]:
+        """``(LATENCY, WRHIGHFREQ, table)`` for an AXI clock ``hclk`` (RM0433 table 17 / RM0468
+        table 16, VOS0 / VOS1 rows)."""
+        rows = self.flash_rows_h72 if self.h72(part) else self.flash_rows
         row = next((r for r in rows if hclk <= r[0] * MHZ), None)
         if row is None:
             raise ClockError(f"{part}: AXI clock {hclk / MHZ:g} MHz above the flash table")
-        _, ws, wrhf = row
+        return row[1], row[2], "RM0433 4.3.8 table 17"
+
+    def power_steps(self, part: str, sysclk: int) -> list[Step]:
+        """Supply (PWR_CR3), voltage scaling to VOS1 and, above 400 MHz, VOS0 (class docstring)."""
         rcc, pwr = self.rcc, self.pwr
-        vos0 = sysclk > 400 * MHZ
         steps = [
             Step("set", pwr + 0x0C, 0x7, 0x2,
                  "PWR_CR3: LDOEN, no bypass, SCUEN cleared: LDO supply (RM0433 6.8.4)"),
@@ -92,20 +112,30 @@ class H7Clock(ClockRules):
             _set(pwr + 0x18, 14, 2, 3, "PWR_D3CR.VOS = scale 1 (RM0433 6.8.6)"),
             _wait(pwr + 0x18, 13, 1, 1, "PWR_D3CR.VOSRDY", "power"),
         ]  # fmt: skip
-        if vos0 and h72:
+        if sysclk > 400 * MHZ and self.h72(part):
             steps += [
                 _set(pwr + 0x18, 14, 2, 0, "PWR_D3CR.VOS = 0b00: VOS0 (RM0468 6.8.6)"),
                 _wait(pwr + 0x18, 13, 1, 1, "PWR_D3CR.VOSRDY at VOS0", "power"),
             ]
-        elif vos0:
+        elif sysclk > 400 * MHZ:
             steps += [
                 _set(rcc + 0xF4, 1, 1, 1, "RCC_APB4ENR.SYSCFGEN (RM0433 8.7.48)"),
                 _set(self.syscfg + 0x2C, 0, 1, 1, "SYSCFG_PWRCR.ODEN: VOS0 (RM0433 12.3.10)"),
                 _wait(pwr + 0x18, 13, 1, 1, "PWR_D3CR.VOSRDY at VOS0 (RM0433 6.6.2)", "power"),
             ]
+        return steps
+
+    def tree(self, part: str, osc: Osc, pll: Pll | None, sysclk: int) -> ClockTree:
+        hclk_max, apb_max = self.bus_max(part)
+        hpre = _prescaler(sysclk, hclk_max, AHB_CODE)
+        hclk = sysclk // hpre
+        dp = _prescaler(hclk, apb_max, APB_CODE)
+        ws, wrhf, table = self.flash_row(part, hclk, sysclk)
+        rcc = self.rcc
+        steps = self.power_steps(part, sysclk)
         if osc.name == "HSE":
             if osc.bypass:
-                steps.append(_set(rcc, 18, 1, 1, "RCC_CR.HSEBYP: ST-LINK MCO (RM0433 8.7.2)"))
+                steps.append(_set(rcc, 18, 1, 1, self.text["hsebyp"]))
             steps += [
                 _set(rcc, 16, 1, 1, "RCC_CR.HSEON"),
                 _wait(rcc, 17, 1, 1, "RCC_CR.HSERDY", "hse"),
@@ -115,17 +145,17 @@ class H7Clock(ClockRules):
         steps += [
             Step("set", self.flash_acr, 0x3F, ws | wrhf << 4,
                  f"FLASH_ACR: LATENCY {ws} WS, WRHIGHFREQ {wrhf} for AXI {hclk / MHZ:g} MHz "
-                 "(RM0433 4.3.8 table 17)"),
-            _wait(self.flash_acr, 0, 4, ws, "FLASH_ACR.LATENCY read back (RM0433 4.3.8)", "flash"),
+                 f"({table})"),
+            _wait(self.flash_acr, 0, 4, ws, self.text["acr_wait"], "flash"),
             Step("set", rcc + 0x18, 0xF7F, AHB_CODE[hpre] | APB_CODE[dp] << 4,
-                 f"RCC_D1CFGR: D1CPRE /1, HPRE /{hpre}, D1PPRE /{dp} (RM0433 8.7.8)"),
+                 self.text["cpu"].format(hpre=hpre, dp=dp)),
             Step("set", rcc + 0x1C, 0x770, APB_CODE[dp] << 4 | APB_CODE[dp] << 8,
-                 f"RCC_D2CFGR: D2PPRE1 /{dp}, D2PPRE2 /{dp} (RM0433 8.7.9)"),
-            _set(rcc + 0x20, 4, 3, APB_CODE[dp], f"RCC_D3CFGR: D3PPRE /{dp} (RM0433 8.7.10)"),
+                 self.text["apb12"].format(dp=dp)),
+            _set(rcc + 0x20, 4, 3, APB_CODE[dp], self.text["apb4"].format(dp=dp)),
         ]  # fmt: skip
         sw = 3 if pll is not None else (2 if osc.name == "HSE" else 0)
         steps += [
-            _set(rcc + 0x10, 0, 3, sw, "RCC_CFGR.SW (RM0433 8.7.7)"),
+            _set(rcc + 0x10, 0, 3, sw, self.text["sw"]),
             _wait(rcc + 0x10, 3, 3, sw, "RCC_CFGR.SWS follows SW", "switch"),
         ]
         buses = {"AHB": hclk} | {b: hclk // dp for b in ("APB1", "APB2", "APB3", "APB4")}
@@ -142,13 +172,12 @@ class H7Clock(ClockRules):
         divr = (pll.n - 1) | (pll.div - 1) << 9 | (pll.q - 1) << 16 | 1 << 24
         return [
             Step("set", rcc + 0x28, 0x3F3, src | pll.m << 4,
-                 f"RCC_PLLCKSELR: PLLSRC {osc.name}, DIVM1 = {pll.m} (RM0433 8.7.11)"),
+                 self.text["pllcksel"].format(src=osc.name, m=pll.m)),
             Step("set", rcc + 0x2C, 0x0007_000F, rge << 2 | 1 << 16,
-                 f"RCC_PLLCFGR: PLL1RGE {rge} ({float(pll.f_ref_hz) / MHZ:g} MHz in), wide VCO, "
-                 "DIVP1EN (RM0433 8.7.12)"),
+                 self.text["pllcfgr"].format(rge=rge, ref=float(pll.f_ref_hz) / MHZ)),
             Step("set", rcc + 0x30, 0x7F7F_FFFF, divr,
-                 f"RCC_PLL1DIVR: N={pll.n} P={pll.div} Q={pll.q} R=2, VCO "
-                 f"{float(pll.f_vco_hz) / MHZ:g} MHz (RM0433 8.7.13)"),
+                 self.text["divr"].format(n=pll.n, p=pll.div, q=pll.q,
+                                          vco=float(pll.f_vco_hz) / MHZ)),
             _set(rcc, 24, 1, 1, "RCC_CR.PLL1ON"),
             _wait(rcc, 25, 1, 1, "RCC_CR.PLL1RDY", "pll"),
         ]  # fmt: skip

@@ -95,8 +95,13 @@ class STM32L5(STM32L4):
 
     name = "L5"
     manual = "RM0438"
+    #: checked against ST's own sources (RM0438's IWDG chapter section numbers not re-read):
+    #: CMSIS ``stm32l552xx.h`` IWDG_BASE_NS = APB1PERIPH_BASE_NS (0x4000_0000) + 0x3000, the
+    #: address with TrustZone off, IWDG_PR_PR 3 bits (/4../256); HAL ``stm32l5xx_hal_iwdg.c``:
+    #: 0xCCCC, 0x5555, PR, RLR, wait PVU|RVU|WVU; ``LSI_VALUE`` 32000
     iwdg_source = (
-        "RM0438 2.3 memory map (non-secure IWDG at 0x4000_3000), 9.2 LSI 32 kHz, IWDG chapter"
+        "RM0438 IWDG chapter; ST stm32l552xx.h (non-secure IWDG at 0x4000_3000, 3-bit PR) and "
+        "stm32l5xx_hal_iwdg.c; LSI 32 kHz (LSI_VALUE)"
     )
     core = CORES["cortex-m33"]
     fpus = ("fpv5-sp-d16",)

@@ -140,8 +140,16 @@ class STM32U5(Family):
     manual = "RM0456"
     iwdg_base = 0x4000_3000
     lsi_hz = 32_000
+    #: checked against ST's own sources (RM0456's IWDG chapter section numbers not re-read):
+    #: CMSIS ``stm32u575xx.h`` IWDG_BASE_NS = 0x4000_0000 + 0x3000, IWDG_PR_PR 4 bits: HAL
+    #: ``stm32u5xx_hal_iwdg.h`` IWDG_PRESCALER_4 .. IWDG_PRESCALER_1024 (PR = 8); LSI_VALUE
+    #: 32000 (``stm32u5xx.h``). HAL_IWDG_Init also writes EWCR = EWIC (early wake-up off, its
+    #: reset state) and waits EWU with PVU|RVU|WVU; splitter leaves EWCR and the window (WINR
+    #: resets to 0xFFF: no window) at reset, so EWU never sets and the same sequence serves
+    iwdg_max_pr = 8
     iwdg_source = (
-        "RM0456 2.3 memory map (non-secure IWDG at 0x4000_3000), 11.4 LSI 32 kHz, IWDG chapter"
+        "RM0456 IWDG chapter; ST stm32u575xx.h (non-secure IWDG at 0x4000_3000, 4-bit PR to "
+        "/1024) and stm32u5xx_hal_iwdg.c; LSI 32 kHz (LSI_VALUE)"
     )
     core = CORES["cortex-m33"]
     fpus = ("fpv5-sp-d16",)
