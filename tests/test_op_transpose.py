@@ -67,8 +67,8 @@ def test_channel_shuffle_matches_onnxruntime(tmp_path: Path) -> None:
     model = net.onnx_model()
     onnx.save(model, str(tmp_path / "shuffle.onnx"))
     chain = load_chain(tmp_path / "shuffle.onnx")
-    ops = [op for layer in chain.layers for op in layer.ops]
-    assert [len(chain.graph.tensors[o.inputs[0]].shape) for o in ops if o.kind == "transpose"] == [5]
+    ops = [op for layer in chain.layers for op in layer.ops if op.kind == "transpose"]
+    assert [len(chain.graph.tensors[op.inputs[0]].shape) for op in ops] == [5]
     check_model(net, tmp_path, "importer")
 
 

@@ -26,7 +26,8 @@ from splitter.graph.supernodes import Region, find_regions, single_input
 from splitter.ir import Chain, Graph, Layer, Op
 from splitter.ops import ZERO_COST_KINDS
 
-#: Pools (splitter.ops.POOL_KINDS); each joins a directly preceding layer of a kind in its ``joins``.
+#: Pools (splitter.ops.POOL_KINDS); each joins a directly preceding layer of a kind in its
+#: ``joins``.
 POOL_KINDS = ops.POOL_KINDS
 
 
