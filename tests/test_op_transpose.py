@@ -120,9 +120,12 @@ def test_zoo_shufflenet_has_a_kernel_for_every_op(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.toolchain
-def test_zoo_shufflenet_compiles_with_firmware(tmp_path: Path) -> None:
-    """``compile`` with firmware: every device's ELF is built by arm-none-eabi-gcc."""
+def test_zoo_shufflenet_compiles_and_builds_firmware(tmp_path: Path) -> None:
+    """``compile`` writes firmware for every device (it wrote none before: no kernel for the
+    rank-5 transposes), and every device's image builds with arm-none-eabi-gcc and links
+    within its part (``splitter build``'s :func:`~splitter.toolchain.build.build_all`)."""
     from splitter.compile import CompileOptions, compile_model
+    from splitter.toolchain.build import build_all
 
     model = tmp_path / "shufflenet.onnx"
     random_weights(zoo_path("shufflenet"), model)
@@ -132,6 +135,9 @@ def test_zoo_shufflenet_compiles_with_firmware(tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = compile_model(model, boards, out, CompileOptions(samples=1))
     assert result.validation is not None and result.validation.passed
-    elfs = sorted(out.rglob("*.elf"))
-    assert len(elfs) == len({d for sm in result.submodels for d in [sm.device]}), elfs
-    assert any("k_transpose_nd(" in p.read_text() for p in out.rglob("model*.c"))
+    assert result.firmware.startswith("generated"), result.firmware
+    sources = [p.read_text() for p in (out / "firmware").rglob("*.c")]
+    assert sum(text.count("k_transpose_nd(") for text in sources) == 16
+    builds = build_all(out, emulator=False)
+    assert {b.device for b in builds} == {sm.device for sm in result.manifest.submodels}
+    assert all(b.elf.is_file() for b in builds)
