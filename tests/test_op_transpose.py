@@ -141,3 +141,21 @@ def test_zoo_shufflenet_compiles_and_builds_firmware(tmp_path: Path) -> None:
     builds = build_all(out, emulator=False)
     assert {b.device for b in builds} == {sm.device for sm in result.manifest.submodels}
     assert all(b.elf.is_file() for b in builds)
+
+
+def test_code_size_estimate_counts_the_rank_general_kernel(tmp_path: Path) -> None:
+    """The code-size table measures no rank-5 transpose (no model of models/ has one): its op
+    key is apart (``.nd``), so the estimate takes the table's upper bound, which links
+    ``k_transpose_nd``: never less than the rank-4 transpose's."""
+    from splitter.cost.code import kernel_bytes, op_key
+    from splitter.hardware.boards import load_boards
+
+    net = shuffle_net()
+    onnx.save(net.onnx_model(), str(tmp_path / "shuffle.onnx"))
+    chain = load_chain(tmp_path / "shuffle.onnx")
+    ops = [op for layer in chain.layers for op in layer.ops if op.kind == "transpose"]
+    key = op_key(ops[0], chain)
+    assert key == "transpose.nd/NCHW/float32>float32"
+    part = load_boards(BOARDS.parent / "demo.toml").devices[0].part
+    nd = kernel_bytes(part, [key])
+    assert nd > kernel_bytes(part, ["transpose/NCHW/float32>float32"])
