@@ -52,8 +52,8 @@ COVERED = {
     "tflite": ["splitter/importers/tflite_*.py"],
     "boards": ["splitter/hardware/boards.py"],
     "profile": ["splitter/importers/profile.py"],
-    "plan": ["splitter/manifest.py"],
-    "wiring": ["splitter/manifest.py"],
+    "plan": ["splitter/manifest/*.py"],
+    "wiring": ["splitter/manifest/*.py"],
     "frames": ["splitter/protocol.py"],
 }
 

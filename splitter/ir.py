@@ -13,11 +13,13 @@ Conventions (importers must follow them, codegen relies on them):
 * Shapes are the source model's shapes, batch dimension included (``(1, 3, 224, 224)`` for an ONNX
   NCHW image); :attr:`Graph.layout` says ``"NCHW"`` (ONNX) or ``"NHWC"`` (TFLite) or ``""``
   (profiles, unknown).
-* ``Op.kind`` is one of :data:`OP_KINDS` (one ``OpDef`` per kind in :mod:`splitter.ops`).
+* ``Op.kind`` is one of :data:`splitter.ops.OP_KINDS` (one op class per kind in
+  :mod:`splitter.codegen.ops`).
   Weights are numpy arrays in ``Op.weights`` in a canonical form: conv ``W`` is
   ``(O, I/groups, kh, kw)``, dense ``W`` is ``(out, in)``, biases ``B`` are 1-D.
-  Attribute names are listed in :data:`OP_KINDS`.
-* A fused element-wise activation is ``attrs["act"]`` in :data:`ACTIVATIONS` (``None`` for none),
+  Attribute names are listed in :data:`splitter.ops.OP_KINDS`.
+* A fused element-wise activation is ``attrs["act"]`` in :data:`splitter.ops.ACTIVATIONS`
+  (``None`` for none),
   with ``attrs["act_min"]/["act_max"]`` for ``"clip"``. A pooling fused after a conv is a second
   ``Op`` in the same :class:`Layer`.
 """
@@ -30,11 +32,6 @@ from math import prod
 from typing import Any
 
 import numpy as np
-
-# Op-kind tables, derived from the one definition per kind in splitter/ops.py (re-exported).
-from splitter.ops import ACTIVATIONS as ACTIVATIONS
-from splitter.ops import OP_KINDS as OP_KINDS
-from splitter.ops import ZERO_COST_KINDS as ZERO_COST_KINDS
 
 
 @dataclass(frozen=True)

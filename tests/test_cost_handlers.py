@@ -9,7 +9,8 @@ from splitter.cost.handlers import HANDLERS, handler, op_flash
 from splitter.cost.layer import op_macs
 from splitter.errors import UnsupportedOpError
 from splitter.graph.builder import GraphBuilder
-from splitter.ir import OP_KINDS, Op
+from splitter.ir import Op
+from splitter.ops import OP_KINDS
 
 
 def _last(b: GraphBuilder) -> tuple[Op, tuple[int, ...], int]:

@@ -14,8 +14,8 @@ from onnx import TensorProto, helper, numpy_helper
 from splitter.errors import ShapeError
 from splitter.importers import load_graph, load_model
 from splitter.importers.onnx_import import load_onnx
-from splitter.ir import OP_KINDS, Graph
-from splitter.ops import FUSED_ACT_ATTRS
+from splitter.ir import Graph
+from splitter.ops import FUSED_ACT_ATTRS, OP_KINDS
 
 RNG = np.random.default_rng(1234)
 

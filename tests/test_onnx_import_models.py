@@ -13,7 +13,7 @@ import pytest
 from onnx import helper
 
 from splitter.importers.onnx_import import load_onnx
-from splitter.ir import OP_KINDS
+from splitter.ops import OP_KINDS
 
 MODELS = sorted((Path(__file__).resolve().parent.parent / "models").glob("*.onnx"))
 

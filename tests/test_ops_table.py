@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import pytest
 
-from splitter import ir, ops
+from splitter import ops
 from splitter.codegen import model_c
 from splitter.codegen import ops as emitters
 from splitter.codegen.ops.base import ACT_CODES
@@ -20,10 +20,12 @@ def unknown(keys: Iterable[object]) -> set[object]:
     return {k for k in keys if k not in ops.OPS}
 
 
-def test_ir_tables_are_the_ops_tables() -> None:
-    assert ir.OP_KINDS is ops.OP_KINDS and ir.ACTIVATIONS is ops.ACTIVATIONS
-    assert ir.ZERO_COST_KINDS is ops.ZERO_COST_KINDS
+def test_ops_tables_are_the_op_classes_definitions() -> None:
+    """OPS is read off the registry: one definition per op class, keyed by its kind."""
+    assert list(ops.OPS) == list(emitters.KINDS)
     assert all(d.kind == k for k, d in ops.OPS.items())
+    assert all(c.definition is ops.OPS[k] for k, c in emitters.KINDS.items())
+    assert HANDLERS is emitters.KINDS
 
 
 @pytest.mark.parametrize(
@@ -74,3 +76,16 @@ def test_importer_op_maps_match_the_source_ops() -> None:
 
 def test_fused_activation_attrs() -> None:
     assert {"act_min", "act_max", "alpha", "beta"} == ops.FUSED_ACT_ATTRS
+
+
+def test_every_named_kernel_is_declared_in_its_header() -> None:
+    """A :class:`~splitter.codegen.ops.opdef.Kernel` an op class calls exists in its header."""
+    import re
+
+    from splitter.codegen.model_c import KERNELS_DIR
+
+    named = [k for c in emitters.KINDS.values() for k in c.c_kernels]
+    assert named  # the transpose kernels at least
+    for kernel in named:
+        header = (KERNELS_DIR / kernel.header).read_text()
+        assert re.search(rf"\b{kernel.symbol}\(", header), (kernel, kernel.header)

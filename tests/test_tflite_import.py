@@ -17,7 +17,8 @@ import tflite
 from test_tflite_support import MODELS, TFLITE_MODELS, interpreter, reference, run_seeded
 
 from splitter.importers.tflite_import import load_tflite, tensor_names
-from splitter.ir import OP_KINDS, Graph, Op
+from splitter.ir import Graph, Op
+from splitter.ops import OP_KINDS
 
 IDS = [p.name for p in TFLITE_MODELS]
 INT8_MODELS = [MODELS / "tiny_cnn_int8.tflite", MODELS / "tiny_cnn_int8_fio.tflite"]

@@ -53,13 +53,17 @@ def op_key(op: Op, chain: Chain) -> str:
     """``kind/layout/in>out`` of an op: its kind, the graph layout and the dtypes of its first
     input and output (a quantize from float32 and a requantize from int8 call other kernels).
     An int8 conv's kind carries its kernel family (``conv2d.depthwise``, ...:
-    :func:`~splitter.cost.handlers.q8_conv_kind`), as each family links its own kernels."""
+    :func:`~splitter.cost.handlers.q8_conv_kind`), as each family links its own kernels. An op
+    with a tensor of rank > 4 runs the rank-general path (``k_transpose_nd``), which no model
+    of ``models/`` measures: ``.nd`` keeps it apart, so it gets the table's upper bound."""
     assert chain.graph is not None
     tensors = chain.graph.tensors
     kind = op.kind
     if kind == "conv2d":
         family = q8_conv_kind(op, [tensors[n] for n in op.inputs if n in tensors])
         kind = f"conv2d.{family}" if family else kind
+    if any(len(tensors[n].shape) > 4 for n in (*op.inputs, *op.outputs) if n in tensors):
+        kind += ".nd"
 
     def dtype(name: str | None) -> str:
         spec = tensors.get(name) if name is not None else None

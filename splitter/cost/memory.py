@@ -40,7 +40,8 @@ from types import MappingProxyType
 from splitter.cost.handlers import handler
 from splitter.cost.rows import loop_windows, row_bytes
 from splitter.errors import ShapeError
-from splitter.ir import ZERO_COST_KINDS, ChannelLoop, Op, TensorSpec
+from splitter.ir import ChannelLoop, Op, TensorSpec
+from splitter.ops import ZERO_COST_KINDS
 
 
 @dataclass(frozen=True)

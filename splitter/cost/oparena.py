@@ -28,7 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from splitter.cost.handlers import handler
-from splitter.ir import ZERO_COST_KINDS, Op, TensorSpec
+from splitter.ir import Op, TensorSpec
+from splitter.ops import ZERO_COST_KINDS
 
 #: A compaction move after a layer: (tensor name, from offset, to offset, bytes).
 Move = tuple[str, int, int, int]

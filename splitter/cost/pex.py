@@ -47,7 +47,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from splitter.cost.rows import loop_windows, row_bytes, row_geometry
-from splitter.ir import ACTIVATIONS, Graph, Op, TensorSpec
+from splitter.ir import Graph, Op, TensorSpec
+from splitter.ops import ACTIVATIONS
 
 #: Channel-wise kinds besides the activations and depthwise convolutions (see module docstring).
 _CHANNELWISE = frozenset(

@@ -30,7 +30,8 @@ from splitter.cost.kernels import layer_ops_instructions, loop_instructions, ops
 from splitter.cost.layer import itemsize_function
 from splitter.cost.memory import plan_layer_memory
 from splitter.cost.pex import LoopRules, PartialSchedule, channel_axis, partial_schedule
-from splitter.ir import ACTIVATIONS, Chain, ChannelLoop, Graph, Layer, LayerCost, Op, TensorSpec
+from splitter.ir import Chain, ChannelLoop, Graph, Layer, LayerCost, Op, TensorSpec
+from splitter.ops import ACTIVATIONS
 
 #: Standalone activation kinds (no parameters) the generated loops run one plane at a time.
 LOOP_ACTIVATIONS = frozenset({"relu", "relu6", "sigmoid", "tanh", "hardswish"}) & frozenset(

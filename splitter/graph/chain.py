@@ -23,9 +23,11 @@ from splitter.cost.layer import itemsize_function, layer_cost
 from splitter.errors import InputFileError, ShapeError
 from splitter.graph.opchain import build_op_layers
 from splitter.graph.supernodes import Region, find_regions, single_input
-from splitter.ir import ZERO_COST_KINDS, Chain, Graph, Layer, Op
+from splitter.ir import Chain, Graph, Layer, Op
+from splitter.ops import ZERO_COST_KINDS
 
-#: Pools (splitter/ops.py); each joins a directly preceding layer of a kind in its ``joins``.
+#: Pools (splitter.ops.POOL_KINDS); each joins a directly preceding layer of a kind in its
+#: ``joins``.
 POOL_KINDS = ops.POOL_KINDS
 
 

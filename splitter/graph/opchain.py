@@ -35,7 +35,8 @@ from splitter import ops as op_table
 from splitter.cost.handlers import op_flash
 from splitter.cost.layer import ItemsizeOf, op_macs, table_instructions
 from splitter.cost.oparena import plan_op_layer
-from splitter.ir import ZERO_COST_KINDS, Graph, Layer, LayerCost, Op
+from splitter.ir import Graph, Layer, LayerCost, Op
+from splitter.ops import ZERO_COST_KINDS
 
 #: Down-sets the exact order search may visit before falling back to the heuristics.
 EXACT_STATES = 50_000

@@ -20,7 +20,7 @@ import numpy as np
 from splitter.ir import Op
 from splitter.ops import ACT_HOSTS, ACTIVATIONS, OPS
 
-#: Ops that may carry a fused activation in ``attrs["act"]`` (splitter/ops.py).
+#: Ops that may carry a fused activation in ``attrs["act"]`` (splitter.ops.ACT_HOSTS).
 ACT_PRODUCERS = ACT_HOSTS
 #: Standalone activation kinds that can be fused, with the attributes they carry along.
 FUSABLE_ACTS = {kind: OPS[kind].attrs for kind in ACTIVATIONS}

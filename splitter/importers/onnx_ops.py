@@ -4,7 +4,7 @@ Each converter takes an :class:`OnnxNode` and the :class:`ImportContext` and ret
 becomes, or raises :class:`Unsupported` with the reason (the importer collects every reason and
 reports them together). :data:`CONVERTERS` is the one table of supported op types. Semantics
 follow the ONNX operator specification (https://onnx.ai/onnx/operators/); the canonical forms are
-those of :data:`splitter.ir.OP_KINDS`.
+those of :data:`splitter.ops.OP_KINDS`.
 """
 
 from __future__ import annotations

@@ -53,7 +53,8 @@ from splitter.importers.tflite_reader import (
 )
 from splitter.importers.tflite_writer import with_tensor_shapes
 from splitter.inputs import MODEL_MAX_BYTES, read_input_file
-from splitter.ir import OP_KINDS, Graph, Op, TensorSpec
+from splitter.ir import Graph, Op, TensorSpec
+from splitter.ops import OP_KINDS
 
 __all__ = ["SUPPORTED_OPS", "import_tflite", "load_tflite", "tensor_names"]
 

@@ -2,7 +2,7 @@
 
 Each converter reads the operator's inputs (activation shapes propagated so far, constants from
 the file) and options, and returns a :class:`Converted`: the canonical op kind and attributes of
-:data:`splitter.ir.OP_KINDS`, the activation inputs, the weights in canonical layout and the
+:data:`splitter.ops.OP_KINDS`, the activation inputs, the weights in canonical layout and the
 **inferred** output shape (checked against the file, or used when shapes are overridden).
 
 Formulas follow the TFLite reference kernels (tensorflow/lite/kernels/internal/reference/ and

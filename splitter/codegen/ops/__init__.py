@@ -1,11 +1,17 @@
-"""C emitters: one small class per canonical op kind, registered explicitly in :data:`EMITTERS`.
+"""The op kinds: one small class per canonical op kind, registered explicitly in :data:`KINDS`.
 
-Each class (on :class:`~splitter.codegen.ops.base.OpEmitter`) has the float32 code (``kernels.c``,
-NCHW;
-``kernels_nhwc.c`` for the spatial kernels of NHWC graphs) and / or the int8 code
-(``kernels_q8.c``, NHWC) of its kind; the base does the shared checks and picks the path. Which
-kinds have which kernels is declared in :data:`splitter.ops.OPS`; ``tests/test_ops_table.py``
-checks this table against it. Adding an op: one class in a module here and one line below.
+Each class (on :class:`~splitter.codegen.ops.base.OpKind`) holds everything about its kind: its
+``definition`` (:class:`~splitter.codegen.ops.opdef.OpDef`: attributes, source operators, which
+``(layout, dtype)`` variants have kernels), its output shape, MACs and kernel scratch (the
+convention of :mod:`splitter.codegen.ops.formulas`), and its code: the float32 calls
+(``kernels.c``, NCHW; ``kernels_nhwc.c`` for the spatial kernels of NHWC graphs) and / or the
+int8 calls (``kernels_q8.c``, NHWC); the base does the shared checks and picks the path.
+:mod:`splitter.ops` (the op tables), :mod:`splitter.cost.handlers` (shapes, MACs, scratch) and
+the C generator all read this registry. Adding an op: one class in a module here and one line
+below (CONTRIBUTING.md, "Adding an op").
+
+This package sits below the graph and cost layers (``pyproject.toml``'s import contract): it
+imports only the IR, the hardware facts and its own helpers.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from splitter.codegen.ops.base import EmitContext, OpEmitter, is_quantised
+from splitter.codegen.ops.base import EmitContext, OpEmitter, OpKind, is_quantised
 from splitter.codegen.ops.conv import Conv2D
 from splitter.codegen.ops.dense import Dense, MatMul
 from splitter.codegen.ops.elementwise import (
@@ -41,7 +47,7 @@ from splitter.codegen.ops.shape import Concat, Dequantize, Pad, Quantize, Reshap
 from splitter.codegen.ops.softmax import Softmax
 from splitter.ir import Op, TensorSpec
 
-_CLASSES: tuple[type[OpEmitter], ...] = (
+_CLASSES: tuple[type[OpKind], ...] = (
     Conv2D,
     Dense,
     MatMul,
@@ -78,10 +84,22 @@ _CLASSES: tuple[type[OpEmitter], ...] = (
     Dequantize,
 )
 
-#: Canonical op kind -> its emitter.
-EMITTERS: Mapping[str, OpEmitter] = MappingProxyType({cls.kind: cls() for cls in _CLASSES})
+#: Canonical op kind -> its op class instance, in the order of ``splitter ops``.
+KINDS: Mapping[str, OpKind] = MappingProxyType({cls.kind: cls() for cls in _CLASSES})
 
-__all__ = ["EMITTERS", "EmitContext", "OpEmitter", "check", "emit", "is_quantised"]
+#: The name :data:`KINDS` had when its classes only emitted code.
+EMITTERS: Mapping[str, OpKind] = KINDS
+
+__all__ = [
+    "EMITTERS",
+    "KINDS",
+    "EmitContext",
+    "OpEmitter",
+    "OpKind",
+    "check",
+    "emit",
+    "is_quantised",
+]
 
 
 def check(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:

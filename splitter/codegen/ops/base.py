@@ -1,13 +1,16 @@
-"""The base of every op emitter: the emit context, the shared checks and the dispatch.
+"""The base of every op class: the emit context, the shared checks and the dispatch.
 
-An emitter is one small class per canonical op kind (as the ONNX reference evaluator's
-``OpRun``): it overrides :meth:`OpEmitter.emit_float` and / or :meth:`OpEmitter.emit_int8` and
-lists the variant checks each needs in :attr:`OpEmitter.float_checks` /
-:attr:`OpEmitter.int8_checks`. The base picks the path (int8 when any activation of the op is
-int8, :func:`is_quantised`), runs the checks every op of that path needs first (float32 weights;
-per-tensor int8 quantisation), and writes the ``/* name: kind */`` header. Which kinds have
-which kernels is declared once in :data:`splitter.ops.OPS`; ``tests/test_ops_table.py`` checks
-that an emitter overrides exactly the paths its ``OpDef`` claims.
+An op class is one small class per canonical op kind (as the ONNX reference evaluator's
+``OpRun``) holding everything splitter knows about the kind: its :attr:`OpKind.definition`
+(:class:`~splitter.codegen.ops.opdef.OpDef`: attributes, source operators, kernel variants),
+its output shape (:meth:`OpKind.infer_shape`), MACs (:meth:`OpKind.macs`, the convention of
+:mod:`splitter.codegen.ops.formulas`), kernel scratch (:meth:`OpKind.scratch_bytes`) and its C
+code: it overrides :meth:`OpKind.emit_float` and / or :meth:`OpKind.emit_int8` and lists the
+variant checks each needs in :attr:`OpKind.float_checks` / :attr:`OpKind.int8_checks`. The base
+picks the path (int8 when any activation of the op is int8, :func:`is_quantised`), runs the
+checks every op of that path needs first (float32 weights; per-tensor int8 quantisation), and
+writes the ``/* name: kind */`` header. ``tests/test_ops_table.py`` checks that a class
+overrides exactly the paths its ``definition`` claims.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from typing import ClassVar
 import numpy as np
 
 from splitter.codegen.escape import c_comment
+from splitter.codegen.ops.formulas import Shape
 from splitter.codegen.ops.literals import WeightTable, c_float
+from splitter.codegen.ops.opdef import Kernel, OpDef
 from splitter.ir import Op, TensorSpec
 
 #: ``check(op, tensors) -> reason | None``: why a kernel cannot run ``op`` (``None``: it can).
@@ -218,24 +223,59 @@ Q8_ELEMENTWISE: tuple[Check, ...] = (all_int8, no_weights)
 # ---------------------------------------------------------------------------- base ----
 
 
-class OpEmitter:
-    """One canonical op kind's float32 and / or int8 code (override the paths it has)."""
+class OpKind:
+    """One canonical op kind: its definition, shape, MACs, scratch and float32 / int8 code.
 
+    The defaults are an element-wise op's: same-shape output, one MAC-equivalent per output
+    element, no scratch; override what differs."""
+
+    #: what the kind is (setting it sets :attr:`kind`)
+    definition: ClassVar[OpDef]
     kind: ClassVar[str] = ""
+    #: which class of :data:`~splitter.codegen.ops.formulas.MAC_CLASSES` the MACs count in
+    op_class: ClassVar[str] = "other"
     #: checks of the float path after :func:`float_weights`
     float_checks: ClassVar[tuple[Check, ...]] = ()
     #: checks of the int8 path after :func:`per_tensor_int8`
     int8_checks: ClassVar[tuple[Check, ...]] = ()
+    #: the C kernels the class calls by a :class:`~splitter.codegen.ops.opdef.Kernel` (its symbol
+    #: is its key; ``tests/test_ops_table.py`` checks each is declared in its header)
+    c_kernels: ClassVar[tuple[Kernel, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "definition" in cls.__dict__:
+            cls.kind = cls.definition.kind
+
+    # ------------------------------------------------------------------ shape and cost ----
+
+    def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
+        """Output shape of ``op`` given its input shapes and the graph layout."""
+        return tuple(in_shapes[0])
+
+    def macs(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec) -> int:
+        """One MAC-equivalent per output element (plus nothing for a fused activation)."""
+        return out.size
+
+    def mac_class(self, op: Op, ins: Sequence[TensorSpec]) -> str:
+        """Which class of :data:`~splitter.codegen.ops.formulas.MAC_CLASSES` the MACs count in."""
+        return self.op_class
+
+    def scratch_bytes(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec, item: int) -> int:
+        """Kernel scratch in bytes; the float kernels here need none (direct loops)."""
+        return 0
+
+    # -------------------------------------------------------------------------- code ----
 
     @classmethod
     def has_float(cls) -> bool:
         """True when the class overrides :meth:`emit_float`."""
-        return cls.emit_float is not OpEmitter.emit_float
+        return cls.emit_float is not OpKind.emit_float
 
     @classmethod
     def has_int8(cls) -> bool:
         """True when the class overrides :meth:`emit_int8`."""
-        return cls.emit_int8 is not OpEmitter.emit_int8
+        return cls.emit_int8 is not OpKind.emit_int8
 
     def check(self, op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
         """Why no kernel runs ``op`` (``None`` when one does)."""
@@ -268,3 +308,7 @@ class OpEmitter:
     def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
         """Calls of the int8 kernels (``kernels_q8.c``)."""
         raise NotImplementedError(f"{op.kind}: no int8 kernel")
+
+
+#: The name op classes had when they only emitted code.
+OpEmitter = OpKind

@@ -18,9 +18,10 @@ from splitter.codegen.ops.base import (
     q8_act_ok,
     record,
 )
+from splitter.codegen.ops.formulas import Shape, act_macs, spatial_axes, window_out
+from splitter.codegen.ops.opdef import ALL, OpDef
 from splitter.codegen.ops.q8_variants import conv_weights, depthwise_weights, variant_name
 from splitter.codegen.ops.quant import act_range, bias, gemm_rounding, qp, requant_arrays
-from splitter.cost.handlers import q8_conv_kind
 from splitter.ir import Op, TensorSpec
 
 
@@ -135,14 +136,97 @@ def q8_weights(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
     return None
 
 
+def q8_conv_kind(op: Op, ins: Sequence[TensorSpec]) -> str:
+    """Which int8 kernel family runs a conv2d (the ``k_q_<kind>_<isa>`` kernels of
+    kernels_q8_opt.c; splitter/codegen/ops/q8_variants.py picks the ISA): ``"pointwise"`` (1x1,
+    stride 1,
+    no padding, groups 1), ``"conv"`` (other groups 1), ``"depthwise"`` (groups == C == O, depth
+    multiplier 1), ``"grouped"`` (the generic ``k_q_conv2d``); ``""`` for a float conv."""
+    if not ins or ins[0].dtype != "int8":
+        return ""
+    w = op.weights["W"]
+    groups = int(op.attr("groups", 1))
+    if groups == 1:
+        one = tuple(w.shape[2:]) == (1, 1) and tuple(op.attr("strides", (1, 1))) == (1, 1)
+        flat = not any(op.attr("pads", (0, 0, 0, 0)))
+        return "pointwise" if one and flat else "conv"
+    if int(w.shape[1]) == 1 and int(w.shape[0]) == groups:
+        return "depthwise"
+    return "grouped"
+
+
 class Conv2D(OpEmitter):
     """``y = act(conv(x, W) + B)``; NCHW weights packed by :func:`pack4` (groups 1), NHWC float
     weights as :func:`nhwc_weights`, int8 weights as :func:`ohwi`; int8 requantises per output
-    channel."""
+    channel.
 
-    kind = "conv2d"
+    conv2d, W ``(O, I/groups, kh, kw)``.
+
+    MACs ``= Hout*Wout*O*(I/groups)*kh*kw + [bias] Hout*Wout*O + O + act`` (X-CUBE-AI,
+    :mod:`splitter.codegen.ops.formulas`); a 1x1 conv with a 1x1 output is a dense layer
+    to X-CUBE-AI and has no ``+ O`` term (MobileNet v1 ``Conv2D_preds`` 256 -> 1000: 257 000).
+    Output ``Hout = floor((H + pt + pb - d*(kh-1) - 1)/s) + 1`` (ONNX Conv).
+    """
+
+    # y = conv(x, W) + B, W (O, I/groups, kh, kw); groups == C is a depthwise conv
+    definition = OpDef(
+        "conv2d",
+        ("kernel", "strides", "pads", "dilations", "groups", "act"),
+        onnx=("Conv",),
+        tflite=("CONV_2D", "DEPTHWISE_CONV_2D"),
+        kernels=ALL,
+    )
     float_checks = (weights_4d, image_batch1, act_ok)
     int8_checks = (all_int8, q8_weights, q8_act_ok, nhwc_batch1)
+
+    op_class = "conv"
+
+    def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
+        x = in_shapes[0]
+        c_ax, h_ax, w_ax = spatial_axes(layout, len(x))
+        out_ch = int(op.weights["W"].shape[0])
+        kh, kw = op.attr("kernel", op.weights["W"].shape[2:])
+        sh, sw = op.attr("strides", (1, 1))
+        pt, pl, pb, pr = op.attr("pads", (0, 0, 0, 0))
+        dh, dw = op.attr("dilations", (1, 1))
+        out = list(x)
+        out[c_ax] = out_ch
+        out[h_ax] = window_out(x[h_ax], kh, sh, pt + pb, dh)
+        out[w_ax] = window_out(x[w_ax], kw, sw, pl + pr, dw)
+        return tuple(out)
+
+    def macs(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec) -> int:
+        w = op.weights["W"]
+        out_ch, per_group_in, kh, kw = (int(d) for d in w.shape)
+        total = out.size * per_group_in * kh * kw
+        if not self._is_dense(op, out):
+            total += out_ch
+        if "B" in op.weights:
+            total += out.size
+        return total + act_macs(op, out, relu_free=True)
+
+    @staticmethod
+    def _is_dense(op: Op, out: TensorSpec) -> bool:
+        """A 1x1 conv producing one value per channel, which X-CUBE-AI runs as a dense layer."""
+        w = op.weights["W"]
+        return int(op.attr("groups", 1)) == 1 and w.shape[2:] == (1, 1) and out.size == w.shape[0]
+
+    def mac_class(self, op: Op, ins: Sequence[TensorSpec]) -> str:
+        groups = int(op.attr("groups", 1))
+        per_group_in = int(op.weights["W"].shape[1])
+        return "depthwise" if groups > 1 and per_group_in == 1 else "conv"
+
+    def scratch_bytes(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec, item: int) -> int:
+        """The int8 conv's im2col columns (``k_q_conv_scratch``, kernels_q8_opt.c): for
+        groups 1, ``4 + 2 * 2 * (K + K % 2)`` bytes with ``K = kh * kw * C / groups``, two
+        output pixels' columns of ``x - in_zp`` as int16, the count rounded up to even, plus 4
+        bytes to align them to 4 inside the arena block (3 would do; 4 keeps the block a
+        multiple of 4 bytes, as the firmware's float-typed arena is). Float convs and the other
+        int8 convs (depthwise, grouped) read their input directly: 0."""
+        if q8_conv_kind(op, ins) not in ("conv", "pointwise"):
+            return 0
+        k = int(np.prod(op.weights["W"].shape[1:]))
+        return 4 + 2 * 2 * (k + k % 2)
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
         wt = np.asarray(op.weights["W"], dtype=np.float32)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from math import prod
 
 import numpy as np
@@ -18,8 +18,11 @@ from splitter.codegen.ops.base import (
     record,
 )
 from splitter.codegen.ops.conv import pack4, q8_weights, q_record
+from splitter.codegen.ops.formulas import Shape, act_macs
+from splitter.codegen.ops.opdef import ALL, FLOAT, OpDef
 from splitter.codegen.ops.q8_variants import dense_weights, variant_name
 from splitter.codegen.ops.quant import bias, gemm_rounding, requant_arrays
+from splitter.errors import ShapeError
 from splitter.ir import Op, TensorSpec
 
 
@@ -33,11 +36,38 @@ def weights_2d(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
 
 
 class Dense(OpEmitter):
-    """``k_dense`` (W packed by :func:`~splitter.codegen.ops.conv.pack4`) / ``k_q_dense``."""
+    """``k_dense`` (W packed by :func:`~splitter.codegen.ops.conv.pack4`) / ``k_q_dense``.
 
-    kind = "dense"
+    dense ``y = x @ W.T + B``, W ``(out, in)``: MACs ``= in*out + [bias] out + act``.
+    """
+
+    # y = x @ W.T + B, W (out, in); x flattened to (1, in)
+    definition = OpDef(
+        "dense",
+        ("act",),
+        onnx=("Gemm", "MatMul"),
+        tflite=("FULLY_CONNECTED",),
+        kernels=ALL,
+    )
     float_checks = (weights_2d, act_ok)
     int8_checks = (all_int8, q8_weights, q8_act_ok)
+
+    op_class = "dense"
+
+    def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
+        n_out, n_in = (int(d) for d in op.weights["W"].shape)
+        total = prod(in_shapes[0])
+        if total % n_in:
+            raise ShapeError(f"{op.name}: input of {total} elements is not a multiple of {n_in}")
+        return (total // n_in, n_out)
+
+    def macs(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec) -> int:
+        n_out, n_in = (int(d) for d in op.weights["W"].shape)
+        rows = out.size // n_out
+        total = rows * n_in * n_out
+        if "B" in op.weights:
+            total += out.size
+        return total + act_macs(op, out)
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
         wt = np.asarray(op.weights["W"], dtype=np.float32)
@@ -75,10 +105,24 @@ def two_unbatched_operands(op: Op, tensors: Mapping[str, TensorSpec]) -> str | N
 
 
 class MatMul(OpEmitter):
-    """``k_matmul``: ``y (M, N) = a (M, K) @ b (K, N)``."""
+    """``k_matmul``: ``y (M, N) = a (M, K) @ b (K, N)``.
 
-    kind = "matmul"
+    matmul of two activations ``(..., M, K) @ (..., K, N)``: MACs ``= prod(out) * K + act``.
+    """
+
+    # both operands activations
+    definition = OpDef("matmul", ("act",), onnx=("Gemm", "MatMul"), kernels=FLOAT)
     float_checks = (two_unbatched_operands, act_ok)
+
+    op_class = "dense"
+
+    def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
+        a, b = in_shapes[0], in_shapes[1]
+        batch = np.broadcast_shapes(tuple(a[:-2]), tuple(b[:-2]))
+        return (*batch, a[-2], b[-1])
+
+    def macs(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec) -> int:
+        return out.size * int(ins[0].shape[-1]) + act_macs(op, out)
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
         a, b, y = op.inputs[0], op.inputs[1], op.outputs[0]

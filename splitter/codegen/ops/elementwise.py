@@ -23,7 +23,9 @@ from splitter.codegen.ops.base import (
     rank4_or_less,
     record,
 )
+from splitter.codegen.ops.formulas import BATCHNORM_MACS_PER_ELEMENT, Shape, act_macs
 from splitter.codegen.ops.literals import c_float
+from splitter.codegen.ops.opdef import ALL, F32_NCHW, FLOAT, OpDef, activation
 from splitter.codegen.ops.quant import (
     act_range,
     qp,
@@ -72,11 +74,25 @@ def same_shapes(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
 
 
 class _Binary(OpEmitter):
-    """``k_binary``: ``a OP b`` broadcast over a rank-4 view, then the fused activation."""
+    """``k_binary``: ``a OP b`` broadcast over a rank-4 view, then the fused activation.
+
+    add / sub / mul / div with numpy broadcasting (a constant operand is ``weights["C"]``).
+
+    MACs: one per output element ``+ act``.
+    """
 
     code = ""
     float_checks = (two_operands, act_ok)
     int8_checks = (*Q8_ELEMENTWISE, same_shapes, q8_act_ok)
+
+    def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
+        shapes = [tuple(s) for s in in_shapes]
+        if "C" in op.weights:
+            shapes.append(tuple(op.weights["C"].shape))
+        return tuple(int(d) for d in np.broadcast_shapes(*shapes))
+
+    def macs(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec) -> int:
+        return out.size + act_macs(op, out)
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
         y = op.outputs[0]
@@ -117,7 +133,10 @@ class Add(_QBinary):
     """ADD; int8 as reference_integer_ops::Add (inputs shifted left by 20, rescaled):
     ``M_i = s_i / (2 max(s_1, s_2))``, ``M_out = 2 max(s_1, s_2) / (2^20 s_out)`` (add.cc)."""
 
-    kind, code, q_fn = "add", "K_ADD", "k_q_add"
+    # broadcasting binary ops; a constant operand is weights["C"]
+    definition = OpDef("add", ("act",), onnx=("Add", "Sum"), tflite=("ADD",), kernels=ALL)
+    code = "K_ADD"
+    q_fn = "k_q_add"
 
     def rescales(self, sa: float, sb: float, so: float) -> dict[str, int]:
         twice_max = 2.0 * max(sa, sb)
@@ -132,13 +151,16 @@ class Add(_QBinary):
 class Sub(_Binary):
     """SUB (float only)."""
 
-    kind, code = "sub", "K_SUB"
+    definition = OpDef("sub", ("act",), onnx=("Sub",), tflite=("SUB",), kernels=FLOAT)
+    code = "K_SUB"
 
 
 class Mul(_QBinary):
     """MUL; int8 ``M = s_1 s_2 / s_out`` in float32 (mul.cc)."""
 
-    kind, code, q_fn = "mul", "K_MUL", "k_q_mul_ew"
+    definition = OpDef("mul", ("act",), onnx=("Mul",), tflite=("MUL",), kernels=ALL)
+    code = "K_MUL"
+    q_fn = "k_q_mul_ew"
 
     def rescales(self, sa: float, sb: float, so: float) -> dict[str, int]:
         m, s = quantize_multiplier(float(np.float32(sa) * np.float32(sb) / np.float32(so)))
@@ -148,7 +170,8 @@ class Mul(_QBinary):
 class Div(_Binary):
     """DIV (float only)."""
 
-    kind, code = "div", "K_DIV"
+    definition = OpDef("div", ("act",), onnx=("Div",), tflite=("DIV",), kernels=FLOAT)
+    code = "K_DIV"
 
 
 class _Activation(OpEmitter):
@@ -193,26 +216,72 @@ class _LutActivation(_Activation):
         return block(params, f"k_q_lut_act(&p, {ctx.p8(x)}, {ctx.p8(y)})")
 
 
-def _activation(name: str, kind: str, base: type[_Activation], formula: str) -> type[_Activation]:
-    """The emitter class ``name`` of standalone activation ``kind``: ``formula`` on the float path,
-    the int8 path (if any) of ``base``."""
-    return type(name, (base,), {"kind": kind, "__doc__": formula, "__module__": __name__})
+def _activation(
+    name: str, definition: OpDef, base: type[_Activation], formula: str
+) -> type[_Activation]:
+    """The op class ``name`` of standalone activation ``definition``: ``formula`` on the float
+    path, the int8 path (if any) of ``base``; shape and MACs element-wise (one per element)."""
+    ns = {"definition": definition, "__doc__": formula, "__module__": __name__}
+    return type(name, (base,), ns)
 
 
-Relu = _activation("Relu", "relu", _ClampActivation, "``max(x, 0)``.")
-Relu6 = _activation("Relu6", "relu6", _ClampActivation, "``min(max(x, 0), 6)``.")
-Clip = _activation("Clip", "clip", _Activation, "``min(max(x, act_min), act_max)``.")
-LeakyRelu = _activation("LeakyRelu", "leaky_relu", _Activation, "``x if x > 0 else alpha * x``.")
-Sigmoid = _activation("Sigmoid", "sigmoid", _LutActivation, "``1 / (1 + exp(-x))``.")
-Tanh = _activation("Tanh", "tanh", _LutActivation, "``tanh(x)``.")
-HardSwish = _activation("HardSwish", "hardswish", _Activation, "``x * clip(x / 6 + 1/2, 0, 1)``.")
-HardSigmoid = _activation(
-    "HardSigmoid", "hardsigmoid", _Activation, "``clip(alpha * x + beta, 0, 1)``."
+Relu = _activation(
+    "Relu",
+    activation("relu", onnx=("Relu", "Clip"), tflite=("RELU",), kernels=ALL),
+    _ClampActivation,
+    "``max(x, 0)``.",
 )
-Erf = _activation("Erf", "erf", _Activation, "``erf(x)`` (``k_erff``).")
-Gelu = _activation("Gelu", "gelu", _Activation, "``x / 2 * (1 + erf(x / sqrt 2))``.")
+Relu6 = _activation(
+    "Relu6",
+    activation("relu6", onnx=("Clip",), tflite=("RELU6",), kernels=ALL),
+    _ClampActivation,
+    "``min(max(x, 0), 6)``.",
+)
+Clip = _activation(
+    "Clip",
+    activation("clip", ("act_min", "act_max"), onnx=("Clip",), tflite=("RELU_N1_TO_1",)),
+    _Activation,
+    "``min(max(x, act_min), act_max)``.",
+)
+LeakyRelu = _activation(
+    "LeakyRelu",
+    activation("leaky_relu", ("alpha",), onnx=("LeakyRelu", "PRelu"), tflite=("LEAKY_RELU",)),
+    _Activation,
+    "``x if x > 0 else alpha * x``.",
+)
+Sigmoid = _activation(
+    "Sigmoid",
+    activation("sigmoid", onnx=("Sigmoid",), tflite=("LOGISTIC",), kernels=ALL),
+    _LutActivation,
+    "``1 / (1 + exp(-x))``.",
+)
+Tanh = _activation(
+    "Tanh",
+    activation("tanh", onnx=("Tanh",), tflite=("TANH",), kernels=ALL),
+    _LutActivation,
+    "``tanh(x)``.",
+)
+HardSwish = _activation(
+    "HardSwish",
+    activation("hardswish", onnx=("HardSwish",), tflite=("HARD_SWISH",)),
+    _Activation,
+    "``x * clip(x / 6 + 1/2, 0, 1)``.",
+)
+HardSigmoid = _activation(
+    "HardSigmoid",
+    activation("hardsigmoid", ("alpha", "beta"), onnx=("HardSigmoid",)),
+    _Activation,
+    "``clip(alpha * x + beta, 0, 1)``.",
+)
+Erf = _activation("Erf", activation("erf", onnx=("Erf",)), _Activation, "``erf(x)`` (``k_erff``).")
+Gelu = _activation(
+    "Gelu", activation("gelu", onnx=("Gelu",)), _Activation, "``x / 2 * (1 + erf(x / sqrt 2))``."
+)
 GeluTanh = _activation(
-    "GeluTanh", "gelu_tanh", _Activation, "``x / 2 * (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))``."
+    "GeluTanh",
+    activation("gelu_tanh", onnx=("Gelu",)),
+    _Activation,
+    "``x / 2 * (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))``.",
 )
 
 
@@ -226,10 +295,20 @@ def scale_and_shift(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
 
 
 class BatchNorm(OpEmitter):
-    """``y[c] = x[c] * scale[c] + shift[c]`` over axis 1; a fused activation runs in place."""
+    """``y[c] = x[c] * scale[c] + shift[c]`` over axis 1; a fused activation runs in place.
 
-    kind = "batchnorm"
+    Unfused batchnorm ``x*scale + shift``: :data:`BATCHNORM_MACS_PER_ELEMENT` per element
+    ``+ act``.
+    """
+
+    # y = x * weights["scale"] + weights["shift"] per channel (axis 1; an unfused BN)
+    definition = OpDef(
+        "batchnorm", ("act",), onnx=("BatchNormalization",), kernels=frozenset({F32_NCHW})
+    )
     float_checks = (scale_and_shift, act_ok)
+
+    def macs(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec) -> int:
+        return BATCHNORM_MACS_PER_ELEMENT * out.size + act_macs(op, out)
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
         x, y = op.inputs[0], op.outputs[0]

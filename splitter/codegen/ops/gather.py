@@ -23,7 +23,10 @@ from splitter.codegen.ops.base import (
     rank4_or_less,
     record,
 )
+from splitter.codegen.ops.formulas import Shape
 from splitter.codegen.ops.literals import c_float
+from splitter.codegen.ops.opdef import F32_NCHW, OpDef
+from splitter.errors import ShapeError
 from splitter.ir import Op, TensorSpec
 
 #: numpy.pad modes of the ONNX Pad modes (ONNX "reflect" excludes the edge, as numpy's does).
@@ -127,10 +130,25 @@ def _gather_call(op: Op, ctx: EmitContext, index: Sequence[np.ndarray]) -> list[
 
 
 class Slice(OpEmitter):
-    """slice (ONNX Slice, one output of Split): ``y[i] = x[starts + i * steps]`` per axis."""
+    """slice (ONNX Slice, one output of Split): ``y[i] = x[starts + i * steps]`` per axis.
 
-    kind = "slice"
+    slice: per axis ``len(range(starts, ends, steps))`` elements (the importer normalises the
+    bounds as Python's ``slice.indices``); one copy per output element.
+    """
+
+    # y[i] = x[starts[d] + i[d] * steps[d]] on every axis d, i[d] < len(range(starts, ends,
+    # steps)) (Slice, normalised as Python's slice.indices; Split: one slice per output)
+    definition = OpDef(
+        "slice", ("starts", "ends", "steps"), onnx=("Slice", "Split"), kernels=frozenset({F32_NCHW})
+    )
     float_checks = (rank4_or_less,)
+
+    def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
+        x = in_shapes[0]
+        bounds = list(zip(op.attr("starts"), op.attr("ends"), op.attr("steps"), strict=True))
+        if len(bounds) != len(x):
+            raise ShapeError(f"{op.name}: slice of a rank-{len(x)} tensor needs {len(x)} bounds")
+        return tuple(len(range(int(a), int(b), int(s))) for a, b, s in bounds)
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
         ys = ctx.shape(op.outputs[0])
@@ -149,10 +167,20 @@ def known_pad_mode(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
 
 
 class PadMode(OpEmitter):
-    """pad_mode: reflect / edge / wrap padding as an index gather."""
+    """pad_mode: reflect / edge / wrap padding as an index gather.
 
-    kind = "pad_mode"
+    pad_mode (reflect / edge / wrap): the shape of a pad; one copy per output element.
+    """
+
+    # reflect / edge / wrap padding (ONNX Pad modes); a per-axis index gather
+    definition = OpDef("pad_mode", ("pads", "mode"), onnx=("Pad",), kernels=frozenset({F32_NCHW}))
     float_checks = (known_pad_mode,)
+
+    def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
+        x = in_shapes[0]
+        pads = tuple(int(p) for p in op.attr("pads"))
+        rank = len(x)
+        return tuple(x[i] + pads[i] + pads[i + rank] for i in range(rank))
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
         xs = ctx.shape(op.inputs[0])
@@ -192,10 +220,33 @@ def resizable(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
 
 
 class Resize(OpEmitter):
-    """resize: nearest as ``k_gather_axes``, linear as ``k_resize_linear`` (last two axes)."""
+    """resize: nearest as ``k_gather_axes``, linear as ``k_resize_linear`` (last two axes).
 
-    kind = "resize"
+    resize to ``sizes`` (the output shape: ONNX's ``floor(n * scale)`` or the given sizes).
+    Nearest: one copy per output element; linear: 4 MAC-equivalents per output element (three
+    lerps ``a + w (b - a)`` and the weight loads).
+    """
+
+    # ONNX Resize (nearest: an index gather; linear: bilinear over the last two axes); the
+    # per-axis source coordinates follow coord_mode / nearest_mode and the per-axis scales
+    # (given, or out / in from sizes) of the ONNX spec; sizes = the output shape
+    definition = OpDef(
+        "resize",
+        ("mode", "coord_mode", "nearest_mode", "scales", "sizes"),
+        onnx=("Resize",),
+        kernels=frozenset({F32_NCHW}),
+    )
     float_checks = (resizable,)
+
+    def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
+        if len(op.attr("sizes")) != len(in_shapes[0]):
+            raise ShapeError(
+                f"{op.name}: resize sizes {op.attr('sizes')} of a rank-{len(in_shapes[0])} tensor"
+            )
+        return tuple(int(d) for d in op.attr("sizes"))
+
+    def macs(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec) -> int:
+        return out.size * (4 if op.attr("mode") == "linear" else 1)
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
         x, y = op.inputs[0], op.outputs[0]

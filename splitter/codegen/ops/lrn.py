@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import prod
 
 from splitter.codegen.ops.base import Q8_ELEMENTWISE, EmitContext, OpEmitter, block, record
 from splitter.codegen.ops.literals import c_float
+from splitter.codegen.ops.opdef import ALL, OpDef
 from splitter.codegen.ops.quant import qp
-from splitter.ir import Op
+from splitter.ir import Op, TensorSpec
 
 
 def lrn_record(op: Op, ctx: EmitContext, int8: bool = False) -> list[str]:
@@ -35,10 +37,25 @@ def lrn_record(op: Op, ctx: EmitContext, int8: bool = False) -> list[str]:
 
 class LRN(OpEmitter):
     """``y = x (bias + alpha / size * sum x^2)^-beta``; one kernel serves NCHW and NHWC (the
-    view follows ``axis``); int8 dequantises, computes in float and requantises."""
+    view follows ``axis``); int8 dequantises, computes in float and requantises.
 
-    kind = "lrn"
+    lrn: ``size`` MAC-equivalents per output element for the window's sum of squares plus
+    one for the scaling ``x * (bias + alpha / size * sum)^-beta`` (the element-wise rule):
+    MACs ``= out * (size + 1)``. No thesis profile has an LRN row; this is splitter's rule.
+    """
+
+    # y = x / (bias + alpha / size * sum of x^2 over `size` neighbours along `axis`) ** beta
+    definition = OpDef(
+        "lrn",
+        ("size", "alpha", "beta", "bias", "axis"),
+        onnx=("LRN",),
+        tflite=("LOCAL_RESPONSE_NORMALIZATION",),
+        kernels=ALL,
+    )
     int8_checks = Q8_ELEMENTWISE
+
+    def macs(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec) -> int:
+        return out.size * (int(op.attr("size")) + 1)
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
         x, y = ctx.ptr(op.inputs[0]), ctx.ptr(op.outputs[0])

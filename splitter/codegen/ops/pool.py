@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from math import prod
 
 from splitter.codegen.ops.base import (
@@ -19,17 +19,37 @@ from splitter.codegen.ops.base import (
     same_quant,
 )
 from splitter.codegen.ops.conv import q_record, window_record
+from splitter.codegen.ops.formulas import Shape, act_macs, spatial_axes, window_out
+from splitter.codegen.ops.opdef import ALL, F32_NCHW, POOL_HOSTS, OpDef
 from splitter.codegen.ops.quant import mean_multiplier, qp, requant_record
 from splitter.ir import Op, TensorSpec
 
 
 class _Pool(OpEmitter):
     """A pool over a :func:`~splitter.codegen.ops.conv.window_record`: ``<fn>[_nhwc](&p, x, y)`` /
-    ``k_q_<fn>(&p, &q, x, y)``."""
+    ``k_q_<fn>(&p, &q, x, y)``.
+
+    maxpool / avgpool: one MAC-equivalent per output element per kernel tap (``kh*kw``).
+    """
 
     fn = ""
     float_checks = (image_batch1, act_ok)
     int8_checks = (*Q8_ELEMENTWISE, same_quant, nhwc_batch1, q8_act_ok)
+
+    def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
+        x = in_shapes[0]
+        _, h_ax, w_ax = spatial_axes(layout, len(x))
+        kh, kw = op.attr("kernel")
+        sh, sw = op.attr("strides", (kh, kw))
+        pt, pl, pb, pr = op.attr("pads", (0, 0, 0, 0))
+        out = list(x)
+        out[h_ax] = window_out(x[h_ax], kh, sh, pt + pb)
+        out[w_ax] = window_out(x[w_ax], kw, sw, pl + pr)
+        return tuple(out)
+
+    def macs(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec) -> int:
+        kh, kw = op.attr("kernel")
+        return out.size * int(kh) * int(kw) + act_macs(op, out)
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
         fn = self.fn + ("_nhwc" if ctx.layout == "NHWC" else "")
@@ -45,20 +65,58 @@ class _Pool(OpEmitter):
 class MaxPool(_Pool):
     """Max over the window's in-bounds taps."""
 
-    kind, fn = "maxpool", "k_maxpool"
+    definition = OpDef(
+        "maxpool",
+        ("kernel", "strides", "pads", "act"),
+        joins=POOL_HOSTS,
+        pool=True,
+        onnx=("MaxPool", "GlobalMaxPool"),
+        tflite=("MAX_POOL_2D",),
+        kernels=ALL,
+    )
+    fn = "k_maxpool"
 
 
 class AvgPool(_Pool):
     """Average over the window (``count_include_pad`` as ONNX; int8: in-bounds taps, TFLite)."""
 
-    kind, fn = "avgpool", "k_avgpool"
+    definition = OpDef(
+        "avgpool",
+        ("kernel", "strides", "pads", "count_include_pad", "act"),
+        joins=POOL_HOSTS,
+        pool=True,
+        onnx=("AveragePool",),
+        tflite=("AVERAGE_POOL_2D",),
+        kernels=ALL,
+    )
+    fn = "k_avgpool"
 
 
 class GlobalAvgPool(OpEmitter):
-    """``k_mean`` over the spatial axes of an NCHW tensor."""
+    """``k_mean`` over the spatial axes of an NCHW tensor.
 
-    kind = "global_avgpool"
+    global_avgpool: one MAC-equivalent per input element (``H*W`` taps per output).
+    """
+
+    definition = OpDef(
+        "global_avgpool",
+        ("act",),
+        joins=POOL_HOSTS,
+        pool=True,
+        onnx=("GlobalAveragePool",),
+        kernels=frozenset({F32_NCHW}),
+    )
     float_checks = (act_ok,)
+
+    def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
+        x = in_shapes[0]
+        _, h_ax, w_ax = spatial_axes(layout, len(x))
+        out = list(x)
+        out[h_ax] = out[w_ax] = 1
+        return tuple(out)
+
+    def macs(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec) -> int:
+        return ins[0].size + act_macs(op, out)
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
         shape = ctx.shape(op.inputs[0])
@@ -100,11 +158,30 @@ def _view(op: Op, ctx: EmitContext) -> tuple[int, int, int]:
 
 
 class Mean(OpEmitter):
-    """Mean over contiguous ``axes``: ``k_mean`` / ``k_q_mean``."""
+    """Mean over contiguous ``axes``: ``k_mean`` / ``k_q_mean``.
 
-    kind = "mean"
+    mean over ``axes``: one MAC-equivalent per input element.
+    """
+
+    definition = OpDef(
+        "mean",
+        ("axes", "keepdims", "act"),
+        onnx=("ReduceMean",),
+        tflite=("MEAN",),
+        kernels=ALL,
+    )
     float_checks = (contiguous_axes, act_ok)
     int8_checks = (*Q8_ELEMENTWISE, contiguous_axes)
+
+    def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
+        x = in_shapes[0]
+        axes = {int(a) % len(x) for a in op.attr("axes", range(len(x)))}
+        if op.attr("keepdims", True):
+            return tuple(1 if i in axes else d for i, d in enumerate(x))
+        return tuple(d for i, d in enumerate(x) if i not in axes)
+
+    def macs(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec) -> int:
+        return ins[0].size + act_macs(op, out)
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
         return _mean_float(op, ctx, _view(op, ctx))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from math import prod
 
 import numpy as np
@@ -21,16 +21,30 @@ from splitter.codegen.ops.base import (
     record,
     same_quant,
 )
+from splitter.codegen.ops.formulas import Shape
 from splitter.codegen.ops.literals import c_float
+from splitter.codegen.ops.opdef import ALL, FLOAT, I8_NHWC, Kernel, OpDef
 from splitter.codegen.ops.quant import Q_MAX, Q_MIN, qp, requant_call, round_away
+from splitter.errors import ShapeError
 from splitter.ir import Op, TensorSpec
 
 
 class Concat(OpEmitter):
-    """One ``k_concat_part`` per input: ``y[o*ytot + yoff + i] = x[o*xn + i]``."""
+    """One ``k_concat_part`` per input: ``y[o*ytot + yoff + i] = x[o*xn + i]``.
 
-    kind = "concat"
+    concat along ``axis``: one MAC-equivalent (a copy) per output element.
+    """
+
+    definition = OpDef(
+        "concat", ("axis",), onnx=("Concat",), tflite=("CONCATENATION",), kernels=ALL
+    )
     int8_checks = (*Q8_ELEMENTWISE, same_quant)
+
+    def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
+        axis = int(op.attr("axis", 0)) % len(in_shapes[0])
+        out = list(in_shapes[0])
+        out[axis] = sum(int(s[axis]) for s in in_shapes)
+        return tuple(out)
 
     @staticmethod
     def _parts(op: Op, ctx: EmitContext, fn: str, ptr: str) -> list[str]:
@@ -70,11 +84,23 @@ def _q8_pads(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
 
 
 class Pad(OpEmitter):
-    """Constant pad of a rank-4 view; int8 pads with the quantised ``value``."""
+    """Constant pad of a rank-4 view; int8 pads with the quantised ``value``.
 
-    kind = "pad"
+    pad, ``pads`` = begins of every axis then ends (ONNX): one copy per output element.
+    """
+
+    # pads in ONNX order: begins of every axis, then ends
+    definition = OpDef(
+        "pad", ("pads", "value"), onnx=("Pad",), tflite=("PAD", "PADV2"), kernels=ALL
+    )
     float_checks = (constant_pads,)
     int8_checks = (*Q8_ELEMENTWISE, _q8_pads)
+
+    def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
+        x = in_shapes[0]
+        pads = tuple(int(p) for p in op.attr("pads"))
+        rank = len(x)
+        return tuple(x[i] + pads[i] + pads[i + rank] for i in range(rank))
 
     @staticmethod
     def _call(op: Op, ctx: EmitContext, fn: str, ptr: str, value: tuple[str, object]) -> list[str]:
@@ -102,10 +128,36 @@ class Pad(OpEmitter):
 
 
 class Reshape(OpEmitter):
-    """A view: nothing to do, or a copy when ping-pong placement moved the output."""
+    """A view: nothing to do, or a copy when ping-pong placement moved the output.
 
-    kind = "reshape"
+    reshape (Flatten, Squeeze, Unsqueeze): zero MACs, the output aliases the input's bytes.
+
+    ``shape`` may hold one ``-1`` (inferred) and ``0`` (copy the input's dimension, ONNX).
+    """
+
+    definition = OpDef(
+        "reshape",
+        ("shape",),
+        zero_cost=True,
+        onnx=("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Cast"),
+        tflite=("RESHAPE", "SQUEEZE", "EXPAND_DIMS"),
+        kernels=ALL,
+    )
     int8_checks = Q8_ELEMENTWISE
+
+    def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
+        x = in_shapes[0]
+        target = [int(d) for d in op.attr("shape")]
+        target = [x[i] if d == 0 and i < len(x) else d for i, d in enumerate(target)]
+        if -1 in target:
+            known = prod(d for d in target if d != -1)
+            target[target.index(-1)] = prod(x) // known if known else 0
+        if prod(target) != prod(x):
+            raise ShapeError(f"{op.name}: cannot reshape {x} to {tuple(target)}")
+        return tuple(target)
+
+    def macs(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec) -> int:
+        return 0
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
         x, y = op.inputs[0], op.outputs[0]
@@ -121,14 +173,45 @@ class Reshape(OpEmitter):
         return [f"k_q_copy({ctx.p8(x)}, {ctx.p8(y)}, {ctx.tensors[x].size}); /* reshape */"]
 
 
-class Transpose(OpEmitter):
-    """Rank-4 transpose: ``k_transpose(x, y, ys, xstr)`` with the input's strides permuted."""
+#: The largest rank ``k_transpose_nd`` takes (``K_TRANSPOSE_MAX_RANK``, kernels.h).
+TRANSPOSE_MAX_RANK = 6
 
-    kind = "transpose"
-    float_checks = (rank4_or_less,)
+
+def transpose_rank(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+    """The input has rank <= :data:`TRANSPOSE_MAX_RANK` (``k_transpose_nd``'s index array)."""
+    rank = len(tensors[op.inputs[0]].shape)
+    if rank > TRANSPOSE_MAX_RANK:
+        return f"transpose of rank {rank} > {TRANSPOSE_MAX_RANK}"
+    return None
+
+
+class Transpose(OpEmitter):
+    """``y = x.transpose(perm)``: ``k_transpose(x, y, ys, xstr)`` up to rank 4,
+    ``k_transpose_nd(x, y, rank, ys, xstr)`` for ranks 5 and 6 (ShuffleNet's channel shuffle
+    ``(1, g, C/g, H, W) -> (1, C/g, g, H, W)``); ``xstr[d]`` is the input's row-major stride of
+    axis ``perm[d]``.
+
+    Shape: ``y.shape[d] = x.shape[perm[d]]`` (reversed axes without ``perm``, ONNX). MACs: one
+    copy per output element.
+    """
+
+    definition = OpDef(
+        "transpose", ("perm",), onnx=("Transpose",), tflite=("TRANSPOSE",), kernels=FLOAT
+    )
+    float_checks = (transpose_rank,)
+    RANK4 = Kernel("k_transpose")
+    ND = Kernel("k_transpose_nd")
+    c_kernels = (RANK4, ND)
+
+    def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
+        x = in_shapes[0]
+        perm = op.attr("perm") or tuple(reversed(range(len(x))))
+        return tuple(x[int(p)] for p in perm)
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
         x, y = op.inputs[0], op.outputs[0]
+        if len(ctx.shape(x)) > 4:
+            return self._emit_nd(op, ctx)
         xs = pad4(ctx.shape(x))
         k = 4 - len(ctx.shape(x))
         perm = list(range(k)) + [int(p) + k for p in op.attr("perm")]
@@ -137,7 +220,21 @@ class Transpose(OpEmitter):
             "{",
             f"    static const int ys[4] = {{{ints(pad4(ctx.shape(y)))}}};",
             f"    static const int xst[4] = {{{ints([xstrides[p] for p in perm])}}};",
-            f"    k_transpose({ctx.ptr(x)}, {ctx.ptr(y)}, ys, xst);",
+            f"    {self.RANK4(ctx.ptr(x), ctx.ptr(y), 'ys', 'xst')};",
+            "}",
+        ]
+
+    def _emit_nd(self, op: Op, ctx: EmitContext) -> list[str]:
+        """``k_transpose_nd`` over the input's own rank (no padding to 4)."""
+        x, y = op.inputs[0], op.outputs[0]
+        xs, rank = ctx.shape(x), len(ctx.shape(x))
+        perm = [int(p) for p in op.attr("perm")]
+        xstrides = [prod(xs[d + 1 :]) for d in range(rank)]
+        return [
+            "{",
+            f"    static const int ys[{rank}] = {{{ints(ctx.shape(y))}}};",
+            f"    static const int xst[{rank}] = {{{ints([xstrides[p] for p in perm])}}};",
+            f"    {self.ND(ctx.ptr(x), ctx.ptr(y), rank, 'ys', 'xst')};",
             "}",
         ]
 
@@ -155,10 +252,26 @@ def dtypes(x: str | None, y: str) -> Check:
 
 
 class Quantize(OpEmitter):
-    """float32 -> int8 (``k_q_quantize``), or int8 -> int8 requantisation."""
+    """float32 -> int8 (``k_q_quantize``), or int8 -> int8 requantisation.
 
-    kind = "quantize"
+    quantize / dequantize: one per element; the shape transposed by ``perm`` when given
+    (a QDQ ONNX input: float NCHW -> int8 NHWC, ``splitter.importers.onnx_qdq``).
+    """
+
+    # perm: the transpose from the float tensor's layout to the int8 tensor's (None: same
+    # layout; (0, 2, 3, 1) at a QDQ ONNX graph's NCHW input, int8 tensors being NHWC)
+    definition = OpDef(
+        "quantize",
+        ("perm",),
+        onnx=("QuantizeLinear",),
+        tflite=("QUANTIZE",),
+        kernels=frozenset({I8_NHWC}),
+    )
     int8_checks = (no_weights, dtypes(None, "int8"))
+
+    def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
+        x, perm = in_shapes[0], op.attr("perm")
+        return tuple(x) if perm is None else tuple(x[int(p)] for p in perm)
 
     def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
         x, y = op.inputs[0], op.outputs[0]
@@ -194,8 +307,18 @@ def _quantize_to_nhwc(op: Op, ctx: EmitContext, args: str) -> list[str]:
 class Dequantize(OpEmitter):
     """int8 -> float32: ``y = s (q - zp)``."""
 
-    kind = "dequantize"
+    definition = OpDef(
+        "dequantize",
+        ("perm",),
+        onnx=("DequantizeLinear",),
+        tflite=("DEQUANTIZE",),
+        kernels=frozenset({I8_NHWC}),
+    )
     int8_checks = (no_weights, dtypes("int8", "float32"))
+
+    def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
+        x, perm = in_shapes[0], op.attr("perm")
+        return tuple(x) if perm is None else tuple(x[int(p)] for p in perm)
 
     def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
         x, y = op.inputs[0], op.outputs[0]

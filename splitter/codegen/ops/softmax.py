@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from math import prod
 
 import numpy as np
 
 from splitter.codegen.ops.base import Q8_ELEMENTWISE, EmitContext, OpEmitter, block, record
+from splitter.codegen.ops.formulas import SOFTMAX_MACS_PER_ELEMENT
 from splitter.codegen.ops.literals import c_float
+from splitter.codegen.ops.opdef import ALL, OpDef
 from splitter.codegen.ops.quant import qp
 from splitter.ir import Op, TensorSpec
 
@@ -29,11 +31,24 @@ def last_axis(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
 
 
 class Softmax(OpEmitter):
-    """``exp(beta x) / sum`` over ``axis``."""
+    """``exp(beta x) / sum`` over ``axis``.
 
-    kind = "softmax"
+    softmax: :data:`SOFTMAX_MACS_PER_ELEMENT` (15, X-CUBE-AI) per output element.
+    """
+
+    definition = OpDef(
+        "softmax",
+        ("axis",),
+        joins=frozenset({"dense"}),
+        onnx=("Softmax",),
+        tflite=("SOFTMAX",),
+        kernels=ALL,
+    )
     float_checks = (beta_one,)
     int8_checks = (*Q8_ELEMENTWISE, last_axis)
+
+    def macs(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec) -> int:
+        return SOFTMAX_MACS_PER_ELEMENT * out.size
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
         x, y = op.inputs[0], op.outputs[0]

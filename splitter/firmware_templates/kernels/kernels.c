@@ -835,6 +835,28 @@ void k_transpose(const float *restrict x, float *restrict y, const int *ys, cons
                     y[n++] = x[i0 * xstr[0] + i1 * xstr[1] + i2 * xstr[2] + i3 * xstr[3]];
 }
 
+/* An odometer over y's index: y[n] = x[off], then step the last axis; an axis that wraps
+ * takes its ys[d] * xstr[d] back off off and carries into the axis before it. */
+void k_transpose_nd(const float *restrict x, float *restrict y, int rank, const int *ys,
+                    const int *xstr)
+{
+    int idx[K_TRANSPOSE_MAX_RANK];
+    int d, n, total = 1, off = 0;
+    for (d = 0; d < rank; d++) {
+        idx[d] = 0;
+        total *= ys[d];
+    }
+    for (n = 0; n < total; n++) {
+        y[n] = x[off];
+        for (d = rank - 1; d >= 0; d--) {
+            off += xstr[d];
+            if (++idx[d] < ys[d]) break;
+            off -= ys[d] * xstr[d];
+            idx[d] = 0;
+        }
+    }
+}
+
 /* -------------------------------------------------------------------- lrn ---- */
 
 void k_lrn(const k_lrn_params *p, const float *restrict x, float *restrict y)

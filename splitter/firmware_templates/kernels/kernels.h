@@ -153,6 +153,14 @@ void k_pad(const k_pad_params *p, const float *restrict x, float *restrict y);
 /* Rank-4 transpose: y has shape ys[4]; xstr[d] is the element stride in x of output axis d. */
 void k_transpose(const float *restrict x, float *restrict y, const int *ys, const int *xstr);
 
+/* Largest rank k_transpose_nd takes. */
+#define K_TRANSPOSE_MAX_RANK 6
+
+/* Transpose of rank 1..K_TRANSPOSE_MAX_RANK (ShuffleNet's rank-5 channel shuffle): y has shape
+ * ys[rank], read in row-major order; xstr[d] is the element stride in x of output axis d. */
+void k_transpose_nd(const float *restrict x, float *restrict y, int rank, const int *ys,
+                    const int *xstr);
+
 /* PEX partial execution (codegen/pex.py): before a loop that accumulates into y (O planes of HW
  * floats), fill plane o with b[o] (0 when b is NULL); at channel c of the loop, add the 1x1
  * convolution's contribution of input channel x (HW floats): y[o, i] += w[o * wstride] * x[i]
