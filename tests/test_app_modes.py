@@ -86,11 +86,45 @@ def test_app_mode_a_plan_cannot_support_is_refused_and_out_kept(tmp_path: Path) 
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
     assert "device d0: hosts sub-models 0, 3" in lines[0] and "--app harness" in lines[0]
-    head = cli("compile", model, "-t", boards, "-o", str(out), "--force", "--app", "library",
-               "--result-on", "head")  # fmt: skip
+    head = cli("compile", model, "-t", boards, "-o", str(out), "--force", "--result-on", "head")
     assert head.returncode == 2 and len(head.stderr.strip().splitlines()) == 1
-    assert "device d0" in head.stderr and "--result-on tail" in head.stderr
+    assert "device d0" in head.stderr and "--app standalone or --app library" in head.stderr
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_result_on_head_without_a_free_usart_is_refused_and_out_kept(tmp_path: Path) -> None:
+    """The head a is an STM32L412KB, whose Nucleo-32 routes two USARTs (the ST-LINK's and the one
+    to b): the return link of --result-on head has none left. One line naming a and the fix,
+    exit 2, the OUT of an earlier compile untouched; --result-on tail compiles."""
+    boards = tmp_path / "boards.toml"
+    boards.write_text(
+        '[[device]]\nname = "a"\nmcu = "STM32L412KB"\nboard = "nucleo-l412kb"\n'
+        '[[device]]\nname = "b"\nmcu = "STM32F405RG"\n'
+    )
+    out = tmp_path / "out"
+    model = str(MODELS / "tiny_cnn.onnx")
+    args = ["compile", model, "-t", str(boards), "-o", str(out), "--no-validate", "--app",
+            "standalone"]  # fmt: skip
+    first = cli(*args)
+    assert first.returncode == 0, first.stderr
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    r = cli(*args, "--force", "--result-on", "head")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert "device a: --result-on head needs a USART for the return link to b" in line
+    assert "nucleo-l412kb has 2 (USART2, USART1)" in line and "use --result-on tail" in line
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_result_on_head_with_one_board_behaves_as_tail(tmp_path: Path) -> None:
+    """One board runs the whole chain: head = tail, no return link, the results stay on it."""
+    boards = tmp_path / "boards.toml"
+    boards.write_text('[[device]]\nname = "a"\nmcu = "STM32F405RG"\n')
+    opts = CompileOptions(validate=False, app="standalone", result_on="head")
+    res = compile_model(MODELS / "tiny_cnn.onnx", boards, tmp_path / "o", opts)
+    assert res.firmware.startswith("generated"), res.firmware
+    config = (res.out_dir / "firmware" / "a" / "config.h").read_text()
+    assert "#define RESULT_LINK -1" in config and "#define N_LINKS 1" in config
 
 
 def test_standalone_samples_that_do_not_fit_are_refused(tmp_path: Path) -> None:

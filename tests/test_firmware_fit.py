@@ -246,3 +246,36 @@ def test_build_fails_over_the_users_budget(tmp_path: Path, kernel_cache: Path) -
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith(f"splitter: error: {boards}: device a (STM32F405RG): the image needs")
     assert "over its flash budget 36864 B by" in line and "RAM" not in line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("result_on", ["tail", "head"])
+def test_standalone_chain_links_within_its_figures(
+    tmp_path: Path, kernel_cache: Path, result_on: str
+) -> None:
+    """``--app standalone`` (the example application, console printing, 5 compiled-in samples
+    on the head) over two F405s, with the result on the tail or sent back to the head over a
+    return link: every board's image matches plan.json as the harness's do (weights and arena
+    exact, code within 2 %, runtime RAM never above the plan)."""
+    import numpy as np
+
+    boards = tmp_path / "boards.toml"
+    boards.write_text(
+        '[[device]]\nname = "a"\nmcu = "STM32F405RG"\n[[device]]\nname = "b"\nmcu = "STM32F405RG"\n'
+    )
+    np.save(tmp_path / "x.npy", np.zeros((5, 1, 1, 28, 28), np.float32))
+    out = tmp_path / "out"
+    opts = CompileOptions(
+        validate=False, assignment=(0, 0, 1, 1, 1), app="standalone", result_on=result_on,
+        input_files=(str(tmp_path / "x.npy"),),
+    )  # fmt: skip
+    compile_model(ROOT / "models" / "tiny_cnn.onnx", boards, out, opts)
+    manifest = read_manifest(out)
+    a = next(d for d in manifest.devices if d.name == "a")
+    harness = compile_model(
+        ROOT / "models" / "tiny_cnn.onnx", boards, tmp_path / "h",
+        CompileOptions(validate=False, assignment=(0, 0, 1, 1, 1), firmware=False),
+    ).manifest  # fmt: skip
+    # the head's plan counts the samples (5 x 3136 B) besides a larger runtime
+    assert a.code_bytes > next(d for d in harness.devices if d.name == "a").code_bytes + 5 * 3136
+    assert check_builds(out, kernel_cache) == 2
