@@ -175,3 +175,37 @@ def _cpu_flags(project: Path) -> list[str]:
         if line.startswith("CPU := "):
             return line.removeprefix("CPU := ").split()
     raise AssertionError("no CPU line")
+
+
+def test_result_on_head_counts_the_return_link() -> None:
+    """``--result-on head`` in the plan: the result's trip from the tail back to the head (the
+    model's 40 output bytes with the TIMING records of the inference tag and both sub-models)
+    is in the latency (eq. 13) and in the tail's sending and the head's receiving time (eq. 17);
+    the head's runtime RAM holds the return link and its 40-byte result buffer. One device
+    (head = tail): no return link."""
+    from dataclasses import replace
+
+    from splitter.hardware.boards import load_boards
+    from splitter.importers import load_chain
+    from splitter.ir import FirmwareUse, SubModel
+    from splitter.partition.planner import chain_problem, firmware_needs
+    from splitter.partition.problem import evaluate
+
+    chain = load_chain(MODELS / "tiny_cnn.onnx")
+    boards = load_boards(BOARDS / "e2e_tiny2.toml")
+    tail = replace(boards, firmware=FirmwareUse("standalone", "tail", 4))
+    head = replace(boards, firmware=FirmwareUse("standalone", "head", 4))
+    a = (0, 0, 1, 1, 1)
+    problem = chain_problem(chain, head, upper=False)
+    et, eh = evaluate(chain_problem(chain, tail, upper=False), a), evaluate(problem, a)
+    trip = problem.transfer(40, 3).seconds(boards.link)
+    assert trip > 0 and eh.return_s == pytest.approx(trip) and et.return_s == 0
+    assert eh.latency_s == pytest.approx(et.latency_s + trip)
+    assert eh.send[1] == pytest.approx(et.send[1] + trip)
+    assert eh.recv[0] == pytest.approx(et.recv[0] + trip)
+    assert eh.waiting_s > et.waiting_s
+    assert evaluate(problem, (0, 0, 0, 0, 0)).return_s == 0
+    subs = (SubModel(0, 0, 0, 1), SubModel(1, 1, 2, 4))
+    (code_t, ram_t), _ = firmware_needs(chain, tail, subs)
+    (code_h, ram_h), _ = firmware_needs(chain, head, subs)
+    assert ram_h >= ram_t + 40 and code_h > code_t
