@@ -181,9 +181,20 @@ void library_user(void) {
 
 def library_figures(project: Path) -> dict[str, int]:
     """Code and RAM a library-mode project places in a product: its ``libsplitter.a`` linked
-    (``--gc-sections``, newlib and libgcc for what the runtime calls) beside
-    :data:`LIBRARY_USER`, whose own sections are taken off; RAM with the 2 KiB minimum stack the
-    runtime needs on the product's stack, and without the stub's 8-byte ``model_arena``."""
+    (:func:`link_library`), the product's own sections and the stub's ``sm_NN`` taken off; RAM
+    with the 2 KiB minimum stack the runtime needs on the product's stack, and without the
+    stub's 8-byte ``model_arena``."""
+    elf, own = link_library(project)
+    sizes = section_sizes(elf)
+    code = sum(sizes.get(s, 0) for s in FLASH_CODE_SECTIONS) - own["code"] - _stub_sm_bytes(elf)
+    ram = sizes.get(".data", 0) + sizes.get(".bss", 0) - own["ram"] - 8 + MIN_STACK_BYTES
+    return {"code": code, "ram": ram}
+
+
+def link_library(project: Path) -> tuple[Path, dict[str, int]]:
+    """``make`` a library-mode project and link its ``libsplitter.a`` beside
+    :data:`LIBRARY_USER` as a product would (``--gc-sections``, newlib and libgcc for what the
+    runtime calls); the ELF and the user object's own bytes (:func:`_object_sizes`)."""
     lib = make_part(project)
     cpu = _make_var(project, "CPU").split()
     user = project / "library_user.c"
@@ -195,10 +206,7 @@ def library_figures(project: Path) -> dict[str, int]:
     subprocess.run([GCC, *cpu, "-nostdlib", "-Wl,--gc-sections", "-Wl,-e,library_user",
                     str(obj), str(lib), "-lc", "-lgcc", "-o", str(elf)], check=True,
                    capture_output=True)  # fmt: skip
-    sizes, own = section_sizes(elf), _object_sizes(obj)
-    code = sum(sizes.get(s, 0) for s in FLASH_CODE_SECTIONS) - own["code"] - _stub_sm_bytes(elf)
-    ram = sizes.get(".data", 0) + sizes.get(".bss", 0) - own["ram"] - 8 + MIN_STACK_BYTES
-    return {"code": code, "ram": ram}
+    return elf, _object_sizes(obj)
 
 
 def _object_sizes(obj: Path) -> dict[str, int]:
