@@ -72,10 +72,12 @@ def harness_rate(out: Path, runs: int) -> dict[str, object]:
     for _ in range(3):  # a run can fail on a loaded machine (see the results file)
         r = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
         if r.returncode == 0:
-            pipe = json.loads(r.stdout)["throughput"].get("pipelined") or {}
+            throughput = json.loads(r.stdout)["throughput"]
+            pipe = throughput.get("pipelined") or {}
             return {
                 "pipelined_per_s": pipe.get("per_s"),
                 "pipelined_steady_per_s": pipe.get("steady_per_s"),
+                "why_not_pipelined": throughput.get("why_not_pipelined"),
                 "failed_attempts": failures,
             }
         failures.append(r.stderr.strip().splitlines()[-1])
