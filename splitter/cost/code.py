@@ -162,10 +162,10 @@ def device_role(head: bool, tail: bool, returns: bool) -> str:
 
 
 def _app_runtime(part: Part, app: str, role: str, what: str, pick: Any = max) -> int:
-    """Runtime code or RAM of ``--app`` ``app`` for a device of ``role`` (``""``: ``pick``,
-    max or min, over the measured roles)."""
+    """Runtime code or RAM of ``--app`` ``app`` for a device of ``role`` (``""``, or a role the
+    part's USARTs do not allow: ``pick``, max or min, over the measured roles)."""
     entry: dict[str, dict[str, int]] = _runtime_entry(part)[app]
-    if role:
+    if role in entry:  # a role the part cannot take (too few USARTs) is refused at compile
         return int(entry[role][what])
     return int(pick(int(fig[what]) for fig in entry.values()))
 
