@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -66,14 +68,16 @@ def harness_rate(out: Path, runs: int) -> dict[str, object]:
     """``splitter bench --emulate --json``: sequential and pipelined inferences per second."""
     cmd = [sys.executable, "-m", "splitter", "bench", str(out), "--emulate", "-n", str(runs)]
     cmd += ["--timeout", "600", "--json"]
-    failures = []
+    failures: list[str] = []
     for _ in range(3):  # a run can fail on a loaded machine (see the results file)
         r = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
         if r.returncode == 0:
-            pipe = json.loads(r.stdout)["throughput"].get("pipelined") or {}
+            throughput = json.loads(r.stdout)["throughput"]
+            pipe = throughput.get("pipelined") or {}
             return {
                 "pipelined_per_s": pipe.get("per_s"),
                 "pipelined_steady_per_s": pipe.get("steady_per_s"),
+                "why_not_pipelined": throughput.get("why_not_pipelined"),
                 "failed_attempts": failures,
             }
         failures.append(r.stderr.strip().splitlines()[-1])
@@ -90,7 +94,7 @@ def standalone_rate(out: Path, runs: int) -> dict[str, object]:
 
 
 def main(runs: int, only: str = "") -> None:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, (model, assignment) in CASES.items():
         if only not in name:
             continue
@@ -109,30 +113,48 @@ def main(runs: int, only: str = "") -> None:
         print(json.dumps(row))
         rows.append(row)
     date = datetime.date.today().isoformat()
+    for row in rows:
+        row.update(date=date, runs=runs, load=os.getloadavg())
+    rows = merged(rows)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "standalone_pipeline.json").write_text(
-        json.dumps({"date": date, "runs": runs, "rows": rows}, indent=2) + "\n"
+        json.dumps({"date": date, "rows": rows}, indent=2) + "\n"
     )
     lines = [
         "# Standalone vs harness throughput on emulated F405s (benchmarks/standalone_pipeline.py)",
         "",
-        f"Measured {date}, QEMU netduinoplus2 with -icount shift=0, {runs} inferences after "
+        "QEMU netduinoplus2 with -icount shift=0, the row's number of inferences after "
         f"{WARMUP} warm-up, on a 2-core machine shared with other jobs (wall-clock rates move "
-        "with the load). Equation 17 is the plan's prediction for the emulator (instruction-"
-        "counted compute, links at bytes x 10 / baud; QEMU's UARTs run faster than the baud).",
+        "with the load: the load average at the end of each row's run is given). Equation 17 is "
+        "the plan's prediction for the emulator (instruction-counted compute, links at bytes x "
+        "10 / baud; QEMU's UARTs run faster than the baud).",
         "",
-        "| chain | standalone /s | harness pipelined /s | harness pipelined, steady /s "
-        "| eq. 17 /s | ref. [9] /s |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| chain | measured | runs | load avg (1/5/15 min) | standalone /s | harness pipelined /s "
+        "| harness pipelined, steady /s | eq. 17 /s | ref. [9] /s |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        h, s = r["harness"], r["standalone"]
+        hr: Any = r["harness"]
+        sr: Any = r["standalone"]
+        load = "/".join(f"{x:.1f}" for x in r["load"]) if r.get("load") else "8-20 (noted)"
         lines.append(
-            f"| {r['case']} | {s['per_s']:.2f} | {_f(h['pipelined_per_s'])} "
-            f"| {_f(h['pipelined_steady_per_s'])} "
+            f"| {r['case']} | {r['date']} | {r['runs']} | {load} | {sr['per_s']:.2f} "
+            f"| {_f(hr['pipelined_per_s'])} | {_f(hr['pipelined_steady_per_s'])} "
             f"| {r['eq17_per_s']:.2f} | {r['ref9_per_s']:.2f} |"
         )
     (RESULTS / "standalone_pipeline.md").write_text("\n".join(lines) + "\n")
+
+
+def merged(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` and the rows of the results file for the cases not run now (each keeps its own
+    date, number of runs and load), in :data:`CASES` order."""
+    path = RESULTS / "standalone_pipeline.json"
+    old = json.loads(path.read_text()) if path.exists() else {"rows": []}
+    by_case = {
+        str(r["case"]): {"date": old.get("date"), "runs": old.get("runs"), **r} for r in old["rows"]
+    }
+    by_case.update({str(r["case"]): r for r in rows})
+    return [by_case[name] for name in CASES if name in by_case]
 
 
 def _f(v: object) -> str:

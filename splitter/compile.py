@@ -28,7 +28,7 @@ from splitter.codegen.escape import md_code, md_text
 from splitter.errors import InputFileError, SolverError, UnsupportedOpError, ValidationError
 from splitter.graph.split import LayerSplit
 from splitter.importers import LoadedModel
-from splitter.ir import Boards, Chain, Plan, SubModel, TensorSpec
+from splitter.ir import Boards, Chain, FirmwareUse, Plan, SubModel, TensorSpec
 from splitter.manifest import MANIFEST_FILE, PlanManifest
 from splitter.outputs import OutputDir, check_target, normalised_target
 from splitter.slicing.boundaries import Cut, SlicedModel, cuts_from_manifest
@@ -165,8 +165,9 @@ def compile_model(
         loaded, chain, boards = _load(model, target, opts)
         check_input_files(chain, opts.input_files)
         check_data_file(chain, opts)
+        boards = replace(boards, firmware=firmware_use(chain, opts))
     with clock("plan", "solving the partition"):
-        chain, plan, splits = make_split_plan(chain, boards, opts)
+        chain, plan, splits = plan_with_samples(chain, boards, opts)
     if splits:
         from splitter.slicing.split_source import split_loaded
 
@@ -176,7 +177,7 @@ def compile_model(
         from splitter.codegen.firmware import check_watchdog
 
         check_watchdog(boards, manifest, opts.watchdog_ms)  # before slicing and validating
-    app = app_options(manifest, opts)  # an --app the plan cannot support: refused here
+    app = app_options(manifest, opts, boards)  # an --app the plan cannot support: refused here
     cuts = cuts_from_manifest(manifest)
     with clock("slice", f"slicing into {len(cuts)} sub-models"):
         sliced = slice_model(loaded, cuts)
@@ -245,6 +246,23 @@ def check_input_files(chain: Chain, input_files: Sequence[str | Path]) -> None:
         load_input_file(path, chain.layers[0].input or chain.layers[0].output)
 
 
+def firmware_use(chain: Chain, opts: CompileOptions) -> FirmwareUse:
+    """What the planner counts for ``--app`` / ``--result-on``: the mode and, in standalone
+    mode, how many sample inputs the head board compiles in (those of ``--input`` for a
+    single-input model, else ``codegen.firmware.APP_DEFAULT_SAMPLES`` seeded ones)."""
+    from splitter.codegen.firmware import APP_DEFAULT_SAMPLES, APP_MODES
+
+    if opts.app not in APP_MODES:
+        raise InputFileError(f"--app {opts.app!r}: choose one of {', '.join(APP_MODES)}")
+    samples = 0
+    if opts.app == "standalone":
+        spec = chain.layers[0].input or chain.layers[0].output
+        single = chain.graph is not None and len(chain.graph.inputs) == 1
+        loaded = [x for p in opts.input_files for x in load_input_file(p, spec)] if single else []
+        samples = len(loaded) or APP_DEFAULT_SAMPLES
+    return FirmwareUse(opts.app, opts.result_on, samples)
+
+
 def check_data_file(chain: Chain, opts: CompileOptions) -> None:
     """Reject a bad ``--data`` set (or one given with ``--no-validate``) before any slow step."""
     if opts.data_file is None:
@@ -258,6 +276,45 @@ def check_data_file(chain: Chain, opts: CompileOptions) -> None:
     from splitter.slicing.validate import load_labelled
 
     load_labelled(opts.data_file, chain.layers[0].output, prod(chain.layers[-1].output.shape))
+
+
+def plan_with_samples(
+    chain: Chain, boards: Boards, opts: CompileOptions
+) -> tuple[Chain, Plan, tuple[LayerSplit, ...]]:
+    """:func:`make_split_plan`; when no plan fits only because of the standalone head's sample
+    inputs (a plan without them does), the refusal names the head and its samples."""
+    from splitter.errors import BoardFileError, SplitterError
+    from splitter.partition.planner import firmware_needs, link_model
+
+    try:
+        return make_split_plan(chain, boards, opts)
+    except SplitterError:
+        use = boards.firmware
+        if use.app != "standalone" or not use.samples:
+            raise
+        bare = replace(boards, firmware=replace(use, samples=0))
+        try:
+            found, plan, _ = make_split_plan(chain, bare, opts)
+        except SplitterError:
+            pass
+        else:
+            head = plan.submodels[0]
+            dev = boards.devices[head.device_index]
+            need = firmware_needs(found, bare, plan.submodels)[head.device_index]
+            weights = sum(
+                found.layers[j].cost.flash
+                for s in plan.submodels
+                if s.device_index == head.device_index
+                for j in range(s.first, s.last + 1)
+            )
+            samples = use.samples * link_model(found).input_bytes
+            raise BoardFileError(
+                f"device {dev.name}: --app standalone adds {samples} B of sample inputs to its "
+                f"{weights + (need[0] if need else 0)} B of weights and code, above its "
+                f"{dev.flash_bytes} B of flash; pass fewer --input samples, give it more flash "
+                "or use --app library"
+            ) from None
+        raise
 
 
 def make_split_plan(
@@ -476,11 +533,13 @@ def _write_html(
     out.write_text(REPORT_FILE, render_html(manifest, data, validation))
 
 
-def app_options(manifest: PlanManifest, opts: CompileOptions) -> AppOptions:
+def app_options(
+    manifest: PlanManifest, opts: CompileOptions, boards: Boards | None = None
+) -> AppOptions:
     """``--app`` / ``--result-on`` checked against the plan (``codegen.firmware.check_app``),
     with the standalone example's sample inputs read from ``--input`` (each file's arrays, in
     wire order); refused before anything is sliced or written."""
-    from splitter.codegen.firmware import AppOptions, check_app
+    from splitter.codegen.firmware import AppOptions, check_app, check_return_link
     from splitter.device.host import to_wire
 
     samples: list[bytes] = []
@@ -490,6 +549,8 @@ def app_options(manifest: PlanManifest, opts: CompileOptions) -> AppOptions:
             samples += [to_wire(x) for x in load_input_file(path, inputs[0])]
     app = AppOptions(opts.app, opts.result_on, tuple(samples))
     check_app(manifest, app)
+    if boards is not None and opts.firmware:
+        check_return_link(boards, manifest, app)
     return app
 
 

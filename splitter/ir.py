@@ -318,6 +318,25 @@ class LinkSpec:
 
 
 @dataclass(frozen=True)
+class FirmwareUse:
+    """How the boards' firmware is used (``compile --app`` / ``--result-on``): what the planner
+    counts besides the model. ``app``: ``harness`` (the PC drives the chain), ``standalone``
+    (the head feeds itself from ``samples`` compiled-in inputs) or ``library`` (the product's
+    own ``main()``, clocks and UARTs); ``result_on``: the board that gets each result, ``tail``
+    or ``head`` (a return link from the tail to the head)."""
+
+    app: str = "harness"
+    result_on: str = "tail"
+    samples: int = 0  # standalone: sample inputs compiled into the head board
+
+    @property
+    def returns(self) -> bool:
+        """Whether results travel back to the head board (a return link, when it is not the
+        tail)."""
+        return self.app != "harness" and self.result_on == "head"
+
+
+@dataclass(frozen=True)
 class Boards:
     """A parsed boards.toml: the devices in file order and the link settings."""
 
@@ -326,6 +345,8 @@ class Boards:
     source_path: str = ""
     #: every ``[calibration.KIND.PART]`` table of the file, whichever the devices use
     calibrations: tuple[Calibration, ...] = ()
+    #: what the firmware holds besides the model (``compile --app``); the default: the harness
+    firmware: FirmwareUse = field(default_factory=FirmwareUse)
 
 
 @dataclass(frozen=True)

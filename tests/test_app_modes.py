@@ -74,23 +74,62 @@ def test_mode_sources_leave_out_what_the_product_owns() -> None:
 
 
 def test_app_mode_a_plan_cannot_support_is_refused_and_out_kept(tmp_path: Path) -> None:
-    """kws_cnn on e2e_kws3: d0 hosts sub-models 0 and 3, so standalone is refused in one line
-    naming d0 and the fix, exit 2, and the OUT of an earlier compile is untouched."""
+    """kws_cnn on e2e_kws3: d0 hosts sub-models 0 and 3, so the library (whose figures the
+    plan counts; the standalone image no longer fits these tight budgets at all) is refused in
+    one line naming d0 and the fix, exit 2, and the OUT of an earlier compile is untouched."""
     out = tmp_path / "out"
     model, boards = str(MODELS / "kws_cnn.onnx"), str(BOARDS / "e2e_kws3.toml")
     first = cli("compile", model, "-t", boards, "-o", str(out), "--no-validate", "--no-firmware")
     assert first.returncode == 0, first.stderr
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    r = cli("compile", model, "-t", boards, "-o", str(out), "--force", "--app", "standalone")
+    r = cli("compile", model, "-t", boards, "-o", str(out), "--force", "--app", "library")
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
     assert "device d0: hosts sub-models 0, 3" in lines[0] and "--app harness" in lines[0]
-    head = cli("compile", model, "-t", boards, "-o", str(out), "--force", "--app", "library",
-               "--result-on", "head")  # fmt: skip
+    head = cli("compile", model, "-t", boards, "-o", str(out), "--force", "--result-on", "head")
     assert head.returncode == 2 and len(head.stderr.strip().splitlines()) == 1
-    assert "device d0" in head.stderr and "--result-on tail" in head.stderr
+    assert "device d0" in head.stderr and "--app standalone or --app library" in head.stderr
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_result_on_head_without_a_free_usart_is_refused_and_out_kept(tmp_path: Path) -> None:
+    """The head a is an STM32L412KB, whose Nucleo-32 routes two USARTs (the ST-LINK's and the one
+    to b): the return link of --result-on head has none left. Refused before anything is
+    written, in one line naming a and the fix; the OUT of an earlier compile is untouched; with
+    --result-on tail the same plan compiles. (The planner, which counts the return link,
+    would rather put the head elsewhere: the plan is given, as ``--assignment`` does.)"""
+    from splitter.errors import BoardFileError
+
+    boards = tmp_path / "boards.toml"
+    boards.write_text(
+        '[[device]]\nname = "a"\nmcu = "STM32L412KB"\nboard = "nucleo-l412kb"\n'
+        '[[device]]\nname = "b"\nmcu = "STM32F405RG"\n'
+    )
+    out = tmp_path / "out"
+    model = MODELS / "tiny_cnn.onnx"
+    opts = CompileOptions(validate=False, assignment=(0, 1, 1, 1, 1), app="standalone")
+    compile_model(model, boards, out, opts)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    head = CompileOptions(validate=False, assignment=(0, 1, 1, 1, 1), app="standalone",
+                          result_on="head", force=True)  # fmt: skip
+    with pytest.raises(BoardFileError) as info:
+        compile_model(model, boards, out, head)
+    (line,) = str(info.value).splitlines()
+    assert "device a: --result-on head needs a USART for the return link to b" in line
+    assert "nucleo-l412kb has 2 (USART2, USART1)" in line and "use --result-on tail" in line
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_result_on_head_with_one_board_behaves_as_tail(tmp_path: Path) -> None:
+    """One board runs the whole chain: head = tail, no return link, the results stay on it."""
+    boards = tmp_path / "boards.toml"
+    boards.write_text('[[device]]\nname = "a"\nmcu = "STM32F405RG"\n')
+    opts = CompileOptions(validate=False, app="standalone", result_on="head")
+    res = compile_model(MODELS / "tiny_cnn.onnx", boards, tmp_path / "o", opts)
+    assert res.firmware.startswith("generated"), res.firmware
+    config = (res.out_dir / "firmware" / "a" / "config.h").read_text()
+    assert "#define RESULT_LINK -1" in config and "#define N_LINKS 1" in config
 
 
 def test_standalone_samples_that_do_not_fit_are_refused(tmp_path: Path) -> None:
@@ -141,3 +180,37 @@ def _cpu_flags(project: Path) -> list[str]:
         if line.startswith("CPU := "):
             return line.removeprefix("CPU := ").split()
     raise AssertionError("no CPU line")
+
+
+def test_result_on_head_counts_the_return_link() -> None:
+    """``--result-on head`` in the plan: the result's trip from the tail back to the head (the
+    model's 40 output bytes with the TIMING records of the inference tag and both sub-models)
+    is in the latency (eq. 13) and in the tail's sending and the head's receiving time (eq. 17);
+    the head's runtime RAM holds the return link and its 40-byte result buffer. One device
+    (head = tail): no return link."""
+    from dataclasses import replace
+
+    from splitter.hardware.boards import load_boards
+    from splitter.importers import load_chain
+    from splitter.ir import FirmwareUse, SubModel
+    from splitter.partition.planner import chain_problem, firmware_needs
+    from splitter.partition.problem import evaluate
+
+    chain = load_chain(MODELS / "tiny_cnn.onnx")
+    boards = load_boards(BOARDS / "e2e_tiny2.toml")
+    tail = replace(boards, firmware=FirmwareUse("standalone", "tail", 4))
+    head = replace(boards, firmware=FirmwareUse("standalone", "head", 4))
+    a = (0, 0, 1, 1, 1)
+    problem = chain_problem(chain, head, upper=False)
+    et, eh = evaluate(chain_problem(chain, tail, upper=False), a), evaluate(problem, a)
+    trip = problem.transfer(40, 3).seconds(boards.link)
+    assert trip > 0 and eh.return_s == pytest.approx(trip) and et.return_s == 0
+    assert eh.latency_s == pytest.approx(et.latency_s + trip)
+    assert eh.send[1] == pytest.approx(et.send[1] + trip)
+    assert eh.recv[0] == pytest.approx(et.recv[0] + trip)
+    assert eh.waiting_s > et.waiting_s
+    assert evaluate(problem, (0, 0, 0, 0, 0)).return_s == 0
+    subs = (SubModel(0, 0, 0, 1), SubModel(1, 1, 2, 4))
+    (code_t, ram_t), _ = firmware_needs(chain, tail, subs)
+    (code_h, ram_h), _ = firmware_needs(chain, head, subs)
+    assert ram_h >= ram_t + 40 and code_h > code_t

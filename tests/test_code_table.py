@@ -38,6 +38,11 @@ def test_every_catalog_family_and_core_is_in_the_table() -> None:
         assert ram == sorted(ram) and ram[0] > 2048  # the minimum stack alone is 2 KiB
         core = table["cores"][family_for(part.family).core.key]
         assert "k_conv2d" in core["kernels"] and core["op_kernels"]["conv2d/NCHW/float32>float32"]
+        # --app standalone / library: the roles every part can take (a middle board needs two
+        # USARTs beside the ST-LINK's); the standalone image holds more code than the library
+        for app in ("standalone", "library"):
+            assert {"single", "head", "tail"} <= set(runtime[app]), (part.name, app)
+        assert runtime["standalone"]["head"]["code"] > runtime["library"]["head"]["code"]
 
 
 @pytest.mark.parametrize("model", ["long_skip.onnx", "mlperf_ic_resnet8_int8.tflite"])

@@ -246,3 +246,75 @@ def test_build_fails_over_the_users_budget(tmp_path: Path, kernel_cache: Path) -
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith(f"splitter: error: {boards}: device a (STM32F405RG): the image needs")
     assert "over its flash budget 36864 B by" in line and "RAM" not in line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("result_on", ["tail", "head"])
+def test_standalone_chain_links_within_its_figures(
+    tmp_path: Path, kernel_cache: Path, result_on: str
+) -> None:
+    """``--app standalone`` (the example application, console printing, 5 compiled-in samples
+    on the head) over two F405s, with the result on the tail or sent back to the head over a
+    return link: every board's image matches plan.json as the harness's do (weights and arena
+    exact, code within 2 %, runtime RAM never above the plan)."""
+    import numpy as np
+
+    boards = tmp_path / "boards.toml"
+    boards.write_text(
+        '[[device]]\nname = "a"\nmcu = "STM32F405RG"\n[[device]]\nname = "b"\nmcu = "STM32F405RG"\n'
+    )
+    np.save(tmp_path / "x.npy", np.zeros((5, 1, 1, 28, 28), np.float32))
+    out = tmp_path / "out"
+    opts = CompileOptions(
+        validate=False, assignment=(0, 0, 1, 1, 1), app="standalone", result_on=result_on,
+        input_files=(str(tmp_path / "x.npy"),),
+    )  # fmt: skip
+    compile_model(ROOT / "models" / "tiny_cnn.onnx", boards, out, opts)
+    manifest = read_manifest(out)
+    a = next(d for d in manifest.devices if d.name == "a")
+    harness = compile_model(
+        ROOT / "models" / "tiny_cnn.onnx", boards, tmp_path / "h",
+        CompileOptions(validate=False, assignment=(0, 0, 1, 1, 1), firmware=False),
+    ).manifest  # fmt: skip
+    # the head's plan counts the samples (5 x 3136 B) besides a larger runtime
+    assert a.code_bytes > next(d for d in harness.devices if d.name == "a").code_bytes + 5 * 3136
+    assert check_builds(out, kernel_cache) == 2
+
+
+@pytest.mark.slow
+def test_library_links_within_its_figures(tmp_path: Path) -> None:
+    """``--app library`` over two F405s: each board's ``libsplitter.a``, linked as a product
+    links it beside a ``main()`` that calls the API (``code_table.LIBRARY_USER``; the product's
+    own bytes are not the plan's and are taken off), places what plan.json says: ``.weights``
+    exact, code within 2 %, runtime RAM (``.data`` + ``.bss`` without the arena, plus the 2 KiB
+    of stack the runtime needs) never above the plan."""
+    from splitter.measure.code_table import link_library
+    from splitter.toolchain.build import FLASH_CODE_SECTIONS, MIN_STACK_BYTES, section_sizes
+
+    boards = tmp_path / "boards.toml"
+    boards.write_text(
+        '[[device]]\nname = "a"\nmcu = "STM32F405RG"\n[[device]]\nname = "b"\nmcu = "STM32F405RG"\n'
+    )
+    opts = CompileOptions(validate=False, assignment=(0, 0, 1, 1, 1), app="library")
+    out = compile_model(ROOT / "models" / "tiny_cnn.onnx", boards, tmp_path / "out", opts).out_dir
+    for planned in read_manifest(out).devices:
+        elf, own = link_library(out / "firmware" / planned.name)
+        sizes = section_sizes(elf)
+        assert sizes[".weights"] == planned.flash_used, planned.name
+        code = sum(sizes.get(s, 0) for s in FLASH_CODE_SECTIONS) - own["code"]
+        assert abs(code - planned.code_bytes) / code <= CODE_TOLERANCE, (code, planned)
+        arena = symbol_sizes(elf)["model_arena"]
+        assert arena == (planned.ram_used + 3) // 4 * 4, planned.name
+        ram = sizes.get(".data", 0) + sizes.get(".bss", 0) - own["ram"] - arena + MIN_STACK_BYTES
+        assert 0 <= planned.runtime_ram_bytes - ram <= RUNTIME_RAM_SLACK, (ram, planned)
+
+
+def symbol_sizes(elf: Path) -> dict[str, int]:
+    """Sizes of the objects of an ELF by name (pyelftools), wherever they are placed."""
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
+    with elf.open("rb") as fh:
+        symtab = ELFFile(fh).get_section_by_name(".symtab")
+        assert isinstance(symtab, SymbolTableSection)
+        return {s.name: int(s["st_size"]) for s in symtab.iter_symbols() if s["st_size"]}

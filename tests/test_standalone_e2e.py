@@ -12,6 +12,7 @@ board that runs another plan is refused at the boot handshake and reported throu
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -35,14 +36,17 @@ BOARDS = "[link]\nbaud = 115200\n" + "".join(
 RUNS = 24
 
 
-def standalone(tmp: Path, model: str, assignment: tuple[int, ...], x: np.ndarray) -> Path:
-    """Compile ``model`` with ``--app standalone`` and the samples ``x``; build every board."""
+def standalone(
+    tmp: Path, model: str, assignment: tuple[int, ...], x: np.ndarray, result_on: str = "tail"
+) -> Path:
+    """Compile ``model`` with ``--app standalone`` (and ``--result-on``) and the samples ``x``;
+    build every board."""
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "boards.toml").write_text(BOARDS)
     np.save(tmp / "x.npy", x)
     opts = CompileOptions(
         assignment=assignment, validate=False, force=True, app="standalone",
-        input_files=(str(tmp / "x.npy"),),
+        input_files=(str(tmp / "x.npy"),), result_on=result_on,
     )  # fmt: skip
     res = compile_model(MODELS / model, tmp / "boards.toml", tmp / "out", opts)
     assert res.firmware.startswith("generated"), res.firmware
@@ -83,6 +87,23 @@ def test_two_boards_float_onnx_feed_themselves(tmp_path: Path) -> None:
     refs = [np.asarray(sess.run(None, {"input": xi})[0]) for xi in x]
     check(results, refs, exact=False)
     assert "head" in text["a"] and "status" not in text["a"] + text["b"]
+
+
+def test_two_boards_result_on_head_come_back_to_the_head(tmp_path: Path) -> None:
+    """``--result-on head``: tiny_cnn.onnx on a (layers 0-1) and b (the rest); b sends each
+    result back to a over a return link of its own (a third USART on a, a second on b, no host
+    link on b), and a's application prints it: 24 results read from a's console, each equal to
+    onnxruntime within 1e-4, none lost."""
+    x = np.random.default_rng(7).standard_normal((3, 1, 1, 28, 28)).astype(np.float32)
+    out = standalone(tmp_path, "tiny_cnn.onnx", (0, 0, 1, 1, 1), x, result_on="head")
+    wiring = json.loads((out / "firmware" / "wiring.json").read_text())
+    peers = {d["name"]: [ln["peer"] for ln in d["links"]] for d in wiring["devices"]}
+    assert peers == {"a": ["host", "b", "b"], "b": ["a", "a"]}
+    results, text = run_chain(out, "a", RUNS)
+    sess = ort.InferenceSession(str(MODELS / "tiny_cnn.onnx"))
+    refs = [np.asarray(sess.run(None, {"input": xi})[0]) for xi in x]
+    check(results, refs, exact=False)
+    assert "head" in text["a"] and "status" not in text["a"] and "b" not in text
 
 
 def test_three_boards_int8_tflite_feed_themselves(tmp_path: Path) -> None:

@@ -97,10 +97,6 @@ MODE_ONLY: Mapping[str, tuple[str, ...]] = {
 APP_MAX_OUTPUTS = 8
 #: Sample inputs the standalone example compiles in when compile has no --input.
 APP_DEFAULT_SAMPLES = 4
-#: Flash the standalone mode adds to a board beside the harness runtime the plan counts
-#: (splitter.h API, app.c printing), upper bound: tiny_cnn on F405, arm-none-eabi-gcc -O2,
-#: standalone minus harness .text, 4140 B on the head and 3308 B on the tail (2026-11-27).
-APP_CODE_BYTES = 5120
 HOST = "host"
 ACK_TIMEOUT_S = 0.25
 BYTE_TIMEOUT_S = 0.05
@@ -223,6 +219,9 @@ class LinkContext:
     server: bool  # emulator: this side listens on the unix socket (the lower device index)
     timeout_message: str
     plan_message: str = ""  # standalone / library: the peer's plan hash differs (boot handshake)
+    #: "r" for the return link of ``--result-on head`` (a second link between two neighbours
+    #: has its own emulator socket), else ""
+    channel: str = ""
 
 
 @dataclass(frozen=True)
@@ -282,6 +281,16 @@ class DeviceContext:
     console_link: int = -1  # standalone: the link results and errors are printed on
     is_head: bool = False  # runs sub-model 0
     is_tail: bool = False  # runs the last sub-model
+    #: ``--result-on head``: the return link (the tail sends results on it, the head receives
+    #: them on it), -1 without; on the head the result's slots in its result buffer (plan.c)
+    result_link: int = -1
+    result_slots: tuple[TensorSlot, ...] = ()
+
+    @property
+    def result_bytes(self) -> int:
+        """Bytes of the head's result buffer (its last slot's end)."""
+        last = self.result_slots[-1] if self.result_slots else None
+        return last.offset + last.nbytes if last else 0
 
 
 @dataclass(frozen=True)
@@ -319,24 +328,42 @@ class PlanContext:
     app_mode: int = 0  # its index: config.h APP_MODE
     result_dtype: str = "float32"  # the last sub-model's first output (the example's scores)
     app_samples: tuple[bytes, ...] = ()  # standalone: the head's compiled-in inputs
+    result_on: str = "tail"  # compile --result-on: the board whose application gets results
 
 
 # ---------------------------------------------------------------- wiring -------------------
-def device_links(sub_devices: Sequence[int]) -> dict[int, list[int]]:
+def device_links(sub_devices: Sequence[int], returns: bool = False) -> dict[int, list[int]]:
     """Peers of every device in link order (``-1`` = host) for sub-models on ``sub_devices``.
 
     Hops: host -> d(s0), d(s_k) -> d(s_k+1), d(s_last) -> host; each unordered endpoint pair is
-    one link. A device's first link is the source of its first sub-model's input.
+    one link. A device's first link is the source of its first sub-model's input. With
+    ``returns`` (``--result-on head``) and a tail that is not the head, the last hop is the
+    return link d(s_last) -> d(s0) instead: a link of its own (its own USART pair, even when
+    the two boards are neighbours already), the last link of both (:func:`return_link`).
     """
+    ret = returns and sub_devices[0] != sub_devices[-1]
     hops = [(-1, sub_devices[0])]
     hops += list(itertools.pairwise(sub_devices))
-    hops.append((sub_devices[-1], -1))
+    if not ret:
+        hops.append((sub_devices[-1], -1))
     links: dict[int, list[int]] = {}
     for a, b in hops:
         for me, peer in ((b, a), (a, b)):  # receiver first: link 0 = first input's source
             if me >= 0 and peer not in links.setdefault(me, []):
                 links[me].append(peer)
+    if ret:
+        links[sub_devices[-1]].append(sub_devices[0])
+        links[sub_devices[0]].append(sub_devices[-1])
     return links
+
+
+def return_link(index: int, sub_devices: Sequence[int], returns: bool) -> int:
+    """The return link of device ``index`` (``--result-on head``: the tail sends each result on
+    it, the head receives them on it; the last link of both, :func:`device_links`), or -1."""
+    head, tail = sub_devices[0], sub_devices[-1]
+    if not returns or head == tail or index not in (head, tail):
+        return -1
+    return len(device_links(sub_devices, returns)[index]) - 1
 
 
 # ---------------------------------------------------------------- targets ------------------
@@ -429,13 +456,21 @@ def build_plan_context(
     """
     if not re.fullmatch(r"[0-9a-f]{16}", plan_hash):
         raise ValueError(f"plan hash {plan_hash!a} is not 16 lowercase hex digits")
-    links = device_links(sub_devices)
+    app = app or AppOptions()
+    returns = app.mode != "harness" and app.result_on == "head"
+    links = device_links(sub_devices, returns)
     by_index = {d.index: d for d in devices}
     names = {d.index: d.name for d in devices} | {-1: HOST}
+    results = _result_slots(devices, sub_devices) if returns else ()
     dev_ctx = tuple(
-        _device_context(d, links[d.index], sub_devices, names, baud)
+        _device_context(
+            d, links[d.index], sub_devices, names, baud, return_link(d.index, sub_devices, returns)
+        )
         for d in devices
         if d.index in links
+    )
+    dev_ctx = tuple(
+        replace(d, result_slots=results) if d.result_link >= 0 and d.is_head else d for d in dev_ctx
     )
     others = sorted({d.part.name for d in devices if not EMULATOR.is_native(d.part)})
     return PlanContext(
@@ -453,11 +488,28 @@ def build_plan_context(
         emulator_machine=EMULATOR.machine,
         emulator_chip=EMULATOR.chip,
         emulator_short=EMULATOR.short,
-        app=(app or AppOptions()).mode,
-        app_mode=APP_MODES.index((app or AppOptions()).mode),
+        app=app.mode,
+        app_mode=APP_MODES.index(app.mode),
         result_dtype=result_dtype,
-        app_samples=(app or AppOptions()).samples,
+        app_samples=app.samples,
+        result_on="head" if returns else "tail",
     )
+
+
+def _result_slots(
+    devices: Sequence[DeviceSpec], sub_devices: Sequence[int]
+) -> tuple[TensorSlot, ...]:
+    """The last sub-model's outputs packed into the head's result buffer (``--result-on head``),
+    each at a 4-byte aligned offset (float32 results are read in place)."""
+    last = len(sub_devices) - 1
+    tail = next(d for d in devices if d.index == sub_devices[-1])
+    rows = [SubModelSlots.of(r) for r in tail.submodels]
+    outs = next(r for r in rows if r.index == last).outputs
+    slots, offset = [], 0
+    for t in outs:
+        slots.append(TensorSlot(t.name, offset, t.nbytes))
+        offset += (t.nbytes + 3) // 4 * 4
+    return tuple(slots)
 
 
 def _device_context(
@@ -466,6 +518,7 @@ def _device_context(
     sub_devices: Sequence[int],
     names: Mapping[int, str],
     baud: int,
+    result_link: int = -1,
 ) -> DeviceContext:
     family = family_for(d.part.family)
     wiring = device_wiring(
@@ -490,10 +543,13 @@ def _device_context(
             f"({usarts[k][0]}) after {SEND_RETRIES} tries",
             plan_message=f"{d.name}: {names[p]} on link {k} runs another plan; flash every "
             "board from one OUT",
+            channel="r" if k == result_link else "",
         )
         for k, p in enumerate(peers)
     )
-    subs = tuple(_sub_context(d, row, peers, sub_devices, names) for row in d.submodels)
+    subs = tuple(
+        _sub_context(d, row, peers, sub_devices, names, result_link) for row in d.submodels
+    )
     tree = wiring.tree
     bauds = [
         family.check_baud(u, tree, baud, f"device {d.name} link {k} ({u})")
@@ -562,6 +618,7 @@ def _device_context(
         console_link=next((k for k, p in enumerate(peers) if p < 0), -1),
         is_head=any(s.index == 0 for s in subs),
         is_tail=any(s.is_last for s in subs),
+        result_link=result_link,
     )
 
 
@@ -614,6 +671,7 @@ def _sub_context(
     peers: Sequence[int],
     sub_devices: Sequence[int],
     names: Mapping[int, str],
+    result_link: int = -1,
 ) -> SubModelContext:
     slots = SubModelSlots.of(row)
     k = slots.index
@@ -634,6 +692,9 @@ def _sub_context(
     src = sub_devices[k - 1] if k > 0 else -1
     last = k == len(sub_devices) - 1
     dst = -1 if last else sub_devices[k + 1]
+    out_link = peers.index(dst) if dst >= 0 or result_link < 0 else result_link
+    if last and result_link >= 0:  # --result-on head: the result goes back over the return link
+        dst = sub_devices[0]
     return SubModelContext(
         index=k,
         function=f"sm_{k:02d}",
@@ -642,7 +703,7 @@ def _sub_context(
         input_bytes=sum(t.nbytes for t in slots.inputs),
         output_bytes=sum(t.nbytes for t in slots.outputs),
         in_link=peers.index(src),
-        out_link=peers.index(dst),
+        out_link=out_link,
         in_peer=names[src],
         out_peer=names[dst],
         is_last=last,
@@ -664,8 +725,16 @@ def _wires(
             if ln.peer_index >= 0 and ln.peer_index < d.index:
                 continue
             other = ctx.get(ln.peer_index)
-            back = next(x for x in other.links if x.peer_index == d.index) if other else None
-            carries = _carries(d.index, ln.peer_index, sub_devices)
+            back = (
+                next(x for x in other.links if (x.peer_index, x.channel) == (d.index, ln.channel))
+                if other
+                else None
+            )
+            carries = (
+                "result (return link, --result-on head)"
+                if ln.channel
+                else _carries(d.index, ln.peer_index, sub_devices)
+            )
             if ln.peer_index < 0:
                 host = (
                     f"USB cable to the {d.board_name} ST-LINK (virtual COM port)"
@@ -910,6 +979,7 @@ def generate_firmware(
     plan_tag = plan_hash(manifest.to_dict())
     app = app or AppOptions()
     check_app(manifest, app)
+    check_return_link(boards, manifest, app)
     if app.mode == "standalone" and not app.samples:
         app = replace(app, samples=default_samples(manifest))
     result_dtype = manifest.submodels[-1].outputs[0].dtype
@@ -927,14 +997,14 @@ def check_app(manifest: PlanManifest, app: AppOptions) -> None:
         raise BoardFileError(f"--app {app.mode!r}: choose one of {', '.join(APP_MODES)}")
     subs = manifest.submodels
     head = subs[0].device
-    if app.result_on == "head":
-        raise BoardFileError(
-            f"device {head}: --result-on head (a return link from {subs[-1].device} to "
-            f"{head}) is not supported by this splitter yet; use --result-on tail"
-        )
-    if app.result_on != "tail":
+    if app.result_on not in ("head", "tail"):
         raise BoardFileError(f"--result-on {app.result_on!r}: choose head or tail")
     if app.mode == "harness":
+        if app.result_on == "head":
+            raise BoardFileError(
+                f"device {head}: --result-on head returns results to the head's application, "
+                "the harness sends them to the PC; use --app standalone or --app library"
+            )
         return
     hosted: dict[str, list[int]] = {}
     for s in subs:
@@ -956,24 +1026,48 @@ def check_app(manifest: PlanManifest, app: AppOptions) -> None:
         )
 
 
+def check_return_link(boards: Boards, manifest: PlanManifest, app: AppOptions) -> None:
+    """``--result-on head``: the head and the tail each need a USART of their own for the return
+    link (:func:`device_links`), on the part (its board's routed USARTs) and in the emulator;
+    BoardFileError naming the device and the fix otherwise. A one-board chain (head = tail)
+    needs none: its results stay on the board, as with ``--result-on tail``."""
+    subs = [s.device_index for s in manifest.submodels]
+    if app.mode == "harness" or app.result_on != "head" or subs[0] == subs[-1]:
+        return
+    links = device_links(subs, returns=True)
+    for index in (subs[0], subs[-1]):
+        device = boards.devices[index]
+        clock = device.clock_hz or device.part.clock_mhz * 1e6
+        wiring = device_wiring(device.part, device.board, clock, f"device {device.name}")
+        have = min(len(wiring.usarts), len(EMULATOR.usarts))
+        if len(links[index]) > have:
+            where = wiring.board.name if wiring.board else device.part.name
+            other = boards.devices[subs[-1] if index == subs[0] else subs[0]].name
+            raise BoardFileError(
+                f"device {device.name}: --result-on head needs a USART for the return link "
+                f"to {other}, but {where} has {have} ({', '.join(u for u, _ in wiring.usarts)}) "
+                f"and the chain uses them all; use --result-on tail, or a part with another "
+                "USART for it"
+            )
+
+
 def _check_app_flash(manifest: PlanManifest, app: AppOptions) -> None:
-    """The standalone example's code (``APP_CODE_BYTES``) and, on the head, its compiled-in
-    samples must fit beside what the plan placed: ``flash_used + code_bytes + extra <=
-    flash_budget`` per device; BoardFileError naming the device otherwise."""
+    """The plan counts the standalone image (``splitter.cost.code``: the mode's runtime and, on
+    the head, its compiled-in samples); refuse, naming the device, a plan whose weights and code
+    exceed a flash budget (a plan made for another ``--app``)."""
     head = manifest.submodels[0].device
     nbytes = sum(t.nbytes for t in manifest.submodels[0].inputs)
     samples = sum(map(len, app.samples)) or APP_DEFAULT_SAMPLES * nbytes
     for d in manifest.devices:
         if not any(s.device == d.name for s in manifest.submodels):
             continue
-        extra = APP_CODE_BYTES + (samples if d.name == head else 0)
-        need = d.flash_used + d.code_bytes + extra
+        need = d.flash_used + d.code_bytes
         if need > d.flash_budget:
-            what = f"{samples} B of sample inputs and " if d.name == head else ""
+            what = f"{samples} B of sample inputs to " if d.name == head else ""
             raise BoardFileError(
-                f"device {d.name}: --app standalone adds {what}{APP_CODE_BYTES} B of example "
-                f"code, {need} B in all, above its {d.flash_budget} B of flash; pass fewer "
-                "--input samples, give it more flash or use --app library"
+                f"device {d.name}: --app standalone adds {what}its code, {need} B in all, above "
+                f"its {d.flash_budget} B of flash; pass fewer --input samples, give it more "
+                "flash or use --app library"
             )
 
 

@@ -12,6 +12,17 @@ over ``l`` links (SPEC.md's constraints (4) and (5) extended by what the firmwar
   the sub-models the measured stub with ``l`` links hosts; ``ceil8`` rounds up to 8 bytes: a
   shift of ``d`` bytes in ``.bss`` moves every later 8-byte aligned object by at most
   ``ceil8(d)``) (``.data`` + ``.bss`` + the 2 KiB minimum stack);
+* ``--app standalone`` / ``library`` (:class:`~splitter.ir.FirmwareUse`): ``runtime_code`` and
+  ``runtime_ram`` are those of the mode's own stub for the device's role (head, middle, tail,
+  alone, with or without a return link: ``runtime[part][app][role]``; the standalone
+  image with its ``main()``, example application and console printing; the library's objects
+  as the linker places them beside a user ``main()`` that calls the API, the user's own code
+  excluded, with the 2 KiB minimum stack the runtime needs on the user's stack), the library
+  has no clock code (no HSE fallback); the standalone head adds its compiled-in sample inputs
+  (known bytes, :func:`app_sample_bytes`); with ``--result-on head`` the roles
+  ``head_return`` / ``tail_return`` hold the return link (its USART and receive ring, the
+  head's receive path) and the head adds a result buffer of the model's output bytes
+  (``plan.c``);
 * the arena lives in the part's first RAM region (``ram_regions``, the linker script's RAM),
   so the RAM a device offers is ``min(budget, region) - runtime RAM``.
 
@@ -30,7 +41,7 @@ from typing import Any
 
 from splitter.cost.handlers import q8_conv_kind
 from splitter.hardware.families import family_for
-from splitter.ir import Chain, Op, Part, TensorSpec
+from splitter.ir import Chain, FirmwareUse, Op, Part, TensorSpec
 
 CODE_TABLE = Path(__file__).with_name("code_sizes.json")
 #: op key of one compaction ``memmove`` after an operator-granularity layer
@@ -141,8 +152,32 @@ def _runtime_entry(part: Part) -> dict[str, Any]:
     return entry
 
 
+#: roles of a device in ``--app standalone`` / ``library`` (``splitter.measure.code_table``)
+APP_ROLES = ("single", "head", "middle", "tail", "head_return", "tail_return")
+
+
+def device_role(head: bool, tail: bool, returns: bool) -> str:
+    """A device's role in an app-mode chain: ``single`` (it runs the whole chain), ``head``,
+    ``middle`` or ``tail``, ``_return`` with the return link of ``--result-on head``."""
+    if head and tail:
+        return "single"
+    if head or tail:
+        return ("head" if head else "tail") + ("_return" if returns else "")
+    return "middle"
+
+
+def _app_runtime(part: Part, app: str, role: str, what: str, pick: Any = max) -> int:
+    """Runtime code or RAM of ``--app`` ``app`` for a device of ``role`` (``""``, or a role the
+    part's USARTs do not allow: ``pick``, max or min, over the measured roles)."""
+    entry: dict[str, dict[str, int]] = _runtime_entry(part)[app]
+    if role in entry:  # a role the part cannot take (too few USARTs) is refused at compile
+        return int(entry[role][what])
+    return int(pick(int(fig[what]) for fig in entry.values()))
+
+
 def _runtime(part: Part, links: int, what: str) -> int:
-    """Runtime code or RAM for ``links`` links (beyond the measured 3: the last step repeated)."""
+    """Harness runtime code or RAM for ``links`` links (beyond the measured 3: the last step
+    repeated)."""
     rt = _runtime_entry(part)
     top = max(int(k) for k in rt if k.isdigit())
     if links <= top:
@@ -166,26 +201,54 @@ def kernel_bytes(part: Part, keys: Iterable[str]) -> int:
 
 
 def code_bytes(
-    part: Part, keys: Sequence[str], submodels: int, links: int, hse: bool = False
+    part: Part,
+    keys: Sequence[str],
+    submodels: int,
+    links: int,
+    hse: bool = False,
+    app: str = "harness",
+    role: str = "",
 ) -> int:
-    """Flash besides the weights of a device (module docstring formula)."""
+    """Flash besides the weights of a device in ``--app`` ``app`` (module docstring formula;
+    in app modes the runtime of the device's ``role``, :func:`device_role`, ``""`` the largest;
+    the standalone head's sample inputs are added by the caller, :func:`app_sample_bytes`)."""
     core = _core(part)
     ops = core["ops"]
     worst = max(ops.values(), default=0)
     model = sum(int(ops.get(k, worst)) for k in keys) + submodels * int(core["per_submodel"])
-    stub = int(code_table()["stub_submodels"][str(min(max(links, 1), 3))])
+    stub = (
+        int(code_table()["stub_submodels"][str(min(max(links, 1), 3))]) if app == "harness" else 1
+    )
     tables = (submodels - stub) * int(_runtime_entry(part).get("code_per_submodel", 0))
     # a board with an HSE also links the clock fallback to the internal oscillator (measured per
     # part on its HSE board by splitter.measure.code_table)
-    fallback = int(_runtime_entry(part)["hse_code"]) if hse else 0
-    return _runtime(part, links, "code") + kernel_bytes(part, keys) + model + tables + fallback
+    # (a library has no clock code: the product's HAL starts the clocks)
+    fallback = int(_runtime_entry(part)["hse_code"]) if hse and app != "library" else 0
+    runtime = (
+        _runtime(part, links, "code") if app == "harness" else _app_runtime(part, app, role, "code")
+    )
+    return runtime + kernel_bytes(part, keys) + model + tables + fallback
 
 
-def runtime_ram_bytes(part: Part, submodels: int, links: int) -> int:
-    """RAM besides the arena of a device (module docstring formula)."""
+def runtime_ram_bytes(
+    part: Part, submodels: int, links: int, app: str = "harness", role: str = ""
+) -> int:
+    """RAM besides the arena of a device in ``--app`` ``app`` (module docstring formula; in app
+    modes of its ``role`` as :func:`code_bytes`; the head's result buffer of ``--result-on
+    head`` is added by the caller)."""
+    if app != "harness":
+        extra = (submodels - 1) * int(_runtime_entry(part)["ram_per_submodel"])
+        return _app_runtime(part, app, role, "ram") + -(-extra // 8) * 8
     stub = int(code_table()["stub_submodels"][str(min(max(links, 1), 3))])
     extra = (submodels - stub) * int(_runtime_entry(part)["ram_per_submodel"])
     return _runtime(part, links, "ram") + -(-extra // 8) * 8
+
+
+def app_sample_bytes(use: FirmwareUse, input_bytes: int) -> int:
+    """Flash of the standalone head's compiled-in sample inputs (``app_samples.c``): ``samples
+    * input_bytes`` (every input of sub-model 0, as ``splitter_submit`` takes it); 0 in the
+    other modes."""
+    return use.samples * input_bytes if use.app == "standalone" else 0
 
 
 def arena_region(part: Part) -> tuple[str, int, int]:
@@ -223,24 +286,42 @@ def reserves(
     *,
     upper: bool = True,
     hse: Sequence[bool] | None = None,
+    use: FirmwareUse | None = None,
+    io_bytes: tuple[int, int] = (0, 0),
 ) -> list[Reserve]:
     """Per device, the code and runtime RAM a plan of ``chain`` on ``parts`` reserves.
 
     ``upper``: at most what any plan needs (every op of the model, ``d`` links, ``d``
     sub-models, ``d`` = number of devices), so a plan within it always links. Otherwise at
     least what any plan needs (the runtime with one link, no kernel, no op): a relaxation
-    whose optimum, when it fits exactly, is the exact optimum.
+    whose optimum, when it fits exactly, is the exact optimum. ``use``: the ``--app`` mode;
+    ``io_bytes``: the model's input and output bytes (the standalone head's samples and the
+    result buffer of ``--result-on head``, counted on every device in the upper bound).
     """
+    use = use or FirmwareUse()
     keys = layer_keys(chain, range(len(chain.layers))) if upper else []
     d = len(parts) if upper else 1
+    links = d + int(use.returns) if upper else 1
+    samples = app_sample_bytes(use, io_bytes[0]) if upper else 0
     out = []
     for part, on_hse in zip(parts, hse or [False] * len(parts), strict=True):
         name, _origin, size = arena_region(part)
+        result = io_bytes[1] + 4 if upper and use.returns else 0
+        if not upper:
+            flash = (
+                _runtime(part, 1, "code")
+                if use.app == "harness"
+                else _app_runtime(part, use.app, "", "code", min)
+            )
+        else:
+            flash = code_bytes(part, keys, d, links, on_hse, use.app) + samples
         out.append(
             Reserve(
-                flash=code_bytes(part, keys, d, d, on_hse) if upper else _runtime(part, 1, "code"),
+                flash=flash,
                 ram_cap=size,
-                ram=runtime_ram_bytes(part, d, d),
+                ram=runtime_ram_bytes(part, d, links, use.app) + result
+                if upper or use.app == "harness"
+                else _app_runtime(part, use.app, "", "ram", min),
                 region=name,
             )
         )

@@ -114,6 +114,9 @@ class LinkModel:
     host_io: bool = False
     input_bytes: int = 0
     output_bytes: int = 0
+    #: ``--result-on head``: bytes of the result the tail sends back to the head over the
+    #: return link (0: no return link)
+    return_bytes: int = 0
 
     def transfer(self, nbytes: int, records: int, link: LinkSpec) -> Wire:
         """The :class:`Wire` of one transfer under this model."""

@@ -27,9 +27,33 @@ static int16_t rx_seq[N_LINKS];
 
 void proto_reset_rx(int l) { rx_seq[l] = -1; }
 
+#if defined(RESULT_ON_HEAD) && RESULT_ON_HEAD
+#if APP_MODE == 2
+#include "splitter_port.h"
+#endif
+/* --result-on head, on the head: while it waits on another link (an ACK of the next board, a
+ * frame's next byte) it keeps answering the return link, so the tail, sending a result, never
+ * waits for a head that is itself waiting for the next board (runtime.c proto_side). */
+static int read_byte(int l, uint64_t deadline) {
+    while (l != RESULT_LINK && !link_rx_ready(l)) {
+        if (timer_now() >= deadline) return -1;
+        if (link_rx_ready(RESULT_LINK)) {
+            proto_side();
+        } else {
+#if APP_MODE == 2
+            splitter_port_wait(); /* library: the product's port yields */
+#else
+            link_idle((1u << l) | (1u << RESULT_LINK)); /* until a byte or a tick */
+#endif
+        }
+    }
+    return link_read_byte(l, deadline);
+}
+#else
 static int read_byte(int l, uint64_t deadline) {
     return link_read_byte(l, deadline);
 }
+#endif
 
 /* Read n bytes, each within BYTE_TIMEOUT_TICKS of the previous one: a frame whose length field
  * was corrupted upwards is abandoned as soon as the sender falls silent (it waits for an ACK),

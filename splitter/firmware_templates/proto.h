@@ -72,4 +72,8 @@ extern stash_t proto_stash;
 extern volatile int proto_stashed;
 void proto_reset_rx(int l);
 
+#if defined(RESULT_ON_HEAD) && RESULT_ON_HEAD
+/* Handle one frame waiting on the return link (runtime.c; --result-on head, on the head). */
+void proto_side(void);
+#endif
 #endif

@@ -50,6 +50,13 @@ static uint8_t tagged;
 static uint32_t next_inference, cur_inference, expect_inference;
 static splitter_result_fn result_fn;
 static void *result_user;
+/* --result-on head (RESULT_LINK >= 0): the tail sends each result back to the head over the
+ * return link RESULT_LINK; the head keeps it in result_buf (plan.c) and hands it to the same
+ * callback. ret_* is the head's receive state of that link, apart from its own inference. */
+#if RESULT_LINK >= 0 && RESULT_ON_HEAD
+static uint32_t ret_state, ret_inference;
+static uint8_t ret_tagged;
+#endif
 /* Startup clock status (startup.c defines it where the clock code reports; 0 = as planned). */
 __attribute__((weak)) volatile uint32_t splitter_clock_status = 0;
 static void app_error(uint8_t code, uint8_t arg, uint8_t link, const char *text);
@@ -225,6 +232,10 @@ static void on_pong(int l, const frame_t *f);
 static void app_forward(const uint8_t *p, uint16_t n);
 #endif
 
+#if APP_MODE && RESULT_LINK >= 0 && RESULT_ON_HEAD
+static void on_result_chunk(const frame_t *f);
+#endif
+
 static void on_frame(int l, const frame_t *f) {
     switch (f->type) {
     case FT_PING:
@@ -245,6 +256,19 @@ static void on_frame(int l, const frame_t *f) {
         break;
     }
     if (!proto_accept(l, f)) return; /* duplicate after a lost ACK */
+#if APP_MODE && RESULT_LINK >= 0 && RESULT_ON_HEAD
+    if (l == RESULT_LINK) { /* the return link: results of the tail, nothing else */
+        if (f->type == FT_TIMING) {
+            ret_tagged = f->len >= PROTO_TIMING_RECORD && f->payload[PROTO_TIMING_SUB] == INFERENCE_TAG;
+            if (ret_tagged) ret_inference = get32(f->payload + PROTO_TIMING_CYCLES);
+        } else if (f->type == FT_RESULT && f->len >= PROTO_CHUNK_HEADER) {
+            on_result_chunk(f);
+        } else if (f->type == FT_ERROR) {
+            app_forward(f->payload, f->len);
+        }
+        return;
+    }
+#endif
     if (f->type == FT_TENSOR && f->len >= PROTO_CHUNK_HEADER) {
         on_chunk(l, f);
     } else if (f->type == FT_TIMING) {
@@ -259,6 +283,24 @@ static void on_frame(int l, const frame_t *f) {
         send_error(ERR_BAD_TYPE, f->type, runtime_text.bad_type);
     }
 }
+
+#if APP_MODE && RESULT_LINK >= 0 && RESULT_ON_HEAD
+/* One frame of the return link, taken while the head waits on another link (proto.c): a
+ * result chunk goes to result_buf, nothing touches the arena or the frame being handled. */
+void proto_side(void) {
+    static frame_t side;
+    static uint8_t busy;
+    if (busy) return;
+    busy = 1;
+    int r = proto_recv(RESULT_LINK, &side, BYTE_TIMEOUT_TICKS);
+    if (r == RX_BAD) {
+        proto_write(RESULT_LINK, FT_NACK, side.seq, 0, 0, 0, 0);
+    } else if (r == RX_OK) {
+        on_frame(RESULT_LINK, &side);
+    }
+    busy = 0;
+}
+#endif
 
 void runtime_init(void) {
     timer_init();
@@ -363,8 +405,63 @@ static void handshake(void) {
     status.agreed = agreed;
 }
 
-/* The last sub-model's outputs go to the result callback; outputs for a neighbour that runs
- * another plan are dropped. 1 when handled here, 0 when they are to be sent on. */
+/* Result `inference` (n tensors at base + slot offsets) to the callback, after counting the
+ * inferences missing before it (SPLITTER_ERR_LOST). */
+static void deliver(uint32_t inference, uint32_t n, const tensor_slot_t *slot, const uint8_t *base) {
+    splitter_result_t r;
+    r.inference = inference;
+    r.n_outputs = n;
+    for (uint32_t t = 0; t < n; t++) {
+        r.data[t] = base + slot[t].offset;
+        r.bytes[t] = slot[t].bytes;
+    }
+    int32_t gap = (int32_t)(inference - expect_inference);
+    expect_inference = inference + 1u;
+    if (have_expect && gap > 0) {
+        uint32_t own = cur_inference;
+        status.lost += (uint32_t)gap;
+        cur_inference = inference - (uint32_t)gap; /* the first one lost */
+        app_error(SPLITTER_ERR_LOST, (uint8_t)gap, 0xFFu, runtime_text.lost);
+        cur_inference = own;
+    }
+    have_expect = 1;
+    if (result_fn) result_fn(&r, result_user);
+}
+
+#if RESULT_LINK >= 0 && RESULT_ON_HEAD
+/* A RESULT chunk on the head's return link: into result_buf; the complete result (its tensors
+ * arrive in order) to the callback, or dropped and left to the gap count when its TIMING frame
+ * (the inference number) was lost. */
+static void on_result_chunk(const frame_t *f) {
+    const uint8_t *p = f->payload;
+    uint8_t t = p[PROTO_CHUNK_TENSOR];
+    uint32_t total = get32(p + 4), off = get32(p + 8), len = (uint32_t)f->len - PROTO_CHUNK_HEADER;
+    if ((uint32_t)(p[2] | (p[3] << 8)) != PLAN_TAG || t >= N_RESULT ||
+        total != result_slots[t].bytes || off + len < off || off + len > total) {
+        if (off == 0) send_error(ERR_BAD_TENSOR, p[PROTO_CHUNK_SUB], runtime_text.bad_tensor);
+        return;
+    }
+    if (t == 0 && off == 0) ret_state = 0;
+    uint32_t receiving = ret_state >> RX_TENSOR_SHIFT, received = ret_state & RX_BYTES_MASK;
+    if (t != receiving || off > received) return; /* out of order: the sender repeats it */
+    uint8_t *dst = result_buf + result_slots[t].offset + off;
+    for (uint32_t k = 0; k < len; k++) dst[k] = p[PROTO_CHUNK_HEADER + k];
+    if (off + len > received) received = off + len;
+    if (received == total) {
+        receiving++;
+        received = 0;
+    }
+    ret_state = (receiving << RX_TENSOR_SHIFT) | received;
+    if (receiving < N_RESULT) return;
+    ret_state = 0;
+    if (ret_tagged) deliver(ret_inference, N_RESULT, result_slots, result_buf);
+    ret_tagged = 0;
+}
+#endif
+
+/* The last sub-model's outputs go to the result callback (or, --result-on head, back to the
+ * head over the return link); outputs for a neighbour that runs another plan are dropped. 1
+ * when handled here, 0 when they are to be sent on. */
 static int app_outputs(const submodel_t *s) {
     status.done++;
     if (!tagged) { /* the board that ends the chain counts it in the gap it leaves */
@@ -372,25 +469,9 @@ static int app_outputs(const submodel_t *s) {
         return 1;
     }
     tagged = 0;
-    if (s->out_type == FT_RESULT) {
-        splitter_result_t r;
-        r.inference = cur_inference;
-        r.n_outputs = s->n_out;
-        for (uint32_t t = 0; t < s->n_out; t++) {
-            r.data[t] = (const uint8_t *)model_arena + s->out[t].offset;
-            r.bytes[t] = s->out[t].bytes;
-        }
-        int32_t gap = (int32_t)(cur_inference - expect_inference);
-        expect_inference = cur_inference + 1u;
-        if (have_expect && gap > 0) {
-            status.lost += (uint32_t)gap;
-            cur_inference -= (uint32_t)gap; /* the first one lost */
-            app_error(SPLITTER_ERR_LOST, (uint8_t)gap, 0xFFu, runtime_text.lost);
-            cur_inference += (uint32_t)gap;
-        }
-        have_expect = 1;
+    if (s->out_type == FT_RESULT && !(RESULT_LINK >= 0 && !RESULT_ON_HEAD)) {
         n_timing = 0;
-        if (result_fn) result_fn(&r, result_user);
+        deliver(cur_inference, s->n_out, s->out, (const uint8_t *)model_arena);
         return 1;
     }
     if (peer[s->out_link] == PEER_MISMATCH) {
@@ -420,6 +501,10 @@ void splitter_init(void) {
         ping_at[l] = 0;
     }
     pending = chain_mismatch = have_expect = tagged = 0;
+#if RESULT_LINK >= 0 && RESULT_ON_HEAD
+    ret_state = ret_inference = 0;
+    ret_tagged = 0;
+#endif
     next_inference = cur_inference = expect_inference = 0;
     status.clock = splitter_clock_status;
     if (status.clock != 0u) {
@@ -469,7 +554,7 @@ uint32_t splitter_input_bytes(void) {
 int splitter_ready(void) {
     if (!splitter_is_head() || pending || chain_mismatch) return 0;
     int l = submodels[0].out_link;
-    return IS_HOST_LINK(l) || peer[l] == PEER_OK;
+    return IS_HOST_LINK(l) || (l < N_LINKS && peer[l] == PEER_OK); /* one board: l faces the host */
 }
 
 int splitter_submit(const void *input, uint32_t bytes) {

@@ -45,6 +45,15 @@ typedef struct {
 } runtime_text_t;
 
 extern const submodel_t submodels[N_SUBMODELS];
+#ifndef RESULT_LINK
+#define RESULT_LINK -1
+#define RESULT_ON_HEAD 0
+#endif
+#if RESULT_LINK >= 0 && RESULT_ON_HEAD
+/* --result-on head, on the head: where the tail's results arrive (plan.c). */
+extern const tensor_slot_t result_slots[N_RESULT];
+extern uint8_t result_buf[];
+#endif
 extern const runtime_text_t runtime_text;
 /* The one arena shared by every hosted sub-model (model.c). */
 extern float model_arena[];

@@ -4,8 +4,11 @@
  * A model split over several boards runs as a pipeline: the head board (it runs sub-model 0)
  * takes each input from the application (splitter_submit), every board runs its sub-models as
  * their inputs arrive and forwards the outputs to the next board, and the board that ends the
- * chain hands each result to the application (the callback of splitter_on_result). Every board
- * runs the same loop:
+ * chain hands each result to the application (the callback of splitter_on_result). With
+ * compile --result-on head the tail instead sends each result back to the head over a return
+ * link of its own (one more USART on each), and the head's callback gets it: the application
+ * that feeds the chain also reads its results. (A chain of one board keeps them on it.) Every
+ * board runs the same loop:
  *
  *     splitter_init();
  *     splitter_on_result(my_result, 0);          // board that ends the chain
@@ -67,8 +70,9 @@ typedef struct {
     char text[96];       /* one line: the board's name, what happened and what to do */
 } splitter_status_t;
 
-/* One result, handed to the callback of the board that ends the chain. The pointers are into
- * the model's arena: valid until the callback returns (copy what you keep). */
+/* One result, handed to the callback of the board that ends the chain (--result-on head: of the
+ * head). The pointers are into the model's arena (the head's result buffer): valid until the
+ * callback returns (copy what you keep). */
 typedef struct {
     uint32_t inference;             /* head's inference number (0, 1, ...) */
     uint32_t n_outputs;             /* model outputs, in plan.json order */
@@ -92,7 +96,8 @@ int splitter_ready(void);
 int splitter_submit(const void *input, uint32_t bytes);
 /* Bytes splitter_submit takes (0 on other boards). */
 uint32_t splitter_input_bytes(void);
-/* Register the result callback (board that ends the chain); `user` is passed back. */
+/* Register the result callback (the board that ends the chain, or the head with --result-on
+ * head); `user` is passed back. */
 void splitter_on_result(splitter_result_fn fn, void *user);
 /* The last error and the counters; never NULL. */
 const splitter_status_t *splitter_status(void);

@@ -7,7 +7,11 @@ the generated projects' own Makefile and flags, and measures:
   load image) and RAM (``.data`` + ``.bss`` + the minimum stack) of a device project whose model
   is a stub (``sm_NN`` returning 0), per catalog part (each has its own clock setup) and 1-3
   links (hosting ``stub_submodels[links]`` sub-models), plus the RAM and the code (its
-  entries in plan.c's tables) each further hosted sub-model adds;
+  entries in plan.c's tables) each further hosted sub-model adds; ``runtime[part][app][role]``
+  the same per role of a device (head, middle, tail, ...: :data:`APP_ROLES`) for ``--app
+  standalone`` (the stub image with its example application) and
+  ``library`` (what ``libsplitter.a`` places beside a product's ``main()``, the product's own
+  code excluded: :func:`library_figures`);
 * ``cores[core].kernels[k]``: per global kernel function ``k`` of
   ``splitter/firmware_templates/kernels``,
   the functions and constants (``name -> bytes``, ELF symbol sizes) that linking the runtime
@@ -112,11 +116,24 @@ _EXTRA = 2
 
 
 def render_stub(
-    part: Part, seq: Sequence[int], where: Path, kernels: bool = True, board: str | None = None
+    part: Part,
+    seq: Sequence[int],
+    where: Path,
+    kernels: bool = True,
+    board: str | None = None,
+    app: str = "harness",
+    result_on: str = "tail",
 ) -> Path:
     """Write the stub project of device 0 of the sub-model device sequence ``seq`` into
-    ``where`` (device 0 on ``board`` when given); its directory."""
-    from splitter.codegen.firmware import DeviceSpec, _env, build_plan_context, render_device
+    ``where`` (device 0 on ``board`` when given; ``app``: its ``--app`` mode, the standalone
+    head without sample inputs); its directory."""
+    from splitter.codegen.firmware import (
+        AppOptions,
+        DeviceSpec,
+        _env,
+        build_plan_context,
+        render_device,
+    )
 
     specs = []
     for dev in sorted(set(seq)):
@@ -125,7 +142,7 @@ def render_stub(
         stub = _stub_files(len(seq))
         on = board if dev == 0 else None
         specs.append(DeviceSpec(f"d{dev}", dev, part, stub, 0, 8, rows, board=on))
-    ctx = build_plan_context(specs, seq, "0" * 16)
+    ctx = build_plan_context(specs, seq, "0" * 16, app=AppOptions(app, result_on))
     dev0 = ctx.devices[0]
     for rel, text in render_device(_env(), ctx, dev0).items():
         if rel.startswith("kernels/") and not kernels:
@@ -137,10 +154,121 @@ def render_stub(
 
 
 def make_part(project: Path) -> Path:
-    """``make`` the part build of a project; the ELF."""
+    """``make`` the part build of a project; the ELF (library mode: ``libsplitter.a``)."""
     subprocess.run(["make", "-s", "-j2", "-C", str(project), "EMULATOR=0"], check=True,
                    capture_output=True)  # fmt: skip
-    return project / "build" / "part" / "firmware.elf"
+    elf = project / "build" / "part" / "firmware.elf"
+    return elf if elf.exists() else project / "build" / "part" / "libsplitter.a"
+
+
+#: The product side of a library measurement: the port and a function calling every API
+#: function, so ``--gc-sections`` keeps what a product links; its own bytes are taken off.
+LIBRARY_USER = r"""
+#include "splitter.h"
+#include "splitter_port.h"
+void splitter_port_write(int link, const uint8_t *d, uint32_t n) { (void)link; (void)d; (void)n; }
+uint32_t splitter_port_millis(void) { return 0; }
+static void on_result(const splitter_result_t *r, void *u) { (void)r; (void)u; }
+void library_user(void) {
+    static uint8_t x[4];
+    splitter_init();
+    splitter_on_result(on_result, 0);
+    if (splitter_ready()) (void)splitter_submit(x, splitter_input_bytes());
+    (void)splitter_poll();
+    (void)splitter_status();
+    (void)splitter_is_tail();
+    (void)splitter_device_index();
+}
+"""
+
+
+def library_figures(project: Path) -> dict[str, int]:
+    """Code and RAM a library-mode project places in a product: its ``libsplitter.a`` linked
+    (:func:`link_library`), the product's own sections and the stub's ``sm_NN`` taken off; RAM
+    with the 2 KiB minimum stack the runtime needs on the product's stack, and without the
+    stub's 8-byte ``model_arena``."""
+    elf, own = link_library(project)
+    sizes = section_sizes(elf)
+    code = sum(sizes.get(s, 0) for s in FLASH_CODE_SECTIONS) - own["code"] - _stub_sm_bytes(elf)
+    ram = sizes.get(".data", 0) + sizes.get(".bss", 0) - own["ram"] - 8 + MIN_STACK_BYTES
+    return {"code": code, "ram": ram}
+
+
+def link_library(project: Path) -> tuple[Path, dict[str, int]]:
+    """``make`` a library-mode project and link its ``libsplitter.a`` beside
+    :data:`LIBRARY_USER` as a product would (``--gc-sections``, newlib and libgcc for what the
+    runtime calls); the ELF and the user object's own bytes (:func:`_object_sizes`)."""
+    lib = make_part(project)
+    cpu = _make_var(project, "CPU").split()
+    user = project / "library_user.c"
+    user.write_text(LIBRARY_USER)
+    obj, elf = project / "library_user.o", project / "library.elf"
+    flags = [*cpu, "-O2", "-ffunction-sections", "-fdata-sections", f"-I{project}"]
+    subprocess.run([GCC, *flags, "-c", str(user), "-o", str(obj)], check=True,
+                   capture_output=True)  # fmt: skip
+    subprocess.run([GCC, *cpu, "-nostdlib", "-Wl,--gc-sections", "-Wl,-e,library_user",
+                    str(obj), str(lib), "-lc", "-lgcc", "-o", str(elf)], check=True,
+                   capture_output=True)  # fmt: skip
+    return elf, _object_sizes(obj)
+
+
+def _object_sizes(obj: Path) -> dict[str, int]:
+    """Flash and RAM bytes of an object's own sections (``.text*``, ``.rodata*``; ``.data*``,
+    ``.bss*``)."""
+    code = ram = 0
+    with obj.open("rb") as fh:
+        for sec in ELFFile(fh).iter_sections():
+            n = int(sec["sh_size"])
+            if sec.name.startswith((".text", ".rodata", ".data")):
+                code += n
+            if sec.name.startswith((".data", ".bss")):
+                ram += n
+    return {"code": code, "ram": ram}
+
+
+#: ``--app standalone`` / ``library`` (one sub-model per device, so a device's role decides its
+#: links and what its runtime keeps): the sub-model device sequence whose device 0 has the
+#: role, and whether results return to the head (``--result-on head``)
+APP_ROLES: dict[str, tuple[list[int], bool]] = {
+    "single": ([0], False),  # head and tail: one link, to the console
+    "head": ([0, 1], False),  # console, next board
+    "middle": ([1, 0, 2], False),  # previous, next board
+    "tail": ([1, 0], False),  # previous board, console
+    "head_return": ([0, 1], True),  # console, next board, the return link
+    "tail_return": ([1, 0], True),  # previous board, the return link
+}
+
+
+def mode_figures(part: Part, tmp: Path, app: str) -> dict[str, Any]:
+    """Runtime code and RAM of ``part`` in ``--app`` ``app`` per role of a device
+    (:data:`APP_ROLES`; standalone: its stub image, the example application and console
+    printing included; library: :func:`library_figures`). The stub's 4-byte result buffer of
+    ``head_return`` is taken off (the plan counts the model's, ``splitter.cost.code``)."""
+    out: dict[str, Any] = {}
+    for role, (seq, returns) in APP_ROLES.items():
+        where = tmp / f"{part.name}-{app}-{role}"
+        try:
+            stub = render_stub(
+                part, seq, where, kernels=False, app=app, result_on="head" if returns else "tail"
+            )
+        except BoardFileError:
+            continue  # the part (its board) routes fewer USARTs than the role needs
+        fig = library_figures(stub) if app == "library" else image_figures(stub)
+        if role == "head_return":
+            fig["ram"] -= 4
+        out[role] = fig
+    return out
+
+
+def image_figures(project: Path) -> dict[str, int]:
+    """Code (the stub's ``sm_NN`` taken off) and RAM (with the minimum stack) of a project's
+    part image."""
+    elf = make_part(project)
+    sizes = section_sizes(elf)
+    return {
+        "code": sum(sizes.get(s, 0) for s in FLASH_CODE_SECTIONS) - _stub_sm_bytes(elf),
+        "ram": sizes.get(".data", 0) + sizes.get(".bss", 0) + MIN_STACK_BYTES,
+    }
 
 
 def _stub_sm_bytes(elf: Path) -> int:
@@ -179,6 +307,8 @@ def runtime_figures(part: Part, tmp: Path) -> dict[str, Any]:
         sizes = section_sizes(elf)
         code = sum(sizes.get(s, 0) for s in FLASH_CODE_SECTIONS) - _stub_sm_bytes(elf)
         out["hse_code"] = code - out["1"]["code"]
+    for app in ("standalone", "library"):
+        out[app] = mode_figures(part, tmp, app)
     return out
 
 

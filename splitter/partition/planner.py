@@ -13,14 +13,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from splitter.cost.code import arena_region, code_bytes, layer_keys, reserves, runtime_ram_bytes
+from splitter.cost.code import (
+    app_sample_bytes,
+    arena_region,
+    code_bytes,
+    device_role,
+    layer_keys,
+    reserves,
+    runtime_ram_bytes,
+)
 from splitter.cost.cpi import device_cpi_value
 from splitter.cost.kernels import part_build_key
 from splitter.cost.pex_chain import describe_loop, loop_price
 from splitter.cost.wire import THESIS, LinkModel
 from splitter.errors import InfeasibleError, SplitterError
 from splitter.graph.split import LayerSplit
-from splitter.ir import Boards, Chain, ChannelLoop, Device, Plan, SubModel
+from splitter.ir import Boards, Chain, ChannelLoop, Device, FirmwareUse, Plan, SubModel
 from splitter.manifest import (
     DeviceEnergy,
     DeviceEntry,
@@ -53,23 +61,27 @@ from splitter.partition.problem import (
 )
 
 
-def link_model(chain: Chain, host_io: bool = True) -> LinkModel:
+def link_model(chain: Chain, host_io: bool = True, use: FirmwareUse | None = None) -> LinkModel:
     """How ``chain``'s transfers are costed (:class:`splitter.cost.wire.LinkModel`).
 
     A model (firmware follows, so the protocol of docs/protocol.md carries its tensors): the
     bytes on the wire, with the host's transfers of the graph inputs and outputs unless
     ``host_io`` is off (``--no-host-io``). A layer profile (the thesis's reference cases): the
     thesis's model, payload only and no host transfers, so the thesis's figures reproduce.
+    With ``--result-on head`` (``use.returns``) the result travels back from the tail to the
+    head over a return link (``return_bytes``: the model's output bytes).
     """
     if chain.graph is None:
         return THESIS
     ins, _ = submodel_boundaries(chain, 0, 0)
     _, outs = submodel_boundaries(chain, len(chain) - 1, len(chain) - 1)
+    output_bytes = sum(tensor_bytes(t) or 0 for t in outs)
     return LinkModel(
         wire=True,
         host_io=host_io,
         input_bytes=sum(tensor_bytes(t) or 0 for t in ins),
-        output_bytes=sum(tensor_bytes(t) or 0 for t in outs),
+        output_bytes=output_bytes,
+        return_bytes=output_bytes if use is not None and use.returns else 0,
     )
 
 
@@ -85,11 +97,13 @@ def chain_problem(
     thesis's reference cases) with the budgets as they are and the thesis's link model.
     """
     names = [layer.name for layer in chain.layers]
-    model = link_model(chain, host_io)
+    model = link_model(chain, host_io, boards.firmware)
     if chain.graph is None:
         return make_problem(chain.costs, boards, names=names, link_model=model)
     parts = [dev.part for dev in boards.devices]
-    found = reserves(chain, parts, upper=upper, hse=[on_hse(dev) for dev in boards.devices])
+    io = (model.input_bytes, model.output_bytes)
+    hse = [on_hse(dev) for dev in boards.devices]
+    found = reserves(chain, parts, upper=upper, hse=hse, use=boards.firmware, io_bytes=io)
     return make_problem(chain.costs, boards, names=names, reserves=found, link_model=model)
 
 
@@ -114,6 +128,10 @@ def firmware_needs(
         for me, other in ((a, b), (b, a)):
             if me >= 0:
                 peers.setdefault(me, set()).add(other)
+    use = boards.firmware
+    head, tail = submodels[0].device_index, submodels[-1].device_index
+    ret = use.returns and head != tail  # the return link of --result-on head
+    model = link_model(chain, use=use)
     out: list[tuple[int, int] | None] = []
     for i, dev in enumerate(boards.devices):
         mine = [s for s in submodels if s.device_index == i]
@@ -122,12 +140,13 @@ def firmware_needs(
             continue
         keys = layer_keys(chain, [j for s in mine for j in range(s.first, s.last + 1)])
         links = len(peers[i])
-        out.append(
-            (
-                code_bytes(dev.part, keys, len(mine), links, on_hse(dev)),
-                runtime_ram_bytes(dev.part, len(mine), links),
-            )
-        )
+        role = device_role(i == head, i == tail, ret) if use.app != "harness" else ""
+        code = code_bytes(dev.part, keys, len(mine), links, on_hse(dev), use.app, role)
+        ram = runtime_ram_bytes(dev.part, len(mine), links, use.app, role)
+        if i == head:  # the standalone samples; the result buffer of the return link
+            code += app_sample_bytes(use, model.input_bytes)
+            ram += (model.return_bytes + 3) // 4 * 4 if ret else 0
+        out.append((code, ram))
     return out
 
 

@@ -352,6 +352,9 @@ class Evaluation:
     host_in_s: float = 0.0
     host_out_s: float = 0.0
     host_io_s: float = 0.0  # the part of latency_s that is the host's transfers
+    #: ``--result-on head``: the tail's transfer of the result back to the head over the return
+    #: link, part of ``latency_s`` and of the tail's ``send`` and the head's ``recv``
+    return_s: float = 0.0
     #: per device ``(compute J, transfer J, waiting J)`` of one inference and their sum
     #: (:func:`energy_breakdown`); empty / None without energy data
     energy_by_device: tuple[tuple[float, float, float], ...] = ()
@@ -400,6 +403,10 @@ def evaluate(problem: Problem, assignment: Sequence[int]) -> Evaluation:
     for dev in seen:
         ks = [k for k, s in enumerate(subs) if s[0] == dev]
         inter[dev] = sum(sub_compute[k] for k in range(ks[0] + 1, ks[-1]) if subs[k][0] != dev)
+    return_s = _return_s(problem, subs)
+    if return_s:  # --result-on head: the tail sends each result back, the head receives it
+        send[subs[-1][0]] += return_s
+        recv[subs[0][0]] += return_s
     q = [compute[i] + send[i] + recv[i] for i in range(d)]
     ib = max(range(d), key=lambda i: (q[i], -i))
     host_in, host_in_s, host_out_s = _host_io(problem, subs)
@@ -409,7 +416,7 @@ def evaluate(problem: Problem, assignment: Sequence[int]) -> Evaluation:
     for j, dev in enumerate(a):
         flash_used[dev] += int(problem.flash[j])
         ram_used[dev] = max(ram_used[dev], int(problem.ram[j]))
-    latency = sum(compute) + sum(sub_transfer) + host_io_s
+    latency = sum(compute) + sum(sub_transfer) + host_io_s + return_s
     active = list(send)
     if problem.link_model.host_io:
         active[subs[-1][0]] += host_out_s
@@ -435,6 +442,7 @@ def evaluate(problem: Problem, assignment: Sequence[int]) -> Evaluation:
         host_in_s=host_in_s,
         host_out_s=host_out_s,
         host_io_s=host_io_s,
+        return_s=return_s,
         energy_by_device=by_device,
         energy_j=sum(sum(row) for row in by_device) if by_device else None,
     )
@@ -468,6 +476,17 @@ def _host_io(problem: Problem, subs: Sequence[tuple[int, int, int]]) -> tuple[Wi
     inp = problem.transfer(problem.link_model.input_bytes, 0)
     out = problem.transfer(problem.link_model.output_bytes, len(subs))
     return inp, inp.seconds(link), out.seconds(link)
+
+
+def _return_s(problem: Problem, subs: Sequence[tuple[int, int, int]]) -> float:
+    """Seconds of the result's trip from the tail back to the head over the return link of
+    ``--result-on head`` (``link_model.return_bytes``; the TIMING records of the inference tag
+    and of every sub-model go with it, :mod:`splitter.cost.wire`); 0 without a return link or
+    when one device runs the whole chain (head = tail)."""
+    nbytes = problem.link_model.return_bytes
+    if not nbytes or subs[0][0] == subs[-1][0]:
+        return 0.0
+    return problem.transfer(nbytes, len(subs) + 1).seconds(problem.boards.link)
 
 
 def _wires(problem: Problem, subs: Sequence[tuple[int, int, int]]) -> tuple[Wire, ...]:

@@ -135,8 +135,11 @@ class Emulation:
             for link in dev["links"]:
                 peer = link["peer_index"]
                 if peer >= 0 and dev["index"] < peer:
-                    a, b = dev["index"], peer
-                    paths = (self._tmp / f"l{a}-{b}-{a}.sock", self._tmp / f"l{a}-{b}-{b}.sock")
+                    a, b, ch = dev["index"], peer, link.get("channel", "")
+                    paths = (
+                        self._tmp / f"l{a}-{b}{ch}-{a}.sock",
+                        self._tmp / f"l{a}-{b}{ch}-{b}.sock",
+                    )
                     self.fault_proxies.append(LinkProxy(names[a], names[b], paths, fault))
 
     def stop(self) -> None:
@@ -227,10 +230,11 @@ class Emulation:
                 endpoint = f"socket://127.0.0.1:{port}"
                 continue
             a, b = sorted((dev["index"], link["peer_index"]))
-            sock = tmp / f"l{a}-{b}.sock"
+            ch = link.get("channel", "")  # "r": the return link of --result-on head
+            sock = tmp / f"l{a}-{b}{ch}.sock"
             cid = f"l{link['index']}"
             if self.link_fault is not None:  # both sides listen; the proxy connects to both
-                sock = tmp / f"l{a}-{b}-{dev['index']}.sock"
+                sock = tmp / f"l{a}-{b}{ch}-{dev['index']}.sock"
                 cmd += ["-chardev", f"socket,id={cid},path={sock},server=on,wait=off"]
             elif link["server"]:
                 cmd += ["-chardev", f"socket,id={cid},path={sock},server=on,wait=off"]
