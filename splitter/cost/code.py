@@ -50,8 +50,9 @@ def code_table() -> dict[str, Any]:
 
 
 def op_key(op: Op, chain: Chain) -> str:
-    """``kind/layout/in>out`` of an op: its kind, the graph layout and the dtypes of its first
-    input and output (a quantize from float32 and a requantize from int8 call other kernels).
+    """``kind/layout/in>out`` of an op: its kind, the graph layout (``NHWC`` for an int8 -> int8
+    op) and the dtypes of its first input and output (a quantize from float32 and a requantize
+    from int8 call other kernels).
     An int8 conv's kind carries its kernel family (``conv2d.depthwise``, ...:
     :func:`~splitter.cost.handlers.q8_conv_kind`), as each family links its own kernels."""
     assert chain.graph is not None
@@ -66,7 +67,11 @@ def op_key(op: Op, chain: Chain) -> str:
         return spec.dtype if spec is not None else "-"
 
     first_in = op.inputs[0] if op.inputs else None
-    return f"{kind}/{chain.graph.layout}/{dtype(first_in)}>{dtype(op.outputs[0])}"
+    src, dst = dtype(first_in), dtype(op.outputs[0])
+    # an int8 -> int8 op calls the same NHWC int8 kernel whatever the graph's layout (a QDQ
+    # ONNX graph is NCHW, its int8 tensors NHWC: splitter.importers.onnx_qdq)
+    layout = "NHWC" if src == dst == "int8" else chain.graph.layout
+    return f"{kind}/{layout}/{src}>{dst}"
 
 
 def layer_keys(chain: Chain, layers: Iterable[int]) -> list[str]:

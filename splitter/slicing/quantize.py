@@ -1,8 +1,9 @@
 """Quantise a float ONNX model to int8 for the int8 kernels, and measure what it costs.
 
 :func:`quantize_int8` runs onnxruntime's static quantiser exactly as the QDQ importer
-(:mod:`splitter.importers.onnx_qdq`) expects it: ``quantize_static`` in QDQ format, int8
-activations and weights, per-channel weights, MinMax calibration on the user's samples. Ops it
+(:mod:`splitter.importers.onnx_qdq`) expects it: ``quant_pre_process`` (BatchNormalization
+folded), then ``quantize_static`` in QDQ format, int8 activations and weights, per-channel
+weights, MinMax calibration on the user's samples. Ops it
 leaves in float (Softmax, Sigmoid, ...) run on the float kernels between ``dequantize`` and
 ``quantize``.
 
@@ -16,7 +17,8 @@ argmax y_float,i]`` (the fraction of samples whose predicted class is unchanged)
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -42,7 +44,10 @@ def quantize_int8(model: str | Path, calibration: str | Path, out: str | Path) -
     proto = _float_model(Path(model))
     name, shape = _single_input(proto, Path(model))
     samples = calibration_samples(calibration, name, shape)
-    _run_quantize_static(Path(model), Path(out), name, samples)
+    with tempfile.TemporaryDirectory(prefix="splitter-quantize-") as tmp:
+        pre = Path(tmp) / "preprocessed.onnx"
+        _pre_process(Path(model), pre)
+        _run_quantize_static(pre, Path(out), name, samples)
     return Path(out)
 
 
@@ -129,6 +134,17 @@ def _quiet_root_logger() -> Iterator[None]:
         root.setLevel(level)
 
 
+def _pre_process(model: Path, out: Path) -> None:
+    """onnxruntime's ``quant_pre_process`` (what its quantiser asks for first): its basic graph
+    optimisations, which fold BatchNormalization into the preceding Conv (a BatchNormalization
+    left between QDQ pairs would run in float), and ONNX shape inference. Symbolic shape
+    inference is skipped: it needs sympy, and the models splitter plans have static shapes."""
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    with _quiet_root_logger():
+        quant_pre_process(str(model), str(out), skip_symbolic_shape=True)
+
+
 def _run_quantize_static(model: Path, out: Path, name: str, samples: Sequence[np.ndarray]) -> None:
     from onnxruntime.quantization import (
         CalibrationDataReader,
@@ -187,12 +203,12 @@ def quantization_cost(
     return cost
 
 
-def cost_summary(cost: dict[str, Any]) -> str:
+def cost_summary(cost: Mapping[str, Any]) -> str:
     """One line of ``compile``'s output."""
     top1 = cost.get("top1_agreement")
     agree = "" if top1 is None else f"top-1 agreement {100 * top1:.1f} %, "
     return (
-        f"int8 quantisation against the float model on {cost['samples']} {cost['source']} "
-        f"sample(s): {agree}output '{cost['output']}' max-abs {cost['max_abs']:.3g}, "
+        f"int8 quantisation against the float model on {cost['samples']} samples "
+        f"({cost['source']}): {agree}output '{cost['output']}' max-abs {cost['max_abs']:.3g}, "
         f"mean-abs {cost['mean_abs']:.3g}"
     )
