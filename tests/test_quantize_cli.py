@@ -158,3 +158,31 @@ def test_bad_quantize_input_is_one_line_exit_2_and_nothing_written(
     assert len(lines) == 1 and "Traceback" not in err, err
     assert text in lines[0], lines[0]
     assert not out.exists()
+
+
+@pytest.mark.toolchain
+def test_int8_plan_builds_within_its_estimates(tmp_path: Path) -> None:
+    """The quantised DS-CNN on the F401RB: the ELF built by arm-none-eabi-gcc fits the part, its
+    weights and arena equal the plan's, and its code is within the code table's 2 % (the int8
+    op keys of a QDQ ONNX graph are the NHWC kernels' measured ones, ``splitter.cost.code``).
+    """
+    opts = CompileOptions(quantize="int8", calibration_data=str(_calibration(tmp_path / "c.npy")))
+    result = compile_model(FLOAT, BOARDS, tmp_path / "o", opts)
+    assert result.firmware == "generated in firmware/"
+    code, out, err = _build(tmp_path / "o")
+    assert code == 0, err
+    dev = json.loads(out)["devices"][0]
+    assert dev["weights_actual"] == dev["weights_estimate"]
+    assert dev["arena_actual"] == dev["arena_estimate"]
+    assert dev["flash_total"] <= dev["flash_capacity"] and dev["ram_total"] <= dev["ram_capacity"]
+    estimate = result.manifest.devices[0].code_bytes
+    assert abs(dev["code_bytes"] - estimate) <= 0.02 * dev["code_bytes"], (estimate, dev)
+
+
+def _build(out: Path) -> tuple[int, str, str]:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "splitter", "build", str(out), "--json"],
+                          capture_output=True, text=True, cwd=ROOT, check=False)  # fmt: skip
+    return proc.returncode, proc.stdout, proc.stderr
