@@ -124,3 +124,47 @@ def test_qdq_tiny_cnn_with_float_softmax_runs_on_two_emulated_f405s(tmp_path: Pa
         y = np.load(tmp_path / "y.npy")
         assert float(np.max(np.abs(y - reference(MODEL, x)))) <= tol
     assert qemu_pids(str(out)) == []
+
+
+def test_two_float_ops_reading_one_dequantize_share_it(tmp_path: Path) -> None:
+    """A DequantizeLinear read by a Softmax and a Sigmoid becomes one ``dequantize``; a float op
+    reading another float op's output needs none; the sub-models validate against
+    onnxruntime."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    s = numpy_helper.from_array(np.array(0.05, np.float32), "s")
+    z = numpy_helper.from_array(np.array(0, np.int8), "z")
+    u = numpy_helper.from_array(np.array(1 / 256, np.float32), "u")
+    node = helper.make_node
+    nodes = [
+        node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q0"),
+        node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dq0"),
+        node("Softmax", ["xd"], ["p"], name="soft"),
+        node("Sigmoid", ["xd"], ["g0"], name="gate"),
+        node("Tanh", ["g0"], ["g"], name="squash"),
+        node("QuantizeLinear", ["p", "u", "z"], ["pq"], name="q1"),
+        node("DequantizeLinear", ["pq", "u", "z"], ["y"], name="dq1"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "two_float_ops",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6]),
+         helper.make_tensor_value_info("g", TensorProto.FLOAT, [1, 6])],
+        [s, z, u],
+    )  # fmt: skip
+    path = tmp_path / "two.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    chain = load_chain(path)
+    assert chain.graph is not None
+    ops = chain.graph.ops
+    kinds = [op.kind for op in ops]
+    assert kinds.count("dequantize") == 2  # dq0 once, dq1 at the output
+    assert [op.outputs[0] for op in ops if op.kind == "dequantize"] == ["xd", "y"]
+    assert {"softmax", "sigmoid", "tanh", "quantize"} <= set(kinds)
+    boards = tmp_path / "b.toml"
+    boards.write_text(BOARDS)
+    n = len(chain)
+    opts = CompileOptions(firmware=False, assignment=(0,) * (n - 1) + (1,))
+    result = compile_model(path, boards, tmp_path / "o", opts)
+    assert result.validation is not None and result.validation.passed

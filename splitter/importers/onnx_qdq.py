@@ -39,7 +39,7 @@ links.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -119,6 +119,7 @@ class _Patterns:
     q_nodes: dict[str, OnnxNode]  # int8 output -> its QuantizeLinear
     readers: dict[str, int]  # tensor -> number of nodes reading it
     dq_nodes: dict[str, OnnxNode]  # float DQ output -> its DequantizeLinear
+    dequantized: set[str] = field(default_factory=set)  # DQ outputs a float op's dequantize wrote
 
 
 def lower_qdq(
@@ -215,10 +216,14 @@ def _float_island(node: OnnxNode, pat: _Patterns, ctx: ImportContext) -> list[Op
     for a in acts:
         if a in pat.weights:
             raise Unsupported(f"int8 constant operand {quoted(a)} of a float op")
-        if a not in pat.dq_of:
-            raise Unsupported(f"input {quoted(a)} is not a DequantizeLinear output")
+        if a not in pat.dq_of:  # a float graph input, or another float op's output
+            if ctx.dtype(a) != "float32":
+                raise Unsupported(f"input {quoted(a)} is {ctx.dtype(a)} (float32 or a DQ output)")
+            continue
         _same_order(a, ctx)
-        ops.append(_island_dequantize(a, pat))
+        if a not in pat.dequantized:  # several float ops may read one DequantizeLinear
+            pat.dequantized.add(a)
+            ops.append(_island_dequantize(a, pat))
     ops.extend(CONVERTERS[node.op_type](node, ctx))
     for out in node.outputs:
         if out in pat.q_after:
