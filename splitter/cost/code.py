@@ -69,7 +69,12 @@ def op_key(op: Op, chain: Chain) -> str:
         return spec.dtype if spec is not None else "-"
 
     first_in = op.inputs[0] if op.inputs else None
-    return f"{kind}/{chain.graph.layout}/{dtype(first_in)}>{dtype(op.outputs[0])}"
+    layout = chain.graph.layout
+    if op.kind == "quantize" and op.attr("perm") is None:
+        # a quantize inside a QDQ graph (after a float op) is the plain k_q_quantize call of a
+        # TFLite QUANTIZE; only the graph input's (perm NCHW -> NHWC) also scatters channels
+        layout = "NHWC"
+    return f"{kind}/{layout}/{dtype(first_in)}>{dtype(op.outputs[0])}"
 
 
 def layer_keys(chain: Chain, layers: Iterable[int]) -> list[str]:
