@@ -1,10 +1,10 @@
 """Write ``tiny_cnn_qdq.onnx``: ``tiny_cnn.onnx`` quantised by splitter's ``--quantize int8``.
 
-``splitter.slicing.quantize.quantize_int8`` runs onnxruntime's ``quantize_static`` (QDQ format,
-QInt8 activations and weights, per-channel weights, MinMax calibration) on 16 seeded N(0, 1)
-inputs (``tiny_cnn_calibration.npy`` is not kept: ``numpy.random.default_rng(0)``). onnxruntime
-leaves the final Softmax in float between a DequantizeLinear and a QuantizeLinear; splitter runs
-it on the float kernel. Run from the repository root: ``python models/make_qdq.py``.
+``splitter.slicing.quantize.quantize_int8`` runs onnxruntime's ``quant_pre_process`` and
+``quantize_static`` (QDQ format, QInt8 activations and weights, per-channel weights, MinMax
+calibration) on 16 seeded N(0, 1) inputs (not kept: ``numpy.random.default_rng(0)``).
+onnxruntime leaves the final Softmax in float between a DequantizeLinear and a QuantizeLinear;
+splitter runs it on the float kernel. Run from the repository root: ``python models/make_qdq.py``.
 """
 
 from __future__ import annotations
