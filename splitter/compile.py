@@ -9,7 +9,11 @@ atomically, so a failure anywhere (bad cut, failed validation, disk full) leaves
   ``plan --json`` prints: per sub-model its device, layers, file, FLASH, RAM, MACs and boundary
   tensors, per device budgets and totals, and per device its links;
 * ``submodels/NN_<device>.onnx|.tflite``;
-* ``validation.json`` (``{"skipped": true}`` with ``--no-validate``);
+* ``validation.json`` (``{"skipped": true}`` with ``--no-validate``); with ``--quantize int8``
+  its ``quantization`` object is the accuracy cost against the float model
+  (:func:`splitter.slicing.quantize.quantization_cost`);
+* ``<model>_int8.onnx`` with ``--quantize int8``: the QDQ model splitter quantised, planned and
+  sliced (``plan.json`` names it; ``run`` checks the boards against it);
 * ``report.md``: layer table, plan table, estimates, validation;
 * ``firmware/``: the C projects of :mod:`splitter.codegen.firmware` (the single firmware hook,
   :func:`generate_firmware_hook`), unless the C generator cannot handle the model.
@@ -17,6 +21,8 @@ atomically, so a failure anywhere (bad cut, failed validation, disk full) leaves
 
 from __future__ import annotations
 
+import math
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -25,7 +31,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from splitter.codegen.escape import md_code, md_text
-from splitter.errors import InputFileError, SolverError, UnsupportedOpError, ValidationError
+from splitter.errors import (
+    InfeasibleError,
+    InputFileError,
+    SolverError,
+    UnsupportedOpError,
+    ValidationError,
+)
 from splitter.graph.split import LayerSplit
 from splitter.importers import LoadedModel
 from splitter.ir import Boards, Chain, FirmwareUse, Plan, SubModel, TensorSpec
@@ -91,6 +103,10 @@ class CompileOptions:
     app: str = "harness"
     #: the board that delivers results in standalone / library mode: "tail" (or "head")
     result_on: str = "tail"
+    #: quantise a float ONNX model first (``"int8"``: :mod:`splitter.slicing.quantize`) on the
+    #: samples of ``calibration_data`` (``.npy``)
+    quantize: str | None = None
+    calibration_data: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -106,6 +122,8 @@ class CompileResult:
     manifest: PlanManifest
     timings: dict[str, float] = field(default_factory=dict)
     firmware: str = ""  # "generated in firmware/", or why not
+    #: ``--quantize``: the quantised model's cost against the float model
+    quantization: Mapping[str, Any] | None = None
 
     def summary(self) -> dict[str, Any]:
         """The ``--json`` summary: where things are and the headline numbers."""
@@ -136,6 +154,7 @@ class CompileResult:
                 for s in self.submodels
             ],
             "validation": None if val is None else {"passed": val.passed, **_worst(val)},
+            **({} if self.quantization is None else {"quantization": dict(self.quantization)}),
             "firmware": self.firmware,
             "timings_s": {k: round(v, 4) for k, v in self.timings.items()},
         }
@@ -160,9 +179,102 @@ def compile_model(
     check_target(normalised_target(out_dir), force=opts.force)  # fail before the slow work
     timings: dict[str, float] = {}
     clock = _Clock(timings, step)
+    check_quantize_options(opts)
+    with tempfile.TemporaryDirectory(prefix="splitter-quantize-") as tmp:
+        quantized = None
+        if opts.quantize:
+            with clock("quantize", f"quantising {Path(model).name} to {opts.quantize}"):
+                quantized = quantize_step(Path(model), opts, Path(tmp), out_dir)
+        try:
+            return _compile(model, target, out_dir, opts, clock, quantized)
+        except InfeasibleError as exc:
+            if quantized is None:
+                raise
+            raise InfeasibleError(_without_path(str(exc), quantized.path)) from None
 
-    with clock("import", f"importing {Path(model).name}"):
-        loaded, chain, boards = _load(model, target, opts)
+
+def _without_path(message: str, path: Path) -> str:
+    """``message`` without the advice that names ``path`` (the quantised model in a temporary
+    directory, gone when compile returns): the "; or "-separated remedies that mention it go."""
+    if str(path) not in message:
+        return message
+    head, sep, tail = message.partition("; what plans: ")
+    kept = [r for r in tail.split("; or ") if str(path) not in r] if sep else []
+    if kept:
+        return head + sep + "; or ".join(kept)
+    return head.replace(str(path), path.name)
+
+
+@dataclass(frozen=True)
+class Quantized:
+    """A model splitter quantised: where it is now, where ``OUT`` will hold it, its cost."""
+
+    path: Path
+    final: Path
+    cost: Mapping[str, Any]
+
+
+def check_quantize_options(opts: CompileOptions) -> None:
+    """``--quantize`` and ``--calibration-data`` come together; one line otherwise."""
+    from splitter.slicing.quantize import SCHEMES
+
+    if opts.quantize is not None and opts.quantize not in SCHEMES:
+        raise InputFileError(
+            f"--quantize {opts.quantize}: not a scheme splitter runs; use --quantize "
+            f"{' or '.join(SCHEMES)}"
+        )
+    if opts.quantize and not opts.calibration_data:
+        raise InputFileError(
+            f"--quantize {opts.quantize} needs --calibration-data X.npy (float32 samples of "
+            "the model's input, one array or a stack of them)"
+        )
+    if opts.calibration_data and not opts.quantize:
+        raise InputFileError(
+            f"{opts.calibration_data}: --calibration-data is read by --quantize int8 only; add "
+            "--quantize int8 or drop it"
+        )
+
+
+def quantize_step(model: Path, opts: CompileOptions, tmp: Path, out_dir: Path) -> Quantized:
+    """Quantise ``model`` into ``tmp`` and measure its cost against the float model on the
+    ``--data`` inputs, else on the calibration samples."""
+    from splitter.slicing.quantize import calibration_samples, quantization_cost, quantize_int8
+
+    assert opts.calibration_data is not None
+    name = f"{model.stem}_{opts.quantize}.onnx"
+    path = quantize_int8(model, opts.calibration_data, tmp / name)
+    if opts.data_file:
+        from splitter.importers import load_chain
+        from splitter.slicing.validate import load_labelled
+
+        chain = load_chain(path)
+        out_size = math.prod(chain.layers[-1].output.shape)
+        samples = list(load_labelled(opts.data_file, chain.layers[0].output, out_size).inputs)
+        source = f"--data {opts.data_file}"
+    else:
+        import onnx
+
+        graph = onnx.load(str(path), load_external_data=False).graph
+        dims = graph.input[0].type.tensor_type.shape.dim
+        shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
+        samples = calibration_samples(opts.calibration_data, graph.input[0].name, shape)
+        source = f"calibration {opts.calibration_data}"
+    cost = quantization_cost(model, path, samples, source)
+    return Quantized(path, out_dir.resolve() / name, cost)
+
+
+def _compile(
+    model: str | Path,
+    target: str | Path,
+    out_dir: Path,
+    opts: CompileOptions,
+    clock: _Clock,
+    quantized: Quantized | None,
+) -> CompileResult:
+    """:func:`compile_model` from the import on (of the quantised model, if there is one)."""
+    source = quantized.path if quantized else model
+    with clock("import", f"importing {Path(source).name}"):
+        loaded, chain, boards = _load(source, target, opts)
         check_input_files(chain, opts.input_files)
         check_data_file(chain, opts)
         boards = replace(boards, firmware=firmware_use(chain, opts))
@@ -172,7 +284,8 @@ def compile_model(
         from splitter.slicing.split_source import split_loaded
 
         loaded = split_loaded(loaded, splits)
-    manifest = make_manifest(plan, chain, boards, model, target, opts, splits)
+    named = quantized.final if quantized else model
+    manifest = make_manifest(plan, chain, boards, named, target, opts, splits)
     if opts.firmware and opts.watchdog_ms:
         from splitter.codegen.firmware import check_watchdog
 
@@ -185,12 +298,15 @@ def compile_model(
     if opts.validate:
         with clock("validate", f"validating on {opts.samples}+ inputs"):
             report = validate_submodels(loaded, sliced, opts)
+    if quantized is not None and report is not None:
+        report = replace(report, quantization=dict(quantized.cost))
     with clock("write", f"writing {out_dir}"):
         final, firmware = _write(
-            out_dir, opts, chain, boards, (plan, manifest, app), sliced, report, clock
+            out_dir, opts, chain, boards, (plan, manifest, app), sliced, report, clock, quantized
         )
+    cost = quantized.cost if quantized else None
     return CompileResult(
-        final, chain, boards, plan, tuple(sliced), report, manifest, timings, firmware
+        final, chain, boards, plan, tuple(sliced), report, manifest, clock.timings, firmware, cost
     )
 
 
@@ -474,6 +590,15 @@ def validate_submodels(
     return report
 
 
+def validation_json(
+    report: ValidationReport | None, quantization: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """``validation.json``'s object (``{"skipped": true}`` with ``--no-validate``, with the
+    quantisation cost when there is one)."""
+    quant = {} if quantization is None else {"quantization": dict(quantization)}
+    return report.to_dict() if report else {"skipped": True, **quant}
+
+
 # --- writing ------------------------------------------------------------------------------
 
 
@@ -486,6 +611,7 @@ def _write(
     sliced: Sequence[SlicedModel],
     report: ValidationReport | None,
     clock: _Clock,
+    quantized: Quantized | None = None,
 ) -> tuple[Path, str]:
     """Write everything into a temporary directory and swap it into place.
 
@@ -495,8 +621,11 @@ def _write(
     with OutputDir(out_dir, force=opts.force) as out:
         for sub in sliced:
             out.write_bytes(f"submodels/{sub.file_name}", sub.data)
+        if quantized is not None:
+            out.write_bytes(quantized.final.name, quantized.path.read_bytes())
         out.write_text(MANIFEST_FILE, manifest.to_json() + "\n")
-        out.write_json("validation.json", report.to_dict() if report else {"skipped": True})
+        cost = quantized.cost if quantized else None
+        out.write_json("validation.json", validation_json(report, cost))
         firmware = "skipped (--no-firmware)"
         if opts.firmware:
             with clock("firmware", "generating the firmware projects"):
@@ -512,7 +641,7 @@ def _write(
         text = render_report(chain, manifest, sliced, report, firmware)
         out.write_text("report.md", text)
         with clock("report", "drawing report.html"):
-            _write_html(out, chain, plan, manifest, report)
+            _write_html(out, chain, plan, manifest, validation_json(report, cost))
     return out.target, firmware
 
 
@@ -521,7 +650,7 @@ def _write_html(
     chain: Chain,
     plan: Plan,
     manifest: PlanManifest,
-    report: ValidationReport | None,
+    validation: Mapping[str, Any],
 ) -> None:
     """``report.json`` (what the HTML report needs beyond plan.json) and ``report.html``."""
     from splitter.report import REPORT_DATA_FILE, REPORT_FILE, report_data
@@ -529,7 +658,6 @@ def _write_html(
 
     data = report_data(chain, plan)
     out.write_json(REPORT_DATA_FILE, data.to_dict())
-    validation = report.to_dict() if report else {"skipped": True}
     out.write_text(REPORT_FILE, render_html(manifest, data, validation))
 
 
@@ -689,6 +817,10 @@ def _validation_lines(report: ValidationReport | None) -> list[str]:
             f"| {s.cosine:.9f} | {s.max_abs:.3g} | {s.max_rel:.3g} "
             f"| {'yes' if s.passed else 'NO'} |"
         )
+    if report.quantization is not None:
+        from splitter.slicing.quantize import cost_summary
+
+        lines += ["", cost_summary(report.quantization) + "."]
     lab = report.labelled
     if lab is not None:
         lines += [

@@ -10,9 +10,13 @@ error the ones that produce a plan, in the order a user would try them (cheapest
 2. ``--partial-execution auto``: PEX channel / row loops lower a layer's RAM
    (``splitter.partition.partial``);
 3. the whole part: every device's ``flash`` / ``ram`` budget at ``"100%"``;
-4. a bigger part: the smallest catalog part (by flash, then RAM) that, in place of one device,
+4. int8 quantisation of a float ONNX model (``compile --quantize int8 --calibration-data``):
+   the model is quantised as that option does (:func:`splitter.slicing.quantize.quantize_int8`,
+   here calibrated on 8 seeded N(0, 1) inputs: the scales do not change any size) and the int8
+   chain re-planned on the boards as given;
+5. a bigger part: the smallest catalog part (by flash, then RAM) that, in place of one device,
    plans; the device keeps its name and link, its budgets become the whole part;
-5. LO-SC segments on a board file's one device (``splitter segment``), weights loaded from
+6. LO-SC segments on a board file's one device (``splitter segment``), weights loaded from
    outside internal flash.
 
 Each remedy is tried with a short solver time limit; "plans" means the solver found a plan that
@@ -88,7 +92,8 @@ def explain(
     else:
         message += (
             "; none of splitter's remedies plans it (--granularity auto, --partial-execution "
-            "auto, the whole part, a bigger catalog part): split it over more boards"
+            "auto, the whole part, int8 quantisation, a bigger catalog part): split it over "
+            "more boards"
         )
     return InfeasibleError(message)
 
@@ -110,6 +115,9 @@ def remedies(
     if whole != boards and _plans(planner, chain, whole, best_mode):
         found.append('flash = "100%" and ram = "100%" on every device (the whole parts)')
         return found
+    int8 = _int8(chain, boards, mode, planner)
+    if int8 is not None:
+        found.append(int8)
     bigger = _bigger_part(chain, whole, best_mode, planner)
     if bigger is not None:
         found.append(bigger)
@@ -137,6 +145,42 @@ def _segments(chain: Chain, boards: Boards, activation_bytes: int | None) -> str
         f"segments run one after another on {boards.devices[0].name}, weights loaded from "
         f"outside its flash: splitter segment {chain.source_path} --target "
         f"{boards.source_path} -o OUT"
+    )
+
+
+def _int8(chain: Chain, boards: Boards, mode: str, planner: Planner) -> str | None:
+    """``--quantize int8`` when ``chain`` is a float ONNX model whose int8 form plans on
+    ``boards`` (the advice), else None."""
+    import tempfile
+    from pathlib import Path
+
+    import numpy as np
+
+    from splitter.importers import load_chain
+    from splitter.slicing.quantize import quantize_int8
+
+    source = Path(chain.source_path.split("#", 1)[0])
+    graph = chain.graph
+    if graph is None or source.suffix.lower() != ".onnx" or len(graph.inputs) != 1:
+        return None
+    if any(t.dtype != "float32" for t in graph.tensors.values()):
+        return None
+    shape = tuple(graph.tensors[graph.inputs[0]].shape)
+    with tempfile.TemporaryDirectory(prefix="splitter-int8-remedy-") as tmp:
+        cal = Path(tmp) / "calibration.npy"
+        np.save(cal, np.random.default_rng(0).standard_normal((8, *shape)).astype(np.float32))
+        try:
+            int8 = load_chain(quantize_int8(source, cal, Path(tmp) / "int8.onnx"))
+        except SplitterError:
+            return None
+        if not _plans(planner, int8, boards, mode):
+            return None
+    dims = "x".join(map(str, shape))
+    target = f" --target {boards.source_path}" if boards.source_path else ""
+    return (
+        f"int8 quantisation: splitter compile {source}{target} --quantize int8 "
+        f"--calibration-data X.npy (X.npy: float32 samples of the input, N x {dims}; the "
+        "accuracy cost against the float model is reported)"
     )
 
 

@@ -250,7 +250,8 @@ def test_qdq_runs_int8_on_two_emulated_boards(tmp_path_factory: pytest.TempPathF
 def test_unsupported_qdq_node_is_listed_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A Sigmoid between DequantizeLinear and QuantizeLinear has no int8 lowering here."""
+    """A Sigmoid between DequantizeLinear and QuantizeLinear runs on the float kernel only on
+    tensors whose NCHW and NHWC orders agree; on a 1x4x2x2 tensor it is refused."""
     s = numpy_helper.from_array(np.array(0.05, np.float32), "s")
     z = numpy_helper.from_array(np.array(0, np.int8), "z")
     nodes = [
@@ -263,8 +264,8 @@ def test_unsupported_qdq_node_is_listed_in_one_line(
     graph = helper.make_graph(
         nodes,
         "qdq_sigmoid",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 2, 2])],
         [s, z],
     )
     path = tmp_path / "bad.onnx"
@@ -273,4 +274,4 @@ def test_unsupported_qdq_node_is_listed_in_one_line(
         main(["inspect", str(path)])
     err = capsys.readouterr().err.strip()
     assert info.value.code == 2 and len(err.splitlines()) == 1
-    assert str(path) in err and "gate" in err and "Sigmoid" in err
+    assert str(path) in err and "gate" in err and "Sigmoid" in err and "NHWC" in err

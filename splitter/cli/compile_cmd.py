@@ -26,6 +26,7 @@ from splitter.cli.plan_cmd import energy_line
 from splitter.cli.progress import Progress
 from splitter.compile import CompileOptions, CompileResult, compile_model, default_out_dir
 from splitter.errors import UnsupportedOpError
+from splitter.slicing.quantize import cost_summary
 
 
 @click.command("compile")
@@ -50,6 +51,19 @@ from splitter.errors import UnsupportedOpError
     default=None,
     metavar="X.npz",
     help="Labelled set (.npz: inputs x, integer labels y): accuracy and confusion matrix.",
+)
+@click.option(
+    "--quantize",
+    type=click.Choice(["int8"]),
+    default=None,
+    help="Quantise the float ONNX model first (onnxruntime's quantize_static: QDQ, int8, "
+    "per-channel weights) and report the accuracy cost against the float model.",
+)
+@click.option(
+    "--calibration-data",
+    default=None,
+    metavar="X.npy",
+    help="Samples of the model's input for --quantize (float32, one array or a stack).",
 )
 @click.option("--no-validate", is_flag=True, help="Skip the numerical validation of the split.")
 @click.option(
@@ -100,6 +114,8 @@ def command(
     val_order: str | None,
     input_files: tuple[str, ...],
     data_file: str | None,
+    quantize: str | None,
+    calibration_data: str | None,
     no_validate: bool,
     no_firmware: bool,
     watchdog_ms: int,
@@ -140,6 +156,8 @@ def command(
         watchdog_ms=watchdog_ms,
         app=app,
         result_on=result_on,
+        quantize=quantize,
+        calibration_data=calibration_data,
     )
     earlier = _has_output(Path(out) if out is not None else default_out_dir(model))
     with Progress() as progress:
@@ -204,5 +222,7 @@ def _print_summary(result: CompileResult) -> None:
     click.echo(result.manifest.prediction_note)
     click.echo(energy_line(result.manifest))
     click.echo(result.validation.summary() if result.validation else "validation skipped")
+    if result.quantization is not None:
+        click.echo(cost_summary(result.quantization))
     status = result.firmware
     click.echo(f"firmware: {status if len(status) < 160 else status[:150] + '... (see report.md)'}")

@@ -26,14 +26,17 @@ over ``l`` links (SPEC.md's constraints (4) and (5) extended by what the firmwar
 * the arena lives in the part's first RAM region (``ram_regions``, the linker script's RAM),
   so the RAM a device offers is ``min(budget, region) - runtime RAM``.
 
-An op key the table does not know (an op no model in ``models/`` uses) counts every kernel
-of the core and the largest op bytes: an upper bound, never an under-estimate.
+An op key the table does not know (an op no model in ``models/`` uses) takes, for an int8 ->
+int8 op of an NCHW (QDQ ONNX) graph, the figures of the same key under ``NHWC``: the int8
+kernels are NHWC whatever the graph's layout, so it calls the same kernel (:func:`known_key`);
+otherwise it counts every kernel of the core and the largest op bytes: an upper bound, never an
+under-estimate.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -81,7 +84,12 @@ def op_key(op: Op, chain: Chain) -> str:
         return spec.dtype if spec is not None else "-"
 
     first_in = op.inputs[0] if op.inputs else None
-    return f"{kind}/{chain.graph.layout}/{dtype(first_in)}>{dtype(op.outputs[0])}"
+    layout = chain.graph.layout
+    if op.kind == "quantize" and op.attr("perm") is None:
+        # a quantize inside a QDQ graph (after a float op) is the plain k_q_quantize call of a
+        # TFLite QUANTIZE; only the graph input's (perm NCHW -> NHWC) also scatters channels
+        layout = "NHWC"
+    return f"{kind}/{layout}/{dtype(first_in)}>{dtype(op.outputs[0])}"
 
 
 def layer_keys(chain: Chain, layers: Iterable[int]) -> list[str]:
@@ -188,12 +196,21 @@ def _runtime(part: Part, links: int, what: str) -> int:
     return int(rt[str(top)][what]) + (links - top) * step
 
 
+def known_key(key: str, table: Mapping[str, Any]) -> str:
+    """``key``, or when ``table`` lacks it and it is an int8 -> int8 op of an NCHW graph, the
+    same op's ``NHWC`` key (the one NHWC int8 kernel both call) if ``table`` has that."""
+    if key in table or not key.endswith("/int8>int8") or "/NCHW/" not in key:
+        return key
+    nhwc = key.replace("/NCHW/", "/NHWC/", 1)
+    return nhwc if nhwc in table else key
+
+
 def kernel_bytes(part: Part, keys: Iterable[str]) -> int:
     """Bytes of the union of the kernel closures the ops ``keys`` call on ``part``'s core."""
     core = _core(part)
     kernels: set[str] = set()
     for key in set(keys):
-        kernels.update(core["op_kernels"].get(key, core["kernels"]))
+        kernels.update(core["op_kernels"].get(known_key(key, core["op_kernels"]), core["kernels"]))
     symbols: dict[str, int] = {}
     for k in kernels:
         symbols.update(core["kernels"].get(k, {}))
@@ -215,7 +232,8 @@ def code_bytes(
     core = _core(part)
     ops = core["ops"]
     worst = max(ops.values(), default=0)
-    model = sum(int(ops.get(k, worst)) for k in keys) + submodels * int(core["per_submodel"])
+    model = sum(int(ops.get(known_key(k, ops), worst)) for k in keys)
+    model += submodels * int(core["per_submodel"])
     stub = (
         int(code_table()["stub_submodels"][str(min(max(links, 1), 3))]) if app == "harness" else 1
     )

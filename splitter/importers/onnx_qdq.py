@@ -16,7 +16,13 @@ reads ``*_dq`` tensors and writes a float tensor that a single ``QuantizeLinear`
   ``attrs["w_zero_point"]`` (one per output channel, or one per tensor);
 * ``QuantizeLinear`` of a float graph input becomes ``quantize`` and ``DequantizeLinear``
   writing a graph output becomes ``dequantize``; every other Q / DQ node is absorbed;
-* GlobalAveragePool becomes ``mean`` over H, W (the int8 kernel, TFLite's MEAN arithmetic).
+* GlobalAveragePool becomes ``mean`` over H, W (the int8 kernel, TFLite's MEAN arithmetic);
+* any other operator (onnxruntime leaves Softmax, Sigmoid and others in float) runs on its float
+  kernel, as onnxruntime runs it: each int8 input it reads through a DequantizeLinear becomes a
+  ``dequantize`` writing that DequantizeLinear's float output, the op is converted by the float
+  converter on the float names, and a QuantizeLinear reading its output becomes a mid-graph
+  ``quantize`` (its output may also be a float graph output). Such float islands hold rank <= 3
+  tensors, or rank-4 ones with ``C == 1`` or ``H * W == 1`` (NCHW and NHWC orders agree).
 
 Layout: the int8 kernels are NHWC, so every rank-4 int8 tensor of the graph is NHWC in the
 firmware's arena; its :class:`~splitter.ir.TensorSpec` carries the NHWC shape (same bytes, the
@@ -33,7 +39,7 @@ links.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -112,6 +118,8 @@ class _Patterns:
     q_after: dict[str, str]  # float tensor -> int8 output of the QuantizeLinear reading it
     q_nodes: dict[str, OnnxNode]  # int8 output -> its QuantizeLinear
     readers: dict[str, int]  # tensor -> number of nodes reading it
+    dq_nodes: dict[str, OnnxNode]  # float DQ output -> its DequantizeLinear
+    dequantized: set[str] = field(default_factory=set)  # DQ outputs a float op's dequantize wrote
 
 
 def lower_qdq(
@@ -147,7 +155,7 @@ def lower_qdq(
 
 
 def _patterns(nodes: Sequence[OnnxNode], ctx: ImportContext) -> _Patterns:
-    pat = _Patterns({}, {}, {}, {}, {}, {})
+    pat = _Patterns({}, {}, {}, {}, {}, {}, {})
     for n in nodes:
         for name in set(n.inputs):
             pat.readers[name] = pat.readers.get(name, 0) + 1
@@ -155,6 +163,7 @@ def _patterns(nodes: Sequence[OnnxNode], ctx: ImportContext) -> _Patterns:
             pat.weights[n.outputs[0]] = _weight(n, ctx)
         elif n.op_type == "DequantizeLinear":
             pat.dq_of[n.outputs[0]] = n.inputs[0]
+            pat.dq_nodes[n.outputs[0]] = n
         elif n.op_type == "QuantizeLinear":
             pat.q_after[n.inputs[0]] = n.outputs[0]
             pat.q_nodes[n.outputs[0]] = n
@@ -193,8 +202,53 @@ def _lower(
     if node.op_type == "DequantizeLinear":
         return _dequantize(node, pat, ctx, outputs)
     if node.op_type not in COMPUTE_OPS:
-        raise Unsupported(f"{node.op_type} has no int8 kernel")
+        return _float_island(node, pat, ctx)
     return [_compute(node, pat, ctx)]
+
+
+def _float_island(node: OnnxNode, pat: _Patterns, ctx: ImportContext) -> list[Op]:
+    """An operator with no int8 lowering, run on its float kernel: ``dequantize`` of each int8
+    input, the float op, ``quantize`` of its output when a QuantizeLinear reads it."""
+    if node.op_type not in CONVERTERS:
+        raise Unsupported(f"{node.op_type} has no kernel")
+    acts = [i for i in node.inputs if i and not ctx.is_const(i)]
+    ops: list[Op] = []
+    for a in acts:
+        if a in pat.weights:
+            raise Unsupported(f"int8 constant operand {quoted(a)} of a float op")
+        if a not in pat.dq_of:  # a float graph input, or another float op's output
+            if ctx.dtype(a) != "float32":
+                raise Unsupported(f"input {quoted(a)} is {ctx.dtype(a)} (float32 or a DQ output)")
+            continue
+        _same_order(a, ctx)
+        if a not in pat.dequantized:  # several float ops may read one DequantizeLinear
+            pat.dequantized.add(a)
+            ops.append(_island_dequantize(a, pat))
+    ops.extend(CONVERTERS[node.op_type](node, ctx))
+    for out in node.outputs:
+        if out in pat.q_after:
+            y = pat.q_after[out]
+            _int8_dtype(y, ctx)
+            _same_order(out, ctx)
+            q = pat.q_nodes[y]
+            ops.append(Op(q.name, "quantize", (out,), (y,), {"perm": None}, {}, (q.name,)))
+    return [replace(op, source_nodes=op.source_nodes or (node.name,)) for op in ops]
+
+
+def _island_dequantize(a: str, pat: _Patterns) -> Op:
+    """``dequantize`` of the int8 tensor behind DequantizeLinear output ``a`` into ``a``."""
+    name = pat.dq_nodes[a].name
+    return Op(name, "dequantize", (pat.dq_of[a],), (a,), {"perm": None}, {}, (name,))
+
+
+def _same_order(name: str, ctx: ImportContext) -> None:
+    """A float tensor next to an int8 one must have the same element order in NCHW and NHWC."""
+    shape = ctx.shape(name)
+    if len(shape) == 4 and shape[1] != 1 and shape[2] * shape[3] != 1:
+        raise Unsupported(
+            f"float tensor {quoted(name)} {shape} next to an int8 one (int8 tensors are held "
+            "NHWC; a float op between them runs on rank <= 3 tensors only)"
+        )
 
 
 def _quantize(

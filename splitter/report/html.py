@@ -475,8 +475,9 @@ _METRICS = ("l2r", "mae", "rmse", "cosine", "max_abs", "max_rel")
 
 
 def _validation(v: Mapping[str, Any] | None) -> str:
+    quant = _quantization(v.get("quantization")) if v else ""
     if v is None or v.get("skipped"):
-        return "<p>Validation skipped (<code>--no-validate</code>).</p>"
+        return "<p>Validation skipped (<code>--no-validate</code>).</p>" + quant
     verdict = "<span class=ok>passed</span>" if v["passed"] else "<span class=fail>FAILED</span>"
     tol = v.get("tolerance", {})
     out = [
@@ -514,7 +515,24 @@ def _validation(v: Mapping[str, Any] | None) -> str:
     labelled = v.get("labelled")
     if labelled:
         out.append(_labelled(labelled))
+    out.append(quant)
     return "\n".join(out)
+
+
+def _quantization(q: Mapping[str, Any] | None) -> str:
+    """The accuracy cost of ``--quantize`` (validation.json's ``quantization``)."""
+    if not q:
+        return ""
+    top1 = q.get("top1_agreement")
+    rows = [
+        ["quantised by", esc(q["method"])],
+        ["compared with", f"{esc(q['against'])}, output {esc(q['output'])}"],
+        ["samples", f"{q['samples']} ({esc(q['source'])})"],
+        ["top-1 agreement", "-" if top1 is None else f"{100 * top1:.1f} %"],
+        ["max-abs error", num(q["max_abs"], ".3g")],
+        ["mean-abs error", num(q["mean_abs"], ".3g")],
+    ]
+    return f"<h3>Quantisation ({esc(q['scheme'])})</h3>" + table(["", ""], rows, left=2)
 
 
 def _labelled(lab: Mapping[str, Any]) -> str:

@@ -227,10 +227,15 @@ class ValidationReport:
     normalisation: tuple[OutputStats, ...] = ()
     #: accuracy on a labelled set (:func:`labelled_accuracy`), when one was given
     labelled: Mapping[str, Any] | None = None
+    #: ``--quantize``: the quantised model against the float one
+    #: (:func:`splitter.slicing.quantize.quantization_cost`)
+    quantization: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (``OUT/validation.json``)."""
+        quant = {} if self.quantization is None else {"quantization": dict(self.quantization)}
         return {
+            **quant,
             "passed": self.passed,
             "runtime": self.runtime,
             "tolerance": dict(self.tolerance),
