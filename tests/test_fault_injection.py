@@ -77,8 +77,11 @@ def test_dropped_frame_is_retransmitted(out: Path) -> None:
     assert proxy.dropped == 1
     dropped = [e for e in proxy.events if e.dropped]
     assert len(dropped) == 1 and dropped[0].sender == "a"
-    again = [e for e in proxy.events if e.sender == "a" and e.seq == dropped[0].seq]
-    assert [e.dropped for e in again] == [True, False]  # the same frame, sent again
+    again = [e.dropped for e in proxy.events if e.sender == "a" and e.seq == dropped[0].seq]
+    # the frame got through in a copy the proxy let pass: the resend after the drop, or (on a
+    # loaded machine, where a late ACK makes the sender resend and the proxy drops that copy)
+    # the first one: [True, False] or [False, True]
+    assert sorted(again) == [False, True], again
 
 
 def test_corrupting_1pct_of_bytes_is_repaired_or_names_the_link(out: Path) -> None:
