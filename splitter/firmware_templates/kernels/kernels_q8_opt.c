@@ -79,6 +79,46 @@ K_INLINE int8_t rq_apply(int32_t acc, const k_rq *r, int zp, int lo, int hi)
     return (int8_t)v;
 }
 
+/* LiteRT's GEMM requantisation (k_q_mul_up, ties up in both steps) plus the zero point, for a
+ * channel with a right shift r in [2, 22] and no left shift, in one 64-bit multiply-add:
+ * k_q_mul_up(acc) + zp = floor((floor((acc m + 2^30) / 2^31) + 2^(r-1)) / 2^r) + zp
+ *                      = floor((acc m + 2^30 + (2 zp + 1) 2^(30+r)) / 2^(31+r))
+ * (floor((floor(a / N) + c) / M) = floor((a + c N) / (N M)) for integer c), and with
+ * h = (2 zp + 1) 2^(r-2) the 64-bit constant is h 2^32 + 2^30, so the value is
+ * ((acc m + h 2^32 + 2^30) >> 32) >> (r - 1): SMLAL and one shift. |acc m| < 2^62 and
+ * |h| < 2^29 (r <= 22), so nothing overflows and k_q_mul_up's saturation never applies
+ * (m >= 0). */
+K_INLINE int32_t rqup_value(int32_t acc, int32_t m, int32_t h, int rs)
+{
+    const int64_t v = (int64_t)acc * m + (int64_t)(((uint64_t)(uint32_t)h << 32) | (1u << 30));
+    return (int32_t)(v >> 32) >> rs;
+}
+
+/* 1 when every channel of q can use rqup_value: GEMM rounding, shifts in [-22, -2]. */
+K_INLINE int rqup_ok(const k_q_params *q)
+{
+    int k;
+    if (!q->round_up) return 0;
+    for (k = 0; k < q->nq; k++)
+        if (q->shift[k] > -2 || q->shift[k] < -22) return 0;
+    return 1;
+}
+
+/* Two requantised values (zero point included) clamped to [lo, hi] and stored at y[0], y[1]
+ * (any alignment). DSP: SSAT #8 both, BFI into one halfword, SSUB8 / SEL clamp, one store. */
+K_INLINE void st2_clamped(int8_t *y, int32_t v0, int32_t v1, int lo, int hi, uint32_t lo4,
+                          uint32_t hi4, int dsp)
+{
+    if (dsp) {
+        uint32_t w = K_BFI8((uint32_t)K_SSAT8(v0), (uint32_t)K_SSAT8(v1), 8);
+        const uint16_t h = (uint16_t)K_MIN8(K_MAX8(w, lo4), hi4);
+        __builtin_memcpy(y, &h, 2);
+    } else {
+        y[0] = (int8_t)(v0 < lo ? lo : (v0 > hi ? hi : v0));
+        y[1] = (int8_t)(v1 < lo ? lo : (v1 > hi ? hi : v1));
+    }
+}
+
 /* ----------------------------------------------------------------------- im2col ---- */
 
 /* Aligned int16 / word access to the 4-byte aligned scratch (memcpy: the arena is typed float). */
@@ -175,6 +215,41 @@ K_INLINE void gemm_block(const int8_t *w, const int16_t *col, int K, int32_t a[4
     const int16_t *c = col;
     int32_t a00 = a[0], a01 = a[1], a10 = a[2], a11 = a[3];
     int k;
+#if K_DSP_NATIVE
+    /* 2 x 2 on the core: eight elements per iteration in assembly, each four of them two LDRD
+     * (both rows' weight words; then a column word of each pixel), two more LDRD... : 15
+     * instructions per 16 MACs (GCC's own schedule of the C below takes 20). LDRD needs word
+     * alignment: the generator's weight arrays are 4-aligned and K % 4 == 0 keeps every pair's
+     * rows so; otherwise the C loop runs. */
+    if (dsp && nr == 2 && nc == 2 && !((uintptr_t)w & 3u) && K4 >= 8) {
+        const int16_t *cend = c + (size_t)(K4 >> 3) * 16;
+        uint32_t wa, wb, c0, c1, t;
+#define K_G22_STEP                                                                             \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                         \
+    "ldrd %[c0], %[c1], [%[c]], #8\n\t"                                                         \
+    "sxtb16 %[t], %[wa]\n\t"                                                                   \
+    "smlad %[a00], %[t], %[c0], %[a00]\n\t"                                                    \
+    "smlad %[a01], %[t], %[c1], %[a01]\n\t"                                                    \
+    "sxtb16 %[t], %[wb]\n\t"                                                                   \
+    "smlad %[a10], %[t], %[c0], %[a10]\n\t"                                                    \
+    "smlad %[a11], %[t], %[c1], %[a11]\n\t"                                                    \
+    "ldrd %[c0], %[c1], [%[c]], #8\n\t"                                                         \
+    "sxtb16 %[t], %[wa], ror #8\n\t"                                                           \
+    "smlad %[a00], %[t], %[c0], %[a00]\n\t"                                                    \
+    "smlad %[a01], %[t], %[c1], %[a01]\n\t"                                                    \
+    "sxtb16 %[t], %[wb], ror #8\n\t"                                                           \
+    "smlad %[a10], %[t], %[c0], %[a10]\n\t"                                                    \
+    "smlad %[a11], %[t], %[c1], %[a11]\n\t"
+        __asm__ volatile("1:\n\t" K_G22_STEP K_G22_STEP "cmp %[c], %[ce]\n\t"
+                         "bne 1b\n\t"
+                         : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11),
+                           [w] "+r"(w), [c] "+r"(c), [wa] "=&r"(wa), [wb] "=&r"(wb),
+                           [c0] "=&r"(c0), [c1] "=&r"(c1), [t] "=&r"(t)
+                         : [ce] "r"(cend)
+                         : "cc", "memory");
+#undef K_G22_STEP
+    }
+#endif
     for (; w != wend; w += 4 * nr, c += 8) {
         if (dsp) {
             const uint32_t x0 = ld4a(c), x1 = ld4a(c + 4);
@@ -220,6 +295,48 @@ K_INLINE void gemm_block(const int8_t *w, const int16_t *col, int K, int32_t a[4
     a[1] = a01;
     a[2] = a10;
     a[3] = a11;
+}
+
+/* gemm_pixels for two pixels and a q whose channels all pass rqup_ok: the record's fields in
+ * locals (an int8 store may alias them, so GCC would reload them after each), each channel
+ * pair's two outputs of a pixel requantised by rqup_value and stored by st2_clamped. */
+K_INLINE void gemm_pixels_up(const k_window_params *p, const k_q_params *q, const int8_t *w,
+                             const int32_t *b, const int16_t *col, int K, int8_t *y0, int8_t *y1,
+                             int dsp)
+{
+    const int O = p->O, lo = q->act_min, hi = q->act_max, per = q->nq > 1;
+    const int32_t zp2 = 2 * q->out_zp + 1, *mult = q->mult, *shift = q->shift;
+    const uint32_t lo4 = ((uint32_t)lo & 0xFFu) * 0x01010101u;
+    const uint32_t hi4 = ((uint32_t)hi & 0xFFu) * 0x01010101u;
+    const size_t step = (size_t)2 * K;
+    int o;
+    for (o = 0; o + 2 <= O; o += 2, w += step) {
+        const int k0 = per ? o : 0, k1 = per ? o + 1 : 0;
+        const int r0 = -(int)shift[k0], r1 = -(int)shift[k1];
+        const int32_t m0 = mult[k0], m1 = mult[k1];
+        const int32_t h0 = (int32_t)((uint32_t)zp2 << (r0 - 2));
+        const int32_t h1 = (int32_t)((uint32_t)zp2 << (r1 - 2));
+        int32_t a[4];
+        a[0] = a[1] = b ? b[o] : 0;
+        a[2] = a[3] = b ? b[o + 1] : 0;
+        gemm_block(w, col, K, a, 2, 2, dsp);
+        st2_clamped(y0 + o, rqup_value(a[0], m0, h0, r0 - 1), rqup_value(a[2], m1, h1, r1 - 1), lo,
+                    hi, lo4, hi4, dsp);
+        st2_clamped(y1 + o, rqup_value(a[1], m0, h0, r0 - 1), rqup_value(a[3], m1, h1, r1 - 1), lo,
+                    hi, lo4, hi4, dsp);
+    }
+    if (o < O) {
+        const int k0 = per ? o : 0, r0 = -(int)shift[k0];
+        const int32_t m0 = mult[k0], h0 = (int32_t)((uint32_t)zp2 << (r0 - 2));
+        int32_t a[4], v;
+        a[0] = a[1] = b ? b[o] : 0;
+        a[2] = a[3] = 0;
+        gemm_block(w, col, K, a, 1, 2, dsp);
+        v = rqup_value(a[0], m0, h0, r0 - 1);
+        y0[o] = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
+        v = rqup_value(a[1], m0, h0, r0 - 1);
+        y1[o] = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
+    }
 }
 
 /* All O output channels of one or two pixels (nc) whose interleaved columns are col, into y0,
@@ -274,6 +391,7 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
     const int zp = q->in_zp;
     const uint32_t off2 = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
     int16_t *col = (int16_t *)(void *)(s + ((4u - ((uintptr_t)s & 3u)) & 3u));
+    const int up = rqup_ok(q);
     int n;
     for (n = 0; n < npix; n += 2) {
         const int two = n + 1 < npix;
@@ -284,7 +402,10 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
             col_fill(p, x, n, col, 0, zp, off2, dsp);
             if (two) col_fill(p, x, n + 1, col, 1, zp, off2, dsp);
         }
-        if (two) gemm_pixels(p, q, w, b, col, K, y + (size_t)n * O, y + (size_t)(n + 1) * O, 2, dsp);
+        if (two && up)
+            gemm_pixels_up(p, q, w, b, col, K, y + (size_t)n * O, y + (size_t)(n + 1) * O, dsp);
+        else if (two)
+            gemm_pixels(p, q, w, b, col, K, y + (size_t)n * O, y + (size_t)(n + 1) * O, 2, dsp);
         else gemm_pixels(p, q, w, b, col, K, y + (size_t)n * O, y, 1, dsp);
     }
 }
@@ -561,6 +682,46 @@ K_INLINE void dense_block(const int8_t *x, const int8_t *w, int in, int zp, uint
     const int8_t *xend = x + in4;
     int32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
     int i;
+#if K_DSP_NATIVE
+    /* Four rows on the core: eight inputs per iteration in assembly, each four of them one LDR
+     * and two SXTAB16 for the input, two LDRD for the four rows' weight words, eight SXTB16,
+     * eight SMLAD: 21 instructions per 16 MACs. LDRD needs the block word-aligned (a 4-aligned
+     * array and in % 4 == 0); otherwise the C loop runs. */
+    if (dsp && nr == 4 && !((uintptr_t)w & 3u) && in4 >= 8) {
+        const int8_t *x8 = x + (in4 & ~7);
+        uint32_t xv, x13, wa, wb, t;
+#define K_D4_STEP                                                                              \
+    "ldr %[xv], [%[x]], #4\n\t"                                                                 \
+    "sxtab16 %[x13], %[off], %[xv], ror #8\n\t"                                                 \
+    "sxtab16 %[xv], %[off], %[xv]\n\t"                                                          \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                         \
+    "sxtb16 %[t], %[wa]\n\t"                                                                   \
+    "smlad %[a0], %[t], %[xv], %[a0]\n\t"                                                      \
+    "sxtb16 %[t], %[wa], ror #8\n\t"                                                           \
+    "smlad %[a0], %[t], %[x13], %[a0]\n\t"                                                     \
+    "sxtb16 %[t], %[wb]\n\t"                                                                   \
+    "smlad %[a1], %[t], %[xv], %[a1]\n\t"                                                      \
+    "sxtb16 %[t], %[wb], ror #8\n\t"                                                           \
+    "smlad %[a1], %[t], %[x13], %[a1]\n\t"                                                     \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                         \
+    "sxtb16 %[t], %[wa]\n\t"                                                                   \
+    "smlad %[a2], %[t], %[xv], %[a2]\n\t"                                                      \
+    "sxtb16 %[t], %[wa], ror #8\n\t"                                                           \
+    "smlad %[a2], %[t], %[x13], %[a2]\n\t"                                                     \
+    "sxtb16 %[t], %[wb]\n\t"                                                                   \
+    "smlad %[a3], %[t], %[xv], %[a3]\n\t"                                                      \
+    "sxtb16 %[t], %[wb], ror #8\n\t"                                                           \
+    "smlad %[a3], %[t], %[x13], %[a3]\n\t"
+        __asm__ volatile("1:\n\t" K_D4_STEP K_D4_STEP "cmp %[x], %[xe]\n\t"
+                         "bne 1b\n\t"
+                         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3),
+                           [x] "+r"(x), [w] "+r"(w), [xv] "=&r"(xv), [x13] "=&r"(x13),
+                           [wa] "=&r"(wa), [wb] "=&r"(wb), [t] "=&r"(t)
+                         : [xe] "r"(x8), [off] "r"(off2)
+                         : "cc", "memory");
+#undef K_D4_STEP
+    }
+#endif
     for (; x != xend; x += 4, w += 4 * nr) {
         if (dsp) {
             const uint32_t xv = K_LD4(x);
