@@ -13,7 +13,7 @@ modes, extreme inputs, no bias.
   ``k_q_conv_scratch``), so an overrun fails; the ``_dsp`` variant runs the portable emulation
   of k_dsp_emu.h there.
 * Under QEMU (Cortex-M4F, real DSP instructions): the same cases, and k_dsp_emu.h's functions
-  against the instructions themselves (SXTB16, SXTAB16, SMLAD, SMLABB, SMLATT, SMMULR, SSAT,
+  against the instructions themselves (SXTB16, SXTAB16, SMLAD, SMLABB, SMLATT, SMMULR, SMMLAR, SSAT,
   SSUB8 + SEL, BFI) on seeded random operands.
 """
 
@@ -282,6 +282,10 @@ static int emu_matches(int n)
         ok &= K_SMLABB(a, b, (int32_t)c) == k_emu_smlabb(a, b, (int32_t)c);
         ok &= K_SMLATT(a, b, (int32_t)c) == k_emu_smlatt(a, b, (int32_t)c);
         ok &= K_SMMULR((int32_t)a, (int32_t)b) == k_emu_smmulr((int32_t)a, (int32_t)b);
+        ok &= K_SMMLAR((int32_t)a, (int32_t)b, (int32_t)c) ==
+              k_emu_smmlar((int32_t)a, (int32_t)b, (int32_t)c);
+        ok &= K_PKHBT16(a, b) == (((a) & 0xFFFFu) | ((b) << 16));
+        ok &= K_PKHTB16(a, b) == (((a) & 0xFFFF0000u) | ((b) >> 16));
         ok &= K_SSAT8((int32_t)a >> (i & 31)) == k_emu_ssat8((int32_t)a >> (i & 31));
         ok &= K_MAX8(a, b) == k_emu_max8(a, b) && K_MIN8(a, b) == k_emu_min8(a, b);
         ok &= K_BFI8(a, b, 16) == (((a) & ~(0xFFu << 16)) | ((b & 0xFFu) << 16));

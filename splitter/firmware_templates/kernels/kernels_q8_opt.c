@@ -163,8 +163,8 @@ K_INLINE void col_copy(const int8_t *x, int16_t *col, int k0, int n, int p, int 
             const uint32_t v = K_LD4(x + i);
             const uint32_t e = K_SXTAB16(off2, v), o = K_SXTAB16_ROR8(off2, v);
             int16_t *d = col + col_at(k0 + i, p);
-            K_ST4(__builtin_assume_aligned(d, 4), (e & 0xFFFFu) | (o << 16));
-            K_ST4(__builtin_assume_aligned(d + 4, 4), (e >> 16) | (o & 0xFFFF0000u));
+            K_ST4(__builtin_assume_aligned(d, 4), K_PKHBT16(e, o));
+            K_ST4(__builtin_assume_aligned(d + 4, 4), K_PKHTB16(o, e));
         }
     }
     for (; i < n; i++) st2a(col + col_at(k0 + i, p), x[i] - zp);
@@ -339,6 +339,79 @@ K_INLINE void gemm_pixels_up(const k_window_params *p, const k_q_params *q, cons
     }
 }
 
+#if K_DSP_NATIVE
+/* gemm_pixels_up on the core for K % 8 == 0 and 4-aligned weights (checked once per call by
+ * conv_engine): per channel pair one assembly loop over K (gemm_block's, with no C tail, the
+ * weight pointer running on into the next pair), then rqup_value and st2_clamped; the
+ * multipliers, shifts and biases walked by pointers (step 0 when per tensor / no bias). */
+K_INLINE void gemm_pixels_up8(const k_window_params *p, const k_q_params *q, const int8_t *w,
+                              const int32_t *b, const int16_t *col, int K, int8_t *y0,
+                              int8_t *y1)
+{
+    static const int32_t zero2[2] = {0, 0};
+    const int lo = q->act_min, hi = q->act_max, qs = q->nq > 1 ? 2 : 0, bs = b ? 2 : 0;
+    const int32_t zp2 = 2 * q->out_zp + 1, *mp = q->mult, *sp = q->shift;
+    const int32_t *bp = b ? b : zero2;
+    const uint32_t lo4 = ((uint32_t)lo & 0xFFu) * 0x01010101u;
+    const uint32_t hi4 = ((uint32_t)hi & 0xFFu) * 0x01010101u;
+    const int16_t *const cend = col + (size_t)2 * K;
+    int8_t *const yend = y0 + (p->O & ~1);
+    for (; y0 != yend; y0 += 2, y1 += 2, mp += qs, sp += qs, bp += bs) {
+        int32_t a00 = bp[0], a01 = bp[0], a10 = bp[bs ? 1 : 0], a11 = a10;
+        const int16_t *c = col;
+        uint32_t wa, wb, c0, c1, t;
+        int r0, r1;
+#define K_G22_STEP                                                                             \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                         \
+    "ldrd %[c0], %[c1], [%[c]], #8\n\t"                                                         \
+    "sxtb16 %[t], %[wa]\n\t"                                                                   \
+    "smlad %[a00], %[t], %[c0], %[a00]\n\t"                                                    \
+    "smlad %[a01], %[t], %[c1], %[a01]\n\t"                                                    \
+    "sxtb16 %[t], %[wb]\n\t"                                                                   \
+    "smlad %[a10], %[t], %[c0], %[a10]\n\t"                                                    \
+    "smlad %[a11], %[t], %[c1], %[a11]\n\t"                                                    \
+    "ldrd %[c0], %[c1], [%[c]], #8\n\t"                                                         \
+    "sxtb16 %[t], %[wa], ror #8\n\t"                                                           \
+    "smlad %[a00], %[t], %[c0], %[a00]\n\t"                                                    \
+    "smlad %[a01], %[t], %[c1], %[a01]\n\t"                                                    \
+    "sxtb16 %[t], %[wb], ror #8\n\t"                                                           \
+    "smlad %[a10], %[t], %[c0], %[a10]\n\t"                                                    \
+    "smlad %[a11], %[t], %[c1], %[a11]\n\t"
+        __asm__ volatile("1:\n\t" K_G22_STEP K_G22_STEP "cmp %[c], %[ce]\n\t"
+                         "bne 1b\n\t"
+                         : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11),
+                           [w] "+r"(w), [c] "+r"(c), [wa] "=&r"(wa), [wb] "=&r"(wb),
+                           [c0] "=&r"(c0), [c1] "=&r"(c1), [t] "=&r"(t)
+                         : [ce] "r"(cend)
+                         : "cc", "memory");
+#undef K_G22_STEP
+        r0 = -(int)sp[0];
+        r1 = -(int)sp[qs ? 1 : 0];
+        {
+            const int32_t m0 = mp[0], m1 = mp[qs ? 1 : 0];
+            const int32_t h0 = (int32_t)((uint32_t)zp2 << (r0 - 2));
+            const int32_t h1 = (int32_t)((uint32_t)zp2 << (r1 - 2));
+            st2_clamped(y0, rqup_value(a00, m0, h0, r0 - 1), rqup_value(a10, m1, h1, r1 - 1),
+                        lo, hi, lo4, hi4, 1);
+            st2_clamped(y1, rqup_value(a01, m0, h0, r0 - 1), rqup_value(a11, m1, h1, r1 - 1),
+                        lo, hi, lo4, hi4, 1);
+        }
+    }
+    if (p->O & 1) {
+        const int o = p->O - 1, k0 = qs ? o : 0, r0 = -(int)q->shift[k0];
+        const int32_t m0 = q->mult[k0], h0 = (int32_t)((uint32_t)zp2 << (r0 - 2));
+        int32_t a[4], v;
+        a[0] = a[1] = b ? b[o] : 0;
+        a[2] = a[3] = 0;
+        gemm_block(w, col, K, a, 1, 2, 1);
+        v = rqup_value(a[0], m0, h0, r0 - 1);
+        y0[0] = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
+        v = rqup_value(a[1], m0, h0, r0 - 1);
+        y1[0] = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
+    }
+}
+#endif
+
 /* All O output channels of one or two pixels (nc) whose interleaved columns are col, into y0,
  * y1; two channels at a time, each pair's requantisation computed once for both pixels. */
 K_INLINE void gemm_pixels(const k_window_params *p, const k_q_params *q, const int8_t *w,
@@ -392,6 +465,9 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
     const uint32_t off2 = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
     int16_t *col = (int16_t *)(void *)(s + ((4u - ((uintptr_t)s & 3u)) & 3u));
     const int up = rqup_ok(q);
+#if K_DSP_NATIVE
+    const int up8 = up && dsp && K % 8 == 0 && K > 0 && !((uintptr_t)w & 3u);
+#endif
     int n;
     for (n = 0; n < npix; n += 2) {
         const int two = n + 1 < npix;
@@ -402,6 +478,11 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
             col_fill(p, x, n, col, 0, zp, off2, dsp);
             if (two) col_fill(p, x, n + 1, col, 1, zp, off2, dsp);
         }
+#if K_DSP_NATIVE
+        if (two && up8)
+            gemm_pixels_up8(p, q, w, b, col, K, y + (size_t)n * O, y + (size_t)(n + 1) * O);
+        else
+#endif
         if (two && up)
             gemm_pixels_up(p, q, w, b, col, K, y + (size_t)n * O, y + (size_t)(n + 1) * O, dsp);
         else if (two)
@@ -455,14 +536,27 @@ typedef struct {
     uint32_t lo4, hi4, off2;
     int32_t toff[K_DW_MAXT];
     uint32_t wq[2 * K_DW_MAXT];
+    int32_t fc[4]; /* rq mode 2: 2^(right - 1) + out_zp 2^right */
 } k_dwb;
+
+/* rq mode 2 of a block (dw_block): the weights and biases doubled, so acc2 = 2 acc; then
+ * rq_fast(acc) + out_zp = (SMMLAR(acc2, m, fc) - [acc2 < 0]) >> right with
+ * fc = 2^(right - 1) + out_zp 2^right: SMMLAR gives h + fc with h = SMMULR(2 acc, m) =
+ * round(acc m / 2^31), and the rounding shift's tie correction [h < 0] equals [acc < 0] when
+ * m > 2^30 (h = 0 for acc = -1 only if m = 2^30). Three instructions, zero point included. */
+K_INLINE int32_t dw_rq2(int32_t acc2, const k_rq *r, int32_t fc)
+{
+    return (K_SMMLAR(acc2, r->m, fc) - (int32_t)((uint32_t)acc2 >> 31)) >> r->right;
+}
 
 /* Requantise four channels' sums and store them at yo. DSP: SSAT #8 each, packed into a word
  * by BFI, clamped by SSUB8 / SEL against the packed bounds, one store. */
 K_INLINE void dw_out4(int8_t *yo, int32_t a0, int32_t a1, int32_t a2, int32_t a3,
                       const k_dwb *k, int fast, int dsp)
 {
-#define DW_RQ(a, j) ((fast ? rq_fast((a), &k->r[j]) : rq_value((a), &k->r[j], k->r[j].away)) + k->ozp)
+#define DW_RQ(a, j)                                                                            \
+    (fast == 2 ? dw_rq2((a), &k->r[j], k->fc[j])                                               \
+               : (fast ? rq_fast((a), &k->r[j]) : rq_value((a), &k->r[j], k->r[j].away)) + k->ozp)
     const int32_t v0 = DW_RQ(a0, 0), v1 = DW_RQ(a1, 1), v2 = DW_RQ(a2, 2), v3 = DW_RQ(a3, 3);
 #undef DW_RQ
     if (dsp) {
@@ -617,7 +711,23 @@ K_INLINE void dw_block(const k_window_params *p, const k_q_params *q, const int8
             k.wq[2 * j + 1] = K_SXTB16_ROR8(v);
         }
     }
-    if (dsp && fast) dw_rows(p, x, wb, &k, c, y, 1, dsp);
+    if (dsp && fast) {
+        int f2 = 1;
+        for (j = 0; j < 4; j++) f2 &= k.r[j].m > (1 << 30) && k.r[j].right <= 22;
+        if (f2) {
+            /* rq mode 2 (dw_rq2): weights and biases doubled (|2 acc| < 2^31 by rq_fast_ok;
+             * each halfword lane of wq doubled, bit 16 cleared of the low lane's sign) */
+            for (j = 0; j < 4; j++) {
+                k.bias[j] *= 2;
+                k.fc[j] = (int32_t)(1u << (k.r[j].right - 1)) +
+                          (int32_t)((uint32_t)k.ozp << k.r[j].right);
+            }
+            for (j = 0; j < 2 * T; j++) k.wq[j] = (k.wq[j] << 1) & 0xFFFEFFFFu;
+            dw_rows(p, x, wb, &k, c, y, 2, dsp);
+        } else {
+            dw_rows(p, x, wb, &k, c, y, 1, dsp);
+        }
+    }
     else dw_rows(p, x, wb, &k, c, y, 0, dsp);
 }
 
