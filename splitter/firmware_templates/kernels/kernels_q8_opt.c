@@ -191,6 +191,12 @@ K_INLINE void col_fill(const k_window_params *p, const int8_t *x, int n, int16_t
             k += kw * C;
             continue;
         }
+        if (p->dw == 1 && ix0 >= 0 && ix0 + kw <= p->W) {
+            /* the row's kw taps are kw * C contiguous bytes: one copy (small C: 3 x 3 x 3) */
+            col_copy(x + ((size_t)iy * p->W + ix0) * C, col, k, kw * C, pc, zp, off2, dsp);
+            k += kw * C;
+            continue;
+        }
         for (kx = 0; kx < kw; kx++, k += C) {
             const int ix = ix0 + kx * p->dw;
             if (ix < 0 || ix >= p->W) col_zero(col, k, C, pc);
@@ -201,29 +207,14 @@ K_INLINE void col_fill(const k_window_params *p, const int8_t *x, int n, int16_t
 
 /* ------------------------------------------------------------------------- GEMM ---- */
 
-/* a = (a00, a01, a10, a11) += rows (r0, r1) of a channel pair times the columns (c0, c1) of the
- * interleaved im2col buffer col. w: the pair's 2 K bytes, groups of four stored (0, 2, 1, 3)
- * and alternating between the rows, then row 0's K % 4 last bytes, then row 1's (nr == 1: one
- * row, K bytes). nr, nc (rows, columns used: 1 or 2) and dsp are constants at every call. DSP:
- * SXTB16 / SXTB16 ROR 8 of a row word give (w0, w1), (w2, w3), SMLAD'ed with the column words
- * (x0, x1), (x2, x3): 20 instructions per 16 MACs with one weight and one column pointer. */
-K_INLINE void gemm_block(const int8_t *w, const int16_t *col, int K, int32_t a[4], int nr,
-                         int nc, int dsp)
-{
-    const int K4 = K & ~3;
-    const int8_t *wend = w + (size_t)K4 * nr;
-    const int16_t *c = col;
-    int32_t a00 = a[0], a01 = a[1], a10 = a[2], a11 = a[3];
-    int k;
 #if K_DSP_NATIVE
-    /* 2 x 2 on the core: eight elements per iteration in assembly, each four of them two LDRD
-     * (both rows' weight words; then a column word of each pixel), two more LDRD... : 15
-     * instructions per 16 MACs (GCC's own schedule of the C below takes 20). LDRD needs word
-     * alignment: the generator's weight arrays are 4-aligned and K % 4 == 0 keeps every pair's
-     * rows so; otherwise the C loop runs. */
-    if (dsp && nr == 2 && nc == 2 && !((uintptr_t)w & 3u) && K4 >= 8) {
-        const int16_t *cend = c + (size_t)(K4 >> 3) * 16;
-        uint32_t wa, wb, c0, c1, t;
+/* The 2 x 2 GEMM loop on the core (gemm_block, gemm_pixels_up8): accumulators (a00, a01) of
+ * row 0 and (a10, a11) of row 1 for the two interleaved im2col columns, over the weight pointer
+ * w and the column pointer c until c reaches ce (a multiple of eight elements). Per four
+ * elements: LDRD of both rows' weight words, SXTB16 / SXTB16 ROR 8 of each, LDRD of the
+ * columns' (x0, x1), (y0, y1) pairs and of their (x2, x3), (y2, y3), eight SMLAD: 15
+ * instructions per 16 MACs, unrolled twice (GCC's schedule of the C loop takes about 20).
+ * w must be word-aligned (LDRD); both pointers advance past what was read. */
 #define K_G22_STEP                                                                             \
     "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                         \
     "ldrd %[c0], %[c1], [%[c]], #8\n\t"                                                         \
@@ -240,14 +231,40 @@ K_INLINE void gemm_block(const int8_t *w, const int16_t *col, int K, int32_t a[4
     "sxtb16 %[t], %[wb], ror #8\n\t"                                                           \
     "smlad %[a10], %[t], %[c0], %[a10]\n\t"                                                    \
     "smlad %[a11], %[t], %[c1], %[a11]\n\t"
-        __asm__ volatile("1:\n\t" K_G22_STEP K_G22_STEP "cmp %[c], %[ce]\n\t"
-                         "bne 1b\n\t"
-                         : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11),
-                           [w] "+r"(w), [c] "+r"(c), [wa] "=&r"(wa), [wb] "=&r"(wb),
-                           [c0] "=&r"(c0), [c1] "=&r"(c1), [t] "=&r"(t)
-                         : [ce] "r"(cend)
-                         : "cc", "memory");
-#undef K_G22_STEP
+#define K_GEMM22_LOOP(A00, A01, A10, A11, W, C, CE)                                            \
+    do {                                                                                       \
+        uint32_t wa_, wb_, c0_, c1_, t_;                                                       \
+        __asm__ volatile("1:\n\t" K_G22_STEP K_G22_STEP "cmp %[c], %[ce]\n\t"                 \
+                         "bne 1b\n\t"                                                          \
+                         : [a00] "+r"(A00), [a01] "+r"(A01), [a10] "+r"(A10), [a11] "+r"(A11),   \
+                           [w] "+r"(W), [c] "+r"(C), [wa] "=&r"(wa_), [wb] "=&r"(wb_),         \
+                           [c0] "=&r"(c0_), [c1] "=&r"(c1_), [t] "=&r"(t_)                     \
+                         : [ce] "r"(CE)                                                        \
+                         : "cc", "memory");                                                    \
+    } while (0)
+#endif
+
+/* a = (a00, a01, a10, a11) += rows (r0, r1) of a channel pair times the columns (c0, c1) of the
+ * interleaved im2col buffer col. w: the pair's 2 K bytes, groups of four stored (0, 2, 1, 3)
+ * and alternating between the rows, then row 0's K % 4 last bytes, then row 1's (nr == 1: one
+ * row, K bytes). nr, nc (rows, columns used: 1 or 2) and dsp are constants at every call. DSP:
+ * SXTB16 / SXTB16 ROR 8 of a row word give (w0, w1), (w2, w3), SMLAD'ed with the column words
+ * (x0, x1), (x2, x3): 20 instructions per 16 MACs with one weight and one column pointer. */
+K_INLINE void gemm_block(const int8_t *w, const int16_t *col, int K, int32_t a[4], int nr,
+                         int nc, int dsp)
+{
+    const int K4 = K & ~3;
+    const int8_t *wend = w + (size_t)K4 * nr;
+    const int16_t *c = col;
+    int32_t a00 = a[0], a01 = a[1], a10 = a[2], a11 = a[3];
+    int k;
+#if K_DSP_NATIVE
+    /* 2 x 2 on the core (K_GEMM22_LOOP) over the multiple of eight elements, the C loop after
+     * it for the rest. LDRD needs word alignment: the generator's weight arrays are 4-aligned
+     * and K % 4 == 0 keeps every pair's rows so; otherwise only the C loop runs. */
+    if (dsp && nr == 2 && nc == 2 && !((uintptr_t)w & 3u) && K4 >= 8) {
+        const int16_t *const cend = c + (size_t)(K4 >> 3) * 16;
+        K_GEMM22_LOOP(a00, a01, a10, a11, w, c, cend);
     }
 #endif
     for (; w != wend; w += 4 * nr, c += 8) {
@@ -359,32 +376,8 @@ K_INLINE void gemm_pixels_up8(const k_window_params *p, const k_q_params *q, con
     for (; y0 != yend; y0 += 2, y1 += 2, mp += qs, sp += qs, bp += bs) {
         int32_t a00 = bp[0], a01 = bp[0], a10 = bp[bs ? 1 : 0], a11 = a10;
         const int16_t *c = col;
-        uint32_t wa, wb, c0, c1, t;
         int r0, r1;
-#define K_G22_STEP                                                                             \
-    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                         \
-    "ldrd %[c0], %[c1], [%[c]], #8\n\t"                                                         \
-    "sxtb16 %[t], %[wa]\n\t"                                                                   \
-    "smlad %[a00], %[t], %[c0], %[a00]\n\t"                                                    \
-    "smlad %[a01], %[t], %[c1], %[a01]\n\t"                                                    \
-    "sxtb16 %[t], %[wb]\n\t"                                                                   \
-    "smlad %[a10], %[t], %[c0], %[a10]\n\t"                                                    \
-    "smlad %[a11], %[t], %[c1], %[a11]\n\t"                                                    \
-    "ldrd %[c0], %[c1], [%[c]], #8\n\t"                                                         \
-    "sxtb16 %[t], %[wa], ror #8\n\t"                                                           \
-    "smlad %[a00], %[t], %[c0], %[a00]\n\t"                                                    \
-    "smlad %[a01], %[t], %[c1], %[a01]\n\t"                                                    \
-    "sxtb16 %[t], %[wb], ror #8\n\t"                                                           \
-    "smlad %[a10], %[t], %[c0], %[a10]\n\t"                                                    \
-    "smlad %[a11], %[t], %[c1], %[a11]\n\t"
-        __asm__ volatile("1:\n\t" K_G22_STEP K_G22_STEP "cmp %[c], %[ce]\n\t"
-                         "bne 1b\n\t"
-                         : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11),
-                           [w] "+r"(w), [c] "+r"(c), [wa] "=&r"(wa), [wb] "=&r"(wb),
-                           [c0] "=&r"(c0), [c1] "=&r"(c1), [t] "=&r"(t)
-                         : [ce] "r"(cend)
-                         : "cc", "memory");
-#undef K_G22_STEP
+        K_GEMM22_LOOP(a00, a01, a10, a11, w, c, cend);
         r0 = -(int)sp[0];
         r1 = -(int)sp[qs ? 1 : 0];
         {
