@@ -20,7 +20,7 @@ typedef struct {
     int32_t m;
     int left, right;
     int32_t mask, thr, away;
-    int32_t half; /* 2^(right - 1), 0 when right == 0 (rq_fast) */
+    int32_t half; /* 2^(right - 1), 0 when right == 0 (rq_fast); depthwise rq mode 2: fc */
 } k_rq;
 
 K_INLINE k_rq rq_channel(const k_q_params *q, int c)
@@ -529,17 +529,18 @@ typedef struct {
     uint32_t lo4, hi4, off2;
     int32_t toff[K_DW_MAXT];
     uint32_t wq[2 * K_DW_MAXT];
-    int32_t fc[4]; /* rq mode 2: 2^(right - 1) + out_zp 2^right */
 } k_dwb;
 
 /* rq mode 2 of a block (dw_block): the weights and biases doubled, so acc2 = 2 acc; then
  * rq_fast(acc) + out_zp = (SMMLAR(acc2, m, fc) - [acc2 < 0]) >> right with
- * fc = 2^(right - 1) + out_zp 2^right: SMMLAR gives h + fc with h = SMMULR(2 acc, m) =
+ * fc = 2^(right - 1) + out_zp 2^right (kept in the channel's k_rq.half, which rq mode 2 does
+ * not otherwise use, so the block's stack frame does not grow): SMMLAR gives h + fc with
+ * h = SMMULR(2 acc, m) =
  * round(acc m / 2^31), and the rounding shift's tie correction [h < 0] equals [acc < 0] when
  * m > 2^30 (h = 0 for acc = -1 only if m = 2^30). Three instructions, zero point included. */
-K_INLINE int32_t dw_rq2(int32_t acc2, const k_rq *r, int32_t fc)
+K_INLINE int32_t dw_rq2(int32_t acc2, const k_rq *r)
 {
-    return (K_SMMLAR(acc2, r->m, fc) - (int32_t)((uint32_t)acc2 >> 31)) >> r->right;
+    return (K_SMMLAR(acc2, r->m, r->half) - (int32_t)((uint32_t)acc2 >> 31)) >> r->right;
 }
 
 /* Requantise four channels' sums and store them at yo. DSP: SSAT #8 each, packed into a word
@@ -548,7 +549,7 @@ K_INLINE void dw_out4(int8_t *yo, int32_t a0, int32_t a1, int32_t a2, int32_t a3
                       const k_dwb *k, int fast, int dsp)
 {
 #define DW_RQ(a, j)                                                                            \
-    (fast == 2 ? dw_rq2((a), &k->r[j], k->fc[j])                                               \
+    (fast == 2 ? dw_rq2((a), &k->r[j])                                                         \
                : (fast ? rq_fast((a), &k->r[j]) : rq_value((a), &k->r[j], k->r[j].away)) + k->ozp)
     const int32_t v0 = DW_RQ(a0, 0), v1 = DW_RQ(a1, 1), v2 = DW_RQ(a2, 2), v3 = DW_RQ(a3, 3);
 #undef DW_RQ
@@ -712,8 +713,8 @@ K_INLINE void dw_block(const k_window_params *p, const k_q_params *q, const int8
              * each halfword lane of wq doubled, bit 16 cleared of the low lane's sign) */
             for (j = 0; j < 4; j++) {
                 k.bias[j] *= 2;
-                k.fc[j] = (int32_t)(1u << (k.r[j].right - 1)) +
-                          (int32_t)((uint32_t)k.ozp << k.r[j].right);
+                k.r[j].half = (int32_t)(1u << (k.r[j].right - 1)) +
+                              (int32_t)((uint32_t)k.ozp << k.r[j].right);
             }
             for (j = 0; j < 2 * T; j++) k.wq[j] = (k.wq[j] << 1) & 0xFFFEFFFFu;
             dw_rows(p, x, wb, &k, c, y, 2, dsp);
