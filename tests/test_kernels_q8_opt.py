@@ -13,7 +13,7 @@ modes, extreme inputs, no bias.
   ``k_q_conv_scratch``), so an overrun fails; the ``_dsp`` variant runs the portable emulation
   of k_dsp_emu.h there.
 * Under QEMU (Cortex-M4F, real DSP instructions): the same cases, and k_dsp_emu.h's functions
-  against the instructions themselves (SXTB16, SXTAB16, SMLAD, SMLABB, SMLATT, SMMULR, SSAT,
+  against the instructions themselves (SXTB16, SXTAB16, SMLAD, SMLABB, SMLATT, SMMULR, SMMLAR, SSAT,
   SSUB8 + SEL, BFI) on seeded random operands.
 """
 
@@ -71,12 +71,19 @@ CONVS = [
     ConvCase(16, 5, 6, 16, (3, 3), pads=(1, 1, 1, 1), depthwise=True),  # FAST_RQ
     ConvCase(6, 4, 5, 6, (7, 7), pads=(3, 3, 3, 3), depthwise=True),  # over K_DW_MAXT taps
     ConvCase(3, 5, 5, 3, (3, 3), pads=(1, 1, 1, 1), depthwise=True),  # < 4 channels: no block
+    ConvCase(64, 3, 3, 10, (1, 1)),  # UP_RQ: pointwise K % 8 == 0 (the assembly 2 x 2 loop)
+    ConvCase(16, 4, 5, 7, (3, 3), pads=(1, 1, 1, 1)),  # UP_RQ, exact ties, per channel
+    ConvCase(24, 3, 4, 6, (1, 1)),  # UP_RQ, exact ties, K = 24
+    ConvCase(12, 4, 4, 9, (1, 1)),  # UP_RQ, K = 12: one assembly step, then four in C
 ]
 
 #: cases whose biases are near 2^30 (past kernels_q8_opt.c's rq_fast bound)
 BIG_BIAS = (12, 13)
 #: cases whose every channel has a right shift (ties away: the depthwise's rq_fast)
 FAST_RQ = (14,)
+#: GEMM-rounded cases whose every channel has a right shift in [2, 22] (kernels_q8_opt.c's
+#: one-SMLAL requantisation, rqup_value)
+UP_RQ = (17, 18, 19, 20)
 
 #: dense (in, out): out % 4 in every residue, in % 4 in every residue
 DENSES = [(37, 7), (64, 8), (3, 1), (1024, 5), (10, 6), (5, 4)]
@@ -97,10 +104,15 @@ def _op(c: ConvCase, w: np.ndarray) -> tuple[Op, list[TensorSpec]]:
     return op, [TensorSpec("x", (1, c.h, c.w, c.c), "int8")]
 
 
-def _arr(name: str, ctype: str, values: np.ndarray) -> str:
-    """A C array definition."""
+def _arr(name: str, ctype: str, values: np.ndarray, align: str = "") -> str:
+    """A C array definition (``align``: an attribute, e.g. the generator's 4-byte alignment of
+    weight arrays, which the kernels' LDRD paths need)."""
     body = ", ".join(str(int(v)) for v in np.asarray(values).ravel()) or "0"
-    return f"static const {ctype} {name}[] = {{{body}}};"
+    return f"static const {ctype} {name}[] {align}= {{{body}}};"
+
+
+#: weight arrays are 4-aligned as the generator's (``WEIGHTS``, model_c.py)
+ALIGN4 = "__attribute__((aligned(4))) "
 
 
 def _quant(rng: np.random.Generator, n: int, i: int) -> tuple[list[str], dict[str, int]]:
@@ -111,6 +123,8 @@ def _quant(rng: np.random.Generator, n: int, i: int) -> tuple[list[str], dict[st
     shift[0] = 0
     if i in FAST_RQ:
         shift = rng.integers(-4, 0, nq)
+    if i in UP_RQ:
+        shift = rng.integers(-4 if i % 4 >= 2 else -22, -1, nq)
     lo, hi = sorted(int(v) for v in rng.integers(-128, 128, 2))
     if i % 3 == 0:
         lo, hi = -128, 127
@@ -120,7 +134,7 @@ def _quant(rng: np.random.Generator, n: int, i: int) -> tuple[list[str], dict[st
         "lo": lo,
         "hi": max(hi, lo + 1),
         "nq": nq,
-        "up": i % 2,
+        "up": 1 if i in UP_RQ else i % 2,
     }
     return [_arr(f"m{i}", "int32_t", mult), _arr(f"s{i}", "int32_t", shift)], q
 
@@ -161,7 +175,7 @@ def cases_source() -> tuple[str, list[int]]:
         out = TensorSpec("y", (1, oh, ow, c.o), "int8")
         scratch.append(handler(op).scratch_bytes(op, ins, out, 1))
         lines += [*qarr, _arr(f"x{i}", "int8_t", x), _arr(f"b{i}", "int32_t", b)]
-        lines += [_arr(f"wr{i}", "int8_t", ohwi(w)), _arr(f"wo{i}", "int8_t", opt)]
+        lines += [_arr(f"wr{i}", "int8_t", ohwi(w)), _arr(f"wo{i}", "int8_t", opt, ALIGN4)]
         groups = c.c if c.depthwise else 1
         lines.append(
             f"static const k_window_params p{i} = {{{c.c}, {c.h}, {c.w}, {c.o}, {oh}, {ow}, "
@@ -175,7 +189,7 @@ def cases_source() -> tuple[str, list[int]]:
         qarr, q = _quant(rng, n_out, i)
         x, w, b = _inputs(rng, i, n_in, (n_out, n_in), n_out, q["in_zp"])
         lines += [*qarr, _arr(f"x{i}", "int8_t", x), _arr(f"b{i}", "int32_t", b)]
-        lines += [_arr(f"wr{i}", "int8_t", w), _arr(f"wo{i}", "int8_t", dense_weights(w))]
+        lines += [_arr(f"wr{i}", "int8_t", w), _arr(f"wo{i}", "int8_t", dense_weights(w), ALIGN4)]
         lines.append(
             f"static const k_dense_params d{i} = {{{n_in}, {n_out}, {{K_ACT_NONE, 0.0f, 0.0f}}}};"
         )
@@ -268,6 +282,10 @@ static int emu_matches(int n)
         ok &= K_SMLABB(a, b, (int32_t)c) == k_emu_smlabb(a, b, (int32_t)c);
         ok &= K_SMLATT(a, b, (int32_t)c) == k_emu_smlatt(a, b, (int32_t)c);
         ok &= K_SMMULR((int32_t)a, (int32_t)b) == k_emu_smmulr((int32_t)a, (int32_t)b);
+        ok &= K_SMMLAR((int32_t)a, (int32_t)b, (int32_t)c) ==
+              k_emu_smmlar((int32_t)a, (int32_t)b, (int32_t)c);
+        ok &= K_PKHBT16(a, b) == (((a) & 0xFFFFu) | ((b) << 16));
+        ok &= K_PKHTB16(a, b) == (((a) & 0xFFFF0000u) | ((b) >> 16));
         ok &= K_SSAT8((int32_t)a >> (i & 31)) == k_emu_ssat8((int32_t)a >> (i & 31));
         ok &= K_MAX8(a, b) == k_emu_max8(a, b) && K_MIN8(a, b) == k_emu_min8(a, b);
         ok &= K_BFI8(a, b, 16) == (((a) & ~(0xFFu << 16)) | ((b & 0xFFu) << 16));

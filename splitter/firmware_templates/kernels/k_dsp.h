@@ -45,6 +45,27 @@ static inline int32_t K_SMMULR(int32_t a, int32_t b)
     __asm__("smmulr %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
     return r;
 }
+/* PKHBT (a & 0xFFFF) | (b << 16) and PKHTB (a & 0xFFFF0000) | ((uint32_t)b >> 16): two
+ * halfwords of two words packed into one. */
+static inline uint32_t K_PKHBT16(uint32_t a, uint32_t b)
+{
+    uint32_t r;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+static inline uint32_t K_PKHTB16(uint32_t a, uint32_t b)
+{
+    uint32_t r;
+    __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+/* SMMLAR: (a * b + 2^31 + c * 2^32) >> 32, the rounded high word plus c. */
+static inline int32_t K_SMMLAR(int32_t a, int32_t b, int32_t c)
+{
+    int32_t r;
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
 /* w with bits [lsb, lsb + 8) replaced by the low byte of v (BFI). */
 #define K_BFI8(w, v, lsb) k_bfi8_##lsb((w), (v))
 #define K_BFI8_ASM(lsb)                                                                        \
@@ -74,6 +95,9 @@ static inline uint32_t K_MIN8(uint32_t a, uint32_t b)
 #include "k_dsp_emu.h"
 #define K_SSAT8(v) k_emu_ssat8(v)
 #define K_SMMULR(a, b) k_emu_smmulr((a), (b))
+#define K_SMMLAR(a, b, c) k_emu_smmlar((a), (b), (c))
+#define K_PKHBT16(a, b) (((uint32_t)(a) & 0xFFFFu) | ((uint32_t)(b) << 16))
+#define K_PKHTB16(a, b) (((uint32_t)(a) & 0xFFFF0000u) | ((uint32_t)(b) >> 16))
 #define K_BFI8(w, v, lsb) (((w) & ~(0xFFu << (lsb))) | (((uint32_t)(v) & 0xFFu) << (lsb)))
 #define K_MAX8(a, b) k_emu_max8((a), (b))
 #define K_MIN8(a, b) k_emu_min8((a), (b))

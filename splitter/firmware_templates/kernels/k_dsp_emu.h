@@ -1,6 +1,6 @@
 /*
  * Portable C emulation of the Armv7E-M DSP instructions the int8 kernels use (SXTB16, SXTAB16,
- * SMLAD, SMLABB, SMLATT, SMMULR, SSAT, SSUB8 + SEL), for cores without the DSP extension and for host builds. Each
+ * SMLAD, SMLABB, SMLATT, SMMULR, SMMLAR, SSAT, SSUB8 + SEL), for cores without the DSP extension and for host builds. Each
  * function computes exactly what the instruction writes to its destination register (Arm v7-M
  * Architecture Reference Manual, DDI 0403E, A7.7.178 SXTB16, A7.7.175 SXTAB16, A7.7.139 SMLAD,
  * A7.7.137 SMLABB/SMLATT, SMMULR, SSAT, and SSUB8 + SEL as byte-wise maximum / minimum); the Q flag the MAC instructions set on overflow is not modelled (the
@@ -70,6 +70,12 @@ static inline int32_t k_emu_smmulr(int32_t a, int32_t b)
 {
     const int64_t s = (int64_t)a * b + ((int64_t)1 << 31);
     return (int32_t)(s >= 0 ? s / ((int64_t)1 << 32) : -((-s + ((int64_t)1 << 32) - 1) / ((int64_t)1 << 32)));
+}
+
+/* SMMLAR: (a * b + 2^31 + c * 2^32) >> 32 (arithmetic shift of the 64-bit sum, modulo 2^32). */
+static inline int32_t k_emu_smmlar(int32_t a, int32_t b, int32_t c)
+{
+    return (int32_t)(uint32_t)((uint64_t)k_emu_smmulr(a, b) + (uint64_t)(int64_t)c);
 }
 
 /* SSAT #8: v saturated to [-128, 127]. */

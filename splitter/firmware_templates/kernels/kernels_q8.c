@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "k_dsp.h"
 #include "k_window.h"
 #include "kernels.h"
 #include "kernels_q8.h"
@@ -234,12 +235,81 @@ void k_q_dense(const k_dense_params *p, const k_q_params *q, const int8_t *restr
     }
 }
 
+/* k_q_mul(x, m, s) with the shift's parts precomputed once per tensor (an element-wise op
+ * applies one multiplier to every element): left = max(s, 0), right = max(-s, 0) <= 30,
+ * mask = 2^right - 1, thr = mask / 2. srdhm is floor((x' m + 2^30) / 2^31) for x' = x << left
+ * (its nudge 1 - 2^30 for a negative product with C's truncating division gives the same
+ * floor; it cannot saturate since m >= 0), rdbpot adds 1 when the remainder exceeds thr, or
+ * thr + 1 for a negative value (ties away from zero). Same bits as k_q_mul, no calls. */
+typedef struct {
+    int32_t m, mask, thr;
+    int left, right;
+} q_rq;
+
+static q_rq q_rq_of(int32_t m, int s)
+{
+    q_rq r;
+    r.m = m;
+    r.left = s > 0 ? s : 0;
+    r.right = s > 0 ? 0 : -s;
+    r.mask = (int32_t)((1u << r.right) - 1u);
+    r.thr = r.mask >> 1;
+    return r;
+}
+
+/* q_rq_mul for right shifts only (left 0) and |x| < 2^30: srdhm(x, m) is then
+ * SMMULR(2 x, m) = (2 x m + 2^31) >> 32, one instruction on a DSP core (k_dsp.h). */
+static inline int32_t q_rq_mul_small(int32_t x, const q_rq *r)
+{
+    const int32_t h = K_SMMULR((int32_t)((uint32_t)x << 1), r->m);
+    const int32_t thr = r->thr + (int32_t)((uint32_t)h >> 31);
+    return (h >> r->right) + ((h & r->mask) > thr ? 1 : 0);
+}
+
+static inline int32_t q_rq_mul(int32_t x, const q_rq *r)
+{
+    const int32_t xl = (int32_t)((uint32_t)x << r->left);
+    const int32_t h = (int32_t)(((int64_t)xl * r->m + ((int64_t)1 << 30)) >> 31);
+    const int32_t thr = r->thr + (int32_t)((uint32_t)h >> 31);
+    return (h >> r->right) + ((h & r->mask) > thr ? 1 : 0);
+}
+
+/* k_q_add with q_rq_mul (every right shift <= 30): the operands' and the result's rescales
+ * computed once. */
+static void q_add_fast(const k_q_requant_params *q, const int8_t *a, const int8_t *b, int8_t *y)
+{
+    const q_rq ra = q_rq_of(q->a_m, q->a_s), rb = q_rq_of(q->b_m, q->b_s);
+    const q_rq ro = q_rq_of(q->m, q->s);
+    const int n = q->n, a_zp = q->a_zp, b_zp = q->b_zp, out_zp = q->out_zp;
+    const int act_min = q->act_min, act_max = q->act_max;
+    int i;
+    if (!ra.left && !rb.left && !ro.left) {
+        /* |(a - a_zp) 2^20| < 2^28, and each rescaled operand is no larger (m 2^(s - 31) < 1),
+         * so every operand of the three multiplies is under 2^30 in magnitude */
+        for (i = 0; i < n; i++) {
+            const int32_t va = q_rq_mul_small((a[i] - a_zp) * (1 << 20), &ra);
+            const int32_t vb = q_rq_mul_small((b[i] - b_zp) * (1 << 20), &rb);
+            y[i] = (int8_t)clampi(q_rq_mul_small(va + vb, &ro) + out_zp, act_min, act_max);
+        }
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        const int32_t va = q_rq_mul((a[i] - a_zp) * (1 << 20), &ra);
+        const int32_t vb = q_rq_mul((b[i] - b_zp) * (1 << 20), &rb);
+        y[i] = (int8_t)clampi(q_rq_mul(va + vb, &ro) + out_zp, act_min, act_max);
+    }
+}
+
 void k_q_add(const k_q_requant_params *q, const int8_t *a, const int8_t *b, int8_t *y)
 {
     const int n = q->n, a_zp = q->a_zp, b_zp = q->b_zp, out_zp = q->out_zp;
     const int32_t m1 = q->a_m, m2 = q->b_m, mo = q->m;
     const int s1 = q->a_s, s2 = q->b_s, so = q->s, act_min = q->act_min, act_max = q->act_max;
     int i;
+    if (s1 >= -30 && s2 >= -30 && so >= -30 && s1 <= 31 && s2 <= 31 && so <= 31) {
+        q_add_fast(q, a, b, y);
+        return;
+    }
     for (i = 0; i < n; i++) {
         const int32_t va = k_q_mul((a[i] - a_zp) * (1 << 20), m1, s1);
         const int32_t vb = k_q_mul((b[i] - b_zp) * (1 << 20), m2, s2);

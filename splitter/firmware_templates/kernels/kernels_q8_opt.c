@@ -20,7 +20,7 @@ typedef struct {
     int32_t m;
     int left, right;
     int32_t mask, thr, away;
-    int32_t half; /* 2^(right - 1), 0 when right == 0 (rq_fast) */
+    int32_t half; /* 2^(right - 1), 0 when right == 0 (rq_fast); depthwise rq mode 2: fc */
 } k_rq;
 
 K_INLINE k_rq rq_channel(const k_q_params *q, int c)
@@ -79,6 +79,46 @@ K_INLINE int8_t rq_apply(int32_t acc, const k_rq *r, int zp, int lo, int hi)
     return (int8_t)v;
 }
 
+/* LiteRT's GEMM requantisation (k_q_mul_up, ties up in both steps) plus the zero point, for a
+ * channel with a right shift r in [2, 22] and no left shift, in one 64-bit multiply-add:
+ * k_q_mul_up(acc) + zp = floor((floor((acc m + 2^30) / 2^31) + 2^(r-1)) / 2^r) + zp
+ *                      = floor((acc m + 2^30 + (2 zp + 1) 2^(30+r)) / 2^(31+r))
+ * (floor((floor(a / N) + c) / M) = floor((a + c N) / (N M)) for integer c), and with
+ * h = (2 zp + 1) 2^(r-2) the 64-bit constant is h 2^32 + 2^30, so the value is
+ * ((acc m + h 2^32 + 2^30) >> 32) >> (r - 1): SMLAL and one shift. |acc m| < 2^62 and
+ * |h| < 2^29 (r <= 22), so nothing overflows and k_q_mul_up's saturation never applies
+ * (m >= 0). */
+K_INLINE int32_t rqup_value(int32_t acc, int32_t m, int32_t h, int rs)
+{
+    const int64_t v = (int64_t)acc * m + (int64_t)(((uint64_t)(uint32_t)h << 32) | (1u << 30));
+    return (int32_t)(v >> 32) >> rs;
+}
+
+/* 1 when every channel of q can use rqup_value: GEMM rounding, shifts in [-22, -2]. */
+K_INLINE int rqup_ok(const k_q_params *q)
+{
+    int k;
+    if (!q->round_up) return 0;
+    for (k = 0; k < q->nq; k++)
+        if (q->shift[k] > -2 || q->shift[k] < -22) return 0;
+    return 1;
+}
+
+/* Two requantised values (zero point included) clamped to [lo, hi] and stored at y[0], y[1]
+ * (any alignment). DSP: SSAT #8 both, BFI into one halfword, SSUB8 / SEL clamp, one store. */
+K_INLINE void st2_clamped(int8_t *y, int32_t v0, int32_t v1, int lo, int hi, uint32_t lo4,
+                          uint32_t hi4, int dsp)
+{
+    if (dsp) {
+        uint32_t w = K_BFI8((uint32_t)K_SSAT8(v0), (uint32_t)K_SSAT8(v1), 8);
+        const uint16_t h = (uint16_t)K_MIN8(K_MAX8(w, lo4), hi4);
+        __builtin_memcpy(y, &h, 2);
+    } else {
+        y[0] = (int8_t)(v0 < lo ? lo : (v0 > hi ? hi : v0));
+        y[1] = (int8_t)(v1 < lo ? lo : (v1 > hi ? hi : v1));
+    }
+}
+
 /* ----------------------------------------------------------------------- im2col ---- */
 
 /* Aligned int16 / word access to the 4-byte aligned scratch (memcpy: the arena is typed float). */
@@ -123,8 +163,8 @@ K_INLINE void col_copy(const int8_t *x, int16_t *col, int k0, int n, int p, int 
             const uint32_t v = K_LD4(x + i);
             const uint32_t e = K_SXTAB16(off2, v), o = K_SXTAB16_ROR8(off2, v);
             int16_t *d = col + col_at(k0 + i, p);
-            K_ST4(__builtin_assume_aligned(d, 4), (e & 0xFFFFu) | (o << 16));
-            K_ST4(__builtin_assume_aligned(d + 4, 4), (e >> 16) | (o & 0xFFFF0000u));
+            K_ST4(__builtin_assume_aligned(d, 4), K_PKHBT16(e, o));
+            K_ST4(__builtin_assume_aligned(d + 4, 4), K_PKHTB16(o, e));
         }
     }
     for (; i < n; i++) st2a(col + col_at(k0 + i, p), x[i] - zp);
@@ -151,6 +191,12 @@ K_INLINE void col_fill(const k_window_params *p, const int8_t *x, int n, int16_t
             k += kw * C;
             continue;
         }
+        if (p->dw == 1 && ix0 >= 0 && ix0 + kw <= p->W) {
+            /* the row's kw taps are kw * C contiguous bytes: one copy (small C: 3 x 3 x 3) */
+            col_copy(x + ((size_t)iy * p->W + ix0) * C, col, k, kw * C, pc, zp, off2, dsp);
+            k += kw * C;
+            continue;
+        }
         for (kx = 0; kx < kw; kx++, k += C) {
             const int ix = ix0 + kx * p->dw;
             if (ix < 0 || ix >= p->W) col_zero(col, k, C, pc);
@@ -160,6 +206,43 @@ K_INLINE void col_fill(const k_window_params *p, const int8_t *x, int n, int16_t
 }
 
 /* ------------------------------------------------------------------------- GEMM ---- */
+
+#if K_DSP_NATIVE
+/* The 2 x 2 GEMM loop on the core (gemm_block, gemm_pixels_up8): accumulators (a00, a01) of
+ * row 0 and (a10, a11) of row 1 for the two interleaved im2col columns, over the weight pointer
+ * w and the column pointer c until c reaches ce (a multiple of eight elements). Per four
+ * elements: LDRD of both rows' weight words, SXTB16 / SXTB16 ROR 8 of each, LDRD of the
+ * columns' (x0, x1), (y0, y1) pairs and of their (x2, x3), (y2, y3), eight SMLAD: 15
+ * instructions per 16 MACs, unrolled twice (GCC's schedule of the C loop takes about 20).
+ * w must be word-aligned (LDRD); both pointers advance past what was read. */
+#define K_G22_STEP                                                                             \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                         \
+    "ldrd %[c0], %[c1], [%[c]], #8\n\t"                                                         \
+    "sxtb16 %[t], %[wa]\n\t"                                                                   \
+    "smlad %[a00], %[t], %[c0], %[a00]\n\t"                                                    \
+    "smlad %[a01], %[t], %[c1], %[a01]\n\t"                                                    \
+    "sxtb16 %[t], %[wb]\n\t"                                                                   \
+    "smlad %[a10], %[t], %[c0], %[a10]\n\t"                                                    \
+    "smlad %[a11], %[t], %[c1], %[a11]\n\t"                                                    \
+    "ldrd %[c0], %[c1], [%[c]], #8\n\t"                                                         \
+    "sxtb16 %[t], %[wa], ror #8\n\t"                                                           \
+    "smlad %[a00], %[t], %[c0], %[a00]\n\t"                                                    \
+    "smlad %[a01], %[t], %[c1], %[a01]\n\t"                                                    \
+    "sxtb16 %[t], %[wb], ror #8\n\t"                                                           \
+    "smlad %[a10], %[t], %[c0], %[a10]\n\t"                                                    \
+    "smlad %[a11], %[t], %[c1], %[a11]\n\t"
+#define K_GEMM22_LOOP(A00, A01, A10, A11, W, C, CE)                                            \
+    do {                                                                                       \
+        uint32_t wa_, wb_, c0_, c1_, t_;                                                       \
+        __asm__ volatile("1:\n\t" K_G22_STEP K_G22_STEP "cmp %[c], %[ce]\n\t"                 \
+                         "bne 1b\n\t"                                                          \
+                         : [a00] "+r"(A00), [a01] "+r"(A01), [a10] "+r"(A10), [a11] "+r"(A11),   \
+                           [w] "+r"(W), [c] "+r"(C), [wa] "=&r"(wa_), [wb] "=&r"(wb_),         \
+                           [c0] "=&r"(c0_), [c1] "=&r"(c1_), [t] "=&r"(t_)                     \
+                         : [ce] "r"(CE)                                                        \
+                         : "cc", "memory");                                                    \
+    } while (0)
+#endif
 
 /* a = (a00, a01, a10, a11) += rows (r0, r1) of a channel pair times the columns (c0, c1) of the
  * interleaved im2col buffer col. w: the pair's 2 K bytes, groups of four stored (0, 2, 1, 3)
@@ -175,6 +258,15 @@ K_INLINE void gemm_block(const int8_t *w, const int16_t *col, int K, int32_t a[4
     const int16_t *c = col;
     int32_t a00 = a[0], a01 = a[1], a10 = a[2], a11 = a[3];
     int k;
+#if K_DSP_NATIVE
+    /* 2 x 2 on the core (K_GEMM22_LOOP) over the multiple of eight elements, the C loop after
+     * it for the rest. LDRD needs word alignment: the generator's weight arrays are 4-aligned
+     * and K % 4 == 0 keeps every pair's rows so; otherwise only the C loop runs. */
+    if (dsp && nr == 2 && nc == 2 && !((uintptr_t)w & 3u) && K4 >= 8) {
+        const int16_t *const cend = c + (size_t)(K4 >> 3) * 16;
+        K_GEMM22_LOOP(a00, a01, a10, a11, w, c, cend);
+    }
+#endif
     for (; w != wend; w += 4 * nr, c += 8) {
         if (dsp) {
             const uint32_t x0 = ld4a(c), x1 = ld4a(c + 4);
@@ -221,6 +313,97 @@ K_INLINE void gemm_block(const int8_t *w, const int16_t *col, int K, int32_t a[4
     a[2] = a10;
     a[3] = a11;
 }
+
+/* gemm_pixels for two pixels and a q whose channels all pass rqup_ok: the record's fields in
+ * locals (an int8 store may alias them, so GCC would reload them after each), each channel
+ * pair's two outputs of a pixel requantised by rqup_value and stored by st2_clamped. */
+K_INLINE void gemm_pixels_up(const k_window_params *p, const k_q_params *q, const int8_t *w,
+                             const int32_t *b, const int16_t *col, int K, int8_t *y0, int8_t *y1,
+                             int dsp)
+{
+    const int O = p->O, lo = q->act_min, hi = q->act_max, per = q->nq > 1;
+    const int32_t zp2 = 2 * q->out_zp + 1, *mult = q->mult, *shift = q->shift;
+    const uint32_t lo4 = ((uint32_t)lo & 0xFFu) * 0x01010101u;
+    const uint32_t hi4 = ((uint32_t)hi & 0xFFu) * 0x01010101u;
+    const size_t step = (size_t)2 * K;
+    int o;
+    for (o = 0; o + 2 <= O; o += 2, w += step) {
+        const int k0 = per ? o : 0, k1 = per ? o + 1 : 0;
+        const int r0 = -(int)shift[k0], r1 = -(int)shift[k1];
+        const int32_t m0 = mult[k0], m1 = mult[k1];
+        const int32_t h0 = (int32_t)((uint32_t)zp2 << (r0 - 2));
+        const int32_t h1 = (int32_t)((uint32_t)zp2 << (r1 - 2));
+        int32_t a[4];
+        a[0] = a[1] = b ? b[o] : 0;
+        a[2] = a[3] = b ? b[o + 1] : 0;
+        gemm_block(w, col, K, a, 2, 2, dsp);
+        st2_clamped(y0 + o, rqup_value(a[0], m0, h0, r0 - 1), rqup_value(a[2], m1, h1, r1 - 1), lo,
+                    hi, lo4, hi4, dsp);
+        st2_clamped(y1 + o, rqup_value(a[1], m0, h0, r0 - 1), rqup_value(a[3], m1, h1, r1 - 1), lo,
+                    hi, lo4, hi4, dsp);
+    }
+    if (o < O) {
+        const int k0 = per ? o : 0, r0 = -(int)shift[k0];
+        const int32_t m0 = mult[k0], h0 = (int32_t)((uint32_t)zp2 << (r0 - 2));
+        int32_t a[4], v;
+        a[0] = a[1] = b ? b[o] : 0;
+        a[2] = a[3] = 0;
+        gemm_block(w, col, K, a, 1, 2, dsp);
+        v = rqup_value(a[0], m0, h0, r0 - 1);
+        y0[o] = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
+        v = rqup_value(a[1], m0, h0, r0 - 1);
+        y1[o] = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
+    }
+}
+
+#if K_DSP_NATIVE
+/* gemm_pixels_up on the core for K % 8 == 0 and 4-aligned weights (checked once per call by
+ * conv_engine): per channel pair one assembly loop over K (gemm_block's, with no C tail, the
+ * weight pointer running on into the next pair), then rqup_value and st2_clamped; the
+ * multipliers, shifts and biases walked by pointers (step 0 when per tensor / no bias). */
+K_INLINE void gemm_pixels_up8(const k_window_params *p, const k_q_params *q, const int8_t *w,
+                              const int32_t *b, const int16_t *col, int K, int8_t *y0,
+                              int8_t *y1)
+{
+    static const int32_t zero2[2] = {0, 0};
+    const int lo = q->act_min, hi = q->act_max, qs = q->nq > 1 ? 2 : 0, bs = b ? 2 : 0;
+    const int32_t zp2 = 2 * q->out_zp + 1, *mp = q->mult, *sp = q->shift;
+    const int32_t *bp = b ? b : zero2;
+    const uint32_t lo4 = ((uint32_t)lo & 0xFFu) * 0x01010101u;
+    const uint32_t hi4 = ((uint32_t)hi & 0xFFu) * 0x01010101u;
+    const int16_t *const cend = col + (size_t)2 * K;
+    int8_t *const yend = y0 + (p->O & ~1);
+    for (; y0 != yend; y0 += 2, y1 += 2, mp += qs, sp += qs, bp += bs) {
+        int32_t a00 = bp[0], a01 = bp[0], a10 = bp[bs ? 1 : 0], a11 = a10;
+        const int16_t *c = col;
+        int r0, r1;
+        K_GEMM22_LOOP(a00, a01, a10, a11, w, c, cend);
+        r0 = -(int)sp[0];
+        r1 = -(int)sp[qs ? 1 : 0];
+        {
+            const int32_t m0 = mp[0], m1 = mp[qs ? 1 : 0];
+            const int32_t h0 = (int32_t)((uint32_t)zp2 << (r0 - 2));
+            const int32_t h1 = (int32_t)((uint32_t)zp2 << (r1 - 2));
+            st2_clamped(y0, rqup_value(a00, m0, h0, r0 - 1), rqup_value(a10, m1, h1, r1 - 1),
+                        lo, hi, lo4, hi4, 1);
+            st2_clamped(y1, rqup_value(a01, m0, h0, r0 - 1), rqup_value(a11, m1, h1, r1 - 1),
+                        lo, hi, lo4, hi4, 1);
+        }
+    }
+    if (p->O & 1) {
+        const int o = p->O - 1, k0 = qs ? o : 0, r0 = -(int)q->shift[k0];
+        const int32_t m0 = q->mult[k0], h0 = (int32_t)((uint32_t)zp2 << (r0 - 2));
+        int32_t a[4], v;
+        a[0] = a[1] = b ? b[o] : 0;
+        a[2] = a[3] = 0;
+        gemm_block(w, col, K, a, 1, 2, 1);
+        v = rqup_value(a[0], m0, h0, r0 - 1);
+        y0[0] = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
+        v = rqup_value(a[1], m0, h0, r0 - 1);
+        y1[0] = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
+    }
+}
+#endif
 
 /* All O output channels of one or two pixels (nc) whose interleaved columns are col, into y0,
  * y1; two channels at a time, each pair's requantisation computed once for both pixels. */
@@ -274,6 +457,10 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
     const int zp = q->in_zp;
     const uint32_t off2 = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
     int16_t *col = (int16_t *)(void *)(s + ((4u - ((uintptr_t)s & 3u)) & 3u));
+    const int up = rqup_ok(q);
+#if K_DSP_NATIVE
+    const int up8 = up && dsp && K % 8 == 0 && K > 0 && !((uintptr_t)w & 3u);
+#endif
     int n;
     for (n = 0; n < npix; n += 2) {
         const int two = n + 1 < npix;
@@ -284,7 +471,15 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
             col_fill(p, x, n, col, 0, zp, off2, dsp);
             if (two) col_fill(p, x, n + 1, col, 1, zp, off2, dsp);
         }
-        if (two) gemm_pixels(p, q, w, b, col, K, y + (size_t)n * O, y + (size_t)(n + 1) * O, 2, dsp);
+#if K_DSP_NATIVE
+        if (two && up8)
+            gemm_pixels_up8(p, q, w, b, col, K, y + (size_t)n * O, y + (size_t)(n + 1) * O);
+        else
+#endif
+        if (two && up)
+            gemm_pixels_up(p, q, w, b, col, K, y + (size_t)n * O, y + (size_t)(n + 1) * O, dsp);
+        else if (two)
+            gemm_pixels(p, q, w, b, col, K, y + (size_t)n * O, y + (size_t)(n + 1) * O, 2, dsp);
         else gemm_pixels(p, q, w, b, col, K, y + (size_t)n * O, y, 1, dsp);
     }
 }
@@ -336,12 +531,26 @@ typedef struct {
     uint32_t wq[2 * K_DW_MAXT];
 } k_dwb;
 
+/* rq mode 2 of a block (dw_block): the weights and biases doubled, so acc2 = 2 acc; then
+ * rq_fast(acc) + out_zp = (SMMLAR(acc2, m, fc) - [acc2 < 0]) >> right with
+ * fc = 2^(right - 1) + out_zp 2^right (kept in the channel's k_rq.half, which rq mode 2 does
+ * not otherwise use, so the block's stack frame does not grow): SMMLAR gives h + fc with
+ * h = SMMULR(2 acc, m) =
+ * round(acc m / 2^31), and the rounding shift's tie correction [h < 0] equals [acc < 0] when
+ * m > 2^30 (h = 0 for acc = -1 only if m = 2^30). Three instructions, zero point included. */
+K_INLINE int32_t dw_rq2(int32_t acc2, const k_rq *r)
+{
+    return (K_SMMLAR(acc2, r->m, r->half) - (int32_t)((uint32_t)acc2 >> 31)) >> r->right;
+}
+
 /* Requantise four channels' sums and store them at yo. DSP: SSAT #8 each, packed into a word
  * by BFI, clamped by SSUB8 / SEL against the packed bounds, one store. */
 K_INLINE void dw_out4(int8_t *yo, int32_t a0, int32_t a1, int32_t a2, int32_t a3,
                       const k_dwb *k, int fast, int dsp)
 {
-#define DW_RQ(a, j) ((fast ? rq_fast((a), &k->r[j]) : rq_value((a), &k->r[j], k->r[j].away)) + k->ozp)
+#define DW_RQ(a, j)                                                                            \
+    (fast == 2 ? dw_rq2((a), &k->r[j])                                                         \
+               : (fast ? rq_fast((a), &k->r[j]) : rq_value((a), &k->r[j], k->r[j].away)) + k->ozp)
     const int32_t v0 = DW_RQ(a0, 0), v1 = DW_RQ(a1, 1), v2 = DW_RQ(a2, 2), v3 = DW_RQ(a3, 3);
 #undef DW_RQ
     if (dsp) {
@@ -496,7 +705,23 @@ K_INLINE void dw_block(const k_window_params *p, const k_q_params *q, const int8
             k.wq[2 * j + 1] = K_SXTB16_ROR8(v);
         }
     }
-    if (dsp && fast) dw_rows(p, x, wb, &k, c, y, 1, dsp);
+    if (dsp && fast) {
+        int f2 = 1;
+        for (j = 0; j < 4; j++) f2 &= k.r[j].m > (1 << 30) && k.r[j].right <= 22;
+        if (f2) {
+            /* rq mode 2 (dw_rq2): weights and biases doubled (|2 acc| < 2^31 by rq_fast_ok;
+             * each halfword lane of wq doubled, bit 16 cleared of the low lane's sign) */
+            for (j = 0; j < 4; j++) {
+                k.bias[j] *= 2;
+                k.r[j].half = (int32_t)(1u << (k.r[j].right - 1)) +
+                              (int32_t)((uint32_t)k.ozp << k.r[j].right);
+            }
+            for (j = 0; j < 2 * T; j++) k.wq[j] = (k.wq[j] << 1) & 0xFFFEFFFFu;
+            dw_rows(p, x, wb, &k, c, y, 2, dsp);
+        } else {
+            dw_rows(p, x, wb, &k, c, y, 1, dsp);
+        }
+    }
     else dw_rows(p, x, wb, &k, c, y, 0, dsp);
 }
 
@@ -561,6 +786,46 @@ K_INLINE void dense_block(const int8_t *x, const int8_t *w, int in, int zp, uint
     const int8_t *xend = x + in4;
     int32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
     int i;
+#if K_DSP_NATIVE
+    /* Four rows on the core: eight inputs per iteration in assembly, each four of them one LDR
+     * and two SXTAB16 for the input, two LDRD for the four rows' weight words, eight SXTB16,
+     * eight SMLAD: 21 instructions per 16 MACs. LDRD needs the block word-aligned (a 4-aligned
+     * array and in % 4 == 0); otherwise the C loop runs. */
+    if (dsp && nr == 4 && !((uintptr_t)w & 3u) && in4 >= 8) {
+        const int8_t *x8 = x + (in4 & ~7);
+        uint32_t xv, x13, wa, wb, t;
+#define K_D4_STEP                                                                              \
+    "ldr %[xv], [%[x]], #4\n\t"                                                                 \
+    "sxtab16 %[x13], %[off], %[xv], ror #8\n\t"                                                 \
+    "sxtab16 %[xv], %[off], %[xv]\n\t"                                                          \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                         \
+    "sxtb16 %[t], %[wa]\n\t"                                                                   \
+    "smlad %[a0], %[t], %[xv], %[a0]\n\t"                                                      \
+    "sxtb16 %[t], %[wa], ror #8\n\t"                                                           \
+    "smlad %[a0], %[t], %[x13], %[a0]\n\t"                                                     \
+    "sxtb16 %[t], %[wb]\n\t"                                                                   \
+    "smlad %[a1], %[t], %[xv], %[a1]\n\t"                                                      \
+    "sxtb16 %[t], %[wb], ror #8\n\t"                                                           \
+    "smlad %[a1], %[t], %[x13], %[a1]\n\t"                                                     \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                         \
+    "sxtb16 %[t], %[wa]\n\t"                                                                   \
+    "smlad %[a2], %[t], %[xv], %[a2]\n\t"                                                      \
+    "sxtb16 %[t], %[wa], ror #8\n\t"                                                           \
+    "smlad %[a2], %[t], %[x13], %[a2]\n\t"                                                     \
+    "sxtb16 %[t], %[wb]\n\t"                                                                   \
+    "smlad %[a3], %[t], %[xv], %[a3]\n\t"                                                      \
+    "sxtb16 %[t], %[wb], ror #8\n\t"                                                           \
+    "smlad %[a3], %[t], %[x13], %[a3]\n\t"
+        __asm__ volatile("1:\n\t" K_D4_STEP K_D4_STEP "cmp %[x], %[xe]\n\t"
+                         "bne 1b\n\t"
+                         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3),
+                           [x] "+r"(x), [w] "+r"(w), [xv] "=&r"(xv), [x13] "=&r"(x13),
+                           [wa] "=&r"(wa), [wb] "=&r"(wb), [t] "=&r"(t)
+                         : [xe] "r"(x8), [off] "r"(off2)
+                         : "cc", "memory");
+#undef K_D4_STEP
+    }
+#endif
     for (; x != xend; x += 4, w += 4 * nr) {
         if (dsp) {
             const uint32_t xv = K_LD4(x);
