@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 APT_PACKAGES := gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm chromium ccache cmake
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo check models system-deps venv clean bench code-sizes costs fuzz kill-test docs docs-examples docs-images
+.PHONY: test test-all demo check models system-deps venv clean bench code-sizes costs fuzz kill-test docs docs-examples docs-images
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -38,6 +38,10 @@ system-deps:
 	fi
 
 test: system-deps $(STAMP) check
+	$(VENV)/bin/pytest -n 2 -q -m "not extended" tests
+
+# Everything, including the extended sweeps (the large ONNX zoo graphs; about 10 more minutes).
+test-all: system-deps $(STAMP) check
 	$(VENV)/bin/pytest -n 2 -q tests
 
 demo: system-deps $(STAMP)

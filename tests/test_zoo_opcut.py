@@ -3,7 +3,8 @@
 by tensor against the whole model with onnxruntime (one seeded input: every output and every
 boundary tensor at every hop is compared).
 
-Inception v1 and SqueezeNet run in the default suite; the others are marked slow. Measured on
+Inception v1 and SqueezeNet run in the default suite (`make test`); the others are marked slow
+and extended (`make test-all`). Measured on
 the 2-core development machine (2026-11-24, compile with one validation input, no firmware):
 SqueezeNet 3.4 s, ShuffleNet 1.8 s, Inception v1 5.3 s, Inception v2 6.8 s, ResNet-50 16 s;
 DenseNet-121 (484 layers) spends about 45 s in the planner.
@@ -61,6 +62,7 @@ def test_zoo_op_granularity_sliced_and_validated(name: str, tmp_path: Path) -> N
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.parametrize("name", SLOW)
 def test_zoo_op_granularity_sliced_and_validated_slow(name: str, tmp_path: Path) -> None:
     _check(name, tmp_path)
