@@ -237,9 +237,12 @@ def decode_timing(payload: bytes) -> list[tuple[int, int, int]]:
 def plan_hash(plan_json: Mapping[str, Any]) -> str:
     """The 8-byte plan hash (16 hex digits) a firmware reports in PONG.
 
-    ``sha256(canonical JSON of plan.json without its "plan_hash" key)[:8]``; canonical JSON is
-    ``json.dumps(obj, sort_keys=True, separators=(",", ":"))``.
+    ``sha256(canonical JSON of plan.json without its "plan_hash" and "nodes" keys)[:8]``;
+    canonical JSON is ``json.dumps(obj, sort_keys=True, separators=(",", ":"))``. The solver's
+    node count says how the plan was found, not what it is, and varies from run to run (string
+    hashing orders the search differently per process): left out, the same model and boards
+    give the same hash, so the same firmware bytes.
     """
-    obj = {k: v for k, v in plan_json.items() if k != "plan_hash"}
+    obj = {k: v for k, v in plan_json.items() if k not in ("plan_hash", "nodes")}
     text = json.dumps(obj, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).digest()[:PLAN_HASH_BYTES].hex()

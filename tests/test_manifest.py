@@ -274,3 +274,26 @@ def test_bench_estimate_without_the_board_file_uses_the_plan_s_devices(compiled:
         assert dev.clock_hz and sub["seconds"] == pytest.approx(entry.compute_s)  # the plan's
     assert est["plan_latency_s"] == m.latency_s
     assert [ln["bytes"] for ln in est["links"]] == [3136, 3200, 40]
+
+
+def test_same_model_and_boards_give_the_same_plan_hash_in_every_process(tmp_path: Path) -> None:
+    """The firmware carries the plan hash, so two compiles of one model on one boards file must
+    agree on it although the solver's node count varies with the process's string hashing
+    (``PYTHONHASHSEED``): the hash leaves the node count out."""
+    import os
+
+    from splitter.protocol import plan_hash
+
+    root = Path(__file__).resolve().parents[1]
+    hashes, nodes = set(), set()
+    for seed in ("1", "2"):  # the dp solver's node counts differ: 27570 and 29106
+        out = tmp_path / f"out{seed}"
+        proc = cli("compile", str(root / "models" / "long_skip.onnx"), "--target",
+                   str(root / "models" / "boards" / "long_skip4.toml"), "-o", str(out),
+                   "--no-firmware", "--no-validate",
+                   env={**os.environ, "PYTHONHASHSEED": seed})  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        plan = json.loads((out / "plan.json").read_text())
+        hashes.add(plan_hash(plan))
+        nodes.add(plan["nodes"])
+    assert len(nodes) == 2 and len(hashes) == 1, (hashes, nodes)
