@@ -93,4 +93,6 @@ def test_calibrate_needs_a_board_file(out: Path, tmp_path: Path) -> None:
     (copy / "plan.json").write_text(json.dumps(plan))
     (copy / "bench.json").write_text('{"runs": 0, "emulated": true, "devices": []}')
     line = one_line_exit_2(cli("calibrate", str(copy)))
+    assert "plan.json: edited since splitter wrote it" in line  # files.sha256 first
+    line = one_line_exit_2(cli("calibrate", str(copy), "--allow-edited"))
     assert "--target" in line
