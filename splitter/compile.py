@@ -449,15 +449,20 @@ def make_split_plan(
         requested=opts.split_layers,
         mode=opts.split,
         objective=opts.objective,
+        trial_fn=lambda c: make_plan(c, boards, opts, explain=False),
     )
     return found.chain, found.plan, found.splits
 
 
-def make_plan(chain: Chain, boards: Boards, opts: CompileOptions) -> tuple[Chain, Plan]:
+def make_plan(
+    chain: Chain, boards: Boards, opts: CompileOptions, *, explain: bool = True
+) -> tuple[Chain, Plan]:
     """Solve the partition, or evaluate ``opts.assignment`` when one is given (with
     ``partial_execution="on"`` the assignment is over the chain with its loops fused); returns
-    the chain the plan is for (:mod:`splitter.partition.partial`) and the plan."""
+    the chain the plan is for (:mod:`splitter.partition.partial`) and the plan. ``explain``:
+    a "does not fit" error carries the remedies that plan (:mod:`splitter.remedies`)."""
     from splitter.cost.pex_chain import partial_chain
+    from splitter.partition.partial import plan_partial
     from splitter.remedies import plan_or_explain
 
     if opts.assignment is not None:
@@ -467,7 +472,8 @@ def make_plan(chain: Chain, boards: Boards, opts: CompileOptions) -> tuple[Chain
             chain, boards, opts.assignment, opts.objective, host_io=opts.host_io
         )
         return chain, plan
-    return plan_or_explain(
+    solve = plan_or_explain if explain else plan_partial
+    return solve(
         chain, boards, opts.partial_execution, opts.objective, opts.solver or "auto",
         opts.activation_bytes, host_io=opts.host_io, **opts.solver_options,
     )  # fmt: skip

@@ -69,8 +69,13 @@ def plan_with_splits(
     requested: Mapping[str, int] | None = None,
     mode: str = "auto",
     objective: str = "latency",
+    trial_fn: PlanFn | None = None,
 ) -> SplitPlan:
-    """The best plan over the split choices of the module docstring."""
+    """The best plan over the split choices of the module docstring. ``trial_fn`` plans the
+    split chains tried after the unsplit chain found no plan (default ``plan_fn``): when they
+    all fail, the unsplit chain's error is raised, so the trials need not explain theirs (the
+    remedies of a "does not fit" error cost seconds each, and there may be hundreds of ``k``
+    combinations)."""
     if mode not in MODES:
         raise ValueError(f"split mode {mode!r}: one of {', '.join(MODES)}")
     graph = chain.graph
@@ -98,7 +103,7 @@ def plan_with_splits(
         if not free:
             raise
         try:
-            return _best(chain, plan_fn, build_fn, fixed, free, devices, objective)
+            return _best(chain, trial_fn or plan_fn, build_fn, fixed, free, devices, objective)
         except (InfeasibleError, SolverError):
             raise type(exc)(f"{exc} ({_tried(free, devices)}: no plan either)") from exc
     if mode == "search":
