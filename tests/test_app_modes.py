@@ -148,6 +148,7 @@ def test_standalone_samples_that_do_not_fit_are_refused(tmp_path: Path) -> None:
 
 @pytest.mark.toolchain
 @pytest.mark.slow
+@pytest.mark.extended  # the Make twin of tests/test_cmake_build.py's library test
 def test_library_links_into_a_user_main_on_m0plus_m4_m7(tmp_path: Path) -> None:
     """tiny_cnn over f4 (F405, M4F: layers 0-1), h7 (H743, M7: layer 2) and g0 (STM32G071RB,
     M0+: the rest): each board's

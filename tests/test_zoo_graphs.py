@@ -117,6 +117,7 @@ def random_weights(src: Path, dst: Path, seed: int = 0) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.parametrize("name", COMPILED)
 def test_zoo_compile_validated(name: str, tmp_path: Path) -> None:
     model = tmp_path / f"{name}.onnx"
