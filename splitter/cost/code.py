@@ -234,9 +234,7 @@ def code_bytes(
     worst = max(ops.values(), default=0)
     model = sum(int(ops.get(known_key(k, ops), worst)) for k in keys)
     model += submodels * int(core["per_submodel"])
-    stub = (
-        int(code_table()["stub_submodels"][str(min(max(links, 1), 3))]) if app == "harness" else 1
-    )
+    stub = _stub_submodels(links, app)
     tables = (submodels - stub) * int(_runtime_entry(part).get("code_per_submodel", 0))
     # a board with an HSE also links the clock fallback to the internal oscillator (measured per
     # part on its HSE board by splitter.measure.code_table)
@@ -254,12 +252,19 @@ def runtime_ram_bytes(
     """RAM besides the arena of a device in ``--app`` ``app`` (module docstring formula; in app
     modes of its ``role`` as :func:`code_bytes`; the head's result buffer of ``--result-on
     head`` is added by the caller)."""
+    harness = app == "harness"
+    base = _runtime(part, links, "ram") if harness else _app_runtime(part, app, role, "ram")
+    per = int(_runtime_entry(part)["ram_per_submodel"])
+    extra = (submodels - _stub_submodels(links, app)) * per
+    return base + -(-extra // 8) * 8
+
+
+def _stub_submodels(links: int, app: str) -> int:
+    """``s_l`` of the module docstring: the sub-models the measured stub hosts (the app-mode
+    stubs host one)."""
     if app != "harness":
-        extra = (submodels - 1) * int(_runtime_entry(part)["ram_per_submodel"])
-        return _app_runtime(part, app, role, "ram") + -(-extra // 8) * 8
-    stub = int(code_table()["stub_submodels"][str(min(max(links, 1), 3))])
-    extra = (submodels - stub) * int(_runtime_entry(part)["ram_per_submodel"])
-    return _runtime(part, links, "ram") + -(-extra // 8) * 8
+        return 1
+    return int(code_table()["stub_submodels"][str(min(max(links, 1), 3))])
 
 
 def app_sample_bytes(use: FirmwareUse, input_bytes: int) -> int:

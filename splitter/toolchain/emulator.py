@@ -289,13 +289,13 @@ def build_missing_emulator_elfs(out_dir: Path, devices: list[str]) -> None:
     from splitter.outputs import errors_named_in, staged_copy
     from splitter.toolchain.build import run_make
 
-    missing = [d for d in devices if not (contained(out_dir, f"firmware/{d}") / ELF).exists()]
+    dirs = {d: contained(out_dir, f"firmware/{d}") for d in devices}
+    missing = [d for d, ddir in dirs.items() if not (ddir / ELF).exists()]
     if not missing:
         return
     with staged_copy(out_dir) as stage, errors_named_in(stage, out_dir):
         for name in missing:
-            real = contained(out_dir, f"firmware/{name}").absolute()
-            run_make(stage / "firmware" / name, emulator=True, debug_dir=real)
+            run_make(stage / "firmware" / name, emulator=True, debug_dir=dirs[name].absolute())
 
 
 def _die_with_parent() -> None:
