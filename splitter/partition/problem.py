@@ -8,12 +8,16 @@ nothing of ONNX or board files.
 With the wire link model (:class:`splitter.cost.wire.LinkModel`, used for models; layer profiles
 keep the thesis's payload-only model) ``comm[j]`` is the time of the bytes the protocol puts on
 the wire for ``OUT_j`` (framing, chunk headers, ACKs, retransmission budget), and
-:func:`evaluate` adds two terms the solvers do not see: the TIMING records sent with each output
-(``k + 1`` records of 12 B with sub-model ``k``'s output: they depend on the boundary's position
-in the plan, not on the layer, so no per-layer cost holds them; about 1 ms per record at 115200
-baud) and, with ``host_io``, the host's input and output transfers (a constant for latency, left
-out of the waiting time ``W`` as the thesis's ``R'_i`` leaves out the first receive). Reported
-figures (latency, per sub-model transfer times) always include them.
+:func:`evaluate` adds three terms the solvers do not see: the TIMING records sent with each
+output (``k + 1`` records of 12 B with sub-model ``k``'s output: they depend on the boundary's
+position in the plan, not on the layer, so no per-layer cost holds them; about 1 ms per record
+at 115200 baud); with ``host_io``, the host's input and output transfers (a constant for
+latency, left out of the waiting time ``W`` as the thesis's ``R'_i`` leaves out the first
+receive); and with ``--result-on head`` the result's trip back from the tail to the head over
+the return link (:func:`_return_s`: the model's output bytes and ``K + 1`` TIMING records,
+nothing when head = tail). "Optimal" is therefore optimal for SPEC.md's objective, the thesis's
+eq. 13 / eq. 17; reported figures (latency, per sub-model transfer times, the stage times of
+``W``) always include the three terms.
 """
 
 from __future__ import annotations
