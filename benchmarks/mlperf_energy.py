@@ -10,6 +10,14 @@ not a tuned match. Beside it, splitter's own prediction for the model alone on a
 latency from the kernel cost table and its energy per inference, host I/O not counted: MLPerf
 times the inference only).
 
+A second table puts splitter's predicted latency of one L4R5 at 120 MHz (the real-core model:
+kernel cost table instructions x the part's cycles per instruction and flash wait states,
+:mod:`splitter.cost.cpi`; no host I/O) next to the latencies MLPerf Tiny measured on the same
+board: X-CUBE-AI 10.2 (v1.3 closed, STMicroelectronics NUCLEO_L4R5ZI-P) and TensorFlow Lite
+for Microcontrollers 2.3.1 (v0.5 closed, the reference submission on the Nucleo-L4R5ZI,
+``closed/reference/results/Nucleo-L4R5ZI/<task>/performance/results.txt``). A prediction
+against measurements: splitter's kernels have not run on an L4R5 here.
+
 Writes benchmarks/results/mlperf_energy.md and .json.
 Run: ``.venv/bin/python benchmarks/mlperf_energy.py``
 """
@@ -45,6 +53,17 @@ PUBLISHED = {
 }
 
 
+#: task -> median throughput /s measured by MLPerf Tiny on the L4R5 (module docstring)
+XCUBE_V13 = {"kws": 23.032, "vww": 11.181, "ic": 6.036, "ad": 208.608}
+TFLM_V05 = {"kws": 5.497, "vww": 1.665, "ic": 1.420, "ad": 99.487}
+LATENCY_SOURCE = (
+    "X-CUBE-AI: MLPerf Tiny v1.3 closed, github.com/mlcommons/tiny_results_v1.3 "
+    "closed/STMicroelectronics/results/NUCLEO_L4R5ZI-P/<task>/performance/results.txt; "
+    "TFLM 2.3.1: MLPerf Tiny v0.5 closed reference, github.com/mlcommons/tiny_results_v0.5 "
+    "closed/reference/results/Nucleo-L4R5ZI/<task>/performance/results.txt (median throughput)"
+)
+
+
 def rows() -> list[dict[str, object]]:
     """One row per task (module docstring)."""
     part = get_part(PART)
@@ -67,6 +86,8 @@ def rows() -> list[dict[str, object]]:
                 "model_energy_at_mlperf_latency_uj": at_latency,
                 "error_pct": 100 * (at_latency - energy_uj) / energy_uj,
                 "splitter_latency_ms": plan.latency_s * 1e3,
+                "xcube_v13_latency_ms": 1e3 / XCUBE_V13[task],
+                "tflm_v05_latency_ms": 1e3 / TFLM_V05[task],
                 "splitter_energy_uj": plan.energy_j * 1e6,
             }
         )
@@ -94,7 +115,31 @@ def markdown(table: list[dict[str, object]], date: str) -> str:
             f"{r['model_energy_at_mlperf_latency_uj']:.1f} | {r['error_pct']:+.1f} % | "
             f"{r['splitter_latency_ms']:.1f} | {r['splitter_energy_uj']:.1f} |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, "", *latency_markdown(table)]) + "\n"
+
+
+def latency_markdown(table: list[dict[str, object]]) -> list[str]:
+    """The prediction table: splitter's predicted latency on one L4R5 against MLPerf's
+    measured X-CUBE-AI and TFLM latencies (module docstring)."""
+    lines = [
+        "## Predicted latency on one L4R5 at 120 MHz against MLPerf Tiny's measurements",
+        "",
+        f"Measured figures: {LATENCY_SOURCE}. splitter: predicted (not measured) by the "
+        "real-core model for its own kernels.",
+        "",
+        "| task | splitter predicted ms | X-CUBE-AI 10.2 measured ms | TFLM 2.3.1 measured ms "
+        "| splitter / X-CUBE-AI | splitter / TFLM |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in table:
+        ours, xc, tf = (
+            float(r[k])  # type: ignore[arg-type]
+            for k in ("splitter_latency_ms", "xcube_v13_latency_ms", "tflm_v05_latency_ms")
+        )
+        lines.append(
+            f"| {r['task']} | {ours:.1f} | {xc:.1f} | {tf:.1f} | {ours / xc:.2f} | {ours / tf:.2f} |"
+        )
+    return lines
 
 
 def main() -> None:
