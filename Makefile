@@ -38,7 +38,7 @@ system-deps:
 	fi
 
 test: system-deps $(STAMP) check
-	$(VENV)/bin/pytest -n 2 -q -m "not extended" tests
+	$(VENV)/bin/pytest -n 2 -q -m "not extended" --durations=30 tests
 
 # Everything, including the extended sweeps (the large ONNX zoo graphs; about 10 more minutes).
 test-all: system-deps $(STAMP) check
