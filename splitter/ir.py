@@ -315,6 +315,8 @@ class LinkSpec:
     baud: int = 115200
     bits_per_byte: int = 10
     retransmit: float = 0.0
+    #: the link's peripheral kind (``[link] kind``; :mod:`splitter.hardware.links`)
+    kind: str = "uart"
 
 
 @dataclass(frozen=True)
