@@ -99,3 +99,12 @@ def test_declared_converters_serve_the_definitions_operators() -> None:
         assert set(kind.tflite_converters) <= set(kind.definition.tflite), kind.kind
     assert set(onnx_ops.declared_converters()) <= set(onnx_ops.CONVERTERS)
     assert set(tflite_ops.declared_converters()) <= set(tflite_ops.CONVERTERS)
+
+
+def test_the_registry_is_ordered_by_the_order_attribute() -> None:
+    """Op classes register themselves; ``splitter ops`` lists them by ``order`` (the order the
+    explicit ``_CLASSES`` list had, new kinds where their ``order`` puts them)."""
+    kinds = list(emitters.KINDS.values())
+    assert [type(k).order for k in kinds] == sorted(type(k).order for k in kinds)
+    assert list(emitters.KINDS)[:4] == ["conv2d", "conv_transpose", "dense", "matmul"]
+    assert list(emitters.KINDS)[-2:] == ["quantize", "dequantize"]
