@@ -306,7 +306,8 @@ class Device:
 
 @dataclass(frozen=True)
 class LinkSpec:
-    """UART links: sending B bytes takes ``B * bits_per_byte / baud`` seconds (SPEC.md, Links).
+    """The boards' links (``kind``: UART today, :mod:`splitter.hardware.links`): sending B bytes
+    takes ``B * bits_per_byte / baud`` seconds (SPEC.md, Links).
 
     ``retransmit`` is the retransmission budget of the wire model (:mod:`splitter.cost.wire`):
     expected extra bytes as a fraction of a clean transfer's (0: a clean line).
@@ -315,6 +316,8 @@ class LinkSpec:
     baud: int = 115200
     bits_per_byte: int = 10
     retransmit: float = 0.0
+    #: the link's peripheral kind (``[link] kind``; :mod:`splitter.hardware.links`)
+    kind: str = "uart"
 
 
 @dataclass(frozen=True)

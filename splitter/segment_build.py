@@ -88,13 +88,13 @@ def load_rate(boards: Boards, device: Device, extflash: ExtFlash | None) -> Load
     regions splitter knows no clock for)."""
     from splitter.hardware.board_catalog import device_wiring
     from splitter.hardware.extflash import timing
+    from splitter.hardware.links import link_kind
 
     link = boards.link
     spec = _board_spec(device)
     if extflash is None or spec is None or spec.origin != extflash.origin:
-        return LoadRate(
-            link.bits_per_byte / link.baud, f"host stream over link 0 at {link.baud} baud"
-        )
+        per_byte = link_kind(link.kind).seconds(1, link)
+        return LoadRate(per_byte, f"host stream over link 0 at {link.baud} baud")
     hclk = device_wiring(device.part, device.board, device.clock_hz, device.name).tree.bus_hz["AHB"]
     t = timing(spec, hclk)
     return LoadRate(

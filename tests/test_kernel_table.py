@@ -222,3 +222,28 @@ def test_probes_go_before_ops_and_loops() -> None:
     outside = [i for i, op in enumerate(layer.ops) if op.name not in inside]
     assert sorted(probed[0]) == sorted([*outside, *(-1 - k for k in range(len(layer.loops)))])
     assert src.count("probe();") == len(probed[0])
+
+
+def test_measured_keys_are_json_signatures() -> None:
+    """The measured entries are keyed by JSON arrays (issue #28: no Python ``repr`` keys):
+    ``[variant, shapes, constants, attributes]`` per op, ``["pex" | "pex-row", channels,
+    [op signatures]]`` per loop, each in the canonical compact form ``op_signature`` writes;
+    every op of ``tiny_cnn.onnx``'s layers finds its entry."""
+    import json
+
+    from splitter.cost.kernels import op_signature, signature_key
+    from splitter.graph.chain import build_chain
+
+    for entry in kernel_table()["builds"].values():
+        for key in entry["measured"]:
+            data = json.loads(key)
+            assert signature_key(data) == key
+            if data[0].startswith("pex"):
+                assert isinstance(data[1], int) and all(len(s) == 4 for s in data[2]), key
+            else:
+                assert len(data) == 4 and "/" in data[0], key
+    chain = build_chain(load_model(MODELS / "tiny_cnn.onnx").graph)
+    assert chain.graph is not None
+    measured = kernel_table()["builds"]["M4F.dsp"]["measured"]
+    ops = [op for layer in chain.layers for op in layer.ops]
+    assert ops and all(op_signature(op, chain.graph.tensors, "NCHW") in measured for op in ops)

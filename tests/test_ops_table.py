@@ -89,3 +89,22 @@ def test_every_named_kernel_is_declared_in_its_header() -> None:
     for kernel in named:
         header = (KERNELS_DIR / kernel.header).read_text()
         assert re.search(rf"\b{kernel.symbol}\(", header), (kernel, kernel.header)
+
+
+def test_declared_converters_serve_the_definitions_operators() -> None:
+    """A converter an op class declares is for an operator its ``definition`` names, and the
+    importers' tables hold it."""
+    for kind in emitters.KINDS.values():
+        assert set(kind.onnx_converters) <= set(kind.definition.onnx), kind.kind
+        assert set(kind.tflite_converters) <= set(kind.definition.tflite), kind.kind
+    assert set(onnx_ops.declared_converters()) <= set(onnx_ops.CONVERTERS)
+    assert set(tflite_ops.declared_converters()) <= set(tflite_ops.CONVERTERS)
+
+
+def test_the_registry_is_ordered_by_the_order_attribute() -> None:
+    """Op classes register themselves; ``splitter ops`` lists them by ``order`` (the order the
+    explicit ``_CLASSES`` list had, new kinds where their ``order`` puts them)."""
+    kinds = list(emitters.KINDS.values())
+    assert [type(k).order for k in kinds] == sorted(type(k).order for k in kinds)
+    assert list(emitters.KINDS)[:4] == ["conv2d", "conv_transpose", "dense", "matmul"]
+    assert list(emitters.KINDS)[-2:] == ["quantize", "dequantize"]

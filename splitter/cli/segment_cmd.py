@@ -31,6 +31,7 @@ from splitter.codegen.segments import chain_units
 from splitter.errors import SplitterError
 from splitter.hardware.boards import load_boards, parse_size
 from splitter.hardware.families import family_for
+from splitter.hardware.links import link_kind
 from splitter.importers import load_chain
 from splitter.ir import Boards, Chain, Device
 from splitter.partition.problem import layer_time
@@ -57,13 +58,14 @@ def segment_problem(
 ) -> SegmentProblem:
     """The LO-SC instance of ``chain`` on ``device`` (module docstring gives each term)."""
     link = boards.link
+    wire_s = link_kind(link.kind).seconds  # MEM_l * bits_per_byte / baud
     costs = [layer.cost for layer in chain.layers]
     return SegmentProblem(
         memory=tuple(c.flash for c in costs),
         output=tuple(c.out_bytes for c in costs),
         memory_cap=memory_cap,
         peak=tuple(c.ram for c in costs),
-        time=tuple(layer_time(c, device) + c.flash * link.bits_per_byte / link.baud for c in costs),
+        time=tuple(layer_time(c, device) + wire_s(c.flash, link) for c in costs),
         time_cap=time_cap,
         names=tuple(layer.name for layer in chain.layers),
     )

@@ -44,6 +44,7 @@ from splitter.errors import BoardFileError, OutputError, UnsupportedOpError
 from splitter.hardware.board_catalog import Wiring, device_wiring
 from splitter.hardware.clocks import Step
 from splitter.hardware.families import Family, RegWrite, family_for
+from splitter.hardware.links import link_kind
 from splitter.hardware.qemu import EMULATOR
 from splitter.ir import Boards, Chain, Part
 from splitter.manifest import PlanManifest
@@ -51,6 +52,8 @@ from splitter.outputs import contained, crash_point, write_durable
 from splitter.protocol import FIRMWARE_VERSION, MAX_TENSORS
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "firmware_templates"
+#: The link kind the firmware drives (UART: the only one with a firmware driver today).
+LINK = link_kind()
 STATIC_FILES = (
     "proto.c",
     "proto.h",
@@ -59,8 +62,7 @@ STATIC_FILES = (
     "link.h",
     "timer.c",
     "timer.h",
-    "uart.c",
-    "uart.h",
+    *LINK.firmware_sources,
     "libc.c",
     "clock_status.h",
     "watchdog.c",
@@ -81,8 +83,8 @@ APP_MODES = ("harness", "standalone", "library")
 MODE_ONLY: Mapping[str, tuple[str, ...]] = {
     "main.c": ("harness", "standalone"),  # owns main()
     "startup.c": ("harness", "standalone"),  # reset handler, vector table, clocks, pins
-    "uart.c": ("harness", "standalone"),  # our USART driver (interrupt-driven rings)
-    "uart.h": ("harness", "standalone"),
+    # our driver of the link's peripheral (the USARTs: interrupt-driven rings)
+    **dict.fromkeys(LINK.firmware_sources, ("harness", "standalone")),
     "timer.c": ("harness", "standalone"),  # SysTick (a product's HAL owns it)
     "libc.c": ("harness", "standalone"),  # memcpy/memset for -nostdlib links
     "part.ld": ("harness", "standalone"),
@@ -383,7 +385,9 @@ def _target(
     """One build target; ticks = ``seconds * f_clk`` (SysTick counts core clock cycles).
     ``brrs`` are the checked divisors of the real part; the emulator's come from its clock."""
     brr = (
-        list(brrs) if brrs is not None else [(family.brr(u, clock_hz, baud), 0) for u, _ in usarts]
+        list(brrs)
+        if brrs is not None
+        else [(LINK.divisor(family, u, clock_hz, baud), 0) for u, _ in usarts]
     )
     ctxs = tuple(
         UsartContext(u, f"0x{base:08X}", _irq(family, u, name), *brr[k])
@@ -552,7 +556,7 @@ def _device_context(
     )
     tree = wiring.tree
     bauds = [
-        family.check_baud(u, tree, baud, f"device {d.name} link {k} ({u})")
+        LINK.check_rate(family, u, tree, baud, f"device {d.name} link {k} ({u})")
         for k, (u, _) in enumerate(usarts)
     ]
     part_t = _target(

@@ -41,5 +41,5 @@ def handler(op: Op) -> OpKind:
     except KeyError:
         raise UnsupportedOpError(
             f"{op.name}: no op class for op kind '{op.kind}'; add one to "
-            "splitter/codegen/ops/ and its line in splitter/codegen/ops/__init__.py:_CLASSES"
+            "splitter/codegen/ops/ (it registers itself; CONTRIBUTING.md, adding an op)"
         ) from None

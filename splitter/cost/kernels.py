@@ -11,7 +11,9 @@ path inside it, layout and dtype) a least-squares fit gives the instructions of 
 ``I(op) = c_call + c_rows * rows + c_pix * pixels + c_out * outputs + c_mac * MACs
 + c_edge * edge MACs + c_in * inputs``
 
-(features of :func:`op_features`; a kernel family uses the subset it has). A fused float
+(features of :func:`op_features`; a kernel family uses the subset it has; an op class whose
+kernel's loops differ from the element-wise ones declares its own,
+``OpKind.cost_feature_names`` / ``OpKind.cost_features``). A fused float
 activation is its own term ``act.<kind>`` (``c_out * outputs``: the ``k_act`` pass the float
 kernels end with). An op whose exact shape was measured (:func:`op_signature`: every layer of
 ``models/`` that fits the emulator, and the grid) takes the measured count instead of the fit;
@@ -35,6 +37,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from splitter.codegen.ops import KINDS
 from splitter.cost.handlers import q8_conv_kind
 from splitter.errors import InputFileError
 from splitter.ir import Layer, Op, Part, TensorSpec
@@ -275,6 +278,9 @@ def op_features(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> dict[
         return {"call": 1, "out": y.size, "mac": y.size * int(ins[0].shape[-1])}
     if op.kind in BINARY and _dtype(op, tensors) == "float32":
         return _binary_features(y)
+    declared = KINDS.get(op.kind)
+    if declared is not None and declared.cost_feature_names is not None:
+        return declared.cost_features(op, ins, y)
     return {"call": 1, "out": y.size, "in": sum(t.size for t in ins)}
 
 
@@ -375,6 +381,9 @@ def feature_names(variant: str) -> tuple[str, ...]:
         return ("call", "out", "rows")
     if kind == "act":
         return ("call", "out")
+    declared = KINDS.get(kind)
+    if declared is not None and declared.cost_feature_names is not None:
+        return declared.cost_feature_names
     return ELEMENT_FEATURES
 
 
@@ -406,16 +415,39 @@ def _coefficients(build: str) -> dict[str, Any]:
     return entry
 
 
+#: attributes the kernels read: the part of an op's attributes its instruction count depends on
+SIGNATURE_ATTRS = ("kernel", "strides", "pads", "dilations", "groups", "act", "axis", "axes",
+                   "perm", "mode", "size", "count_include_pad", "starts", "ends", "steps",
+                   "keepdims")  # fmt: skip
+
+
+def _plain(value: object) -> object:
+    """``value`` as JSON data: tuples and lists as lists, numpy scalars as Python numbers."""
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    item = getattr(value, "item", None)
+    return item() if callable(item) and not isinstance(value, str) else value
+
+
+def _signature(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> list[object]:
+    """``[variant, shapes, constants, attributes]`` of :func:`op_signature`, as JSON data."""
+    shapes = [[int(d) for d in tensors[n].shape] for n in (*op.inputs, *op.outputs) if n in tensors]
+    consts = sorted([k, [int(d) for d in v.shape]] for k, v in op.weights.items())
+    attrs = sorted([k, _plain(v)] for k, v in op.attrs.items() if k in SIGNATURE_ATTRS)
+    return [op_variant(op, tensors, layout), shapes, consts, attrs]
+
+
+def signature_key(data: object) -> str:
+    """A signature as the table's key: compact JSON (no spaces)."""
+    return json.dumps(data, separators=(",", ":"))
+
+
 def op_signature(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> str:
     """What decides an op's instruction count: its variant, the shapes of its activations and
     constants and the attributes the kernels read (window, stride, padding, groups,
-    activation, axes...), as one string (the key of the table's measured entries)."""
-    shapes = [tensors[n].shape for n in (*op.inputs, *op.outputs) if n in tensors]
-    consts = sorted((k, tuple(int(d) for d in v.shape)) for k, v in op.weights.items())
-    keep = ("kernel", "strides", "pads", "dilations", "groups", "act", "axis", "axes", "perm",
-            "mode", "size", "count_include_pad", "starts", "ends", "steps", "keepdims")  # fmt: skip
-    attrs = sorted((k, repr(v)) for k, v in op.attrs.items() if k in keep)
-    return f"{op_variant(op, tensors, layout)}|{shapes}|{consts}|{attrs}"
+    activation, axes...: :data:`SIGNATURE_ATTRS`), as one JSON array ``[variant, shapes,
+    constants, attributes]`` (the key of the table's measured entries)."""
+    return signature_key(_signature(op, tensors, layout))
 
 
 def term_instructions(term: Term, build: str) -> float:
@@ -621,10 +653,10 @@ def loop_terms(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpe
 
 def loop_signature(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpec],
                    layout: str, by: str = "channel") -> str:  # fmt: skip
-    """What decides a loop's instruction count: its kind, its ops' signatures and its channels
-    (rows)."""
-    head = "pex|" if by == "channel" else f"pex-{by}|"
-    return head + str(channels) + "|" + "||".join(op_signature(o, tensors, layout) for o in ops)
+    """What decides a loop's instruction count: its kind (``"pex"`` for a channel loop,
+    ``"pex-<by>"`` else), its channels (rows) and its ops' signatures, as one JSON array."""
+    head = "pex" if by == "channel" else f"pex-{by}"
+    return signature_key([head, channels, [_signature(o, tensors, layout) for o in ops]])
 
 
 def loop_instructions(

@@ -37,6 +37,7 @@ import math
 from dataclasses import dataclass
 
 from splitter import protocol as P
+from splitter.hardware.links import link_kind
 from splitter.ir import LinkSpec
 
 
@@ -65,8 +66,9 @@ class Wire:
         return self.total - self.payload
 
     def seconds(self, link: LinkSpec) -> float:
-        """``total * bits_per_byte / baud`` (see the module docstring)."""
-        return self.total * link.bits_per_byte / link.baud
+        """``total * bits_per_byte / baud`` (see the module docstring): the time the link's
+        kind gives ``total`` bytes (:meth:`splitter.hardware.links.LinkKind.seconds`)."""
+        return link_kind(link.kind).seconds(self.total, link)
 
 
 def chunks(nbytes: int) -> int:
@@ -95,7 +97,7 @@ def payload_only(nbytes: int) -> Wire:
 
 def record_seconds(link: LinkSpec) -> float:
     """Time of one TIMING record on the wire: ``T * (1 + rho) * bits_per_byte / baud``."""
-    return P.TIMING.size * (1.0 + link.retransmit) * link.bits_per_byte / link.baud
+    return link_kind(link.kind).seconds(P.TIMING.size * (1.0 + link.retransmit), link)
 
 
 @dataclass(frozen=True)

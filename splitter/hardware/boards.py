@@ -7,6 +7,7 @@ Shape (every other key is an error naming the key)::
     bits_per_byte = 10   # default 10 (8N1 framing); the thesis's figures use 8
     retransmit = 0.0     # default 0: retransmission budget, extra wire bytes as a fraction of
                          #   a clean transfer's (splitter.cost.wire); e.g. 0.05 on a noisy line
+    kind = "uart"        # default "uart": the link's peripheral (splitter.hardware.links)
 
     [[device]]
     name = "h7"              # unique, [a-z0-9_-]{1,64}
@@ -65,12 +66,13 @@ from splitter.errors import BoardFileError
 from splitter.hardware.board_catalog import check_host_baud, device_wiring, get_board
 from splitter.hardware.catalog import get_part, part_from_table
 from splitter.hardware.families import family_for
+from splitter.hardware.links import DEFAULT_KIND, LINK_KINDS, link_kind
 from splitter.inputs import parse_toml, read_input_text
 from splitter.ir import CALIBRATION_KINDS, Boards, Calibration, Device, LinkSpec, Part
 from splitter.names import DEVICE_NAME, PORT, PROBE, problem
 
 TOP_KEYS = ("link", "device", "calibration")
-LINK_KEYS = ("baud", "bits_per_byte", "retransmit")
+LINK_KEYS = ("baud", "bits_per_byte", "retransmit", "kind")
 DEVICE_KEYS = (
     "name", "board", "mcu", "part", "flash", "ram", "clock_mhz", "cpm", "cpm_by_class", "port",
     "probe",
@@ -93,7 +95,7 @@ MAXIMA = {
     "cpm": 1e6,
     "flash_kib": float(1 << 22),
     "ram_kib": float(1 << 22),
-    "baud": 100_000_000,
+    "baud": max(k.max_rate for k in LINK_KINDS.values()),
     "bits_per_byte": 64,
 }
 #: Largest address of a 32-bit Cortex-M memory map.
@@ -131,7 +133,7 @@ def boards_from_dict(data: Mapping[str, Any], where: str = "boards.toml") -> Boa
         devices.append(dev)
     for dev in devices:
         if dev.board is not None or _in_catalog(dev.part):
-            check_device_links(dev, link.baud, len(devices), where)
+            check_device_links(dev, link.baud, len(devices), where, link.kind)
     calibrations = _parse_calibrations(data.get("calibration", {}), where)
     boards = Boards(devices=tuple(devices), link=link, source_path=where, calibrations=calibrations)
     return for_prediction(boards, emulated=False)
@@ -219,9 +221,12 @@ def _in_catalog(part: Part) -> bool:
         return False
 
 
-def check_device_links(dev: Device, baud: int, n_devices: int, where: str) -> None:
+def check_device_links(
+    dev: Device, baud: int, n_devices: int, where: str, kind: str = DEFAULT_KIND
+) -> None:
     """Plan-time checks of the real board: the clock tree reaches ``dev.clock_hz`` and each USART
-    the device may use (its first ``n_devices``: host + peers) divides ``baud`` validly."""
+    the device may use (its first ``n_devices``: host + peers) divides ``baud`` validly (the
+    link ``kind``'s rate check)."""
     ctx = f"{where}: device '{dev.name}'"
     try:
         wiring = device_wiring(dev.part, dev.board, dev.clock_hz, ctx)
@@ -233,7 +238,7 @@ def check_device_links(dev: Device, baud: int, n_devices: int, where: str) -> No
     family = family_for(dev.part.family)
     for k, (usart, _base) in enumerate(wiring.usarts[:n_devices]):
         role = "host link" if k == 0 else f"link to a peer #{k}"
-        family.check_baud(usart, wiring.tree, baud, f"{ctx} {role} ({usart})")
+        link_kind(kind).check_rate(family, usart, wiring.tree, baud, f"{ctx} {role} ({usart})")
 
 
 def _no_extra_keys(
@@ -260,12 +265,20 @@ def _parse_link(raw: Any, where: str) -> LinkSpec:
     if not isinstance(raw, dict):
         raise BoardFileError(f"{where}: 'link' must be a table; write [link]")
     _no_extra_keys(raw, LINK_KEYS, where, "[link]")
+    kind = raw.get("kind", DEFAULT_KIND)
+    if kind not in LINK_KINDS:
+        raise BoardFileError(
+            f"{where}: [link] kind = {kind!r}; use one of {', '.join(map(repr, LINK_KINDS))}"
+        )
+    lk = link_kind(kind)
     baud = _positive_int(raw.get("baud"), where, "[link] baud", 115200)
-    bpb = _positive_int(raw.get("bits_per_byte"), where, "[link] bits_per_byte", 10)
+    bpb = _positive_int(
+        raw.get("bits_per_byte"), where, "[link] bits_per_byte", lk.default_bits_per_byte
+    )
     rho = raw.get("retransmit", 0.0)
     if rho != 0:
         rho = _positive_float(rho, where, "[link] retransmit", top=100.0)
-    return LinkSpec(baud=baud, bits_per_byte=bpb, retransmit=float(rho))
+    return LinkSpec(baud=baud, bits_per_byte=bpb, retransmit=float(rho), kind=kind)
 
 
 def _parse_device(raw: Any, index: int, where: str) -> Device:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from splitter.codegen.ops.opdef import SourceUnsupported
 from splitter.errors import ShapeError, quoted
 from splitter.importers.onnx_nodes import ImportContext, OnnxNode, Unsupported
 from splitter.ir import Op
@@ -599,7 +600,27 @@ def lrn(node: OnnxNode, ctx: ImportContext) -> list[Op]:
     return make_op(node, "lrn", (x,), attrs)
 
 
-#: The supported ONNX op types (default domain) and their converters.
+def _declared(convert: Callable[[Any, Any], list[Op]]) -> Converter:
+    """A converter an op class declares, its ``SourceUnsupported`` raised as ``Unsupported``."""
+
+    def run(node: OnnxNode, ctx: ImportContext) -> list[Op]:
+        try:
+            return convert(node, ctx)
+        except SourceUnsupported as why:
+            raise Unsupported(str(why)) from None
+
+    return run
+
+
+def declared_converters() -> dict[str, Converter]:
+    """The converters the op classes declare (``OpKind.onnx_converters``, splitter.codegen.ops)."""
+    from splitter.codegen.ops import KINDS
+
+    return {name: _declared(f) for k in KINDS.values() for name, f in k.onnx_converters.items()}
+
+
+#: The supported ONNX op types (default domain) and their converters: this table, then the
+#: converters the op classes declare.
 CONVERTERS: Mapping[str, Converter] = {
     "Conv": conv,
     "Gemm": gemm,
@@ -638,4 +659,5 @@ CONVERTERS: Mapping[str, Converter] = {
     "Unsqueeze": reshape,
     "Transpose": transpose,
     "Cast": cast,
+    **declared_converters(),
 }

@@ -453,7 +453,15 @@ def _t(n: Node, k: int) -> TensorInfo:
     return t
 
 
-#: TFLite builtin name -> converter. Adding an op = one function + one line here.
+def declared_converters() -> dict[str, Callable[[Node], Converted]]:
+    """The converters the op classes declare (``OpKind.tflite_converters``)."""
+    from splitter.codegen.ops import KINDS
+
+    return {name: f for k in KINDS.values() for name, f in k.tflite_converters.items()}
+
+
+#: TFLite builtin name -> converter: this table, then the converters the op classes declare
+#: (a new op declares its converter on its class, CONTRIBUTING.md "Adding an op").
 CONVERTERS: Mapping[str, Callable[[Node], Converted]] = {
     "CONV_2D": conv_2d,
     "DEPTHWISE_CONV_2D": depthwise_conv_2d,
@@ -483,4 +491,5 @@ CONVERTERS: Mapping[str, Callable[[Node], Converted]] = {
     "TRANSPOSE": transpose,
     "QUANTIZE": _unary("quantize", perm=None),
     "DEQUANTIZE": _unary("dequantize", perm=None),
+    **declared_converters(),
 }

@@ -13,7 +13,8 @@ random walk where each op's input is the previous op's output, over
 * PEX loops (:func:`pex_chain`): an inverted-residual block (1x1 or 3x3 generating conv,
   depthwise 3x3, 1x1 projection) run by one channel loop (int8 and float32 NCHW) or one row
   loop (int8), fused as the planner fuses them, so the loop kernels' fits see loops of many
-  shapes, not only the few of ``models/``,
+  shapes, not only the few of ``models/``;
+* the graphs an op class declares (``OpKind.grid_graphs``, :func:`declared_chains`),
 
 in float32 NCHW, float32 NHWC and int8 NHWC (per-channel weight scales, as TFLite's).
 """
@@ -167,7 +168,16 @@ def grid_chains() -> list[Chain]:
     chains += [dense_chain(dt, k) for dt in ("float32", "int8") for k in range(DENSE_WALKS)]
     chains += [pex_chain(lay, dt, by, k) for lay, dt, by in PEX_KINDS for k in range(PEX_WALKS)]
     chains += [mean_chain(lay, dt, k) for lay, dt in KINDS for k in range(MEAN_WALKS)]
-    return chains
+    return chains + declared_chains()
+
+
+def declared_chains() -> list[Chain]:
+    """The grid graphs the op classes declare (``OpKind.grid_graphs``: kinds no model of
+    ``models/`` uses), in the order of ``splitter ops``."""
+    from splitter.codegen.ops import KINDS as OP_KINDS
+    from splitter.graph.chain import build_chain
+
+    return [build_chain(g) for kind in OP_KINDS.values() for g in kind.grid_graphs()]
 
 
 #: PEX loop chains per kind: (layout, dtype, loop kind)

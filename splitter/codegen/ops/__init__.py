@@ -1,4 +1,4 @@
-"""The op kinds: one small class per canonical op kind, registered explicitly in :data:`KINDS`.
+"""The op kinds: one small class per canonical op kind, each registering itself in :data:`KINDS`.
 
 Each class (on :class:`~splitter.codegen.ops.base.OpKind`) holds everything about its kind: its
 ``definition`` (:class:`~splitter.codegen.ops.opdef.OpDef`: attributes, source operators, which
@@ -7,8 +7,8 @@ convention of :mod:`splitter.codegen.ops.formulas`), and its code: the float32 c
 (``kernels.c``, NCHW; ``kernels_nhwc.c`` for the spatial kernels of NHWC graphs) and / or the
 int8 calls (``kernels_q8.c``, NHWC); the base does the shared checks and picks the path.
 :mod:`splitter.ops` (the op tables), :mod:`splitter.cost.handlers` (shapes, MACs, scratch) and
-the C generator all read this registry. Adding an op: one class in a module here and one line
-below (CONTRIBUTING.md, "Adding an op").
+the C generator all read this registry. Adding an op: one class in a module here; the class
+registers itself (CONTRIBUTING.md, "Adding an op").
 
 This package sits below the graph and cost layers (``pyproject.toml``'s import contract): it
 imports only the IR, the hardware facts and its own helpers.
@@ -16,73 +16,30 @@ imports only the IR, the hardware facts and its own helpers.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from splitter.codegen.ops.base import EmitContext, OpEmitter, OpKind, is_quantised
-from splitter.codegen.ops.conv import Conv2D
-from splitter.codegen.ops.dense import Dense, MatMul
-from splitter.codegen.ops.elementwise import (
-    Add,
-    BatchNorm,
-    Clip,
-    Div,
-    Erf,
-    Gelu,
-    GeluTanh,
-    HardSigmoid,
-    HardSwish,
-    LeakyRelu,
-    Mul,
-    Relu,
-    Relu6,
-    Sigmoid,
-    Sub,
-    Tanh,
-)
-from splitter.codegen.ops.gather import PadMode, Resize, Slice
-from splitter.codegen.ops.lrn import LRN
-from splitter.codegen.ops.pool import AvgPool, GlobalAvgPool, MaxPool, Mean
-from splitter.codegen.ops.shape import Concat, Dequantize, Pad, Quantize, Reshape, Transpose
-from splitter.codegen.ops.softmax import Softmax
+from splitter.codegen.ops.base import REGISTERED, EmitContext, OpEmitter, OpKind, is_quantised
 from splitter.ir import Op, TensorSpec
 
-_CLASSES: tuple[type[OpKind], ...] = (
-    Conv2D,
-    Dense,
-    MatMul,
-    MaxPool,
-    AvgPool,
-    GlobalAvgPool,
-    Mean,
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Concat,
-    Relu,
-    Relu6,
-    Clip,
-    LeakyRelu,
-    Sigmoid,
-    Tanh,
-    HardSwish,
-    HardSigmoid,
-    Erf,
-    Gelu,
-    GeluTanh,
-    LRN,
-    Softmax,
-    BatchNorm,
-    Pad,
-    PadMode,
-    Slice,
-    Resize,
-    Reshape,
-    Transpose,
-    Quantize,
-    Dequantize,
-)
+
+def _load_modules() -> tuple[type[OpKind], ...]:
+    """Import every module of this package (each op class registers itself on subclassing,
+    :data:`~splitter.codegen.ops.base.REGISTERED`) and return the op classes by
+    :attr:`OpKind.order`, ties in module-name then definition order."""
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        importlib.import_module(f"{__name__}.{info.name}")
+    seen: dict[str, type[OpKind]] = {}
+    for cls in REGISTERED:
+        if cls.kind in seen and seen[cls.kind] is not cls:
+            raise TypeError(f"op kind {cls.kind!r}: {seen[cls.kind].__name__} and {cls.__name__}")
+        seen[cls.kind] = cls
+    return tuple(sorted(seen.values(), key=lambda c: (c.order, c.__module__, REGISTERED.index(c))))
+
+
+_CLASSES: tuple[type[OpKind], ...] = _load_modules()
 
 #: Canonical op kind -> its op class instance, in the order of ``splitter ops``.
 KINDS: Mapping[str, OpKind] = MappingProxyType({cls.kind: cls() for cls in _CLASSES})

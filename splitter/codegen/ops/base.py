@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from splitter.codegen.escape import c_comment
 from splitter.codegen.ops.formulas import Shape
 from splitter.codegen.ops.literals import WeightTable, c_float
 from splitter.codegen.ops.opdef import Kernel, OpDef
-from splitter.ir import Op, TensorSpec
+from splitter.ir import Graph, Op, TensorSpec
 
 #: ``check(op, tensors) -> reason | None``: why a kernel cannot run ``op`` (``None``: it can).
 Check = Callable[[Op, Mapping[str, TensorSpec]], "str | None"]
@@ -219,6 +219,11 @@ def nhwc_batch1(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
 #: Checks every int8 element-wise op needs.
 Q8_ELEMENTWISE: tuple[Check, ...] = (all_int8, no_weights)
 
+#: Every op class with its own ``definition``, in the order their modules defined them
+#: (:class:`OpKind` appends on subclassing; :mod:`splitter.codegen.ops` imports every module of
+#: the package and orders the registry by :attr:`OpKind.order`).
+REGISTERED: list[type[OpKind]] = []
+
 
 # ---------------------------------------------------------------------------- base ----
 
@@ -241,11 +246,22 @@ class OpKind:
     #: the C kernels the class calls by a :class:`~splitter.codegen.ops.opdef.Kernel` (its symbol
     #: is its key; ``tests/test_ops_table.py`` checks each is declared in its header)
     c_kernels: ClassVar[tuple[Kernel, ...]] = ()
+    #: its place in ``splitter ops`` and the op tables (ascending; ties: module, then class order)
+    order: ClassVar[int] = 10_000
+    #: ONNX operator -> converter ``(node, ctx) -> [Op, ...]`` for the operators of
+    #: ``definition.onnx`` that no converter of :mod:`splitter.importers.onnx_ops` maps (a new op
+    #: declares its importer here: :class:`~splitter.importers.onnx_nodes.OnnxNode` and
+    #: :class:`~splitter.importers.onnx_nodes.ImportContext`, duck-typed so this layer imports
+    #: no importer)
+    onnx_converters: ClassVar[Mapping[str, Callable[[Any, Any], list[Op]]]] = {}
+    #: the same per TFLite builtin of ``definition.tflite`` (``tflite_ops.Node`` -> ``Converted``)
+    tflite_converters: ClassVar[Mapping[str, Callable[[Any], Any]]] = {}
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if "definition" in cls.__dict__:
             cls.kind = cls.definition.kind
+            REGISTERED.append(cls)
 
     # ------------------------------------------------------------------ shape and cost ----
 
@@ -264,6 +280,25 @@ class OpKind:
     def scratch_bytes(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec, item: int) -> int:
         """Kernel scratch in bytes; the float kernels here need none (direct loops)."""
         return 0
+
+    # ----------------------------------------------------------- the kernel cost table ----
+
+    #: the features of the kernel cost fit (:mod:`splitter.cost.kernels`) when the kernel's
+    #: loops differ from an element-wise kernel's (``call``, ``out``, ``in``); with
+    #: :meth:`cost_features` giving their values
+    cost_feature_names: ClassVar[tuple[str, ...] | None] = None
+
+    def cost_features(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec) -> dict[str, float]:
+        """Values of :attr:`cost_feature_names` for one call of the op's kernel (only called
+        when the class sets :attr:`cost_feature_names`; the features' meanings are the cost
+        table's, :data:`splitter.cost.kernels.FEATURES`)."""
+        raise NotImplementedError(f"{self.kind}: cost_feature_names without cost_features")
+
+    def grid_graphs(self) -> list[Graph]:
+        """Graphs of this kind's ops for the kernel cost table's grid
+        (:mod:`splitter.measure.kernel_grid`) when no model of ``models/`` uses the kind: a few
+        shapes around the ones users run, so its fit sees each feature vary."""
+        return []
 
     # -------------------------------------------------------------------------- code ----
 

@@ -169,6 +169,7 @@ class Conv2D(OpEmitter):
     """
 
     # y = conv(x, W) + B, W (O, I/groups, kh, kw); groups == C is a depthwise conv
+    order = 10
     definition = OpDef(
         "conv2d",
         ("kernel", "strides", "pads", "dilations", "groups", "act"),

@@ -42,6 +42,7 @@ class Dense(OpEmitter):
     """
 
     # y = x @ W.T + B, W (out, in); x flattened to (1, in)
+    order = 20
     definition = OpDef(
         "dense",
         ("act",),
@@ -111,6 +112,7 @@ class MatMul(OpEmitter):
     """
 
     # both operands activations
+    order = 30
     definition = OpDef("matmul", ("act",), onnx=("Gemm", "MatMul"), kernels=FLOAT)
     float_checks = (two_unbatched_operands, act_ok)
 

@@ -134,6 +134,7 @@ class Add(_QBinary):
     ``M_i = s_i / (2 max(s_1, s_2))``, ``M_out = 2 max(s_1, s_2) / (2^20 s_out)`` (add.cc)."""
 
     # broadcasting binary ops; a constant operand is weights["C"]
+    order = 80
     definition = OpDef("add", ("act",), onnx=("Add", "Sum"), tflite=("ADD",), kernels=ALL)
     code = "K_ADD"
     q_fn = "k_q_add"
@@ -151,6 +152,7 @@ class Add(_QBinary):
 class Sub(_Binary):
     """SUB (float only)."""
 
+    order = 90
     definition = OpDef("sub", ("act",), onnx=("Sub",), tflite=("SUB",), kernels=FLOAT)
     code = "K_SUB"
 
@@ -158,6 +160,7 @@ class Sub(_Binary):
 class Mul(_QBinary):
     """MUL; int8 ``M = s_1 s_2 / s_out`` in float32 (mul.cc)."""
 
+    order = 100
     definition = OpDef("mul", ("act",), onnx=("Mul",), tflite=("MUL",), kernels=ALL)
     code = "K_MUL"
     q_fn = "k_q_mul_ew"
@@ -170,6 +173,7 @@ class Mul(_QBinary):
 class Div(_Binary):
     """DIV (float only)."""
 
+    order = 110
     definition = OpDef("div", ("act",), onnx=("Div",), tflite=("DIV",), kernels=FLOAT)
     code = "K_DIV"
 
@@ -217,11 +221,12 @@ class _LutActivation(_Activation):
 
 
 def _activation(
-    name: str, definition: OpDef, base: type[_Activation], formula: str
+    name: str, definition: OpDef, base: type[_Activation], formula: str, order: int
 ) -> type[_Activation]:
     """The op class ``name`` of standalone activation ``definition``: ``formula`` on the float
-    path, the int8 path (if any) of ``base``; shape and MACs element-wise (one per element)."""
-    ns = {"definition": definition, "__doc__": formula, "__module__": __name__}
+    path, the int8 path (if any) of ``base``; shape and MACs element-wise (one per element);
+    ``order``: its place in ``splitter ops``."""
+    ns = {"definition": definition, "__doc__": formula, "__module__": __name__, "order": order}
     return type(name, (base,), ns)
 
 
@@ -230,58 +235,73 @@ Relu = _activation(
     activation("relu", onnx=("Relu", "Clip"), tflite=("RELU",), kernels=ALL),
     _ClampActivation,
     "``max(x, 0)``.",
+    130,
 )
 Relu6 = _activation(
     "Relu6",
     activation("relu6", onnx=("Clip",), tflite=("RELU6",), kernels=ALL),
     _ClampActivation,
     "``min(max(x, 0), 6)``.",
+    140,
 )
 Clip = _activation(
     "Clip",
     activation("clip", ("act_min", "act_max"), onnx=("Clip",), tflite=("RELU_N1_TO_1",)),
     _Activation,
     "``min(max(x, act_min), act_max)``.",
+    150,
 )
 LeakyRelu = _activation(
     "LeakyRelu",
     activation("leaky_relu", ("alpha",), onnx=("LeakyRelu", "PRelu"), tflite=("LEAKY_RELU",)),
     _Activation,
     "``x if x > 0 else alpha * x``.",
+    160,
 )
 Sigmoid = _activation(
     "Sigmoid",
     activation("sigmoid", onnx=("Sigmoid",), tflite=("LOGISTIC",), kernels=ALL),
     _LutActivation,
     "``1 / (1 + exp(-x))``.",
+    170,
 )
 Tanh = _activation(
     "Tanh",
     activation("tanh", onnx=("Tanh",), tflite=("TANH",), kernels=ALL),
     _LutActivation,
     "``tanh(x)``.",
+    180,
 )
 HardSwish = _activation(
     "HardSwish",
     activation("hardswish", onnx=("HardSwish",), tflite=("HARD_SWISH",)),
     _Activation,
     "``x * clip(x / 6 + 1/2, 0, 1)``.",
+    190,
 )
 HardSigmoid = _activation(
     "HardSigmoid",
     activation("hardsigmoid", ("alpha", "beta"), onnx=("HardSigmoid",)),
     _Activation,
     "``clip(alpha * x + beta, 0, 1)``.",
+    200,
 )
-Erf = _activation("Erf", activation("erf", onnx=("Erf",)), _Activation, "``erf(x)`` (``k_erff``).")
+Erf = _activation(
+    "Erf", activation("erf", onnx=("Erf",)), _Activation, "``erf(x)`` (``k_erff``).", 210
+)
 Gelu = _activation(
-    "Gelu", activation("gelu", onnx=("Gelu",)), _Activation, "``x / 2 * (1 + erf(x / sqrt 2))``."
+    "Gelu",
+    activation("gelu", onnx=("Gelu",)),
+    _Activation,
+    "``x / 2 * (1 + erf(x / sqrt 2))``.",
+    220,
 )
 GeluTanh = _activation(
     "GeluTanh",
     activation("gelu_tanh", onnx=("Gelu",)),
     _Activation,
     "``x / 2 * (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))``.",
+    230,
 )
 
 
@@ -302,6 +322,7 @@ class BatchNorm(OpEmitter):
     """
 
     # y = x * weights["scale"] + weights["shift"] per channel (axis 1; an unfused BN)
+    order = 260
     definition = OpDef(
         "batchnorm", ("act",), onnx=("BatchNormalization",), kernels=frozenset({F32_NCHW})
     )

@@ -138,6 +138,7 @@ class Slice(OpEmitter):
 
     # y[i] = x[starts[d] + i[d] * steps[d]] on every axis d, i[d] < len(range(starts, ends,
     # steps)) (Slice, normalised as Python's slice.indices; Split: one slice per output)
+    order = 290
     definition = OpDef(
         "slice", ("starts", "ends", "steps"), onnx=("Slice", "Split"), kernels=frozenset({F32_NCHW})
     )
@@ -173,6 +174,7 @@ class PadMode(OpEmitter):
     """
 
     # reflect / edge / wrap padding (ONNX Pad modes); a per-axis index gather
+    order = 280
     definition = OpDef("pad_mode", ("pads", "mode"), onnx=("Pad",), kernels=frozenset({F32_NCHW}))
     float_checks = (known_pad_mode,)
 
@@ -230,6 +232,7 @@ class Resize(OpEmitter):
     # ONNX Resize (nearest: an index gather; linear: bilinear over the last two axes); the
     # per-axis source coordinates follow coord_mode / nearest_mode and the per-axis scales
     # (given, or out / in from sizes) of the ONNX spec; sizes = the output shape
+    order = 300
     definition = OpDef(
         "resize",
         ("mode", "coord_mode", "nearest_mode", "scales", "sizes"),

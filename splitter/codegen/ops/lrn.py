@@ -45,6 +45,7 @@ class LRN(OpEmitter):
     """
 
     # y = x / (bias + alpha / size * sum of x^2 over `size` neighbours along `axis`) ** beta
+    order = 240
     definition = OpDef(
         "lrn",
         ("size", "alpha", "beta", "bias", "axis"),

@@ -63,6 +63,12 @@ def _act(kind: str, attrs: tuple[str, ...] = (), **kw: object) -> OpDef:
     return OpDef(kind, attrs, activation=True, **kw)  # type: ignore[arg-type]
 
 
+class SourceUnsupported(Exception):  # internal signal, never reaches a user
+    """Raised by a converter an op class declares (``OpKind.onnx_converters``): this source
+    node cannot be mapped; the message says why (the importer reports it as its own
+    ``Unsupported``, with every other unsupported node)."""
+
+
 @dataclass(frozen=True)
 class Kernel:
     """A C kernel: its ``symbol`` (the key every table names it by) and the header of

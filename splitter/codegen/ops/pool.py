@@ -65,6 +65,7 @@ class _Pool(OpEmitter):
 class MaxPool(_Pool):
     """Max over the window's in-bounds taps."""
 
+    order = 40
     definition = OpDef(
         "maxpool",
         ("kernel", "strides", "pads", "act"),
@@ -80,6 +81,7 @@ class MaxPool(_Pool):
 class AvgPool(_Pool):
     """Average over the window (``count_include_pad`` as ONNX; int8: in-bounds taps, TFLite)."""
 
+    order = 50
     definition = OpDef(
         "avgpool",
         ("kernel", "strides", "pads", "count_include_pad", "act"),
@@ -98,6 +100,7 @@ class GlobalAvgPool(OpEmitter):
     global_avgpool: one MAC-equivalent per input element (``H*W`` taps per output).
     """
 
+    order = 60
     definition = OpDef(
         "global_avgpool",
         ("act",),
@@ -163,6 +166,7 @@ class Mean(OpEmitter):
     mean over ``axes``: one MAC-equivalent per input element.
     """
 
+    order = 70
     definition = OpDef(
         "mean",
         ("axes", "keepdims", "act"),

@@ -35,6 +35,7 @@ class Concat(OpEmitter):
     concat along ``axis``: one MAC-equivalent (a copy) per output element.
     """
 
+    order = 120
     definition = OpDef(
         "concat", ("axis",), onnx=("Concat",), tflite=("CONCATENATION",), kernels=ALL
     )
@@ -90,6 +91,7 @@ class Pad(OpEmitter):
     """
 
     # pads in ONNX order: begins of every axis, then ends
+    order = 270
     definition = OpDef(
         "pad", ("pads", "value"), onnx=("Pad",), tflite=("PAD", "PADV2"), kernels=ALL
     )
@@ -135,6 +137,7 @@ class Reshape(OpEmitter):
     ``shape`` may hold one ``-1`` (inferred) and ``0`` (copy the input's dimension, ONNX).
     """
 
+    order = 310
     definition = OpDef(
         "reshape",
         ("shape",),
@@ -195,6 +198,7 @@ class Transpose(OpEmitter):
     copy per output element.
     """
 
+    order = 320
     definition = OpDef(
         "transpose", ("perm",), onnx=("Transpose",), tflite=("TRANSPOSE",), kernels=FLOAT
     )
@@ -260,6 +264,7 @@ class Quantize(OpEmitter):
 
     # perm: the transpose from the float tensor's layout to the int8 tensor's (None: same
     # layout; (0, 2, 3, 1) at a QDQ ONNX graph's NCHW input, int8 tensors being NHWC)
+    order = 330
     definition = OpDef(
         "quantize",
         ("perm",),
@@ -307,6 +312,7 @@ def _quantize_to_nhwc(op: Op, ctx: EmitContext, args: str) -> list[str]:
 class Dequantize(OpEmitter):
     """int8 -> float32: ``y = s (q - zp)``."""
 
+    order = 340
     definition = OpDef(
         "dequantize",
         ("perm",),

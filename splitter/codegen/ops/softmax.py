@@ -36,6 +36,7 @@ class Softmax(OpEmitter):
     softmax: :data:`SOFTMAX_MACS_PER_ELEMENT` (15, X-CUBE-AI) per output element.
     """
 
+    order = 250
     definition = OpDef(
         "softmax",
         ("axis",),

@@ -631,6 +631,40 @@ void k_conv2d(const k_window_params *p, const float *restrict x, const float *re
     if (p->act.code != K_ACT_NONE) k_act(y, y, O * OH * OW, p->act.code, p->act.p0, p->act.p1);
 }
 
+/* Transposed conv (ONNX ConvTranspose, groups 1), gathered: per output element the taps with
+ * oy + pt = iy * sh + ky * dh (the same along x) and iy, ix inside the input; w is
+ * (O, kh, kw, C), b may be NULL; no scratch. */
+void k_conv_transpose(const k_window_params *p, const float *restrict x,
+                      const float *restrict w, const float *restrict b, float *restrict y)
+{
+    const int C = p->C, H = p->H, W = p->W, O = p->O, OH = p->OH, OW = p->OW;
+    const int kh = p->kh, kw = p->kw, sh = p->sh, sw = p->sw, pt = p->pt, pl = p->pl;
+    const int dh = p->dh, dw = p->dw, plane = H * W;
+    int o, oy, ox, ky, kx, c;
+    for (o = 0; o < O; o++) {
+        const float *wo = w + (size_t)o * kh * kw * C;
+        for (oy = 0; oy < OH; oy++) {
+            for (ox = 0; ox < OW; ox++) {
+                float acc = b ? b[o] : 0.0f;
+                for (ky = 0; ky < kh; ky++) {
+                    const int ty = oy + pt - ky * dh;
+                    if (ty < 0 || ty % sh != 0 || ty / sh >= H) continue;
+                    for (kx = 0; kx < kw; kx++) {
+                        const int tx = ox + pl - kx * dw;
+                        const float *xp, *wp;
+                        if (tx < 0 || tx % sw != 0 || tx / sw >= W) continue;
+                        xp = x + (ty / sh) * W + tx / sw;
+                        wp = wo + (ky * kw + kx) * C;
+                        for (c = 0; c < C; c++) acc += xp[c * plane] * wp[c];
+                    }
+                }
+                y[((size_t)o * OH + oy) * OW + ox] = acc;
+            }
+        }
+    }
+    if (p->act.code != K_ACT_NONE) k_act(y, y, O * OH * OW, p->act.code, p->act.p0, p->act.p1);
+}
+
 /* ---------------------------------------------------------- dense/matmul ---- */
 
 void k_dense(const k_dense_params *p, const float *restrict x, const float *restrict wp,

@@ -117,6 +117,11 @@ void k_act(const float *x, float *y, int n, int act, float p0, float p1);
 void k_conv2d(const k_window_params *p, const float *restrict x, const float *restrict w,
               const float *restrict b, float *restrict y);
 
+/* Transposed conv (ONNX ConvTranspose, groups 1, output_padding already in OH / OW); w is
+ * (O, kh, kw, C), b may be NULL. */
+void k_conv_transpose(const k_window_params *p, const float *restrict x,
+                      const float *restrict w, const float *restrict b, float *restrict y);
+
 /* y = W x + b, W packed 4 rows at a time ((out, in) source), b may be NULL. */
 void k_dense(const k_dense_params *p, const float *restrict x, const float *restrict wp,
              const float *restrict b, float *restrict y);

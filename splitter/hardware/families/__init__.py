@@ -10,15 +10,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from splitter.errors import BoardFileError
-from splitter.hardware.families.base import (
-    MAX_BAUD_ERROR,
-    STANDARD_BAUDS,
-    USART_LAYOUTS,
-    Baud,
-    Family,
-    RegWrite,
-    Usart,
-)
+from splitter.hardware.families.base import USART_LAYOUTS, Family, RegWrite, Usart
 from splitter.hardware.families.stm32f4 import STM32F4
 from splitter.hardware.families.stm32f7 import STM32F7
 from splitter.hardware.families.stm32g0 import STM32G0
@@ -28,6 +20,7 @@ from splitter.hardware.families.stm32h7ab import STM32H7AB
 from splitter.hardware.families.stm32l4 import STM32L4
 from splitter.hardware.families.stm32l5 import STM32L5
 from splitter.hardware.families.stm32u5 import STM32U5
+from splitter.hardware.links.uart import MAX_BAUD_ERROR, STANDARD_BAUDS, Baud
 
 __all__ = [
     "FAMILIES",

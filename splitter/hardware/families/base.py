@@ -13,8 +13,10 @@ A family supplies, for the firmware generator (``splitter/codegen/firmware.py``)
 * the clock after reset, the clock-tree rules (:attr:`Family.clock`, ``clocks.py``: PLL,
   wait states, voltage) and the USART register layout;
 * the core and FPU, hence the compiler flags; the OpenOCD target script for ``splitter flash``;
-* :meth:`Family.board_init_writes` (RCC, power and GPIO setup at boot), :meth:`Family.brr` and
-  :meth:`Family.check_baud` (divisor from the USART's bus clock, checked against its range);
+* :meth:`Family.board_init_writes` (RCC, power and GPIO setup at boot) and
+  :meth:`Family.usart_bus` (the bus clocking each USART); the divisor formulas and their checks
+  are the UART link kind's (:mod:`splitter.hardware.links.uart`; :meth:`Family.brr` and
+  :meth:`Family.check_baud` delegate to it);
 * the independent watchdog's base address and the LSI frequency that clocks it
   (``splitter/hardware/watchdog.py``).
 
@@ -34,6 +36,7 @@ from typing import ClassVar, NamedTuple
 from splitter.errors import BoardFileError
 from splitter.hardware.clocks import ClockRules, ClockTree, Osc
 from splitter.hardware.cores import Core
+from splitter.hardware.links.uart import UART, Baud, baud_valid, brr
 
 #: USART register layouts: ``sr_dr`` = SR 0x00, DR 0x04, BRR 0x08, CR1 0x0C (F1/F2/F4, RM0090
 #: 30.6); ``isr_rdr_tdr`` = CR1 0x00, BRR 0x0C, ISR 0x1C, RDR 0x24, TDR 0x28 (F0/F3/F7/G0/H7/L4,
@@ -49,29 +52,6 @@ class RegWrite:
     clear: str
     set: str
     comment: str
-
-
-#: Standard rates offered when a baud rate is refused (the nearest valid ones are named).
-STANDARD_BAUDS = (9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600, 1_000_000,
-                  2_000_000, 3_000_000, 4_000_000, 6_000_000, 8_000_000, 10_000_000)  # fmt: skip
-#: Largest baud error accepted (RM0090 30.3.5: the receiver tolerates about 3.75 % in total
-#: for both ends at 16x oversampling; 2 % per end leaves margin for the clocks themselves).
-MAX_BAUD_ERROR = 0.02
-
-
-@dataclass(frozen=True)
-class Baud:
-    """A checked divisor: ``brr`` for ``baud`` from a ``fck_hz`` kernel clock (``over8``: with
-    8x oversampling, CR1.OVER8 = 1); ``actual`` is the rate it gives, ``error`` =
-    ``actual / baud - 1``."""
-
-    usart: str
-    fck_hz: int
-    baud: int
-    brr: int
-    actual: float
-    error: float
-    over8: bool = False
 
 
 class Usart(NamedTuple):
@@ -150,12 +130,9 @@ class Family:
         return self.core.dwt
 
     def check_usart(self, usart: str, part: str) -> None:
-        """Raise BoardFileError unless ``usart`` is one of :attr:`usarts`."""
-        if usart not in self.usart_table:
-            raise BoardFileError(
-                f"part {part}: {usart} is not a USART of family {self.name} "
-                f"({self.manual}); use one of {', '.join(self.usarts)}"
-            )
+        """Raise BoardFileError unless ``usart`` is one of :attr:`usarts` (the UART link's
+        :meth:`~splitter.hardware.links.uart.Uart.check_peripheral`)."""
+        UART.check_peripheral(self, usart, part)
 
     def check_fpu(self, fpu: str, part: str) -> None:
         """Raise BoardFileError unless ``fpu`` is an FPU of this family's parts (or none)."""
@@ -172,10 +149,8 @@ class Family:
 
     @staticmethod
     def brr(usart: str, clock_hz: int, baud: int) -> int:
-        """Baud-rate register: ``f_ck / baud`` (USART, 16x oversampling: RM0090 30.6.3 / RM0444
-        33.8.5) or ``256 * f_ck / baud`` (LPUART, RM0351 38.4.4)."""
-        scale = 256 if usart.startswith("LPUART") else 1
-        return round(scale * clock_hz / baud)
+        """The UART link's baud-rate register (:func:`splitter.hardware.links.uart.brr`)."""
+        return brr(usart, clock_hz, baud)
 
     def usart_bus(self, usart: str) -> str:
         """``"APB2"`` or ``"APB1"``: the bus clock that feeds ``usart`` with the reset kernel-clock
@@ -185,50 +160,13 @@ class Family:
 
     @classmethod
     def baud_valid(cls, usart: str, fck: int, baud: int) -> Baud | None:
-        """The divisor of ``baud`` if it is in range and within :data:`MAX_BAUD_ERROR`.
-
-        USART, 16x oversampling (RM0090 30.6.3, RM0410 34.8.4): ``16 <= BRR <= 0xFFFF``, baud
-        ``= f / BRR``; when that fails, 8x oversampling (OVER8, RM0090 30.3.4 / RM0410 34.5.4):
-        ``USARTDIV = 2 f / baud >= 16`` (``f / baud >= 8``), ``BRR[15:4] = USARTDIV[15:4]``,
-        ``BRR[2:0] = USARTDIV[3:0] >> 1``, baud ``= 2 f / USARTDIV`` (16x first: it tolerates
-        more clock error). LPUART (RM0351 38.4.4 / 38.7.3): ``3 baud <= f <= 4096 baud`` and
-        ``0x300 <= BRR <= 0xFFFFF``, baud ``= 256 f / BRR``.
-        """
-        brr = cls.brr(usart, fck, baud)
-        if usart.startswith("LPUART"):
-            ok = 3 * baud <= fck <= 4096 * baud and 0x300 <= brr <= 0xFFFFF
-            actual = 256 * fck / brr if brr else 0.0
-        else:
-            ok = 16 <= brr <= 0xFFFF
-            actual = fck / brr if brr else 0.0
-        error = actual / baud - 1
-        if ok and abs(error) <= MAX_BAUD_ERROR:
-            return Baud(usart, fck, baud, brr, actual, error)
-        if usart.startswith("LPUART"):
-            return None
-        div = round(2 * fck / baud)
-        actual = 2 * fck / div if div else 0.0
-        if not 16 <= div <= 0xFFFF or abs(actual / baud - 1) > MAX_BAUD_ERROR:
-            return None
-        brr8 = (div & ~0xF) | ((div & 0xF) >> 1)
-        return Baud(usart, fck, baud, brr8, actual, actual / baud - 1, over8=True)
+        """The UART link's checked divisor (:func:`splitter.hardware.links.uart.baud_valid`)."""
+        return baud_valid(usart, fck, baud)
 
     def check_baud(self, usart: str, tree: ClockTree, baud: int, link: str) -> Baud:
-        """The checked divisor of ``usart`` at ``baud`` from ``tree``'s bus clock; BoardFileError
-        naming ``link``, the clock and the nearest valid standard rates otherwise."""
-        fck = tree.bus_hz[self.usart_bus(usart)]
-        got = self.baud_valid(usart, fck, baud)
-        if got is not None:
-            return got
-        valid = [b for b in STANDARD_BAUDS if self.baud_valid(usart, fck, b)]
-        below = [b for b in valid if b < baud][-1:]
-        above = [b for b in valid if b > baud][:1]
-        nearest = " or ".join(str(b) for b in below + above) or "none"
-        raise BoardFileError(
-            f"{link}: {usart} cannot run {baud} baud from its {fck / 1e6:g} MHz clock (divisor "
-            f"out of range or error over {MAX_BAUD_ERROR:.0%}); nearest valid rates: {nearest}; "
-            "set [link] baud"
-        )
+        """The UART link's rate check on this family (:meth:`~splitter.hardware.links.uart.Uart.
+        check_rate`)."""
+        return UART.check_rate(self, usart, tree, baud, link)
 
     def route(self, usart: str, pins: str | None = None) -> tuple[tuple[str, int], ...]:
         """``((tx, af), (rx, af))``: the family's pins of ``usart``, or a board's ``"TX/RX"``
