@@ -132,7 +132,7 @@ def _segments(chain: Chain, boards: Boards, activation_bytes: int | None) -> str
     flash), when they plan: the command, else None."""
     if chain.graph is None or len(boards.devices) != 1 or not boards.source_path:
         return None
-    from splitter.segment_build import plan_segments
+    from splitter.segments.build import plan_segments
 
     try:
         plan_segments(

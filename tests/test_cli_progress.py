@@ -51,7 +51,7 @@ def test_plain_steps_and_byte_bars(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_segment_weight_loads_are_byte_bars(capsys: pytest.CaptureFixture[str]) -> None:
-    """A segmented run's weight loads (HostLink.on_bytes "load", splitter/device/segments.py):
+    """A segmented run's weight loads (HostLink.on_bytes "load", splitter/segments/server.py):
     one bar per segment, with bytes and rate, the next segment a new bar."""
     with Progress("plain") as progress:
         loads = progress.transfers()

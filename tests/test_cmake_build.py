@@ -245,10 +245,10 @@ def _files(project: Path) -> list[str]:
 
 
 def test_extflash_projects_leave_the_window_out_of_the_bin(tmp_path: Path) -> None:
-    """A segmented project with external flash (segment_build): as its Makefile, its CMake
+    """A segmented project with external flash (segments.build): as its Makefile, its CMake
     post-build step drops ``.extflash`` from ``firmware.bin`` (else the image spans both
     address ranges)."""
-    from splitter.codegen.segments import extflash_cmake, extflash_makefile
+    from splitter.segments.firmware import extflash_cmake, extflash_makefile
 
     d0, _dev = _project(tmp_path, "STM32F767ZI")
     cmake_text = extflash_cmake((d0 / "CMakeLists.txt").read_text())

@@ -1,4 +1,4 @@
-"""LO-SC segmentation (splitter.partition.segment) against the paper's example and brute force."""
+"""LO-SC segmentation (splitter.segments.problem) against the paper's example and brute force."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from splitter.cli.segment_cmd import segment_problem
 from splitter.errors import InfeasibleError
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
-from splitter.partition.segment import (
+from splitter.segments.problem import (
     SegmentProblem,
     carried,
     segment_memory,

@@ -1,4 +1,4 @@
-"""LO-SC segment firmware (codegen/segments.py): units, the RAM region, and MobileNet on ONE F405.
+"""LO-SC segment firmware (segments/firmware.py): units, the RAM region, and MobileNet on ONE F405.
 
 The e2e test writes ``splitter segment -o OUT`` for ``mobilenet_v1_025_64.onnx`` (1.87 MB of
 float32 weights, more than the F405's 1 MiB flash), builds it with arm-none-eabi-gcc and runs it
@@ -18,14 +18,14 @@ from test_cli_json import DOCS, assert_shape
 from test_e2e_support import BOARDS, MODELS, TOL, cli, random_input, reference
 
 from splitter import protocol as P
-from splitter.codegen.segments import chain_units, generate_segmented_c, runtime_records
 from splitter.device.host import MalformedFrameError
-from splitter.device.segments import LOAD, WEIGHTS, WeightServer
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
 from splitter.manifest import ManifestError, PlanManifest
-from splitter.partition.segment import segment_memory, solve_segments
-from splitter.segment_build import firmware_cap, unit_problem
+from splitter.segments.build import firmware_cap, unit_problem
+from splitter.segments.firmware import chain_units, generate_segmented_c, runtime_records
+from splitter.segments.problem import segment_memory, solve_segments
+from splitter.segments.server import LOAD, WEIGHTS, WeightServer
 from splitter.toolchain.build import run_make
 
 MODEL = "mobilenet_v1_025_64.onnx"

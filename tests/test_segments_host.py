@@ -2,7 +2,7 @@
 
 ``tests/host_c_seg/`` holds a segmented device (``s1``: one sub-model of two segments whose
 weights the host streams, seg_main.c); it is built with the runtime.c a segmented project gets
-(``splitter.codegen.segments.segmented_runtime``), proto.c, segments.c and tests/host_c's socket
+(``splitter.segments.firmware.segmented_runtime``), proto.c, segments.c and tests/host_c's socket
 link and
 microsecond clock, with ASan and UBSan. The test plays the host with the real ``HostLink`` and
 ``WeightServer``: LOAD / WEIGHTS (docs/protocol.md), a duplicate and a damaged WEIGHTS frame,
@@ -23,10 +23,10 @@ import numpy as np
 import pytest
 
 from splitter import protocol as P
-from splitter.codegen.segments import segmented_runtime
 from splitter.device.host import DeviceError, HostLink, receive_result, send_tensor
-from splitter.device.segments import LOAD, WEIGHTS, WeightServer
 from splitter.device.transport import SocketTransport
+from splitter.segments.firmware import segmented_runtime
+from splitter.segments.server import LOAD, WEIGHTS, WeightServer
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "splitter" / "firmware_templates"

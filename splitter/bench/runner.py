@@ -53,12 +53,12 @@ from splitter.device.run import (
     open_host_link,
     weight_server,
 )
-from splitter.device.segments import WeightServer
 from splitter.errors import LinkError, SplitterError
 from splitter.hardware.qemu import EMULATOR
 from splitter.ir import TensorSpec
 from splitter.manifest import PlanManifest, read_manifest, read_wiring
 from splitter.protocol import plan_hash
+from splitter.segments.server import WeightServer
 
 EMULATED_CLOCK_HZ = float(EMULATOR.clock_hz)
 BENCH_FILE = "bench.json"

@@ -40,7 +40,7 @@ def _segments(
 ) -> None:
     """``plan --segments``: the LO-SC plan of ``splitter segment`` on the one device."""
     from splitter.cli.segment_cmd import render_prepared
-    from splitter.segment_build import plan_segments
+    from splitter.segments.build import plan_segments
 
     with Progress() as progress:
         prepared = plan_segments(

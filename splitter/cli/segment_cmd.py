@@ -7,10 +7,10 @@ host streams each segment's weights, see issue 16). A segment's memory is its we
 largest activation buffer, within ``--segment-memory``.
 
 For a model file (ONNX / TFLite with ops) the items are the firmware's *units*
-(:mod:`splitter.codegen.segments`: a layer, or a slice of output channels of a layer too large for
+(:mod:`splitter.segments.firmware`: a layer, or a slice of output channels of a layer too large for
 one
 segment) and the default ``--segment-memory`` is what the firmware has for them
-(:func:`splitter.segment_build.firmware_cap`); ``-o OUT`` writes the firmware that runs the
+(:func:`splitter.segments.build.firmware_cap`); ``-o OUT`` writes the firmware that runs the
 segments one after another on the device (``splitter build OUT``, ``splitter run OUT``). For a
 layer profile the items are its layers and the default is the device's usable RAM (planning only).
 """
@@ -27,7 +27,6 @@ from rich.table import Table
 
 from splitter.cli.options import activation_bytes_option, input_shape_option
 from splitter.cli.progress import Progress
-from splitter.codegen.segments import chain_units
 from splitter.errors import SplitterError
 from splitter.hardware.boards import load_boards, parse_size
 from splitter.hardware.families import family_for
@@ -35,14 +34,7 @@ from splitter.hardware.links import link_kind
 from splitter.importers import load_chain
 from splitter.ir import Boards, Chain, Device
 from splitter.partition.problem import layer_time
-from splitter.partition.segment import (
-    Segmentation,
-    SegmentProblem,
-    segment_memory,
-    segment_time,
-    solve_segments,
-)
-from splitter.segment_build import (
+from splitter.segments.build import (
     Prepared,
     device_extflash,
     firmware_cap,
@@ -50,6 +42,14 @@ from splitter.segment_build import (
     parse_extflash,
     unit_problem,
     write_segmented,
+)
+from splitter.segments.firmware import chain_units
+from splitter.segments.problem import (
+    Segmentation,
+    SegmentProblem,
+    segment_memory,
+    segment_time,
+    solve_segments,
 )
 
 

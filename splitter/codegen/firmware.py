@@ -801,7 +801,7 @@ def render_device(env: jinja2.Environment, plan: PlanContext, dev: DeviceContext
     files = {k: files[k] for k in mode_sources(plan.app, files)}
     build = build_context(dev.name, files)
     for name in BUILD_TEMPLATES:
-        if name not in dev.files:  # a caller's own build file (segment_build's extflash) stays
+        if name not in dev.files:  # a caller's own build file (segments.build's extflash) stays
             files[name] = env.get_template(f"{name}.j2").render(plan=plan, device=dev, build=build)
     return files
 

@@ -105,7 +105,7 @@ class HostLink:
         #: plan tag of the board's firmware (from its PONG), sent in every TENSOR chunk
         self.plan_tag = 0
         #: answers a board's request while the host waits for a result (True: served), e.g.
-        #: segment weights (:class:`splitter.device.segments.WeightServer`); None: no requests
+        #: segment weights (:class:`splitter.segments.server.WeightServer`); None: no requests
         self.serve: Callable[[HostLink, P.Frame], bool] | None = None
 
     def close(self) -> None:

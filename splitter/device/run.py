@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 
 from splitter.device.host import HostLink, Timing, infer
-from splitter.device.segments import Load, WeightServer
 from splitter.device.transport import open_transport
 from splitter.errors import InputFileError, LinkError, ShapeError, ValidationError
 from splitter.inputs import read_npy, read_npz
 from splitter.ir import TensorSpec
 from splitter.manifest import PlanManifest, read_manifest, read_wiring
 from splitter.protocol import FIRMWARE_VERSION, PROTOCOL_VERSION, plan_hash
+from splitter.segments.server import Load, WeightServer
 from splitter.toolchain.emulator import Emulation
 
 CHECK_TOLERANCE = 1e-4
@@ -282,7 +282,7 @@ def _ordered_inputs(
 def weight_server(out_dir: Path, links: list[HostLink]) -> WeightServer | None:
     """For a segmented ``OUT`` (``segments.json``), the server of its segments' weights,
     attached to the (one) device's host link; None otherwise."""
-    from splitter.codegen.segments import read_segments
+    from splitter.segments.firmware import read_segments
 
     record = read_segments(out_dir)
     if record is None:

@@ -1,5 +1,5 @@
 /* LO-SC segment loader: brings one segment's weights into RAM before the segment runs
- * (codegen/segments.py generates the segments; docs/protocol.md, "Segment weights").
+ * (segments/firmware.py generates the segments; docs/protocol.md, "Segment weights").
  * Static file, copied into segmented firmware projects only.
  *
  * SEG_EXTFLASH (model.h) on the part: the weights file is linked into section .extflash, the
@@ -19,8 +19,8 @@
 static uint64_t seg_cycles;
 
 /* Cycles spent loading since the last call: a segmented project's runtime.c takes them off
- * the sub-model's TIMING cycles (compute only; codegen/segments.py RUNTIME_PATCH); the host
- * times the loads itself (splitter.device.segments). */
+ * the sub-model's TIMING cycles (compute only; segments/firmware.py RUNTIME_PATCH); the host
+ * times the loads itself (splitter.segments.server). */
 uint64_t runtime_load_cycles(void) {
     uint64_t c = seg_cycles;
     seg_cycles = 0;

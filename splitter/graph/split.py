@@ -8,7 +8,7 @@ of ``y`` is untouched:
 
 * weights: ``W_i = W[r_i:r_{i+1}]``, ``B_i = B[r_i:r_{i+1}]`` (``W`` is ``(O, I, kh, kw)`` for a
   conv, ``(out, in)`` for a dense op, :mod:`splitter.ir`), so the slices' weights sum to the op's
-  (no byte is duplicated; the same rows as the LO-SC slices of :mod:`splitter.codegen.segments`);
+  (no byte is duplicated; the same rows as the LO-SC slices of :mod:`splitter.segments.firmware`);
 * int8: a per-channel weight / bias quantisation (``w_scale``, ``w_zero_point``, ``b_scale``,
   ``b_zero_point`` with one entry per output channel) is sliced with the rows; a per-tensor one
   is kept. Every slice's output keeps the original output's quantisation, so the concat copies

@@ -400,7 +400,7 @@ class Segments:
     carried_bytes: int
     optimal: bool
     extflash: tuple[tuple[str, Any], ...] = js(empty_as_null=True)
-    #: how ``load_s`` brings the weights in (``splitter.segment_build.load_rate``)
+    #: how ``load_s`` brings the weights in (``splitter.segments.build.load_rate``)
     load_via: str = ""
     rows: tuple[SegmentEntry, ...]
 

@@ -66,6 +66,7 @@ SOURCE_GLOBS = (
     "splitter/firmware_templates/kernels/*",
     "splitter/codegen/*.py",
     "splitter/codegen/ops/*.py",
+    "splitter/segments/firmware.py",
     "splitter/hardware/families/*.py",
     "splitter/hardware/cores.py",
     "splitter/hardware/catalog.toml",

@@ -89,7 +89,7 @@ def write_report(out_dir: str | Path) -> Path:
     if validation is not None and not isinstance(validation, Mapping):
         raise InputFileError(f"{out / 'validation.json'}: not a JSON object; re-run compile")
     bench = _optional_json(out / "bench.json", "bench results")
-    from splitter.codegen.segments import read_segments
+    from splitter.segments.firmware import read_segments
 
     segments = read_segments(out)
     try:

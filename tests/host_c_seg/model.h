@@ -1,4 +1,4 @@
-/* model.h of the host build of a segmented device: what codegen/segments.py declares. */
+/* model.h of the host build of a segmented device: what segments/firmware.py declares. */
 #ifndef MODEL_SEGMENTS_H
 #define MODEL_SEGMENTS_H
 #include <stdint.h>

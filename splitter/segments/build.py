@@ -1,8 +1,8 @@
 """``splitter segment MODEL --target ONE_BOARD.toml -o OUT``: LO-SC segments as firmware.
 
 The model is cut into units (layers, or slices of a layer whose weights do not fit:
-:mod:`splitter.codegen.segments`), the LO-SC problem over the units is solved exactly
-(:func:`splitter.partition.segment.solve_segments`) with the segment memory the firmware has:
+:mod:`splitter.segments.firmware`), the LO-SC problem over the units is solved exactly
+(:func:`splitter.segments.problem.solve_segments`) with the segment memory the firmware has:
 
 ``M_cap = min(RAM budget, arena region) - runtime RAM (1 sub-model, 1 link) - loader RAM``
 
@@ -11,7 +11,7 @@ the answer, never more than ``M_cap``. ``OUT`` then holds what ``build`` and ``r
 
 * ``plan.json``: one sub-model (every layer) on the device; its FLASH is 0 (the weights are
   loaded from outside internal flash) and its RAM the region;
-* ``segments.json`` (:func:`splitter.codegen.segments.segments_record`), ``report.md``;
+* ``segments.json`` (:func:`splitter.segments.firmware.segments_record`), ``report.md``;
 * ``firmware/<device>/`` with ``weights.bin`` (the segments' weights), served by the host on
   the emulator or linked into the board's external flash (``SEG_EXTFLASH``).
 """
@@ -23,12 +23,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from splitter.codegen.segments import ExtFlash
 from splitter.errors import SplitterError, UnsupportedOpError
 from splitter.ir import Boards, Chain, Device, Plan, SubModel
 from splitter.manifest import MANIFEST_FILE, PlanManifest, SegmentEntry, Segments
 from splitter.partition.problem import layer_time
-from splitter.partition.segment import Segmentation, SegmentProblem
+from splitter.segments.firmware import ExtFlash
+from splitter.segments.problem import Segmentation, SegmentProblem
 
 if TYPE_CHECKING:
     from splitter.codegen.firmware import PlanContext
@@ -38,8 +38,8 @@ Step = Callable[[str], None]
 
 def firmware_cap(device: Device) -> int:
     """``M_cap`` of the module docstring: bytes one segment (weights + activations) may use."""
-    from splitter.codegen.segments import LOADER_RAM_BYTES
     from splitter.cost.code import arena_region, runtime_ram_bytes
+    from splitter.segments.firmware import LOADER_RAM_BYTES
 
     region = min(device.ram_bytes, arena_region(device.part)[2])
     return region - runtime_ram_bytes(device.part, 1, 1) - LOADER_RAM_BYTES
@@ -147,9 +147,9 @@ def prepare_segmented(
     ``segment -o OUT`` writes and ``plan --segments --json`` prints. ``extflash``: the part's
     build links the weights into that memory-mapped region and reads them from there."""
     from splitter.codegen.firmware import DeviceSpec, build_plan_context
-    from splitter.codegen.segments import generate_segmented_c, segments_record
     from splitter.hardware.families import family_for
     from splitter.protocol import plan_hash
+    from splitter.segments.firmware import generate_segmented_c, segments_record
 
     core = family_for(device.part.family).core.name
     step("generating the segment firmware")
@@ -176,7 +176,7 @@ def prepare_segmented(
     record = segments_record(chain, units, answer.segments, gen, extra)
     _add_estimates(record, chain, device, units, answer, load_rate(boards, device, extflash))
     # what the host's streaming takes (the emulator build streams even with external flash):
-    # the result deadline `run` extends (splitter.device.segments.WeightServer)
+    # the result deadline `run` extends (splitter.segments.server.WeightServer)
     record["stream_s"] = len(gen.blob) * load_rate(boards, device, None).s_per_byte
     manifest, plan = segmented_manifest(
         chain, boards, device, gen.region_bytes, model, target, answer, segments_digest(gen)
@@ -213,11 +213,11 @@ def plan_segments(
     """``plan --segments``: the board file's one device, the firmware's segment memory, no time
     cap, the board's external flash if it has one: what ``segment MODEL --target T -o OUT``
     writes (the same manifest)."""
-    from splitter.codegen.segments import chain_units
     from splitter.hardware.boards import load_boards
     from splitter.hardware.families import family_for
     from splitter.importers import load_chain
-    from splitter.partition.segment import solve_segments
+    from splitter.segments.firmware import chain_units
+    from splitter.segments.problem import solve_segments
 
     boards = load_boards(target)
     if len(boards.devices) != 1:
@@ -298,8 +298,8 @@ def write_segmented(
 ) -> SegmentedOut:
     """Generate (:func:`prepare_segmented`) and write ``OUT`` (module docstring), atomically."""
     from splitter.codegen.firmware import render_firmware
-    from splitter.codegen.segments import BLOB_FILE, SEGMENTS_FILE
     from splitter.outputs import OutputDir
+    from splitter.segments.firmware import BLOB_FILE, SEGMENTS_FILE
 
     p = prepare_segmented(
         model, target, chain, boards, device, units, answer,
@@ -367,7 +367,7 @@ def _add_estimates(
 def _with_extflash(ctx: PlanContext, ext: ExtFlash) -> PlanContext:
     """``ctx`` whose device's part linker script and Makefile place the weights in ``ext``."""
     from splitter.codegen.firmware import _env, render_device
-    from splitter.codegen.segments import extflash_cmake, extflash_ldscript, extflash_makefile
+    from splitter.segments.firmware import extflash_cmake, extflash_ldscript, extflash_makefile
 
     dev = ctx.devices[0]
     rendered = render_device(_env(), ctx, dev)
@@ -412,8 +412,8 @@ def segmented_manifest(
 ) -> tuple[PlanManifest, Plan]:
     """plan.json of a segmented device: one sub-model, FLASH 0 (weights outside internal
     flash), RAM = the region; the loader's RAM is added to the device's runtime RAM."""
-    from splitter.codegen.segments import LOADER_RAM_BYTES
     from splitter.partition.planner import build_manifest
+    from splitter.segments.firmware import LOADER_RAM_BYTES
 
     if chain.graph is None:
         raise UnsupportedOpError(f"{model}: a layer profile has no weights to run; give the model")
