@@ -38,11 +38,11 @@ system-deps:
 	fi
 
 test: system-deps $(STAMP) check
-	$(VENV)/bin/pytest -n 2 --dist worksteal -q -m "not extended" --durations=30 tests
+	$(VENV)/bin/pytest -n 2 -q -m "not extended" --durations=30 tests
 
 # Everything, including the extended sweeps (the large ONNX zoo graphs; about 10 more minutes).
 test-all: system-deps $(STAMP) check
-	$(VENV)/bin/pytest -n 2 --dist worksteal -q tests
+	$(VENV)/bin/pytest -n 2 -q tests
 
 demo: system-deps $(STAMP)
 	$(VENV)/bin/splitter compile models/mobilenet_v1_025.onnx --target models/boards/demo.toml -o demo-out --force
