@@ -14,8 +14,17 @@ bit positions was checked against ST's device header ``stm32h7a3xxq.h`` (STMicro
 cmsis_device_h7, commit 13ba9da): RCC_BASE, PWR_BASE, GPIOA_BASE, FLASH_R_BASE, USART3_BASE,
 IWDG1_BASE, the RCC_TypeDef / PWR_TypeDef offsets (PWR CSR1 0x04, CR3 0x0C, SRDCR 0x18), the
 CDCFGR1/2, SRDCFGR and FLASH_ACR (LATENCY[3:0], WRHIGHFREQ[5:4]) fields, USART3_IRQn 39,
-USART6_IRQn 71. RM0455's section numbers were not available here: the comments name its
-registers and table 16 (flash), not sections.
+USART6_IRQn 71.
+
+RM0455 itself was not available here: on 2026-11-27 the search corpora (docs, pages, code,
+issues) and the GitHub file search held no copy of its text, only its title and links (and a
+58 MB PDF other projects keep out of git). So the comments name RM0455's registers, and give a
+section or table number only where a third party quotes one with its revision: "RM0455 Rev 3
+6.8.6" for the PWR_SRDCR.VOS encoding (stm32h7xx-hal ``src/pwr.rs``, commit 0007f30) and
+"RM0455 Rev 10 Table 16. FLASH recommended number of wait states and programming delay" with
+its VOS0-VOS3 rows (embassy-stm32 ``src/rcc/h7.rs``, commit 2db4d01; the same rows in
+stm32h7xx-hal). The PWR_CR3 supply bits, the RCC_PLL1DIVR / PLLCFGR / CDCFGRx fields, the VOS
+maximum frequencies and the USART BRR formula carry no RM0455 section: none was found.
 """
 
 from __future__ import annotations
@@ -45,17 +54,21 @@ class H7ABClock(H7Clock):
       any voltage-scaling change. A part without a board gets the LDO, the only supply of the
       non-Q parts. Then wait PWR_CSR1.ACTVOSRDY (bit 13).
     * Voltage scaling (PWR_SRDCR at 0x5802_4818, VOS[15:14], VOSRDY bit 13): ST's
-      ``stm32h7xx_hal_pwr.h`` for parts with PWR_SRDCR: VOS0 = 0b11, VOS1 = 0b10, VOS2 = 0b01,
-      VOS3 = 0b00. VOS0 above 225 MHz (up to 280 MHz), VOS1 up to 225 MHz (the highest clock of
-      RM0455 table 16's VOS1 rows); VOS2 / VOS3 are not used (their limits were not checked).
+      ``stm32h7xx_hal_pwr.h`` for parts with PWR_SRDCR, and "RM0455 Rev 3 6.8.6" as
+      stm32h7xx-hal quotes it: VOS0 = 0b11, VOS1 = 0b10, VOS2 = 0b01, VOS3 = 0b00. VOS0 above
+      225 MHz (up to 280 MHz), VOS1 up to 225 MHz: the highest AXI clocks of the VOS0 / VOS1
+      rows of RM0455 Rev 10 Table 16 as embassy-stm32 quotes it (VOS2 160 MHz, VOS3 88 MHz
+      there; not used here).
     * PLL1: the H743's registers and ranges (DIVM1 1..63, 1-16 MHz reference, DIVN1 4..512,
       even DIVP1), the wide VCO 192-836 MHz (DS13195 PLL characteristics; not re-read here,
       the 560 MHz the template uses sits inside it).
     * Buses: CPU and AXI / AHB (HPRE) up to 280 MHz, every APB (CDPPRE, CDPPRE1/2, SRDPPRE) up
       to 140 MHz (DS13195 general operating conditions; ST's template: HCLK 280 MHz, APB
       /2 = 140 MHz). The USARTs' kernel clock is their APB's (RCC_CDCCIP2R resets to PCLK).
-    * Flash (RM0455 rev 10 table 16, FLASH_ACR LATENCY[3:0], WRHIGHFREQ[5:4]): VOS0 42 MHz per
-      wait state (6 WS, WRHIGHFREQ 3 at 252-280 MHz), VOS1 38 MHz per wait state up to 225 MHz.
+    * Flash (RM0455 Rev 10 Table 16 "FLASH recommended number of wait states and programming
+      delay", read as embassy-stm32 and stm32h7xx-hal quote its rows, not in RM0455 itself;
+      FLASH_ACR LATENCY[3:0], WRHIGHFREQ[5:4]): VOS0 42 MHz per wait state (6 WS, WRHIGHFREQ 3
+      at 252-280 MHz), VOS1 38 MHz per wait state up to 225 MHz.
     """
 
     manual = "RM0455"
@@ -63,7 +76,8 @@ class H7ABClock(H7Clock):
                        (192 * MHZ, 836 * MHZ), 2 * MHZ)  # fmt: skip
     max_hz = 280 * MHZ
     supplies = tuple(SUPPLY_BITS)
-    #: (upper AXI MHz, LATENCY, WRHIGHFREQ), RM0455 rev 10 table 16, VOS0 and VOS1 rows
+    #: (upper AXI MHz, LATENCY, WRHIGHFREQ), RM0455 Rev 10 Table 16's VOS0 and VOS1 rows as
+    #: embassy-stm32 src/rcc/h7.rs (2db4d01) quotes them
     flash_vos0 = ((42, 0, 0), (84, 1, 0), (126, 2, 1), (168, 3, 1), (210, 4, 2), (252, 5, 2),
                   (280, 6, 3))  # fmt: skip
     flash_vos1 = ((38, 0, 0), (76, 1, 0), (114, 2, 1), (152, 3, 1), (190, 4, 2), (225, 5, 2))
