@@ -102,11 +102,12 @@ MODELS = {
 }
 MODELS["F7"] = MODELS["F4"]
 # RM0455 (H7A3/B3; its text was not reachable here, see the STM32H7A3ZI row of PARTS, so these
-# name registers, not sections): the H743's RCC ready bits and SWS; PWR_CSR1.ACTVOSRDY (13) once PWR_CR3 is
-# written, PWR_SRDCR.VOSRDY (13) once PWR_SRDCR is written. PWR_CR3 of the -Q parts resets with
-# SMPSEN and LDOEN both set (0x06: the SMPS feeding the LDO; STM32CubeH7 stm32h7xx_hal_pwr_ex.c
-# compares the register with the requested supply for that reason), so a supply write that does
-# not clear LDOEN shows in the final value; FLASH_ACR resets to 0x13 (ST's STM32H7A3 SVD).
+# name registers, not sections): the H743's RCC ready bits and SWS; PWR_CSR1.ACTVOSRDY (13)
+# once PWR_CR3 is written, PWR_SRDCR.VOSRDY (13) once PWR_SRDCR is written. PWR_CR3 of the -Q
+# parts resets with SMPSEN and LDOEN both set (0x06: the SMPS feeding the LDO; STM32CubeH7
+# stm32h7xx_hal_pwr_ex.c compares the register with the requested supply for that reason), so
+# a supply write that does not clear LDOEN shows in the final value; FLASH_ACR resets to 0x13
+# (ST's STM32H7A3 SVD).
 MODELS["H7AB"] = Model(
     MODELS["H7"].ready,
     MODELS["H7"].follows,
