@@ -470,7 +470,8 @@ PARTS: dict[str, Expect] = {
              "RM0455 RCC_PLLCFGR (section not read): PLL1RGE = 2-4 MHz, wide VCO"),
             (H7_RCC + 0x2C, 16, 1, 1, "RM0455 RCC_PLLCFGR (section not read): DIVP1EN"),
             (H7_RCC + 0x30, 0, 9, 279,
-             "RM0455 RCC_PLL1DIVR (section not read): DIVN1 = 280, VCO 560 MHz"),
+             "RM0455 RCC_PLL1DIVR (section not read): DIVN1 = 280, VCO 560 MHz, the top of "
+             "DS13195 Rev 8 Table 55's wide VCO range (128-560 MHz, input 2-16 MHz)"),
             (H7_RCC + 0x30, 9, 7, 1,
              "RM0455 RCC_PLL1DIVR (section not read): DIVP1 = 2 -> 280 MHz"),
             (0x5200_2000, 0, 4, 6,
@@ -478,13 +479,15 @@ PARTS: dict[str, Expect] = {
              "VOS0"),
             (0x5200_2000, 4, 2, 3, "RM0455 Rev 10 Table 16 (as quoted): WRHIGHFREQ = 3"),
             (H7_RCC + 0x18, 0, 4, 0,
-             "RM0455 RCC_CDCFGR1 (section not read): HPRE = /1, AXI 280 MHz"),
+             "RM0455 RCC_CDCFGR1 (section not read): HPRE = /1, AXI 280 MHz (DS13195 Rev 8 "
+             "Table 23: 280 MHz at VOS0)"),
             (H7_RCC + 0x18, 4, 3, 4,
              "RM0455 RCC_CDCFGR1 (section not read): CDPPRE = /2, APB3 140 MHz"),
             (H7_RCC + 0x18, 8, 4, 0,
              "RM0455 RCC_CDCFGR1 (section not read): CDCPRE = /1, CPU 280 MHz"),
             (H7_RCC + 0x1C, 4, 3, 4,
-             "RM0455 RCC_CDCFGR2 (section not read): CDPPRE1 = /2, APB1 140 MHz"),
+             "RM0455 RCC_CDCFGR2 (section not read): CDPPRE1 = /2, APB1 140 MHz (DS13195 Rev 8 "
+             "Table 23: APB 140 MHz at VOS0)"),
             (H7_RCC + 0x1C, 8, 3, 4,
              "RM0455 RCC_CDCFGR2 (section not read): CDPPRE2 = /2, APB2 140 MHz"),
             (H7_RCC + 0x20, 4, 3, 4,
