@@ -101,11 +101,13 @@ MODELS = {
     ),
 }
 MODELS["F7"] = MODELS["F4"]
-# RM0455 (H7A3/B3): the H743's RCC ready bits and SWS; PWR_CSR1.ACTVOSRDY (13) once PWR_CR3 is
-# written, PWR_SRDCR.VOSRDY (13) once PWR_SRDCR is written. PWR_CR3 of the -Q parts resets with
-# SMPSEN and LDOEN both set (0x06: the SMPS feeding the LDO; STM32CubeH7 stm32h7xx_hal_pwr_ex.c
-# compares the register with the requested supply for that reason), so a supply write that does
-# not clear LDOEN shows in the final value; FLASH_ACR resets to 0x13 (ST's STM32H7A3 SVD).
+# RM0455 (H7A3/B3; its text was not reachable here, see the STM32H7A3ZI row of PARTS, so these
+# name registers, not sections): the H743's RCC ready bits and SWS; PWR_CSR1.ACTVOSRDY (13)
+# once PWR_CR3 is written, PWR_SRDCR.VOSRDY (13) once PWR_SRDCR is written. PWR_CR3 of the -Q
+# parts resets with SMPSEN and LDOEN both set (0x06: the SMPS feeding the LDO; STM32CubeH7
+# stm32h7xx_hal_pwr_ex.c compares the register with the requested supply for that reason), so
+# a supply write that does not clear LDOEN shows in the final value; FLASH_ACR resets to 0x13
+# (ST's STM32H7A3 SVD).
 MODELS["H7AB"] = Model(
     MODELS["H7"].ready,
     MODELS["H7"].follows,
@@ -441,31 +443,56 @@ PARTS: dict[str, Expect] = {
         _h7_links(1194),  # 137.5 MHz / 115200 = 1193.6
     ),
     # NUCLEO-H7A3ZI-Q: STM32CubeH7 Projects/NUCLEO-H7A3ZI-Q/Templates SystemClock_Config (direct
-    # SMPS, VOS0, HSE bypass 8 MHz, PLLM 4, PLLN 280, PLLP 2, APB /2, FLASH_LATENCY_6)
+    # SMPS, VOS0, HSE bypass 8 MHz, PLLM 4, PLLN 280, PLLP 2, APB /2, FLASH_LATENCY_6).
+    # RM0455's own text is not reachable here (2026-11-27: the search corpora docs / pages / code
+    # / issues and GitHub file search hold no copy of RM0455, only its title and links), so its
+    # section numbers are given only where a third party quotes them with the revision:
+    # "RM0455 Rev 3 6.8.6" for PWR_SRDCR.VOS (stm32h7xx-hal src/pwr.rs, commit 0007f30) and
+    # "RM0455 Rev 10 Table 16. FLASH recommended number of wait states and programming delay"
+    # with its VOS0-VOS3 rows (embassy-stm32 src/rcc/h7.rs, commit 2db4d01; stm32h7xx-hal
+    # src/rcc). Every other row names its RM0455 register, with "section not read"; its
+    # address, offset and field are those of ST's stm32h7a3xxq.h (cmsis_device_h7 13ba9da).
     "STM32H7A3ZI": Expect(
         "nucleo-h7a3zi-q", 8 * MHZ, 280 * MHZ,
         (
             (H7_PWR + 0x0C, 0, 6, 0b000100,
-             "RM0455 PWR_CR3: SMPSEN only, LDOEN cleared (HAL PWR_DIRECT_SMPS_SUPPLY; UM2408 "
-             "table 10: the board's VCORE comes from the direct SMPS)"),
+             "RM0455 PWR_CR3 (section not read): SMPSEN only, LDOEN cleared (HAL "
+             "PWR_DIRECT_SMPS_SUPPLY; UM2408 table 10: the board's VCORE comes from the direct "
+             "SMPS)"),
             (H7_PWR + 0x18, 14, 2, 0b11,
-             "RM0455 PWR_SRDCR: VOS = 0b11 is VOS0 (stm32h7xx_hal_pwr.h, PWR_SRDCR parts)"),
-            (H7_RCC, 16, 3, 0b101, "RM0455 RCC_CR: HSEON + HSEBYP (UM2408: STLINK-V3E MCO)"),
-            (H7_RCC + 0x28, 0, 2, 2, "RM0455 RCC_PLLCKSELR: PLLSRC = HSE"),
-            (H7_RCC + 0x28, 4, 6, 4, "RM0455 RCC_PLLCKSELR: DIVM1 = 4, 2 MHz reference"),
-            (H7_RCC + 0x2C, 1, 3, 0b010, "RM0455 RCC_PLLCFGR: PLL1RGE = 2-4 MHz, wide VCO"),
-            (H7_RCC + 0x2C, 16, 1, 1, "RM0455 RCC_PLLCFGR: DIVP1EN"),
-            (H7_RCC + 0x30, 0, 9, 279, "RM0455 RCC_PLL1DIVR: DIVN1 = 280, VCO 560 MHz"),
-            (H7_RCC + 0x30, 9, 7, 1, "RM0455 RCC_PLL1DIVR: DIVP1 = 2 -> 280 MHz"),
-            (0x5200_2000, 0, 4, 6, "RM0455 table 16: 6 WS at 252-280 MHz AXI, VOS0"),
-            (0x5200_2000, 4, 2, 3, "RM0455 table 16: WRHIGHFREQ = 3"),
-            (H7_RCC + 0x18, 0, 4, 0, "RM0455 RCC_CDCFGR1: HPRE = /1, AXI 280 MHz"),
-            (H7_RCC + 0x18, 4, 3, 4, "RM0455 RCC_CDCFGR1: CDPPRE = /2, APB3 140 MHz"),
-            (H7_RCC + 0x18, 8, 4, 0, "RM0455 RCC_CDCFGR1: CDCPRE = /1, CPU 280 MHz"),
-            (H7_RCC + 0x1C, 4, 3, 4, "RM0455 RCC_CDCFGR2: CDPPRE1 = /2, APB1 140 MHz"),
-            (H7_RCC + 0x1C, 8, 3, 4, "RM0455 RCC_CDCFGR2: CDPPRE2 = /2, APB2 140 MHz"),
-            (H7_RCC + 0x20, 4, 3, 4, "RM0455 RCC_SRDCFGR: SRDPPRE = /2, APB4 140 MHz"),
-            (H7_RCC + 0x10, 0, 3, 3, "RM0455 RCC_CFGR: SW = PLL1"),
+             "RM0455 Rev 3 6.8.6 PWR_SRDCR (as stm32h7xx-hal quotes it): VOS = 0b11 is VOS0"),
+            (H7_RCC, 16, 3, 0b101,
+             "RM0455 RCC_CR (section not read): HSEON + HSEBYP (UM2408: STLINK-V3E MCO)"),
+            (H7_RCC + 0x28, 0, 2, 2, "RM0455 RCC_PLLCKSELR (section not read): PLLSRC = HSE"),
+            (H7_RCC + 0x28, 4, 6, 4,
+             "RM0455 RCC_PLLCKSELR (section not read): DIVM1 = 4, 2 MHz reference"),
+            (H7_RCC + 0x2C, 1, 3, 0b010,
+             "RM0455 RCC_PLLCFGR (section not read): PLL1RGE = 2-4 MHz, wide VCO"),
+            (H7_RCC + 0x2C, 16, 1, 1, "RM0455 RCC_PLLCFGR (section not read): DIVP1EN"),
+            (H7_RCC + 0x30, 0, 9, 279,
+             "RM0455 RCC_PLL1DIVR (section not read): DIVN1 = 280, VCO 560 MHz, the top of "
+             "DS13195 Rev 8 Table 55's wide VCO range (128-560 MHz, input 2-16 MHz)"),
+            (H7_RCC + 0x30, 9, 7, 1,
+             "RM0455 RCC_PLL1DIVR (section not read): DIVP1 = 2 -> 280 MHz"),
+            (0x5200_2000, 0, 4, 6,
+             "RM0455 Rev 10 Table 16 (as embassy-stm32 quotes it): 6 WS at 253-280 MHz AXI, "
+             "VOS0"),
+            (0x5200_2000, 4, 2, 3, "RM0455 Rev 10 Table 16 (as quoted): WRHIGHFREQ = 3"),
+            (H7_RCC + 0x18, 0, 4, 0,
+             "RM0455 RCC_CDCFGR1 (section not read): HPRE = /1, AXI 280 MHz (DS13195 Rev 8 "
+             "Table 23: 280 MHz at VOS0)"),
+            (H7_RCC + 0x18, 4, 3, 4,
+             "RM0455 RCC_CDCFGR1 (section not read): CDPPRE = /2, APB3 140 MHz"),
+            (H7_RCC + 0x18, 8, 4, 0,
+             "RM0455 RCC_CDCFGR1 (section not read): CDCPRE = /1, CPU 280 MHz"),
+            (H7_RCC + 0x1C, 4, 3, 4,
+             "RM0455 RCC_CDCFGR2 (section not read): CDPPRE1 = /2, APB1 140 MHz (DS13195 Rev 8 "
+             "Table 23: APB 140 MHz at VOS0)"),
+            (H7_RCC + 0x1C, 8, 3, 4,
+             "RM0455 RCC_CDCFGR2 (section not read): CDPPRE2 = /2, APB2 140 MHz"),
+            (H7_RCC + 0x20, 4, 3, 4,
+             "RM0455 RCC_SRDCFGR (section not read): SRDPPRE = /2, APB4 140 MHz"),
+            (H7_RCC + 0x10, 0, 3, 3, "RM0455 RCC_CFGR (section not read): SW = PLL1"),
             (0xE000_ED14, 16, 2, 3, "PM0253 4.3.7: CCR.DC + CCR.IC, M7 caches on"),
         ),
         _h7_links(1215),  # 140 MHz / 115200 = 1215.3

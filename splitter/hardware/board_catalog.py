@@ -41,23 +41,32 @@ class StLink:
 #: ST-LINK versions on the boards of :data:`BOARD_FILE` (``stlink = "V2-1"`` / ``"V3"``): the
 #: highest virtual COM port baud rate.
 #:
-#: V2-1 (on Nucleo-64 MB1136, Nucleo-144 MB1137, Discovery boards): no ST document read here
-#: states its VCP maximum (TN1235 "Overview of ST-LINK derivatives" was not found; the figure
-#: was first written from memory), so 2 Mbaud is a bound derived from the bridge, not a quoted
-#: one: the V2-1 is an STM32F103CBT6 whose VCP lines go to its USART2 on the 36 MHz APB1 (the
-#: Nucleo-64 MB1136 schematic, not re-read here), with 16x oversampling only (RM0008 USART:
-#: baud = f_PCLK / USARTDIV, USARTDIV >= 16), hence at most 36 MHz / 16 = 2.25 Mbaud, and users
-#: report a NUCLEO-F767ZI's VCP failing above 2.25 Mbaud
-#: (forums.mbed.com "NUCLEO-F767ZI - USART Problem when baud rate higher than 2.25 MHz");
-#: 2 Mbaud is the largest standard rate below that.
 #: V3 (STLINK-V3E on MB1363 / MB1364 / MB1367 / MB1549 boards, an STM32F723 bridge): ST's
-#: STLINK-V3MINI product page: "VCP frequency up to 15 MHz" (UM2448, the STLINK-V3SET manual,
-#: gives the VCP 732 to 16 000 000 baud).
+#: STLINK-V3MINI product page (st.com/en/development-tools/stlink-v3mini.html, "Virtual COM
+#: port (VCP) specific features: ... VCP frequency up to 15 MHz"); UM2448 (the STLINK-V3SET
+#: manual) gives the VCP "732-16000000 baud" and RN0093 (ST-LINK firmware release notes) a
+#: minimum of 2931 baud in high-performance mode, both as blackmagic-debug quotes them
+#: (src/platforms/stlinkv3/README.md); neither document's text was reachable here. 15 Mbaud,
+#: the lower of ST's two figures, is the limit.
+#:
+#: V2-1 (on Nucleo-64 MB1136, Nucleo-144 MB1137, Discovery boards): NOT FOUND. No ST document
+#: reachable here states its VCP maximum: on 2026-11-27 the search corpora (docs, pages,
+#: issues, code) and the GitHub file search held TN1235 "Overview of ST-LINK derivatives" only
+#: as its title and URL (its text, which other projects quote for USB product ids, was not
+#: stored), no text of UM1724 / UM1974 / UM2179 on the VCP's baud rates, and no text of
+#: RN0093 on the V2-1. So 2 Mbaud is a bound derived from the bridge, not a quoted one: the
+#: V2-1 is an STM32F103CBT6 whose VCP lines go to its USART2 on the 36 MHz APB1 (the Nucleo-64
+#: MB1136 schematic, not re-read here), with 16x oversampling only (RM0008 USART: baud =
+#: f_PCLK / USARTDIV, USARTDIV >= 16), hence at most 36 MHz / 16 = 2.25 Mbaud; users report a
+#: NUCLEO-F767ZI's VCP failing above 2.25 Mbaud (forums.mbed.com "NUCLEO-F767ZI - USART
+#: Problem when baud rate higher than 2.25 MHz") and an ST-LINK VCP losing characters at
+#: 1 843 200 baud but not at 1 228 800 (community.st.com thread 44053, a user's report);
+#: 2 Mbaud is the largest standard rate below the bound.
 STLINKS: Mapping[str, StLink] = {
     "V2-1": StLink("V2-1", 2_000_000, "ST-LINK/V2-1: its STM32F103 bridge's VCP USART reaches "
-                   "36 MHz / 16 = 2.25 Mbaud; no ST document states a figure"),
-    "V3": StLink("V3", 15_000_000, "ST STLINK-V3 (UM2448, STLINK-V3MINI/V3SET pages): VCP up "
-                 "to 15 MHz"),
+                   "36 MHz / 16 = 2.25 Mbaud; no ST document found states a figure"),
+    "V3": StLink("V3", 15_000_000, "ST STLINK-V3MINI product page: VCP frequency up to 15 MHz "
+                 "(UM2448 gives 16 Mbaud for the STLINK-V3SET)"),
 }  # fmt: skip
 
 

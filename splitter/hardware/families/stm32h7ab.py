@@ -14,8 +14,17 @@ bit positions was checked against ST's device header ``stm32h7a3xxq.h`` (STMicro
 cmsis_device_h7, commit 13ba9da): RCC_BASE, PWR_BASE, GPIOA_BASE, FLASH_R_BASE, USART3_BASE,
 IWDG1_BASE, the RCC_TypeDef / PWR_TypeDef offsets (PWR CSR1 0x04, CR3 0x0C, SRDCR 0x18), the
 CDCFGR1/2, SRDCFGR and FLASH_ACR (LATENCY[3:0], WRHIGHFREQ[5:4]) fields, USART3_IRQn 39,
-USART6_IRQn 71. RM0455's section numbers were not available here: the comments name its
-registers and table 16 (flash), not sections.
+USART6_IRQn 71.
+
+RM0455 itself was not available here: on 2026-11-27 the search corpora (docs, pages, code,
+issues) and the GitHub file search held no copy of its text, only its title and links (and a
+58 MB PDF other projects keep out of git). So the comments name RM0455's registers, and give a
+section or table number only where a third party quotes one with its revision: "RM0455 Rev 3
+6.8.6" for the PWR_SRDCR.VOS encoding (stm32h7xx-hal ``src/pwr.rs``, commit 0007f30) and
+"RM0455 Rev 10 Table 16. FLASH recommended number of wait states and programming delay" with
+its VOS0-VOS3 rows (embassy-stm32 ``src/rcc/h7.rs``, commit 2db4d01; the same rows in
+stm32h7xx-hal). The PWR_CR3 supply bits, the RCC_PLL1DIVR / PLLCFGR / CDCFGRx fields, the VOS
+maximum frequencies and the USART BRR formula carry no RM0455 section: none was found.
 """
 
 from __future__ import annotations
@@ -45,25 +54,36 @@ class H7ABClock(H7Clock):
       any voltage-scaling change. A part without a board gets the LDO, the only supply of the
       non-Q parts. Then wait PWR_CSR1.ACTVOSRDY (bit 13).
     * Voltage scaling (PWR_SRDCR at 0x5802_4818, VOS[15:14], VOSRDY bit 13): ST's
-      ``stm32h7xx_hal_pwr.h`` for parts with PWR_SRDCR: VOS0 = 0b11, VOS1 = 0b10, VOS2 = 0b01,
-      VOS3 = 0b00. VOS0 above 225 MHz (up to 280 MHz), VOS1 up to 225 MHz (the highest clock of
-      RM0455 table 16's VOS1 rows); VOS2 / VOS3 are not used (their limits were not checked).
-    * PLL1: the H743's registers and ranges (DIVM1 1..63, 1-16 MHz reference, DIVN1 4..512,
-      even DIVP1), the wide VCO 192-836 MHz (DS13195 PLL characteristics; not re-read here,
-      the 560 MHz the template uses sits inside it).
-    * Buses: CPU and AXI / AHB (HPRE) up to 280 MHz, every APB (CDPPRE, CDPPRE1/2, SRDPPRE) up
-      to 140 MHz (DS13195 general operating conditions; ST's template: HCLK 280 MHz, APB
-      /2 = 140 MHz). The USARTs' kernel clock is their APB's (RCC_CDCCIP2R resets to PCLK).
-    * Flash (RM0455 rev 10 table 16, FLASH_ACR LATENCY[3:0], WRHIGHFREQ[5:4]): VOS0 42 MHz per
-      wait state (6 WS, WRHIGHFREQ 3 at 252-280 MHz), VOS1 38 MHz per wait state up to 225 MHz.
+      ``stm32h7xx_hal_pwr.h`` for parts with PWR_SRDCR, and "RM0455 Rev 3 6.8.6" as
+      stm32h7xx-hal quotes it: VOS0 = 0b11, VOS1 = 0b10, VOS2 = 0b01, VOS3 = 0b00. VOS0 above
+      225 MHz (up to 280 MHz), VOS1 up to 225 MHz: the highest AXI clocks of the VOS0 / VOS1
+      rows of RM0455 Rev 10 Table 16 as embassy-stm32 quotes it (VOS2 160 MHz, VOS3 88 MHz
+      there; not used here).
+    * PLL1: the H743's registers (DIVM1 1..63, DIVN1 4..512, even DIVP1) with the wide VCO
+      (PLLCFGR.VCOSEL = 0) limits of DS13195 Rev 8 Table 55 "PLL characteristics (wide VCO
+      frequency range)" (p. 111): input 2-16 MHz, VCO 128-560 MHz (the H743's wide VCO goes to
+      836 MHz; this part's stops at 560, the VCO ST's template runs at for 280 MHz).
+    * Buses: CPU and AXI / AHB (HPRE) up to 280 MHz at VOS0, 225 MHz at VOS1, every APB
+      (CDPPRE, CDPPRE1/2, SRDPPRE) up to 140 / 112.5 MHz, the USARTs' kernel clock up to
+      280 / 225 MHz: DS13195 Rev 8 Table 23 "Maximum allowed clock frequencies" and Table 24
+      "Supply voltage and maximum frequency configuration" (VOS0 280, VOS1 225, VOS2 160, VOS3
+      88 MHz), p. 83-84 (ST's template: HCLK 280 MHz, APB /2 = 140 MHz). The USARTs' kernel
+      clock is their APB's (RCC_CDCCIP2R resets to PCLK). DS13195 was read on the copy in
+      github.com/MaleBenAttia/st_datasheets153 (commit defa71a6, outJason/H7/stm32h7a3ag), the
+      tables extracted from ST's PDF (the PDF itself is not in that copy's snapshot here).
+    * Flash (RM0455 Rev 10 Table 16 "FLASH recommended number of wait states and programming
+      delay", read as embassy-stm32 and stm32h7xx-hal quote its rows, not in RM0455 itself;
+      FLASH_ACR LATENCY[3:0], WRHIGHFREQ[5:4]): VOS0 42 MHz per wait state (6 WS, WRHIGHFREQ 3
+      at 252-280 MHz), VOS1 38 MHz per wait state up to 225 MHz.
     """
 
     manual = "RM0455"
-    limits = PllLimits(range(1, 64), range(4, 513), tuple(range(2, 129, 2)), (MHZ, 16 * MHZ),
-                       (192 * MHZ, 836 * MHZ), 2 * MHZ)  # fmt: skip
+    limits = PllLimits(range(1, 64), range(4, 513), tuple(range(2, 129, 2)), (2 * MHZ, 16 * MHZ),
+                       (128 * MHZ, 560 * MHZ), 2 * MHZ)  # fmt: skip
     max_hz = 280 * MHZ
     supplies = tuple(SUPPLY_BITS)
-    #: (upper AXI MHz, LATENCY, WRHIGHFREQ), RM0455 rev 10 table 16, VOS0 and VOS1 rows
+    #: (upper AXI MHz, LATENCY, WRHIGHFREQ), RM0455 Rev 10 Table 16's VOS0 and VOS1 rows as
+    #: embassy-stm32 src/rcc/h7.rs (2db4d01) quotes them
     flash_vos0 = ((42, 0, 0), (84, 1, 0), (126, 2, 1), (168, 3, 1), (210, 4, 2), (252, 5, 2),
                   (280, 6, 3))  # fmt: skip
     flash_vos1 = ((38, 0, 0), (76, 1, 0), (114, 2, 1), (152, 3, 1), (190, 4, 2), (225, 5, 2))
@@ -90,7 +110,7 @@ class H7ABClock(H7Clock):
         return self.manual
 
     def bus_max(self, part: str) -> tuple[int, int]:
-        """AXI / AHB 280 MHz, APB 140 MHz (class docstring)."""
+        """AXI / AHB 280 MHz, APB 140 MHz at VOS0 (DS13195 Rev 8 Table 23, class docstring)."""
         return 280 * MHZ, 140 * MHZ
 
     @staticmethod
@@ -126,8 +146,8 @@ class H7ABClock(H7Clock):
 
 class STM32H7AB(STM32H7):
     """STM32H7A3/B3/B0: RM0455 rev 10, Cortex-M7 at up to 280 MHz with the double-precision FPU
-    (DS13195); the H743's RCC, GPIO, USART and IWDG map (module docstring); Nucleo-144 USART3
-    on PD8/PD9 (UM2408, the ST-LINK virtual COM port)."""
+    (DS13195 Rev 8 Table 24); the H743's RCC, GPIO, USART and IWDG map (module docstring);
+    Nucleo-144 USART3 on PD8/PD9 (UM2408, the ST-LINK virtual COM port)."""
 
     name = "H7AB"
     manual = "RM0455"
