@@ -1,0 +1,237 @@
+"""Models with several graph inputs (issue 29): import, plan, compile + validate, the inputs.
+
+``models/two_inputs.onnx`` (``models/make_two_inputs.py``: an ``rgb`` 1x3x16x16 and a ``depth``
+1x1x16x16 branch added, then two convolutions and a dense head) is chained at operator
+granularity: the cut after the input layer carries both inputs to the head board, as any op
+chain's cut carries its live tensors. ``tests/test_e2e_two_inputs.py`` runs it on emulated
+F405s.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+from test_plan_cli import run_cli
+
+import splitter
+from splitter.compile import CompileOptions, compile_model
+from splitter.importers import load_chain
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = ROOT / "models" / "two_inputs.onnx"
+BOARDS = ROOT / "models" / "boards" / "two_inputs2.toml"
+SHAPES = {"rgb": (1, 3, 16, 16), "depth": (1, 1, 16, 16)}
+
+
+def _make_script() -> ModuleType:
+    path = ROOT / "models" / "make_two_inputs.py"
+    spec = importlib.util.spec_from_file_location("make_two_inputs", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["make_two_inputs"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def samples(n: int, seed: int = 1) -> dict[str, np.ndarray]:
+    """``n`` stacked samples of each input, by name."""
+    rng = np.random.default_rng(seed)
+    return {k: rng.standard_normal((n, *s)).astype(np.float32) for k, s in SHAPES.items()}
+
+
+def test_two_inputs_file_is_what_the_script_builds() -> None:
+    assert _make_script().build().SerializeToString() == MODEL.read_bytes()
+    assert [i.name for i in onnx.load(MODEL).graph.input] == ["rgb", "depth"]
+
+
+def test_chain_input_layer_hands_on_both_inputs() -> None:
+    """Layer 0 carries both inputs (4096 B); each branch conv reads its own; the supernode
+    default takes the op chain for a graph with several inputs."""
+    chain = load_chain(MODEL)
+    assert chain.granularity == "op"
+    first = chain.layers[0]
+    assert [t.name for t in first.boundary] == ["rgb", "depth"]
+    assert first.cost.out_bytes == first.cost.ram == (3 + 1) * 16 * 16 * 4
+    reads = {layer.name: [t.name for t in layer.reads] for layer in chain.layers}
+    assert reads["rgb_conv"] == ["rgb"] and reads["depth_conv"] == ["depth"]
+    join = next(layer for layer in chain.layers if layer.name == "join")
+    assert len(chain.layers[join.index - 1].boundary) == 2  # both branches cross into the add
+    assert [t.name for t in join.boundary] == ["join/out"]
+
+
+def test_plan_splits_and_the_head_receives_both_inputs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run_cli(capsys, "plan", str(MODEL), "--target", str(BOARDS), "--json")
+    assert code == 0, err
+    plan = json.loads(out)
+    subs = plan["submodels"]
+    assert [s["device"] for s in subs] == ["a", "b"]
+    assert [(t["name"], t["shape"]) for t in subs[0]["inputs"]] == [
+        ("rgb", [1, 3, 16, 16]),
+        ("depth", [1, 1, 16, 16]),
+    ]
+    assert plan["host_io"]["input"]["bytes"] == 4096  # both inputs sent by the host
+
+
+def test_python_api_plans_two_inputs() -> None:
+    result = splitter.plan(MODEL, BOARDS)
+    assert [t.name for t in result.manifest.submodels[0].inputs] == ["rgb", "depth"]
+    assert "of 2 inputs" in result.manifest.headline_lines()[1]
+
+
+def test_compile_validates_with_inputs_by_name_and_npz(tmp_path: Path) -> None:
+    """compile --input NAME=X.npy per input and an .npz by name: each sample validated, the
+    first sub-model's ONNX file takes both inputs and gives onnxruntime's answer."""
+    xs = samples(3)
+    for name, x in xs.items():
+        np.save(tmp_path / f"{name}.npy", x)
+    np.savez(tmp_path / "more.npz", **samples(2, seed=2))
+    files = (f"rgb={tmp_path / 'rgb.npy'}", f"depth={tmp_path / 'depth.npy'}")
+    opts = CompileOptions(force=True, input_files=(*files, str(tmp_path / "more.npz")))
+    res = compile_model(MODEL, BOARDS, tmp_path / "out", opts)
+    assert res.validation is not None and res.validation.passed
+    assert len(res.validation.samples) == 8 + 3 + 2
+    first = onnx.load(tmp_path / "out" / "submodels" / "00_a.onnx")
+    assert [i.name for i in first.graph.input] == ["rgb", "depth"]
+    whole = ort.InferenceSession(str(MODEL), providers=["CPUExecutionProvider"])
+    feeds = {k: v[0] for k, v in xs.items()}
+    ref = whole.run(None, feeds)[0]
+    env = dict(feeds)
+    for path in sorted((tmp_path / "out" / "submodels").glob("*.onnx")):
+        sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        want = {i.name: env[i.name] for i in sess.get_inputs()}
+        env.update(zip([o.name for o in sess.get_outputs()], sess.run(None, want), strict=True))
+    assert np.array_equal(env["logits"], ref)
+
+
+@pytest.mark.parametrize(
+    ("given", "words"),
+    [
+        (["rgb"], ["no input 'depth'", "--input depth=X.npy"]),
+        (["x"], ["inputs rgb, depth", "--input rgb=X.npy", ".npz"]),
+        (["rgb", "depth_bad"], ["depth.npy", "input 'depth' needs shape [1, 1, 16, 16]"]),
+        (["npz_missing"], ["in.npz", "input 'depth' is missing", "numpy.savez"]),
+        (["rgb", "depth_short"], ["different numbers of samples", "rgb 1, depth 2"]),
+    ],
+)
+def test_a_wrong_or_missing_input_is_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], given: list[str], words: list[str]
+) -> None:
+    """One line naming the file, the input and the fix; exit 2; OUT not written."""
+    one = samples(1)
+    np.save(tmp_path / "rgb.npy", one["rgb"])
+    np.save(tmp_path / "x.npy", one["rgb"])
+    np.save(tmp_path / "depth.npy", np.zeros((1, 3, 16, 16), np.float32))
+    np.save(tmp_path / "short.npy", samples(2)["depth"])
+    np.savez(tmp_path / "in.npz", rgb=one["rgb"])
+    args = {
+        "rgb": f"rgb={tmp_path / 'rgb.npy'}",
+        "x": str(tmp_path / "x.npy"),
+        "depth_bad": f"depth={tmp_path / 'depth.npy'}",
+        "depth_short": f"depth={tmp_path / 'short.npy'}",
+        "npz_missing": str(tmp_path / "in.npz"),
+    }
+    out = tmp_path / "out"
+    cmd = ["compile", str(MODEL), "--target", str(BOARDS), "-o", str(out)]
+    for g in given:
+        cmd += ["--input", args[g]]
+    code, stdout, err = run_cli(capsys, *cmd)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, err
+    assert all(w in lines[0] for w in words), lines[0]
+    assert not out.exists()
+
+
+def _dynamic(path: Path) -> Path:
+    """two_inputs.onnx with every input dim but the channels dynamic."""
+    model = onnx.load(MODEL)
+    for value in model.graph.input:
+        dims = value.type.tensor_type.shape.dim
+        for k in (0, 2, 3):
+            dims[k].dim_param = f"{value.name}_{k}"
+    onnx.save(model, path)
+    return path
+
+
+def test_input_shape_per_input_and_static_dims_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _dynamic(tmp_path / "dyn.onnx")
+    code, _, err = run_cli(capsys, "inspect", str(path), "--input-shape", "rgb=1x3x16x16")
+    assert code == 2 and "input 'depth'" in err and "--input-shape depth=" in err
+    code, out, err = run_cli(
+        capsys, "plan", str(path), "--target", str(BOARDS), "--json",
+        "--input-shape", "rgb=1x3x16x16", "--input-shape", "depth=1x1x16x16",
+    )  # fmt: skip
+    assert code == 0, err
+    ins = json.loads(out)["submodels"][0]["inputs"]
+    assert [t["shape"] for t in ins] == [[1, 3, 16, 16], [1, 1, 16, 16]]
+    code, _, err = run_cli(
+        capsys, "inspect", str(path),
+        "--input-shape", "rgb=1x3x16x16", "--input-shape", "depth=1x3x16x16",
+    )  # fmt: skip
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "--input-shape depth=1x3x16x16" in lines[0]
+    assert "depth_0x1xdepth_2xdepth_3" in lines[0]  # the file's static channel dim 1
+
+
+def test_supernode_regions_still_need_one_input() -> None:
+    """The super-node cut itself reads one tensor; build_chain never asks it for several."""
+    from splitter.errors import InputFileError
+    from splitter.graph.supernodes import find_regions
+    from splitter.importers import load_graph
+
+    with pytest.raises(InputFileError, match="--granularity op"):
+        find_regions(load_graph(MODEL))
+
+
+def test_library_mode_takes_both_inputs_through_submit(tmp_path: Path) -> None:
+    """--app library: sub-model 0 has both input slots, which splitter_submit fills from one
+    buffer in plan.json order (splitter_input_bytes() sums them, runtime.c); standalone
+    compiles each --input sample the same way."""
+    boards = tmp_path / "boards.toml"
+    boards.write_text(BOARDS.read_text().replace('flash = "30 KiB"', "").replace('flash = "34 KiB"', ""))
+    split = (0, 0, 0, 0, 0, 1, 1)
+    opts = CompileOptions(force=True, validate=False, app="library", assignment=split)
+    res = compile_model(MODEL, boards, tmp_path / "lib", opts)
+    plan_c = (res.out_dir / "firmware" / "a" / "plan.c").read_text()
+    assert "sm_00_in[2] = {{ 0u, 3072u }, { 3072u, 1024u }}" in plan_c
+    xs = samples(2)
+    for name, x in xs.items():
+        np.save(tmp_path / f"{name}.npy", x)
+    opts = CompileOptions(
+        force=True, validate=False, app="standalone", assignment=split,
+        input_files=(f"depth={tmp_path / 'depth.npy'}", f"rgb={tmp_path / 'rgb.npy'}"),
+    )  # fmt: skip
+    res = compile_model(MODEL, boards, tmp_path / "alone", opts)
+    text = (res.out_dir / "firmware" / "a" / "app_samples.c").read_text()
+    assert "app_n_samples = 2u" in text
+    body = text.split("{", 1)[1].split("}", 1)[0]
+    data = bytes(int(b, 16) for b in body.replace(",", " ").split())
+    want = b"".join(xs[n][k].astype("<f4").tobytes() for k in range(2) for n in ("rgb", "depth"))
+    assert data == want
+
+
+def test_two_graph_inputs_used_to_be_refused_now_import(tmp_path: Path) -> None:
+    """The issue's defect: a model with two graph inputs was refused; a tiny one now chains."""
+    nodes = [helper.make_node("Add", ["a", "b"], ["y"], name="add")]
+    graph = helper.make_graph(
+        nodes, "add2",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4]) for n in ("a", "b")],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, tmp_path / "add2.onnx")
+    chain = load_chain(tmp_path / "add2.onnx")
+    assert [t.name for t in chain.layers[0].boundary] == ["a", "b"]
+    assert [t.name for t in chain.layers[1].reads] == ["a", "b"]
