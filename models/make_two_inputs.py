@@ -50,7 +50,9 @@ def build() -> onnx.ModelProto:
                 kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[stride, stride],
             )
         )  # fmt: skip
-        nodes.append(helper.make_node("Relu", [f"{name}/out"], [f"{name}/relu"], name=f"{name}_relu"))
+        nodes.append(
+            helper.make_node("Relu", [f"{name}/out"], [f"{name}/relu"], name=f"{name}_relu")
+        )
         return f"{name}/relu"
 
     a = conv("rgb_conv", "rgb", 3, 8)
@@ -63,7 +65,9 @@ def build() -> onnx.ModelProto:
     inits.append(numpy_helper.from_array(w.astype(np.float32), "head.W"))
     inits.append(numpy_helper.from_array(np.zeros(10, np.float32), "head.B"))
     nodes.append(
-        helper.make_node("Gemm", ["flat/out", "head.W", "head.B"], ["logits"], name="head", transB=1)
+        helper.make_node(
+            "Gemm", ["flat/out", "head.W", "head.B"], ["logits"], name="head", transB=1
+        )
     )
     inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in INPUTS.items()]
     graph = helper.make_graph(

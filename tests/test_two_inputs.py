@@ -145,7 +145,7 @@ def test_a_wrong_or_missing_input_is_one_line_exit_2(
     cmd = ["compile", str(MODEL), "--target", str(BOARDS), "-o", str(out)]
     for g in given:
         cmd += ["--input", args[g]]
-    code, stdout, err = run_cli(capsys, *cmd)
+    code, _, err = run_cli(capsys, *cmd)
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1, err
     assert all(w in lines[0] for w in words), lines[0]
@@ -200,7 +200,8 @@ def test_library_mode_takes_both_inputs_through_submit(tmp_path: Path) -> None:
     buffer in plan.json order (splitter_input_bytes() sums them, runtime.c); standalone
     compiles each --input sample the same way."""
     boards = tmp_path / "boards.toml"
-    boards.write_text(BOARDS.read_text().replace('flash = "30 KiB"', "").replace('flash = "34 KiB"', ""))
+    text = BOARDS.read_text()
+    boards.write_text(text.replace('flash = "30 KiB"', "").replace('flash = "34 KiB"', ""))
     split = (0, 0, 0, 0, 0, 1, 1)
     opts = CompileOptions(force=True, validate=False, app="library", assignment=split)
     res = compile_model(MODEL, boards, tmp_path / "lib", opts)
