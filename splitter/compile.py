@@ -70,8 +70,12 @@ class CompileOptions:
     #: ``time_limit``, ``var_order``, ``val_order`` ... as :func:`splitter.partition.solve` takes
     solver_options: Mapping[str, object] = field(default_factory=dict)
     validate: bool = True
+    #: validation (and ``--app standalone``) inputs as ``compile --input`` takes them:
+    #: ``"X.npy"`` (one input), ``"NAME=X.npy"`` per input, or ``"X.npz"`` keyed by input name
+    #: (:func:`splitter.slicing.validate.load_input_samples`, docs/guide/inputs.md)
     input_files: tuple[str, ...] = ()
     force: bool = False
+    #: static shape per input name (``--input-shape NAME=DIMS``, repeatable), for dynamic dims
     input_shapes: Mapping[str, tuple[int, ...]] | None = None
     activation_bytes: int | None = None
     #: chain granularity: "supernode" (branches collapsed), "op" (cuts carry live tensors) or

@@ -83,10 +83,17 @@ def test_plan_splits_and_the_head_receives_both_inputs(
     assert plan["host_io"]["input"]["bytes"] == 4096  # both inputs sent by the host
 
 
-def test_python_api_plans_two_inputs() -> None:
+def test_python_api_plans_and_compiles_two_inputs(tmp_path: Path) -> None:
+    """The public API (``splitter.plan``, ``splitter.compile_model``) with inputs by name."""
     result = splitter.plan(MODEL, BOARDS)
     assert [t.name for t in result.manifest.submodels[0].inputs] == ["rgb", "depth"]
     assert "of 2 inputs" in result.manifest.headline_lines()[1]
+    np.savez(tmp_path / "x.npz", **samples(2))
+    opts = splitter.CompileOptions(input_files=(str(tmp_path / "x.npz"),), firmware=False)
+    res = splitter.compile_model(MODEL, BOARDS, tmp_path / "out", opts)
+    assert res.validation is not None and res.validation.passed
+    npz = tmp_path / "x.npz"
+    assert res.validation.samples[-2:] == (f"file:{npz}[0]", f"file:{npz}[1]")
 
 
 def test_compile_validates_with_inputs_by_name_and_npz(tmp_path: Path) -> None:
