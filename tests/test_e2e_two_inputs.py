@@ -43,6 +43,14 @@ def reference(feeds: dict[str, np.ndarray]) -> np.ndarray:
     return np.asarray(sess.run(None, feeds)[0])
 
 
+def free_boards(tmp: Path) -> Path:
+    """``two_inputs2.toml``'s two F405s with their whole flash (the tests fix the split)."""
+    boards = tmp / "boards.toml"
+    text = (BOARDS / "two_inputs2.toml").read_text()
+    boards.write_text(text.replace('flash = "30 KiB"', "").replace('flash = "34 KiB"', ""))
+    return boards
+
+
 @pytest.fixture(scope="module")
 def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Compiled by the planner (it splits: a | b), validated and built for the emulator."""
@@ -97,9 +105,7 @@ def test_standalone_feeds_both_inputs_itself(tmp_path: Path) -> None:
     for name, a in x.items():
         np.save(tmp_path / f"{name}.npy", a)
         files.append(f"{name}={tmp_path / f'{name}.npy'}")
-    boards = tmp_path / "boards.toml"
-    text = (BOARDS / "two_inputs2.toml").read_text()
-    boards.write_text(text.replace('flash = "30 KiB"', "").replace('flash = "34 KiB"', ""))
+    boards = free_boards(tmp_path)
     opts = CompileOptions(
         force=True, validate=False, app="standalone", input_files=tuple(files),
         assignment=(0, 0, 0, 0, 0, 1, 1),
@@ -115,4 +121,32 @@ def test_standalone_feeds_both_inputs_itself(tmp_path: Path) -> None:
         ref = refs[r.inference % 2]
         got = np.frombuffer(r.outputs[0], "<f4").reshape(ref.shape)
         assert float(np.max(np.abs(got - ref))) <= TOL, r.inference
+    assert qemu_pids(str(res.out_dir)) == []
+
+
+def test_int8_tflite_two_inputs_bit_exact_on_two_boards(tmp_path: Path) -> None:
+    """two_inputs_int8.tflite cut after the first int8 conv layers (a | b), built and run: the
+    boards' int8 logits equal LiteRT's (built-in kernels) bit for bit."""
+    model = MODELS / "two_inputs_int8.tflite"
+    opts = CompileOptions(force=True, assignment=(0, 0, 0, 0, 1, 1, 1, 1))
+    res = compile_model(model, free_boards(tmp_path), tmp_path / "out", opts)
+    assert res.validation is not None and res.validation.passed
+    for dev in {s.device for s in res.manifest.submodels}:
+        run_make(res.out_dir / "firmware" / dev, emulator=True)
+    rng = np.random.default_rng(9)
+    x = {
+        t.name: rng.integers(-128, 128, t.shape).astype(np.int8)
+        for t in res.manifest.submodels[0].inputs
+    }
+    np.savez(tmp_path / "x.npz", **x)
+    proc = cli("run", str(res.out_dir), "--emulate", "--input", str(tmp_path / "x.npz"),
+               "--output", str(tmp_path / "y.npy"))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "max-abs difference to LiteRT 0 " in proc.stdout + proc.stderr
+    got = np.load(tmp_path / "y.npy")
+    from splitter.slicing.validate import TfliteRunner
+
+    runner = TfliteRunner(model)
+    ref = runner.run(x)[runner.outputs[0].name]
+    assert got.dtype == np.int8 and np.array_equal(got, ref)
     assert qemu_pids(str(res.out_dir)) == []

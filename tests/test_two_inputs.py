@@ -298,3 +298,27 @@ def test_generated_c_matches_the_runtime_cut_by_cut(name: str, tmp_path: Path) -
                 assert float(np.max(np.abs(mine - w))) <= 1e-4, (name, k, n)
         env.update(ref)
     assert len(subs) == len(chain)
+
+
+def test_int8_tflite_two_inputs_split_and_validate_bit_exact(tmp_path: Path) -> None:
+    """The int8 TFLite twin (converter order: depth first): both inputs reach sub-model 0, the
+    split validates bit for bit against LiteRT on seeded inputs and on an .npz by name."""
+    path = ROOT / "models" / "two_inputs_int8.tflite"
+    chain = load_chain(path)
+    assert chain.graph is not None
+    assert [n.split("_")[-1] for n in chain.graph.inputs] == ["depth:0", "rgb:0"]
+    rng = np.random.default_rng(8)
+    arrays = {
+        n: rng.integers(-128, 128, (2, *chain.graph.tensors[n].shape)).astype(np.int8)
+        for n in chain.graph.inputs
+    }
+    np.savez(tmp_path / "x.npz", **arrays)
+    opts = CompileOptions(
+        force=True, firmware=False, input_files=(str(tmp_path / "x.npz"),),
+        assignment=(0, 0, 0, 0, 1, 1, 1, 1),
+    )  # fmt: skip
+    res = compile_model(path, BOARDS, tmp_path / "out", opts)
+    assert [t.name for t in res.manifest.submodels[0].inputs] == list(chain.graph.inputs)
+    stats = res.validation.outputs[0] if res.validation else None
+    assert stats is not None and stats.exact and stats.max_abs == 0.0
+    assert res.validation is not None and len(res.validation.samples) == 8 + 2
