@@ -396,6 +396,13 @@ def check_data_file(chain: Chain, opts: CompileOptions) -> None:
         raise InputFileError(
             f"{opts.data_file}: --data is used by the validation; drop --no-validate"
         )
+    inputs = graph_input_specs(chain)
+    if len(inputs) != 1:
+        raise InputFileError(
+            f"{opts.data_file}: --data (a labelled set) takes a model with one input, this one "
+            f"has {len(inputs)} ({', '.join(t.name for t in inputs)}); validate with --input "
+            "NAME=X.npy per input, or one .npz keyed by input name, instead"
+        )
     from math import prod
 
     from splitter.slicing.validate import load_labelled

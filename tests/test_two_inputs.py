@@ -322,3 +322,30 @@ def test_int8_tflite_two_inputs_split_and_validate_bit_exact(tmp_path: Path) -> 
     stats = res.validation.outputs[0] if res.validation else None
     assert stats is not None and stats.exact and stats.max_abs == 0.0
     assert res.validation is not None and len(res.validation.samples) == 8 + 2
+
+
+@pytest.mark.parametrize(
+    ("flag", "words"),
+    [
+        ("--quantize", ["--quantize int8 calibrates a model with one graph input", "has 2"]),
+        ("--data", ["--data (a labelled set) takes a model with one input", "--input NAME=X.npy"]),
+    ],
+)
+def test_what_needs_one_input_says_so_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, words: list[str]
+) -> None:
+    """--quantize int8 (calibration) and --data (labelled accuracy) take one input: one line,
+    exit 2, OUT not written."""
+    np.save(tmp_path / "cal.npy", samples(2)["rgb"])
+    np.savez(tmp_path / "d.npz", **samples(2))
+    extra = {
+        "--quantize": ["--quantize", "int8", "--calibration-data", str(tmp_path / "cal.npy")],
+        "--data": ["--data", str(tmp_path / "d.npz")],
+    }[flag]
+    out = tmp_path / "out"
+    code, _, err = run_cli(
+        capsys, "compile", str(MODEL), "--target", str(BOARDS), "-o", str(out), *extra
+    )
+    lines = err.strip().splitlines()
+    assert code == 2 and all(w in lines[-1] for w in words), err
+    assert lines[-1].startswith("splitter: error:") and not out.exists()
