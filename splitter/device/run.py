@@ -178,8 +178,9 @@ def reference_outputs(
     model path): onnxruntime for ONNX, LiteRT for TFLite with the built-in kernels and no
     default delegate (:class:`~splitter.slicing.validate.TfliteRunner`, the kernels compile's
     validation runs: XNNPACK's int8 requantisation may round one level off them). Several
-    inputs are fed by name; a single array is the model's one input. Outputs are matched by
-    position in plan.json's order (the importers keep the model's order)."""
+    inputs are fed by name (by position in plan.json's order when the file's names differ);
+    a single array is the model's one input. Outputs are matched by position in plan.json's
+    order (the importers keep the model's order)."""
     path = model or Path(manifest.model.path)
     if not path.is_file():
         raise InputFileError(
@@ -192,8 +193,11 @@ def reference_outputs(
     from splitter.slicing.validate import make_runner
 
     runner = make_runner(path, suffix)
-    feeds = dict(x) if isinstance(x, Mapping) else {runner.inputs[0].name: x}
-    outs = runner.run(feeds)
+    wanted = [t.name for t in runner.inputs]
+    given = dict(x) if isinstance(x, Mapping) else {wanted[0]: x}
+    if not set(wanted) <= set(given):  # names differ from plan.json's: match by position
+        given = dict(zip(wanted, given.values(), strict=False))
+    outs = runner.run(given)
     return dict(zip(names, (np.asarray(outs[o.name]) for o in runner.outputs), strict=False))
 
 
