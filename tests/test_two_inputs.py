@@ -349,3 +349,16 @@ def test_what_needs_one_input_says_so_in_one_line(
     lines = err.strip().splitlines()
     assert code == 2 and all(w in lines[-1] for w in words), err
     assert lines[-1].startswith("splitter: error:") and not out.exists()
+
+
+def test_segments_refuse_several_inputs_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """LO-SC segments on one board carry one tensor between units: refused, naming compile."""
+    one = tmp_path / "one.toml"
+    one.write_text('[link]\nbaud = 115200\n[[device]]\nname = "a"\nmcu = "STM32F405RG"\n')
+    out = tmp_path / "seg"
+    code, _, err = run_cli(capsys, "segment", str(MODEL), "--target", str(one), "-o", str(out))
+    lines = err.strip().splitlines()
+    assert code == 2 and "several graph inputs" in lines[-1] and "splitter compile" in lines[-1]
+    assert not out.exists()
