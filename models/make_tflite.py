@@ -37,6 +37,10 @@ strides, paddings and widths; dropout and weight regularisers (training only) ar
 seeded weights and batch-norm statistics, full-integer with int8 input and output, per-channel
 weights, calibrated on 32 seeded standard-normal inputs: the int8 MobileNetV2 a user deploys
 (the PEX paper's example model, 1505 kB of activations run op by op).
+
+``--two-inputs`` writes ``two_inputs_int8.tflite``: the network of ``models/make_two_inputs.py``
+(an ``rgb`` 16x16x3 and a ``depth`` 16x16x1 branch added) in Keras, full-integer with int8
+inputs and output, per-channel weights (a model with several graph inputs, issue 29).
 """
 
 from __future__ import annotations
@@ -214,13 +218,16 @@ MLPERF: dict[str, Callable[[], tf.keras.Model]] = {
 
 def convert_int8(model: tf.keras.Model) -> bytes:
     """Full-integer conversion, int8 input and output, per-channel weights; 32 seeded
-    standard-normal calibration inputs of the model's input shape."""
-    shape = tuple(model.inputs[0].shape)
+    standard-normal calibration samples of the model's input shapes (several inputs: a dict by
+    input name, as the converter's signature orders its inputs by name, not as the model)."""
+    shapes = [tuple(t.shape) for t in model.inputs]
+    names = [t.name.split(":")[0] for t in model.inputs]
 
-    def data() -> Iterator[list[np.ndarray]]:
+    def data() -> Iterator[list[np.ndarray] | dict[str, np.ndarray]]:
         rng = np.random.default_rng(SEED)
         for _ in range(32):
-            yield [rng.standard_normal(shape).astype(np.float32)]
+            arrays = [rng.standard_normal(shape).astype(np.float32) for shape in shapes]
+            yield arrays if len(arrays) == 1 else dict(zip(names, arrays, strict=True))
 
     conv = tf.lite.TFLiteConverter.from_keras_model(model)
     conv.optimizations = [tf.lite.Optimize.DEFAULT]
@@ -261,6 +268,32 @@ def main_mnv2() -> None:
     print(f"wrote {name}: {len(data)} bytes (tensorflow {tf.__version__})")
 
 
+def two_inputs() -> tf.keras.Model:
+    """``models/make_two_inputs.py``'s network in Keras (NHWC): an ``rgb`` 16x16x3 and a
+    ``depth`` 16x16x1 branch (conv 3x3 to 8 channels, ReLU each) added, conv 3x3 stride 2 to
+    16, conv 3x3 16, global average pool, dense 10; seeded Keras initialisers (issue 29)."""
+    layers = tf.keras.layers
+    rgb = layers.Input(shape=(16, 16, 3), batch_size=1, name="rgb")
+    depth = layers.Input(shape=(16, 16, 1), batch_size=1, name="depth")
+    a = layers.Conv2D(8, 3, padding="same", activation="relu", name="rgb_conv")(rgb)
+    b = layers.Conv2D(8, 3, padding="same", activation="relu", name="depth_conv")(depth)
+    x = layers.Add(name="join")([a, b])
+    x = layers.Conv2D(16, 3, strides=2, padding="same", activation="relu", name="conv2")(x)
+    x = layers.Conv2D(16, 3, padding="same", activation="relu", name="conv3")(x)
+    x = layers.GlobalAveragePooling2D(name="gap")(x)
+    y = layers.Dense(10, name="head")(x)
+    return tf.keras.Model([rgb, depth], y, name="two_inputs")
+
+
+def main_two_inputs() -> None:
+    """Write ``two_inputs_int8.tflite`` next to this script."""
+    tf.keras.utils.set_random_seed(SEED)
+    data = convert_int8(two_inputs())
+    name = "two_inputs_int8.tflite"
+    (HERE / name).write_bytes(data)
+    print(f"wrote {name}: {len(data)} bytes (tensorflow {tf.__version__})")
+
+
 def main() -> None:
     """Write the three models next to this script."""
     model = build_model()
@@ -279,5 +312,7 @@ if __name__ == "__main__":
         main_mlperf()
     elif "--mnv2" in sys.argv[1:]:
         main_mnv2()
+    elif "--two-inputs" in sys.argv[1:]:
+        main_two_inputs()
     else:
         main()

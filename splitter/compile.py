@@ -49,7 +49,7 @@ from splitter.slicing.validate import (
     DEFAULT_SEED,
     ValidationReport,
     float_range_from_metadata,
-    load_input_file,
+    load_input_samples,
     require_pass,
     validate_models,
 )
@@ -70,8 +70,12 @@ class CompileOptions:
     #: ``time_limit``, ``var_order``, ``val_order`` ... as :func:`splitter.partition.solve` takes
     solver_options: Mapping[str, object] = field(default_factory=dict)
     validate: bool = True
+    #: validation (and ``--app standalone``) inputs as ``compile --input`` takes them:
+    #: ``"X.npy"`` (one input), ``"NAME=X.npy"`` per input, or ``"X.npz"`` keyed by input name
+    #: (:func:`splitter.slicing.validate.load_input_samples`, docs/guide/inputs.md)
     input_files: tuple[str, ...] = ()
     force: bool = False
+    #: static shape per input name (``--input-shape NAME=DIMS``, repeatable), for dynamic dims
     input_shapes: Mapping[str, tuple[int, ...]] | None = None
     activation_bytes: int | None = None
     #: chain granularity: "supernode" (branches collapsed), "op" (cuts carry live tensors) or
@@ -356,25 +360,30 @@ def _load(
     return loaded, chain, boards
 
 
+def graph_input_specs(chain: Chain) -> tuple[TensorSpec, ...]:
+    """The model's inputs in the graph's order (a layer profile: its input layer's tensor)."""
+    if chain.graph is None:
+        return (chain.layers[0].input or chain.layers[0].output,)
+    return tuple(chain.graph.tensors[name] for name in chain.graph.inputs)
+
+
 def check_input_files(chain: Chain, input_files: Sequence[str | Path]) -> None:
-    """Reject ``--input`` files of the wrong shape or dtype before any slow step."""
-    for path in input_files:
-        load_input_file(path, chain.layers[0].input or chain.layers[0].output)
+    """Reject ``--input`` files of the wrong shape or dtype, or an input left out, before any
+    slow step (:func:`~splitter.slicing.validate.load_input_samples`)."""
+    load_input_samples(input_files, graph_input_specs(chain))
 
 
 def firmware_use(chain: Chain, opts: CompileOptions) -> FirmwareUse:
     """What the planner counts for ``--app`` / ``--result-on``: the mode and, in standalone
-    mode, how many sample inputs the head board compiles in (those of ``--input`` for a
-    single-input model, else ``codegen.firmware.APP_DEFAULT_SAMPLES`` seeded ones)."""
+    mode, how many sample inputs the head board compiles in (those of ``--input``, else
+    ``codegen.firmware.APP_DEFAULT_SAMPLES`` seeded ones)."""
     from splitter.codegen.firmware import APP_DEFAULT_SAMPLES, APP_MODES
 
     if opts.app not in APP_MODES:
         raise InputFileError(f"--app {opts.app!r}: choose one of {', '.join(APP_MODES)}")
     samples = 0
     if opts.app == "standalone":
-        spec = chain.layers[0].input or chain.layers[0].output
-        single = chain.graph is not None and len(chain.graph.inputs) == 1
-        loaded = [x for p in opts.input_files for x in load_input_file(p, spec)] if single else []
+        loaded = load_input_samples(opts.input_files, graph_input_specs(chain))
         samples = len(loaded) or APP_DEFAULT_SAMPLES
     return FirmwareUse(opts.app, opts.result_on, samples)
 
@@ -386,6 +395,13 @@ def check_data_file(chain: Chain, opts: CompileOptions) -> None:
     if not opts.validate:
         raise InputFileError(
             f"{opts.data_file}: --data is used by the validation; drop --no-validate"
+        )
+    inputs = graph_input_specs(chain)
+    if len(inputs) != 1:
+        raise InputFileError(
+            f"{opts.data_file}: --data (a labelled set) takes a model with one input, this one "
+            f"has {len(inputs)} ({', '.join(t.name for t in inputs)}); validate with --input "
+            "NAME=X.npy per input, or one .npz keyed by input name, instead"
         )
     from math import prod
 
@@ -671,16 +687,17 @@ def app_options(
     manifest: PlanManifest, opts: CompileOptions, boards: Boards | None = None
 ) -> AppOptions:
     """``--app`` / ``--result-on`` checked against the plan (``codegen.firmware.check_app``),
-    with the standalone example's sample inputs read from ``--input`` (each file's arrays, in
-    wire order); refused before anything is sliced or written."""
+    with the standalone example's sample inputs read from ``--input`` (each sample's inputs
+    concatenated in plan.json order, as ``splitter_submit`` takes them); refused before
+    anything is sliced or written."""
     from splitter.codegen.firmware import AppOptions, check_app, check_return_link
     from splitter.device.host import to_wire
 
     samples: list[bytes] = []
     inputs = manifest.submodels[0].inputs
-    if opts.app == "standalone" and opts.input_files and len(inputs) == 1:
-        for path in opts.input_files:
-            samples += [to_wire(x) for x in load_input_file(path, inputs[0])]
+    if opts.app == "standalone" and opts.input_files:
+        for sample in load_input_samples(opts.input_files, inputs):
+            samples.append(b"".join(to_wire(sample[t.name]) for t in inputs))
     app = AppOptions(opts.app, opts.result_on, tuple(samples))
     check_app(manifest, app)
     if boards is not None and opts.firmware:

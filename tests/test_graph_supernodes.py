@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from splitter.errors import InputFileError, ShapeError
 from splitter.graph.builder import GraphBuilder
 from splitter.graph.chain import build_chain
+from splitter.graph.supernodes import find_regions
 from splitter.ir import Chain, Graph
 
 
@@ -101,13 +102,19 @@ def test_residual_block_is_one_super_node_between_ordinary_layers() -> None:
     assert [op.name for op in chain.layers[2].ops] == ["body1", "body2", "res_add"]
 
 
-def test_two_inputs_are_refused_with_a_clear_error() -> None:
+def test_two_inputs_take_the_op_chain_and_regions_refuse_them() -> None:
+    """A super-node cut carries one tensor: find_regions refuses two graph inputs in one line
+    naming --granularity op, and build_chain takes the op chain for them (issue 29)."""
     b = GraphBuilder((1, 4))
     y = b.op("relu", b.input)
     graph = b.build(y)
-    two = Graph("two", graph.ops, graph.tensors, ("input", "other"), graph.outputs)
-    with pytest.raises(InputFileError, match=r"exactly one graph input.*2"):
-        build_chain(two)
+    tensors = {**graph.tensors, "other": graph.tensors["input"].__class__("other", (1, 4))}
+    two = Graph("two", graph.ops, tensors, ("input", "other"), graph.outputs)
+    with pytest.raises(InputFileError, match=r"exactly one graph input.*2.*--granularity op"):
+        find_regions(two)
+    chain = build_chain(two)
+    assert chain.granularity == "op"
+    assert [t.name for t in chain.layers[0].boundary] == ["input"]  # "other" is read by no op
 
 
 def test_multiple_outputs_collapse_the_tail_into_one_sink_layer() -> None:

@@ -31,14 +31,19 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> str:
 
 
 def check_totals(report: dict) -> None:
-    """Totals are the table's sums (FLASH, MACs), maximum (RAM) and row count."""
+    """Totals are the table's sums (FLASH, MACs), maximum (RAM) and row count. A model with
+    several inputs is chained at op granularity: the report says so and lists each cut's
+    tensors (``crossing``)."""
     layers = report["layers"]
-    assert set(report) == {"layers", "totals", "partial_execution"}
+    op = report.get("granularity") == "op"
+    assert set(report) == {"layers", "totals", "partial_execution"} | (
+        {"granularity"} if op else set()
+    )
     pex = report["partial_execution"]  # None for a profile: no graph to schedule
     assert pex is None or pex["peak_bytes"] <= pex["ordinary_peak_bytes"]
     if pex is not None:
         assert pex["ordinary_peak_bytes"] <= report["totals"]["max_ram_bytes"]
-    assert all(tuple(layer) == COLUMNS for layer in layers)
+    assert all(tuple(layer) == COLUMNS + (("crossing",) if op else ()) for layer in layers)
     assert [layer["index"] for layer in layers] == list(range(len(layers)))
     assert report["totals"] == {
         "flash_bytes": sum(layer["flash_bytes"] for layer in layers),

@@ -102,18 +102,23 @@ def test_compile_dynamic_batch_two_outputs_with_input_shape(
     assert [t["name"] for t in last[0]["outputs"]] == ["y1", "y2"]
 
 
-def test_two_input_model_is_refused_in_one_line(
+def test_two_input_two_output_model_compiles_and_validates(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Several graph inputs are not split yet (the chain's first layer reads one tensor)."""
+    """Several graph inputs (issue 29; refused before): the op chain's input layer hands both
+    to the first sub-model, the last writes both outputs, validation passes."""
     path = two_outputs(tmp_path / "m.onnx")
     model = onnx.load(path)
     model.graph.input.append(helper.make_tensor_value_info("x2", TensorProto.FLOAT, [1, 2, 8, 8]))
     model.graph.node[0].input[1] = "x2"
     onnx.save(model, path)
-    code, text = cli(["inspect", str(path)], capsys)
-    assert code == 2 and len(text.strip().splitlines()) == 1
-    assert "exactly one graph input" in text and "x1, x2" in text
+    out = tmp_path / "out"
+    code, text = cli(["compile", str(path), "--target", str(BOARDS), "-o", str(out)], capsys)
+    assert code == 0, text
+    plan = json.loads((out / "plan.json").read_text())
+    assert [t["name"] for t in plan["submodels"][0]["inputs"]] == ["x1", "x2"]
+    assert [t["name"] for t in plan["submodels"][-1]["outputs"]] == ["y1", "y2"]
+    assert "passed" in text
 
 
 class _Fixed:

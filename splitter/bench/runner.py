@@ -44,12 +44,12 @@ from splitter.bench.faults import (
     ProxiedEmulation,
 )
 from splitter.bench.stats import summary
-from splitter.device.host import HostLink, Timing, receive_result, send_tensor, to_wire
+from splitter.device.host import HostLink, Timing, receive_results, send_tensors, to_wire
 from splitter.device.run import (
     _host_ports,
     boards_file_ports,
     check_pong,
-    load_input,
+    load_inputs,
     open_host_link,
     weight_server,
 )
@@ -75,8 +75,10 @@ class BenchConfig:
     timeout: float = 60.0
     target: str | Path | None = None
     seed: int = 0
-    #: input array (the model input's shape); default: seeded standard normal
-    input_path: str | Path | None = None
+    #: input array (the model input's shape); several inputs: ``--input`` arguments as
+    #: ``splitter run`` takes them (``NAME=X.npy`` each, or one ``.npz``); default: seeded
+    #: standard normal (seed ``seed + k`` for input ``k``)
+    input_path: str | Path | Sequence[str] | None = None
     #: inferences run first and not counted (the first one pays for link start-up)
     warmup: int = 1
     pipeline: bool = True
@@ -128,17 +130,29 @@ class Session:
     weights: WeightServer | None = None
 
 
-def one_run(s: Session, x: bytes, nbytes: int, timeout: float) -> RunSample:
-    """One sequential inference with the host-side timestamps and host link byte counts."""
+def _many(value: Any) -> list[Any]:
+    """``value`` as a list: one input's bytes / one output's size, or a sequence of them."""
+    return [value] if isinstance(value, (bytes, int)) else list(value)
+
+
+def one_run(
+    s: Session, x: bytes | Sequence[bytes], nbytes: int | Sequence[int], timeout: float
+) -> RunSample:
+    """One sequential inference with the host-side timestamps and host link byte counts;
+    ``x`` the input's wire bytes (one per input, plan.json order), ``nbytes`` the output's size
+    (one per output); the sample's ``output`` is the outputs' bytes one after another."""
     c0 = _host_bytes(s)
     t0 = time.monotonic()
     loaded = 0.0 if s.weights is None else s.weights.seconds
-    send_tensor(s.links[s.first], 0, x)
+    send_tensors(s.links[s.first], 0, _many(x))
     t_sent = time.monotonic()
     c1 = _host_bytes(s)
     watch = [ln for name, ln in s.links.items() if name != s.last]
     budget = 0.0 if s.weights is None else s.weights.budget_s
-    data, timings, t_first = receive_result(s.links[s.last], nbytes, timeout + budget, watch)
+    parts, timings, t_first = receive_results(
+        s.links[s.last], _many(nbytes), timeout + budget, watch
+    )
+    data = b"".join(parts)
     t1, c2 = time.monotonic(), _host_bytes(s)
     load = 0.0 if s.weights is None else s.weights.seconds - loaded
     sample = RunSample(data, timings, t0, t_sent, t_first, t1, load)
@@ -158,15 +172,18 @@ def _host_bytes(s: Session) -> int | None:
     return total
 
 
-def pipelined(s: Session, x: bytes, nbytes: int, count: int, timeout: float) -> dict[str, Any]:
-    """Send ``count`` inputs back to back while a thread collects results; throughput."""
+def pipelined(
+    s: Session, x: bytes | Sequence[bytes], nbytes: int | Sequence[int], count: int, timeout: float
+) -> dict[str, Any]:
+    """Send ``count`` inputs back to back while a thread collects results; throughput
+    (``x`` and ``nbytes`` as :func:`one_run` takes them)."""
     done: list[float] = []
     errors: list[BaseException] = []
 
     def collect() -> None:
         try:
             for _ in range(count):
-                receive_result(s.links[s.last], nbytes, timeout)
+                receive_results(s.links[s.last], _many(nbytes), timeout)
                 done.append(time.monotonic())
         except BaseException as exc:  # reported by the caller
             errors.append(exc)
@@ -176,7 +193,7 @@ def pipelined(s: Session, x: bytes, nbytes: int, count: int, timeout: float) -> 
     th.start()
     try:
         for _ in range(count):
-            send_tensor(s.links[s.first], 0, x)
+            send_tensors(s.links[s.first], 0, _many(x))
     finally:
         th.join(timeout + 1.0)
     if errors:
@@ -264,6 +281,18 @@ def open_session(
     return Session(links, first, last, proxies, note, cfg.emulate, pids, weights)
 
 
+def bench_inputs(plan: PlanManifest, cfg: BenchConfig) -> list[np.ndarray]:
+    """The arrays bench sends, one per model input in plan.json order: ``cfg.input_path``
+    (:func:`splitter.device.run.load_inputs`), or seeded random ones (seed ``cfg.seed + k``)."""
+    specs = plan.submodels[0].inputs
+    if cfg.input_path is None:
+        return [random_input(t, cfg.seed + k) for k, t in enumerate(specs)]
+    given = cfg.input_path
+    args = [str(given)] if isinstance(given, (str, Path)) else [str(a) for a in given]
+    arrays = load_inputs(args, specs)
+    return [arrays[t.name] for t in specs]
+
+
 def random_input(spec: TensorSpec, seed: int) -> np.ndarray:
     """A seeded input of ``spec``: standard normal floats, or integers over the dtype's range."""
     rng = np.random.default_rng(seed)
@@ -283,12 +312,8 @@ def bench(out_dir: str | Path, cfg: BenchConfig | None = None) -> dict[str, Any]
     target = find_target(plan, cfg.target)
     costs = submodel_costs(plan)
     est = estimate(plan, target, costs, emulated=cfg.emulate)
-    in_spec, out_spec = plan.input, plan.output
-    if cfg.input_path is not None:
-        arr = load_input(Path(cfg.input_path), in_spec)
-    else:
-        arr = random_input(in_spec, cfg.seed)
-    x = to_wire(arr)
+    x = [to_wire(a) for a in bench_inputs(plan, cfg)]
+    out_bytes = [t.nbytes for t in plan.submodels[-1].outputs]
     blocker = pipeline_blocker(plan, wiring)
     step = cfg.on_step or (lambda _text: None)
     with ExitStack() as stack:
@@ -296,16 +321,16 @@ def bench(out_dir: str | Path, cfg: BenchConfig | None = None) -> dict[str, Any]
         s = open_session(stack, out, cfg, plan)
         step(f"{cfg.warmup} warm-up run(s)")
         for _ in range(cfg.warmup):
-            one_run(s, x, out_spec.nbytes, cfg.timeout)
+            one_run(s, x, out_bytes, cfg.timeout)
         step(f"{cfg.runs} timed runs")
         samples = []
         for k in range(cfg.runs):
-            samples.append(one_run(s, x, out_spec.nbytes, cfg.timeout))
+            samples.append(one_run(s, x, out_bytes, cfg.timeout))
             if cfg.on_run is not None:
                 cfg.on_run(k + 1, cfg.runs)
         events = [e for p in s.proxies for e in p.snapshot()]
         step("measuring the throughput")
-        throughput = _throughput(s, samples, x, out_spec.nbytes, cfg, blocker)
+        throughput = _throughput(s, samples, x, out_bytes, cfg, blocker)
         faults = {p.name: {"corrupted": p.corrupted, "dropped": p.dropped} for p in s.proxies}
     _check_outputs(samples)
     result = assemble(plan, wiring, est, costs, samples, events, s, cfg)
@@ -318,8 +343,8 @@ def bench(out_dir: str | Path, cfg: BenchConfig | None = None) -> dict[str, Any]
 def _throughput(
     s: Session,
     samples: Sequence[RunSample],
-    x: bytes,
-    nbytes: int,
+    x: Sequence[bytes],
+    nbytes: Sequence[int],
     cfg: BenchConfig,
     blocker: str | None,
 ) -> dict[str, Any]:

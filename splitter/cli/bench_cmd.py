@@ -48,10 +48,10 @@ from splitter.report import refresh_report
 @click.option(
     "--input",
     "input_path",
-    default=None,
-    type=click.Path(path_type=Path),
-    metavar="X.npy",
-    help="Input array (default: seeded random of the model input's shape).",
+    multiple=True,
+    metavar="[NAME=]X.npy|X.npz",
+    help="Input array (default: seeded random of each model input's shape); several inputs: "
+    "--input NAME=X.npy each, or one .npz keyed by input name.",
 )
 @click.option("--pipeline/--no-pipeline", default=True, show_default=True)
 @click.option("--timeout", type=float, default=60.0, show_default=True)
@@ -65,7 +65,7 @@ def command(
     emulate: bool,
     icount: bool,
     target: str | None,
-    input_path: Path | None,
+    input_path: tuple[str, ...],
     pipeline: bool,
     timeout: float,
     as_json: bool,
@@ -86,7 +86,7 @@ def command(
         icount=icount,
         timeout=timeout,
         target=target,
-        input_path=input_path,
+        input_path=input_path or None,
         pipeline=pipeline,
         log=(lambda text: click.echo(text, err=True)) if verbose else None,
     )

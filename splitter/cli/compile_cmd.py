@@ -42,8 +42,9 @@ from splitter.slicing.quantize import cost_summary
     "--input",
     "input_files",
     multiple=True,
-    metavar="FILE.npy",
-    help="Extra validation input (repeatable): one array of the input's shape, or a stack.",
+    metavar="[NAME=]FILE.npy|FILE.npz",
+    help="Extra validation input (repeatable): one array of the input's shape, or a stack; "
+    "several model inputs: NAME=FILE.npy per input, or one .npz keyed by input name.",
 )
 @click.option(
     "--data",

@@ -505,7 +505,7 @@ def op_layer_memory(layer: Layer, chain: Chain) -> LayerArena:
     crossing the cut before it packed from 0 in order, its own blocks above, then compaction."""
     assert chain.graph is not None
     j = layer.index
-    before = [t.name for t in chain.layers[j - 1].boundary] if j else [chain.graph.inputs[0]]
+    before = [t.name for t in chain.layers[j - 1].boundary] if j else list(chain.graph.inputs)
     after = [t.name for t in layer.boundary]
     return plan_op_layer(layer.ops, before, after, chain.graph.tensors, float_itemsize)
 
@@ -540,7 +540,11 @@ def _op_submodel_function(
             lines.append(
                 f"    __builtin_memmove(A8 + {dst}u, A8 + {src}u, {n}u); /* {c_comment(name)} */"
             )
-    entering = chain.layers[first - 1].boundary if first else (tensors[chain.graph.inputs[0]],)
+    entering = (
+        chain.layers[first - 1].boundary
+        if first
+        else tuple(tensors[name] for name in chain.graph.inputs)
+    )
     leaving = chain.layers[last].boundary
     fn = f"int sm_{index:02d}(float *arena)\n{{\n    float *A = arena;\n"
     fn += "    unsigned char *A8 = (unsigned char *)arena;\n"
@@ -558,7 +562,11 @@ def _packed_slots(
     assert chain.graph is not None
     index, first, last = span
     tensors = chain.graph.tensors
-    entering = chain.layers[first - 1].boundary if first else (tensors[chain.graph.inputs[0]],)
+    entering = (
+        chain.layers[first - 1].boundary
+        if first
+        else tuple(tensors[name] for name in chain.graph.inputs)
+    )
     leaving = chain.layers[last].boundary
     given = (boundaries or {}).get(index)
     if given is not None and (list(given[0]), list(given[1])) != (

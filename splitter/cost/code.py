@@ -136,7 +136,7 @@ def compaction_moves(chain: Chain, j: int) -> int:
 
     assert chain.graph is not None
     layer = chain.layers[j]
-    before = [t.name for t in chain.layers[j - 1].boundary] if j else [chain.graph.inputs[0]]
+    before = [t.name for t in chain.layers[j - 1].boundary] if j else list(chain.graph.inputs)
     after = [t.name for t in layer.boundary]
     mem = plan_op_layer(layer.ops, before, after, chain.graph.tensors, arena_itemsize)
     return len(mem.moves)

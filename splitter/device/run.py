@@ -175,33 +175,30 @@ def reference_outputs(
     model: Path | None = None,
 ) -> dict[str, np.ndarray]:
     """The original model's outputs by plan.json output name (``model``, else the manifest's
-    model path): onnxruntime for ONNX, LiteRT for TFLite. Inputs and outputs are matched by
-    position in plan.json's order (the importers keep the model's order)."""
+    model path): onnxruntime for ONNX, LiteRT for TFLite with the built-in kernels and no
+    default delegate (:class:`~splitter.slicing.validate.TfliteRunner`, the kernels compile's
+    validation runs: XNNPACK's int8 requantisation may round one level off them). Several
+    inputs are fed by name (by position in plan.json's order when the file's names differ);
+    a single array is the model's one input. Outputs are matched by position in plan.json's
+    order (the importers keep the model's order)."""
     path = model or Path(manifest.model.path)
     if not path.is_file():
         raise InputFileError(
             f"{path}: the original model of {out_dir}/plan.json is gone; pass --model or --no-check"
         )
-    xs = [x] if isinstance(x, np.ndarray) else list(x.values())
     names = [t.name for t in output_specs(manifest)]
     suffix = path.suffix.lower()
-    if suffix == ".tflite":
-        from ai_edge_litert.interpreter import Interpreter
-
-        interp = Interpreter(model_path=str(path))
-        interp.allocate_tensors()
-        for detail, a in zip(interp.get_input_details(), xs, strict=False):
-            interp.set_tensor(detail["index"], a)
-        interp.invoke()
-        outs = [np.asarray(interp.get_tensor(d["index"])) for d in interp.get_output_details()]
-        return dict(zip(names, outs, strict=False))
-    if suffix != ".onnx":
+    if suffix not in (".onnx", ".tflite"):
         raise InputFileError(f"{path}: the output check needs an .onnx or .tflite model")
-    import onnxruntime as ort
+    from splitter.slicing.validate import make_runner
 
-    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    feeds = {i.name: a for i, a in zip(sess.get_inputs(), xs, strict=False)}
-    return dict(zip(names, (np.asarray(y) for y in sess.run(None, feeds)), strict=False))
+    runner = make_runner(path, suffix)
+    wanted = [t.name for t in runner.inputs]
+    given = dict(x) if isinstance(x, Mapping) else {wanted[0]: x}
+    if not set(wanted) <= set(given):  # names differ from plan.json's: match by position
+        given = dict(zip(wanted, given.values(), strict=False))
+    outs = runner.run(given)
+    return dict(zip(names, (np.asarray(outs[o.name]) for o in runner.outputs), strict=False))
 
 
 def run(

@@ -12,6 +12,11 @@
    (MobileNet's ``Conv2D_preds``) the softmax stays a layer, as the tables' ``Predictions`` row.
 5. Layer 0 is the explicit input layer (kind ``"input"``, 0 MAC, 0 FLASH, RAM = OUT = input
    bytes); every layer is costed by :func:`splitter.cost.layer.layer_cost`.
+
+A model with several graph inputs is always chained at operator granularity
+(:mod:`splitter.graph.opchain`): a super-node chain carries one tensor per cut, while the cut
+after the input layer must carry every input to the first board, as an op chain's cut carries
+every live tensor (issue 29).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from splitter import ops
 from splitter.cost.layer import itemsize_function, layer_cost
 from splitter.errors import InputFileError, ShapeError
 from splitter.graph.opchain import build_op_layers
-from splitter.graph.supernodes import Region, find_regions, single_input
+from splitter.graph.supernodes import Region, find_regions
 from splitter.ir import Chain, Graph, Layer, Op
 from splitter.ops import ZERO_COST_KINDS
 
@@ -52,7 +57,8 @@ def build_chain(
     """The costed chain of ``graph``; layer 0 is the input layer.
 
     ``activation_bytes`` overrides the bytes per activation element in RAM_j and OUT_j;
-    ``granularity`` is ``"supernode"`` (this module) or ``"op"`` (:mod:`splitter.graph.opchain`).
+    ``granularity`` is ``"supernode"`` (this module) or ``"op"`` (:mod:`splitter.graph.opchain`,
+    always taken for a graph with several inputs: module docstring).
     """
     where = graph.source_path or graph.name
     if activation_bytes is not None and activation_bytes < 1:
@@ -64,8 +70,9 @@ def build_chain(
     if not graph.ops or not graph.outputs:
         raise InputFileError(f"{where}: the model has no operators or no outputs; nothing to split")
     itemsize_of = itemsize_function(activation_bytes)
-    if granularity == "op":
-        single_input(graph)
+    if not graph.inputs:
+        raise InputFileError(f"{where}: the model has no graph input; re-export it with one")
+    if granularity == "op" or len(graph.inputs) > 1:
         layers = build_op_layers(graph, itemsize_of)
         return Chain(
             graph.name, tuple(layers), graph=graph, source_path=graph.source_path, granularity="op"
@@ -95,7 +102,7 @@ def build_chain(
 
 def group_layers(graph: Graph) -> list[_Group]:
     """Regions with reshapes and pools merged, preceded by the input group."""
-    entry = graph.inputs[0] if len(graph.inputs) == 1 else ""
+    entry = graph.inputs[0]
     groups = [_Group((), entry, entry, "input")]
     for region in find_regions(graph):
         prev = groups[-1]

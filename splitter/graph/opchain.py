@@ -48,24 +48,35 @@ _Entry = tuple[int, int, int, int, int, int]
 @dataclass(frozen=True)
 class OpGroup:
     """Ops fused into one layer: ``reads`` are the distinct tensors it reads from earlier
-    layers (first-read order), ``output`` the one tensor it hands on."""
+    layers (first-read order), ``output`` the one tensor it hands on. The input group of a
+    model with several graph inputs hands on all of them: ``output`` the first, ``more`` the
+    others (graph order)."""
 
     ops: tuple[Op, ...]
     kind: str
     reads: tuple[str, ...]
     output: str
     pooled: bool = False
+    more: tuple[str, ...] = ()
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """Every tensor the group hands on: ``output``, then ``more``."""
+        return (self.output, *self.more)
 
 
 def fuse_ops(graph: Graph) -> list[OpGroup]:
     """The input group followed by one group per op, with the super-node chain's fusions
-    (:mod:`splitter.graph.chain`) applied where the fused tensor has no other reader."""
-    entry = graph.inputs[0]
+    (:mod:`splitter.graph.chain`) applied where the fused tensor has no other reader.
+
+    With several graph inputs the input group hands on every one (``OpGroup.more``) and no op
+    joins it: the cut after it carries them all, as any cut carries its live tensors."""
+    entry, *others = graph.inputs
     readers: dict[str, int] = {}
     for op in graph.ops:
         for name in dict.fromkeys(op.inputs):
             readers[name] = readers.get(name, 0) + 1
-    groups = [OpGroup((), "input", (), entry)]
+    groups = [OpGroup((), "input", (), entry, more=tuple(others))]
     owner = {entry: 0}  # exported tensor -> its group
     for op in graph.ops:
         reads = tuple(dict.fromkeys(op.inputs))
@@ -98,6 +109,8 @@ def _host(
         return None
     index = owner[reads[0]]
     prev = groups[index]
+    if prev.more:  # the input group of several graph inputs hands them on unchanged
+        return None
     if op.kind in ZERO_COST_KINDS:
         return index
     if op.kind in op_table.POOL_KINDS:
@@ -127,8 +140,9 @@ class _Dag:
         """Live bytes after running group ``g`` once the groups in ``done`` have run."""
         now = done | (1 << g)
         group = self.groups[g]
-        if group.output in self.kept or self.readers.get(group.output, 0) & ~now:
-            live += self.size[group.output]
+        for out in group.outputs:
+            if out in self.kept or self.readers.get(out, 0) & ~now:
+                live += self.size[out]
         for t in group.reads:
             if t not in self.kept and not self.readers[t] & ~now:
                 live -= self.size[t]
@@ -136,7 +150,7 @@ class _Dag:
 
 
 def _dag(groups: Sequence[OpGroup], graph: Graph, nbytes: Callable[[str], int]) -> _Dag:
-    producer = {g.output: i for i, g in enumerate(groups)}
+    producer = {out: i for i, g in enumerate(groups) for out in g.outputs}
     readers: dict[str, int] = {}
     preds = []
     for i, g in enumerate(groups):
@@ -146,7 +160,7 @@ def _dag(groups: Sequence[OpGroup], graph: Graph, nbytes: Callable[[str], int]) 
             if t in producer:
                 mask |= 1 << producer[t]
         preds.append(mask)
-    size = {g.output: nbytes(g.output) for g in groups}
+    size = {out: nbytes(out) for g in groups for out in g.outputs}
     size.update({t: nbytes(t) for g in groups for t in g.reads})
     return _Dag(tuple(groups), tuple(preds), readers, size, frozenset(graph.outputs))
 
@@ -241,7 +255,8 @@ def choose_order(
 
 
 def build_op_layers(graph: Graph, itemsize_of: ItemsizeOf) -> list[Layer]:
-    """The costed op-granularity layers of ``graph`` (single input), layer 0 the input layer."""
+    """The costed op-granularity layers of ``graph``, layer 0 the input layer (handing on every
+    graph input)."""
     tensors = graph.tensors
 
     def nbytes(name: str) -> int:
@@ -251,7 +266,7 @@ def build_op_layers(graph: Graph, itemsize_of: ItemsizeOf) -> list[Layer]:
     order = [groups[i] for i in choose_order(groups, graph, nbytes)]
     lives = live_sets(order, graph)
     layers = []
-    before: tuple[str, ...] = (graph.inputs[0],)
+    before: tuple[str, ...] = tuple(graph.inputs)
     for index, (group, live) in enumerate(zip(order, lives, strict=True)):
         entering = group.reads[0] if group.reads else graph.inputs[0]
         ram = plan_op_layer(group.ops, before, live, tensors, itemsize_of).size
@@ -285,7 +300,7 @@ def live_sets(order: Sequence[OpGroup], graph: Graph) -> list[tuple[str, ...]]:
     produced: list[str] = []
     out = []
     for pos, group in enumerate(order):
-        produced.append(group.output)
+        produced.extend(group.outputs)
         out.append(tuple(t for t in produced if last_read.get(t, -1) > pos))
     out[-1] = tuple(graph.outputs)
     return out

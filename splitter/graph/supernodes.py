@@ -136,12 +136,14 @@ def schedule(dag: nx.DiGraph) -> list[int]:
 
 
 def single_input(graph: Graph) -> None:
-    """Raise unless ``graph`` has exactly one input (the chain's first layer reads one tensor)."""
+    """Raise unless ``graph`` has exactly one input: a super-node chain's cut after the input
+    layer carries one tensor (a model with several inputs is chained at operator granularity,
+    :func:`splitter.graph.chain.build_chain`)."""
     if len(graph.inputs) != 1:
         raise InputFileError(
-            f"{graph.source_path or graph.name}: splitter needs exactly one graph input, the "
-            f"model has {len(graph.inputs)} ({', '.join(graph.inputs) or 'none'}); export a "
-            "single-input model"
+            f"{graph.source_path or graph.name}: a super-node chain needs exactly one graph "
+            f"input, the model has {len(graph.inputs)} ({', '.join(graph.inputs) or 'none'}); "
+            "chain it with --granularity op"
         )
 
 

@@ -590,10 +590,12 @@ class PlanManifest:
             return "unbounded" if x is None else f"{x:.3f}/s"
 
         io = self.host_io
+        n_in = len(self.submodels[0].inputs) if self.submodels else 1
+        what = "input" if n_in == 1 else f"of {n_in} inputs"
         return [
             f"product (first board fed locally, no PC): latency {p.latency_s * 1e3:.3f} ms, "
             f"throughput {rate(p.throughput_per_s)}",
-            f"PC harness (host sends the {io.input.bytes} B input at {self.baud} baud): "
+            f"PC harness (host sends the {io.input.bytes} B {what} at {self.baud} baud): "
             f"latency {h.latency_s * 1e3:.3f} ms, throughput {rate(h.throughput_per_s)}",
         ]
 
@@ -607,7 +609,8 @@ class PlanManifest:
 
     @property
     def input(self) -> TensorSpec:
-        """The graph input: the first sub-model's first input."""
+        """The graph input: the first sub-model's first input (``submodels[0].inputs``: all of
+        them, for a model with several)."""
         return self.submodels[0].inputs[0]
 
     @property

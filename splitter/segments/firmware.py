@@ -168,7 +168,16 @@ def _row_ranges(rows: int, per_slice: int) -> list[tuple[int, int]]:
 def chain_units(chain: Chain, memory_cap: int, *, core: str | None = None) -> list[Unit]:
     """The units of ``chain``: every layer whole, or sliced when ``MEM + PEAK`` exceeds
     ``memory_cap`` (fewest slices that each fit). :class:`InfeasibleError` names a layer that
-    fits in no slicing."""
+    fits in no slicing. Segments carry one tensor from unit to unit (each layer's output moved
+    to offset 0), so an operator-granularity chain (a model with several graph inputs is one)
+    is refused in one line naming what does run it."""
+    if chain.granularity != "supernode":
+        several = chain.graph is not None and len(chain.graph.inputs) > 1
+        why = "has several graph inputs" if several else "is chained at operator granularity"
+        raise UnsupportedOpError(
+            f"{chain.source_path or chain.name}: the model {why}, and segments carry one tensor "
+            "between units; split it over several boards with `splitter compile` instead"
+        )
     check_supported(chain, [(0, len(chain.layers) - 1)])
     isa = isa_of(core)
     units: list[Unit] = []

@@ -146,13 +146,15 @@ def _initializers_as_inputs(sub: onnx.ModelProto) -> None:
 
 
 def _identity_model(ex: onnx.utils.Extractor, cut: Cut) -> onnx.ModelProto:
-    """A node-less model whose output is its input (a sub-model holding only the input layer).
+    """A node-less model whose outputs are its inputs (a sub-model holding only the input layer;
+    a model with several inputs passes every one on).
 
-    The tensor keeps its name on both sides so the boundary names of the plan stay the same;
+    Each tensor keeps its name on both sides so the boundary names of the plan stay the same;
     the checker and onnxruntime accept a graph output that is a graph input.
     """
-    src = ex.value_infos[cut.input_names[0]]
-    graph = onnx.helper.make_graph([], "passthrough", [src], [src])
+    ins = [ex.value_infos[name] for name in cut.input_names]
+    outs = [ex.value_infos[name] for name in cut.output_names]
+    graph = onnx.helper.make_graph([], "passthrough", ins, outs)
     return onnx.helper.make_model(graph, opset_imports=list(ex.model.opset_import))
 
 

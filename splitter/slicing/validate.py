@@ -348,7 +348,11 @@ def load_input_file(path: str | Path, spec: TensorSpec) -> list[np.ndarray]:
     A stack is ``(N, *shape)``, or ``(N, *shape[1:])`` when the model's batch dimension is 1.
     The dtype must be ``spec.dtype`` exactly (no silent cast that would hide a scaling bug).
     """
-    array = read_npy(path)
+    return samples_of(path, read_npy(path), spec)
+
+
+def samples_of(path: str | Path, array: np.ndarray, spec: TensorSpec) -> list[np.ndarray]:
+    """The samples of input ``spec`` in ``array`` (read from ``path``): :func:`load_input_file`."""
     if array.dtype != np.dtype(spec.dtype):
         raise InputFileError(
             f"{path}: input '{spec.name}' needs dtype {spec.dtype}, the file has {array.dtype}; "
@@ -365,6 +369,79 @@ def load_input_file(path: str | Path, spec: TensorSpec) -> list[np.ndarray]:
         f"{path}: input '{spec.name}' needs shape {list(shape)} (or a stack of them), "
         f"the file has {list(array.shape)}; reshape the array"
     )
+
+
+def load_input_samples(
+    args: Sequence[str | Path], specs: Sequence[TensorSpec]
+) -> list[dict[str, np.ndarray]]:
+    """Input samples (arrays by input name) from ``--input`` arguments (docs/guide/inputs.md).
+
+    Each argument is ``X.npy`` (the model's one input), ``NAME=X.npy`` (input ``NAME``; every
+    input once) or ``X.npz`` holding one array per input name. An array is one sample or a stack
+    (:func:`load_input_file`); every input of one set must have the same number of samples.
+    Several ``X.npy`` of a single-input model, or several ``.npz``, add up. Errors are one line
+    naming the file, the input and the fix (InputFileError).
+    """
+    names = [s.name for s in specs]
+    by_name = {s.name: s for s in specs}
+    samples: list[dict[str, np.ndarray]] = []
+    named: dict[str, list[np.ndarray]] = {}
+    for arg in map(str, args):
+        name, sep, rest = arg.partition("=")
+        if sep and name in by_name:
+            if name in named:
+                raise InputFileError(f"--input {arg}: input '{name}' is given twice; give it once")
+            named[name] = load_input_file(rest, by_name[name])
+        elif Path(arg).suffix.lower() == ".npz":
+            samples += _npz_samples(Path(arg), specs)
+        elif len(specs) == 1:
+            samples += [{names[0]: x} for x in load_input_file(arg, specs[0])]
+        else:
+            raise InputFileError(
+                f"--input {arg}: the model has inputs {', '.join(names)}; give --input "
+                f"{names[0]}=X.npy for each input, or one .npz keyed by input name"
+            )
+    if named:
+        samples += _zip_inputs(named, specs, "--input NAME=X.npy")
+    return samples
+
+
+def _npz_samples(path: Path, specs: Sequence[TensorSpec]) -> list[dict[str, np.ndarray]]:
+    """The samples of an ``.npz`` of inputs by name (:func:`load_input_samples`)."""
+    from splitter.inputs import read_npz
+
+    arrays = read_npz(path, ".npz input")
+    names = ", ".join(s.name for s in specs)
+    for s in specs:
+        if s.name not in arrays:
+            raise InputFileError(
+                f"{path}: input '{s.name}' is missing (the file holds "
+                f"{', '.join(sorted(arrays)) or 'nothing'}); save it with "
+                f"numpy.savez(path, **{{name: array}}) for inputs {names}"
+            )
+    per = {s.name: samples_of(f"{path}[{s.name}]", arrays[s.name], s) for s in specs}
+    return _zip_inputs(per, specs, str(path))
+
+
+def _zip_inputs(
+    per: Mapping[str, list[np.ndarray]], specs: Sequence[TensorSpec], where: str
+) -> list[dict[str, np.ndarray]]:
+    """Sample ``i`` of every input together; all inputs given, with as many samples each."""
+    missing = [s.name for s in specs if s.name not in per]
+    if missing:
+        raise InputFileError(
+            f"{where}: no input '{missing[0]}'; give --input {missing[0]}=X.npy too (every "
+            f"input of {', '.join(s.name for s in specs)} once)"
+        )
+    counts = {name: len(v) for name, v in per.items()}
+    if len(set(counts.values())) > 1:
+        listed = ", ".join(f"{k} {v}" for k, v in counts.items())
+        raise InputFileError(
+            f"{where}: the inputs hold different numbers of samples ({listed}); give each input "
+            "the same number"
+        )
+    n = next(iter(counts.values()))
+    return [{s.name: per[s.name][i] for s in specs} for i in range(n)]
 
 
 # --- running and comparing --------------------------------------------------------------
@@ -543,14 +620,9 @@ def validate_models(
     ref = make_runner(original.data, suffix, [name for name, _ in boundary_probes(chain)])
     samples = random_inputs(ref.inputs, count, seed, float_range)
     labels = [f"random:seed={seed}:{i}" for i in range(count)]
-    for path in input_files:
-        if len(ref.inputs) != 1:
-            raise InputFileError(
-                f"{path}: --input needs a single-input model, {original.path} has {len(ref.inputs)}"
-            )
-        arrays = load_input_file(path, ref.inputs[0])
-        samples += [{ref.inputs[0].name: a} for a in arrays]
-        labels += [f"file:{path}[{i}]" for i in range(len(arrays))]
+    given = load_input_samples(input_files, ref.inputs)
+    samples += given
+    labels += [f"file:{' '.join(map(str, input_files))}[{i}]" for i in range(len(given))]
     runtime = "onnxruntime" if suffix == ".onnx" else "LiteRT"
     report = validate_chain(
         ref, chain, samples, labels, runtime=runtime, submodel_names=[n for n, _ in submodels]
