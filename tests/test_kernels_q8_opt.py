@@ -13,7 +13,7 @@ modes, extreme inputs, no bias.
   ``k_q_conv_scratch``), so an overrun fails; the ``_dsp`` variant runs the portable emulation
   of k_dsp_emu.h there.
 * Under QEMU (Cortex-M4F, real DSP instructions): the same cases, and k_dsp_emu.h's functions
-  against the instructions themselves (SXTB16, SXTAB16, SMLAD, SMLABB, SMLATT, SMMULR, SMMLAR, SSAT,
+  against the instructions themselves (SXTB16, SXTAB16, SMLAD, SMLABB, SMLATT, SMLATB, SMMULR, SMMLAR, SSAT,
   SSUB8 + SEL, BFI) on seeded random operands.
 """
 
@@ -75,12 +75,15 @@ CONVS = [
     ConvCase(16, 4, 5, 7, (3, 3), pads=(1, 1, 1, 1)),  # UP_RQ, exact ties, per channel
     ConvCase(24, 3, 4, 6, (1, 1)),  # UP_RQ, exact ties, K = 24
     ConvCase(12, 4, 4, 9, (1, 1)),  # UP_RQ, K = 12: one assembly step, then four in C
+    ConvCase(8, 7, 9, 8, (3, 3), s=(2, 2), pads=(1, 1, 1, 1), depthwise=True),  # ring, odd pl
+    ConvCase(4, 5, 7, 4, (3, 3), depthwise=True),  # ring, stride 1, no padding, odd W and OW
+    ConvCase(5, 4, 5, 5, (3, 3), pads=(2, 3, 0, 2), depthwise=True),  # ring, wide pads
 ]
 
 #: cases whose biases are near 2^30 (past kernels_q8_opt.c's rq_fast bound)
 BIG_BIAS = (12, 13)
 #: cases whose every channel has a right shift (ties away: the depthwise's rq_fast)
-FAST_RQ = (14,)
+FAST_RQ = (14, 21, 22)
 #: GEMM-rounded cases whose every channel has a right shift in [2, 22] (kernels_q8_opt.c's
 #: one-SMLAL requantisation, rqup_value)
 UP_RQ = (17, 18, 19, 20)
@@ -250,11 +253,12 @@ static int check(const tcase *c, int isa)
     else k_q_conv2d(c->p, &c->q, c->x, c->wr, c->b, ref);
     out = get(c->ny);
     if (c->kind < 2) s = get(k_q_conv_scratch(c->p));
+    if (c->kind == 2 && k_q_depthwise_scratch(c->p)) s = get(k_q_depthwise_scratch(c->p));
     if (c->kind == 0) (isa ? k_q_conv_plain : k_q_conv_dsp)(c->p, &c->q, c->x, c->wo, c->b, s, out);
     if (c->kind == 1)
         (isa ? k_q_pointwise_plain : k_q_pointwise_dsp)(c->p, &c->q, c->x, c->wo, c->b, s, out);
     if (c->kind == 2)
-        (isa ? k_q_depthwise_plain : k_q_depthwise_dsp)(c->p, &c->q, c->x, c->wo, c->b, out);
+        (isa ? k_q_depthwise_plain : k_q_depthwise_dsp)(c->p, &c->q, c->x, c->wo, c->b, s, out);
     if (c->kind == 3) (isa ? k_q_dense_plain : k_q_dense_dsp)(c->d, &c->q, c->x, c->wo, c->b, out);
     for (i = 0; i < c->ny; i++) same &= ref[i] == out[i];
     if (s) put(s);
@@ -281,6 +285,7 @@ static int emu_matches(int n)
         ok &= K_SMLAD(a, b, (int32_t)c) == k_emu_smlad(a, b, (int32_t)c);
         ok &= K_SMLABB(a, b, (int32_t)c) == k_emu_smlabb(a, b, (int32_t)c);
         ok &= K_SMLATT(a, b, (int32_t)c) == k_emu_smlatt(a, b, (int32_t)c);
+        ok &= K_SMLATB(a, b, (int32_t)c) == k_emu_smlatb(a, b, (int32_t)c);
         ok &= K_SMMULR((int32_t)a, (int32_t)b) == k_emu_smmulr((int32_t)a, (int32_t)b);
         ok &= K_SMMLAR((int32_t)a, (int32_t)b, (int32_t)c) ==
               k_emu_smmlar((int32_t)a, (int32_t)b, (int32_t)c);
@@ -302,6 +307,7 @@ int run_all(void)
     int i, isa;
     for (i = 0; i < (int)(sizeof CASES / sizeof CASES[0]); i++) {
         if (CASES[i].kind < 2) say("scratch", k_q_conv_scratch(CASES[i].p));
+        else if (CASES[i].kind == 2) say("scratch", k_q_depthwise_scratch(CASES[i].p));
         else say("scratch", 0);
         for (isa = 0; isa < 2; isa++) say(isa ? "plain" : "dsp", check(&CASES[i], isa));
     }

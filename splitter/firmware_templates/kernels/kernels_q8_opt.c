@@ -747,29 +747,338 @@ K_INLINE void dw_one(const k_window_params *p, const k_q_params *q, const int8_t
     }
 }
 
+/* ------------------------------------------------- 3 x 3 depthwise over a padded ring ---- */
+
+/* The 3 x 3 depthwise (dilation 1, stride 1 or 2; dw3_ok) of a block of four channels works on
+ * the scratch (k_q_depthwise_scratch): a ring of three padded input rows, each as four int16
+ * planes (one per channel) of RW halfwords, the input's column ix at halfword L + ix (L = pl
+ * rounded up to even, so an input pixel pair fills one aligned word) and in_zp everywhere else.
+ * A padded position holding in_zp adds w * (in_zp - in_zp) = 0, as TFLite's skipped taps do, so
+ * with the bias folded to b - in_zp * sum(w) every output pixel is the same nine raw products:
+ * no border code. Per output row and channel the DSP loop takes two output pixels at once: per
+ * kernel row the words (x0, x1), (x2, x3) (and, stride 1, (x1, x2) by an unaligned load), SMLAD
+ * against the packed weights (w0, w1), SMLABB / SMLATB for w2: 6 MACs in 7 instructions. */
+K_INLINE int dw3_ok(const k_window_params *p)
+{
+    return p->kh == 3 && p->kw == 3 && p->dh == 1 && p->dw == 1 && p->sh == p->sw &&
+           (p->sw == 1 || p->sw == 2) && p->C == p->O && p->C >= 4;
+}
+
+/* Halfwords of one plane row: L + W + pr columns and three more (a pixel pair's loads read up
+ * to three columns past its first window's end), rounded up to even. */
+K_INLINE int dw3_rw(const k_window_params *p)
+{
+    const int n = p->pl + (p->pl & 1) + p->W + p->pr + 3;
+    return n + (n & 1);
+}
+
+int k_q_depthwise_scratch(const k_window_params *p)
+{
+    return dw3_ok(p) ? 4 + 2 * 3 * 4 * dw3_rw(p) : 0;
+}
+
+/* One channel's constants for a ring pass: per kernel row the weights (w0, w1) as an int16
+ * pair and w2, the folded bias (rq mode 2: all doubled) and the requantisation. */
+typedef struct {
+    uint32_t pw[3];
+    int32_t w2[3];
+    int32_t bias;
+    k_rq r;
+} k_dw3c;
+
+/* Padded row ry of the block's channels c..c+3 into ring slot `slot`: the input row ry - pt
+ * (DSP: two pixels per step, SXTB16 and PKHBT / PKHTB turn two NHWC words into one word per
+ * plane), or in_zp for a row of the padding. */
+K_INLINE void dw3_load_row(const k_window_params *p, const int8_t *x, int c, int ry,
+                           int16_t *slot, int rw, int zp, int dsp)
+{
+    const int W = p->W, C = p->C, iy = ry - p->pt, L = p->pl + (p->pl & 1);
+    int ix, j;
+    if (iy < 0 || iy >= p->H) {
+        for (j = 0; j < 4; j++)
+            for (ix = 0; ix < W; ix++) slot[j * rw + L + ix] = (int16_t)zp;
+        return;
+    }
+    {
+        const int8_t *xr = x + (size_t)iy * W * C + c;
+        ix = 0;
+        if (dsp) {
+            for (; ix + 1 < W; ix += 2, xr += 2 * C) {
+                const uint32_t v0 = K_LD4(xr), v1 = K_LD4(xr + C);
+                const uint32_t e0 = K_SXTB16(v0), f0 = K_SXTB16(v1);
+                const uint32_t e1 = K_SXTB16_ROR8(v0), f1 = K_SXTB16_ROR8(v1);
+                K_ST4(slot + L + ix, K_PKHBT16(e0, f0));
+                K_ST4(slot + rw + L + ix, K_PKHBT16(e1, f1));
+                K_ST4(slot + 2 * rw + L + ix, K_PKHTB16(f0, e0));
+                K_ST4(slot + 3 * rw + L + ix, K_PKHTB16(f1, e1));
+            }
+        }
+        for (; ix < W; ix++, xr += C)
+            for (j = 0; j < 4; j++) slot[j * rw + L + ix] = xr[j];
+    }
+}
+
+/* Sum of the nine taps of the output pixel whose window starts at column col of rows r0..r2
+ * (any alignment; the single pixels of a row's ends and of odd strides). */
+K_INLINE int32_t dw3_one(const int16_t *r0, const int16_t *r1, const int16_t *r2, int col,
+                         const k_dw3c *k)
+{
+    const int16_t *r[3] = {r0 + col, r1 + col, r2 + col};
+    int32_t a = k->bias;
+    int ky;
+    for (ky = 0; ky < 3; ky++)
+        a += (int16_t)(k->pw[ky] & 0xFFFFu) * r[ky][0] + (int16_t)(k->pw[ky] >> 16) * r[ky][1] +
+             k->w2[ky] * r[ky][2];
+    return a;
+}
+
+/* The requantised, clamped int8 of a sum (rq mode: 2 dw_rq2, 1 rq_fast, 0 rq_value; fast 3:
+ * dw_rq2 and an activation range of all int8, SSAT alone). */
+K_INLINE int8_t dw3_out(int32_t a, const k_dw3c *k, int ozp, int lo, int hi, int fast)
+{
+    int32_t v;
+    if (fast == 3) return (int8_t)K_SSAT8(dw_rq2(a, &k->r));
+    v = fast == 2 ? dw_rq2(a, &k->r)
+                  : (fast ? rq_fast(a, &k->r) : rq_value(a, &k->r, k->r.away)) + ozp;
+    v = v < lo ? lo : v;
+    v = v > hi ? hi : v;
+    return (int8_t)v;
+}
+
+#if K_DSP_NATIVE
+/* The channel's constants as dw3_pairs_asm reads them from one pointer (byte offsets in the
+ * assembly): per kernel row (w0, w1) and w2 (0..20), the folded doubled bias (24), m and fc of
+ * dw_rq2 (28, 32), its right shift (36), the output stride C (40) and the clamp bytes (44, 48). */
+typedef struct {
+    uint32_t w[6];
+    int32_t bias, m, fc, right, C;
+    uint32_t lo4, hi4;
+} k_dw3a;
+
+/* One kernel row of a pixel pair: row pointer R (stride 1: words at +0, +2 (unaligned), +4
+ * bytes; stride 2: +0, +4, +8), weights at byte WO of the constants, accumulators from ACC0 /
+ * ACC1. LDR (not LDRD / LDM) so that any halfword alignment loads. */
+#define DW3_ASM_ROW1(R, WO, ACC0, ACC1)                                                        \
+    "ldrd %[P], %[Q], [%[kp], #" #WO "]\n\t"                                                   \
+    "ldr %[A], [" R "]\n\t"                                                                    \
+    "ldr %[M], [" R ", #2]\n\t"                                                                \
+    "ldr %[B], [" R ", #4]\n\t"                                                                \
+    "smlad %[a0], %[A], %[P], " ACC0 "\n\t"                                                    \
+    "smlad %[a1], %[M], %[P], " ACC1 "\n\t"                                                    \
+    "smlabb %[a0], %[B], %[Q], %[a0]\n\t"                                                      \
+    "smlatb %[a1], %[B], %[Q], %[a1]\n\t"
+#define DW3_ASM_ROW2(R, WO, ACC0, ACC1)                                                        \
+    "ldrd %[P], %[Q], [%[kp], #" #WO "]\n\t"                                                   \
+    "ldr %[A], [" R "]\n\t"                                                                    \
+    "ldr %[B], [" R ", #4]\n\t"                                                                \
+    "ldr %[M], [" R ", #8]\n\t"                                                                \
+    "smlad %[a0], %[A], %[P], " ACC0 "\n\t"                                                    \
+    "smlad %[a1], %[B], %[P], " ACC1 "\n\t"                                                    \
+    "smlabb %[a0], %[B], %[Q], %[a0]\n\t"                                                      \
+    "smlabb %[a1], %[M], %[Q], %[a1]\n\t"
+/* dw_rq2 of both sums, SSAT #8; CLAMP: both bytes into one word, SSUB8 / SEL against lo4, hi4
+ * (K_MAX8 / K_MIN8); the two bytes stored C apart. */
+#define DW3_ASM_OUT(CLAMP)                                                                     \
+    "ldrd %[P], %[Q], [%[kp], #28]\n\t"                                                        \
+    "ldr %[T], [%[kp], #36]\n\t"                                                               \
+    "smmlar %[A], %[a0], %[P], %[Q]\n\t"                                                       \
+    "smmlar %[M], %[a1], %[P], %[Q]\n\t"                                                       \
+    "add %[A], %[A], %[a0], asr #31\n\t"                                                       \
+    "add %[M], %[M], %[a1], asr #31\n\t"                                                       \
+    "asr %[A], %[A], %[T]\n\t"                                                                 \
+    "asr %[M], %[M], %[T]\n\t"                                                                 \
+    "ssat %[A], #8, %[A]\n\t"                                                                  \
+    "ssat %[M], #8, %[M]\n\t"                                                                  \
+    CLAMP                                                                                      \
+    "ldr %[T], [%[kp], #40]\n\t"                                                               \
+    "strb %[A], [%[yo]]\n\t"                                                                   \
+    "strb %[M], [%[yo], %[T]]\n\t"                                                             \
+    "add %[yo], %[yo], %[T], lsl #1\n\t"
+#define DW3_ASM_CLAMP                                                                          \
+    "bfi %[A], %[M], #8, #8\n\t"                                                               \
+    "ldrd %[P], %[Q], [%[kp], #44]\n\t"                                                        \
+    "ssub8 %[T], %[A], %[P]\n\t"                                                               \
+    "sel %[A], %[A], %[P]\n\t"                                                                 \
+    "ssub8 %[T], %[Q], %[A]\n\t"                                                               \
+    "sel %[A], %[A], %[Q]\n\t"                                                                 \
+    "lsr %[M], %[A], #8\n\t"
+/* n pixel pairs (n >= 1) of one output row of one channel: stride S (1 or 2), rows at q,
+ * q + d1, q + d2 (bytes), outputs at yo, yo + C, ...; CLAMP 0: the activation range is all of
+ * int8 (SSAT alone). 44 instructions per pair (stride 1, no clamp), 18 MACs. */
+#define DW3_ASM_LOOP(S, ROW, CLAMP)                                                            \
+    __asm__ volatile("1:\n\t"                                                                  \
+                     "ldr %[T], [%[kp], #24]\n\t" ROW("%[q]", 0, "%[T]", "%[T]")               \
+                     "add %[T], %[q], %[d1]\n\t" ROW("%[T]", 8, "%[a0]", "%[a1]")              \
+                     "add %[T], %[q], %[d2]\n\t" ROW("%[T]", 16, "%[a0]", "%[a1]")             \
+                     DW3_ASM_OUT(CLAMP) "adds %[q], %[q], #" #S "\n\t"                         \
+                     "subs %[n], %[n], #1\n\t"                                                 \
+                     "bne 1b\n\t"                                                              \
+                     : [q] "+r"(q), [yo] "+r"(yo), [n] "+r"(n), [a0] "=&r"(a0),                \
+                       [a1] "=&r"(a1), [A] "=&r"(A), [B] "=&r"(B), [M] "=&r"(M), [P] "=&r"(P), \
+                       [Q] "=&r"(Q), [T] "=&r"(T)                                              \
+                     : [kp] "r"(kp), [d1] "r"(d1), [d2] "r"(d2)                                \
+                     : "memory", "cc")
+
+/* n >= 1 pixel pairs of a row through the assembly loop; returns the output pointer after
+ * them. */
+static int8_t *dw3_pairs_asm(const int16_t *r0, const int16_t *r1, const int16_t *r2, int s,
+                             int clamp, int n, const k_dw3a *kp, int8_t *yo)
+{
+    const char *q = (const char *)r0;
+    const int32_t d1 = (const char *)r1 - q, d2 = (const char *)r2 - q;
+    uint32_t a0, a1, A, B, M, P, Q, T;
+    if (s == 1 && !clamp) DW3_ASM_LOOP(4, DW3_ASM_ROW1, "");
+    else if (s == 1) DW3_ASM_LOOP(4, DW3_ASM_ROW1, DW3_ASM_CLAMP);
+    else if (!clamp) DW3_ASM_LOOP(8, DW3_ASM_ROW2, "");
+    else DW3_ASM_LOOP(8, DW3_ASM_ROW2, DW3_ASM_CLAMP);
+    return yo;
+}
+#endif
+
+/* One output row of one channel: output ox's window starts at column e + ox * s of the rows
+ * r0..r2, its byte goes to yo[ox * C]. DSP on the target with rq mode 2 (fast 2, or 3 for an
+ * activation range of all int8): the pixel pairs through dw3_pairs_asm, an odd last pixel
+ * alone; otherwise pixel by pixel. */
+K_INLINE void dw3_row(const int16_t *r0, const int16_t *r1, const int16_t *r2, int e, int s,
+                      int OW, int C, const k_dw3c *k, const void *ka, int ozp, int lo, int hi,
+                      int8_t *yo, int fast, int dsp)
+{
+    int ox = 0;
+#if K_DSP_NATIVE
+    if (dsp && fast >= 2 && OW >= 2) {
+        dw3_pairs_asm(r0 + e, r1 + e, r2 + e, s, fast == 2, OW >> 1, (const k_dw3a *)ka, yo);
+        ox = OW & ~1;
+    }
+#else
+    (void)ka;
+    (void)dsp;
+#endif
+    for (; ox < OW; ox++)
+        yo[(size_t)ox * C] = dw3_out(dw3_one(r0, r1, r2, e + ox * s, k), k, ozp, lo, hi, fast);
+}
+
+/* Channel j's constants of the block at wb (taps-major, 4 channels), bias b. */
+K_INLINE void dw3_channel(const k_q_params *q, const int8_t *wb, int j, int32_t b, int c,
+                          k_dw3c *k, int *fast)
+{
+    int32_t sw = 0;
+    int ky;
+    for (ky = 0; ky < 3; ky++) {
+        const int32_t w0 = wb[4 * (3 * ky) + j], w1 = wb[4 * (3 * ky + 1) + j];
+        const int32_t w2 = wb[4 * (3 * ky + 2) + j];
+        k->pw[ky] = ((uint32_t)w0 & 0xFFFFu) | ((uint32_t)w1 << 16);
+        k->w2[ky] = w2;
+        sw += w0 + w1 + w2;
+    }
+    k->r = rq_channel(q, c + j);
+    *fast &= rq_fast_ok(&k->r, b, 9);
+    k->bias = b - q->in_zp * sw;
+}
+
+/* rq mode 2 (dw_rq2) for a channel: weights and folded bias doubled, fc in r.half. */
+K_INLINE void dw3_double(k_dw3c *k, int ozp)
+{
+    int ky;
+    for (ky = 0; ky < 3; ky++) {
+        k->pw[ky] = (k->pw[ky] << 1) & 0xFFFEFFFFu;
+        k->w2[ky] *= 2;
+    }
+    k->bias = (int32_t)((uint32_t)k->bias << 1);
+    k->r.half = (int32_t)(1u << (k->r.right - 1)) + (int32_t)((uint32_t)ozp << k->r.right);
+}
+
+/* Channels c..c+3 of every output pixel through the ring (the scratch's zp-filled rows). */
+K_INLINE void dw3_block(const k_window_params *p, const k_q_params *q, const int8_t *x,
+                        const int8_t *wb, const int32_t *b, int c, int16_t *ring, int8_t *y,
+                        int dsp)
+{
+    const int rw = dw3_rw(p), s = p->sw, e = (p->pl & 1), C = p->C;
+    k_dw3c k[4];
+#if K_DSP_NATIVE
+    k_dw3a ka[4];
+#define K_DW3A(j) (&ka[j])
+#else
+#define K_DW3A(j) ((const void *)0)
+#endif
+    int j, oy, ry, have = 0, fast = 1, f2 = 1;
+    for (j = 0; j < 4; j++) dw3_channel(q, wb, j, b ? b[c + j] : 0, c, &k[j], &fast);
+    for (j = 0; j < 4; j++) f2 &= k[j].r.m > (1 << 30) && k[j].r.right <= 22;
+    fast = dsp && fast ? (f2 ? 2 : 1) : 0;
+    if (fast == 2) {
+        for (j = 0; j < 4; j++) dw3_double(&k[j], q->out_zp);
+        if (q->act_min == -128 && q->act_max == 127) fast = 3;
+    }
+#if K_DSP_NATIVE
+    for (j = 0; j < 4 && fast >= 2; j++) {
+        int ky;
+        for (ky = 0; ky < 3; ky++) {
+            ka[j].w[2 * ky] = k[j].pw[ky];
+            ka[j].w[2 * ky + 1] = (uint32_t)k[j].w2[ky];
+        }
+        ka[j].bias = k[j].bias;
+        ka[j].m = k[j].r.m;
+        ka[j].fc = k[j].r.half;
+        ka[j].right = k[j].r.right;
+        ka[j].C = C;
+        ka[j].lo4 = ((uint32_t)q->act_min & 0xFFu) * 0x01010101u;
+        ka[j].hi4 = ((uint32_t)q->act_max & 0xFFu) * 0x01010101u;
+    }
+#endif
+    for (oy = 0; oy < p->OH; oy++) {
+        const int ry0 = oy * s;
+        for (ry = have > ry0 ? have : ry0; ry < ry0 + 3; ry++)
+            dw3_load_row(p, x, c, ry, ring + (size_t)(ry % 3) * 4 * rw, rw, q->in_zp, dsp);
+        have = ry0 + 3;
+        for (j = 0; j < 4; j++) {
+            const int16_t *r0 = ring + (size_t)((ry0 % 3) * 4 + j) * rw;
+            const int16_t *r1 = ring + (size_t)(((ry0 + 1) % 3) * 4 + j) * rw;
+            const int16_t *r2 = ring + (size_t)(((ry0 + 2) % 3) * 4 + j) * rw;
+            dw3_row(r0, r1, r2, e, s, p->OW, C, &k[j], K_DW3A(j), q->out_zp, q->act_min,
+                    q->act_max, y + (size_t)oy * p->OW * C + c + j, fast, dsp);
+        }
+    }
+}
+
+/* Every 4-channel block of a dw3_ok layer through the ring in the scratch s (4-aligned inside
+ * it; the whole ring in_zp first, so the padding columns hold in_zp for good). */
+K_INLINE void dw3_blocks(const k_window_params *p, const k_q_params *q, const int8_t *x,
+                         const int8_t *w, const int32_t *b, int8_t *s, int8_t *y, int dsp)
+{
+    int16_t *ring = (int16_t *)(void *)(s + ((4u - ((uintptr_t)s & 3u)) & 3u));
+    const int n = 3 * 4 * dw3_rw(p), C4 = p->C & ~3;
+    int i, c;
+    for (i = 0; i < n; i++) ring[i] = (int16_t)q->in_zp;
+    for (c = 0; c < C4; c += 4) dw3_block(p, q, x, w + (size_t)c * 9, b, c, ring, y, dsp);
+}
+
 /* Blocks of four channels, then the C % 4 last channels one by one (every channel one by one
  * for kernels over K_DW_MAXT taps). */
 K_INLINE void dw_engine(const k_window_params *p, const k_q_params *q, const int8_t *x,
-                        const int8_t *w, const int32_t *b, int8_t *y, int dsp)
+                        const int8_t *w, const int32_t *b, int8_t *s, int8_t *y, int dsp)
 {
     const int C = p->C, T = p->kh * p->kw, C4 = C & ~3;
-    int c;
-    for (c = 0; c < C4 && T <= K_DW_MAXT; c += 4) dw_block(p, q, x, w + (size_t)c * T, b, c, y, dsp);
+    int c = 0;
+    if (dw3_ok(p)) {
+        dw3_blocks(p, q, x, w, b, s, y, dsp);
+        c = C4;
+    }
+    for (; c < C4 && T <= K_DW_MAXT; c += 4) dw_block(p, q, x, w + (size_t)c * T, b, c, y, dsp);
     for (; c < C4; c++) dw_one(p, q, x, w + (size_t)(c & ~3) * T + (c & 3), 4, b, c, y);
     for (; c < C; c++) dw_one(p, q, x, w + (size_t)C4 * T + (size_t)(c - C4) * T, 1, b, c, y);
 }
 
 void k_q_depthwise_dsp(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
-                       const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict y)
+                       const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict s,
+                       int8_t *restrict y)
 {
-    dw_engine(p, q, x, w, b, y, 1);
+    dw_engine(p, q, x, w, b, s, y, 1);
 }
 
 void k_q_depthwise_plain(const k_window_params *p, const k_q_params *q,
                          const int8_t *restrict x, const int8_t *restrict w,
-                         const int32_t *restrict b, int8_t *restrict y)
+                         const int32_t *restrict b, int8_t *restrict s, int8_t *restrict y)
 {
-    dw_engine(p, q, x, w, b, y, 0);
+    dw_engine(p, q, x, w, b, s, y, 0);
 }
 
 /* ------------------------------------------------------------------------ dense ---- */
