@@ -437,7 +437,8 @@ def _run_qemu(elf: Path, timeout_s: float = 60.0) -> str:
 def test_variant_per_core_and_the_im2col_scratch_in_the_arena(tmp_path: Path) -> None:
     """tiny_cnn_int8 (conv, depthwise, pointwise, dense): a Cortex-M0+ gets the ``_plain``
     kernels, a Cortex-M4 the ``_dsp`` ones, with the same weights bytes and arena; each conv
-    layer's planned RAM holds its im2col block (``<op>:scratch``, the handler's bytes) and the
+    layer's planned RAM holds its im2col block (the 3x3 depthwise its padded input ring;
+    ``<op>:scratch``, the handler's bytes) and the
     arena is the planner's figure; the plain build equals LiteRT on the whole model."""
     from test_codegen_tflite import MODELS_DIR, build, model_input, run
 
@@ -476,9 +477,15 @@ def test_variant_per_core_and_the_im2col_scratch_in_the_arena(tmp_path: Path) ->
                 k = int(np.prod(op.weights["W"].shape[1:]))
                 assert mem.sizes[f"{op.name}:scratch"] == 4 + 4 * (k + k % 2)
                 seen.add(kind)
+            elif kind == "depthwise":  # 3x3 stride 1: the padded ring, 3 rows x 4 int16 planes
+                w_in = ins[0].shape[2]
+                pl, pr = op.attr("pads", (0, 0, 0, 0))[1::2]
+                n = pl + pl % 2 + w_in + pr + 3
+                assert mem.sizes[f"{op.name}:scratch"] == 4 + 2 * 3 * 4 * (n + n % 2)
+                seen.add(kind)
             else:
                 assert f"{op.name}:scratch" not in mem.sizes
-    assert seen == {"conv", "pointwise"}
+    assert seen == {"conv", "pointwise", "depthwise"}
     exe = build(gens["cortex-m0plus"], tmp_path / "m0")
     x = model_input(chain.layers[0].output, seed=3)
     runner = TfliteRunner(path.read_bytes())

@@ -157,8 +157,8 @@ def q8_conv_kind(op: Op, ins: Sequence[TensorSpec]) -> str:
 
 def _dw3_ring_bytes(op: Op, x: TensorSpec) -> int:
     """Scratch bytes of the int8 depthwise ``op`` on input ``x`` (``k_q_depthwise_scratch``,
-    kernels_q8_opt.c): ``4 + 2 * 3 * 4 * RW`` for a 3x3 kernel with dilation 1, equal strides 1
-    or 2 and ``C >= 4`` channels, ``RW = L + W + pr + 3`` rounded up to even with ``L = pl``
+    kernels_q8_opt.c): ``4 + 2 * 3 * 4 * RW`` for a 3x3 kernel with dilation 1, stride 1 and
+    ``C >= 4`` channels, ``RW = L + W + pr + 3`` rounded up to even with ``L = pl``
     rounded up to even; 0 otherwise. ``W`` is read from the NHWC shape (the int8 kernels' layout;
     NCHW when the last axis is not the channel count)."""
     w = op.weights["W"]
@@ -166,7 +166,7 @@ def _dw3_ring_bytes(op: Op, x: TensorSpec) -> int:
     _, pl, _, pr = (int(v) for v in op.attr("pads", (0, 0, 0, 0)))
     sh, sw = (int(v) for v in op.attr("strides", (1, 1)))
     dil = tuple(int(v) for v in op.attr("dilations", (1, 1)))
-    if tuple(w.shape[2:]) != (3, 3) or dil != (1, 1) or sh != sw or sw not in (1, 2) or c < 4:
+    if tuple(w.shape[2:]) != (3, 3) or dil != (1, 1) or (sh, sw) != (1, 1) or c < 4:
         return 0
     width = int(x.shape[2] if x.shape[-1] == c else x.shape[-1])
     n = pl + pl % 2 + width + pr + 3
@@ -240,7 +240,7 @@ class Conv2D(OpEmitter):
         output pixels' columns of ``x - in_zp`` as int16, the count rounded up to even, plus 4
         bytes to align them to 4 inside the arena block (3 would do; 4 keeps the block a
         multiple of 4 bytes, as the firmware's float-typed arena is). An int8 3x3 depthwise
-        (dilation 1, stride 1 or 2, ``C >= 4``): its padded input ring
+        (dilation 1, stride 1, ``C >= 4``): its padded input ring
         (``k_q_depthwise_scratch``), ``4 + 2 * 3 * 4 * RW`` bytes, three rows of four int16
         channel planes of ``RW = L + W + pr + 3`` halfwords rounded up to even, ``L`` the left
         padding rounded up to even. Float convs and the other int8 convs read their input

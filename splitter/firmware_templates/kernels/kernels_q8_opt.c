@@ -749,7 +749,7 @@ K_INLINE void dw_one(const k_window_params *p, const k_q_params *q, const int8_t
 
 /* ------------------------------------------------- 3 x 3 depthwise over a padded ring ---- */
 
-/* The 3 x 3 depthwise (dilation 1, stride 1 or 2; dw3_ok) of a block of four channels works on
+/* The 3 x 3 depthwise (dilation 1, stride 1; dw3_ok) of a block of four channels works on
  * the scratch (k_q_depthwise_scratch): a ring of three padded input rows, each as four int16
  * planes (one per channel) of RW halfwords, the input's column ix at halfword L + ix (L = pl
  * rounded up to even, so an input pixel pair fills one aligned word) and in_zp everywhere else.
@@ -760,8 +760,8 @@ K_INLINE void dw_one(const k_window_params *p, const k_q_params *q, const int8_t
  * against the packed weights (w0, w1), SMLABB / SMLATB for w2: 6 MACs in 7 instructions. */
 K_INLINE int dw3_ok(const k_window_params *p)
 {
-    return p->kh == 3 && p->kw == 3 && p->dh == 1 && p->dw == 1 && p->sh == p->sw &&
-           (p->sw == 1 || p->sw == 2) && p->C == p->O && p->C >= 4;
+    return p->kh == 3 && p->kw == 3 && p->dh == 1 && p->dw == 1 && p->sh == 1 && p->sw == 1 &&
+           p->C == p->O && p->C >= 4;
 }
 
 /* Halfwords of one plane row: L + W + pr columns and three more (a pixel pair's loads read up
@@ -855,8 +855,7 @@ typedef struct {
     uint32_t lo4, hi4;
 } k_dw3a;
 
-/* One kernel row of a pixel pair: row pointer R (stride 1: words at +0, +2 (unaligned), +4
- * bytes; stride 2: +0, +4, +8), weights at byte WO of the constants, accumulators from ACC0 /
+/* One kernel row of a pixel pair: row pointer R (words at +0, +2 (unaligned), +4 bytes), weights at byte WO of the constants, accumulators from ACC0 /
  * ACC1. LDR (not LDRD / LDM) so that any halfword alignment loads. */
 #define DW3_ASM_ROW1(R, WO, ACC0, ACC1)                                                        \
     "ldrd %[P], %[Q], [%[kp], #" #WO "]\n\t"                                                   \
@@ -867,17 +866,9 @@ typedef struct {
     "smlad %[a1], %[M], %[P], " ACC1 "\n\t"                                                    \
     "smlabb %[a0], %[B], %[Q], %[a0]\n\t"                                                      \
     "smlatb %[a1], %[B], %[Q], %[a1]\n\t"
-#define DW3_ASM_ROW2(R, WO, ACC0, ACC1)                                                        \
-    "ldrd %[P], %[Q], [%[kp], #" #WO "]\n\t"                                                   \
-    "ldr %[A], [" R "]\n\t"                                                                    \
-    "ldr %[B], [" R ", #4]\n\t"                                                                \
-    "ldr %[M], [" R ", #8]\n\t"                                                                \
-    "smlad %[a0], %[A], %[P], " ACC0 "\n\t"                                                    \
-    "smlad %[a1], %[B], %[P], " ACC1 "\n\t"                                                    \
-    "smlabb %[a0], %[B], %[Q], %[a0]\n\t"                                                      \
-    "smlabb %[a1], %[M], %[Q], %[a1]\n\t"
 /* dw_rq2 of both sums, SSAT #8; CLAMP: both bytes into one word, SSUB8 / SEL against lo4, hi4
- * (K_MAX8 / K_MIN8); the two bytes stored C apart. */
+ * (K_MAX8 / K_MIN8); the two bytes stored C apart, the second first (C == 0: only the first
+ * pixel's byte stays, for an odd last pixel). */
 #define DW3_ASM_OUT(CLAMP)                                                                     \
     "ldrd %[P], %[Q], [%[kp], #28]\n\t"                                                        \
     "ldr %[T], [%[kp], #36]\n\t"                                                               \
@@ -891,8 +882,8 @@ typedef struct {
     "ssat %[M], #8, %[M]\n\t"                                                                  \
     CLAMP                                                                                      \
     "ldr %[T], [%[kp], #40]\n\t"                                                               \
-    "strb %[A], [%[yo]]\n\t"                                                                   \
     "strb %[M], [%[yo], %[T]]\n\t"                                                             \
+    "strb %[A], [%[yo]]\n\t"                                                                   \
     "add %[yo], %[yo], %[T], lsl #1\n\t"
 #define DW3_ASM_CLAMP                                                                          \
     "bfi %[A], %[M], #8, #8\n\t"                                                               \
@@ -902,7 +893,7 @@ typedef struct {
     "ssub8 %[T], %[Q], %[A]\n\t"                                                               \
     "sel %[A], %[A], %[Q]\n\t"                                                                 \
     "lsr %[M], %[A], #8\n\t"
-/* n pixel pairs (n >= 1) of one output row of one channel: stride S (1 or 2), rows at q,
+/* n pixel pairs (n >= 1) of one output row of one channel: q advancing S bytes, rows at q,
  * q + d1, q + d2 (bytes), outputs at yo, yo + C, ...; CLAMP 0: the activation range is all of
  * int8 (SSAT alone). 44 instructions per pair (stride 1, no clamp), 18 MACs. */
 #define DW3_ASM_LOOP(S, ROW, CLAMP)                                                            \
@@ -921,16 +912,14 @@ typedef struct {
 
 /* n >= 1 pixel pairs of a row through the assembly loop; returns the output pointer after
  * them. */
-static int8_t *dw3_pairs_asm(const int16_t *r0, const int16_t *r1, const int16_t *r2, int s,
+static int8_t *dw3_pairs_asm(const int16_t *r0, const int16_t *r1, const int16_t *r2,
                              int clamp, int n, const k_dw3a *kp, int8_t *yo)
 {
     const char *q = (const char *)r0;
     const int32_t d1 = (const char *)r1 - q, d2 = (const char *)r2 - q;
     uint32_t a0, a1, A, B, M, P, Q, T;
-    if (s == 1 && !clamp) DW3_ASM_LOOP(4, DW3_ASM_ROW1, "");
-    else if (s == 1) DW3_ASM_LOOP(4, DW3_ASM_ROW1, DW3_ASM_CLAMP);
-    else if (!clamp) DW3_ASM_LOOP(8, DW3_ASM_ROW2, "");
-    else DW3_ASM_LOOP(8, DW3_ASM_ROW2, DW3_ASM_CLAMP);
+    if (!clamp) DW3_ASM_LOOP(4, DW3_ASM_ROW1, "");
+    else DW3_ASM_LOOP(4, DW3_ASM_ROW1, DW3_ASM_CLAMP);
     return yo;
 }
 #endif
@@ -945,9 +934,14 @@ K_INLINE void dw3_row(const int16_t *r0, const int16_t *r1, const int16_t *r2, i
 {
     int ox = 0;
 #if K_DSP_NATIVE
-    if (dsp && fast >= 2 && OW >= 2) {
-        dw3_pairs_asm(r0 + e, r1 + e, r2 + e, s, fast == 2, OW >> 1, (const k_dw3a *)ka, yo);
-        ox = OW & ~1;
+    if (dsp && fast >= 2) {
+        const k_dw3a *kp = (const k_dw3a *)ka;
+        int8_t *yt = yo;
+        if (OW >= 2) yt = dw3_pairs_asm(r0 + e, r1 + e, r2 + e, fast == 2, OW >> 1, kp, yo);
+        if (OW & 1) /* the last pixel and one past it, C 0 (ka[4 + j]) */
+            dw3_pairs_asm(r0 + e + OW - 1, r1 + e + OW - 1, r2 + e + OW - 1, fast == 2, 1,
+                          kp + 4, yt);
+        return;
     }
 #else
     (void)ka;
@@ -995,7 +989,7 @@ K_INLINE void dw3_block(const k_window_params *p, const k_q_params *q, const int
     const int rw = dw3_rw(p), s = p->sw, e = (p->pl & 1), C = p->C;
     k_dw3c k[4];
 #if K_DSP_NATIVE
-    k_dw3a ka[4];
+    k_dw3a ka[8]; /* 4..7: C 0, for an odd last pixel */
 #define K_DW3A(j) (&ka[j])
 #else
 #define K_DW3A(j) ((const void *)0)
@@ -1022,6 +1016,8 @@ K_INLINE void dw3_block(const k_window_params *p, const k_q_params *q, const int
         ka[j].C = C;
         ka[j].lo4 = ((uint32_t)q->act_min & 0xFFu) * 0x01010101u;
         ka[j].hi4 = ((uint32_t)q->act_max & 0xFFu) * 0x01010101u;
+        ka[4 + j] = ka[j];
+        ka[4 + j].C = 0;
     }
 #endif
     for (oy = 0; oy < p->OH; oy++) {

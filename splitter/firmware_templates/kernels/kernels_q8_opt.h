@@ -53,7 +53,7 @@ void k_q_pointwise_plain(const k_window_params *p, const k_q_params *q,
                          const int8_t *restrict x, const int8_t *restrict w,
                          const int32_t *restrict b, int8_t *restrict s, int8_t *restrict y);
 
-/* Bytes of scratch k_q_depthwise_* need: for a 3 x 3 kernel, dilation 1, stride 1 or 2 and
+/* Bytes of scratch k_q_depthwise_* need: for a 3 x 3 kernel, dilation 1, stride 1 and
  * C == O >= 4, 4 + 2 bytes * 3 rows * 4 channels * RW with RW = L + W + pr + 3 rounded up to
  * even, L = pl rounded up to even (the padded input ring); else 0 (splitter/codegen/ops/conv.py,
  * Conv2DHandler.scratch_bytes, computes the same). */
