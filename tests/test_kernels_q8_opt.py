@@ -78,12 +78,14 @@ CONVS = [
     ConvCase(8, 7, 9, 8, (3, 3), s=(2, 2), pads=(1, 1, 1, 1), depthwise=True),  # ring, odd pl
     ConvCase(4, 5, 7, 4, (3, 3), depthwise=True),  # ring, stride 1, no padding, odd W and OW
     ConvCase(5, 4, 5, 5, (3, 3), pads=(2, 3, 0, 2), depthwise=True),  # ring, wide pads
+    ConvCase(8, 11, 5, 8, (3, 3), pads=(1, 1, 1, 1), depthwise=True),  # ring along columns
+    ConvCase(4, 9, 4, 4, (3, 3), pads=(0, 1, 2, 1), depthwise=True),  # columns, odd pt + pb
 ]
 
 #: cases whose biases are near 2^30 (past kernels_q8_opt.c's rq_fast bound)
 BIG_BIAS = (12, 13)
 #: cases whose every channel has a right shift (ties away: the depthwise's rq_fast)
-FAST_RQ = (14, 21, 22)
+FAST_RQ = (14, 21, 22, 24, 25)
 #: GEMM-rounded cases whose every channel has a right shift in [2, 22] (kernels_q8_opt.c's
 #: one-SMLAL requantisation, rqup_value)
 UP_RQ = (17, 18, 19, 20)
@@ -477,10 +479,11 @@ def test_variant_per_core_and_the_im2col_scratch_in_the_arena(tmp_path: Path) ->
                 k = int(np.prod(op.weights["W"].shape[1:]))
                 assert mem.sizes[f"{op.name}:scratch"] == 4 + 4 * (k + k % 2)
                 seen.add(kind)
-            elif kind == "depthwise":  # 3x3 stride 1: the padded ring, 3 rows x 4 int16 planes
-                w_in = ins[0].shape[2]
-                pl, pr = op.attr("pads", (0, 0, 0, 0))[1::2]
-                n = pl + pl % 2 + w_in + pr + 3
+            elif kind == "depthwise":  # 3x3 stride 1: the padded ring, 3 lines x 4 int16 planes
+                h_in, w_in = ins[0].shape[1:3]
+                pt, pl, pb, pr = op.attr("pads", (0, 0, 0, 0))
+                lead, length, trail = (pt, h_in, pb) if h_in > w_in else (pl, w_in, pr)
+                n = lead + lead % 2 + length + trail + 3
                 assert mem.sizes[f"{op.name}:scratch"] == 4 + 2 * 3 * 4 * (n + n % 2)
                 seen.add(kind)
             else:
