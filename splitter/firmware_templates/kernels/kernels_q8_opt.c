@@ -749,7 +749,8 @@ K_INLINE void dw_one(const k_window_params *p, const k_q_params *q, const int8_t
 
 /* ------------------------------------------------- 3 x 3 depthwise over a padded ring ---- */
 
-/* The 3 x 3 depthwise (dilation 1, stride 1; dw3_ok) of a block of four channels works on the
+/* The 3 x 3 depthwise (dilation 1, stride 1, at least 4 pixels along the input's longer axis,
+ * below which the ring's set-up costs more than it saves; dw3_ok) of a block of four channels works on the
  * scratch (k_q_depthwise_scratch): a ring of three padded input lines, each as four int16
  * planes (one per channel) of RW halfwords, the line's pixel i at halfword L + i (L the leading
  * padding rounded up to even, so an input pixel pair fills one aligned word) and in_zp
@@ -764,7 +765,7 @@ K_INLINE void dw_one(const k_window_params *p, const k_q_params *q, const int8_t
 K_INLINE int dw3_ok(const k_window_params *p)
 {
     return p->kh == 3 && p->kw == 3 && p->dh == 1 && p->dw == 1 && p->sh == 1 && p->sw == 1 &&
-           p->C == p->O && p->C >= 4;
+           p->C == p->O && p->C >= 4 && (p->H > p->W ? p->H : p->W) >= 4;
 }
 
 /* The ring's orientation: tr 1 when the lines are the input's columns (H > W). n: lines (input
