@@ -13,8 +13,8 @@ modes, extreme inputs, no bias.
   ``k_q_conv_scratch``), so an overrun fails; the ``_dsp`` variant runs the portable emulation
   of k_dsp_emu.h there.
 * Under QEMU (Cortex-M4F, real DSP instructions): the same cases, and k_dsp_emu.h's functions
-  against the instructions themselves (SXTB16, SXTAB16, SMLAD, SMLABB, SMLATT, SMLATB, SMMULR, SMMLAR, SSAT,
-  SSUB8 + SEL, BFI) on seeded random operands.
+  against the instructions themselves (SXTB16, SXTAB16, SMLAD, SMLABB, SMLATT, SMLATB, SMMULR,
+  SMMLAR, SSAT, SSUB8 + SEL, BFI) on seeded random operands.
 """
 
 from __future__ import annotations

@@ -157,21 +157,18 @@ def q8_conv_kind(op: Op, ins: Sequence[TensorSpec]) -> str:
 
 def _dw3_ring_bytes(op: Op, x: TensorSpec) -> int:
     """Scratch bytes of the int8 depthwise ``op`` on input ``x`` (``k_q_depthwise_scratch``,
-    kernels_q8_opt.c): ``4 + 2 * 3 * 4 * RW`` for a 3x3 kernel with dilation 1, stride 1 and
-    ``C >= 4`` channels and at least 4 pixels along the longer axis, ``RW = L + W + pr + 3`` rounded up to even with ``L = pl``
-    rounded up to even (``H``, ``pt``, ``pb`` in their place when ``H > W``: the ring's lines
-    are then the input's columns); 0 otherwise. ``H``, ``W`` are read from the NHWC shape (the
-    int8 kernels' layout; NCHW when the last axis is not the channel count)."""
+    kernels_q8_opt.c): ``4 + 2 * 3 * 4 * RW`` for a 3x3 kernel with dilation 1, stride 1,
+    ``C >= 4`` channels and at least 4 pixels along the longer axis, ``RW = L + W + pr + 3``
+    rounded up to even with ``L = pl`` rounded up to even (``H``, ``pt``, ``pb`` in their
+    place when ``H > W``: the ring's lines are then the input's columns); 0 otherwise. ``H``,
+    ``W`` come from the NHWC shape (the int8 kernels' layout; NCHW when the last axis is not
+    the channel count)."""
     w = op.weights["W"]
     c = int(w.shape[0])
-    _, pl, _, pr = (int(v) for v in op.attr("pads", (0, 0, 0, 0)))
-    sh, sw = (int(v) for v in op.attr("strides", (1, 1)))
-    dil = tuple(int(v) for v in op.attr("dilations", (1, 1)))
-    if tuple(w.shape[2:]) != (3, 3) or dil != (1, 1) or (sh, sw) != (1, 1) or c < 4:
-        return 0
-    pt, _, pb, _ = (int(v) for v in op.attr("pads", (0, 0, 0, 0)))
+    pt, pl, pb, pr = (int(v) for v in op.attr("pads", (0, 0, 0, 0)))
+    unit = tuple(op.attr("strides", (1, 1))) == tuple(op.attr("dilations", (1, 1))) == (1, 1)
     height, width = (int(v) for v in (x.shape[1:3] if x.shape[-1] == c else x.shape[2:4]))
-    if max(height, width) < 4:
+    if tuple(w.shape[2:]) != (3, 3) or not unit or c < 4 or max(height, width) < 4:
         return 0
     if height > width:  # the ring's lines are the input's columns (dw3_geom)
         pl, pr, width = pt, pb, height
