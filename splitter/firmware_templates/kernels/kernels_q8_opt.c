@@ -718,11 +718,11 @@ K_INLINE void dw_block(const k_window_params *p, const k_q_params *q, const int8
             }
             for (j = 0; j < 2 * T; j++) k.wq[j] = (k.wq[j] << 1) & 0xFFFEFFFFu;
             dw_rows(p, x, wb, &k, c, y, 2, dsp);
-        } else {
-            dw_rows(p, x, wb, &k, c, y, 1, dsp);
+            return;
         }
     }
-    else dw_rows(p, x, wb, &k, c, y, 0, dsp);
+    /* rq_fast (mode 1) would be exact here too; mode 0 keeps one copy of the loops less */
+    dw_rows(p, x, wb, &k, c, y, 0, dsp);
 }
 
 /* Channel c of every output pixel, its weight of tap j at wc[j * ws] (a tail channel: ws 1; a
@@ -1088,7 +1088,7 @@ K_INLINE void dw3_block(const k_dw3g *g, const k_q_params *q, const int8_t *x,
     int j, oy, ry, have = 0, fast = 1, f2 = 1;
     for (j = 0; j < 4; j++) dw3_channel(q, wb, j, b ? b[c + j] : 0, c, g->tr, &k[j], &fast);
     for (j = 0; j < 4; j++) f2 &= k[j].r.m > (1 << 30) && k[j].r.right <= 22;
-    fast = dsp && fast ? (f2 ? 2 : 1) : 0;
+    fast = dsp && fast && f2 ? 2 : 0;
     if (fast == 2) {
         for (j = 0; j < 4; j++) dw3_double(&k[j], q->out_zp);
         if (q->act_min == -128 && q->act_max == 127) fast = 3;
