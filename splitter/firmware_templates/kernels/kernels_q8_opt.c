@@ -1131,7 +1131,7 @@ K_INLINE void dw_engine(const k_window_params *p, const k_q_params *q, const int
 {
     const int C = p->C, T = p->kh * p->kw, C4 = C & ~3;
     int c = 0;
-    if (dw3_ok(p)) {
+    if (dsp && dw3_ok(p)) { /* the plain variant keeps the window loops: faster without SMLAD */
         dw3_blocks(p, q, x, w, b, s, y, dsp);
         c = C4;
     }

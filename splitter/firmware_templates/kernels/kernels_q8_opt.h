@@ -60,10 +60,10 @@ void k_q_pointwise_plain(const k_window_params *p, const k_q_params *q,
  * computes the same). */
 int k_q_depthwise_scratch(const k_window_params *p);
 
-/* Depthwise convolution (groups == C == O): four channels per pass; 3 x 3 stride-1 kernels
- * through a padded int16 ring of three input lines in the scratch s (four output pixels per
- * inner step, SMLAD on weight pairs), other kernels over the window with border checks (s may
- * be 0 when k_q_depthwise_scratch is 0). */
+/* Depthwise convolution (groups == C == O): four channels per pass; _dsp runs 3 x 3 stride-1
+ * kernels through a padded int16 ring of three input lines in the scratch s (four output pixels
+ * per inner step, SMLAD on weight pairs), other kernels (and _plain all, leaving s unused) over
+ * the window with border checks (s may be 0 when k_q_depthwise_scratch is 0). */
 void k_q_depthwise_dsp(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
                        const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict s,
                        int8_t *restrict y);
