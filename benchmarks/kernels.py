@@ -176,9 +176,8 @@ def _q8_cases() -> list[Case]:
     for name, cls, shape, fam in shapes:
         lit, macs = _q8_window(*shape)
         q = _Q8.format(n=shape[2], up=0 if fam == "depthwise" else 1)
-        scratch = "" if fam == "depthwise" else "qscratch, "
         for isa in ("dsp", "plain"):
-            call = f"k_q_{fam}_{isa}({lit}, {q}, qx, qw, qb, {scratch}qy)"
+            call = f"k_q_{fam}_{isa}({lit}, {q}, qx, qw, qb, qscratch, qy)"
             cases.append(Case(f"int8 {name} ({fam}_{isa})", cls, macs, call, "int8"))
         call = f"k_q_conv2d({lit}, {q}, qx, qw, qb, qy)"
         cases.append(Case(f"int8 {name} (generic k_q_conv2d)", cls, macs, call, "int8"))

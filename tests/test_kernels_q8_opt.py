@@ -13,8 +13,8 @@ modes, extreme inputs, no bias.
   ``k_q_conv_scratch``), so an overrun fails; the ``_dsp`` variant runs the portable emulation
   of k_dsp_emu.h there.
 * Under QEMU (Cortex-M4F, real DSP instructions): the same cases, and k_dsp_emu.h's functions
-  against the instructions themselves (SXTB16, SXTAB16, SMLAD, SMLABB, SMLATT, SMMULR, SMMLAR, SSAT,
-  SSUB8 + SEL, BFI) on seeded random operands.
+  against the instructions themselves (SXTB16, SXTAB16, SMLAD, SMLABB, SMLATT, SMLATB, SMMULR,
+  SMMLAR, SSAT, SSUB8 + SEL, BFI) on seeded random operands.
 """
 
 from __future__ import annotations
@@ -75,12 +75,17 @@ CONVS = [
     ConvCase(16, 4, 5, 7, (3, 3), pads=(1, 1, 1, 1)),  # UP_RQ, exact ties, per channel
     ConvCase(24, 3, 4, 6, (1, 1)),  # UP_RQ, exact ties, K = 24
     ConvCase(12, 4, 4, 9, (1, 1)),  # UP_RQ, K = 12: one assembly step, then four in C
+    ConvCase(8, 7, 9, 8, (3, 3), s=(2, 2), pads=(1, 1, 1, 1), depthwise=True),  # ring, odd pl
+    ConvCase(4, 5, 7, 4, (3, 3), depthwise=True),  # ring, stride 1, no padding, odd W and OW
+    ConvCase(5, 4, 5, 5, (3, 3), pads=(2, 3, 0, 2), depthwise=True),  # ring, wide pads
+    ConvCase(8, 11, 5, 8, (3, 3), pads=(1, 1, 1, 1), depthwise=True),  # ring along columns
+    ConvCase(4, 9, 4, 4, (3, 3), pads=(0, 1, 2, 1), depthwise=True),  # columns, odd pt + pb
 ]
 
 #: cases whose biases are near 2^30 (past kernels_q8_opt.c's rq_fast bound)
 BIG_BIAS = (12, 13)
 #: cases whose every channel has a right shift (ties away: the depthwise's rq_fast)
-FAST_RQ = (14,)
+FAST_RQ = (14, 21, 22, 24, 25)
 #: GEMM-rounded cases whose every channel has a right shift in [2, 22] (kernels_q8_opt.c's
 #: one-SMLAL requantisation, rqup_value)
 UP_RQ = (17, 18, 19, 20)
@@ -250,11 +255,12 @@ static int check(const tcase *c, int isa)
     else k_q_conv2d(c->p, &c->q, c->x, c->wr, c->b, ref);
     out = get(c->ny);
     if (c->kind < 2) s = get(k_q_conv_scratch(c->p));
+    if (c->kind == 2 && k_q_depthwise_scratch(c->p)) s = get(k_q_depthwise_scratch(c->p));
     if (c->kind == 0) (isa ? k_q_conv_plain : k_q_conv_dsp)(c->p, &c->q, c->x, c->wo, c->b, s, out);
     if (c->kind == 1)
         (isa ? k_q_pointwise_plain : k_q_pointwise_dsp)(c->p, &c->q, c->x, c->wo, c->b, s, out);
     if (c->kind == 2)
-        (isa ? k_q_depthwise_plain : k_q_depthwise_dsp)(c->p, &c->q, c->x, c->wo, c->b, out);
+        (isa ? k_q_depthwise_plain : k_q_depthwise_dsp)(c->p, &c->q, c->x, c->wo, c->b, s, out);
     if (c->kind == 3) (isa ? k_q_dense_plain : k_q_dense_dsp)(c->d, &c->q, c->x, c->wo, c->b, out);
     for (i = 0; i < c->ny; i++) same &= ref[i] == out[i];
     if (s) put(s);
@@ -281,6 +287,7 @@ static int emu_matches(int n)
         ok &= K_SMLAD(a, b, (int32_t)c) == k_emu_smlad(a, b, (int32_t)c);
         ok &= K_SMLABB(a, b, (int32_t)c) == k_emu_smlabb(a, b, (int32_t)c);
         ok &= K_SMLATT(a, b, (int32_t)c) == k_emu_smlatt(a, b, (int32_t)c);
+        ok &= K_SMLATB(a, b, (int32_t)c) == k_emu_smlatb(a, b, (int32_t)c);
         ok &= K_SMMULR((int32_t)a, (int32_t)b) == k_emu_smmulr((int32_t)a, (int32_t)b);
         ok &= K_SMMLAR((int32_t)a, (int32_t)b, (int32_t)c) ==
               k_emu_smmlar((int32_t)a, (int32_t)b, (int32_t)c);
@@ -302,6 +309,7 @@ int run_all(void)
     int i, isa;
     for (i = 0; i < (int)(sizeof CASES / sizeof CASES[0]); i++) {
         if (CASES[i].kind < 2) say("scratch", k_q_conv_scratch(CASES[i].p));
+        else if (CASES[i].kind == 2) say("scratch", k_q_depthwise_scratch(CASES[i].p));
         else say("scratch", 0);
         for (isa = 0; isa < 2; isa++) say(isa ? "plain" : "dsp", check(&CASES[i], isa));
     }
@@ -431,7 +439,8 @@ def _run_qemu(elf: Path, timeout_s: float = 60.0) -> str:
 def test_variant_per_core_and_the_im2col_scratch_in_the_arena(tmp_path: Path) -> None:
     """tiny_cnn_int8 (conv, depthwise, pointwise, dense): a Cortex-M0+ gets the ``_plain``
     kernels, a Cortex-M4 the ``_dsp`` ones, with the same weights bytes and arena; each conv
-    layer's planned RAM holds its im2col block (``<op>:scratch``, the handler's bytes) and the
+    layer's planned RAM holds its im2col block (the 3x3 depthwise its padded input ring;
+    ``<op>:scratch``, the handler's bytes) and the
     arena is the planner's figure; the plain build equals LiteRT on the whole model."""
     from test_codegen_tflite import MODELS_DIR, build, model_input, run
 
@@ -470,9 +479,16 @@ def test_variant_per_core_and_the_im2col_scratch_in_the_arena(tmp_path: Path) ->
                 k = int(np.prod(op.weights["W"].shape[1:]))
                 assert mem.sizes[f"{op.name}:scratch"] == 4 + 4 * (k + k % 2)
                 seen.add(kind)
+            elif kind == "depthwise":  # 3x3 stride 1: the padded ring, 3 lines x 4 int16 planes
+                h_in, w_in = ins[0].shape[1:3]
+                pt, pl, pb, pr = op.attr("pads", (0, 0, 0, 0))
+                lead, length, trail = (pt, h_in, pb) if h_in > w_in else (pl, w_in, pr)
+                n = lead + lead % 2 + length + trail + 3
+                assert mem.sizes[f"{op.name}:scratch"] == 4 + 2 * 3 * 4 * (n + n % 2)
+                seen.add(kind)
             else:
                 assert f"{op.name}:scratch" not in mem.sizes
-    assert seen == {"conv", "pointwise"}
+    assert seen == {"conv", "pointwise", "depthwise"}
     exe = build(gens["cortex-m0plus"], tmp_path / "m0")
     x = model_input(chain.layers[0].output, seed=3)
     runner = TfliteRunner(path.read_bytes())

@@ -67,7 +67,7 @@ int sm_00(float *arena)
         };
         k_q_conv_dsp(&p, &q, (int8_t *)(A8 + 0), w_conv_2d_0_W, w_conv_2d_0_B, (int8_t *)(A8 + 490), (int8_t *)(A8 + 10000));
     }
-    /* layer 2: depthwise_conv_2d_1 (conv2d), RAM 4000 B */
+    /* layer 2: depthwise_conv_2d_1 (conv2d), RAM 4772 B */
     /* depthwise_conv_2d_1: conv2d (int8) */
     {
         static const k_window_params p = {
@@ -81,7 +81,7 @@ int sm_00(float *arena)
             .in_zp = -128, .out_zp = -128, .act_min = -128, .act_max = 127,
             .nq = 8, .round_up = 0, .mult = w_depthwise_conv_2d_1_mult, .shift = w_depthwise_conv_2d_1_shift,
         };
-        k_q_depthwise_dsp(&p, &q, (int8_t *)(A8 + 10000), w_depthwise_conv_2d_1_W, w_depthwise_conv_2d_1_B, (int8_t *)(A8 + 0));
+        k_q_depthwise_dsp(&p, &q, (int8_t *)(A8 + 10000), w_depthwise_conv_2d_1_W, w_depthwise_conv_2d_1_B, (int8_t *)(A8 + 9228), (int8_t *)(A8 + 0));
     }
     /* layer 3: conv_2d_2 (conv2d), RAM 6036 B */
     /* conv_2d_2: conv2d (int8) */

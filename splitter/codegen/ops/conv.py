@@ -155,6 +155,27 @@ def q8_conv_kind(op: Op, ins: Sequence[TensorSpec]) -> str:
     return "grouped"
 
 
+def _dw3_ring_bytes(op: Op, x: TensorSpec) -> int:
+    """Scratch bytes of the int8 depthwise ``op`` on input ``x`` (``k_q_depthwise_scratch``,
+    kernels_q8_opt.c): ``4 + 2 * 3 * 4 * RW`` for a 3x3 kernel with dilation 1, stride 1,
+    ``C >= 4`` channels and at least 4 pixels along the longer axis, ``RW = L + W + pr + 3``
+    rounded up to even with ``L = pl`` rounded up to even (``H``, ``pt``, ``pb`` in their
+    place when ``H > W``: the ring's lines are then the input's columns); 0 otherwise. ``H``,
+    ``W`` come from the NHWC shape (the int8 kernels' layout; NCHW when the last axis is not
+    the channel count)."""
+    w = op.weights["W"]
+    c = int(w.shape[0])
+    pt, pl, pb, pr = (int(v) for v in op.attr("pads", (0, 0, 0, 0)))
+    unit = tuple(op.attr("strides", (1, 1))) == tuple(op.attr("dilations", (1, 1))) == (1, 1)
+    height, width = (int(v) for v in (x.shape[1:3] if x.shape[-1] == c else x.shape[2:4]))
+    if tuple(w.shape[2:]) != (3, 3) or not unit or c < 4 or max(height, width) < 4:
+        return 0
+    if height > width:  # the ring's lines are the input's columns (dw3_geom)
+        pl, pr, width = pt, pb, height
+    n = pl + pl % 2 + width + pr + 3
+    return 4 + 2 * 3 * 4 * (n + n % 2)
+
+
 class Conv2D(OpEmitter):
     """``y = act(conv(x, W) + B)``; NCHW weights packed by :func:`pack4` (groups 1), NHWC float
     weights as :func:`nhwc_weights`, int8 weights as :func:`ohwi`; int8 requantises per output
@@ -222,9 +243,16 @@ class Conv2D(OpEmitter):
         groups 1, ``4 + 2 * 2 * (K + K % 2)`` bytes with ``K = kh * kw * C / groups``, two
         output pixels' columns of ``x - in_zp`` as int16, the count rounded up to even, plus 4
         bytes to align them to 4 inside the arena block (3 would do; 4 keeps the block a
-        multiple of 4 bytes, as the firmware's float-typed arena is). Float convs and the other
-        int8 convs (depthwise, grouped) read their input directly: 0."""
-        if q8_conv_kind(op, ins) not in ("conv", "pointwise"):
+        multiple of 4 bytes, as the firmware's float-typed arena is). An int8 3x3 depthwise
+        (dilation 1, stride 1, ``C >= 4``): its padded input ring
+        (``k_q_depthwise_scratch``), ``4 + 2 * 3 * 4 * RW`` bytes, three rows of four int16
+        channel planes of ``RW = L + W + pr + 3`` halfwords rounded up to even, ``L`` the left
+        padding rounded up to even. Float convs and the other int8 convs read their input
+        directly: 0."""
+        kind = q8_conv_kind(op, ins)
+        if kind == "depthwise":
+            return _dw3_ring_bytes(op, ins[0])
+        if kind not in ("conv", "pointwise"):
             return 0
         k = int(np.prod(op.weights["W"].shape[1:]))
         return 4 + 2 * 2 * (k + k % 2)
@@ -257,7 +285,14 @@ class Conv2D(OpEmitter):
         params += q_record(op, ctx, requant, gemm_rounding(op))
         x, y = ctx.p8(op.inputs[0]), ctx.p8(op.outputs[0])
         fn = "k_" + variant_name(family, ctx.isa)
-        if family in ("conv", "pointwise"):
+        if family in ("conv", "pointwise") or (family == "depthwise" and self._ring(op, ctx)):
             s = ctx.p8(f"{op.name}:scratch")
             return block(params, f"{fn}(&p, &q, {x}, {wn}, {bn}, {s}, {y})")
+        if family == "depthwise":
+            return block(params, f"{fn}(&p, &q, {x}, {wn}, {bn}, 0, {y})")
         return block(params, f"{fn}(&p, &q, {x}, {wn}, {bn}, {y})")
+
+    @staticmethod
+    def _ring(op: Op, ctx: EmitContext) -> bool:
+        """1 when the int8 depthwise ``op`` runs through its scratch ring."""
+        return _dw3_ring_bytes(op, ctx.tensors[op.inputs[0]]) > 0

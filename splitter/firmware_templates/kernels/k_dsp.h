@@ -1,6 +1,6 @@
 /*
  * The DSP instructions of the int8 kernels (kernels_q8_opt.c) as K_* macros on uint32_t words:
- * GCC's ACLE intrinsics (arm_acle.h: __sxtb16, __sxtab16, __smlad, __smlabb, __smlatt) when the
+ * GCC's ACLE intrinsics (arm_acle.h: __sxtb16, __sxtab16, __smlad, __smlabb, __smlatt, __smlatb) when the
  * core has the DSP extension (__ARM_FEATURE_DSP: Cortex-M4, M7, M33 with DSP), else the portable
  * emulation of k_dsp_emu.h (host builds; a _dsp kernel run on a Cortex-M0+ would be correct but
  * slow, and the generator never picks one there). K_DSP_EMULATE forces the emulation.
@@ -23,6 +23,7 @@
 #define K_SMLAD(a, b, acc) __smlad((int32_t)(a), (int32_t)(b), (acc))
 #define K_SMLABB(a, b, acc) __smlabb((int32_t)(a), (int32_t)(b), (acc))
 #define K_SMLATT(a, b, acc) __smlatt((int32_t)(a), (int32_t)(b), (acc))
+#define K_SMLATB(a, b, acc) __smlatb((int32_t)(a), (int32_t)(b), (acc))
 /* SXTB16 / SXTAB16 of x rotated right by 8 (bytes 1 and 3) in one instruction: GCC does not
  * fold the rotation into the intrinsic, so these two are inline assembly. */
 static inline uint32_t K_SXTB16_ROR8(uint32_t x)
@@ -107,6 +108,7 @@ static inline uint32_t K_MIN8(uint32_t a, uint32_t b)
 #define K_SMLAD(a, b, acc) k_emu_smlad((a), (b), (acc))
 #define K_SMLABB(a, b, acc) k_emu_smlabb((a), (b), (acc))
 #define K_SMLATT(a, b, acc) k_emu_smlatt((a), (b), (acc))
+#define K_SMLATB(a, b, acc) k_emu_smlatb((a), (b), (acc))
 #define K_SXTB16_ROR8(x) k_emu_sxtb16(K_ROR8(x))
 #define K_SXTAB16_ROR8(a, x) k_emu_sxtab16((a), K_ROR8(x))
 #endif

@@ -65,6 +65,12 @@ static inline int32_t k_emu_smlatt(uint32_t a, uint32_t b, int32_t acc)
     return (int32_t)(uint32_t)((uint64_t)(int64_t)acc + (uint64_t)(int64_t)(k_emu_hi16(a) * k_emu_hi16(b)));
 }
 
+/* SMLATB: acc + hi(a) * lo(b), modulo 2^32. */
+static inline int32_t k_emu_smlatb(uint32_t a, uint32_t b, int32_t acc)
+{
+    return (int32_t)(uint32_t)((uint64_t)(int64_t)acc + (uint64_t)(int64_t)(k_emu_hi16(a) * k_emu_lo16(b)));
+}
+
 /* SMMULR: (a * b + 2^31) >> 32 (arithmetic shift of the 64-bit sum). */
 static inline int32_t k_emu_smmulr(int32_t a, int32_t b)
 {

@@ -718,11 +718,11 @@ K_INLINE void dw_block(const k_window_params *p, const k_q_params *q, const int8
             }
             for (j = 0; j < 2 * T; j++) k.wq[j] = (k.wq[j] << 1) & 0xFFFEFFFFu;
             dw_rows(p, x, wb, &k, c, y, 2, dsp);
-        } else {
-            dw_rows(p, x, wb, &k, c, y, 1, dsp);
+            return;
         }
     }
-    else dw_rows(p, x, wb, &k, c, y, 0, dsp);
+    /* rq_fast (mode 1) would be exact here too; mode 0 keeps one copy of the loops less */
+    dw_rows(p, x, wb, &k, c, y, 0, dsp);
 }
 
 /* Channel c of every output pixel, its weight of tap j at wc[j * ws] (a tail channel: ws 1; a
@@ -747,29 +747,411 @@ K_INLINE void dw_one(const k_window_params *p, const k_q_params *q, const int8_t
     }
 }
 
+/* ------------------------------------------------- 3 x 3 depthwise over a padded ring ---- */
+
+/* The 3 x 3 depthwise (dilation 1, stride 1, at least 4 pixels along the input's longer axis,
+ * below which the ring's set-up costs more than it saves; dw3_ok) of a block of four channels works on the
+ * scratch (k_q_depthwise_scratch): a ring of three padded input lines, each as four int16
+ * planes (one per channel) of RW halfwords, the line's pixel i at halfword L + i (L the leading
+ * padding rounded up to even, so an input pixel pair fills one aligned word) and in_zp
+ * everywhere else. A padded position holding in_zp adds w * (in_zp - in_zp) = 0, as TFLite's
+ * skipped taps do, so with the bias folded to b - in_zp * sum(w) every output pixel is the same
+ * nine raw products: no border code. The lines are the input's rows, or its columns when it is
+ * taller than wide (dw3_geom: the longer axis along the line, fewer pixels wasted at a line's
+ * end). Per line and channel the DSP loop (dw3_lines_asm) takes four output pixels at once: per
+ * kernel line the words (x0, x1), (x1, x2), (x2, x3), (x3, x4), (x4, x5), SMLAD against the
+ * packed weights (w0, w1), SMLABB / SMLATB for w2: 36 MACs in 75 instructions with the
+ * requantisation and the stores. */
+K_INLINE int dw3_ok(const k_window_params *p)
+{
+    return p->kh == 3 && p->kw == 3 && p->dh == 1 && p->dw == 1 && p->sh == 1 && p->sw == 1 &&
+           p->C == p->O && p->C >= 4 && (p->H > p->W ? p->H : p->W) >= 4;
+}
+
+/* The ring's orientation: tr 1 when the lines are the input's columns (H > W). n: lines (input
+ * rows or columns), len: pixels per line, lead / trail: the padding before / after a line, top:
+ * the padding before the first line; xs / xl: input bytes from a pixel to the next one of its
+ * line / of the next line; ys / yl: the same for the output; on / ol: output lines and pixels
+ * per output line; rw: halfwords per plane line (L + len + trail + 3, rounded up to even: a
+ * four-pixel group's loads read up to three columns past the last window). */
+typedef struct {
+    int tr, n, len, lead, trail, top, on, ol, rw;
+    size_t xs, xl, ys, yl;
+} k_dw3g;
+
+K_INLINE void dw3_geom(const k_window_params *p, k_dw3g *g)
+{
+    const size_t C = (size_t)p->C;
+    int m;
+    g->tr = p->H > p->W;
+    g->n = g->tr ? p->W : p->H;
+    g->len = g->tr ? p->H : p->W;
+    g->lead = g->tr ? p->pt : p->pl;
+    g->trail = g->tr ? p->pb : p->pr;
+    g->top = g->tr ? p->pl : p->pt;
+    g->on = g->tr ? p->OW : p->OH;
+    g->ol = g->tr ? p->OH : p->OW;
+    g->xs = g->tr ? (size_t)p->W * C : C;
+    g->xl = g->tr ? C : (size_t)p->W * C;
+    g->ys = g->tr ? (size_t)p->OW * C : C;
+    g->yl = g->tr ? C : (size_t)p->OW * C;
+    m = g->lead + (g->lead & 1) + g->len + g->trail + 3;
+    g->rw = m + (m & 1);
+}
+
+int k_q_depthwise_scratch(const k_window_params *p)
+{
+    k_dw3g g;
+    if (!dw3_ok(p)) return 0;
+    dw3_geom(p, &g);
+    return 4 + 2 * 3 * 4 * g.rw;
+}
+
+/* One channel's constants: per kernel line the weights (w0, w1) as an int16 pair and w2, the
+ * folded bias (rq mode 2: all doubled) and the requantisation. */
+typedef struct {
+    uint32_t pw[3];
+    int32_t w2[3];
+    int32_t bias;
+    k_rq r;
+} k_dw3c;
+
+/* Padded line ry of the block's channels c..c+3 into ring slot `slot`: the input line
+ * ry - top (DSP: two pixels per step, SXTB16 and PKHBT / PKHTB turn two NHWC words into one
+ * word per plane), or in_zp for a line of the padding. */
+K_INLINE void dw3_load_line(const k_dw3g *g, const int8_t *x, int c, int ry, int16_t *slot,
+                            int zp, int dsp)
+{
+    const int iy = ry - g->top, L = g->lead + (g->lead & 1), rw = g->rw, len = g->len;
+    const size_t xs = g->xs;
+    int ix, j;
+    if (iy < 0 || iy >= g->n) {
+        for (j = 0; j < 4; j++)
+            for (ix = 0; ix < len; ix++) slot[j * rw + L + ix] = (int16_t)zp;
+        return;
+    }
+    {
+        const int8_t *xr = x + (size_t)iy * g->xl + c;
+        ix = 0;
+        if (dsp) {
+            for (; ix + 1 < len; ix += 2, xr += 2 * xs) {
+                const uint32_t v0 = K_LD4(xr), v1 = K_LD4(xr + xs);
+                const uint32_t e0 = K_SXTB16(v0), f0 = K_SXTB16(v1);
+                const uint32_t e1 = K_SXTB16_ROR8(v0), f1 = K_SXTB16_ROR8(v1);
+                K_ST4(slot + L + ix, K_PKHBT16(e0, f0));
+                K_ST4(slot + rw + L + ix, K_PKHBT16(e1, f1));
+                K_ST4(slot + 2 * rw + L + ix, K_PKHTB16(f0, e0));
+                K_ST4(slot + 3 * rw + L + ix, K_PKHTB16(f1, e1));
+            }
+        }
+        for (; ix < len; ix++, xr += xs)
+            for (j = 0; j < 4; j++) slot[j * rw + L + ix] = xr[j];
+    }
+}
+
+/* Sum of the nine taps of the output pixel whose window starts at column col of lines
+ * r0..r2 (any alignment). */
+K_INLINE int32_t dw3_one(const int16_t *r0, const int16_t *r1, const int16_t *r2, int col,
+                         const k_dw3c *k)
+{
+    const int16_t *r[3] = {r0 + col, r1 + col, r2 + col};
+    int32_t a = k->bias;
+    int ky;
+    for (ky = 0; ky < 3; ky++)
+        a += (int16_t)(k->pw[ky] & 0xFFFFu) * r[ky][0] + (int16_t)(k->pw[ky] >> 16) * r[ky][1] +
+             k->w2[ky] * r[ky][2];
+    return a;
+}
+
+/* The requantised, clamped int8 of a sum (rq mode: 2 dw_rq2, 1 rq_fast, 0 rq_value; fast 3:
+ * dw_rq2 and an activation range of all int8, SSAT alone). */
+K_INLINE int8_t dw3_out(int32_t a, const k_dw3c *k, int ozp, int lo, int hi, int fast)
+{
+    int32_t v;
+    if (fast == 3) return (int8_t)K_SSAT8(dw_rq2(a, &k->r));
+    v = fast == 2 ? dw_rq2(a, &k->r)
+                  : (fast ? rq_fast(a, &k->r) : rq_value(a, &k->r, k->r.away)) + ozp;
+    v = v < lo ? lo : v;
+    v = v > hi ? hi : v;
+    return (int8_t)v;
+}
+
+#if K_DSP_NATIVE
+/* One channel's constants as dw3_lines_asm reads them (byte offsets in the assembly): per
+ * kernel line (w0, w1) and w2 (0..20), the folded doubled bias (24), m and fc of dw_rq2 (28,
+ * 32), its right shift (36), the output stride along a line (40), the clamp bytes (44, 48), the
+ * byte distances of ring lines 1 and 2 from line 0 (52, 56), the four-pixel groups per line
+ * (60), the plane and output steps to the next channel (64, 68), 1 on the block's last channel
+ * (72). */
+typedef struct {
+    uint32_t w[6];
+    int32_t bias, m, fc, right, ys;
+    uint32_t lo4, hi4;
+    int32_t d1, d2, n, qstep, ystep, last;
+} k_dw3a;
+
+/* One kernel line of four output pixels: line pointer R, weights at byte WO, accumulators
+ * from ACC (the bias register on the first line). LDR only: any halfword alignment loads. */
+#define DW3_ASM_LINE(R, WO, ACC0, ACC1, ACC2, ACC3)                                            \
+    "ldrd %[P], %[Q], [%[kp], #" #WO "]\n\t"                                                   \
+    "ldr %[A], [" R "]\n\t"                                                                    \
+    "ldr %[B], [" R ", #4]\n\t"                                                                \
+    "ldr %[D], [" R ", #8]\n\t"                                                                \
+    "smlad %[a0], %[A], %[P], " ACC0 "\n\t"                                                    \
+    "smlad %[a2], %[B], %[P], " ACC2 "\n\t"                                                    \
+    "ldr %[A], [" R ", #2]\n\t"                                                                \
+    "smlabb %[a0], %[B], %[Q], %[a0]\n\t"                                                      \
+    "smlad %[a1], %[A], %[P], " ACC1 "\n\t"                                                    \
+    "smlatb %[a1], %[B], %[Q], %[a1]\n\t"                                                      \
+    "smlabb %[a2], %[D], %[Q], %[a2]\n\t"                                                      \
+    "ldr %[A], [" R ", #6]\n\t"                                                                \
+    "smlad %[a3], %[A], %[P], " ACC3 "\n\t"                                                    \
+    "smlatb %[a3], %[D], %[Q], %[a3]\n\t"
+/* dw_rq2 of one sum S into V, SSAT #8 (m, fc in P, Q; right in T). */
+#define DW3_ASM_RQ(V, S)                                                                       \
+    "smmlar " V ", " S ", %[P], %[Q]\n\t"                                                      \
+    "add " V ", " V ", " S ", asr #31\n\t"                                                     \
+    "asr " V ", " V ", %[T]\n\t"                                                               \
+    "ssat " V ", #8, " V "\n\t"
+/* CLAMP: the four bytes into one word, SSUB8 / SEL against lo4, hi4 (K_MAX8 / K_MIN8), back
+ * into four registers. */
+#define DW3_ASM_CLAMP                                                                          \
+    "bfi %[A], %[B], #8, #8\n\t"                                                               \
+    "bfi %[A], %[D], #16, #8\n\t"                                                              \
+    "bfi %[A], %[a0], #24, #8\n\t"                                                             \
+    "ldrd %[P], %[Q], [%[kp], #44]\n\t"                                                        \
+    "ssub8 %[T], %[A], %[P]\n\t"                                                               \
+    "sel %[A], %[A], %[P]\n\t"                                                                 \
+    "ssub8 %[T], %[Q], %[A]\n\t"                                                               \
+    "sel %[A], %[A], %[Q]\n\t"                                                                 \
+    "lsr %[B], %[A], #8\n\t"                                                                   \
+    "lsr %[D], %[A], #16\n\t"                                                                  \
+    "lsr %[a0], %[A], #24\n\t"
+/* Every channel of the block (kp[0..3]) over one output line: kp->n groups of four pixels from
+ * the line at q (bytes; channel j's plane at q + j * (8 n + qstep)), the outputs at yo (channel
+ * j's at yo + j). */
+#define DW3_ASM_LOOP(CLAMP)                                                                    \
+    __asm__ volatile(                                                                          \
+        "2:\n\t"                                                                               \
+        "ldr %[n], [%[kp], #60]\n\t"                                                           \
+        "1:\n\t"                                                                               \
+        "ldr %[T], [%[kp], #24]\n\t" DW3_ASM_LINE("%[q]", 0, "%[T]", "%[T]", "%[T]", "%[T]")   \
+        "ldr %[T], [%[kp], #52]\n\t"                                                           \
+        "add %[T], %[q], %[T]\n\t" DW3_ASM_LINE("%[T]", 8, "%[a0]", "%[a1]", "%[a2]", "%[a3]") \
+        "ldr %[T], [%[kp], #56]\n\t"                                                           \
+        "add %[T], %[q], %[T]\n\t" DW3_ASM_LINE("%[T]", 16, "%[a0]", "%[a1]", "%[a2]",         \
+                                                "%[a3]")                                       \
+        "ldrd %[P], %[Q], [%[kp], #28]\n\t"                                                    \
+        "ldr %[T], [%[kp], #36]\n\t" DW3_ASM_RQ("%[A]", "%[a0]") DW3_ASM_RQ("%[B]", "%[a1]")   \
+            DW3_ASM_RQ("%[D]", "%[a2]") DW3_ASM_RQ("%[a0]", "%[a3]") CLAMP                     \
+        "ldr %[T], [%[kp], #40]\n\t"                                                           \
+        "strb %[A], [%[yo]]\n\t"                                                               \
+        "strb %[B], [%[yo], %[T]]\n\t"                                                         \
+        "add %[yo], %[yo], %[T], lsl #1\n\t"                                                   \
+        "strb %[D], [%[yo]]\n\t"                                                               \
+        "strb %[a0], [%[yo], %[T]]\n\t"                                                        \
+        "add %[yo], %[yo], %[T], lsl #1\n\t"                                                   \
+        "adds %[q], %[q], #8\n\t"                                                              \
+        "subs %[n], %[n], #1\n\t"                                                              \
+        "bne 1b\n\t"                                                                           \
+        "ldr %[T], [%[kp], #64]\n\t"                                                           \
+        "add %[q], %[q], %[T]\n\t"                                                             \
+        "ldr %[T], [%[kp], #68]\n\t"                                                           \
+        "add %[yo], %[yo], %[T]\n\t"                                                           \
+        "ldr %[T], [%[kp], #72]\n\t"                                                           \
+        "adds %[kp], %[kp], #76\n\t"                                                           \
+        "cmp %[T], #0\n\t"                                                                     \
+        "beq 2b\n\t"                                                                           \
+        : [q] "+r"(q), [yo] "+r"(yo), [kp] "+r"(kp), [n] "=&r"(n), [a0] "=&r"(a0),             \
+          [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [A] "=&r"(A), [B] "=&r"(B),          \
+          [D] "=&r"(D), [P] "=&r"(P), [Q] "=&r"(Q), [T] "=&r"(T)                               \
+        :                                                                                      \
+        : "memory", "cc")
+
+/* The block's four channels over one output line (kp->n >= 1 groups each). */
+static void dw3_lines_asm(const int16_t *r0, int clamp, const k_dw3a *kp, int8_t *yo)
+{
+    const char *q = (const char *)r0;
+    uint32_t n, a0, a1, a2, a3, A, B, D, P, Q, T;
+    if (!clamp) DW3_ASM_LOOP("");
+    else DW3_ASM_LOOP(DW3_ASM_CLAMP);
+}
+#endif
+
+/* Channel j's constants of the block at wb (taps-major, 4 channels), bias b; lines along the
+ * kernel's rows, or (tr) its columns. */
+K_INLINE void dw3_channel(const k_q_params *q, const int8_t *wb, int j, int32_t b, int c,
+                          int tr, k_dw3c *k, int *fast)
+{
+    int32_t sw = 0;
+    int u;
+    for (u = 0; u < 3; u++) {
+        const int t0 = tr ? u : 3 * u, st = tr ? 3 : 1;
+        const int32_t w0 = wb[4 * t0 + j], w1 = wb[4 * (t0 + st) + j];
+        const int32_t w2 = wb[4 * (t0 + 2 * st) + j];
+        k->pw[u] = ((uint32_t)w0 & 0xFFFFu) | ((uint32_t)w1 << 16);
+        k->w2[u] = w2;
+        sw += w0 + w1 + w2;
+    }
+    k->r = rq_channel(q, c + j);
+    *fast &= rq_fast_ok(&k->r, b, 9);
+    k->bias = b - q->in_zp * sw;
+}
+
+/* rq mode 2 (dw_rq2) for a channel: weights and folded bias doubled, fc in r.half. */
+K_INLINE void dw3_double(k_dw3c *k, int ozp)
+{
+    int u;
+    for (u = 0; u < 3; u++) {
+        k->pw[u] = (k->pw[u] << 1) & 0xFFFEFFFFu;
+        k->w2[u] *= 2;
+    }
+    k->bias = (int32_t)((uint32_t)k->bias << 1);
+    k->r.half = (int32_t)(1u << (k->r.right - 1)) + (int32_t)((uint32_t)ozp << k->r.right);
+}
+
+#if K_DSP_NATIVE
+/* The assembly's constants of the block's channels (full: groups over the whole line, the
+ * last group's extra pixels landing on the next output line's first pixels, which that line
+ * then overwrites). */
+K_INLINE void dw3_asm_consts(const k_dw3g *g, const k_q_params *q, const k_dw3c *k, int full,
+                             k_dw3a *ka)
+{
+    const int n = full ? (g->ol + 3) >> 2 : g->ol >> 2;
+    int j, u;
+    for (j = 0; j < 4; j++) {
+        for (u = 0; u < 3; u++) {
+            ka[j].w[2 * u] = k[j].pw[u];
+            ka[j].w[2 * u + 1] = (uint32_t)k[j].w2[u];
+        }
+        ka[j].bias = k[j].bias;
+        ka[j].m = k[j].r.m;
+        ka[j].fc = k[j].r.half;
+        ka[j].right = k[j].r.right;
+        ka[j].ys = (int32_t)g->ys;
+        ka[j].lo4 = ((uint32_t)q->act_min & 0xFFu) * 0x01010101u;
+        ka[j].hi4 = ((uint32_t)q->act_max & 0xFFu) * 0x01010101u;
+        ka[j].n = n;
+        ka[j].qstep = 2 * g->rw - 8 * n;
+        ka[j].ystep = 1 - 4 * n * (int32_t)g->ys;
+        ka[j].last = j == 3;
+    }
+}
+#endif
+
+/* Output line oy of the block (lines r0..r2 of channel 0; channel j's planes j * rw further):
+ * DSP on the target with rq mode 2 through dw3_lines_asm (ka: whole groups when the line is an
+ * output row other than the last, whose extra pixels land on the next row; else only the groups
+ * inside the line), the other pixels one by one. */
+K_INLINE void dw3_line(const k_dw3g *g, const int16_t *r0, const int16_t *r1,
+                       const int16_t *r2, const k_dw3c *k, const void *ka, const k_q_params *q,
+                       int8_t *yo, int last, int fast, int dsp)
+{
+    const int e = g->lead & 1, rw = g->rw;
+    int j, ox, done = 0;
+#if K_DSP_NATIVE
+    if (dsp && fast >= 2) {
+        const k_dw3a *kp = (const k_dw3a *)ka + (last || g->tr ? 4 : 0);
+        if (kp->n > 0) {
+            ((k_dw3a *)kp)[0].d1 = ((k_dw3a *)kp)[1].d1 = ((k_dw3a *)kp)[2].d1 =
+                ((k_dw3a *)kp)[3].d1 = (int32_t)((const char *)r1 - (const char *)r0);
+            ((k_dw3a *)kp)[0].d2 = ((k_dw3a *)kp)[1].d2 = ((k_dw3a *)kp)[2].d2 =
+                ((k_dw3a *)kp)[3].d2 = (int32_t)((const char *)r2 - (const char *)r0);
+            dw3_lines_asm(r0 + e, fast == 2, kp, yo);
+        }
+        done = last || g->tr ? kp->n * 4 : g->ol;
+    }
+#else
+    (void)ka;
+    (void)last;
+#endif
+    for (j = 0; j < 4; j++)
+        for (ox = done; ox < g->ol; ox++)
+            yo[(size_t)ox * g->ys + j] =
+                dw3_out(dw3_one(r0 + j * rw, r1 + j * rw, r2 + j * rw, e + ox, &k[j]), &k[j],
+                        q->out_zp, q->act_min, q->act_max, fast);
+}
+
+/* Channels c..c+3 of every output pixel through the ring (the scratch's zp-filled lines). */
+K_INLINE void dw3_block(const k_dw3g *g, const k_q_params *q, const int8_t *x,
+                        const int8_t *wb, const int32_t *b, int c, int16_t *ring, int8_t *y,
+                        int dsp)
+{
+    const int rw = g->rw;
+    k_dw3c k[4];
+#if K_DSP_NATIVE
+    k_dw3a ka[8]; /* 0..3: whole groups; 4..7: the last line's groups inside it */
+#define K_DW3A ((const void *)ka)
+#else
+#define K_DW3A ((const void *)0)
+#endif
+    int j, oy, ry, have = 0, fast = 1, f2 = 1;
+    for (j = 0; j < 4; j++) dw3_channel(q, wb, j, b ? b[c + j] : 0, c, g->tr, &k[j], &fast);
+    for (j = 0; j < 4; j++) f2 &= k[j].r.m > (1 << 30) && k[j].r.right <= 22;
+    fast = dsp && fast && f2 ? 2 : 0;
+    if (fast == 2) {
+        for (j = 0; j < 4; j++) dw3_double(&k[j], q->out_zp);
+        if (q->act_min == -128 && q->act_max == 127) fast = 3;
+    }
+#if K_DSP_NATIVE
+    if (fast >= 2) {
+        dw3_asm_consts(g, q, k, 1, ka);
+        dw3_asm_consts(g, q, k, 0, ka + 4);
+    }
+#endif
+    for (oy = 0; oy < g->on; oy++) {
+        for (ry = have > oy ? have : oy; ry < oy + 3; ry++)
+            dw3_load_line(g, x, c, ry, ring + (size_t)(ry % 3) * 4 * rw, q->in_zp, dsp);
+        have = oy + 3;
+        dw3_line(g, ring + (size_t)(oy % 3) * 4 * rw, ring + (size_t)((oy + 1) % 3) * 4 * rw,
+                 ring + (size_t)((oy + 2) % 3) * 4 * rw, k, K_DW3A, q,
+                 y + (size_t)oy * g->yl + c, oy == g->on - 1, fast, dsp);
+    }
+#undef K_DW3A
+}
+
+/* Every 4-channel block of a dw3_ok layer through the ring in the scratch s (4-aligned inside
+ * it; the whole ring in_zp first, so the padding columns hold in_zp for good). */
+K_INLINE void dw3_blocks(const k_window_params *p, const k_q_params *q, const int8_t *x,
+                         const int8_t *w, const int32_t *b, int8_t *s, int8_t *y, int dsp)
+{
+    int16_t *ring = (int16_t *)(void *)(s + ((4u - ((uintptr_t)s & 3u)) & 3u));
+    k_dw3g g;
+    int i, c, n, C4 = p->C & ~3;
+    dw3_geom(p, &g);
+    n = 3 * 4 * g.rw;
+    for (i = 0; i < n; i++) ring[i] = (int16_t)q->in_zp;
+    for (c = 0; c < C4; c += 4) dw3_block(&g, q, x, w + (size_t)c * 9, b, c, ring, y, dsp);
+}
+
 /* Blocks of four channels, then the C % 4 last channels one by one (every channel one by one
  * for kernels over K_DW_MAXT taps). */
 K_INLINE void dw_engine(const k_window_params *p, const k_q_params *q, const int8_t *x,
-                        const int8_t *w, const int32_t *b, int8_t *y, int dsp)
+                        const int8_t *w, const int32_t *b, int8_t *s, int8_t *y, int dsp)
 {
     const int C = p->C, T = p->kh * p->kw, C4 = C & ~3;
-    int c;
-    for (c = 0; c < C4 && T <= K_DW_MAXT; c += 4) dw_block(p, q, x, w + (size_t)c * T, b, c, y, dsp);
+    int c = 0;
+    if (dsp && dw3_ok(p)) { /* the plain variant keeps the window loops: faster without SMLAD */
+        dw3_blocks(p, q, x, w, b, s, y, dsp);
+        c = C4;
+    }
+    for (; c < C4 && T <= K_DW_MAXT; c += 4) dw_block(p, q, x, w + (size_t)c * T, b, c, y, dsp);
     for (; c < C4; c++) dw_one(p, q, x, w + (size_t)(c & ~3) * T + (c & 3), 4, b, c, y);
     for (; c < C; c++) dw_one(p, q, x, w + (size_t)C4 * T + (size_t)(c - C4) * T, 1, b, c, y);
 }
 
 void k_q_depthwise_dsp(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
-                       const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict y)
+                       const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict s,
+                       int8_t *restrict y)
 {
-    dw_engine(p, q, x, w, b, y, 1);
+    dw_engine(p, q, x, w, b, s, y, 1);
 }
 
 void k_q_depthwise_plain(const k_window_params *p, const k_q_params *q,
                          const int8_t *restrict x, const int8_t *restrict w,
-                         const int32_t *restrict b, int8_t *restrict y)
+                         const int32_t *restrict b, int8_t *restrict s, int8_t *restrict y)
 {
-    dw_engine(p, q, x, w, b, y, 0);
+    dw_engine(p, q, x, w, b, s, y, 0);
 }
 
 /* ------------------------------------------------------------------------ dense ---- */

@@ -53,12 +53,23 @@ void k_q_pointwise_plain(const k_window_params *p, const k_q_params *q,
                          const int8_t *restrict x, const int8_t *restrict w,
                          const int32_t *restrict b, int8_t *restrict s, int8_t *restrict y);
 
-/* Depthwise convolution (groups == C == O): four channels per pass over the window. */
+/* Bytes of scratch k_q_depthwise_* need: for a 3 x 3 kernel, dilation 1, stride 1,
+ * C == O >= 4 and max(H, W) >= 4, 4 + 2 bytes * 3 lines * 4 channels * RW, RW = L + W + pr + 3
+ * rounded up to even, L = pl rounded up to even (the padded input ring; H, pt, pb in their
+ * place when H > W); else 0 (splitter/codegen/ops/conv.py, Conv2DHandler.scratch_bytes,
+ * computes the same). */
+int k_q_depthwise_scratch(const k_window_params *p);
+
+/* Depthwise convolution (groups == C == O): four channels per pass; _dsp runs 3 x 3 stride-1
+ * kernels through a padded int16 ring of three input lines in the scratch s (four output pixels
+ * per inner step, SMLAD on weight pairs), other kernels (and _plain all, leaving s unused) over
+ * the window with border checks (s may be 0 when k_q_depthwise_scratch is 0). */
 void k_q_depthwise_dsp(const k_window_params *p, const k_q_params *q, const int8_t *restrict x,
-                       const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict y);
+                       const int8_t *restrict w, const int32_t *restrict b, int8_t *restrict s,
+                       int8_t *restrict y);
 void k_q_depthwise_plain(const k_window_params *p, const k_q_params *q,
                          const int8_t *restrict x, const int8_t *restrict w,
-                         const int32_t *restrict b, int8_t *restrict y);
+                         const int32_t *restrict b, int8_t *restrict s, int8_t *restrict y);
 
 /* Fully connected: four output rows per pass over the input. */
 void k_q_dense_dsp(const k_dense_params *p, const k_q_params *q, const int8_t *restrict x,
