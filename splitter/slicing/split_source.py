@@ -32,7 +32,14 @@ import onnx.helper
 import onnx.numpy_helper
 
 from splitter.errors import SplitRequestError
-from splitter.graph.split import LayerSplit, channel_axis, split_graph
+from splitter.graph.split import (
+    LayerSplit,
+    channel_axis,
+    conv_groups,
+    input_channels,
+    split_graph,
+    split_unit,
+)
 from splitter.importers import LoadedModel
 from splitter.ir import Graph, Op
 
@@ -122,6 +129,10 @@ def _onnx_slice(
     act = op.attr("act")
     pre = out if act is None else f"{out}.pre"
     inputs = [op.inputs[0]]
+    cut: list[onnx.NodeProto] = []
+    if conv_groups(op) > 1:  # a grouped conv's slice reads its input channels only
+        cut = [_onnx_input_slice(g, op, split, i)]
+        inputs = [cut[0].output[0]]
     for key in ("W", "B"):
         if key in op.weights:
             w = np.ascontiguousarray(op.weights[key][r0:r1]).astype(op.weights[key].dtype)
@@ -129,13 +140,27 @@ def _onnx_slice(
             inputs.append(f"{name}.{key}")
     if op.kind == "conv2d":
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in first.attribute}
-        attrs["group"] = 1
-        nodes = [onnx.helper.make_node("Conv", inputs, [pre], name=name, **attrs)]
+        attrs["group"] = (r1 - r0) // split_unit(op)
+        nodes = [*cut, onnx.helper.make_node("Conv", inputs, [pre], name=name, **attrs)]
     else:
         nodes = [onnx.helper.make_node("Gemm", inputs, [pre], name=name, transB=1)]
     if act is None:
         return nodes
     return [*nodes, _onnx_act(g, op, name, pre, out)]
+
+
+def _onnx_input_slice(g: onnx.GraphProto, op: Op, split: LayerSplit, i: int) -> onnx.NodeProto:
+    """``Slice`` of the input channels ``[c0, c1)`` slice ``i`` of a grouped conv reads (axis 1,
+    NCHW), named as :func:`splitter.graph.split.split_graph` names it."""
+    c0, c1 = input_channels(op, split, i)
+    name = f"{op.name}.in{i}"
+    consts = []
+    for tag, v in (("starts", c0), ("ends", c1), ("axes", 1)):
+        g.initializer.append(onnx.numpy_helper.from_array(np.array([v], np.int64), f"{name}.{tag}"))
+        consts.append(f"{name}.{tag}")
+    return onnx.helper.make_node(
+        "Slice", [op.inputs[0], *consts], [f"{op.outputs[0]}.in{i}"], name=name
+    )
 
 
 def _onnx_act(g: onnx.GraphProto, op: Op, name: str, pre: str, out: str) -> onnx.NodeProto:
@@ -181,10 +206,16 @@ def _split_tflite(model: Any, graph: Graph, op: Op, split: LayerSplit) -> None:
     orig = sg.operators[at]
     new_ops = []
     outs = []
+    depthwise = _is_builtin(model, orig, schema.BuiltinOperator.DEPTHWISE_CONV_2D)
     for i, (r0, r1) in enumerate(split.ranges):
         ins = [int(orig.inputs[0])]
-        for t in list(orig.inputs)[1:]:
-            ins.append(-1 if t < 0 else _sliced_const(model, sg, int(t), r0, r1, split, i))
+        if conv_groups(op) > 1:  # a grouped conv's slice reads its input channels only
+            cut = _tflite_input_slice(model, sg, op, split, i)
+            new_ops.append(cut)
+            ins = [int(cut.outputs[0])]
+        for k, t in enumerate(list(orig.inputs)[1:]):
+            axis = 3 if depthwise and k == 0 else 0  # depthwise filter (1, kh, kw, O)
+            ins.append(-1 if t < 0 else _sliced_const(model, sg, int(t), (r0, r1), axis, i))
         out = _copy_tensor(sg.tensors[y], f"{op.outputs[0]}.slice{i}")
         out.shape[channel_axis(op, graph)] = r1 - r0
         sg.tensors.append(out)
@@ -211,38 +242,86 @@ def _copy_tensor(t: Any, name: str) -> Any:
     return out
 
 
-def _sliced_const(model: Any, sg: Any, t: int, r0: int, r1: int, split: LayerSplit, i: int) -> int:
-    """A new constant tensor holding rows ``[r0, r1)`` of constant ``t`` (axis 0)."""
-    from splitter.importers.tflite_writer import aligned
-
+def _sliced_const(
+    model: Any, sg: Any, t: int, rows: tuple[int, int], axis: int, i: int, name: str = ""
+) -> int:
+    """A new constant tensor holding ``[r0, r1)`` of constant ``t`` along ``axis`` (0, or 3 for
+    a depthwise filter ``(1, kh, kw, O)``); a per-channel quantisation along ``axis`` is cut
+    the same way, a per-tensor one kept."""
     src = sg.tensors[t]
     buf = model.buffers[src.buffer]
     if buf is None or buf.data is None or not len(buf.data):
         raise SplitRequestError(
-            f"{split.op}: its weights are not constant buffers in the file (computed or "
+            f"{name}: its weights are not constant buffers in the file (computed or "
             "dequantised at run time); this layer cannot be split"
         )
     shape = [int(d) for d in src.shape]
-    dtype = _np_dtype(src.type)
-    rows = np.frombuffer(bytes(bytearray(buf.data)), dtype=dtype).reshape(shape)[r0:r1]
-    new_buf = copy.deepcopy(buf)
-    new_buf.data = np.frombuffer(np.ascontiguousarray(rows).tobytes(), dtype=np.uint8)
-    new_buf.offset, new_buf.size = 0, 0
-    model.buffers.append(aligned(new_buf))
+    r0, r1 = rows
+    data = np.frombuffer(bytes(bytearray(buf.data)), dtype=_np_dtype(src.type)).reshape(shape)
+    index = tuple(slice(r0, r1) if d == axis else slice(None) for d in range(len(shape)))
     out = copy.deepcopy(src)
     out.name = f"{_name(src.name)}.slice{i}"
-    out.shape = [r1 - r0, *shape[1:]]
+    out.buffer = _add_buffer(model, data[index])
+    out.shape = list(data[index].shape)
     out.shapeSignature = None
-    out.buffer = len(model.buffers) - 1
     q = out.quantization
-    if q is not None and q.scale is not None and len(q.scale) == shape[0] and shape[0] > 1:
-        if int(q.quantizedDimension or 0) != 0:
-            raise SplitRequestError(f"{split.op}: weights quantised along axis != 0; cannot split")
+    if q is not None and q.scale is not None and len(q.scale) == shape[axis] and shape[axis] > 1:
+        if int(q.quantizedDimension or 0) != axis:
+            raise SplitRequestError(f"{name}: weights quantised along another axis; cannot split")
         q.scale = list(q.scale)[r0:r1]
-        if q.zeroPoint is not None and len(q.zeroPoint) == shape[0]:
+        if q.zeroPoint is not None and len(q.zeroPoint) == shape[axis]:
             q.zeroPoint = list(q.zeroPoint)[r0:r1]
     sg.tensors.append(out)
     return len(sg.tensors) - 1
+
+
+def _add_buffer(model: Any, array: np.ndarray) -> int:
+    """Index of a new (aligned) buffer holding ``array``'s bytes."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    from splitter.importers.tflite_writer import aligned
+
+    buf = schema.BufferT()
+    buf.data = np.frombuffer(np.ascontiguousarray(array).tobytes(), dtype=np.uint8)
+    buf.offset, buf.size = 0, 0
+    model.buffers.append(aligned(buf))
+    return len(model.buffers) - 1
+
+
+def _tflite_input_slice(model: Any, sg: Any, op: Op, split: LayerSplit, i: int) -> Any:
+    """A ``SLICE`` operator of the input channels ``[c0, c1)`` slice ``i`` of a grouped conv
+    reads (NHWC, the last axis), writing a new tensor ``<y>.in<i>`` with the input's
+    quantisation; its ``begin`` / ``size`` are new int32 constants."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    from splitter.slicing.tflite_slice import tensor_names
+
+    x = tensor_names(sg).index(op.inputs[0])
+    shape = [int(d) for d in sg.tensors[x].shape]
+    c0, c1 = input_channels(op, split, i)
+    begin, size = [0] * len(shape), list(shape)
+    begin[-1], size[-1] = c0, c1 - c0
+    consts = []
+    for tag, v in (("begin", begin), ("size", size)):
+        t = schema.TensorT()
+        t.name, t.type = f"{op.name}.in{i}.{tag}", schema.TensorType.INT32
+        t.shape, t.buffer = [len(shape)], _add_buffer(model, np.array(v, np.int32))
+        sg.tensors.append(t)
+        consts.append(len(sg.tensors) - 1)
+    out = _copy_tensor(sg.tensors[x], f"{op.outputs[0]}.in{i}")
+    out.shape = size
+    sg.tensors.append(out)
+    cut = schema.OperatorT()
+    cut.opcodeIndex = _opcode(model, schema.BuiltinOperator.SLICE)
+    cut.inputs, cut.outputs = [x, *consts], [len(sg.tensors) - 1]
+    cut.builtinOptionsType = schema.BuiltinOptions.SliceOptions
+    cut.builtinOptions = schema.SliceOptionsT()
+    return cut
+
+
+def _is_builtin(model: Any, operator: Any, builtin: int) -> bool:
+    c = model.operatorCodes[operator.opcodeIndex]
+    return max(int(c.builtinCode or 0), int(c.deprecatedBuiltinCode or 0)) == builtin
 
 
 def _name(raw: Any) -> str:

@@ -15,6 +15,7 @@ from math import prod
 import numpy as np
 
 from splitter.codegen.ops.base import (
+    Q8_ELEMENTWISE,
     EmitContext,
     OpEmitter,
     block,
@@ -22,10 +23,11 @@ from splitter.codegen.ops.base import (
     pad4,
     rank4_or_less,
     record,
+    same_quant,
 )
 from splitter.codegen.ops.formulas import Shape
 from splitter.codegen.ops.literals import c_float
-from splitter.codegen.ops.opdef import F32_NCHW, OpDef
+from splitter.codegen.ops.opdef import ALL, F32_NCHW, OpDef
 from splitter.errors import ShapeError
 from splitter.ir import Op, TensorSpec
 
@@ -113,8 +115,11 @@ def _float_array(name: str, values: Sequence[float]) -> str:
     return f"static const float {name}[{len(values)}] = {{{', '.join(map(c_float, values))}}};"
 
 
-def _gather_call(op: Op, ctx: EmitContext, index: Sequence[np.ndarray]) -> list[str]:
-    """``k_gather_axes`` with the per-axis source ``index`` (one array per axis of the input)."""
+def _gather_call(
+    op: Op, ctx: EmitContext, index: Sequence[np.ndarray], fn: str = "k_gather_axes"
+) -> list[str]:
+    """``fn`` (``k_gather_axes``, or ``k_q_gather_axes`` on int8 bytes) with the per-axis source
+    ``index`` (one array per axis of the input)."""
     x, y = op.inputs[0], op.outputs[0]
     strides = _strides4(ctx.shape(x))
     maps = [np.zeros(1, np.int64)] * (4 - len(index)) + list(index)
@@ -126,22 +131,31 @@ def _gather_call(op: Op, ctx: EmitContext, index: Sequence[np.ndarray]) -> list[
         [("map", "{" + ", ".join(f"m + {int(s)}" for s in starts) + "}")],
     ]
     lines = [_int_array("m", [int(v) for v in flat]), *record("k_gather_params", "p", rows)]
-    return block(lines, f"k_gather_axes(&p, {ctx.ptr(x)}, {ctx.ptr(y)})")
+    ptr = ctx.p8 if fn == "k_q_gather_axes" else ctx.ptr
+    return block(lines, f"{fn}(&p, {ptr(x)}, {ptr(y)})")
 
 
 class Slice(OpEmitter):
-    """slice (ONNX Slice, one output of Split): ``y[i] = x[starts + i * steps]`` per axis.
+    """slice (ONNX Slice, one output of Split, TFLite SLICE): ``y[i] = x[starts + i * steps]``
+    per axis.
 
     slice: per axis ``len(range(starts, ends, steps))`` elements (the importer normalises the
-    bounds as Python's ``slice.indices``); one copy per output element.
+    bounds as Python's ``slice.indices``); one copy per output element. The bounds index the
+    tensor's own shape (NHWC for TFLite and for a QDQ graph's int8 tensors); int8 copies bytes,
+    so input and output share one quantisation.
     """
 
     # y[i] = x[starts[d] + i[d] * steps[d]] on every axis d, i[d] < len(range(starts, ends,
     # steps)) (Slice, normalised as Python's slice.indices; Split: one slice per output)
     definition = OpDef(
-        "slice", ("starts", "ends", "steps"), onnx=("Slice", "Split"), kernels=frozenset({F32_NCHW})
+        "slice",
+        ("starts", "ends", "steps"),
+        onnx=("Slice", "Split"),
+        tflite=("SLICE",),
+        kernels=ALL,
     )
     float_checks = (rank4_or_less,)
+    int8_checks = (*Q8_ELEMENTWISE, same_quant, rank4_or_less)
 
     def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
         x = in_shapes[0]
@@ -155,6 +169,12 @@ class Slice(OpEmitter):
         starts, steps = op.attr("starts"), op.attr("steps")
         index = [slice_index(n, int(a), int(s)) for n, a, s in zip(ys, starts, steps, strict=True)]
         return _gather_call(op, ctx, index)
+
+    def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
+        ys = ctx.shape(op.outputs[0])
+        starts, steps = op.attr("starts"), op.attr("steps")
+        index = [slice_index(n, int(a), int(s)) for n, a, s in zip(ys, starts, steps, strict=True)]
+        return _gather_call(op, ctx, index, "k_q_gather_axes")
 
 
 def known_pad_mode(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
