@@ -107,7 +107,8 @@ def conv_groups(op: Op) -> int:
 def split_unit(op: Op) -> int:
     """Output channels a slice boundary may not cut: ``O / groups`` (a group's channels stay
     together; a depthwise conv's depth multiplier), 1 for a plain conv or a dense op."""
-    return int(op.weights["W"].shape[0]) // conv_groups(op)
+    groups = conv_groups(op)
+    return int(op.weights["W"].shape[0]) // groups if groups > 1 else 1
 
 
 def max_slices(op: Op) -> int:
@@ -196,6 +197,14 @@ def split_graph(graph: Graph, splits: Sequence[LayerSplit]) -> Graph:
     return replace(graph, ops=tuple(ops), tensors=tensors)
 
 
+def slice_groups(op: Op, split: LayerSplit, i: int) -> int:
+    """``groups`` of slice ``i``'s conv: ``g_{i+1} - g_i`` for a grouped conv, else 1."""
+    if conv_groups(op) == 1:
+        return 1
+    r0, r1 = split.ranges[i]
+    return (r1 - r0) // split_unit(op)
+
+
 def input_channels(op: Op, split: LayerSplit, i: int) -> tuple[int, int]:
     """``[c0, c1)``: the input channels slice ``i`` of a grouped conv reads (module docstring)."""
     unit = split_unit(op)
@@ -224,7 +233,7 @@ def _grouped(
         attrs={"starts": tuple(starts), "ends": tuple(ends), "steps": (1,) * len(x.shape)},
         source_nodes=(f"{op.name}.in{i}",),
     )
-    groups = (split.ranges[i][1] - split.ranges[i][0]) // split_unit(op)
+    groups = slice_groups(op, split, i)
     conv = replace(part, inputs=(name, *part.inputs[1:]), attrs={**part.attrs, "groups": groups})
     return [cut, conv]
 

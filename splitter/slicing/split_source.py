@@ -37,8 +37,8 @@ from splitter.graph.split import (
     channel_axis,
     conv_groups,
     input_channels,
+    slice_groups,
     split_graph,
-    split_unit,
 )
 from splitter.importers import LoadedModel
 from splitter.ir import Graph, Op
@@ -56,7 +56,11 @@ def split_loaded(model: LoadedModel, splits: Sequence[LayerSplit]) -> LoadedMode
     if model.format == "onnx":
         proto = model.onnx_model()
         for split in todo:
-            _split_onnx(proto, model.graph, ops[split.op], split)
+            op = ops[split.op]
+            if model.graph.tensors[op.outputs[0]].dtype == "int8":
+                _split_qdq(proto, model.graph, op, split)
+            else:
+                _split_onnx(proto, model.graph, op, split)
         data = proto.SerializeToString()
     else:
         from splitter.importers.tflite_writer import pack_model
@@ -140,7 +144,7 @@ def _onnx_slice(
             inputs.append(f"{name}.{key}")
     if op.kind == "conv2d":
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in first.attribute}
-        attrs["group"] = (r1 - r0) // split_unit(op)
+        attrs["group"] = slice_groups(op, split, i)
         nodes = [*cut, onnx.helper.make_node("Conv", inputs, [pre], name=name, **attrs)]
     else:
         nodes = [onnx.helper.make_node("Gemm", inputs, [pre], name=name, transB=1)]
@@ -188,6 +192,174 @@ def _drop_unused_initializers(g: onnx.GraphProto) -> None:
     keep_in = [v for v in g.input if v.name not in dropped]
     del g.input[:]
     g.input.extend(keep_in)
+
+
+# --- QDQ ONNX --------------------------------------------------------------------------------
+
+
+def _split_qdq(proto: onnx.ModelProto, graph: Graph, op: Op, split: LayerSplit) -> None:
+    """Replace the QDQ nodes computing int8 ``op`` (its Conv / Gemm / MatMul, any node between
+    it and the QuantizeLinear writing the output, that QuantizeLinear) by, per slice, the
+    compute node on sliced int8 weights (DequantizeLinear of the rows of the file's own weight
+    and bias initializers, their per-channel scales cut the same way) and a QuantizeLinear with
+    the output's scale, then ``DequantizeLinear -> Concat -> QuantizeLinear`` writing the output
+    (the same scale in and out: the bytes are copied). A grouped conv's slice reads
+    ``DequantizeLinear -> Slice -> QuantizeLinear`` of its input channels
+    (:mod:`splitter.importers.onnx_qdq` lowers both to int8 ``slice`` / ``concat``)."""
+    g = proto.graph
+    producer = {out: n for n in g.node for out in n.output}
+    q_out = producer[op.outputs[0]]
+    path = [q_out]
+    while path[-1].op_type not in ("Conv", "Gemm", "MatMul"):
+        node = producer.get(path[-1].input[0])
+        if node is None or len(path) > 4:
+            raise SplitRequestError(f"{op.name}: cannot find its QDQ nodes; cannot split it here")
+        path.append(node)
+    compute, between = path[-1], path[1:-1][::-1]
+    x_dq = producer[compute.input[0]]  # DequantizeLinear of the input
+    y_q = (q_out.input[1], q_out.input[2] if len(q_out.input) > 2 else "")
+    new: list[onnx.NodeProto] = []
+    for i in range(split.slices):
+        new.extend(_qdq_slice(g, producer, op, split, i, (compute, between, x_dq, y_q)))
+    new.extend(_qdq_concat(op, split, y_q))
+    at = min(list(g.node).index(n) for n in path)
+    kept = [n for n in g.node if all(n is not p for p in path)]
+    del g.node[:]
+    g.node.extend(kept[:at] + new + kept[at:])
+    _drop_dead_dequantize(g)
+    _drop_unused_initializers(g)
+
+
+def _qdq_slice(
+    g: onnx.GraphProto,
+    producer: dict[str, onnx.NodeProto],
+    op: Op,
+    split: LayerSplit,
+    i: int,
+    nodes: tuple[onnx.NodeProto, list[onnx.NodeProto], onnx.NodeProto, tuple[str, str]],
+) -> list[onnx.NodeProto]:
+    """The QDQ nodes of slice ``i`` (:func:`_split_qdq`)."""
+    compute, between, x_dq, (y_scale, y_zp) = nodes
+    name, out = split.slice_name(i), f"{op.outputs[0]}.slice{i}"
+    r0, r1 = split.ranges[i]
+    made: list[onnx.NodeProto] = []
+    x = compute.input[0]
+    if conv_groups(op) > 1:
+        made, x = _qdq_input_slice(g, op, split, i, x_dq)
+    transposed = _weights_transposed(compute)
+    inputs = [x]
+    for k, key in ((1, "W"), (2, "B")):
+        if len(compute.input) > k and compute.input[k]:
+            axis = 1 if key == "W" and transposed else 0
+            dq, deq = _sliced_dequantize(g, producer[compute.input[k]], (r0, r1), axis, name, key)
+            made.append(dq)
+            inputs.append(deq)
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in compute.attribute}
+    if compute.op_type == "Conv":
+        attrs["group"] = slice_groups(op, split, i)
+    pre = f"{out}.f"
+    made.append(onnx.helper.make_node(compute.op_type, inputs, [pre], name=name, **attrs))
+    for j, node in enumerate(between):  # element-wise nodes before the output's QuantizeLinear
+        nxt = f"{pre}.{j}"
+        made.append(_copy_node(node, pre, nxt, f"{name}.{node.op_type.lower()}{j}"))
+        pre = nxt
+    made.append(_q(f"{name}.q", pre, out, y_scale, y_zp))
+    return made
+
+
+def _qdq_input_slice(
+    g: onnx.GraphProto, op: Op, split: LayerSplit, i: int, x_dq: onnx.NodeProto
+) -> tuple[list[onnx.NodeProto], str]:
+    """``Slice`` of the dequantised input's channels ``[c0, c1)`` (axis 1) named ``N.in<i>``,
+    quantised to ``<y>.in<i>`` with the input's scale and dequantised again for the conv."""
+    c0, c1 = input_channels(op, split, i)
+    name, q = f"{op.name}.in{i}", f"{op.outputs[0]}.in{i}"
+    consts = []
+    for tag, v in (("starts", c0), ("ends", c1), ("axes", 1)):
+        g.initializer.append(onnx.numpy_helper.from_array(np.array([v], np.int64), f"{name}.{tag}"))
+        consts.append(f"{name}.{tag}")
+    scale, zp = x_dq.input[1], x_dq.input[2] if len(x_dq.input) > 2 else ""
+    return [
+        onnx.helper.make_node("Slice", [x_dq.output[0], *consts], [f"{q}.f"], name=name),
+        _q(f"{name}.q", f"{q}.f", q, scale, zp),
+        onnx.helper.make_node("DequantizeLinear", [q, scale, zp], [f"{q}.dq"], name=f"{name}.dq"),
+    ], f"{q}.dq"
+
+
+def _qdq_concat(op: Op, split: LayerSplit, y_q: tuple[str, str]) -> list[onnx.NodeProto]:
+    """``DequantizeLinear`` of every slice, ``Concat`` (``N.concat``) along axis 1 (the channels
+    of the file's NCHW or rank-2 tensor), ``QuantizeLinear`` writing the op's output."""
+    scale, zp = y_q
+    y = op.outputs[0]
+    parts = [f"{y}.slice{i}" for i in range(split.slices)]
+    nodes = [
+        onnx.helper.make_node("DequantizeLinear", [p, scale, zp], [f"{p}.dq"], name=f"{p}.dq")
+        for p in parts
+    ]
+    nodes.append(
+        onnx.helper.make_node(
+            "Concat", [f"{p}.dq" for p in parts], [f"{y}.cat"], name=split.concat_name, axis=1
+        )
+    )
+    nodes.append(_q(f"{split.concat_name}.q", f"{y}.cat", y, scale, zp))
+    return nodes
+
+
+def _weights_transposed(node: onnx.NodeProto) -> bool:
+    """True when the output channels are axis 1 of the weights: MatMul ``(in, out)``, a Gemm
+    without ``transB``; axis 0 for Conv and a ``transB = 1`` Gemm."""
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    return node.op_type == "MatMul" or (node.op_type == "Gemm" and not attrs.get("transB", 0))
+
+
+def _q(name: str, x: str, y: str, scale: str, zp: str) -> onnx.NodeProto:
+    return onnx.helper.make_node(
+        "QuantizeLinear", [x, scale, *([zp] if zp else [])], [y], name=name
+    )
+
+
+def _copy_node(node: onnx.NodeProto, x: str, y: str, name: str) -> onnx.NodeProto:
+    """``node`` reading ``x`` (its first input) and writing ``y``, named ``name``."""
+    out = copy.deepcopy(node)
+    out.input[0], out.output[0], out.name = x, y, name
+    return out
+
+
+def _sliced_dequantize(
+    g: onnx.GraphProto, dq: onnx.NodeProto, rows: tuple[int, int], axis: int, name: str, key: str
+) -> tuple[onnx.NodeProto, str]:
+    """A DequantizeLinear of ``[r0, r1)`` along ``axis`` of the constant ``dq`` dequantises
+    (its per-channel scale and zero point cut the same way, per-tensor ones shared)."""
+    if dq.op_type != "DequantizeLinear":
+        raise SplitRequestError(f"{name}: its {key} is not a DequantizeLinear of a constant")
+    inits = {t.name: t for t in g.initializer}
+    r0, r1 = rows
+    values = onnx.numpy_helper.to_array(inits[dq.input[0]])
+    index = tuple(slice(r0, r1) if d == axis else slice(None) for d in range(values.ndim))
+    ins = [f"{name}.{key}_q"]
+    g.initializer.append(onnx.numpy_helper.from_array(np.ascontiguousarray(values[index]), ins[0]))
+    for k, tag in ((1, "scale"), (2, "zero_point")):
+        if len(dq.input) <= k or not dq.input[k]:
+            continue
+        v = onnx.numpy_helper.to_array(inits[dq.input[k]])
+        if v.ndim == 1 and v.size == values.shape[axis] and v.size > 1:
+            ins.append(f"{name}.{key}_{tag}")
+            g.initializer.append(onnx.numpy_helper.from_array(v[r0:r1].copy(), ins[-1]))
+        else:
+            ins.append(dq.input[k])
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in dq.attribute}
+    if "axis" in attrs:
+        attrs["axis"] = axis
+    out = f"{name}.{key}"
+    return onnx.helper.make_node("DequantizeLinear", ins, [out], name=f"{out}.dq", **attrs), out
+
+
+def _drop_dead_dequantize(g: onnx.GraphProto) -> None:
+    """Remove DequantizeLinear nodes whose output nothing reads (the split op's weights')."""
+    used = {t for n in g.node for t in n.input} | {o.name for o in g.output}
+    keep = [n for n in g.node if n.op_type != "DequantizeLinear" or n.output[0] in used]
+    del g.node[:]
+    g.node.extend(keep)
 
 
 # --- TFLite ----------------------------------------------------------------------------------
