@@ -178,10 +178,10 @@ def split_graph(graph: Graph, splits: Sequence[LayerSplit]) -> Graph:
             continue
         axis = channel_axis(op, graph)
         parts = [_slice_op(op, split, i, axis, tensors) for i in range(split.slices)]
-        if conv_groups(op) > 1:
-            parts = [_grouped(op, p, split, i, axis, tensors) for i, p in enumerate(parts)]
-            ops.extend(o for part in parts for o in part)
-            parts = [part[-1] for part in parts]
+        if conv_groups(op) > 1:  # each slice reads its input channels only
+            pairs = [_grouped(op, p, split, i, axis, tensors) for i, p in enumerate(parts)]
+            parts = [conv for _, conv in pairs]
+            ops.extend(o for pair in pairs for o in pair)
         else:
             ops.extend(parts)
         ops.append(
@@ -215,7 +215,7 @@ def input_channels(op: Op, split: LayerSplit, i: int) -> tuple[int, int]:
 
 def _grouped(
     op: Op, part: Op, split: LayerSplit, i: int, axis: int, tensors: dict[str, TensorSpec]
-) -> list[Op]:
+) -> tuple[Op, Op]:
     """The ``slice`` op of slice ``i``'s input channels, then the slice's conv reading it with
     ``groups`` its own group count."""
     x = tensors[op.inputs[0]]
@@ -235,7 +235,7 @@ def _grouped(
     )
     groups = slice_groups(op, split, i)
     conv = replace(part, inputs=(name, *part.inputs[1:]), attrs={**part.attrs, "groups": groups})
-    return [cut, conv]
+    return cut, conv
 
 
 def _slice_op(op: Op, split: LayerSplit, i: int, axis: int, tensors: dict[str, TensorSpec]) -> Op:
