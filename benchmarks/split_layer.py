@@ -6,7 +6,7 @@ EMULATOR=1`` per device, then one ``splitter bench --emulate --icount -n 1 --jso
 * ``tiny_cnn.onnx`` (float) on ``models/boards/split_tiny3.toml`` (three F405s, 72 KiB flash);
 * ``mlperf_ad_autoencoder_int8.tflite`` on ``models/boards/split_ad4.toml`` (four, 84 KiB);
 * ``dw_wide.onnx`` (float, a depthwise split) on ``models/boards/split_dw3.toml``;
-* ``dw_wide_qdq.onnx`` (QDQ int8 ONNX, a depthwise split) on ``models/boards/split_dw_qdq3.toml``.
+* ``dw_wide_qdq.onnx`` (QDQ int8 ONNX, a depthwise split) on ``models/boards/split_dw_qdq4.toml``.
 
 Per case: the splits (layer, k, devices, bytes their cuts carry), the planning time (wall, on the
 machine as loaded when run), and per sub-model the estimated compute against the emulated run's,
@@ -36,7 +36,7 @@ CASES = (
     ("tiny_cnn.onnx", "split_tiny3.toml"),
     ("mlperf_ad_autoencoder_int8.tflite", "split_ad4.toml"),
     ("dw_wide.onnx", "split_dw3.toml"),
-    ("dw_wide_qdq.onnx", "split_dw_qdq3.toml"),
+    ("dw_wide_qdq.onnx", "split_dw_qdq4.toml"),
 )
 HEADER = [
     "# Layer splits on emulated STM32F405s",

@@ -4,15 +4,15 @@
 numpy weights (seed 27); the float file's bytes are the same on every run. Opset 13, NCHW,
 batch 1:
 
-    input 1x16x6x6
-    expand  Conv 16->256, 1x1, Relu                                -> 1x256x6x6
-    dw      Conv 256->256, 7x7, group 256, pad 3, Relu (depthwise)  -> 1x256x6x6
-    head    GlobalAveragePool, Flatten, Gemm 256->10               -> logits 1x10
+    input 1x16x4x4
+    expand  Conv 16->512, 1x1, Relu                                -> 1x512x4x4
+    dw      Conv 512->512, 7x7, group 512, pad 3, Relu (depthwise)  -> 1x512x4x4
+    head    GlobalAveragePool, Flatten, Gemm 512->10               -> logits 1x10
 
-The depthwise convolution is the largest layer: ``256 * 49 + 256`` parameters (51,200 B float,
-12,544 B int8 weights + 1,024 B int32 bias), against 17,408 B (float) for ``expand`` and
-10,280 B for ``head``, so on boards whose flash holds every layer but it
-(``models/boards/split_dw3.toml``, ``split_dw_qdq3.toml``) only a split of the depthwise layer
+The depthwise convolution is the largest layer: ``512 * 49 + 512`` parameters (102,400 B
+float; 25,088 B int8 weights + 2,048 B int32 bias), against 34,816 B (float) for ``expand`` and
+20,520 B for ``head``, so on boards whose flash holds every layer but it
+(``models/boards/split_dw3.toml``, ``split_dw_qdq4.toml``) only a split of the depthwise layer
 by channels places it (``docs/split-layer.md``). The 7x7 kernel is a ConvNeXt-style large
 depthwise window.
 
@@ -36,7 +36,7 @@ NAME = "dw_wide"
 SEED = 27
 OPSET = 13
 IR_VERSION = 8
-IN_CH, WIDTH, SIDE, KERNEL, CLASSES = 16, 256, 6, 7, 10
+IN_CH, WIDTH, SIDE, KERNEL, CLASSES = 16, 512, 4, 7, 10
 
 
 def build() -> onnx.ModelProto:

@@ -313,11 +313,11 @@ def test_split_graph_slices_a_depthwise_conv_by_channels() -> None:
     dw = next(op for op in graph.ops if op.name == "dw")
     split = split_graph(graph, resolve_splits(graph, {"dw": 3}, DW))
     by = {op.name: op for op in split.ops}
-    ranges = slice_ranges(256, 3)
+    ranges = slice_ranges(512, 3)
     for i, (r0, r1) in enumerate(ranges):
         cut, conv = by[f"dw.in{i}"], by[f"dw.slice{i}"]
         assert cut.kind == "slice" and cut.inputs == dw.inputs and conv.inputs[0] == cut.outputs[0]
-        assert cut.attrs["starts"] == (0, r0, 0, 0) and cut.attrs["ends"] == (1, r1, 6, 6)
+        assert cut.attrs["starts"] == (0, r0, 0, 0) and cut.attrs["ends"] == (1, r1, 4, 4)
         assert conv.attrs["groups"] == r1 - r0
         assert np.array_equal(conv.weights["W"], dw.weights["W"][r0:r1])
     names = [op.name for op in split.ops]
@@ -331,7 +331,7 @@ def test_split_graph_slices_a_qdq_depthwise_conv_in_nhwc() -> None:
     dw = next(op for op in graph.ops if op.name == "dw")
     split = split_graph(graph, resolve_splits(graph, {"dw": 2}, DW_QDQ))
     by = {op.name: op for op in split.ops}
-    assert by["dw.in1"].attrs["starts"] == (0, 0, 0, 128) and by["dw.concat"].attrs["axis"] == 3
+    assert by["dw.in1"].attrs["starts"] == (0, 0, 0, 256) and by["dw.concat"].attrs["axis"] == 3
     out = graph.tensors[dw.outputs[0]]
     for i in range(2):
         assert split.tensors[by[f"dw.slice{i}"].outputs[0]].quant == out.quant
