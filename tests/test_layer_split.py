@@ -421,3 +421,21 @@ def test_rewritten_split_reimports_to_the_split_graph(
     ]
     for op in split.graph.ops:
         assert again.tensors[op.outputs[0]].shape == split.graph.tensors[op.outputs[0]].shape
+
+
+@pytest.mark.parametrize(
+    ("model", "boards"), [(DW, "split_dw3.toml"), (DW_QDQ, "split_dw_qdq4.toml")]
+)
+def test_a_depthwise_layer_no_board_holds_is_split(model: str, boards: str) -> None:
+    """dw_wide (float, and QDQ int8) on boards that hold every layer but its depthwise conv:
+    no plan without a split; the planner splits the depthwise conv over several boards."""
+    chain = build_chain(load_model(MODELS / model).graph)
+    board_file = _boards(boards)
+    opts = CompileOptions(emulated=True)
+    with pytest.raises((InfeasibleError, SolverError)):
+        make_plan(chain, board_file, opts)  # type: ignore[arg-type]
+    planned, plan, splits = make_split_plan(chain, board_file, opts)  # type: ignore[arg-type]
+    assert [s.op for s in splits] == ["dw"] and splits[0].ranges[-1][1] == 512
+    m = build_manifest(plan, planned, board_file, model_path="m", boards_path="b", splits=splits)  # type: ignore[arg-type]
+    (entry,) = m.to_dict()["layer_splits"]
+    assert len(set(entry["devices"])) > 1 and entry["carried_bytes"] > 0
