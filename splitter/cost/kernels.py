@@ -35,7 +35,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from splitter.cost.handlers import q8_conv_kind
+from splitter.cost.handlers import block_slice, q8_conv_kind
 from splitter.errors import InputFileError
 from splitter.ir import Layer, Op, Part, TensorSpec
 
@@ -295,7 +295,8 @@ def op_variant(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> str:
     """``kind[.path]/layout/dtype`` of the kernel code that runs ``op`` (the same choice as the
     generator, splitter/codegen/ops: the paths inside ``k_conv2d`` / ``k_conv2d_nhwc``, the int8
     kernel
-    family of :func:`~splitter.cost.handlers.q8_conv_kind`)."""
+    family of :func:`~splitter.cost.handlers.q8_conv_kind`; ``slice.part`` for a one-axis
+    slice, :func:`~splitter.cost.handlers.block_slice`)."""
     dtype = _dtype(op, tensors)
     layout = _kernel_layout(op, tensors, layout)
     kind = op.kind
@@ -303,6 +304,8 @@ def op_variant(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> str:
         ins = [tensors[op.inputs[0]]]
         path = q8_conv_kind(op, ins) if dtype == "int8" else _float_conv_path(op, ins[0], layout)
         kind = f"conv2d.{path}"
+    if kind == "slice" and block_slice(op, tensors) is not None:
+        kind = "slice.part"  # k_slice_part / k_q_slice_part, not the index gather
     return f"{kind}/{layout or 'NCHW'}/{dtype}"
 
 

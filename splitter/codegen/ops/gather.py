@@ -115,11 +115,8 @@ def _float_array(name: str, values: Sequence[float]) -> str:
     return f"static const float {name}[{len(values)}] = {{{', '.join(map(c_float, values))}}};"
 
 
-def _gather_call(
-    op: Op, ctx: EmitContext, index: Sequence[np.ndarray], fn: str = "k_gather_axes"
-) -> list[str]:
-    """``fn`` (``k_gather_axes``, or ``k_q_gather_axes`` on int8 bytes) with the per-axis source
-    ``index`` (one array per axis of the input)."""
+def _gather_call(op: Op, ctx: EmitContext, index: Sequence[np.ndarray]) -> list[str]:
+    """``k_gather_axes`` with the per-axis source ``index`` (one array per axis of the input)."""
     x, y = op.inputs[0], op.outputs[0]
     strides = _strides4(ctx.shape(x))
     maps = [np.zeros(1, np.int64)] * (4 - len(index)) + list(index)
@@ -131,8 +128,28 @@ def _gather_call(
         [("map", "{" + ", ".join(f"m + {int(s)}" for s in starts) + "}")],
     ]
     lines = [_int_array("m", [int(v) for v in flat]), *record("k_gather_params", "p", rows)]
-    ptr = ctx.p8 if fn == "k_q_gather_axes" else ctx.ptr
-    return block(lines, f"{fn}(&p, {ptr(x)}, {ptr(y)})")
+    return block(lines, f"k_gather_axes(&p, {ctx.ptr(x)}, {ctx.ptr(y)})")
+
+
+def block_slice(op: Op, tensors: Mapping[str, TensorSpec]) -> tuple[int, int, int, int] | None:
+    """``(outer, xtot, xoff, yn)`` of a slice that cuts one axis ``a`` with step 1 (a layer
+    split's channel slice): ``outer = prod(x[:a])``, ``xtot = prod(x[a:])``,
+    ``xoff = start_a * prod(x[a+1:])``, ``yn = (end_a - start_a) * prod(x[a+1:])``, so
+    ``y[o*yn + i] = x[o*xtot + xoff + i]`` (``k_slice_part``); None for any other slice."""
+    xs = tensors[op.inputs[0]].shape
+    bounds = list(zip(op.attr("starts"), op.attr("ends"), op.attr("steps"), strict=True))
+    cut = [d for d, (a, b, s) in enumerate(bounds) if (a, b, s) != (0, xs[d], 1)]
+    if len(cut) > 1 or any(int(s) != 1 for _, _, s in bounds):
+        return None
+    axis = cut[0] if cut else 0
+    start, end = int(bounds[axis][0]), int(bounds[axis][1])
+    inner = prod(xs[axis + 1 :])
+    return prod(xs[:axis]), prod(xs[axis:]), start * inner, (end - start) * inner
+
+
+def _one_axis(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+    """int8 slices cut one axis with step 1 (``k_q_slice_part``)."""
+    return None if block_slice(op, tensors) is not None else "an int8 slice of several axes"
 
 
 class Slice(OpEmitter):
@@ -140,9 +157,11 @@ class Slice(OpEmitter):
     per axis.
 
     slice: per axis ``len(range(starts, ends, steps))`` elements (the importer normalises the
-    bounds as Python's ``slice.indices``); one copy per output element. The bounds index the
-    tensor's own shape (NHWC for TFLite and for a QDQ graph's int8 tensors); int8 copies bytes,
-    so input and output share one quantisation.
+    bounds as Python's ``slice.indices``); one copy per output element. A slice along one axis
+    with step 1 (:func:`block_slice`) copies blocks (``k_slice_part``, int8 ``k_q_slice_part``),
+    any other is an index gather (float only). The bounds index the tensor's own shape (NHWC
+    for TFLite and for a QDQ graph's int8 tensors); int8 copies bytes, so input and output share
+    one quantisation.
     """
 
     # y[i] = x[starts[d] + i[d] * steps[d]] on every axis d, i[d] < len(range(starts, ends,
@@ -155,7 +174,7 @@ class Slice(OpEmitter):
         kernels=ALL,
     )
     float_checks = (rank4_or_less,)
-    int8_checks = (*Q8_ELEMENTWISE, same_quant, rank4_or_less)
+    int8_checks = (*Q8_ELEMENTWISE, same_quant, _one_axis)
 
     def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
         x = in_shapes[0]
@@ -165,16 +184,22 @@ class Slice(OpEmitter):
         return tuple(len(range(int(a), int(b), int(s))) for a, b, s in bounds)
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
+        part = block_slice(op, ctx.tensors)
+        if part is not None:
+            outer, xtot, xoff, yn = part
+            x, y = ctx.ptr(op.inputs[0]), ctx.ptr(op.outputs[0])
+            return [f"k_slice_part({x}, {outer}, {xtot}, {xoff}, {y}, {yn});"]
         ys = ctx.shape(op.outputs[0])
         starts, steps = op.attr("starts"), op.attr("steps")
         index = [slice_index(n, int(a), int(s)) for n, a, s in zip(ys, starts, steps, strict=True)]
         return _gather_call(op, ctx, index)
 
     def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
-        ys = ctx.shape(op.outputs[0])
-        starts, steps = op.attr("starts"), op.attr("steps")
-        index = [slice_index(n, int(a), int(s)) for n, a, s in zip(ys, starts, steps, strict=True)]
-        return _gather_call(op, ctx, index, "k_q_gather_axes")
+        part = block_slice(op, ctx.tensors)
+        assert part is not None  # _one_axis
+        outer, xtot, xoff, yn = part
+        x, y = ctx.p8(op.inputs[0]), ctx.p8(op.outputs[0])
+        return [f"k_q_slice_part({x}, {outer}, {xtot}, {xoff}, {y}, {yn});"]
 
 
 def known_pad_mode(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:

@@ -447,19 +447,12 @@ void k_q_pad(const k_pad_params *p, const int8_t *restrict x, int8_t *restrict y
             }
 }
 
-void k_q_gather_axes(const k_gather_params *p, const int8_t *restrict x, int8_t *restrict y)
+void k_q_slice_part(const int8_t *restrict x, int outer, int xtot, int xoff, int8_t *restrict y,
+                    int yn)
 {
-    const int *m0 = p->map[0], *m1 = p->map[1], *m2 = p->map[2], *m3 = p->map[3];
-    const int *ys = p->ys;
-    int i0, i1, i2, i3;
-    for (i0 = 0; i0 < ys[0]; i0++)
-        for (i1 = 0; i1 < ys[1]; i1++) {
-            const int8_t *x01 = x + m0[i0] + m1[i1];
-            for (i2 = 0; i2 < ys[2]; i2++) {
-                const int8_t *xr = x01 + m2[i2];
-                for (i3 = 0; i3 < ys[3]; i3++) *y++ = xr[m3[i3]];
-            }
-        }
+    int o;
+    for (o = 0; o < outer; o++)
+        memcpy(y + (size_t)o * yn, x + (size_t)o * xtot + xoff, (size_t)yn);
 }
 
 void k_q_concat_part(const int8_t *restrict x, int outer, int xn, int8_t *restrict y, int ytot,
