@@ -439,3 +439,14 @@ def test_a_depthwise_layer_no_board_holds_is_split(model: str, boards: str) -> N
     m = build_manifest(plan, planned, board_file, model_path="m", boards_path="b", splits=splits)  # type: ignore[arg-type]
     (entry,) = m.to_dict()["layer_splits"]
     assert len(set(entry["devices"])) > 1 and entry["carried_bytes"] > 0
+
+
+def test_dw_wide_is_what_its_script_builds() -> None:
+    """models/dw_wide.onnx is byte for byte models/make_dw_wide.py's float model."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_dw_wide", MODELS / "make_dw_wide.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.build().SerializeToString() == (MODELS / DW).read_bytes()
