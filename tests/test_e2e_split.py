@@ -124,7 +124,7 @@ def test_split_plan_estimate_matches_the_emulated_bench(tiny: Path) -> None:
     assert qemu_pids(str(tiny)) == []
 
 
-@pytest.mark.parametrize("which", ["tiny", "ad", "dw", "dw_qdq"])
+@pytest.mark.parametrize("which", ["tiny", "ad", "dw"])
 def test_split_plans_link_within_their_figures(
     which: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:

@@ -275,6 +275,8 @@ def op_features(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> dict[
         return {"call": 1, "out": y.size, "mac": y.size * int(ins[0].shape[-1])}
     if op.kind in BINARY and _dtype(op, tensors) == "float32":
         return _binary_features(y)
+    if variant.startswith("slice.part/"):  # reads only the elements it copies
+        return {"call": 1, "out": y.size, "in": y.size}
     return {"call": 1, "out": y.size, "in": sum(t.size for t in ins)}
 
 
@@ -432,18 +434,25 @@ def _coef_of(variant: str, build: str) -> Mapping[str, float]:
     """The fit of ``variant``; a variant no model in ``models/`` uses takes the fit of the same
     kernel kind and dtype in the other layout (``concat/NCHW/float32`` is ``concat/NHWC/
     float32``'s copy loop over other strides), then of the kind in any layout and dtype, then
-    the build's pooled upper bound."""
+    of its :data:`MIRRORS` kind, then the build's pooled upper bound."""
     variants = _coefficients(build)["variants"]
     if variant in variants and variants[variant].get("coef"):
         return dict(variants[variant]["coef"])
     kind, _, rest = variant.partition("/")
     dtype = rest.rpartition("/")[2]
-    near = sorted(v for v in variants if v.startswith(kind + "/") and variants[v].get("coef"))
-    same = [v for v in near if v.endswith("/" + dtype)]
-    for pick in (same, near):
-        if pick:
-            return dict(variants[pick[0]]["coef"])
+    for k in (kind, *MIRRORS.get(kind, ())):
+        near = sorted(v for v in variants if v.startswith(k + "/") and variants[v].get("coef"))
+        same = [v for v in near if v.endswith("/" + dtype)]
+        for pick in (same, near):
+            if pick:
+                return dict(variants[pick[0]]["coef"])
     return dict(_coefficients(build)["fallback"])
+
+
+#: Kernel kinds whose loop is another's with input and output swapped, for a variant the table
+#: has not measured yet: ``k_slice_part`` copies ``yn`` elements per outer index from a strided
+#: input as ``k_concat_part`` copies them into a strided output (kernels.c, kernels_q8.c).
+MIRRORS: Mapping[str, tuple[str, ...]] = {"slice.part": ("concat",)}
 
 
 def op_instructions(
