@@ -4,13 +4,17 @@ Two cases, each ``compile`` (library, the planner choosing the splits and their 
 EMULATOR=1`` per device, then one ``splitter bench --emulate --icount -n 1 --json``:
 
 * ``tiny_cnn.onnx`` (float) on ``models/boards/split_tiny3.toml`` (three F405s, 72 KiB flash);
-* ``mlperf_ad_autoencoder_int8.tflite`` on ``models/boards/split_ad4.toml`` (four, 84 KiB).
+* ``mlperf_ad_autoencoder_int8.tflite`` on ``models/boards/split_ad4.toml`` (four, 84 KiB);
+* ``dw_wide.onnx`` (float, a depthwise split) on ``models/boards/split_dw3.toml``;
+* ``dw_wide_qdq.onnx`` (QDQ int8 ONNX, a depthwise split) on ``models/boards/split_dw_qdq4.toml``.
 
 Per case: the splits (layer, k, devices, bytes their cuts carry), the planning time (wall, on the
 machine as loaded when run), and per sub-model the estimated compute against the emulated run's,
 per link the planned bytes against the bytes the bench counted.
 
-Usage: ``.venv/bin/python benchmarks/split_layer.py``; writes ``benchmarks/results/split_layer.md``.
+Usage: ``.venv/bin/python benchmarks/split_layer.py [MODEL ...]``; writes
+``benchmarks/results/split_layer.md``. Given model names, only their cases are run and their
+sections replaced (each section carries its own date); the other sections are kept.
 """
 
 from __future__ import annotations
@@ -31,7 +35,16 @@ from splitter.toolchain.build import run_make  # noqa: E402
 CASES = (
     ("tiny_cnn.onnx", "split_tiny3.toml"),
     ("mlperf_ad_autoencoder_int8.tflite", "split_ad4.toml"),
+    ("dw_wide.onnx", "split_dw3.toml"),
+    ("dw_wide_qdq.onnx", "split_dw_qdq4.toml"),
 )
+HEADER = [
+    "# Layer splits on emulated STM32F405s",
+    "",
+    "Measured by `benchmarks/split_layer.py` (QEMU netduinoplus2, `-icount`, calibration none: "
+    "the kernel cost table's estimate); each section gives its date.",
+    "",
+]
 
 
 def run_case(model: str, boards: str, work: Path) -> list[str]:
@@ -51,7 +64,7 @@ def run_case(model: str, boards: str, work: Path) -> list[str]:
         capture_output=True, text=True, check=True, cwd=ROOT,
     )  # fmt: skip
     bench = json.loads(proc.stdout)
-    lines = [f"## {model} on {boards}", ""]
+    lines = [f"## {model} on {boards}", "", f"Measured {datetime.date.today().isoformat()}.", ""]
     lines += [f"- {e.describe()}" for e in result.manifest.layer_splits]
     lines += [
         f"- compile (plan over every k, slice, validate, firmware) {seconds:.1f} s; "
@@ -78,20 +91,32 @@ def run_case(model: str, boards: str, work: Path) -> list[str]:
     return [*lines, ""]
 
 
+def _sections(text: str) -> dict[str, list[str]]:
+    """The ``## `` sections of a results page by heading (the header dropped)."""
+    out: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            current = out.setdefault(line, [])
+        if current is not None:
+            current.append(line)
+    return out
+
+
 def main() -> None:
-    """Run both cases and write the results page."""
-    lines = [
-        "# Layer splits on emulated STM32F405s",
-        "",
-        f"Measured {datetime.date.today().isoformat()} by `benchmarks/split_layer.py` (QEMU "
-        "netduinoplus2, `-icount`, calibration none: the kernel cost table's estimate).",
-        "",
-    ]
+    """Run the cases (all, or those named on the command line) and write the results page."""
+    only = set(sys.argv[1:])
+    target = ROOT / "benchmarks" / "results" / "split_layer.md"
+    old = _sections(target.read_text()) if target.exists() else {}
+    lines = list(HEADER)
     with tempfile.TemporaryDirectory() as tmp:
         for model, boards in CASES:
+            heading = f"## {model} on {boards}"
+            if only and model not in only:
+                lines += old.get(heading, [])
+                continue
             lines += run_case(model, boards, Path(tmp))
-    target = ROOT / "benchmarks" / "results" / "split_layer.md"
-    target.write_text("\n".join(lines))
+    target.write_text("\n".join(lines).rstrip() + "\n")
     print(target.read_text())
 
 

@@ -30,6 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
 BOARDS = MODELS / "boards"
 AD = "mlperf_ad_autoencoder_int8.tflite"
+#: one wide 7x7 depthwise conv, float and QDQ int8 (models/make_dw_wide.py)
+DW, DW_QDQ = "dw_wide.onnx", "dw_wide_qdq.onnx"
 
 
 def _split(model: str, name: str, k: int) -> tuple[LoadedModel, LoadedModel]:
@@ -82,6 +84,21 @@ def test_split_graph_slices_per_channel_int8_quantisation() -> None:
     assert cat.kind == "concat" and cat.attrs["axis"] == 1
 
 
+def _same_outputs(loaded: LoadedModel, split: LoadedModel, *, exact: bool) -> None:
+    """The real runtime on the rewritten bytes vs the user's file on seeded inputs: equal
+    (``exact``: int8, and a QDQ model's dequantised output) or float within 1e-5."""
+    ref, got = make_runner(loaded.path, loaded.suffix), make_runner(split.data, split.suffix)
+    spec = ref.inputs[0]
+    for x in _inputs(spec.shape, spec.dtype):
+        a, b = ref.run({spec.name: x}), got.run({spec.name: x})
+        for key, want in a.items():
+            if exact or want.dtype == np.int8:
+                assert np.array_equal(want, b[key]) and len(set(want.ravel().tolist())) > 1
+            else:
+                assert float(np.max(np.abs(want - b[key]))) <= 1e-5
+    assert split.data != loaded.data
+
+
 @pytest.mark.parametrize(
     ("model", "name", "k"),
     [
@@ -90,22 +107,22 @@ def test_split_graph_slices_per_channel_int8_quantisation() -> None:
         ("tiny_cnn_float.tflite", "conv_2d_2", 3),
         ("tiny_cnn_int8.tflite", "conv_2d_2", 3),
         (AD, "fully_connected_9", 4),
+        # depthwise: float ONNX, float TFLite, int8 TFLite per-channel and per-tensor weights
+        (DW, "dw", 3),
+        ("tiny_cnn_float.tflite", "depthwise_conv_2d_1", 2),
+        ("mlperf_kws_ds_cnn_int8.tflite", "depthwise_conv_2d_1", 3),
+        ("tiny_cnn_int8_fio.tflite", "depthwise_conv_2d_2", 3),
+        # QDQ int8 ONNX: depthwise, conv, dense (per-channel weight scales)
+        (DW_QDQ, "dw", 3),
+        ("tiny_cnn_qdq.onnx", "conv3", 3),
+        ("tiny_cnn_qdq.onnx", "dense", 2),
     ],
 )
 def test_rewritten_file_computes_what_the_file_computes(model: str, name: str, k: int) -> None:
-    """onnxruntime / LiteRT on the rewritten bytes vs the user's file: int8 bit-exact, float
-    within 1e-5; and the rewritten file re-imports to the split graph's names and shapes."""
+    """onnxruntime / LiteRT on the rewritten bytes vs the user's file: int8 (TFLite or QDQ)
+    bit-exact, float within 1e-5."""
     loaded, split = _split(model, name, k)
-    ref, got = make_runner(loaded.path, loaded.suffix), make_runner(split.data, split.suffix)
-    spec = ref.inputs[0]
-    for x in _inputs(spec.shape, spec.dtype):
-        a, b = ref.run({spec.name: x}), got.run({spec.name: x})
-        for key, want in a.items():
-            if want.dtype == np.int8:
-                assert np.array_equal(want, b[key])
-            else:
-                assert float(np.max(np.abs(want - b[key]))) <= 1e-5
-    assert split.data != loaded.data
+    _same_outputs(loaded, split, exact="qdq" in model)
 
 
 def test_rewritten_file_reimports_to_the_split_graph(tmp_path: Path) -> None:
@@ -215,7 +232,9 @@ def _plan_cli(*args: str) -> subprocess.CompletedProcess[str]:
         ("tiny_cnn.onnx", "pool1:2", "pool1 cannot be split (it is a maxpool op"),
         ("tiny_cnn.onnx", "conv3:49", "conv3 has 48 output channels; give K from 1 to 48"),
         ("tiny_cnn.onnx", "nosuch:2", "no layer 'nosuch'"),
-        ("tiny_cnn_int8.tflite", "depthwise_conv_2d_1:2", "grouped or depthwise conv"),
+        ("tiny_cnn_int8.tflite", "depthwise_conv_2d_1:9", "has 8 output channels; give K from 1"),
+        (DW_QDQ, "gap:2", "gap cannot be split (it is a mean op, without output channels"),
+        (DW_QDQ, "flat:2", "flat cannot be split (it is a reshape op"),
     ],
 )
 def test_split_request_that_cannot_be_split_is_one_line_exit_2(
@@ -285,3 +304,149 @@ def test_no_plan_even_with_a_split_says_what_was_tried(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     (line,) = proc.stderr.strip().splitlines()
     assert "conv3 split into 2..2 slices: no plan either" in line
+
+
+def test_split_graph_slices_a_depthwise_conv_by_channels() -> None:
+    """Each slice of a depthwise conv reads a ``slice`` of its own input channels and is a
+    depthwise conv of its channels; the slices' weights are the op's rows."""
+    graph = load_model(MODELS / DW).graph
+    dw = next(op for op in graph.ops if op.name == "dw")
+    split = split_graph(graph, resolve_splits(graph, {"dw": 3}, DW))
+    by = {op.name: op for op in split.ops}
+    ranges = slice_ranges(512, 3)
+    for i, (r0, r1) in enumerate(ranges):
+        cut, conv = by[f"dw.in{i}"], by[f"dw.slice{i}"]
+        assert cut.kind == "slice" and cut.inputs == dw.inputs and conv.inputs[0] == cut.outputs[0]
+        assert cut.attrs["starts"] == (0, r0, 0, 0) and cut.attrs["ends"] == (1, r1, 4, 4)
+        assert conv.attrs["groups"] == r1 - r0
+        assert np.array_equal(conv.weights["W"], dw.weights["W"][r0:r1])
+    names = [op.name for op in split.ops]
+    assert names.index("dw.in2") < names.index("dw.slice2") < names.index("dw.concat")
+
+
+def test_split_graph_slices_a_qdq_depthwise_conv_in_nhwc() -> None:
+    """A QDQ graph's int8 tensors are NHWC: the input slice and the concat use the last axis;
+    every slice keeps the output's quantisation and cuts the per-channel weight scales."""
+    graph = load_model(MODELS / DW_QDQ).graph
+    dw = next(op for op in graph.ops if op.name == "dw")
+    split = split_graph(graph, resolve_splits(graph, {"dw": 2}, DW_QDQ))
+    by = {op.name: op for op in split.ops}
+    assert by["dw.in1"].attrs["starts"] == (0, 0, 0, 256) and by["dw.concat"].attrs["axis"] == 3
+    out = graph.tensors[dw.outputs[0]]
+    for i in range(2):
+        assert split.tensors[by[f"dw.slice{i}"].outputs[0]].quant == out.quant
+        assert split.tensors[by[f"dw.in{i}"].outputs[0]].quant == graph.tensors[dw.inputs[0]].quant
+    assert (
+        by["dw.slice0"].attrs["w_scale"] + by["dw.slice1"].attrs["w_scale"] == dw.attrs["w_scale"]
+    )
+
+
+def _grouped_model(path: Path) -> Path:
+    """A float ONNX model: Conv 8->16 (1x1), grouped Conv 16->16 3x3 of 4 groups, Relu, global
+    average pool (a QDQ model's outputs are rank <= 3)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(27)
+    inits = [
+        numpy_helper.from_array(rng.standard_normal((16, 8, 1, 1)).astype(np.float32), "a.W"),
+        numpy_helper.from_array(rng.standard_normal((16, 4, 3, 3)).astype(np.float32), "g.W"),
+        numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "g.B"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "a.W"], ["a/out"], name="a", kernel_shape=[1, 1]),
+        helper.make_node(
+            "Conv",
+            ["a/out", "g.W", "g.B"],
+            ["g/out"],
+            name="g",
+            group=4,
+            kernel_shape=[3, 3],
+            pads=[1, 1, 1, 1],
+        ),
+        helper.make_node("Relu", ["g/out"], ["g/relu"], name="g_relu"),
+        helper.make_node("GlobalAveragePool", ["g/relu"], ["gap/out"], name="gap"),
+        helper.make_node("Flatten", ["gap/out"], ["y"], name="flat"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "grouped",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 5, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def test_grouped_conv_splits_at_group_boundaries(tmp_path: Path) -> None:
+    """A conv of 4 groups (4 channels each) in 2 slices: 2 whole groups per slice, each reading
+    its 8 input channels; onnxruntime agrees on the float file and on its QDQ int8 form
+    (bit-exact); K above the groups is refused naming them."""
+    from splitter.errors import SplitRequestError
+    from splitter.slicing.quantize import quantize_int8
+
+    path = _grouped_model(tmp_path / "grouped.onnx")
+    loaded = load_model(path)
+    (split,) = resolve_splits(loaded.graph, {"g": 2}, "grouped")
+    assert split.ranges == ((0, 8), (8, 16))
+    graph = split_graph(loaded.graph, [split])
+    by = {op.name: op for op in graph.ops}
+    assert [by[f"g.in{i}"].attrs["starts"][1] for i in range(2)] == [0, 8]
+    assert [by[f"g.slice{i}"].attrs["groups"] for i in range(2)] == [2, 2]
+    _same_outputs(loaded, split_loaded(loaded, [split]), exact=False)
+    np.save(
+        tmp_path / "cal.npy", np.random.default_rng(0).standard_normal((8, 1, 8, 5, 5), np.float32)
+    )
+    qdq = load_model(quantize_int8(path, tmp_path / "cal.npy", tmp_path / "grouped_qdq.onnx"))
+    (qsplit,) = resolve_splits(qdq.graph, {"g": 2}, "grouped_qdq")
+    _same_outputs(qdq, split_loaded(qdq, [qsplit]), exact=True)
+    with pytest.raises(SplitRequestError, match=r"g is a conv of 4 groups .* give K from 1 to 4"):
+        resolve_splits(loaded.graph, {"g": 5}, "grouped")
+
+
+@pytest.mark.parametrize(("model", "name"), [(DW, "dw"), (DW_QDQ, "dw"), (DW_QDQ, "head")])
+def test_rewritten_split_reimports_to_the_split_graph(
+    model: str, name: str, tmp_path: Path
+) -> None:
+    """The rewritten ONNX file (float or QDQ) imports to the split graph: same op names and
+    kinds in the same order, same tensor shapes (the sub-models are cut from it by name)."""
+    _, split = _split(model, name, 2)
+    path = tmp_path / f"x{split.suffix}"
+    path.write_bytes(split.data)
+    again = load_model(path).graph
+    assert [(op.name, op.kind) for op in again.ops] == [
+        (op.name, op.kind) for op in split.graph.ops
+    ]
+    for op in split.graph.ops:
+        assert again.tensors[op.outputs[0]].shape == split.graph.tensors[op.outputs[0]].shape
+
+
+@pytest.mark.parametrize(
+    ("model", "boards"), [(DW, "split_dw3.toml"), (DW_QDQ, "split_dw_qdq4.toml")]
+)
+def test_a_depthwise_layer_no_board_holds_is_split(model: str, boards: str) -> None:
+    """dw_wide (float, and QDQ int8) on boards that hold every layer but its depthwise conv:
+    no plan without a split; the planner splits the depthwise conv over several boards."""
+    chain = build_chain(load_model(MODELS / model).graph)
+    board_file = _boards(boards)
+    opts = CompileOptions(emulated=True)
+    with pytest.raises((InfeasibleError, SolverError)):
+        make_plan(chain, board_file, opts)  # type: ignore[arg-type]
+    planned, plan, splits = make_split_plan(chain, board_file, opts)  # type: ignore[arg-type]
+    assert [s.op for s in splits] == ["dw"] and splits[0].ranges[-1][1] == 512
+    m = build_manifest(plan, planned, board_file, model_path="m", boards_path="b", splits=splits)  # type: ignore[arg-type]
+    (entry,) = m.to_dict()["layer_splits"]
+    assert len(set(entry["devices"])) > 1 and entry["carried_bytes"] > 0
+
+
+def test_dw_wide_is_what_its_script_builds() -> None:
+    """models/dw_wide.onnx is byte for byte models/make_dw_wide.py's float model."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_dw_wide", MODELS / "make_dw_wide.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.build().SerializeToString() == (MODELS / DW).read_bytes()

@@ -133,8 +133,9 @@ def split_options(fn: Callable[..., None]) -> Callable[..., None]:
     fn = click.option(
         "--split-layer", "split_layers", multiple=True, callback=parse_split_layers,
         metavar="NAME:K",
-        help="Split layer NAME (a conv or dense op) into K output-channel slices (repeatable; "
-        "K = 1 keeps it whole).",
+        help="Split layer NAME (a conv, grouped or depthwise too, or a dense op) into K "
+        "output-channel slices (a grouped conv at group boundaries; repeatable; K = 1 keeps it "
+        "whole).",
     )(fn)  # fmt: skip
     return click.option(
         "--split", "split", type=click.Choice(MODES), default="auto", show_default=True,

@@ -42,7 +42,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from splitter.cost.handlers import q8_conv_kind
+from splitter.cost.handlers import block_slice, q8_conv_kind
 from splitter.hardware.families import family_for
 from splitter.ir import Chain, FirmwareUse, Op, Part, TensorSpec
 
@@ -76,6 +76,8 @@ def op_key(op: Op, chain: Chain) -> str:
     if kind == "conv2d":
         family = q8_conv_kind(op, [tensors[n] for n in op.inputs if n in tensors])
         kind = f"conv2d.{family}" if family else kind
+    if kind == "slice" and block_slice(op, tensors) is not None:
+        kind = "slice.part"  # k_slice_part, not the index gather and its offset maps
     if any(len(tensors[n].shape) > 4 for n in (*op.inputs, *op.outputs) if n in tensors):
         kind += ".nd"
 

@@ -24,6 +24,7 @@ from splitter.codegen.ops.formulas import MAC_CLASSES as MAC_CLASSES
 from splitter.codegen.ops.formulas import SOFTMAX_MACS_PER_ELEMENT as SOFTMAX_MACS_PER_ELEMENT
 from splitter.codegen.ops.formulas import Shape as Shape
 from splitter.codegen.ops.formulas import op_flash as op_flash
+from splitter.codegen.ops.gather import block_slice as block_slice
 from splitter.errors import UnsupportedOpError
 from splitter.ir import Op
 

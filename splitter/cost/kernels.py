@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from splitter.codegen.ops import KINDS
-from splitter.cost.handlers import q8_conv_kind
+from splitter.cost.handlers import block_slice, q8_conv_kind
 from splitter.errors import InputFileError
 from splitter.ir import Layer, Op, Part, TensorSpec
 
@@ -278,6 +278,8 @@ def op_features(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> dict[
         return {"call": 1, "out": y.size, "mac": y.size * int(ins[0].shape[-1])}
     if op.kind in BINARY and _dtype(op, tensors) == "float32":
         return _binary_features(y)
+    if variant.startswith("slice.part/"):  # reads only the elements it copies
+        return {"call": 1, "out": y.size, "in": y.size}
     declared = KINDS.get(op.kind)
     if declared is not None and declared.cost_feature_names is not None:
         return declared.cost_features(op, ins, y)
@@ -301,7 +303,8 @@ def op_variant(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> str:
     """``kind[.path]/layout/dtype`` of the kernel code that runs ``op`` (the same choice as the
     generator, splitter/codegen/ops: the paths inside ``k_conv2d`` / ``k_conv2d_nhwc``, the int8
     kernel
-    family of :func:`~splitter.cost.handlers.q8_conv_kind`)."""
+    family of :func:`~splitter.cost.handlers.q8_conv_kind`; ``slice.part`` for a one-axis
+    slice, :func:`~splitter.cost.handlers.block_slice`)."""
     dtype = _dtype(op, tensors)
     layout = _kernel_layout(op, tensors, layout)
     kind = op.kind
@@ -309,6 +312,8 @@ def op_variant(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> str:
         ins = [tensors[op.inputs[0]]]
         path = q8_conv_kind(op, ins) if dtype == "int8" else _float_conv_path(op, ins[0], layout)
         kind = f"conv2d.{path}"
+    if kind == "slice" and block_slice(op, tensors) is not None:
+        kind = "slice.part"  # k_slice_part / k_q_slice_part, not the index gather
     return f"{kind}/{layout or 'NCHW'}/{dtype}"
 
 
@@ -461,18 +466,25 @@ def _coef_of(variant: str, build: str) -> Mapping[str, float]:
     """The fit of ``variant``; a variant no model in ``models/`` uses takes the fit of the same
     kernel kind and dtype in the other layout (``concat/NCHW/float32`` is ``concat/NHWC/
     float32``'s copy loop over other strides), then of the kind in any layout and dtype, then
-    the build's pooled upper bound."""
+    of its :data:`MIRRORS` kind, then the build's pooled upper bound."""
     variants = _coefficients(build)["variants"]
     if variant in variants and variants[variant].get("coef"):
         return dict(variants[variant]["coef"])
     kind, _, rest = variant.partition("/")
     dtype = rest.rpartition("/")[2]
-    near = sorted(v for v in variants if v.startswith(kind + "/") and variants[v].get("coef"))
-    same = [v for v in near if v.endswith("/" + dtype)]
-    for pick in (same, near):
-        if pick:
-            return dict(variants[pick[0]]["coef"])
+    for k in (kind, *MIRRORS.get(kind, ())):
+        near = sorted(v for v in variants if v.startswith(k + "/") and variants[v].get("coef"))
+        same = [v for v in near if v.endswith("/" + dtype)]
+        for pick in (same, near):
+            if pick:
+                return dict(variants[pick[0]]["coef"])
     return dict(_coefficients(build)["fallback"])
+
+
+#: Kernel kinds whose loop is another's with input and output swapped, for a variant the table
+#: has not measured yet: ``k_slice_part`` copies ``yn`` elements per outer index from a strided
+#: input as ``k_concat_part`` copies them into a strided output (kernels.c, kernels_q8.c).
+MIRRORS: Mapping[str, tuple[str, ...]] = {"slice.part": ("concat",)}
 
 
 def op_instructions(

@@ -1,6 +1,7 @@
 """Split inside a layer (issue 27): a conv or dense op becomes ``k`` output-channel slices.
 
-A conv2d (``groups == 1``) or dense op ``y = f(x)`` with ``C`` output channels is rewritten into
+A conv2d (any ``groups``: plain, grouped, depthwise) or dense op ``y = f(x)`` with ``C`` output
+channels is rewritten into
 ``k`` ops ``y_i = f_i(x)``, slice ``i`` computing the channels ``[r_i, r_{i+1})`` with
 ``r_i = floor(i * C / k)`` (balanced, every slice at least one channel), followed by one
 ``concat`` of the ``y_i`` along the channel axis, named as the original output, so every reader
@@ -14,7 +15,15 @@ of ``y`` is untouched:
   is kept. Every slice's output keeps the original output's quantisation, so the concat copies
   bytes (inputs and output share one quantisation) and the result is bit-exact;
 * a fused activation is element-wise, so each slice keeps it;
-* the channel axis is 1 for an NCHW conv, the last axis otherwise (NHWC conv, dense).
+* the channel axis is 1 for an NCHW conv, the last axis otherwise (NHWC conv, dense);
+* a grouped conv (``G = groups > 1``, depthwise when every group has one input channel) is cut
+  at group boundaries: the ``k`` slices take groups ``[g_i, g_{i+1})`` with
+  ``g_i = floor(i * G / k)``, i.e. output channels ``[g_i * O/G, g_{i+1} * O/G)``, and slice ``i``
+  reads only its input channels ``[g_i * I/G, g_{i+1} * I/G)``: a ``slice`` op ``N.in<i>``
+  (writing ``<y>.in<i>``, the input's dtype and quantisation, so int8 copies bytes) before the
+  slice's conv, which has ``groups = g_{i+1} - g_i``. The input channel slices together are
+  the input once more (``I`` channels, not ``k * I``); their copy is one MAC-equivalent per
+  element in the compute estimate, as any slice.
 
 The slices all read ``x``, so at operator granularity (:mod:`splitter.graph.opchain`) ``x`` stays
 live across every cut between them and the cost model counts that transfer like any other live
@@ -71,25 +80,47 @@ def slice_ranges(channels: int, k: int) -> tuple[tuple[int, int], ...]:
 
 
 def channel_axis(op: Op, graph: Graph) -> int:
-    """The output's channel axis: 1 for an NCHW conv, the last axis otherwise."""
-    rank = len(graph.tensors[op.outputs[0]].shape)
-    return 1 if op.kind == "conv2d" and graph.layout == "NCHW" else rank - 1
+    """The output's channel axis: 1 for an NCHW conv, the last axis otherwise (NHWC, dense, and
+    a QDQ ONNX graph's int8 tensors, which are NHWC: :mod:`splitter.importers.onnx_qdq`)."""
+    out = graph.tensors[op.outputs[0]]
+    nchw = op.kind == "conv2d" and graph.layout == "NCHW" and out.dtype != "int8"
+    return 1 if nchw else len(out.shape) - 1
 
 
 def why_not_splittable(op: Op, graph: Graph) -> str | None:
     """Why ``op`` cannot be split into output-channel slices, or None when it can."""
     if op.kind not in SPLITTABLE_KINDS:
         return f"it is a {op.kind} op, without output channels to slice"
-    if op.kind == "conv2d" and int(op.attr("groups", 1)) != 1:
-        return "it is a grouped or depthwise conv (only groups = 1 convs are split)"
     if set(op.weights) - {"W", "B"} or "W" not in op.weights:
         return "its weights are not a plain W / B pair"
     out = graph.tensors[op.outputs[0]]
     if out.quant is not None and out.quant.axis is not None:
         return "its output is quantised per channel"
-    if graph.source_format == "onnx" and out.dtype == "int8":
-        return "it is a quantised (QDQ) ONNX op (split int8 models as TFLite)"
     return None
+
+
+def conv_groups(op: Op) -> int:
+    """A conv's ``groups`` (1 for a plain conv and for a dense op)."""
+    return int(op.attr("groups", 1)) if op.kind == "conv2d" else 1
+
+
+def split_unit(op: Op) -> int:
+    """Output channels a slice boundary may not cut: ``O / groups`` (a group's channels stay
+    together; a depthwise conv's depth multiplier), 1 for a plain conv or a dense op."""
+    groups = conv_groups(op)
+    return int(op.weights["W"].shape[0]) // groups if groups > 1 else 1
+
+
+def max_slices(op: Op) -> int:
+    """The most slices ``op`` can be cut into: its groups when grouped, else its channels."""
+    return int(op.weights["W"].shape[0]) // split_unit(op)
+
+
+def layer_split(op: Op, k: int) -> LayerSplit:
+    """``op`` cut into ``k`` balanced slices of whole units (:func:`split_unit`)."""
+    channels, unit = int(op.weights["W"].shape[0]), split_unit(op)
+    ranges = tuple((a * unit, b * unit) for a, b in slice_ranges(channels // unit, k))
+    return LayerSplit(op.name, channels, ranges)
 
 
 def splittable_ops(graph: Graph) -> list[Op]:
@@ -115,14 +146,22 @@ def resolve_splits(graph: Graph, requested: Mapping[str, int], where: str) -> li
                 f"{where}: --split-layer {name}:{k}: {name} cannot be split ({why}); "
                 f"splittable layers: {can}"
             )
-        channels = int(op.weights["W"].shape[0])
-        if not 1 <= k <= channels:
-            raise SplitRequestError(
-                f"{where}: --split-layer {name}:{k}: {name} has {channels} output channels; "
-                f"give K from 1 to {channels}"
-            )
-        out.append(LayerSplit(name, channels, slice_ranges(channels, k)))
+        most = max_slices(op)
+        if not 1 <= k <= most:
+            raise SplitRequestError(f"{where}: --split-layer {name}:{k}: {_too_many(op, most)}")
+        out.append(layer_split(op, k))
     return out
+
+
+def _too_many(op: Op, most: int) -> str:
+    """What ``K`` may be for ``op``, for the error of a request above it."""
+    channels = int(op.weights["W"].shape[0])
+    if most == channels:
+        return f"{op.name} has {channels} output channels; give K from 1 to {channels}"
+    return (
+        f"{op.name} is a conv of {most} groups ({channels} output channels, split at group "
+        f"boundaries); give K from 1 to {most}"
+    )
 
 
 def split_graph(graph: Graph, splits: Sequence[LayerSplit]) -> Graph:
@@ -139,7 +178,12 @@ def split_graph(graph: Graph, splits: Sequence[LayerSplit]) -> Graph:
             continue
         axis = channel_axis(op, graph)
         parts = [_slice_op(op, split, i, axis, tensors) for i in range(split.slices)]
-        ops.extend(parts)
+        if conv_groups(op) > 1:  # each slice reads its input channels only
+            pairs = [_grouped(op, p, split, i, axis, tensors) for i, p in enumerate(parts)]
+            parts = [conv for _, conv in pairs]
+            ops.extend(o for pair in pairs for o in pair)
+        else:
+            ops.extend(parts)
         ops.append(
             Op(
                 name=split.concat_name,
@@ -151,6 +195,47 @@ def split_graph(graph: Graph, splits: Sequence[LayerSplit]) -> Graph:
             )
         )
     return replace(graph, ops=tuple(ops), tensors=tensors)
+
+
+def slice_groups(op: Op, split: LayerSplit, i: int) -> int:
+    """``groups`` of slice ``i``'s conv: ``g_{i+1} - g_i`` for a grouped conv, else 1."""
+    if conv_groups(op) == 1:
+        return 1
+    r0, r1 = split.ranges[i]
+    return (r1 - r0) // split_unit(op)
+
+
+def input_channels(op: Op, split: LayerSplit, i: int) -> tuple[int, int]:
+    """``[c0, c1)``: the input channels slice ``i`` of a grouped conv reads (module docstring)."""
+    unit = split_unit(op)
+    per_group_in = int(op.weights["W"].shape[1])
+    r0, r1 = split.ranges[i]
+    return r0 // unit * per_group_in, r1 // unit * per_group_in
+
+
+def _grouped(
+    op: Op, part: Op, split: LayerSplit, i: int, axis: int, tensors: dict[str, TensorSpec]
+) -> tuple[Op, Op]:
+    """The ``slice`` op of slice ``i``'s input channels, then the slice's conv reading it with
+    ``groups`` its own group count."""
+    x = tensors[op.inputs[0]]
+    c0, c1 = input_channels(op, split, i)
+    starts, ends = [0] * len(x.shape), list(x.shape)
+    starts[axis], ends[axis] = c0, c1
+    name = f"{op.outputs[0]}.in{i}"
+    tensors[name] = TensorSpec(name, tuple(e - b for b, e in zip(starts, ends, strict=True)),
+                               x.dtype, x.quant)  # fmt: skip
+    cut = Op(
+        name=f"{op.name}.in{i}",
+        kind="slice",
+        inputs=(x.name,),
+        outputs=(name,),
+        attrs={"starts": tuple(starts), "ends": tuple(ends), "steps": (1,) * len(x.shape)},
+        source_nodes=(f"{op.name}.in{i}",),
+    )
+    groups = slice_groups(op, split, i)
+    conv = replace(part, inputs=(name, *part.inputs[1:]), attrs={**part.attrs, "groups": groups})
+    return cut, conv
 
 
 def _slice_op(op: Op, split: LayerSplit, i: int, axis: int, tensors: dict[str, TensorSpec]) -> Op:

@@ -17,6 +17,9 @@ reads ``*_dq`` tensors and writes a float tensor that a single ``QuantizeLinear`
 * ``QuantizeLinear`` of a float graph input becomes ``quantize`` and ``DequantizeLinear``
   writing a graph output becomes ``dequantize``; every other Q / DQ node is absorbed;
 * GlobalAveragePool becomes ``mean`` over H, W (the int8 kernel, TFLite's MEAN arithmetic);
+* Slice and Concat (a layer split's input channel slice and concat,
+  :mod:`splitter.slicing.split_source`) keep the quantisation (bytes are copied); a rank-4 one
+  has its bounds / axis moved to the NHWC order;
 * any other operator (onnxruntime leaves Softmax, Sigmoid and others in float) runs on its float
   kernel, as onnxruntime runs it: each int8 input it reads through a DequantizeLinear becomes a
   ``dequantize`` writing that DequantizeLinear's float output, the op is converted by the float
@@ -66,6 +69,8 @@ COMPUTE_OPS = frozenset(
         "Squeeze",
         "Unsqueeze",
         "Relu",
+        "Slice",
+        "Concat",
     }
 )
 #: The int8 op kind each ONNX operator of a QDQ graph becomes (``splitter ops`` lists these).
@@ -84,11 +89,13 @@ INT8_KINDS = {
     "Squeeze": "reshape",
     "Unsqueeze": "reshape",
     "Relu": "relu",
+    "Slice": "slice",
+    "Concat": "concat",
 }
 #: Op kinds whose constant ``W`` is quantised (int8 weights, int32 bias).
 _WEIGHTED = frozenset({"conv2d", "dense"})
 #: Op kinds whose int8 kernel keeps the input's scale and zero point (TFLite's convention).
-_SAME_SCALE = frozenset({"maxpool", "avgpool", "reshape"})
+_SAME_SCALE = frozenset({"maxpool", "avgpool", "reshape", "slice", "concat"})
 #: NCHW -> NHWC.
 TO_NHWC = (0, 2, 3, 1)
 
@@ -312,15 +319,26 @@ def _compute(node: OnnxNode, pat: _Patterns, ctx: ImportContext) -> Op:
         op = replace(op, kind="mean", attrs={"axes": (1, 2), "keepdims": 1, "act": None})
     if op.kind == "reshape":
         _check_view(node, pat, ctx, rename)
+    if op.kind in ("slice", "concat") and len(ctx.shape(y)) == 4:
+        op = _nhwc_axes(op)
     if op.kind in _SAME_SCALE and pat.quant[op.inputs[0]] != pat.quant[y]:
         raise Unsupported(f"{op.kind} changes the quantisation (the int8 kernel keeps it)")
     if op.kind in _WEIGHTED:
         op = _quantised_weights(op, node, pat, ctx, rename)
     elif op.weights:
         raise Unsupported(f"constant operand of {op.kind} (int8 activations only)")
-    if op.kind not in _WEIGHTED | {"mean", "reshape", "add", "maxpool", "avgpool", "relu"}:
+    if op.kind not in _WEIGHTED | _SAME_SCALE | {"mean", "add", "relu"}:
         raise Unsupported(f"{op.kind} has no int8 kernel")
     return replace(op, source_nodes=(node.name,))
+
+
+def _nhwc_axes(op: Op) -> Op:
+    """A rank-4 int8 slice / concat with its NCHW bounds or axis in the NHWC order the int8
+    tensors are held in (module docstring): ``d_nhwc = TO_NHWC.index(d_nchw)``."""
+    if op.kind == "concat":
+        return replace(op, attrs={**op.attrs, "axis": TO_NHWC.index(int(op.attr("axis")))})
+    attrs = {k: tuple(op.attr(k)[p] for p in TO_NHWC) for k in ("starts", "ends", "steps")}
+    return replace(op, attrs={**op.attrs, **attrs})
 
 
 def _check_view(

@@ -425,6 +425,20 @@ def pad(n: Node) -> Converted:
     return Converted("pad", {"pads": pads, "value": value}, (n.op.inputs[0],), out)
 
 
+def slice_(n: Node) -> Converted:
+    """SLICE by the constants ``begin`` and ``size`` (``-1``: to the end) -> slice with per-axis
+    ``starts = begin``, ``ends = begin + size``, steps 1 (the ONNX Slice bounds)."""
+    x = n.shape(0)
+    begin = [int(v) for v in n.const(1).reshape(-1)]
+    size = [int(v) for v in n.const(2).reshape(-1)]
+    ends = [d if s < 0 else b + s for d, b, s in zip(x, begin, size, strict=True)]
+    if any(not 0 <= b <= e <= d for b, e, d in zip(begin, ends, x, strict=True)):
+        raise ShapeError(f"operator #{n.op.index} (SLICE): begin {begin} size {size} of {x}")
+    attrs = {"starts": tuple(begin), "ends": tuple(ends), "steps": (1,) * len(x)}
+    out = tuple(e - b for b, e in zip(begin, ends, strict=True))
+    return Converted("slice", attrs, (n.op.inputs[0],), out)
+
+
 def transpose(n: Node) -> Converted:
     """TRANSPOSE by the constant ``perm``: ``out[i] = x[perm[i]]``."""
     x = n.shape(0)
@@ -489,6 +503,7 @@ CONVERTERS: Mapping[str, Callable[[Node], Converted]] = {
     "PAD": pad,
     "PADV2": pad,
     "TRANSPOSE": transpose,
+    "SLICE": slice_,
     "QUANTIZE": _unary("quantize", perm=None),
     "DEQUANTIZE": _unary("dequantize", perm=None),
     **declared_converters(),

@@ -417,31 +417,44 @@ def _chains() -> list[Chain]:
 
 
 def _split_chain(graph: Graph, chains: list[Chain]) -> list[Chain]:
-    """The op chain of ``graph`` with its heaviest splittable op split in two
-    (:mod:`splitter.graph.split`), when no chain so far has a concat of its layout and dtype:
-    a layer split's concat is then measured for every model kind that can be split."""
-    from splitter.graph.chain import build_chain
-    from splitter.graph.split import LayerSplit, slice_ranges, split_graph, splittable_ops
+    """Op chains of ``graph`` with an op split in two (:mod:`splitter.graph.split`): its
+    heaviest splittable op when no chain so far has a concat of its layout and dtype, its
+    heaviest grouped / depthwise conv when none has a slice of them (the slices of its input
+    channels): a layer split's concat and input slice are then measured for every model kind
+    that can be split."""
+    from splitter.graph.split import conv_groups, splittable_ops
 
     ops = splittable_ops(graph)
-    if not ops:
-        return []
-    op = max(ops, key=lambda o: sum(int(w.nbytes) for w in o.weights.values()))
-    dtype = graph.tensors[op.outputs[0]].dtype
-    have = {
+    grouped = [o for o in ops if conv_groups(o) > 1]
+    out = []
+    for kind, pool in (("concat", ops), ("slice", grouped)):
+        if not pool:
+            continue
+        op = max(pool, key=lambda o: sum(int(w.nbytes) for w in o.weights.values()))
+        if (graph.layout, graph.tensors[op.outputs[0]].dtype) not in _kinds_of(chains, kind):
+            out.extend(_split_in_two(graph, op))
+            chains = [*chains, *out]
+    return out
+
+
+def _kinds_of(chains: Sequence[Chain], kind: str) -> set[tuple[str, str]]:
+    """``(layout, output dtype)`` of every ``kind`` op of ``chains``."""
+    return {
         (c.graph.layout, c.graph.tensors[o.outputs[0]].dtype)
         for c in chains
         if c.graph is not None
         for layer in c.layers
         for o in layer.ops
-        if o.kind == "concat"
+        if o.kind == kind
     }
-    if (graph.layout, dtype) in have:
-        return []
-    channels = int(op.weights["W"].shape[0])
-    split = LayerSplit(op.name, channels, slice_ranges(channels, 2))
+
+
+def _split_in_two(graph: Graph, op: Any) -> list[Chain]:
+    from splitter.graph.chain import build_chain
+    from splitter.graph.split import layer_split, split_graph
+
     try:
-        return [build_chain(split_graph(graph, [split]), granularity="op")]
+        return [build_chain(split_graph(graph, [layer_split(op, 2)]), granularity="op")]
     except Exception:
         return []
 

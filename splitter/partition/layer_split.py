@@ -18,7 +18,8 @@ the slices done so far). The choice:
   considered layers is planned (each with the whole planning pipeline, reserves repair and PEX
   included) and the best plan by the objective is kept (latency: smallest; throughput: largest;
   ties: fewer slices in all). ``K_j = min(C_j, max(2, D))`` with ``C_j`` the op's output
-  channels and ``D`` the devices: ``k > D`` slices put two slices on one device, which the same
+  channels (its groups for a grouped or depthwise conv, cut at group boundaries) and ``D`` the
+  devices: ``k > D`` slices put two slices on one device, which the same
   plan with those two merged does with fewer bytes on the links;
 * ``mode = "search"`` also considers the splittable op with the most MACs when no layer needs a
   split, and keeps its split only when it strictly improves the objective (a throughput plan
@@ -34,8 +35,9 @@ from dataclasses import dataclass
 from splitter.errors import InfeasibleError, SolverError, SplitRequestError
 from splitter.graph.split import (
     LayerSplit,
+    layer_split,
+    max_slices,
     resolve_splits,
-    slice_ranges,
     split_graph,
     why_not_splittable,
 )
@@ -201,13 +203,12 @@ def _op_macs(chain: Chain, op: Op) -> int:
 
 
 def _k_max(op: Op, devices: int) -> int:
-    """``K = min(C, max(2, D))`` (module docstring)."""
-    return min(int(op.weights["W"].shape[0]), max(2, devices))
+    """``K = min(C, max(2, D))`` (module docstring; ``C`` the groups of a grouped conv)."""
+    return min(max_slices(op), max(2, devices))
 
 
 def _split_of(op: Op, k: int) -> LayerSplit:
-    channels = int(op.weights["W"].shape[0])
-    return LayerSplit(op.name, channels, slice_ranges(channels, k))
+    return layer_split(op, k)
 
 
 def _value(plan: Plan, objective: str) -> float:
@@ -238,7 +239,8 @@ def split_entries(
     for split in splits:
         slices = [index[split.slice_name(i)] for i in range(split.slices)]
         concat = index[split.concat_name]
-        first, last = min(slices), concat
+        first = index.get(f"{split.op}.in0", min(slices))  # a grouped conv's input slice
+        last = concat
         carried = sum(
             chain.layers[p].cost.out_bytes
             for p in range(first, last)

@@ -15,6 +15,7 @@ from math import prod
 import numpy as np
 
 from splitter.codegen.ops.base import (
+    Q8_ELEMENTWISE,
     EmitContext,
     OpEmitter,
     block,
@@ -22,10 +23,11 @@ from splitter.codegen.ops.base import (
     pad4,
     rank4_or_less,
     record,
+    same_quant,
 )
 from splitter.codegen.ops.formulas import Shape
 from splitter.codegen.ops.literals import c_float
-from splitter.codegen.ops.opdef import F32_NCHW, OpDef
+from splitter.codegen.ops.opdef import ALL, F32_NCHW, OpDef
 from splitter.errors import ShapeError
 from splitter.ir import Op, TensorSpec
 
@@ -129,20 +131,51 @@ def _gather_call(op: Op, ctx: EmitContext, index: Sequence[np.ndarray]) -> list[
     return block(lines, f"k_gather_axes(&p, {ctx.ptr(x)}, {ctx.ptr(y)})")
 
 
+def block_slice(op: Op, tensors: Mapping[str, TensorSpec]) -> tuple[int, int, int, int] | None:
+    """``(outer, xtot, xoff, yn)`` of a slice that cuts one axis ``a`` with step 1 (a layer
+    split's channel slice): ``outer = prod(x[:a])``, ``xtot = prod(x[a:])``,
+    ``xoff = start_a * prod(x[a+1:])``, ``yn = (end_a - start_a) * prod(x[a+1:])``, so
+    ``y[o*yn + i] = x[o*xtot + xoff + i]`` (``k_slice_part``); None for any other slice."""
+    xs = tensors[op.inputs[0]].shape
+    bounds = list(zip(op.attr("starts"), op.attr("ends"), op.attr("steps"), strict=True))
+    cut = [d for d, (a, b, s) in enumerate(bounds) if (a, b, s) != (0, xs[d], 1)]
+    if len(cut) > 1 or any(int(s) != 1 for _, _, s in bounds):
+        return None
+    axis = cut[0] if cut else 0
+    start, end = int(bounds[axis][0]), int(bounds[axis][1])
+    inner = prod(xs[axis + 1 :])
+    return prod(xs[:axis]), prod(xs[axis:]), start * inner, (end - start) * inner
+
+
+def _one_axis(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:
+    """int8 slices cut one axis with step 1 (``k_q_slice_part``)."""
+    return None if block_slice(op, tensors) is not None else "an int8 slice of several axes"
+
+
 class Slice(OpEmitter):
-    """slice (ONNX Slice, one output of Split): ``y[i] = x[starts + i * steps]`` per axis.
+    """slice (ONNX Slice, one output of Split, TFLite SLICE): ``y[i] = x[starts + i * steps]``
+    per axis.
 
     slice: per axis ``len(range(starts, ends, steps))`` elements (the importer normalises the
-    bounds as Python's ``slice.indices``); one copy per output element.
+    bounds as Python's ``slice.indices``); one copy per output element. A slice along one axis
+    with step 1 (:func:`block_slice`) copies blocks (``k_slice_part``, int8 ``k_q_slice_part``),
+    any other is an index gather (float only). The bounds index the tensor's own shape (NHWC
+    for TFLite and for a QDQ graph's int8 tensors); int8 copies bytes, so input and output share
+    one quantisation.
     """
 
     # y[i] = x[starts[d] + i[d] * steps[d]] on every axis d, i[d] < len(range(starts, ends,
     # steps)) (Slice, normalised as Python's slice.indices; Split: one slice per output)
     order = 290
     definition = OpDef(
-        "slice", ("starts", "ends", "steps"), onnx=("Slice", "Split"), kernels=frozenset({F32_NCHW})
+        "slice",
+        ("starts", "ends", "steps"),
+        onnx=("Slice", "Split"),
+        tflite=("SLICE",),
+        kernels=ALL,
     )
     float_checks = (rank4_or_less,)
+    int8_checks = (*Q8_ELEMENTWISE, same_quant, _one_axis)
 
     def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
         x = in_shapes[0]
@@ -152,10 +185,22 @@ class Slice(OpEmitter):
         return tuple(len(range(int(a), int(b), int(s))) for a, b, s in bounds)
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
+        part = block_slice(op, ctx.tensors)
+        if part is not None:
+            outer, xtot, xoff, yn = part
+            x, y = ctx.ptr(op.inputs[0]), ctx.ptr(op.outputs[0])
+            return [f"k_slice_part({x}, {outer}, {xtot}, {xoff}, {y}, {yn});"]
         ys = ctx.shape(op.outputs[0])
         starts, steps = op.attr("starts"), op.attr("steps")
         index = [slice_index(n, int(a), int(s)) for n, a, s in zip(ys, starts, steps, strict=True)]
         return _gather_call(op, ctx, index)
+
+    def emit_int8(self, op: Op, ctx: EmitContext) -> list[str]:
+        part = block_slice(op, ctx.tensors)
+        assert part is not None  # _one_axis
+        outer, xtot, xoff, yn = part
+        x, y = ctx.p8(op.inputs[0]), ctx.p8(op.outputs[0])
+        return [f"k_q_slice_part({x}, {outer}, {xtot}, {xoff}, {y}, {yn});"]
 
 
 def known_pad_mode(op: Op, tensors: Mapping[str, TensorSpec]) -> str | None:

@@ -813,6 +813,14 @@ void k_concat_part(const float *restrict x, int outer, int xn, float *restrict y
         for (i = 0; i < xn; i++) y[o * ytot + yoff + i] = x[o * xn + i];
 }
 
+void k_slice_part(const float *restrict x, int outer, int xtot, int xoff, float *restrict y,
+                  int yn)
+{
+    int o, i;
+    for (o = 0; o < outer; o++)
+        for (i = 0; i < yn; i++) y[o * yn + i] = x[o * xtot + xoff + i];
+}
+
 void k_softmax(const float *restrict x, int outer, int n, int inner, float *restrict y)
 {
     int o, i, k;

@@ -145,6 +145,11 @@ void k_binary(const k_binary_params *p, const float *a, const float *b, float *y
 void k_concat_part(const float *restrict x, int outer, int xn, float *restrict y, int ytot,
                    int yoff);
 
+/* Slice part (the inverse of k_concat_part: one block per outer index, a slice along one axis):
+ * y[o*yn + i] = x[o*xtot + xoff + i] for o < outer, i < yn. */
+void k_slice_part(const float *restrict x, int outer, int xtot, int xoff, float *restrict y,
+                  int yn);
+
 /* Softmax over the middle axis of an (outer, n, inner) view. */
 void k_softmax(const float *restrict x, int outer, int n, int inner, float *restrict y);
 

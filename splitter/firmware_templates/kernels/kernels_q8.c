@@ -447,6 +447,14 @@ void k_q_pad(const k_pad_params *p, const int8_t *restrict x, int8_t *restrict y
             }
 }
 
+void k_q_slice_part(const int8_t *restrict x, int outer, int xtot, int xoff, int8_t *restrict y,
+                    int yn)
+{
+    int o;
+    for (o = 0; o < outer; o++)
+        memcpy(y + (size_t)o * yn, x + (size_t)o * xtot + xoff, (size_t)yn);
+}
+
 void k_q_concat_part(const int8_t *restrict x, int outer, int xn, int8_t *restrict y, int ytot,
                      int yoff)
 {

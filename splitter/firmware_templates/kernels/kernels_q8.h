@@ -113,6 +113,10 @@ void k_q_softmax(const k_q_float_params *p, const int8_t *restrict x, int8_t *re
 /* Constant pad of a rank-4 int8 tensor (see k_pad_params), pad value p->qvalue. */
 void k_q_pad(const k_pad_params *p, const int8_t *restrict x, int8_t *restrict y);
 
+/* Slice part (bytes), see k_slice_part. */
+void k_q_slice_part(const int8_t *restrict x, int outer, int xtot, int xoff, int8_t *restrict y,
+                    int yn);
+
 /* Concatenation part (bytes), see k_concat_part. */
 void k_q_concat_part(const int8_t *restrict x, int outer, int xn, int8_t *restrict y, int ytot,
                      int yoff);
