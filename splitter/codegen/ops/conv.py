@@ -245,18 +245,24 @@ class Conv2D(OpEmitter):
         """``k_<variant>`` (:mod:`codegen.ops.q8_variants`): conv / pointwise with the layer's
         im2col scratch block, depthwise, or the generic ``k_q_conv2d`` for grouped convs."""
         wt = np.asarray(op.weights["W"])
-        family = q8_conv_kind(op, [ctx.tensors[op.inputs[0]]])
-        layout = {"conv": conv_weights, "pointwise": conv_weights, "depthwise": depthwise_weights}
-        w = layout.get(family, lambda a: a)(ohwi(wt))
-        wn = ctx.weights.add(f"{op.name}_W", w, np.int8)
+        fn, wn, scratch = q8_kernel(op, ctx)
         bn = bias(op, ctx)
         requant = requant_arrays(op, ctx)
         groups = int(op.attr("groups", 1))
         params = window_record(op, ctx, wt.shape[2:], groups=groups)
         params += q_record(op, ctx, requant, gemm_rounding(op))
         x, y = ctx.p8(op.inputs[0]), ctx.p8(op.outputs[0])
-        fn = "k_" + variant_name(family, ctx.isa)
-        if family in ("conv", "pointwise"):
-            s = ctx.p8(f"{op.name}:scratch")
-            return block(params, f"{fn}(&p, &q, {x}, {wn}, {bn}, {s}, {y})")
-        return block(params, f"{fn}(&p, &q, {x}, {wn}, {bn}, {y})")
+        s = f"{scratch}, " if scratch else ""
+        return block(params, f"{fn}(&p, &q, {x}, {wn}, {bn}, {s}{y})")
+
+
+def q8_kernel(op: Op, ctx: EmitContext) -> tuple[str, str, str]:
+    """The int8 conv's kernel (``k_<variant>``), its weights in the variant's layout (added to
+    the weights blob) and its scratch pointer (``""`` for the kernels without one): the one
+    choice the whole op and a PEX row loop (:mod:`splitter.codegen.pex_rows`) share."""
+    family = q8_conv_kind(op, [ctx.tensors[op.inputs[0]]])
+    layout = {"conv": conv_weights, "pointwise": conv_weights, "depthwise": depthwise_weights}
+    w = layout.get(family, lambda a: a)(ohwi(np.asarray(op.weights["W"])))
+    wn = ctx.weights.add(f"{op.name}_W", w, np.int8)
+    scratch = ctx.p8(f"{op.name}:scratch") if family in ("conv", "pointwise") else ""
+    return "k_" + variant_name(family, ctx.isa), wn, scratch
