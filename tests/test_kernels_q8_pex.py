@@ -103,7 +103,8 @@ static int accumulate(void)
     for (o = 0; o < O; o++)
         for (k = 0; k < C; k++) WT[k * O + o] = W[o * C + k];
     for (i = 0; i < 4 * O * HW; i++) A0[off + i] = A1[off + i] = (unsigned char)rnd(0, 255);
-    for (i = 0; i < O * HW; i++) A0[off + 4 * i + 3] = A1[off + 4 * i + 3] = (unsigned char)rnd(0, 1) * 255u;
+    for (i = 0; i < O * HW; i++)
+        A0[off + 4 * i + 3] = A1[off + 4 * i + 3] = (unsigned char)rnd(0, 1) * 255u;
     k_q_pex_accumulate(X, W + c, C, zp, O, HW, A0 + off);
     k_q_pex_accumulate_dsp(X, WT + c * O, zp, O, HW, A1 + off);
     return same(A0 + off, A1 + off, 4 * O * HW);
