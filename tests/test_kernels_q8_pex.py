@@ -7,7 +7,8 @@ generic ones they replace (kernels_q8.c), on seeded random shapes that hit every
 tests/test_pex_plan.py): channel counts and pixel counts off the blocking (4 pixels, 4 outputs,
 4-byte groups), accumulators at every byte alignment (the LDM / STM path needs a word, the
 others fall back), the requantisation in place both ways (result below and above its
-accumulators), 3x3 depthwise planes with stride 1 and 2, any padding, strided channels
+accumulators), 3x3 depthwise planes with stride 1 and 2, any padding, small planes (the
+zero-point-padded copy) and large ones (border pixels one by one), strided channels
 (``xs``, ``ys``) and a 5x5 plane (the generic fallback), per-tensor multipliers with left and
 right shifts, both rounding modes, random zero points and clamps.
 
@@ -129,7 +130,7 @@ static int plane(void)
     k_q_params q;
     const int xs = rnd(0, 1) ? 1 : rnd(2, 3), ys = rnd(0, 1) ? 1 : 2;
     const int k = rnd(0, 5) ? 3 : 5;
-    int n;
+    int n, big;
     memset(&p, 0, sizeof p);
     p.C = p.O = p.groups = 1;
     p.kh = p.kw = k;
@@ -137,8 +138,9 @@ static int plane(void)
     p.sw = rnd(0, 2) ? p.sh : 3 - p.sh;
     p.pt = rnd(0, k / 2); p.pb = rnd(0, k / 2); p.pl = rnd(0, k / 2); p.pr = rnd(0, k / 2);
     p.dh = p.dw = 1;
-    p.H = rnd(k - p.pt - p.pb > 1 ? k - p.pt - p.pb : 1, 13);
-    p.W = rnd(k - p.pl - p.pr > 1 ? k - p.pl - p.pr : 1, 14);
+    big = rnd(0, 2) == 0; /* over K_PEX_PAD_MAX: the border pixels one by one */
+    p.H = big ? rnd(19, 30) : rnd(k - p.pt - p.pb > 1 ? k - p.pt - p.pb : 1, 13);
+    p.W = big ? rnd(19, 30) : rnd(k - p.pl - p.pr > 1 ? k - p.pl - p.pr : 1, 14);
     p.OH = (p.H + p.pt + p.pb - k) / p.sh + 1;
     p.OW = (p.W + p.pl + p.pr - k) / p.sw + 1;
     quant(&q);

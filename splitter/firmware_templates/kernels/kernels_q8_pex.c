@@ -262,8 +262,9 @@ K_INLINE int32_t dw_nine(const int8_t *x0, size_t rs, int xs, const int8_t *w, i
     return acc;
 }
 
-/* One output row: border pixels one by one, interior ones [lo, hi) from the folded base. */
-K_INLINE void dw_row(const k_window_params *p, const k_q_params *q, const int8_t *x, int xs,
+/* One output row: border pixels one by one, interior ones [lo, hi) from the folded base (one
+ * copy of the code, called for the plane and for its padded copy). */
+static void dw_row(const k_window_params *p, const k_q_params *q, const int8_t *x, int xs,
                      const int8_t *w, int32_t bias, int8_t *y, int ys, int oy, int lo, int hi,
                      int32_t base, const uint32_t wp[6], int full)
 {
@@ -294,10 +295,33 @@ K_INLINE void dw_row(const k_window_params *p, const k_q_params *q, const int8_t
                                       amax);
 }
 
+/* Bytes of the zero-point-padded copy of a small plane on the stack (18 x 18 with a pad of 1). */
+#define K_PEX_PAD_MAX 400
+
+/* The plane's rows -pt .. Hp - pt - 1 and columns -pl .. Wp - pl - 1, contiguous, in_zp outside
+ * the input: x - in_zp = 0 there, so every tap adds what TFLite's skipped taps add (nothing) and
+ * every output pixel is an interior one of the copy. */
+K_INLINE void pad_copy(const k_window_params *p, const int8_t *x, int xs, int zp, int Hp, int Wp,
+                       int8_t *pad)
+{
+    int r, c;
+    for (r = 0; r < Hp; r++) {
+        const int iy = r - p->pt;
+        int8_t *d = pad + (size_t)r * Wp;
+        const int8_t *s = x + (size_t)iy * p->W * xs;
+        for (c = 0; c < Wp; c++) {
+            const int ix = c - p->pl;
+            d[c] = (iy < 0 || iy >= p->H || ix < 0 || ix >= p->W) ? (int8_t)zp
+                                                                   : s[(size_t)ix * xs];
+        }
+    }
+}
+
 void k_q_dw_plane_dsp(const k_window_params *p, const k_q_params *q, const int8_t *x, int xs,
                       const int8_t *restrict w, const int32_t *b, int8_t *y, int ys)
 {
     const int32_t bias = b ? *b : 0;
+    const int Hp = (p->OH - 1) * p->sh + 3, Wp = (p->OW - 1) * p->sw + 3;
     int32_t base = bias;
     uint32_t wp[6];
     int oy, ylo, yhi, xlo, xhi, k;
@@ -309,6 +333,18 @@ void k_q_dw_plane_dsp(const k_window_params *p, const k_q_params *q, const int8_
     for (k = 0; k < 3; k++) {
         wp[2 * k] = pair16(w[3 * k], w[3 * k + 2]);
         wp[2 * k + 1] = pair16(w[3 * k + 1], w[3 * k + 1]);
+    }
+    if (Hp * Wp <= K_PEX_PAD_MAX && (p->pt || p->pl || p->pb || p->pr)) {
+        /* a small plane, mostly border: pad a copy, then every pixel is interior */
+        int8_t pad[K_PEX_PAD_MAX];
+        k_window_params pp = *p;
+        pad_copy(p, x, xs, q->in_zp, Hp, Wp, pad);
+        pp.H = Hp;
+        pp.W = Wp;
+        pp.pt = pp.pl = pp.pb = pp.pr = 0;
+        for (oy = 0; oy < p->OH; oy++)
+            dw_row(&pp, q, pad, 1, w, bias, y, ys, oy, 0, p->OW, base, wp, 1);
+        return;
     }
     interior(p->OH, p->sh, p->pt, p->H, &ylo, &yhi);
     interior(p->OW, p->sw, p->pl, p->W, &xlo, &xhi);

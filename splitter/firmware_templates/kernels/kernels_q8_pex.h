@@ -37,7 +37,9 @@ void k_q_pex_requant_dsp(const k_q_params *q, const void *acc, int O, int HW, in
 /* One channel of a depthwise conv (k_q_dw_plane: input / output channel strides xs, ys).
  * 3x3 kernels: interior pixels with the nine weights in registers (stride 1 and xs == 1: two
  * pixels per pass, SXTB16 pairs of input bytes and SMLAD), the border pixels as k_q_dw_plane;
- * other kernel sizes are k_q_dw_plane. */
+ * a padded plane of at most 400 bytes (18 x 18 with a pad of 1) is first copied to the stack
+ * with the input zero point around it, where every pixel is interior; other kernel sizes are
+ * k_q_dw_plane. */
 void k_q_dw_plane_dsp(const k_window_params *p, const k_q_params *q, const int8_t *x, int xs,
                       const int8_t *restrict w, const int32_t *b, int8_t *y, int ys);
 
