@@ -14,34 +14,61 @@ typedef int32_t k_pex_i32 __attribute__((may_alias));
 
 /* One channel's k_q_mul (away = 1) or k_q_mul_up (away = 0) split once: M = m * 2^(s - 31)
  * as a left shift (s > 0) or a rounding right shift (s <= 0) with its remainder mask and tie
- * threshold (the arithmetic of kernels_q8.c's k_q_mul / k_q_mul_up, as kernels_q8_opt.c's
- * rq_value writes it). */
+ * threshold, and the output zero point zp (the arithmetic of kernels_q8.c's k_q_mul /
+ * k_q_mul_up, as kernels_q8_opt.c's rq_value, rqup_value and rq_fast write it). `mode` picks
+ * the shortest exact form: PEX_RQ_UP (GEMM rounding, right shift r in [2, 22]: one 64-bit
+ * multiply-add, zp folded in, h = (2 zp + 1) 2^(r - 2)), PEX_RQ_FAST (ties away, no left shift,
+ * a right shift, every sum under 2^30 in magnitude: SMMULR), else PEX_RQ_ANY. */
+enum { PEX_RQ_ANY, PEX_RQ_UP, PEX_RQ_FAST };
+
 typedef struct {
-    int32_t m, mask, thr, away;
-    int left, right;
+    int32_t m, mask, thr, away, h, half;
+    int left, right, zp, mode;
 } pex_rq;
 
-K_INLINE pex_rq pex_rq_of(int32_t m, int s, int round_up)
+/* The requantisation of sums of a bias b and T products w (x - in_zp) (|w| <= 128,
+ * |x - in_zp| <= 255). */
+K_INLINE pex_rq pex_rq_of(const k_q_params *q, int k, int32_t b, int T)
 {
     pex_rq r;
-    r.m = m;
+    const int s = (int)q->shift[k];
+    const int64_t bound = (b < 0 ? -(int64_t)b : (int64_t)b) + (int64_t)T * 128 * 255;
+    r.m = q->mult[k];
     r.left = s > 0 ? s : 0;
     r.right = s > 0 ? 0 : -s;
     r.mask = (int32_t)((1u << r.right) - 1u);
     r.thr = r.mask >> 1;
-    r.away = round_up ? 0 : 1;
+    r.away = q->round_up ? 0 : 1;
+    r.zp = q->out_zp;
+    r.half = r.right > 0 ? (int32_t)(1u << (r.right - 1)) : 0;
+    r.h = r.right >= 2 ? (int32_t)((uint32_t)(2 * q->out_zp + 1) << (r.right - 2)) : 0;
+    r.mode = PEX_RQ_ANY;
+    if (q->round_up && r.right >= 2 && r.right <= 22) r.mode = PEX_RQ_UP;
+    else if (!q->round_up && !r.left && r.right > 0 && bound < ((int64_t)1 << 30))
+        r.mode = PEX_RQ_FAST;
     return r;
 }
 
-/* round((acc << left) * m / 2^31) (gemmlowp's SaturatingRoundingDoublingHighMul; m >= 0 never
- * saturates), then the rounding right shift (+1 when the remainder exceeds mask / 2, + 1 more
- * for a negative value when ties go away from zero), + zp, clamped to [lo, hi]. */
-K_INLINE int8_t pex_out(int32_t acc, const pex_rq *r, int zp, int lo, int hi)
+/* requant(acc) + zp clamped to [lo, hi] (pex_rq_of). PEX_RQ_ANY: round((acc << left) * m /
+ * 2^31) (gemmlowp's SaturatingRoundingDoublingHighMul; m >= 0 never saturates), then the
+ * rounding right shift (+1 when the remainder exceeds mask / 2, + 1 more for a negative value
+ * when ties go away from zero). PEX_RQ_UP: floor((acc m + h 2^32 + 2^30) / 2^(31 + r)).
+ * PEX_RQ_FAST: SMMULR(2 acc, m) = the high multiply, then (h + 2^(r-1) - [h < 0]) >> r. */
+K_INLINE int8_t pex_out(int32_t acc, const pex_rq *r, int lo, int hi)
 {
-    const int32_t x = (int32_t)((uint32_t)acc << r->left);
-    const int32_t h = (int32_t)(((int64_t)x * r->m + ((int64_t)1 << 30)) >> 31);
-    const int32_t thr = r->thr + (r->away & (int32_t)((uint32_t)h >> 31));
-    int32_t v = (h >> r->right) + ((h & r->mask) > thr ? 1 : 0) + zp;
+    int32_t v;
+    if (r->mode == PEX_RQ_UP) {
+        const int64_t t = (int64_t)acc * r->m + (int64_t)(((uint64_t)(uint32_t)r->h << 32) | (1u << 30));
+        v = (int32_t)(t >> 32) >> (r->right - 1);
+    } else if (r->mode == PEX_RQ_FAST) {
+        const int32_t h = K_SMMULR((int32_t)((uint32_t)acc << 1), r->m);
+        v = ((h + r->half - (int32_t)((uint32_t)h >> 31)) >> r->right) + r->zp;
+    } else {
+        const int32_t x = (int32_t)((uint32_t)acc << r->left);
+        const int32_t h = (int32_t)(((int64_t)x * r->m + ((int64_t)1 << 30)) >> 31);
+        const int32_t thr = r->thr + (r->away & (int32_t)((uint32_t)h >> 31));
+        v = (h >> r->right) + ((h & r->mask) > thr ? 1 : 0) + r->zp;
+    }
     v = v < lo ? lo : v;
     v = v > hi ? hi : v;
     return (int8_t)v;
@@ -65,8 +92,8 @@ K_INLINE int32_t pw_one(const int8_t *x, const int8_t *w, int C, int32_t acc)
 void k_q_pex_pointwise_dsp(const k_q_params *q, const int8_t *restrict x, int C, int HW,
                            const int8_t *restrict w, const int32_t *b, int8_t *restrict y)
 {
-    const pex_rq r = pex_rq_of(q->mult[0], (int)q->shift[0], q->round_up);
-    const int zp = q->out_zp, lo = q->act_min, hi = q->act_max, C4 = C & ~3;
+    const pex_rq r = pex_rq_of(q, 0, b ? *b : 0, C);
+    const int lo = q->act_min, hi = q->act_max, C4 = C & ~3;
     const size_t c1 = (size_t)C, c2 = 2 * c1, c3 = 3 * c1;
     int32_t base = b ? *b : 0;
     int i, k;
@@ -97,12 +124,12 @@ void k_q_pex_pointwise_dsp(const k_q_params *q, const int8_t *restrict x, int C,
             a2 += wk * xi[c2 + k];
             a3 += wk * xi[c3 + k];
         }
-        y[i] = pex_out(a0, &r, zp, lo, hi);
-        y[i + 1] = pex_out(a1, &r, zp, lo, hi);
-        y[i + 2] = pex_out(a2, &r, zp, lo, hi);
-        y[i + 3] = pex_out(a3, &r, zp, lo, hi);
+        y[i] = pex_out(a0, &r, lo, hi);
+        y[i + 1] = pex_out(a1, &r, lo, hi);
+        y[i + 2] = pex_out(a2, &r, lo, hi);
+        y[i + 3] = pex_out(a3, &r, lo, hi);
     }
-    for (; i < HW; i++) y[i] = pex_out(pw_one(x + (size_t)i * c1, w, C, base), &r, zp, lo, hi);
+    for (; i < HW; i++) y[i] = pex_out(pw_one(x + (size_t)i * c1, w, C, base), &r, lo, hi);
 }
 
 /* ------------------------------------------------------------ accumulating conv ---- */
@@ -177,14 +204,14 @@ void k_q_pex_accumulate_dsp(const int8_t *restrict x, const int8_t *restrict w, 
 K_INLINE void requant_pixel(const k_q_params *q, const unsigned char *a, int O, int8_t *y,
                             int forward)
 {
-    const int per = q->nq > 1, zp = q->out_zp, lo = q->act_min, hi = q->act_max;
+    const int per = q->nq > 1, lo = q->act_min, hi = q->act_max;
     int n;
     for (n = 0; n < O; n++) {
-        const int o = forward ? n : O - 1 - n, k = per ? o : 0;
-        const pex_rq r = pex_rq_of(q->mult[k], (int)q->shift[k], q->round_up);
+        const int o = forward ? n : O - 1 - n;
+        const pex_rq r = pex_rq_of(q, per ? o : 0, INT32_MAX, 0); /* any sum: no PEX_RQ_FAST */
         int32_t v;
         __builtin_memcpy(&v, a + (size_t)o * 4, 4);
-        y[o] = pex_out(v, &r, zp, lo, hi);
+        y[o] = pex_out(v, &r, lo, hi);
     }
 }
 
@@ -268,31 +295,29 @@ static void dw_row(const k_window_params *p, const k_q_params *q, const int8_t *
                      const int8_t *w, int32_t bias, int8_t *y, int ys, int oy, int lo, int hi,
                      int32_t base, const uint32_t wp[6], int full)
 {
-    const pex_rq r = pex_rq_of(q->mult[0], (int)q->shift[0], q->round_up);
-    const int zp = q->out_zp, amin = q->act_min, amax = q->act_max, OW = p->OW;
+    const pex_rq r = pex_rq_of(q, 0, bias, 9);
+    const int amin = q->act_min, amax = q->act_max, OW = p->OW;
     const size_t rs = (size_t)p->W * xs;
     const int8_t *xr = full ? x + (size_t)(oy * p->sh - p->pt) * rs : x;
     int8_t *yr = y + (size_t)oy * OW * ys;
     int ox = 0;
     if (!full) lo = hi = OW; /* a border row */
     for (; ox < lo; ox++)
-        yr[(size_t)ox * ys] = pex_out(dw_border(p, x, xs, w, q->in_zp, oy, ox, bias), &r, zp, amin,
-                                      amax);
+        yr[(size_t)ox * ys] = pex_out(dw_border(p, x, xs, w, q->in_zp, oy, ox, bias), &r, amin, amax);
     if (p->sw == 1 && xs == 1) {
         for (; ox + 2 <= hi; ox += 2) {
             int32_t a0 = base, a1 = base;
             dw_pair(xr + (ox - p->pl), p->W, wp, &a0, &a1);
-            yr[(size_t)ox * ys] = pex_out(a0, &r, zp, amin, amax);
-            yr[(size_t)(ox + 1) * ys] = pex_out(a1, &r, zp, amin, amax);
+            yr[(size_t)ox * ys] = pex_out(a0, &r, amin, amax);
+            yr[(size_t)(ox + 1) * ys] = pex_out(a1, &r, amin, amax);
         }
     }
     for (; ox < hi; ox++) {
         const int8_t *x0 = xr + (size_t)(ox * p->sw - p->pl) * xs;
-        yr[(size_t)ox * ys] = pex_out(dw_nine(x0, rs, xs, w, base), &r, zp, amin, amax);
+        yr[(size_t)ox * ys] = pex_out(dw_nine(x0, rs, xs, w, base), &r, amin, amax);
     }
     for (; ox < OW; ox++)
-        yr[(size_t)ox * ys] = pex_out(dw_border(p, x, xs, w, q->in_zp, oy, ox, bias), &r, zp, amin,
-                                      amax);
+        yr[(size_t)ox * ys] = pex_out(dw_border(p, x, xs, w, q->in_zp, oy, ox, bias), &r, amin, amax);
 }
 
 /* Bytes of the zero-point-padded copy of a small plane on the stack (18 x 18 with a pad of 1). */
@@ -304,15 +329,25 @@ static void dw_row(const k_window_params *p, const k_q_params *q, const int8_t *
 K_INLINE void pad_copy(const k_window_params *p, const int8_t *x, int xs, int zp, int Hp, int Wp,
                        int8_t *pad)
 {
+    const int c0 = p->pl, c1 = p->pl + p->W < Wp ? p->pl + p->W : Wp; /* input columns */
     int r, c;
     for (r = 0; r < Hp; r++) {
         const int iy = r - p->pt;
         int8_t *d = pad + (size_t)r * Wp;
-        const int8_t *s = x + (size_t)iy * p->W * xs;
-        for (c = 0; c < Wp; c++) {
-            const int ix = c - p->pl;
-            d[c] = (iy < 0 || iy >= p->H || ix < 0 || ix >= p->W) ? (int8_t)zp
-                                                                   : s[(size_t)ix * xs];
+        if (iy < 0 || iy >= p->H) {
+            for (c = 0; c < Wp; c++) d[c] = (int8_t)zp;
+            continue;
+        }
+        {
+            const int8_t *s = x + (size_t)iy * p->W * xs;
+            int8_t *e = d + c0;
+            for (c = 0; c < c0; c++) d[c] = (int8_t)zp;
+            if (xs == 1)
+                for (c = 0; c < c1 - c0; c++) e[c] = s[c];
+            else
+                for (c = 0; c < c1 - c0; c++) e[c] = s[(size_t)c * xs];
+            for (c = c1; c < Wp; c++) d[c] = (int8_t)zp;
+            for (; c < Wp; c++) d[c] = (int8_t)zp;
         }
     }
 }
