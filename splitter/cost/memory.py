@@ -28,8 +28,9 @@ again at every iteration); the full output of an accumulating last op (a conv wi
 output, holds 32-bit accumulators (``4 * elements``; the int8 result is requantised in place);
 a channel loop's ops get no scratch block (its kernels need none).
 A row loop (``by == "row"``) has no accumulators: each inner tensor is its window of rows
-(:func:`splitter.cost.rows.window_rows`), the loop context rule is the same, and each op's
-scratch block (the tuned conv kernels' im2col columns) is live over the whole loop.
+(:func:`splitter.cost.rows.window_rows`), the loop context rule is the same, and its ops'
+scratch (the tuned conv kernels' im2col columns) is one block of the largest op's bytes, live
+over the whole loop (the ops' calls alternate, never overlap).
 """
 
 from __future__ import annotations
@@ -114,6 +115,7 @@ def plan_layer_memory(
     blocks[input_name].offset = 0
     placed: list[_Block] = [blocks[input_name]]
     order: list[tuple[int, int, _Block]] = []
+    shared: dict[str, str] = {}  # a row loop op's scratch name -> the loop's one block
     for k, op in enumerate(ops):
         for name in op.outputs:
             if name in alias or name == out_root or name not in blocks:
@@ -121,7 +123,13 @@ def plan_layer_memory(
             block = blocks[name]
             order.append((block.start, k if block.start == k else -1, block))
         first, last = _scratch_span(k, spans, loops)
-        scratch = _scratch(op, tensors, itemsize_of) if first >= 0 else 0
+        if first < 0 or (first != last and first != k):
+            continue  # (a row loop's scratch is placed at its first op)
+        if first == last:
+            scratch = _scratch(op, tensors, itemsize_of)
+        else:
+            scratch = max(_scratch(o, tensors, itemsize_of) for o in ops[first : last + 1])
+            shared.update({f"{o.name}:scratch": f"{op.name}:scratch" for o in ops[k : last + 1]})
         if scratch:
             order.append((first, k, _Block(f"{op.name}:scratch", scratch, first, last)))
     for _start, _rank, block in sorted(order, key=lambda item: (item[0], item[1])):
@@ -133,6 +141,9 @@ def plan_layer_memory(
     sizes = {b.name: b.nbytes for b in placed}
     for name in alias:
         offsets[name], sizes[name] = offsets[root(name)], nbytes(name)
+    for name, block_name in shared.items():
+        if block_name in offsets:
+            offsets[name], sizes[name] = offsets[block_name], sizes[block_name]
     return LayerMemory(size, MappingProxyType(offsets), MappingProxyType(sizes))
 
 
@@ -252,8 +263,9 @@ def _scratch_span(
     k: int, spans: Sequence[tuple[int, int, int]], loops: Sequence[ChannelLoop]
 ) -> tuple[int, int]:
     """When op ``k``'s scratch block is live: at ``k`` alone; over its whole row loop (the loop's
-    ops run interleaved, row after row); ``(-1, -1)`` inside a channel loop (its kernels,
-    ``kernels_q8_pex.c`` and the generic ones, need no scratch)."""
+    ops run interleaved, row after row, one call at a time: one block of the largest scratch
+    serves them all); ``(-1, -1)`` inside a channel loop (its kernels, ``kernels_q8_pex.c`` and
+    the generic ones, need no scratch)."""
     for (a, b, _c), loop in zip(spans, loops, strict=True):
         if a <= k <= b:
             return (a, b) if loop.by == "row" else (-1, -1)

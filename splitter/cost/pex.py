@@ -362,7 +362,7 @@ def _row_loops(
 ) -> dict[int, list[Loop]]:
     """Every row loop (two ops or more, each inner tensor consumed only by the next op), by
     its first op, with its memory: the tensors live in it, inner ones as their row windows, and
-    its ops' scratch blocks (live over the whole loop, ``splitter.cost.memory``)."""
+    its ops' one scratch block (the largest, live over the whole loop, ``splitter.cost.memory``)."""
     found: dict[int, list[Loop]] = {}
     able = [rule(op, graph) and row_geometry(op, graph.tensors) is not None for op in ops]
     for s in range(len(ops)):
@@ -385,7 +385,7 @@ def _row_loops(
                     memory += inner[name] * row_bytes(spec, live.itemsize_of(spec))
                 else:
                     memory += live.nbytes(name)
-            memory += sum(_scratch(op, live) for op in ops[s : e + 1])
+            memory += max(_scratch(op, live) for op in ops[s : e + 1])
             rows = int(graph.tensors[ops[e].outputs[0]].shape[1])
             found.setdefault(s, []).append(Loop(s, e, rows, memory, "row"))
     return found
