@@ -69,25 +69,54 @@ def _conv(name: str, src: str, dst: str, w: tuple[int, ...], pad: int, groups: i
     return Op(name, "conv2d", (src,), (dst,), attrs, {"W": np.zeros(w, np.int8)})
 
 
-def test_a_row_loop_calls_the_generic_kernel_once_per_output_row() -> None:
-    """expand 1x1 (8 -> 24) -> depthwise 3x3 (pad 1) -> project 1x1 (24 -> 8) at 10x10: every
-    output once (``out``), one call per output row of each op, the depthwise's MACs over the
-    taps inside the input (10x10 positions: 8 x 28 valid taps per axis sum), and the window
-    slides of :func:`splitter.cost.rows.window_moves`."""
+def test_a_row_loop_calls_the_ops_tuned_kernels_once_per_output_row() -> None:
+    """expand 1x1 (8 -> 24) -> depthwise 3x3 (pad 1) -> project 1x1 (24 -> 8) at 10x10: each
+    op's own tuned kernel (the variant of the op run whole, same features: every output once,
+    every MAC) with one call per output row of each op, and the window slides of
+    :func:`splitter.cost.rows.window_moves`."""
     tensors = {"x": _q8("x", 10, 8), "e": _q8("e", 10, 24), "d": _q8("d", 10, 24),
                "y": _q8("y", 10, 8)}  # fmt: skip
     ops = [_conv("expand", "x", "e", (24, 8, 1, 1), 0),
            _conv("dw", "e", "d", (24, 1, 3, 3), 1, groups=24),
            _conv("project", "d", "y", (8, 24, 1, 1), 0)]  # fmt: skip
     terms = loop_terms(ops, 10, tensors, "NHWC", by="row")
-    convs = [t for t in terms if t.variant == "pex.q_conv2d/NHWC/int8"]
+    convs = [t for t in terms if t.variant.startswith("conv2d.")]
+    assert [t.variant.split("/")[0] for t in convs] == [
+        "conv2d.pointwise", "conv2d.depthwise", "conv2d.pointwise"]  # fmt: skip
     assert [t.features["call"] for t in convs] == [10, 10, 10]
+    for op, t in zip(ops, convs, strict=True):
+        whole = op_features(op, tensors, "NHWC")
+        assert {**whole, "call": 10} == t.features
     assert [t.features["out"] for t in convs] == [2400, 2400, 800]
-    assert convs[1].features["mac"] == 24 * 28 * 28  # (8 + 2 * 2 + ... ) valid taps: 28 a side
-    assert [t.features["mac"] for t in (convs[0], convs[2])] == [2400 * 8, 800 * 24]
     slide = next(t for t in terms if t.variant == "pex.row.slide/NHWC/int8")
     assert slide.features["rows"] == 30
     assert slide.features["in"] % (10 * 24) == 0  # whole rows of W x C bytes
+
+
+def test_a_channel_loop_calls_the_dsp_kernels_on_a_dsp_core() -> None:
+    """The same block as a channel loop over its 24 expanded channels: on a DSP build the tuned
+    one-channel kernels of kernels_q8_pex.c, by hand: the generator's 100 pixels are 25 blocks
+    of four (no tail); the 10x10 depthwise plane (pad 1) has 8 x 8 interior pixels, 4 pairs a
+    row, and 36 border pixels whose valid taps are 28 x 28 - 64 x 9 = 208; the accumulation
+    adds 100 pixels x 8 outputs per channel (no ``O % 4`` tail). The plain build keeps the
+    generic kernels' variants."""
+    tensors = {"x": _q8("x", 10, 8), "e": _q8("e", 10, 24), "d": _q8("d", 10, 24),
+               "y": _q8("y", 10, 8)}  # fmt: skip
+    ops = [_conv("expand", "x", "e", (24, 8, 1, 1), 0),
+           _conv("dw", "e", "d", (24, 1, 3, 3), 1, groups=24),
+           _conv("project", "d", "y", (8, 24, 1, 1), 0)]  # fmt: skip
+    got = {t.variant: t.features for t in loop_terms(ops, 24, tensors, "NHWC", isa="dsp")}
+    assert got["pex.q_pex_pointwise_dsp/NHWC/int8"] == {
+        "call": 24, "in": 24 * 8, "out": 2400, "mac": 2400 * 8, "pix": 0, "gen": 0}  # fmt: skip
+    assert got["pex.q_dw_plane_dsp/NHWC/int8"] == {
+        "call": 24, "rows": 240, "pair": 24 * 32, "inner": 0, "pix": 24 * 36,
+        "edge": 24 * 208, "out": 2400}  # fmt: skip
+    assert got["pex.accumulate_dsp/NHWC/int8"] == {
+        "call": 24, "in": 2400, "out": 2400 * 8, "rows": 0}  # fmt: skip
+    assert got["pex.acc_dsp/NHWC/int8"] == {"call": 1, "out": 800}
+    plain = {t.variant for t in loop_terms(ops, 24, tensors, "NHWC", isa="plain")}
+    assert plain == {"pex.q_pointwise/NHWC/int8", "pex.q_dw_plane/NHWC/int8",
+                     "pex.accumulate/NHWC/int8", "pex.acc/NHWC/int8"}  # fmt: skip
 
 
 def test_loop_instructions_are_the_sum_of_their_calls() -> None:

@@ -20,9 +20,13 @@ weights, multiplier / shift / bias ``c``), run depthwise convs on one channel (`
 weights ``(C, kh*kw)``, reading / writing channel ``c`` of a full NHWC tensor at the loop's
 ends) and accumulate into int32 accumulators (``k_q_pex_fill`` /
 ``k_q_pex_accumulate``), requantised in place after the loop (``k_q_pex_requant``) as
-``k_q_conv2d`` rounds: bit for bit the ops run whole. The accumulators occupy the output's block
-(``4 * elements`` bytes); the int8 result lands at its start, or at its end when the block is
-the layer output at the top of the arena (:func:`placed_offsets` says where).
+``k_q_conv2d`` rounds: bit for bit the ops run whole. On a core with the DSP extension
+(``ctx.isa == "dsp"``) the pointwise, depthwise, accumulating and requantising kernels are the
+tuned ``_dsp`` ones of ``kernels_q8_pex.c`` (:func:`pex_kernel`; same bytes), the accumulating
+conv's weights then stored transposed, ``(C, O)``, so input channel ``c``'s are contiguous.
+The accumulators occupy the output's block (``4 * elements`` bytes); the int8 result lands at
+its start, or at its end when the block is the layer output at the top of the arena
+(:func:`placed_offsets` says where).
 
 Row loops (``by == "row"``, int8 NHWC convolutions streaming output rows through windows of
 rows) are emitted by :mod:`splitter.codegen.pex_rows`.
@@ -223,7 +227,8 @@ def _q8_generate(op: Op, ctx: EmitContext, sub: EmitContext) -> list[str]:
     if pointwise and not any(op.attr("pads", (0, 0, 0, 0))):
         shape = ctx.tensors[op.inputs[0]].shape  # NHWC
         hw = int(shape[1] * shape[2])
-        return [*q, f"k_q_pex_pointwise(&q, {x}, {taps}, {hw}, {wn} + c * {taps}, {b}, {y});"]
+        fn = pex_kernel("q_pex_pointwise", ctx.isa)
+        return [*q, f"{fn}(&q, {x}, {taps}, {hw}, {wn} + c * {taps}, {b}, {y});"]
     params = window_record(op, sub, np.asarray(op.weights["W"]).shape[2:], groups=1)
     return [*params, *q, f"k_q_conv2d(&p, &q, {x}, {wn} + c * {taps}, {b}, {y});"]
 
@@ -248,7 +253,8 @@ def _q8_channel_op(op: Op, ctx: EmitContext, sub: EmitContext, inner: set[str]) 
     q, b = _q8_channel_requant(op, ctx)
     params = window_record(op, sub, np.asarray(op.weights["W"]).shape[2:], groups=1)
     (x, xs), (y, ys) = (_q8_plane(name, ctx, inner) for name in (op.inputs[0], op.outputs[0]))
-    call = f"k_q_dw_plane(&p, &q, {x}, {xs}, {wn} + c * {taps}, {b}, {y}, {ys});"
+    fn = pex_kernel("q_dw_plane", ctx.isa)
+    call = f"{fn}(&p, &q, {x}, {xs}, {wn} + c * {taps}, {b}, {y}, {ys});"
     return [*params, *q, call]
 
 
@@ -271,12 +277,16 @@ def _q8_accumulate(op: Op, ctx: EmitContext, inner: set[str]) -> list[str]:
     """Input channel ``c``'s contribution to an int8 pointwise conv's accumulators."""
     w = np.asarray(op.weights["W"])
     o, cin = w.shape[:2]
-    wn = ctx.weights.add(f"{op.name}_W", w.reshape(o, cin), np.int8)
     y = op.outputs[0]
     hw = int(np.prod(ctx.tensors[y].shape[1:3]))
     _, in_zp = qp(ctx.tensors[op.inputs[0]])
     x = ctx.p8(op.inputs[0])
     acc = f"A8 + {ctx.offsets[y + ':acc']}"
+    if ctx.isa == "dsp":  # weights (C, O): input channel c's O weights contiguous
+        wn = ctx.weights.add(f"{op.name}_W", np.ascontiguousarray(w.reshape(o, cin).T), np.int8)
+        fn = pex_kernel("q_pex_accumulate", ctx.isa)
+        return [f"{fn}({x}, {wn} + c * {o}, {in_zp}, {o}, {hw}, {acc});"]
+    wn = ctx.weights.add(f"{op.name}_W", w.reshape(o, cin), np.int8)
     return [f"k_q_pex_accumulate({x}, {wn} + c, {cin}, {in_zp}, {o}, {hw}, {acc});"]
 
 
@@ -287,5 +297,17 @@ def _q8_finish(op: Op, ctx: EmitContext) -> list[str]:
     o = ctx.tensors[y].shape[3]
     q = q_record(op, ctx, requant_arrays(op, ctx), gemm_rounding(op))
     acc = f"A8 + {ctx.offsets[y + ':acc']}"
+    fn = pex_kernel("q_pex_requant", ctx.isa)
     return ["{", *("    " + line for line in q),
-            f"    k_q_pex_requant(&q, {acc}, {o}, {hw}, {ctx.p8(y)});", "}"]  # fmt: skip
+            f"    {fn}(&q, {acc}, {o}, {hw}, {ctx.p8(y)});", "}"]  # fmt: skip
+
+
+#: the channel-loop kernels with a tuned ``_dsp`` variant (kernels_q8_pex.c)
+PEX_DSP = frozenset({"q_pex_pointwise", "q_pex_accumulate", "q_pex_requant", "q_dw_plane"})
+
+
+def pex_kernel(name: str, isa: str) -> str:
+    """The C function of channel-loop kernel ``name`` on ISA ``isa``: ``k_<name>_dsp`` with the
+    DSP extension (kernels_q8_pex.c), else the generic ``k_<name>`` (kernels_q8.c; the
+    Cortex-M0+ build), the same bytes either way."""
+    return f"k_{name}_dsp" if isa == "dsp" and name in PEX_DSP else f"k_{name}"

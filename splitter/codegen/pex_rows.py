@@ -6,11 +6,14 @@ then each op, first to last, produces its missing rows one at a time. Op ``i`` w
 window of its output (the inner tensor's block of the arena plan, ``window_rows[i]`` rows of
 ``W * C`` int8 bytes, NHWC) at slot ``d_i - l_i``, after dropping the rows its consumer no
 longer reads (``k_q_copy``, a memmove, to the front: ``l_i`` is the first row held); the last
-op writes row ``d`` of the full output. Every op is an int8 convolution run by the generic
-``k_q_conv2d`` (the OHWI weights, per-channel multipliers, TFLite arithmetic: the bytes of the
-op run whole) on one output row: its record ``p_i`` is copied to the stack with ``OH = 1``, and
-each call sets ``H`` to the input rows present and ``pt`` to the rows missing above them (the
-kernel's tap range skips what lies outside ``[0, H)``, exactly as for the padded whole input).
+op writes row ``d`` of the full output. Every op is an int8 convolution run by the kernel the
+op run whole calls (:func:`splitter.codegen.ops.conv.q8_kernel`: the tuned ``k_q_conv_<isa>``,
+``k_q_pointwise_<isa>`` or ``k_q_depthwise_<isa>``, the conv and pointwise ones with the op's
+im2col scratch block, live over the whole loop; the generic ``k_q_conv2d`` for grouped convs),
+with the same weights and TFLite arithmetic, so the bytes of the op run whole, on one output
+row: its record ``p_i`` is copied to the stack with ``OH = 1``, and each call sets ``H`` to the
+input rows present and ``pt`` to the rows missing above them (the kernels skip the taps outside
+``[0, H)``, exactly as for the padded whole input).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import numpy as np
 
 from splitter.codegen.escape import c_comment
 from splitter.codegen.ops.base import EmitContext
-from splitter.codegen.ops.conv import ohwi, q_record, window_record
+from splitter.codegen.ops.conv import q8_kernel, q_record, window_record
 from splitter.codegen.ops.quant import bias, gemm_rounding, requant_arrays
 from splitter.cost.rows import RowGeom, loop_windows, row_bytes
 from splitter.ir import ChannelLoop, Layer, Op
@@ -79,7 +82,8 @@ def _produce(
     y_spec = ctx.tensors[op.outputs[0]]
     x_row, y_row = row_bytes(x_spec, 1), row_bytes(y_spec, 1)
     first = "a0" if i == 0 else f"(a0 - l{i - 1})"  # the input row's index in its buffer
-    wn = ctx.weights.add(f"{op.name}_W", ohwi(np.asarray(op.weights["W"])), np.int8)
+    fn, wn, scratch = q8_kernel(op, ctx, whole=False)
+    s = f"{scratch}, " if scratch else ""
     body: list[str] = []
     if i < n - 1:
         nxt = geoms[i + 1]
@@ -103,8 +107,8 @@ def _produce(
         f"const int a1 = a + {g.k} > {g.h_in} ? {g.h_in} : a + {g.k};",
         f"p{i}.H = a1 - a0;",
         f"p{i}.pt = a0 - a;",
-        f"k_q_conv2d(&p{i}, &q{i}, {ctx.p8(op.inputs[0])} + (size_t){first} * {x_row}, {wn}, "
-        f"{bias(op, ctx)}, {y});",
+        f"{fn}(&p{i}, &q{i}, {ctx.p8(op.inputs[0])} + (size_t){first} * {x_row}, {wn}, "
+        f"{bias(op, ctx)}, {s}{y});",
         f"d{i}++;",
     ]
     return [

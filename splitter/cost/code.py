@@ -100,7 +100,7 @@ def layer_keys(chain: Chain, layers: Iterable[int]) -> list[str]:
     it
     gets the key ``pex:<key>`` in a channel loop; in a row loop (``splitter/codegen/pex_rows.py``)
     every
-    op is the same per-row ``k_q_conv2d`` call, key ``pexrow:<kind>/<layout>``, and each row
+    op is a per-row call of its kernel, key ``pexrow:<kind>/<layout>``, and each row
     loop adds one :data:`ROW_LOOP_KEY` (its row counters and window shifts): all measured by
     the table on the models' loop chains. A layer of
     an operator-granularity chain then has one :data:`MOVE_KEY` per ``memmove`` of its
@@ -111,7 +111,7 @@ def layer_keys(chain: Chain, layers: Iterable[int]) -> list[str]:
         rowed = {name for loop in layer.loops if loop.by == "row" for name in loop.ops}
         looped = {name for loop in layer.loops for name in loop.ops}
         for op in layer.ops:
-            if op.name in rowed:  # every op of a row loop is one k_q_conv2d call per row
+            if op.name in rowed:  # every op of a row loop is one kernel call per row
                 layout = chain.graph.layout if chain.graph is not None else "-"
                 keys.append(f"{ROW_KEY_PREFIX}{op.kind}/{layout}")
             else:

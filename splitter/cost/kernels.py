@@ -356,10 +356,16 @@ def feature_names(variant: str) -> tuple[str, ...]:
     whole-op kernel, :func:`loop_terms`)."""
     if variant.startswith(PEX):
         base = variant.removeprefix(PEX)
+        if base.startswith("q_dw_plane_dsp"):
+            return ("call", "rows", "pair", "inner", "pix", "edge", "out")
         if base.startswith(("q_dw_plane", "q_conv2d")):
             return ("call", "rows", "pix", "out", "edge", "inner", "mac")
+        if base.startswith("q_pex_pointwise_dsp"):
+            return ("call", "in", "out", "mac", "pix", "gen")
         if base.startswith("q_pointwise"):
             return ("call", "in", "out", "mac")
+        if base.startswith("accumulate_dsp"):
+            return ("call", "in", "out", "rows")
         if base.startswith("row.slide"):
             return ("call", "in", "rows")
         if base.startswith(("acc/", "act.")):
@@ -565,19 +571,20 @@ def _generic_q8(op: Op, x: TensorSpec, y: TensorSpec) -> dict[str, float]:
 
 def row_loop_terms(ops: Sequence[Op], tensors: Mapping[str, TensorSpec]) -> list[Term]:
     """The kernel calls of one row loop (``codegen/pex_rows.py``): each int8 conv computes its
-    output one row at a time with the generic ``k_q_conv2d`` (``OH = 1``, only the input rows
-    its window reads, its top pad the rows missing above them), every output row once: the loops
-    of the whole op (:func:`_generic_q8`) with one call per output row; and the window slides,
-    ``k_q_copy`` calls (``call``) moving ``in`` bytes, with the schedule's per-row bookkeeping
-    (``rows``: output rows of the last op times ops), :func:`splitter.cost.rows.window_moves`."""
+    output one row at a time with the kernel the op run whole calls
+    (``splitter.codegen.ops.conv.q8_kernel``: ``OH = 1``, only the input rows its window reads,
+    its top pad the rows missing above them), every output row once: the op's own terms
+    (:func:`op_terms`, the same C function fitted on every call of it) with one call per output
+    row; and the window slides, ``k_q_copy`` calls (``call``) moving ``in`` bytes, with the
+    schedule's per-row bookkeeping (``rows``: output rows of the last op times ops),
+    :func:`splitter.cost.rows.window_moves`."""
     from splitter.cost.rows import loop_windows, row_bytes, window_moves
 
     terms = []
     for op in ops:
-        x, y = tensors[op.inputs[0]], tensors[op.outputs[0]]
-        feats = _generic_q8(op, x, y)
-        feats["call"] = feats["rows"]
-        terms.append(Term(f"{PEX}q_conv2d/NHWC/int8", feats))
+        rows = _chw(tensors[op.outputs[0]], "NHWC")[1]
+        for term in op_terms(op, tensors, "NHWC"):
+            terms.append(Term(term.variant, {**term.features, "call": rows}))
     found = loop_windows(ops, tensors)
     moves = window_moves(found[1]) if found is not None else ()
     moved = sum(rows * row_bytes(tensors[op.outputs[0]], 1)
@@ -589,31 +596,77 @@ def row_loop_terms(ops: Sequence[Op], tensors: Mapping[str, TensorSpec]) -> list
     return terms
 
 
-def _q8_loop_term(op: Op, k: int, c: int, sub: Mapping[str, TensorSpec], plane: bool) -> Term:
+def _q8_loop_term(
+    op: Op, k: int, c: int, sub: Mapping[str, TensorSpec], plane: bool, isa: str
+) -> Term:
     """One int8 op inside a channel loop, ``c`` iterations: a depthwise conv on one plane
-    (``k_q_dw_plane``), a 1x1 generating conv (``k_q_pex_pointwise``: per call a ``C``-long
-    zero-point correction, ``in``; per pixel a ``C``-long dot product and a requantisation,
-    ``out`` and ``mac``), another generating conv (``k_q_conv2d``, ``O = 1``)."""
+    (``k_q_dw_plane``; ``_dsp``: :func:`_dw_plane_dsp`), a 1x1 generating conv
+    (``k_q_pex_pointwise``: per call a ``C``-long zero-point correction, ``in``; per pixel a
+    ``C``-long dot product and a requantisation, ``out`` and ``mac``; ``_dsp``: four pixels per
+    pass, the ``HW % 4`` last ones, ``pix``, with their MACs, ``gen``), another generating conv
+    (``k_q_conv2d``, ``O = 1``)."""
     x, y = sub[op.inputs[0]], sub[op.outputs[0]]
     one = _sliced_op(op, plane)
+    if plane and isa == "dsp" and _dw_plane_dsp(one, x, y):
+        return _scaled(Term("q_dw_plane_dsp/NHWC/int8", _dw_plane_dsp(one, x, y)), c)
     if plane:
         return _scaled(Term("q_dw_plane/NHWC/int8", _generic_q8(one, x, y)), c)
     if k == 0 and q8_conv_kind(one, [x]) == "pointwise":
         cin, hw = _chw(x, "NHWC")[0], y.size
         feats = {"call": 1, "in": cin, "out": hw, "mac": hw * cin}
+        if isa == "dsp":
+            tail = hw % 4
+            feats.update({"mac": (hw - tail) * cin, "pix": tail, "gen": tail * cin})
+            return _scaled(Term("q_pex_pointwise_dsp/NHWC/int8", feats), c)
         return _scaled(Term("q_pointwise/NHWC/int8", feats), c)
     return _scaled(Term("q_conv2d/NHWC/int8", _generic_q8(one, x, y)), c)
 
 
-def _accumulate_terms(y: TensorSpec, c: int, int8: bool, lay: str) -> list[Term]:
+def _interior(out: int, s: int, pad: int, n: int) -> tuple[int, int]:
+    """``interior`` of kernels_q8_pex.c: the outputs ``[lo, hi)`` whose 3 taps lie in ``[0, n)``."""
+    hi = min(out, (n - 3 + pad) // s + 1 if n - 3 + pad >= 0 else 0)
+    return min(-(-pad // s), hi), hi
+
+
+def _dw_plane_dsp(op: Op, x: TensorSpec, y: TensorSpec) -> dict[str, float]:
+    """``k_q_dw_plane_dsp`` (kernels_q8_pex.c) of a 3x3 undilated plane, ``{}`` for the other
+    kernels (it calls ``k_q_dw_plane``): per output row ``rows``; interior pixels two at a time
+    (``pair``, stride 1; the plane is contiguous in every loop the planner makes, ``xs == 1``)
+    or one at a time (``inner``); border pixels (``pix``) with their valid taps (``edge``); a
+    requantisation per output (``out``)."""
+    if tuple(op.weights["W"].shape[2:]) != (3, 3) or tuple(op.attr("dilations", (1, 1))) != (1, 1):
+        return {}
+    _, h, w = _chw(x, "NHWC")
+    _, oh, ow = _chw(y, "NHWC")
+    sh, sw = (int(v) for v in op.attr("strides", (1, 1)))
+    pt, pl = (int(v) for v in op.attr("pads", (0, 0, 0, 0))[:2])
+    ylo, yhi = _interior(oh, sh, pt, h)
+    xlo, xhi = _interior(ow, sw, pl, w)
+    n_in = xhi - xlo
+    pairs = n_in // 2 if sw == 1 else 0
+    inner = (yhi - ylo) * (n_in - 2 * pairs)
+    border = oh * ow - (yhi - ylo) * n_in
+    taps_y, taps_x = _valid_taps(oh, 3, sh, pt, h, 1), _valid_taps(ow, 3, sw, pl, w, 1)
+    all_taps = sum(taps_y) * sum(taps_x)
+    edge = all_taps - (yhi - ylo) * n_in * 9
+    return {"call": 1, "rows": oh, "pair": (yhi - ylo) * pairs, "inner": inner, "pix": border,
+            "edge": edge, "out": oh * ow}  # fmt: skip
+
+
+def _accumulate_terms(y: TensorSpec, c: int, int8: bool, lay: str, isa: str) -> list[Term]:
     """An accumulating pointwise conv's calls: ``c`` accumulations of one input channel into
     the ``O x HW`` output (``k_q_pex_accumulate``: per pixel the input value, ``in``, per
-    output the read-add-write, ``out``; float ``k_pex_accumulate``: per output channel a weight,
-    ``rows``, per output the add), and the passes over the output before and after the loop
-    (int8: ``k_q_pex_fill`` and ``k_q_pex_requant``, one term ``acc`` per output; float:
+    output the read-add-write, ``out``; ``_dsp``: four outputs per LDM / STM, the ``O % 4``
+    last ones of each pixel apart, ``rows``; float ``k_pex_accumulate``: per output channel a
+    weight, ``rows``, per output the add), and the passes over the output before and after the
+    loop (int8: ``k_q_pex_fill`` and ``k_q_pex_requant``, one term ``acc`` per output; float:
     ``k_pex_fill``, per channel and per output)."""
     o = _chw(y, lay)[0]
     hw = y.size // max(1, o)
+    if int8 and isa == "dsp":
+        feats = {"call": c, "in": c * hw, "out": c * y.size, "rows": c * hw * (o % 4)}
+        return [Term(f"{PEX}accumulate_dsp/{lay}/int8", feats),
+                Term(f"{PEX}acc_dsp/{lay}/int8", {"call": 1, "out": y.size})]  # fmt: skip
     if int8:
         return [Term(f"{PEX}accumulate/{lay}/int8", {"call": c, "in": c * hw, "out": c * y.size}),
                 Term(f"{PEX}acc/{lay}/int8", {"call": 1, "out": y.size})]  # fmt: skip
@@ -623,14 +676,15 @@ def _accumulate_terms(y: TensorSpec, c: int, int8: bool, lay: str) -> list[Term]
 
 
 def loop_terms(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpec],
-               layout: str, by: str = "channel") -> list[Term]:  # fmt: skip
+               layout: str, by: str = "channel", isa: str = "dsp") -> list[Term]:  # fmt: skip
     """The kernel calls of one PEX loop over ``channels`` (``codegen/pex.py``): per iteration
     the first op generates output channel ``c`` or runs a channel-wise op on plane ``c``, the
     middle ops run on one plane (float ``k_conv2d`` / ``k_act``, int8 ``k_q_dw_plane``), the
     last accumulates (:func:`_accumulate_terms`; float: its activation over the output after
     the loop). Features are per call x ``channels`` (int8: :func:`_q8_loop_term`; float: the
     whole-op kernel's features on the one-channel shapes); every variant is prefixed
-    :data:`PEX`. A row loop (``by == "row"``): :func:`row_loop_terms`."""
+    :data:`PEX`; ``isa`` is the int8 variant of the build (``codegen.pex.pex_kernel``). A row
+    loop (``by == "row"``): :func:`row_loop_terms`."""
     if by == "row":
         return row_loop_terms(ops, tensors)
     int8 = _dtype(ops[0], tensors) == "int8"
@@ -649,12 +703,12 @@ def loop_terms(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpe
         if plane or op.outputs[0] in inner:
             sub[op.outputs[0]] = _one_channel(y0, int8)
         if k == len(ops) - 1 and acc:
-            terms += _accumulate_terms(tensors[last.outputs[0]], c, int8, lay)
+            terms += _accumulate_terms(tensors[last.outputs[0]], c, int8, lay, isa)
         elif op.kind != "conv2d":  # a standalone float activation on one plane
             n = sub[op.outputs[0]].size
             terms.append(Term(f"{PEX}act.{op.kind}/{lay}/{dt}", {"call": c, "out": c * n}))
         elif int8:
-            terms.append(_q8_loop_term(op, k, c, sub, plane))
+            terms.append(_q8_loop_term(op, k, c, sub, plane, isa))
         else:
             terms += [_scaled(t, c) for t in op_terms(_sliced_op(op, plane), sub, lay)]
     if acc and not int8 and last.attr("act"):
@@ -682,8 +736,13 @@ def loop_instructions(
         hit = _coefficients(build).get("measured", {}).get(sig)
         if hit is not None:
             return float(hit)
-    terms = loop_terms(ops, channels, tensors, layout, by)
+    terms = loop_terms(ops, channels, tensors, layout, by, build_isa(build))
     return sum(term_instructions(t, build) for t in terms)
+
+
+def build_isa(build: str) -> str:
+    """The int8 ISA variant of table build ``build`` (``"M4F.dsp"`` -> ``"dsp"``)."""
+    return build.rpartition(".")[2]
 
 
 def layer_ops_instructions(

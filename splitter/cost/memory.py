@@ -24,11 +24,13 @@ same rule with three changes per loop over ops ``s..e`` (``docs/arena.md``): a t
 loop ops (an inner tensor) holds one channel, ``ceil(bytes / channels)``; every other tensor a
 loop op reads or writes (the loop context) is live over all of ``s..e`` (it is read or written
 again at every iteration); the full output of an accumulating last op (a conv with
-``groups == 1`` or a dense) is live from ``s``; loop ops get no scratch block (the generated
-loops call the generic kernels) (zeroed, then accumulated) and, for an integer
-output, holds 32-bit accumulators (``4 * elements``; the int8 result is requantised in place).
+``groups == 1`` or a dense) is live from ``s`` (zeroed, then accumulated) and, for an integer
+output, holds 32-bit accumulators (``4 * elements``; the int8 result is requantised in place);
+a channel loop's ops get no scratch block (its kernels need none).
 A row loop (``by == "row"``) has no accumulators: each inner tensor is its window of rows
-(:func:`splitter.cost.rows.window_rows`), the loop context rule is the same.
+(:func:`splitter.cost.rows.window_rows`), the loop context rule is the same, and its ops'
+scratch (the tuned conv kernels' im2col columns) is one block of the largest op's bytes, live
+over the whole loop (the ops' calls alternate, never overlap).
 """
 
 from __future__ import annotations
@@ -113,17 +115,23 @@ def plan_layer_memory(
     blocks[input_name].offset = 0
     placed: list[_Block] = [blocks[input_name]]
     order: list[tuple[int, int, _Block]] = []
+    shared: dict[str, str] = {}  # a row loop op's scratch name -> the loop's one block
     for k, op in enumerate(ops):
         for name in op.outputs:
             if name in alias or name == out_root or name not in blocks:
                 continue
             block = blocks[name]
             order.append((block.start, k if block.start == k else -1, block))
-        scratch = (
-            0 if any(a <= k <= b for a, b, _c in spans) else _scratch(op, tensors, itemsize_of)
-        )
-        if scratch:  # (a loop's ops call the generic kernels, which need no scratch)
-            order.append((k, k, _Block(f"{op.name}:scratch", scratch, k, k)))
+        first, last = _scratch_span(k, spans, loops)
+        if first < 0 or (first != last and first != k):
+            continue  # (a row loop's scratch is placed at its first op)
+        if first == last:
+            scratch = _scratch(op, tensors, itemsize_of)
+        else:
+            scratch = max(_scratch(o, tensors, itemsize_of) for o in ops[first : last + 1])
+            shared.update({f"{o.name}:scratch": f"{op.name}:scratch" for o in ops[k : last + 1]})
+        if scratch:
+            order.append((first, k, _Block(f"{op.name}:scratch", scratch, first, last)))
     for _start, _rank, block in sorted(order, key=lambda item: (item[0], item[1])):
         _first_fit(block, placed)  # in order of start (loop context first at its loop's start)
     size = blocks[input_name].nbytes
@@ -133,6 +141,9 @@ def plan_layer_memory(
     sizes = {b.name: b.nbytes for b in placed}
     for name in alias:
         offsets[name], sizes[name] = offsets[root(name)], nbytes(name)
+    for name, block_name in shared.items():
+        if block_name in offsets:
+            offsets[name], sizes[name] = offsets[block_name], sizes[block_name]
     return LayerMemory(size, MappingProxyType(offsets), MappingProxyType(sizes))
 
 
@@ -246,6 +257,19 @@ def _widen_for_loops(
                 block.end = max(block.end, e)
                 if name in ops[e].outputs:
                     block.start = min(block.start, s)
+
+
+def _scratch_span(
+    k: int, spans: Sequence[tuple[int, int, int]], loops: Sequence[ChannelLoop]
+) -> tuple[int, int]:
+    """When op ``k``'s scratch block is live: at ``k`` alone; over its whole row loop (the loop's
+    ops run interleaved, row after row, one call at a time: one block of the largest scratch
+    serves them all); ``(-1, -1)`` inside a channel loop (its kernels, ``kernels_q8_pex.c`` and
+    the generic ones, need no scratch)."""
+    for (a, b, _c), loop in zip(spans, loops, strict=True):
+        if a <= k <= b:
+            return (a, b) if loop.by == "row" else (-1, -1)
+    return k, k
 
 
 def _scratch(op: Op, tensors: Mapping[str, TensorSpec], itemsize_of: Callable[..., int]) -> int:

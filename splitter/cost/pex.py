@@ -46,6 +46,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from splitter.cost.handlers import handler
 from splitter.cost.rows import loop_windows, row_bytes, row_geometry
 from splitter.ir import Graph, Op, TensorSpec
 from splitter.ops import ACTIVATIONS
@@ -360,7 +361,8 @@ def _row_loops(
     ops: Sequence[Op], graph: Graph, live: _Liveness, rule: Callable[[Op, Graph], bool]
 ) -> dict[int, list[Loop]]:
     """Every row loop (two ops or more, each inner tensor consumed only by the next op), by
-    its first op, with its memory: the tensors live in it, inner ones as their row windows."""
+    its first op, with its memory: the tensors live in it, inner ones as their row windows, and
+    its ops' one scratch block (the largest, live over the whole loop, ``splitter.cost.memory``)."""
     found: dict[int, list[Loop]] = {}
     able = [rule(op, graph) and row_geometry(op, graph.tensors) is not None for op in ops]
     for s in range(len(ops)):
@@ -383,6 +385,14 @@ def _row_loops(
                     memory += inner[name] * row_bytes(spec, live.itemsize_of(spec))
                 else:
                     memory += live.nbytes(name)
+            memory += max(_scratch(op, live) for op in ops[s : e + 1])
             rows = int(graph.tensors[ops[e].outputs[0]].shape[1])
             found.setdefault(s, []).append(Loop(s, e, rows, memory, "row"))
     return found
+
+
+def _scratch(op: Op, live: _Liveness) -> int:
+    """Scratch bytes op's kernel asks for (``OpHandler.scratch_bytes``)."""
+    ins = [live.tensors[n] for n in op.inputs]
+    out = live.tensors[op.outputs[0]]
+    return handler(op).scratch_bytes(op, ins, out, live.itemsize_of(out))

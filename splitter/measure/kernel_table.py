@@ -52,6 +52,7 @@ from splitter.codegen.build_files import compile_flags
 from splitter.cost.kernels import (
     KERNEL_TABLE,
     Term,
+    build_isa,
     build_key,
     feature_names,
     loop_signature,
@@ -363,12 +364,12 @@ def measure_chain(chain: Chain, build: str, work: Path) -> list[OpSample]:
             ticks = [b - a - probe for a, b in itertools.pairwise(st[2:])]
             for i, t in zip(probed[k], ticks, strict=True):
                 instr = t / TICKS_PER_INSTRUCTION
-                samples.append(_sample(chain, j, i, instr))
+                samples.append(_sample(chain, j, i, instr, build))
     return samples
 
 
-def _sample(chain: Chain, j: int, i: int, instr: float) -> OpSample:
-    """The sample of op ``i`` (``i >= 0``) or PEX loop ``-1 - i`` of layer ``j``."""
+def _sample(chain: Chain, j: int, i: int, instr: float, build: str) -> OpSample:
+    """The sample of op ``i`` (``i >= 0``) or PEX loop ``-1 - i`` of layer ``j`` on ``build``."""
     assert chain.graph is not None
     layout, tensors = chain.graph.layout or "NCHW", chain.graph.tensors
     layer = chain.layers[j]
@@ -376,7 +377,7 @@ def _sample(chain: Chain, j: int, i: int, instr: float) -> OpSample:
         loop = layer.loops[-1 - i]
         by_name = {op.name: op for op in layer.ops}
         ops = [by_name[n] for n in loop.ops]
-        terms = tuple(loop_terms(ops, loop.channels, tensors, layout, loop.by))
+        terms = tuple(loop_terms(ops, loop.channels, tensors, layout, loop.by, build_isa(build)))
         sig = loop_signature(ops, loop.channels, tensors, layout, loop.by)
         return OpSample(chain.name, j, f"{LOOP}{loop.ops[0]}", terms, instr, sig)
     op = layer.ops[i]

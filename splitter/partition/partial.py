@@ -5,9 +5,11 @@
   partial_chain`): every loop that lowers a layer's RAM, whether or not a board needs it.
 * ``auto`` (the default): plan without partial execution; only when no plan fits the boards
   (:class:`InfeasibleError`) plan again with the loops. A plan that fits is never changed:
-  partial execution costs no extra MACs, but its per-channel kernel calls run slower than the
-  tuned whole-tensor kernels (``benchmarks/results/pex.md``: 1.9x the instructions on an int8
-  network) and a loop's layers can no longer be cut apart, so it is used when RAM demands it.
+  partial execution costs no extra MACs, but its one-channel / one-row kernel calls run slower
+  than the whole-tensor kernels (``benchmarks/results/pex.md``, int8 on the emulated M4F: channel
+  loops 1.9x and row loops 1.2x the instructions of their ops run whole, 1.36x on a network that
+  fits only with loops) and a loop's layers can no longer be cut apart, so it is used when RAM
+  demands it.
 """
 
 from __future__ import annotations

@@ -274,25 +274,33 @@ class Conv2D(OpEmitter):
         """``k_<variant>`` (:mod:`codegen.ops.q8_variants`): conv / pointwise with the layer's
         im2col scratch block, depthwise, or the generic ``k_q_conv2d`` for grouped convs."""
         wt = np.asarray(op.weights["W"])
-        family = q8_conv_kind(op, [ctx.tensors[op.inputs[0]]])
-        layout = {"conv": conv_weights, "pointwise": conv_weights, "depthwise": depthwise_weights}
-        w = layout.get(family, lambda a: a)(ohwi(wt))
-        wn = ctx.weights.add(f"{op.name}_W", w, np.int8)
+        fn, wn, scratch = q8_kernel(op, ctx)
         bn = bias(op, ctx)
         requant = requant_arrays(op, ctx)
         groups = int(op.attr("groups", 1))
         params = window_record(op, ctx, wt.shape[2:], groups=groups)
         params += q_record(op, ctx, requant, gemm_rounding(op))
         x, y = ctx.p8(op.inputs[0]), ctx.p8(op.outputs[0])
-        fn = "k_" + variant_name(family, ctx.isa)
-        if family in ("conv", "pointwise") or (family == "depthwise" and self._ring(op, ctx)):
-            s = ctx.p8(f"{op.name}:scratch")
-            return block(params, f"{fn}(&p, &q, {x}, {wn}, {bn}, {s}, {y})")
-        if family == "depthwise":
-            return block(params, f"{fn}(&p, &q, {x}, {wn}, {bn}, 0, {y})")
-        return block(params, f"{fn}(&p, &q, {x}, {wn}, {bn}, {y})")
+        s = f"{scratch}, " if scratch else ""
+        return block(params, f"{fn}(&p, &q, {x}, {wn}, {bn}, {s}{y})")
 
-    @staticmethod
-    def _ring(op: Op, ctx: EmitContext) -> bool:
-        """1 when the int8 depthwise ``op`` runs through its scratch ring."""
-        return _dw3_ring_bytes(op, ctx.tensors[op.inputs[0]]) > 0
+
+def q8_kernel(op: Op, ctx: EmitContext, *, whole: bool = True) -> tuple[str, str, str]:
+    """The int8 conv's kernel (``k_<variant>``), its weights in the variant's layout (added to
+    the weights blob) and its scratch argument (``""`` for the kernels without one): the one
+    choice the whole op and a PEX row loop (:mod:`splitter.codegen.pex_rows`, ``whole=False``)
+    share. The depthwise takes its line ring (``_dw3_ring_bytes``) only when run whole (a row
+    loop's one-row calls take the window loops: ``0``)."""
+    x = ctx.tensors[op.inputs[0]]
+    family = q8_conv_kind(op, [x])
+    layout = {"conv": conv_weights, "pointwise": conv_weights, "depthwise": depthwise_weights}
+    w = layout.get(family, lambda a: a)(ohwi(np.asarray(op.weights["W"])))
+    wn = ctx.weights.add(f"{op.name}_W", w, np.int8)
+    scratch = ""
+    if family in ("conv", "pointwise") or (
+        whole and family == "depthwise" and _dw3_ring_bytes(op, x)
+    ):
+        scratch = ctx.p8(f"{op.name}:scratch")
+    elif family == "depthwise":
+        scratch = "0"
+    return "k_" + variant_name(family, ctx.isa), wn, scratch

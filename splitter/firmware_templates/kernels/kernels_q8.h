@@ -164,5 +164,7 @@ void k_q_pex_requant(const k_q_params *q, const void *acc, int O, int HW, int8_t
  * depthwise and dense layers; the generic loops above stay the reference they are tested
  * against and run grouped convs. */
 #include "kernels_q8_opt.h"
+/* The tuned kernels of the PEX channel loops (k_q_pex_pointwise_dsp, ...). */
+#include "kernels_q8_pex.h"
 
 #endif /* SPLITTER_KERNELS_Q8_H */
