@@ -128,7 +128,7 @@ def plan_layer_memory(
         if first == last:
             scratch = _scratch(op, tensors, itemsize_of)
         else:
-            scratch = max(_scratch(o, tensors, itemsize_of) for o in ops[first : last + 1])
+            scratch = max(_row_scratch(o, tensors, itemsize_of) for o in ops[first : last + 1])
             shared.update({f"{o.name}:scratch": f"{op.name}:scratch" for o in ops[k : last + 1]})
         if scratch:
             order.append((first, k, _Block(f"{op.name}:scratch", scratch, first, last)))
@@ -277,6 +277,13 @@ def _scratch(op: Op, tensors: Mapping[str, TensorSpec], itemsize_of: Callable[..
     ins = [tensors[n] for n in op.inputs]
     out = tensors[op.outputs[0]]
     return handler(op).scratch_bytes(op, ins, out, itemsize_of(out))
+
+
+def _row_scratch(op: Op, tensors: Mapping[str, TensorSpec], itemsize_of: Callable[..., int]) -> int:
+    """Scratch bytes op's kernel asks for inside a row loop (``OpHandler.row_scratch_bytes``)."""
+    ins = [tensors[n] for n in op.inputs]
+    out = tensors[op.outputs[0]]
+    return handler(op).row_scratch_bytes(op, ins, out, itemsize_of(out))
 
 
 def _first_fit(block: _Block, placed: list[_Block]) -> None:

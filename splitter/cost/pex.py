@@ -385,14 +385,14 @@ def _row_loops(
                     memory += inner[name] * row_bytes(spec, live.itemsize_of(spec))
                 else:
                     memory += live.nbytes(name)
-            memory += max(_scratch(op, live) for op in ops[s : e + 1])
+            memory += max(_row_scratch(op, live) for op in ops[s : e + 1])
             rows = int(graph.tensors[ops[e].outputs[0]].shape[1])
             found.setdefault(s, []).append(Loop(s, e, rows, memory, "row"))
     return found
 
 
-def _scratch(op: Op, live: _Liveness) -> int:
-    """Scratch bytes op's kernel asks for (``OpHandler.scratch_bytes``)."""
+def _row_scratch(op: Op, live: _Liveness) -> int:
+    """Scratch bytes op's kernel asks for in a row loop (``OpHandler.row_scratch_bytes``)."""
     ins = [live.tensors[n] for n in op.inputs]
     out = live.tensors[op.outputs[0]]
-    return handler(op).scratch_bytes(op, ins, out, live.itemsize_of(out))
+    return handler(op).row_scratch_bytes(op, ins, out, live.itemsize_of(out))

@@ -281,6 +281,13 @@ class OpKind:
         """Kernel scratch in bytes; the float kernels here need none (direct loops)."""
         return 0
 
+    def row_scratch_bytes(
+        self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec, item: int
+    ) -> int:
+        """Kernel scratch in bytes when the op runs one output row at a time in a PEX row loop
+        (:mod:`splitter.codegen.pex_rows`); the whole op's by default."""
+        return self.scratch_bytes(op, ins, out, item)
+
     # ----------------------------------------------------------- the kernel cost table ----
 
     #: the features of the kernel cost fit (:mod:`splitter.cost.kernels`) when the kernel's

@@ -257,6 +257,15 @@ class Conv2D(OpEmitter):
         k = int(np.prod(op.weights["W"].shape[1:]))
         return 4 + 2 * 2 * (k + k % 2)
 
+    def row_scratch_bytes(
+        self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec, item: int
+    ) -> int:
+        """In a PEX row loop: the conv / pointwise im2col columns; a depthwise's one-row calls
+        go without the line ring (:func:`q8_kernel` with ``whole=False``): 0."""
+        if q8_conv_kind(op, ins) == "depthwise":
+            return 0
+        return self.scratch_bytes(op, ins, out, item)
+
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
         wt = np.asarray(op.weights["W"], dtype=np.float32)
         groups = int(op.attr("groups", 1))

@@ -1131,7 +1131,8 @@ K_INLINE void dw_engine(const k_window_params *p, const k_q_params *q, const int
 {
     const int C = p->C, T = p->kh * p->kw, C4 = C & ~3;
     int c = 0;
-    if (dsp && dw3_ok(p)) { /* the plain variant keeps the window loops: faster without SMLAD */
+    if (dsp && s && dw3_ok(p)) { /* the plain variant, and a call without the ring (a PEX row
+                                    * loop), keep the window loops */
         dw3_blocks(p, q, x, w, b, s, y, dsp);
         c = C4;
     }
