@@ -100,7 +100,8 @@ def layer_keys(chain: Chain, layers: Iterable[int]) -> list[str]:
     it
     gets the key ``pex:<key>`` in a channel loop; in a row loop (``splitter/codegen/pex_rows.py``)
     every
-    op is a per-row call of its kernel, key ``pexrow:<kind>/<layout>``, and each row
+    op is a per-row call of its kernel, key ``pexrow:<kind>/<layout>`` (an int8 conv's kind with
+    its kernel family, as in :func:`op_key`: each family links its own kernel), and each row
     loop adds one :data:`ROW_LOOP_KEY` (its row counters and window shifts): all measured by
     the table on the models' loop chains. A layer of
     an operator-granularity chain then has one :data:`MOVE_KEY` per ``memmove`` of its
@@ -112,8 +113,7 @@ def layer_keys(chain: Chain, layers: Iterable[int]) -> list[str]:
         looped = {name for loop in layer.loops for name in loop.ops}
         for op in layer.ops:
             if op.name in rowed:  # every op of a row loop is one kernel call per row
-                layout = chain.graph.layout if chain.graph is not None else "-"
-                keys.append(f"{ROW_KEY_PREFIX}{op.kind}/{layout}")
+                keys.append(ROW_KEY_PREFIX + op_key(op, chain).rsplit("/", 1)[0])
             else:
                 key = op_key(op, chain)
                 keys.append(f"pex:{key}" if op.name in looped else key)

@@ -102,7 +102,9 @@ def plan_with_splits(
             raise
         free = _needing_split(chain, boards, taken, upper=False)
         free = free or _needing_split(chain, boards, taken, upper=True)
-        if not free:
+        if not free or _hopeless(chain, boards, build_fn, [*fixed, *_most(free, devices)]):
+            if free:
+                raise type(exc)(f"{exc} ({_tried(free, devices)}: no plan either)") from exc
             raise
         try:
             return _best(chain, trial_fn or plan_fn, build_fn, fixed, free, devices, objective)
@@ -111,6 +113,32 @@ def plan_with_splits(
     if mode == "search":
         return _search(chain, base, boards, plan_fn, build_fn, objective)
     return base
+
+
+def _most(free: Sequence[Op], devices: int) -> list[LayerSplit]:
+    """Every op of ``free`` split into its most slices."""
+    return [_split_of(op, _k_max(op, devices)) for op in free]
+
+
+def _hopeless(
+    chain: Chain, boards: Boards, build_fn: ChainFn, splits: Sequence[LayerSplit]
+) -> bool:
+    """Whether no ``k`` combination can plan, decided on the split into the most slices: a
+    layer of its chain fits no device (SPEC.md constraints (4)-(5) with the lower-bound code
+    reserve) both run whole and with every PEX loop that lowers RAM
+    (:func:`splitter.cost.pex_chain.partial_chain`). Fewer slices make no slice smaller and
+    leave the other layers as they are, so then every combination fails and none is planned
+    (a MobileNet whose first layers need more RAM than any board has: hundreds of ``k``
+    combinations of its depthwise and pointwise layers, each planned in full, otherwise)."""
+    from splitter.cost.pex_chain import partial_chain
+    from splitter.partition.planner import chain_problem
+
+    split = build_fn(chain, splits)
+    for candidate in (split, partial_chain(split, None)):
+        problem = chain_problem(candidate, boards, upper=False)
+        if all(problem.allowed[j].any() for j in range(problem.n)):
+            return False
+    return True
 
 
 def _needing_split(chain: Chain, boards: Boards, taken: set[str], *, upper: bool) -> list[Op]:

@@ -1049,6 +1049,7 @@ K_INLINE void dw3_line(const k_dw3g *g, const int16_t *r0, const int16_t *r1,
 {
     const int e = g->lead & 1, rw = g->rw;
     int j, ox, done = 0;
+    (void)dsp; /* read only where the DSP assembly is built */
 #if K_DSP_NATIVE
     if (dsp && fast >= 2) {
         const k_dw3a *kp = (const k_dw3a *)ka + (last || g->tr ? 4 : 0);
