@@ -286,7 +286,7 @@ def test_same_model_and_boards_give_the_same_plan_hash_in_every_process(tmp_path
 
     root = Path(__file__).resolve().parents[1]
     hashes, nodes = set(), set()
-    for seed in ("1", "2"):  # the dp solver's node counts differ: 27570 and 29106
+    for seed in ("1", "2"):  # the dp solver's node counts have differed between these seeds
         out = tmp_path / f"out{seed}"
         proc = cli("compile", str(root / "models" / "long_skip.onnx"), "--target",
                    str(root / "models" / "boards" / "long_skip4.toml"), "-o", str(out),
@@ -296,4 +296,8 @@ def test_same_model_and_boards_give_the_same_plan_hash_in_every_process(tmp_path
         plan = json.loads((out / "plan.json").read_text())
         hashes.add(plan_hash(plan))
         nodes.add(plan["nodes"])
-    assert len(nodes) == 2 and len(hashes) == 1, (hashes, nodes)
+    assert len(hashes) == 1, (hashes, nodes)
+    # whether or not these two seeds happen to search in the same order, a node count that
+    # differs leaves the hash alone, and a figure of the plan that differs changes it
+    assert plan_hash({**plan, "nodes": plan["nodes"] + 1}) == plan_hash(plan)
+    assert plan_hash({**plan, "latency_s": 1.0 + plan["latency_s"]}) != plan_hash(plan)
