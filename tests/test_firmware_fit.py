@@ -31,7 +31,7 @@ from splitter.compile import CompileOptions, compile_model
 from splitter.errors import BoardFileError, SplitterError, UnsupportedOpError
 from splitter.hardware.boards import load_boards
 from splitter.importers import load_chain
-from splitter.ir import Boards, Chain
+from splitter.ir import Boards, Chain, Plan
 from splitter.manifest import read_manifest
 from splitter.partition.granularity import auto_granularity
 from splitter.partition.partial import plan_partial
@@ -76,29 +76,49 @@ def _keep(device_dir: Path, cache: Path) -> None:
         shutil.copytree(device_dir / "build" / "part" / "kernels", dst)
 
 
-def _fits(chain: Chain, boards: Boards) -> bool:
-    """Whether ``splitter plan`` / ``compile`` (partial execution ``auto``) find a plan."""
+def _plan(chain: Chain, boards: Boards) -> tuple[Chain, Plan] | None:
+    """The plan ``splitter plan`` / ``compile`` (partial execution ``auto``) find, or None."""
     try:
-        plan_partial(chain, boards, "auto")
+        return plan_partial(chain, boards, "auto")
     except SplitterError:
-        return False
-    return True
+        return None
 
 
-def fitting_plans(model: Path) -> list[tuple[Path, str]]:
-    """``(board file, granularity)`` of every plan ``compile`` makes that fits ``model``: the
-    defaults (super-node chain, PEX loops only when no plan fits without them), else
-    ``--granularity auto`` when it switches to the op chain (a block no board holds whole)."""
+def _device_images(granularity: str, chain: Chain, boards: Boards, plan: Plan) -> frozenset:
+    """What decides each device's firmware image in ``plan``: its part, its layer ranges with
+    their loops and how many peers it talks to (the host counted), as ``check_builds`` keys
+    the built images, here read from the plan before anything is compiled."""
+    subs = plan.submodels
+    images = set()
+    for d, device in enumerate(boards.devices):
+        mine = [k for k, s in enumerate(subs) if s.device_index == d]
+        if not mine:
+            continue
+        peers = {subs[k - 1].device_index if k > 0 else -1 for k in mine}
+        peers |= {subs[k + 1].device_index if k + 1 < len(subs) else -1 for k in mine}
+        ranges = tuple((subs[k].first, subs[k].last) for k in mine)
+        loops = tuple(tuple(chain.layers[j].loops for j in range(a, b + 1)) for a, b in ranges)
+        images.add((granularity, device.part.name, ranges, loops, len(peers)))
+    return frozenset(images)
+
+
+def fitting_plans(model: Path) -> list[tuple[Path, str, frozenset]]:
+    """``(board file, granularity, device images)`` of every plan ``compile`` makes that fits
+    ``model``: the defaults (super-node chain, PEX loops only when no plan fits without them),
+    else ``--granularity auto`` when it switches to the op chain (a block no board holds
+    whole)."""
     chain = load_chain(model)
     out = []
     for path in BOARDS:
         boards = load_boards(path)  # every shipped board file parses
-        if _fits(chain, boards):
-            out.append((path, "supernode"))
+        found = _plan(chain, boards)
+        if found is not None:
+            out.append((path, "supernode", _device_images("supernode", found[0], boards, found[1])))
             continue
         op = auto_granularity(chain, boards)
-        if op is not chain and _fits(op, boards):
-            out.append((path, "auto"))
+        found = _plan(op, boards) if op is not chain else None
+        if found is not None:
+            out.append((path, "auto", _device_images("auto", found[0], boards, found[1])))
     return out
 
 
@@ -171,7 +191,10 @@ def test_every_plan_that_fits_links_within_its_figures(
     model: Path, kernel_cache: Path, tmp_path: Path
 ) -> None:
     seen: set[tuple[object, ...]] = set()
-    for boards, granularity in fitting_plans(model):
+    built: set[object] = set()  # device images of the plans already compiled and built
+    for boards, granularity, images in fitting_plans(model):
+        if images <= built:
+            continue  # every device of this plan links the same image as one already checked
         out = tmp_path / f"{model.stem}-{boards.stem}-{granularity}"
         opts = CompileOptions(validate=False, granularity=granularity)
         try:
@@ -181,6 +204,7 @@ def test_every_plan_that_fits_links_within_its_figures(
         if not result.firmware.startswith("generated"):
             continue  # no kernels for the model (reported by compile); nothing to link
         check_builds(out, kernel_cache, seen)
+        built |= images
 
 
 def test_the_sweep_covers_plans_on_every_core() -> None:
@@ -208,12 +232,13 @@ def test_the_sweep_covers_partial_execution_and_op_granularity() -> None:
     its 1 MB skip block fits no board whole)."""
     pex = ROOT / "models" / "pex_irb_48.onnx"
     e2e_pex = ROOT / "models" / "boards" / "e2e_pex.toml"
-    assert (e2e_pex, "supernode") in fitting_plans(pex)
+    assert (e2e_pex, "supernode") in [(b, g) for b, g, _ in fitting_plans(pex)]
     chain = load_chain(pex)
-    looped, _plan = plan_partial(chain, load_boards(e2e_pex), "auto")
+    looped, _ = plan_partial(chain, load_boards(e2e_pex), "auto")
     assert looped is not chain and any(layer.loops for layer in looped.layers)
     skip = ROOT / "models" / "long_skip.onnx"
-    assert (ROOT / "models" / "boards" / "long_skip4.toml", "auto") in fitting_plans(skip)
+    long_skip4 = ROOT / "models" / "boards" / "long_skip4.toml"
+    assert (long_skip4, "auto") in [(b, g) for b, g, _ in fitting_plans(skip)]
 
 
 def test_yamnet_on_one_h743_is_refused_naming_the_arena_region(tmp_path: Path) -> None:
