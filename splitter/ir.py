@@ -386,3 +386,8 @@ class Plan:
     energy_j: float | None = None
     #: nodes per (layer, device) of a branch-and-bound search, when one ran (report heatmaps)
     search: tuple[tuple[int, ...], ...] | None = field(default=None, compare=False, repr=False)
+    #: a proved lower bound on the minimised value (latency, waiting time or energy) of every
+    #: plan that fits, when the planner has one (the proved optimum of its relaxation with the
+    #: lower-bound firmware reserves): a plan not proved optimal still proves that no plan
+    #: reaches below it
+    value_bound: float | None = field(default=None, compare=False)

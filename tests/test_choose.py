@@ -142,6 +142,62 @@ def test_minimise_energy_and_boards_and_the_written_files(reduced: Path, tmp_pat
     assert r.exit_code != 0 and (tmp_path / "mine" / "notes.txt").read_text() == "keep"
 
 
+def test_a_plan_not_proved_optimal_still_bounds_every_plan(reduced: Path) -> None:
+    """The planner's ``value_bound`` (its relaxation's proved optimum) is never above the value
+    of the plan it returns, equals it when the plan is proved optimal, and a target below it is
+    out of reach (how ``choose`` settles a set whose plan was repaired)."""
+    from splitter.partition.planner import plan_value
+
+    chain = load_chain(MODELS / "mlperf_vww_mobilenet_v1_025_int8.tflite")
+    cands = load_parts_file(reduced)
+    seen_bounds = 0
+    for idx in itertools.combinations_with_replacement(range(len(cands)), 2):
+        try:
+            _, plan = plan_partial(chain, parse_set(cands, idx, 115200), "auto", "throughput")
+        except InfeasibleError:
+            continue
+        value = plan_value(plan, "throughput")
+        if plan.value_bound is None:
+            continue
+        seen_bounds += 1
+        assert plan.value_bound <= value * (1 + 1e-9), idx
+        if plan.optimal:
+            assert math.isclose(plan.value_bound, value, rel_tol=1e-9), idx
+        beyond = Target("throughput", 1.01 / plan.value_bound)
+        assert beyond.out_of_reach(plan.value_bound) and not beyond.met(plan)
+        assert not Target("throughput", 0.99 / plan.value_bound).out_of_reach(plan.value_bound)
+    assert seen_bounds > 0
+    assert not Target("latency", 1.0).out_of_reach(None)
+    assert Target("latency", 1.0).out_of_reach(1.01) and not Target("latency", 1.0).out_of_reach(
+        1.0
+    )
+
+
+def test_least_energy_over_three_boards_is_proved_against_brute_force(reduced: Path) -> None:
+    """``--minimise energy`` with up to three boards: the answer is proved, and no set of up to
+    three boards of the reduced catalog has a plan meeting the target with less energy
+    (brute force: every set's least-energy plan under the target's bound, solved directly)."""
+    model = MODELS / "mlperf_kws_ds_cnn_int8.tflite"
+    target = Target("latency", 0.5)
+    result = choose(model, target, max_boards=3, parts_file=reduced, minimise="energy", front=False)
+    a = result.answer
+    assert a is not None and a.meets and result.proved, result.proof_note
+    assert a.least_energy_j is not None
+    chain = load_chain(model)
+    cands = result.candidates
+    least = math.inf
+    for k in range(1, 4):
+        for idx in itertools.combinations_with_replacement(range(len(cands)), k):
+            try:
+                _, plan = plan_partial(chain, parse_set(cands, idx, 115200), "auto", "energy",
+                                       "auto", max_latency_s=target.value)  # fmt: skip
+            except InfeasibleError:
+                continue
+            if target.met(plan) and plan.energy_j is not None:
+                least = min(least, plan.energy_j)
+    assert math.isclose(a.least_energy_j, least, rel_tol=1e-9), (a.least_energy_j, least)
+
+
 def test_pareto_front_drops_dominated_sets() -> None:
     t = Target("latency", 1.0)
     none = None

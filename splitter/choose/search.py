@@ -71,6 +71,15 @@ class Target:
             return plan.latency_s <= self.value * (1 + TOL)
         return plan.throughput_per_s >= self.value * (1 - TOL)
 
+    def out_of_reach(self, value_bound: float | None) -> bool:
+        """Whether a proved lower bound on the objective's value (latency, or waiting time
+        ``1 / throughput``: :attr:`splitter.ir.Plan.value_bound`) shows no plan meets it."""
+        if value_bound is None:
+            return False
+        if self.kind == "latency":
+            return value_bound > self.value * (1 + TOL)
+        return value_bound * self.value * (1 - TOL) > 1.0
+
     def bound_options(self) -> dict[str, float]:
         """The energy objective's bound that keeps its plans on target."""
         if self.kind == "latency":
@@ -167,7 +176,9 @@ def _solve_set(idx: tuple[int, ...]) -> dict[str, object]:
     planned, used, plan = found
     out: dict[str, object] = {
         "meets": target.met(plan),
-        "proved": plan.optimal,
+        # a set that misses the target is settled when its plan is optimal or the planner's
+        # proved bound already misses it
+        "proved": plan.optimal or target.out_of_reach(plan.value_bound),
         "latency_s": plan.latency_s,
         "throughput_per_s": plan.throughput_per_s,
         "energy_j": plan.energy_j,
@@ -182,9 +193,13 @@ def _solve_set(idx: tuple[int, ...]) -> dict[str, object]:
                 max_latency_s=caps.get("max_latency_s"), max_waiting_s=caps.get("max_waiting_s"),
             )  # fmt: skip
             out["least_energy_j"] = frugal.energy_j if target.met(frugal) else plan.energy_j
-            out["proved"] = bool(out["proved"]) and frugal.optimal
-        except (InfeasibleError, SolverError):
+            # the set meets the target whether or not its target plan is optimal: the least
+            # energy is proved when the energy solve (bounded by the target) is
+            out["proved"] = frugal.optimal
+        except InfeasibleError:
             out["least_energy_j"] = plan.energy_j
+        except SolverError:
+            out["least_energy_j"], out["proved"] = plan.energy_j, False
     return out
 
 
@@ -466,6 +481,11 @@ class Search:
             # a set that meets the target does so whether or not its plan is optimal: only the
             # sets ahead of the answer that missed it unproved leave a doubt
             unproved = [r for r in unproved if not r.meets and self._key(r) <= self._key(answer)]
+        elif answer is not None and answer.least_energy_j is not None:
+            # an unproved set whose energy bound is no lower than the answer's energy cannot
+            # beat it, whether it meets the target or not
+            best = answer.least_energy_j * (1 - TOL)
+            unproved = [r for r in unproved if r.bound is None or r.bound.energy_j < best]
         if unproved:
             names = "+".join(self.cands[i].name for i in unproved[0].idx)
             return (

@@ -236,13 +236,17 @@ def plan_chain(
        proved optimal only when its value equals step 1's (a relaxation's optimum);
     3. else solve with the upper-bound reserves (every kernel of the model on every device),
        whose plans always fit, reported as not proved optimal.
+
+    Step 1's proved optimum is the plan's ``value_bound``: no plan that fits does better.
     """
     if chain.graph is None:
         return solve(chain_problem(chain, boards), objective, solver, **options)
     lower = chain_problem(chain, boards, upper=False, host_io=host_io)
     first = solve(lower, objective, solver, **options)
+    # every plan that fits exactly is a plan of the relaxation: its proved optimum bounds them
+    bound = plan_value(first, objective) if first.optimal else None
     if _overflows(chain, boards, first) and lower.d**lower.n <= EXHAUSTIVE_LIMIT:
-        return _exhaustive(chain, boards, lower, objective, options)
+        return replace(_exhaustive(chain, boards, lower, objective, options), value_bound=bound)
     reserves_now = list(lower.reserves)
     plan = first
     for _round in range(REPAIR_ROUNDS):
@@ -250,7 +254,7 @@ def plan_chain(
         if not over:
             best = first.optimal and plan.optimal
             best = best and close(plan_value(plan, objective), plan_value(first, objective))
-            return replace(plan, optimal=best)
+            return replace(plan, optimal=best, value_bound=bound)
         for i, _message, code, runtime in over:
             r = reserves_now[i]
             reserves_now[i] = replace(r, flash=max(r.flash, code), ram=max(r.ram, runtime))
@@ -260,7 +264,7 @@ def plan_chain(
         except InfeasibleError:
             break
     plan = solve(chain_problem(chain, boards, host_io=host_io), objective, solver, **options)
-    return replace(plan, optimal=False)
+    return replace(plan, optimal=False, value_bound=bound)
 
 
 def plan_value(plan: Plan, objective: str) -> float:
