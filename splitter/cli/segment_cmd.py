@@ -40,6 +40,7 @@ from splitter.segments.build import (
     firmware_cap,
     load_rate,
     parse_extflash,
+    prepare_segmented,
     unit_problem,
     write_segmented,
 )
@@ -207,11 +208,11 @@ def command(
                 raise SplitterError(
                     f"{input_path}: a layer profile has no weights to build; give the model file"
                 )
-            written = write_segmented(
-                out_dir, input_path, target, chain, boards, device, units, answer,
-                force=force, input_shapes=input_shapes or None, extflash=ext,
-                step=progress.step,
+            prepared = prepare_segmented(
+                input_path, target, chain, boards, device, units, answer,
+                input_shapes=input_shapes or None, extflash=ext, step=progress.step,
             )  # fmt: skip
+            written = write_segmented(out_dir, prepared, force=force, step=progress.step)
     rows = _rows(chain, problem, answer, units, 1 / load.s_per_byte)
     if as_json:
         doc = {

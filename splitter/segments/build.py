@@ -128,6 +128,8 @@ class Prepared:
     plan: Plan
     ctx: PlanContext
     record: dict[str, Any]
+    chain: Chain
+    device: Device
 
 
 def prepare_segmented(
@@ -198,7 +200,7 @@ def prepare_segmented(
     if extflash is not None:
         ctx = _with_extflash(ctx, extflash)
     record["plan_hash"] = ctx.plan_hash
-    return Prepared(gen, manifest, plan, ctx, record)
+    return Prepared(gen, manifest, plan, ctx, record, chain, device)
 
 
 def plan_segments(
@@ -282,29 +284,15 @@ def manifest_segments(record: dict[str, Any]) -> Segments:
 
 
 def write_segmented(
-    out_dir: Path,
-    model: str,
-    target: str,
-    chain: Chain,
-    boards: Boards,
-    device: Device,
-    units: list[Any],
-    answer: Segmentation,
-    *,
-    force: bool = False,
-    input_shapes: dict[str, tuple[int, ...]] | None = None,
-    extflash: ExtFlash | None = None,
-    step: Step = lambda _t: None,
+    out_dir: Path, p: Prepared, *, force: bool = False, step: Step = lambda _t: None
 ) -> SegmentedOut:
-    """Generate (:func:`prepare_segmented`) and write ``OUT`` (module docstring), atomically."""
+    """Write ``OUT`` (module docstring) from what :func:`prepare_segmented` generated,
+    atomically."""
     from splitter.codegen.firmware import render_firmware
     from splitter.outputs import OutputDir
     from splitter.segments.firmware import BLOB_FILE, SEGMENTS_FILE
 
-    p = prepare_segmented(
-        model, target, chain, boards, device, units, answer,
-        input_shapes=input_shapes, extflash=extflash, step=step,
-    )  # fmt: skip
+    chain, device = p.chain, p.device
     with OutputDir(out_dir, force=force) as out:
         step(f"writing {out_dir}")
         out.write_text(MANIFEST_FILE, p.manifest.to_json() + "\n")
