@@ -379,6 +379,8 @@ def feature_names(variant: str) -> tuple[str, ...]:
         return ("call", "rows", "pair", "pix", "mac", "inner", "edge")
     if variant == GENERIC:
         return ("call", "rows", "pair", "inner", "out", "edge", "gen")
+    if variant == MOVE:
+        return ("call", "out")
     if variant.startswith(("conv2d.conv/", "conv2d.pointwise/")) and variant.endswith("/int8"):
         return ("call", "mac", "out", "pix", "inner", "in", "gen", "rows")
     if variant == "conv2d.conv/NHWC/float32":
@@ -491,6 +493,26 @@ def _coef_of(variant: str, build: str) -> Mapping[str, float]:
 #: has not measured yet: ``k_slice_part`` copies ``yn`` elements per outer index from a strided
 #: input as ``k_concat_part`` copies them into a strided output (kernels.c, kernels_q8.c).
 MIRRORS: Mapping[str, tuple[str, ...]] = {"slice.part": ("concat",)}
+
+
+#: Variant of the compaction ``memmove`` s ending an operator-granularity layer
+#: (:attr:`splitter.cost.oparena.LayerArena.moves`, emitted by ``splitter/codegen/model_c.py``):
+#: ``call`` = the number of moves, ``out`` = the bytes they move (``k_libc.c``'s byte loop).
+MOVE = "move/any/bytes"
+
+
+def move_term(moved: Sequence[int]) -> Term:
+    """The compaction of a layer whose moves carry ``moved`` bytes each: :data:`MOVE`."""
+    return Term(MOVE, {"call": float(len(moved)), "out": float(sum(moved))})
+
+
+def moves_instructions(moved: Sequence[int], build: str) -> float:
+    """Instructions of a layer's compaction ``memmove`` s (``moved``: bytes of each), the
+    table's :data:`MOVE` fit ``c_call * moves + c_out * bytes``; 0 without moves or before the
+    table has measured them."""
+    if not moved or MOVE not in _coefficients(build)["variants"]:
+        return 0.0
+    return term_instructions(move_term(moved), build)
 
 
 def op_instructions(

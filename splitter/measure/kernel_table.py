@@ -57,6 +57,7 @@ from splitter.cost.kernels import (
     feature_names,
     loop_signature,
     loop_terms,
+    move_term,
     op_signature,
     op_terms,
 )
@@ -106,6 +107,8 @@ TICKS_PER_INSTRUCTION = EMULATOR.clock_hz / 1e9
 SUBMODEL = "(sub-model)"
 #: the ``op`` of a PEX loop's sample: this prefix and the loop's first op
 LOOP = "(loop) "
+#: the ``op`` of a layer's compaction sample (its ``memmove`` s)
+MOVES_OP = "(moves)"
 #: chunk limits of one harness ELF: weights (1 MiB flash, code besides) and arena (128 KiB RAM
 #: less the probe stamps, 4 KiB, and the stack; the emulated firmware's largest PEX layer,
 #: pex_irb_48's 110,592 B, fits)
@@ -203,23 +206,34 @@ _LOOP_TAG = "    /* PEX loop: {} over {} channels */"
 _ROW_TAG = "    /* PEX row loop: {} over {} rows */"
 
 
+#: what :func:`insert_probes` records for the probe before a layer's compaction ``memmove`` s
+MOVES_PROBE = -(1 << 20)
+_MOVE_LINE = "    __builtin_memmove("
+
+
 def insert_probes(
     source: str, chain: Chain, layers: dict[int, int]
 ) -> tuple[str, dict[int, list[int]]]:
-    """``source`` with ``probe();`` before each op's block and each PEX loop of each ``sm_NN``
-    (``layers``: sub-model index -> chain layer); per sub-model what was probed, in order: an op
-    index (in ``layer.ops``) or ``-1 - k`` for loop ``k`` of ``layer.loops``. An op whose block
-    is not found (a reshape emitting nothing, an op inside a loop) is not probed."""
+    """``source`` with ``probe();`` before each op's block, each PEX loop and the compaction
+    ``memmove`` s (an operator-granularity layer's) of each ``sm_NN`` (``layers``: sub-model
+    index -> chain layer); per sub-model what was probed, in order: an op index (in
+    ``layer.ops``), ``-1 - k`` for loop ``k`` of ``layer.loops`` or :data:`MOVES_PROBE`. An op
+    whose block is not found (a reshape emitting nothing, an op inside a loop) is not probed."""
     from splitter.codegen.escape import c_comment
 
     out_lines: list[str] = []
     probed: dict[int, list[int]] = {}
     current: int | None = None
     tags: list[tuple[int, str]] = []
+    moved = False
     for line in source.splitlines():
         m = re.match(r"^int sm_(\d+)\(float \*arena\)$", line)
+        if current is not None and not moved and line.startswith(_MOVE_LINE):
+            out_lines.append("    probe();")
+            probed[current].append(MOVES_PROBE)
+            moved, tags = True, []
         if m:
-            current = int(m[1])
+            current, moved = int(m[1]), False
             layer = chain.layers[layers[current]]
             tags = [(i, _OP_TAG.format(c_comment(op.name))) for i, op in enumerate(layer.ops)]
             tags += [
@@ -369,10 +383,13 @@ def measure_chain(chain: Chain, build: str, work: Path) -> list[OpSample]:
 
 
 def _sample(chain: Chain, j: int, i: int, instr: float, build: str) -> OpSample:
-    """The sample of op ``i`` (``i >= 0``) or PEX loop ``-1 - i`` of layer ``j`` on ``build``."""
+    """The sample of op ``i`` (``i >= 0``), PEX loop ``-1 - i`` or the compaction moves
+    (:data:`MOVES_PROBE`) of layer ``j`` on ``build``."""
     assert chain.graph is not None
     layout, tensors = chain.graph.layout or "NCHW", chain.graph.tensors
     layer = chain.layers[j]
+    if i == MOVES_PROBE:
+        return OpSample(chain.name, j, MOVES_OP, (move_term(layer_moves(chain, j)),), instr)
     if i < 0:
         loop = layer.loops[-1 - i]
         by_name = {op.name: op for op in layer.ops}
@@ -383,6 +400,20 @@ def _sample(chain: Chain, j: int, i: int, instr: float, build: str) -> OpSample:
     op = layer.ops[i]
     terms = tuple(op_terms(op, tensors, layout))
     return OpSample(chain.name, j, op.name, terms, instr, op_signature(op, tensors, layout))
+
+
+def layer_moves(chain: Chain, j: int) -> tuple[int, ...]:
+    """Bytes of each compaction ``memmove`` after layer ``j`` of an operator-granularity
+    ``chain`` (the plan :func:`splitter.cost.code.compaction_moves` counts)."""
+    from splitter.cost.code import arena_itemsize
+    from splitter.cost.oparena import plan_op_layer
+
+    assert chain.graph is not None
+    layer = chain.layers[j]
+    before = [t.name for t in chain.layers[j - 1].boundary] if j else list(chain.graph.inputs)
+    after = [t.name for t in layer.boundary]
+    mem = plan_op_layer(layer.ops, before, after, chain.graph.tensors, arena_itemsize)
+    return tuple(m[3] for m in mem.moves)
 
 
 # --------------------------------------------------------------------- fitting ---------------
