@@ -10,7 +10,9 @@ EMULATOR=1`` per device, then one ``splitter bench --emulate --icount -n 1 --jso
 
 Per case: the splits (layer, k, devices, bytes their cuts carry), the planning time (wall, on the
 machine as loaded when run), and per sub-model the estimated compute against the emulated run's,
-per link the planned bytes against the bytes the bench counted.
+per link the planned bytes against the bytes the bench counted; for a plan on an
+operator-granularity chain, per layer the estimated instructions of its ops and of its compaction
+``memmove`` s against the kernel table harness's counts (:func:`layer_lines`).
 
 Usage: ``.venv/bin/python benchmarks/split_layer.py [MODEL ...]``; writes
 ``benchmarks/results/split_layer.md``. Given model names, only their cases are run and their
@@ -30,6 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 from splitter.compile import CompileOptions, compile_model  # noqa: E402
+from splitter.ir import Chain  # noqa: E402
 from splitter.toolchain.build import run_make  # noqa: E402
 
 CASES = (
@@ -38,6 +41,8 @@ CASES = (
     ("dw_wide.onnx", "split_dw3.toml"),
     ("dw_wide_qdq.onnx", "split_dw_qdq4.toml"),
 )
+#: the kernel cost table's build an emulated F405 runs
+BUILD = "M4F.dsp"
 HEADER = [
     "# Layer splits on emulated STM32F405s",
     "",
@@ -88,7 +93,47 @@ def run_case(model: str, boards: str, work: Path) -> list[str]:
     lines += ["", "| link | planned bytes | counted by the bench |", "|---|---:|---:|"]
     for planned, got in zip(bench["estimate"]["links"], bench["links"], strict=True):
         lines.append(f"| {got['from']} -> {got['to']} | {planned['bytes']} | {got['bytes']} |")
+    if result.manifest.layer_splits and result.chain.granularity == "op":
+        lines += ["", *layer_lines(result.chain, work / "layers")]
     return [*lines, ""]
+
+
+def layer_lines(chain: Chain, work: Path) -> list[str]:
+    """Per layer of the plan's chain: the planner's instructions (``M4F.dsp``, the emulated
+    F405's build) for its ops and for its compaction ``memmove`` s, against the counts of the
+    kernel table's harness (``splitter.measure.kernel_table.measure_chain``: each layer alone
+    under ``-icount``, a probe before each op and before the moves)."""
+    from splitter.cost.kernels import moves_instructions, op_instructions
+    from splitter.measure.kernel_table import MOVES_OP, SUBMODEL, layer_moves, measure_chain
+
+    assert chain.graph is not None
+    tensors, layout = chain.graph.tensors, chain.graph.layout or "NCHW"
+    work.mkdir(parents=True, exist_ok=True)
+    got: dict[tuple[int, str], float] = {}
+    for s in measure_chain(chain, BUILD, work):
+        if s.op != SUBMODEL:
+            got[(s.layer, s.op)] = got.get((s.layer, s.op), 0.0) + s.instructions
+    lines = [
+        f"Per layer (instructions, build `{BUILD}`; measured: each layer alone in the kernel "
+        "table's harness, a probe before each op and before the compaction moves):",
+        "",
+        "| layer | ops estimated | ops measured | error % | moves (bytes) | moves estimated "
+        "| moves measured |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for j, layer in enumerate(chain.layers):
+        if not layer.ops:
+            continue
+        est = sum(op_instructions(op, tensors, layout, BUILD) for op in layer.ops)
+        meas = sum(v for (k, op), v in got.items() if k == j and op != MOVES_OP)
+        moved = layer_moves(chain, j)
+        err = f"{100 * (est / meas - 1):+.1f}" if meas else "-"
+        nbytes = sum(n for _, _, n in moved)
+        lines.append(
+            f"| {layer.name} | {est:,.0f} | {meas:,.0f} | {err} | {len(moved)} ({nbytes:,}) "
+            f"| {moves_instructions(moved, BUILD):,.0f} | {got.get((j, MOVES_OP), 0.0):,.0f} |"
+        )
+    return lines
 
 
 def _sections(text: str) -> dict[str, list[str]]:

@@ -380,7 +380,7 @@ def feature_names(variant: str) -> tuple[str, ...]:
     if variant == GENERIC:
         return ("call", "rows", "pair", "inner", "out", "edge", "gen")
     if variant == MOVE:
-        return ("call", "out")
+        return ("call", "out", "in")
     if variant.startswith(("conv2d.conv/", "conv2d.pointwise/")) and variant.endswith("/int8"):
         return ("call", "mac", "out", "pix", "inner", "in", "gen", "rows")
     if variant == "conv2d.conv/NHWC/float32":
@@ -496,23 +496,32 @@ MIRRORS: Mapping[str, tuple[str, ...]] = {"slice.part": ("concat",)}
 
 
 #: Variant of the compaction ``memmove`` s ending an operator-granularity layer
-#: (:attr:`splitter.cost.oparena.LayerArena.moves`, emitted by ``splitter/codegen/model_c.py``):
-#: ``call`` = the number of moves, ``out`` = the bytes they move (``k_libc.c``'s byte loop).
+#: (:attr:`splitter.cost.oparena.LayerArena.moves`, emitted by ``splitter/codegen/model_c.py``
+#: as ``__builtin_memmove`` with constant offsets): ``call`` = the moves that call
+#: ``memmove`` / ``memcpy`` (``k_libc.c``'s byte loops), ``out`` = their bytes, ``in`` = the
+#: bytes of the moves gcc copies inline (word loads and stores: at most :data:`INLINE_MOVE`
+#: bytes to a region the source does not overlap, as arm-none-eabi-gcc 12 does at -O2 for the
+#: Cortex-M4; on the M0+ the fit prices them as it finds them).
 MOVE = "move/any/bytes"
+#: the largest constant-size non-overlapping ``memmove`` gcc expands inline (measured above)
+INLINE_MOVE = 64
 
 
-def move_term(moved: Sequence[int]) -> Term:
-    """The compaction of a layer whose moves carry ``moved`` bytes each: :data:`MOVE`."""
-    return Term(MOVE, {"call": float(len(moved)), "out": float(sum(moved))})
+def move_term(moves: Sequence[tuple[int, int, int]]) -> Term:
+    """The compaction of a layer whose moves are ``(from, to, bytes)``: :data:`MOVE`."""
+    inline = [n for src, dst, n in moves if n <= INLINE_MOVE and dst + n <= src]
+    called = [n for src, dst, n in moves if not (n <= INLINE_MOVE and dst + n <= src)]
+    return Term(MOVE, {"call": float(len(called)), "out": float(sum(called)),
+                       "in": float(sum(inline))})  # fmt: skip
 
 
-def moves_instructions(moved: Sequence[int], build: str) -> float:
-    """Instructions of a layer's compaction ``memmove`` s (``moved``: bytes of each), the
-    table's :data:`MOVE` fit ``c_call * moves + c_out * bytes``; 0 without moves or before the
-    table has measured them."""
-    if not moved or MOVE not in _coefficients(build)["variants"]:
+def moves_instructions(moves: Sequence[tuple[int, int, int]], build: str) -> float:
+    """Instructions of a layer's compaction ``memmove`` s (``moves``: ``(from, to, bytes)``
+    each), the table's :data:`MOVE` fit ``c_call * calls + c_out * their bytes + c_in * the
+    inline moves' bytes``; 0 without moves or before the table has measured them."""
+    if not moves or MOVE not in _coefficients(build)["variants"]:
         return 0.0
-    return term_instructions(move_term(moved), build)
+    return term_instructions(move_term(moves), build)
 
 
 def op_instructions(

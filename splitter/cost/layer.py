@@ -62,10 +62,13 @@ def layer_cost(
 
 
 def table_instructions(
-    ops: Sequence[Op], tensors: Mapping[str, TensorSpec], layout: str, moved: Sequence[int] = ()
+    ops: Sequence[Op],
+    tensors: Mapping[str, TensorSpec],
+    layout: str,
+    moved: Sequence[tuple[int, int, int]] = (),
 ) -> tuple[tuple[str, float], ...]:
     """``((build, instructions), ...)`` of ``ops`` for every build of the kernel cost table,
-    plus the compaction ``memmove`` s moving ``moved`` bytes each after them (an
+    plus the compaction ``memmove`` s ``moved`` (``(from, to, bytes)`` each) after them (an
     operator-granularity layer: :func:`splitter.cost.kernels.moves_instructions`)."""
     return tuple(
         (

@@ -283,7 +283,7 @@ def build_op_layers(graph: Graph, itemsize_of: ItemsizeOf) -> list[Layer]:
                 input=tensors[entering],
                 output=tensors[group.output],
                 cost=_group_cost(
-                    group, graph, ram, sum(map(nbytes, live)), tuple(m[3] for m in moves)
+                    group, graph, ram, sum(map(nbytes, live)), tuple(m[1:] for m in moves)
                 ),
                 live=tuple(tensors[t] for t in live),
                 reads=tuple(tensors[t] for t in group.reads),
@@ -312,14 +312,18 @@ def live_sets(order: Sequence[OpGroup], graph: Graph) -> list[tuple[str, ...]]:
 
 
 def _group_cost(
-    group: OpGroup, graph: Graph, ram: int, out_bytes: int, moved: Sequence[int] = ()
+    group: OpGroup,
+    graph: Graph,
+    ram: int,
+    out_bytes: int,
+    moved: Sequence[tuple[int, int, int]] = (),
 ) -> LayerCost:
     """FLASH_j and MAC_j of the group's ops (handlers), RAM_j of the chain's arena plan
     (:mod:`splitter.cost.oparena`), OUT_j the live bytes after it, and the kernel cost
     table's instructions of its ops (as the super-node chain's layers) plus those of the
-    compaction ``memmove`` s after them (``moved``: bytes of each; a layer split's last input
-    slice and its concat move the slices' bytes, 8 KiB on ``dw_wide_qdq``: ~33,000
-    instructions, as many as the slice copies themselves)."""
+    compaction ``memmove`` s after them (``moved``: ``(from, to, bytes)`` of each; a layer
+    split's last input slice and its concat move the slices' bytes, 8 KiB on ``dw_wide_qdq``:
+    ~33,000 instructions, as many as the slice copies themselves)."""
     tensors = graph.tensors
     classes: dict[str, int] = {}
     for op in group.ops:

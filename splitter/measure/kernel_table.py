@@ -402,9 +402,10 @@ def _sample(chain: Chain, j: int, i: int, instr: float, build: str) -> OpSample:
     return OpSample(chain.name, j, op.name, terms, instr, op_signature(op, tensors, layout))
 
 
-def layer_moves(chain: Chain, j: int) -> tuple[int, ...]:
-    """Bytes of each compaction ``memmove`` after layer ``j`` of an operator-granularity
-    ``chain`` (the plan :func:`splitter.cost.code.compaction_moves` counts)."""
+def layer_moves(chain: Chain, j: int) -> tuple[tuple[int, int, int], ...]:
+    """``(from, to, bytes)`` of each compaction ``memmove`` after layer ``j`` of an
+    operator-granularity ``chain`` (the plan :func:`splitter.cost.code.compaction_moves`
+    counts)."""
     from splitter.cost.code import arena_itemsize
     from splitter.cost.oparena import plan_op_layer
 
@@ -413,7 +414,7 @@ def layer_moves(chain: Chain, j: int) -> tuple[int, ...]:
     before = [t.name for t in chain.layers[j - 1].boundary] if j else list(chain.graph.inputs)
     after = [t.name for t in layer.boundary]
     mem = plan_op_layer(layer.ops, before, after, chain.graph.tensors, arena_itemsize)
-    return tuple(m[3] for m in mem.moves)
+    return tuple((src, dst, n) for _, src, dst, n in mem.moves)
 
 
 # --------------------------------------------------------------------- fitting ---------------
