@@ -18,10 +18,11 @@ activation is its own term ``act.<kind>`` (``c_out * outputs``: the ``k_act`` pa
 kernels end with). An op whose exact shape was measured (:func:`op_signature`: every layer of
 ``models/`` that fits the emulator, and the grid) takes the measured count instead of the fit;
 the fit serves every other shape. A sub-model's instructions are
-``c_submodel + sum of its ops' I``. A PEX loop (channel or row, :attr:`splitter.ir.Layer.loops`)
-is costed as the kernels it calls (:func:`loop_terms`: one-channel or one-row calls, ``pex.*``
-variants fitted apart from the whole-op kernels), or by its measured count
-(:func:`loop_signature`).
+``c_submodel + sum of its ops' I``, plus for each layer of an operator-granularity chain its
+compaction ``memmove`` s (:data:`MOVE`, :func:`moves_instructions`). A PEX loop (channel or
+row, :attr:`splitter.ir.Layer.loops`) is costed as the kernels it calls (:func:`loop_terms`:
+one-channel or one-row calls, ``pex.*`` variants fitted apart from the whole-op kernels), or by
+its measured count (:func:`loop_signature`).
 
 Instructions are what the emulator counts, not a real core's cycles: ``splitter.cost.cpi``
 turns them into time on a real core. ``tests/test_kernel_table.py`` fails when the kernels, the
