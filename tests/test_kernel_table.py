@@ -247,3 +247,59 @@ def test_measured_keys_are_json_signatures() -> None:
     measured = kernel_table()["builds"]["M4F.dsp"]["measured"]
     ops = [op for layer in chain.layers for op in layer.ops]
     assert ops and all(op_signature(op, chain.graph.tensors, "NCHW") in measured for op in ops)
+
+
+def _split_op_chain(model: str, op: str, k: int) -> Chain:
+    """The operator-granularity chain of ``model`` with ``op`` split into ``k`` slices (what
+    the planner costs for a layer split)."""
+    from splitter.graph.split import layer_split, split_graph
+
+    graph = load_model(MODELS / model).graph
+    target = next(o for o in graph.ops if o.name == op)
+    return build_chain(split_graph(graph, [layer_split(target, k)]), granularity="op")
+
+
+def test_probes_go_before_the_compaction_moves() -> None:
+    """Each layer of an operator-granularity chain ends with its compaction ``memmove`` s; the
+    harness probes them as one sample of their own (so no op's count holds them), whose bytes
+    are the ones the firmware moves."""
+    from splitter.codegen.model_c import generate_device_c
+    from splitter.cost.code import compaction_moves
+    from splitter.measure.kernel_table import MOVES_PROBE, insert_probes, layer_moves
+
+    chain = _split_op_chain("dw_wide_qdq.onnx", "dw", 3)
+    layers = dict(enumerate(range(1, len(chain.layers))))
+    ranges = [(k, j, j) for k, j in layers.items()]
+    gen = generate_device_c(chain, ranges, "probe", core="cortex-m4")
+    src, probed = insert_probes(gen.files["model.c"], chain, layers)
+    moved = 0
+    for k, j in layers.items():
+        n = compaction_moves(chain, j)
+        assert len(layer_moves(chain, j)) == n
+        assert (probed[k][-1:] == [MOVES_PROBE]) == (n > 0), chain.layers[j].name
+        moved += n > 0
+    assert moved >= 5 and src.count("probe();") == sum(map(len, probed.values()))
+
+
+def test_op_layers_count_their_compaction_moves() -> None:
+    """An operator-granularity layer's instructions are its ops' plus its compaction moves'
+    (the table's ``move`` fit: about 4 instructions a byte, ``k_libc.c``'s byte loop): the
+    concat of ``dw_wide_qdq``'s split moves its 8 KiB result down, as many instructions as the
+    concat's own copies."""
+    from splitter.cost.kernels import MOVE, moves_instructions, ops_instructions
+    from splitter.measure.kernel_table import layer_moves
+
+    chain = _split_op_chain("dw_wide_qdq.onnx", "dw", 3)
+    assert chain.graph is not None
+    tensors, layout = chain.graph.tensors, chain.graph.layout or "NCHW"
+    for build, entry in kernel_table()["builds"].items():
+        coef = entry["variants"][MOVE]["coef"]
+        assert 2.0 <= coef["out"] <= 12.0, build  # a called memmove: a byte a loop turn
+    j = next(j for j, layer in enumerate(chain.layers) if layer.name == "dw.concat")
+    layer = chain.layers[j]
+    moved = layer_moves(chain, j)
+    assert sum(n for _, _, n in moved) == 8192
+    ops = ops_instructions(layer.ops, tensors, layout, "M4F.dsp")
+    moves = moves_instructions(moved, "M4F.dsp")
+    assert dict(layer.cost.instructions)["M4F.dsp"] == pytest.approx(ops + moves, abs=0.1)
+    assert 0.5 * ops <= moves <= 2 * ops

@@ -18,10 +18,11 @@ activation is its own term ``act.<kind>`` (``c_out * outputs``: the ``k_act`` pa
 kernels end with). An op whose exact shape was measured (:func:`op_signature`: every layer of
 ``models/`` that fits the emulator, and the grid) takes the measured count instead of the fit;
 the fit serves every other shape. A sub-model's instructions are
-``c_submodel + sum of its ops' I``. A PEX loop (channel or row, :attr:`splitter.ir.Layer.loops`)
-is costed as the kernels it calls (:func:`loop_terms`: one-channel or one-row calls, ``pex.*``
-variants fitted apart from the whole-op kernels), or by its measured count
-(:func:`loop_signature`).
+``c_submodel + sum of its ops' I``, plus for each layer of an operator-granularity chain its
+compaction ``memmove`` s (:data:`MOVE`, :func:`moves_instructions`). A PEX loop (channel or
+row, :attr:`splitter.ir.Layer.loops`) is costed as the kernels it calls (:func:`loop_terms`:
+one-channel or one-row calls, ``pex.*`` variants fitted apart from the whole-op kernels), or by
+its measured count (:func:`loop_signature`).
 
 Instructions are what the emulator counts, not a real core's cycles: ``splitter.cost.cpi``
 turns them into time on a real core. ``tests/test_kernel_table.py`` fails when the kernels, the
@@ -379,6 +380,8 @@ def feature_names(variant: str) -> tuple[str, ...]:
         return ("call", "rows", "pair", "pix", "mac", "inner", "edge")
     if variant == GENERIC:
         return ("call", "rows", "pair", "inner", "out", "edge", "gen")
+    if variant == MOVE:
+        return ("call", "out", "in")
     if variant.startswith(("conv2d.conv/", "conv2d.pointwise/")) and variant.endswith("/int8"):
         return ("call", "mac", "out", "pix", "inner", "in", "gen", "rows")
     if variant == "conv2d.conv/NHWC/float32":
@@ -491,6 +494,35 @@ def _coef_of(variant: str, build: str) -> Mapping[str, float]:
 #: has not measured yet: ``k_slice_part`` copies ``yn`` elements per outer index from a strided
 #: input as ``k_concat_part`` copies them into a strided output (kernels.c, kernels_q8.c).
 MIRRORS: Mapping[str, tuple[str, ...]] = {"slice.part": ("concat",)}
+
+
+#: Variant of the compaction ``memmove`` s ending an operator-granularity layer
+#: (:attr:`splitter.cost.oparena.LayerArena.moves`, emitted by ``splitter/codegen/model_c.py``
+#: as ``__builtin_memmove`` with constant offsets): ``call`` = the moves that call
+#: ``memmove`` / ``memcpy`` (``k_libc.c``'s byte loops), ``out`` = their bytes, ``in`` = the
+#: bytes of the moves gcc copies inline (word loads and stores: at most :data:`INLINE_MOVE`
+#: bytes to a region the source does not overlap, as arm-none-eabi-gcc 12 does at -O2 for the
+#: Cortex-M4; on the M0+ the fit prices them as it finds them).
+MOVE = "move/any/bytes"
+#: the largest constant-size non-overlapping ``memmove`` gcc expands inline (measured above)
+INLINE_MOVE = 64
+
+
+def move_term(moves: Sequence[tuple[int, int, int]]) -> Term:
+    """The compaction of a layer whose moves are ``(from, to, bytes)``: :data:`MOVE`."""
+    inline = [n for src, dst, n in moves if n <= INLINE_MOVE and dst + n <= src]
+    called = [n for src, dst, n in moves if not (n <= INLINE_MOVE and dst + n <= src)]
+    return Term(MOVE, {"call": float(len(called)), "out": float(sum(called)),
+                       "in": float(sum(inline))})  # fmt: skip
+
+
+def moves_instructions(moves: Sequence[tuple[int, int, int]], build: str) -> float:
+    """Instructions of a layer's compaction ``memmove`` s (``moves``: ``(from, to, bytes)``
+    each), the table's :data:`MOVE` fit ``c_call * calls + c_out * their bytes + c_in * the
+    inline moves' bytes``; 0 without moves or before the table has measured them."""
+    if not moves or MOVE not in _coefficients(build)["variants"]:
+        return 0.0
+    return term_instructions(move_term(moves), build)
 
 
 def op_instructions(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from splitter.cost.handlers import handler, op_flash
-from splitter.cost.kernels import builds, ops_instructions
+from splitter.cost.kernels import builds, moves_instructions, ops_instructions
 from splitter.cost.memory import plan_layer_memory
 from splitter.ir import LayerCost, Op, TensorSpec
 
@@ -62,10 +62,22 @@ def layer_cost(
 
 
 def table_instructions(
-    ops: Sequence[Op], tensors: Mapping[str, TensorSpec], layout: str
+    ops: Sequence[Op],
+    tensors: Mapping[str, TensorSpec],
+    layout: str,
+    moved: Sequence[tuple[int, int, int]] = (),
 ) -> tuple[tuple[str, float], ...]:
-    """``((build, instructions), ...)`` of ``ops`` for every build of the kernel cost table."""
+    """``((build, instructions), ...)`` of ``ops`` for every build of the kernel cost table,
+    plus the compaction ``memmove`` s ``moved`` (``(from, to, bytes)`` each) after them (an
+    operator-granularity layer: :func:`splitter.cost.kernels.moves_instructions`)."""
     return tuple(
-        (build, round(ops_instructions(ops, tensors, layout or "NCHW", build), 1))
+        (
+            build,
+            round(
+                ops_instructions(ops, tensors, layout or "NCHW", build)
+                + moves_instructions(moved, build),
+                1,
+            ),
+        )
         for build in builds()
     )

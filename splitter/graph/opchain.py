@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from splitter import ops as op_table
+from splitter.cost.code import arena_itemsize
 from splitter.cost.handlers import op_flash
 from splitter.cost.layer import ItemsizeOf, op_macs, table_instructions
 from splitter.cost.oparena import plan_op_layer
@@ -270,6 +271,8 @@ def build_op_layers(graph: Graph, itemsize_of: ItemsizeOf) -> list[Layer]:
     for index, (group, live) in enumerate(zip(order, lives, strict=True)):
         entering = group.reads[0] if group.reads else graph.inputs[0]
         ram = plan_op_layer(group.ops, before, live, tensors, itemsize_of).size
+        # the compaction the firmware runs (its arena's element sizes, not ``itemsize_of``)
+        moves = plan_op_layer(group.ops, before, live, tensors, arena_itemsize).moves
         before = live
         layers.append(
             Layer(
@@ -279,7 +282,9 @@ def build_op_layers(graph: Graph, itemsize_of: ItemsizeOf) -> list[Layer]:
                 ops=group.ops,
                 input=tensors[entering],
                 output=tensors[group.output],
-                cost=_group_cost(group, graph, ram, sum(map(nbytes, live))),
+                cost=_group_cost(
+                    group, graph, ram, sum(map(nbytes, live)), tuple(m[1:] for m in moves)
+                ),
                 live=tuple(tensors[t] for t in live),
                 reads=tuple(tensors[t] for t in group.reads),
             )
@@ -306,11 +311,19 @@ def live_sets(order: Sequence[OpGroup], graph: Graph) -> list[tuple[str, ...]]:
     return out
 
 
-def _group_cost(group: OpGroup, graph: Graph, ram: int, out_bytes: int) -> LayerCost:
+def _group_cost(
+    group: OpGroup,
+    graph: Graph,
+    ram: int,
+    out_bytes: int,
+    moved: Sequence[tuple[int, int, int]] = (),
+) -> LayerCost:
     """FLASH_j and MAC_j of the group's ops (handlers), RAM_j of the chain's arena plan
     (:mod:`splitter.cost.oparena`), OUT_j the live bytes after it, and the kernel cost
-    table's instructions of its ops (as the super-node chain's layers; the compaction's
-    ``memmove`` s are not counted)."""
+    table's instructions of its ops (as the super-node chain's layers) plus those of the
+    compaction ``memmove`` s after them (``moved``: ``(from, to, bytes)`` of each; a layer
+    split's last input slice and its concat move the slices' bytes, 8 KiB on ``dw_wide_qdq``:
+    ~33,000 instructions, as many as the slice copies themselves)."""
     tensors = graph.tensors
     classes: dict[str, int] = {}
     for op in group.ops:
@@ -325,5 +338,5 @@ def _group_cost(group: OpGroup, graph: Graph, ram: int, out_bytes: int) -> Layer
         macs_by_class=tuple(sorted(classes.items())),
         instructions=()
         if graph.layout is None
-        else table_instructions(group.ops, tensors, graph.layout),
+        else table_instructions(group.ops, tensors, graph.layout, moved),
     )

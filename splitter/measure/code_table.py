@@ -607,9 +607,9 @@ def op_calls(chain: Chain, source: str) -> dict[int, list[tuple[str, set[str]]]]
 def op_figures(project: Path, chains: Sequence[Chain], core: str) -> dict[str, Any]:
     """Least-squares bytes per op key and per sub-model function; kernels per op key (model C
     generated for ``core``, gcc ``-mcpu``). The op keys are fitted on the super-node chains
-    (PEX loop chains included); the bytes of one compaction move (:data:`MOVE_KEY`) then on
-    what the operator-granularity chains' layer functions add to those figures (a one-variable
-    least squares: ``sum(m r) / sum(m m)`` over layers with ``m`` moves and residual ``r``)."""
+    (PEX loop chains included); the keys only operator-granularity chains have (one compaction
+    move, :data:`MOVE_KEY`, and a layer split's input slices and concats) then on what those
+    chains' layer functions add to these figures (:func:`_op_chain_figures`)."""
     rows: list[tuple[list[str], int]] = []
     op_rows: list[tuple[list[str], int]] = []
     kernels: dict[str, set[str]] = {}
@@ -636,13 +636,7 @@ def op_figures(project: Path, chains: Sequence[Chain], core: str) -> dict[str, A
     ops = {n: max(0, round(float(x))) for n, x in zip(names, coef[1:], strict=True)}
     per_submodel = max(0, round(float(coef[0])))
     ops.update(_row_loop_figures(rowed, ops, per_submodel))
-    moved = [
-        (keys.count(MOVE_KEY), size - per_submodel - sum(ops[k] for k in keys if k != MOVE_KEY))
-        for keys, size in op_rows
-        if MOVE_KEY in keys and all(k in ops for k in keys if k != MOVE_KEY)
-    ]
-    if moved:
-        ops[MOVE_KEY] = max(0, round(sum(m * r for m, r in moved) / sum(m * m for m, _ in moved)))
+    ops.update(_op_chain_figures(op_rows, ops, per_submodel))
     return {
         "per_submodel": per_submodel,
         "ops": dict(sorted(ops.items())),
@@ -667,8 +661,31 @@ def _row_loop_figures(
         for keys, size in rowed
         if all(k in ops for k in keys if not _is_row(k))
     ]
-    names = sorted({k for keys, _ in fitted for k in keys if _is_row(k)})
-    if not names:
+    return _residual_fit(fitted, sorted({k for keys, _ in fitted for k in keys if _is_row(k)}))
+
+
+def _op_chain_figures(
+    op_rows: Sequence[tuple[list[str], int]], ops: dict[str, int], per_submodel: int
+) -> dict[str, int]:
+    """Bytes of the op keys only the operator-granularity chains have: :data:`MOVE_KEY` (one
+    compaction ``memmove``), and a layer split's ``slice.part`` and ``concat`` keys of a
+    layout and dtype no super-node chain has (``models/`` has no such op), fitted after the
+    other figures are fixed on what those chains' layer functions add to them (non-negative
+    least squares on the residuals). Without them such a key took the table's largest op
+    figure (an unknown key's upper bound): 407 B for an input slice's ~60 B call on the M4F,
+    2.9 % of ``dw_wide.onnx``'s input-slice board."""
+    fitted = [
+        (keys, size - per_submodel - sum(ops.get(k, 0) for k in keys))
+        for keys, size in op_rows
+        if not any(_is_row(k) for k in keys)
+    ]
+    return _residual_fit(fitted, sorted({k for keys, _ in fitted for k in keys if k not in ops}))
+
+
+def _residual_fit(fitted: Sequence[tuple[list[str], float]], names: list[str]) -> dict[str, int]:
+    """Bytes per key of ``names`` (each row: its keys, the bytes the fixed figures leave):
+    least squares with a negative figure fixed at 0 and the rest refitted."""
+    if not names or not fitted:
         return {}
     a = np.array([[keys.count(n) for n in names] for keys, _ in fitted], dtype=float)
     b = np.array([r for _, r in fitted], dtype=float)

@@ -10,6 +10,8 @@ random walk where each op's input is the previous op's output, over
 * max and average pools (2x2 stride 2, 3x3 stride 2 unpadded, 3x3 stride 1 "same");
 * dense layers of 16-640 inputs and 8-256 outputs;
 * global average pools (``mean`` over H and W) of 8-640 channels and 1-144 pixels;
+* layer splits (:func:`split_chain`): a depthwise conv split into 2-5 channel slices, as the
+  planner's operator-granularity chain (input slices, concat, compaction moves);
 * PEX loops (:func:`pex_chain`): an inverted-residual block (1x1 or 3x3 generating conv,
   depthwise 3x3, 1x1 projection) run by one channel loop (int8 and float32 NCHW) or one row
   loop (int8), fused as the planner fuses them, so the loop kernels' fits see loops of many
@@ -168,6 +170,7 @@ def grid_chains() -> list[Chain]:
     chains += [dense_chain(dt, k) for dt in ("float32", "int8") for k in range(DENSE_WALKS)]
     chains += [pex_chain(lay, dt, by, k) for lay, dt, by in PEX_KINDS for k in range(PEX_WALKS)]
     chains += [mean_chain(lay, dt, k) for lay, dt in KINDS for k in range(MEAN_WALKS)]
+    chains += [split_chain(lay, dt, k) for lay, dt in KINDS for k in range(SPLIT_WALKS)]
     return chains + declared_chains()
 
 
@@ -263,3 +266,30 @@ def mean_chain(layout: str, dtype: str, walk: int) -> Chain:
     axes = (1, 2) if layout == "NHWC" else (2, 3)
     y = b.add("mean", first, (1, c), {"axes": axes, "keepdims": False, "act": None})
     return build_chain(b.graph(first, y))
+
+
+SPLIT_WALKS = 4
+
+
+def split_chain(layout: str, dtype: str, walk: int) -> Chain:
+    """A depthwise conv (3x3 or 7x7) of a random ``C x H x W`` input split into ``k`` slices
+    of its channels (:mod:`splitter.graph.split`), as the planner's operator-granularity chain:
+    its input slices (``k_slice_part``), the slices, the concat and every layer's compaction
+    ``memmove`` s of many sizes and alignments (``models/`` has the splits of two models)."""
+    from splitter.graph.chain import build_chain
+    from splitter.graph.split import layer_split, split_graph
+
+    rng = np.random.default_rng([SEED, 400 + walk, KINDS.index((layout, dtype))])
+    b = _Builder(f"grid_split_{layout}_{dtype}_{walk}", layout, dtype, rng)
+    c, h = int(rng.choice([24, 40, 64, 96, 150, 256])), int(rng.choice([4, 6, 8, 12]))
+    while c * h * h * (1 if dtype == "int8" else 4) > 12 * 1024:
+        h -= 2
+    k = int(rng.choice([3, 7]))
+    first = b.tensor(_shape(layout, c, h, h))
+    attrs: dict[str, object] = {"kernel": (k, k), "strides": (1, 1), "pads": (k // 2,) * 4,
+                                "dilations": (1, 1), "groups": c, "act": "relu",
+                                **b.quant_attrs(first, c)}  # fmt: skip
+    y = b.add("conv2d", first, _shape(layout, c, h, h), attrs, b.weights((c, 1, k, k)))
+    graph = b.graph(first, y)
+    split = layer_split(graph.ops[0], int(rng.choice([2, 3, 4, 5])))
+    return build_chain(split_graph(graph, [split]), granularity="op")
