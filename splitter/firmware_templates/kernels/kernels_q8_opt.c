@@ -357,6 +357,94 @@ K_INLINE void gemm_pixels_up(const k_window_params *p, const k_q_params *q, cons
 }
 
 #if K_DSP_NATIVE
+/* The record gemm_pairs_asm reads (byte offsets in the assembly): the column buffer and its
+ * end (0, 4), the next channel pair's multipliers (8), the bytes from a pair's multipliers to
+ * the next pair's shifts (12), the next pair's biases (16), its outputs of pixel 0 (20), the
+ * bytes to pixel 1's (24), the packed clamp bounds (28, 32), 2 out_zp + 1 (36), the end of
+ * pixel 0's outputs (40). */
+typedef struct {
+    const int16_t *col, *cend;
+    const int32_t *mq;
+    int32_t sdelta;
+    const int32_t *bq;
+    int8_t *y0;
+    int32_t dy;
+    uint32_t lo4, hi4;
+    int32_t zp2;
+    const int8_t *yend;
+} k_g22p;
+
+/* rqup_value of accumulator ACC with multiplier M and rs = r - 1 in RS, h = zp2 << (r - 2) in
+ * %[u]: SMLAL onto (h, 2^30), the high word shifted by rs, SSAT #8. */
+#define K_G22_RQ(ACC, M, RS)                                                                   \
+    "mov %[t], #0x40000000\n\t"                                                               \
+    "mov %[c], %[u]\n\t"                                                                      \
+    "smlal %[t], %[c], " ACC ", " M "\n\t"                                                    \
+    "asr %[c], %[c], " RS "\n\t"                                                              \
+    "ssat " ACC ", #8, %[c]\n\t"
+/* CLAMP of the two packed output halfwords: SSUB8 / SEL against lo4, hi4 (K_MAX8 / K_MIN8). */
+#define K_G22_CLAMP                                                                            \
+    "ldrd %[c], %[ce], [%[kp], #28]\n\t"                                                      \
+    "ssub8 %[t], %[a00], %[c]\n\t"                                                            \
+    "sel %[a00], %[a00], %[c]\n\t"                                                            \
+    "ssub8 %[t], %[ce], %[a00]\n\t"                                                           \
+    "sel %[a00], %[a00], %[ce]\n\t"                                                           \
+    "ssub8 %[t], %[a01], %[c]\n\t"                                                            \
+    "sel %[a01], %[a01], %[c]\n\t"                                                            \
+    "ssub8 %[t], %[ce], %[a01]\n\t"                                                           \
+    "sel %[a01], %[a01], %[ce]\n\t"
+/* Every channel pair of two pixels in one assembly loop: per pair the biases (LDRD), the 2 x 2
+ * GEMM (K_G22_STEP) over the columns, then per channel m and the shift (LDRD each pair), rs =
+ * -s - 1 (MVN), h = zp2 << (rs - 1), four rqup_value (K_G22_RQ), BFI into one halfword per
+ * pixel, the optional clamp and two STRH. */
+#define K_G22_PAIRS(CLAMP)                                                                     \
+    __asm__ volatile(                                                                          \
+        "0:\n\t"                                                                               \
+        "ldr %[t], [%[kp], #16]\n\t"                                                          \
+        "ldrd %[a00], %[a10], [%[t]], #8\n\t"                                                  \
+        "str %[t], [%[kp], #16]\n\t"                                                          \
+        "mov %[a01], %[a00]\n\t"                                                              \
+        "mov %[a11], %[a10]\n\t"                                                              \
+        "ldrd %[c], %[ce], [%[kp]]\n\t"                                                       \
+        "1:\n\t" K_G22_STEP K_G22_STEP "cmp %[c], %[ce]\n\t"                                 \
+        "bne 1b\n\t"                                                                           \
+        "ldr %[t], [%[kp], #8]\n\t"                                                           \
+        "ldrd %[wa], %[wb], [%[t]], #8\n\t"                                                    \
+        "str %[t], [%[kp], #8]\n\t"                                                           \
+        "ldr %[c0], [%[kp], #12]\n\t"                                                         \
+        "add %[t], %[t], %[c0]\n\t"                                                           \
+        "ldrd %[c0], %[c1], [%[t]]\n\t"                                                       \
+        "mvn %[c0], %[c0]\n\t"                                                                \
+        "mvn %[c1], %[c1]\n\t"                                                                \
+        "ldr %[ce], [%[kp], #36]\n\t"                                                         \
+        "sub %[t], %[c0], #1\n\t"                                                             \
+        "lsl %[u], %[ce], %[t]\n\t" K_G22_RQ("%[a00]", "%[wa]", "%[c0]")                      \
+            K_G22_RQ("%[a01]", "%[wa]", "%[c0]") "sub %[t], %[c1], #1\n\t"                     \
+        "lsl %[u], %[ce], %[t]\n\t" K_G22_RQ("%[a10]", "%[wb]", "%[c1]")                      \
+            K_G22_RQ("%[a11]", "%[wb]", "%[c1]") "bfi %[a00], %[a10], #8, #8\n\t"               \
+        "bfi %[a01], %[a11], #8, #8\n\t" CLAMP "ldr %[t], [%[kp], #20]\n\t"                  \
+        "ldr %[c], [%[kp], #24]\n\t"                                                          \
+        "strh %[a01], [%[t], %[c]]\n\t"                                                       \
+        "strh %[a00], [%[t]], #2\n\t"                                                         \
+        "str %[t], [%[kp], #20]\n\t"                                                          \
+        "ldr %[c], [%[kp], #40]\n\t"                                                          \
+        "cmp %[t], %[c]\n\t"                                                                  \
+        "bne 0b\n\t"                                                                           \
+        : [w] "+r"(w), [a00] "=&r"(a00), [a01] "=&r"(a01), [a10] "=&r"(a10),                  \
+          [a11] "=&r"(a11), [c] "=&r"(c), [ce] "=&r"(ce), [wa] "=&r"(wa), [wb] "=&r"(wb),       \
+          [c0] "=&r"(c0), [c1] "=&r"(c1), [t] "=&r"(t), [u] "=&r"(u)                            \
+        : [kp] "r"(kp)                                                                         \
+        : "cc", "memory")
+
+/* The O & ~1 first channels of two pixels (y0, y0 + dy) through K_G22_PAIRS: per-channel
+ * multipliers and shifts, biases, K % 8 == 0, 4-aligned weights (conv_engine checks). */
+static void gemm_pairs_asm(const k_g22p *kp, const int8_t *w, int clamp)
+{
+    uint32_t a00, a01, a10, a11, c, ce, wa, wb, c0, c1, t, u;
+    if (clamp) K_G22_PAIRS(K_G22_CLAMP);
+    else K_G22_PAIRS("");
+}
+
 /* gemm_pixels_up on the core for K % 8 == 0 and 4-aligned weights (checked once per call by
  * conv_engine): per channel pair one assembly loop over K (gemm_block's, with no C tail, the
  * weight pointer running on into the next pair), then rqup_value and st2_clamped; the
@@ -373,6 +461,14 @@ K_INLINE void gemm_pixels_up8(const k_window_params *p, const k_q_params *q, con
     const uint32_t hi4 = ((uint32_t)hi & 0xFFu) * 0x01010101u;
     const int16_t *const cend = col + (size_t)2 * K;
     int8_t *const yend = y0 + (p->O & ~1);
+    if (qs && bs && y0 != yend) {
+        const k_g22p kp = {col, cend, mp, (int32_t)((q->shift - q->mult) * 4) - 8, bp, y0,
+                           (int32_t)(y1 - y0), lo4, hi4, zp2, yend};
+        gemm_pairs_asm(&kp, w, lo != -128 || hi != 127);
+        w += (size_t)K * (p->O & ~1);
+        y1 += yend - y0;
+        y0 = yend;
+    }
     for (; y0 != yend; y0 += 2, y1 += 2, mp += qs, sp += qs, bp += bs) {
         int32_t a00 = bp[0], a01 = bp[0], a10 = bp[bs ? 1 : 0], a11 = a10;
         const int16_t *c = col;
