@@ -159,12 +159,16 @@ K_INLINE void col_copy(const int8_t *x, int16_t *col, int k0, int n, int p, int 
             st2a(col + col_at(k0, p), x[0] - zp);
             i = 1;
         }
-        for (; i + 4 <= n; i += 4) {
-            const uint32_t v = K_LD4(x + i);
-            const uint32_t e = K_SXTAB16(off2, v), o = K_SXTAB16_ROR8(off2, v);
+        if (i + 4 <= n) { /* k0 + i even: four elements are 8 halfwords further */
+            const int8_t *xs = x + i, *const xe = xs + ((n - i) & ~3);
             int16_t *d = col + col_at(k0 + i, p);
-            K_ST4(__builtin_assume_aligned(d, 4), K_PKHBT16(e, o));
-            K_ST4(__builtin_assume_aligned(d + 4, 4), K_PKHTB16(o, e));
+            for (; xs != xe; xs += 4, d += 8) {
+                const uint32_t v = K_LD4(xs);
+                const uint32_t e = K_SXTAB16(off2, v), o = K_SXTAB16_ROR8(off2, v);
+                K_ST4(__builtin_assume_aligned(d, 4), K_PKHBT16(e, o));
+                K_ST4(__builtin_assume_aligned(d + 4, 4), K_PKHTB16(o, e));
+            }
+            i += (n - i) & ~3;
         }
     }
     for (; i < n; i++) st2a(col + col_at(k0 + i, p), x[i] - zp);
@@ -538,10 +542,105 @@ K_INLINE void gemm_pixels(const k_window_params *p, const k_q_params *q, const i
     }
 }
 
+/* Most bytes of re-laid weights (conv_padded_k) a conv copies into its scratch. */
+#define K_CONV_PADW 2048
+
+/* K' of the re-laid im2col, 0 when the conv keeps K: a conv whose K = kh * kw * C is not a
+ * multiple of 8 (the assembly GEMM needs one: a first layer's 3 x 3 x 3 = 27) with dilation 1
+ * along a row and O K' <= K_CONV_PADW gets K' = ceil8(K): element j of kernel row ky (R = kw C
+ * elements, R4 = R & ~3) at ky R4 + j for j < R4, the rows' R % 4 last elements after all
+ * rows' words, at kh R4 + ky (R - R4) + j - R4, zeros from K to K'. So each row's first R4
+ * column elements are whole SXTAB16 words and the GEMM runs on the core; the weights are
+ * copied into the scratch in that order once per call (conv_pad_weights). */
+K_INLINE int conv_padded_k(const k_window_params *p)
+{
+    const int K = p->kh * p->kw * p->C, Kp = (K + 7) & ~7;
+    if (K % 8 == 0 || p->dw != 1 || p->O * Kp > K_CONV_PADW) return 0;
+    return Kp;
+}
+
 int k_q_conv_scratch(const k_window_params *p)
 {
-    const int K = p->kh * p->kw * p->C;
+    const int K = p->kh * p->kw * p->C, Kp = conv_padded_k(p);
+    if (Kp) return 4 + 2 * 2 * Kp + p->O * Kp;
     return 4 + 2 * 2 * (K + (K & 1));
+}
+
+/* Byte offset of weight (o, k) in the conv_weights layout of O rows of K (q8_variants.py):
+ * channel pairs, each group of four as (0, 2, 1, 3) per row and alternating between the pair's
+ * rows, then row 0's K % 4 last bytes, then row 1's; an odd last row alone. */
+K_INLINE size_t conv_w_at(int O, int K, int o, int k)
+{
+    static const unsigned char perm[4] = {0, 2, 1, 3};
+    const int K4 = K & ~3, r = o & 1;
+    if (o >= (O & ~1)) {
+        const size_t base = (size_t)(O - 1) * K;
+        return base + (size_t)(k < K4 ? (k & ~3) + perm[k & 3] : k);
+    }
+    {
+        const size_t base = (size_t)(o >> 1) * 2 * K;
+        if (k < K4) return base + (size_t)((k >> 2) * 8 + r * 4 + perm[k & 3]);
+        return base + (size_t)(2 * K4 + r * (K - K4) + (k - K4));
+    }
+}
+
+/* Position in the re-laid order (conv_padded_k) of element j of kernel row ky. */
+K_INLINE int conv_padded_at(int kh, int R, int ky, int j)
+{
+    const int R4 = R & ~3;
+    return j < R4 ? ky * R4 + j : kh * R4 + ky * (R - R4) + (j - R4);
+}
+
+/* The weights w (K = kh kw C) in the conv_weights layout of K' = Kp elements in the re-laid
+ * order (conv_padded_k), zeros from K on, into wp. */
+K_INLINE void conv_pad_weights(const k_window_params *p, const int8_t *w, int Kp, int8_t *wp)
+{
+    const int O = p->O, R = p->kw * p->C, K = p->kh * R;
+    int o, k;
+    for (o = 0; o < O; o++) {
+        for (k = K; k < Kp; k++) wp[conv_w_at(O, Kp, o, k)] = 0;
+        for (k = 0; k < K; k++)
+            wp[conv_w_at(O, Kp, o, conv_padded_at(p->kh, R, k / R, k % R))] =
+                w[conv_w_at(O, K, o, k)];
+    }
+}
+
+/* Column pc of output pixel n in the re-laid order (conv_padded_k), elements [0, K): per
+ * kernel row its kw C values minus in_zp (zeros in the padding), the row's words through
+ * col_copy when the row lies inside the input. */
+K_INLINE void col_fill_padded(const k_window_params *p, const int8_t *x, int n, int16_t *col,
+                              int pc, int zp, uint32_t off2)
+{
+    const int C = p->C, kw = p->kw, kh = p->kh, R = kw * C, R4 = R & ~3;
+    const int oy = n / p->OW, ox = n - oy * p->OW;
+    const int iy0 = oy * p->sh - p->pt, ix0 = ox * p->sw - p->pl;
+    const int inside = ix0 >= 0 && ix0 + kw <= p->W;
+    int ky, j;
+    if (inside && iy0 >= 0 && iy0 + (kh - 1) * p->dh < p->H) {
+        /* every row inside (most pixels): the rows' words, then their R % 4 last values */
+        const int8_t *row = x + ((ptrdiff_t)iy0 * p->W + ix0) * C;
+        const size_t rs = (size_t)p->dh * p->W * C;
+        int t = kh * R4;
+        for (ky = 0; ky < kh; ky++, row += rs) {
+            col_copy(row, col, ky * R4, R4, pc, zp, off2, 1);
+            for (j = R4; j < R; j++, t++) st2a(col + col_at(t, pc), row[j] - zp);
+        }
+        return;
+    }
+    for (ky = 0; ky < kh; ky++) {
+        const int iy = iy0 + ky * p->dh, in = iy >= 0 && iy < p->H;
+        const int8_t *row = x + ((ptrdiff_t)iy * p->W + ix0) * C;
+        if (in && inside) {
+            col_copy(row, col, ky * R4, R4, pc, zp, off2, 1);
+            for (j = R4; j < R; j++) st2a(col + col_at(conv_padded_at(kh, R, ky, j), pc), row[j] - zp);
+            continue;
+        }
+        for (j = 0; j < R; j++) {
+            const int ix = ix0 + j / C;
+            st2a(col + col_at(conv_padded_at(kh, R, ky, j), pc),
+                 in && ix >= 0 && ix < p->W ? row[j] - zp : 0);
+        }
+    }
 }
 
 /* Output pixels two at a time: their columns into the scratch, then the GEMM. */
@@ -549,7 +648,8 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
                           const int8_t *w, const int32_t *b, int8_t *s, int8_t *y, int dsp,
                           int pointwise)
 {
-    const int K = p->kh * p->kw * p->C, O = p->O, npix = p->OH * p->OW;
+    const int Kp = dsp && !pointwise ? conv_padded_k(p) : 0;
+    const int K = Kp ? Kp : p->kh * p->kw * p->C, O = p->O, npix = p->OH * p->OW;
     const int zp = q->in_zp;
     const uint32_t off2 = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
     int16_t *col = (int16_t *)(void *)(s + ((4u - ((uintptr_t)s & 3u)) & 3u));
@@ -558,9 +658,19 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
     const int up8 = up && dsp && K % 8 == 0 && K > 0 && !((uintptr_t)w & 3u);
 #endif
     int n;
+    if (Kp) { /* the weights re-laid after the columns; the columns' tails [K, K') zero */
+        int8_t *wp = (int8_t *)(col + 2 * Kp);
+        conv_pad_weights(p, w, Kp, wp);
+        w = wp;
+        col_zero(col, p->kh * p->kw * p->C, Kp - p->kh * p->kw * p->C, 0);
+        col_zero(col, p->kh * p->kw * p->C, Kp - p->kh * p->kw * p->C, 1);
+    }
     for (n = 0; n < npix; n += 2) {
         const int two = n + 1 < npix;
-        if (pointwise) {
+        if (Kp) {
+            col_fill_padded(p, x, n, col, 0, zp, off2);
+            if (two) col_fill_padded(p, x, n + 1, col, 1, zp, off2);
+        } else if (pointwise) {
             col_copy(x + (size_t)n * K, col, 0, K, 0, zp, off2, dsp);
             if (two) col_copy(x + (size_t)(n + 1) * K, col, 0, K, 1, zp, off2, dsp);
         } else {
