@@ -965,9 +965,9 @@ K_INLINE void dw_one(const k_window_params *p, const k_q_params *q, const int8_t
  * nine raw products: no border code. The lines are the input's rows, or its columns when it is
  * taller than wide (dw3_geom: the longer axis along the line, fewer pixels wasted at a line's
  * end). Per line and channel the DSP loop (dw3_lines_asm) takes four output pixels at once: per
- * kernel line the words (x0, x1), (x1, x2), (x2, x3), (x3, x4), (x4, x5), SMLAD against the
- * packed weights (w0, w1), SMLABB / SMLATB for w2: 36 MACs in 75 instructions with the
- * requantisation and the stores. */
+ * kernel line the words (x0, x1), (x2, x3), (x4, x5) against the packed weights (w0, w1),
+ * (w1, w2) by SMLAD / SMLATB / SMLABT (DW3_ASM_LINE): 36 MACs in 69 instructions with the
+ * requantisation and the stores (80 with a clamp). */
 K_INLINE int dw3_ok(const k_window_params *p)
 {
     return p->kh == 3 && p->kw == 3 && p->dh == 1 && p->dw == 1 && p->sh == 1 && p->sw == 1 &&
@@ -1084,7 +1084,7 @@ K_INLINE int8_t dw3_out(int32_t a, const k_dw3c *k, int ozp, int lo, int hi, int
 
 #if K_DSP_NATIVE
 /* One channel's constants as dw3_lines_asm reads them (byte offsets in the assembly): per
- * kernel line (w0, w1) and w2 (0..20), the folded doubled bias (24), m and fc of dw_rq2 (28,
+ * kernel line (w0, w1) and (w1, w2) (0..20), the folded doubled bias (24), m and fc of dw_rq2 (28,
  * 32), its right shift (36), the output stride along a line (40), the clamp bytes (44, 48), the
  * byte distances of ring lines 1 and 2 from line 0 (52, 56), the four-pixel groups per line
  * (60), the plane and output steps to the next channel (64, 68), 1 on the block's last channel
@@ -1096,23 +1096,25 @@ typedef struct {
     int32_t d1, d2, n, qstep, ystep, last;
 } k_dw3a;
 
-/* One kernel line of four output pixels: line pointer R, weights at byte WO, accumulators
- * from ACC (the bias register on the first line). LDR only: any halfword alignment loads. */
+/* One kernel line of four output pixels: line pointer R, the line's weight pairs
+ * P = (w0, w1), Q = (w1, w2) at byte WO, accumulators from ACC (the bias register on the first
+ * line). The words (x0, x1), (x2, x3), (x4, x5) give every product: pixel 0 SMLAD (x0, x1) P +
+ * SMLABT x2 w2, pixel 1 SMLATB x1 w0 + SMLAD (x2, x3) Q, pixel 2 SMLAD (x2, x3) P + SMLABT x4 w2,
+ * pixel 3 SMLATB x3 w0 + SMLAD (x4, x5) Q: 12 MACs in three loads and eight instructions. LDR
+ * only: any halfword alignment loads. */
 #define DW3_ASM_LINE(R, WO, ACC0, ACC1, ACC2, ACC3)                                            \
     "ldrd %[P], %[Q], [%[kp], #" #WO "]\n\t"                                                   \
     "ldr %[A], [" R "]\n\t"                                                                    \
     "ldr %[B], [" R ", #4]\n\t"                                                                \
     "ldr %[D], [" R ", #8]\n\t"                                                                \
     "smlad %[a0], %[A], %[P], " ACC0 "\n\t"                                                    \
+    "smlatb %[a1], %[A], %[P], " ACC1 "\n\t"                                                   \
+    "smlabt %[a0], %[B], %[Q], %[a0]\n\t"                                                      \
+    "smlad %[a1], %[B], %[Q], %[a1]\n\t"                                                       \
     "smlad %[a2], %[B], %[P], " ACC2 "\n\t"                                                    \
-    "ldr %[A], [" R ", #2]\n\t"                                                                \
-    "smlabb %[a0], %[B], %[Q], %[a0]\n\t"                                                      \
-    "smlad %[a1], %[A], %[P], " ACC1 "\n\t"                                                    \
-    "smlatb %[a1], %[B], %[Q], %[a1]\n\t"                                                      \
-    "smlabb %[a2], %[D], %[Q], %[a2]\n\t"                                                      \
-    "ldr %[A], [" R ", #6]\n\t"                                                                \
-    "smlad %[a3], %[A], %[P], " ACC3 "\n\t"                                                    \
-    "smlatb %[a3], %[D], %[Q], %[a3]\n\t"
+    "smlatb %[a3], %[B], %[P], " ACC3 "\n\t"                                                   \
+    "smlabt %[a2], %[D], %[Q], %[a2]\n\t"                                                      \
+    "smlad %[a3], %[D], %[Q], %[a3]\n\t"
 /* dw_rq2 of one sum S into V, SSAT #8 (m, fc in P, Q; right in T). */
 #define DW3_ASM_RQ(V, S)                                                                       \
     "smmlar " V ", " S ", %[P], %[Q]\n\t"                                                      \
@@ -1228,7 +1230,7 @@ K_INLINE void dw3_asm_consts(const k_dw3g *g, const k_q_params *q, const k_dw3c 
     for (j = 0; j < 4; j++) {
         for (u = 0; u < 3; u++) {
             ka[j].w[2 * u] = k[j].pw[u];
-            ka[j].w[2 * u + 1] = (uint32_t)k[j].w2[u];
+            ka[j].w[2 * u + 1] = (k[j].pw[u] >> 16) | ((uint32_t)k[j].w2[u] << 16);
         }
         ka[j].bias = k[j].bias;
         ka[j].m = k[j].r.m;
