@@ -1039,17 +1039,53 @@ K_INLINE void dw3_load_line(const k_dw3g *g, const int8_t *x, int c, int ry, int
     {
         const int8_t *xr = x + (size_t)iy * g->xl + c;
         ix = 0;
-        if (dsp) {
-            for (; ix + 1 < len; ix += 2, xr += 2 * xs) {
+#if K_DSP_NATIVE
+        if (dsp && len >= 2) { /* the loop below on the core: 17 instructions per pixel pair */
+            int16_t *p0 = slot + L, *p2 = p0 + 2 * rw;
+            const int8_t *const xe = xr + (size_t)(len & ~1) * xs;
+            const int32_t rwb = 2 * rw;
+            uint32_t v0, v1, e0, f0, t;
+            __asm__ volatile("1:\n\t"
+                             "ldr %[v0], [%[xr]]\n\t"
+                             "ldr %[v1], [%[xr], %[xs]]\n\t"
+                             "add %[xr], %[xr], %[xs], lsl #1\n\t"
+                             "sxtb16 %[e0], %[v0]\n\t"
+                             "sxtb16 %[f0], %[v1]\n\t"
+                             "sxtb16 %[v0], %[v0], ror #8\n\t"
+                             "sxtb16 %[v1], %[v1], ror #8\n\t"
+                             "pkhbt %[t], %[v0], %[v1], lsl #16\n\t"
+                             "str %[t], [%[p0], %[rwb]]\n\t"
+                             "pkhbt %[t], %[e0], %[f0], lsl #16\n\t"
+                             "str %[t], [%[p0]], #4\n\t"
+                             "pkhtb %[t], %[v1], %[v0], asr #16\n\t"
+                             "str %[t], [%[p2], %[rwb]]\n\t"
+                             "pkhtb %[t], %[f0], %[e0], asr #16\n\t"
+                             "str %[t], [%[p2]], #4\n\t"
+                             "cmp %[xr], %[xe]\n\t"
+                             "bne 1b\n\t"
+                             : [xr] "+r"(xr), [p0] "+r"(p0), [p2] "+r"(p2), [v0] "=&r"(v0),
+                               [v1] "=&r"(v1), [e0] "=&r"(e0), [f0] "=&r"(f0), [t] "=&r"(t)
+                             : [xs] "r"(xs), [xe] "r"(xe), [rwb] "r"(rwb)
+                             : "cc", "memory");
+            ix = len & ~1;
+        }
+#else
+        if (dsp && len >= 2) { /* one pointer per plane, stepped */
+            int16_t *p0 = slot + L, *p1 = p0 + rw, *p2 = p1 + rw, *p3 = p2 + rw;
+            const int8_t *const xe = xr + (size_t)(len & ~1) * xs;
+            const size_t xs2 = 2 * xs;
+            for (; xr != xe; xr += xs2, p0 += 2, p1 += 2, p2 += 2, p3 += 2) {
                 const uint32_t v0 = K_LD4(xr), v1 = K_LD4(xr + xs);
                 const uint32_t e0 = K_SXTB16(v0), f0 = K_SXTB16(v1);
                 const uint32_t e1 = K_SXTB16_ROR8(v0), f1 = K_SXTB16_ROR8(v1);
-                K_ST4(slot + L + ix, K_PKHBT16(e0, f0));
-                K_ST4(slot + rw + L + ix, K_PKHBT16(e1, f1));
-                K_ST4(slot + 2 * rw + L + ix, K_PKHTB16(f0, e0));
-                K_ST4(slot + 3 * rw + L + ix, K_PKHTB16(f1, e1));
+                K_ST4(p0, K_PKHBT16(e0, f0));
+                K_ST4(p1, K_PKHBT16(e1, f1));
+                K_ST4(p2, K_PKHTB16(f0, e0));
+                K_ST4(p3, K_PKHTB16(f1, e1));
             }
+            ix = len & ~1;
         }
+#endif
         for (; ix < len; ix++, xr += xs)
             for (j = 0; j < 4; j++) slot[j * rw + L + ix] = xr[j];
     }
