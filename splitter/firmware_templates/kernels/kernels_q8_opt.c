@@ -442,7 +442,7 @@ typedef struct {
 
 /* The O & ~1 first channels of two pixels (y0, y0 + dy) through K_G22_PAIRS: per-channel
  * multipliers and shifts, biases, K % 8 == 0, 4-aligned weights (conv_engine checks). */
-static void gemm_pairs_asm(const k_g22p *kp, const int8_t *w, int clamp)
+static void gemm_pairs_asm(k_g22p *kp, const int8_t *w, int clamp)
 {
     uint32_t a00, a01, a10, a11, c, ce, wa, wb, c0, c1, t, u;
     if (clamp) K_G22_PAIRS(K_G22_CLAMP);
@@ -466,8 +466,8 @@ K_INLINE void gemm_pixels_up8(const k_window_params *p, const k_q_params *q, con
     const int16_t *const cend = col + (size_t)2 * K;
     int8_t *const yend = y0 + (p->O & ~1);
     if (qs && bs && y0 != yend) {
-        const k_g22p kp = {col, cend, mp, (int32_t)((q->shift - q->mult) * 4) - 8, bp, y0,
-                           (int32_t)(y1 - y0), lo4, hi4, zp2, yend};
+        k_g22p kp = {col, cend, mp, (int32_t)((q->shift - q->mult) * 4) - 8, bp, y0,
+                     (int32_t)(y1 - y0), lo4, hi4, zp2, yend};
         gemm_pairs_asm(&kp, w, lo != -128 || hi != 127);
         w += (size_t)K * (p->O & ~1);
         y1 += yend - y0;
@@ -643,7 +643,26 @@ K_INLINE void col_fill_padded(const k_window_params *p, const int8_t *x, int n, 
     }
 }
 
-/* Output pixels two at a time: their columns into the scratch, then the GEMM. */
+/* The im2col columns of output pixels n and (two) n + 1 into col: the re-laid order when Kp
+ * (conv_padded_k), a pointwise's input pixels as they are, else col_fill. */
+K_INLINE void conv_cols(const k_window_params *p, const int8_t *x, int n, int two, int16_t *col,
+                        int K, int Kp, int pointwise, int zp, uint32_t off2, int dsp)
+{
+    if (Kp) {
+        col_fill_padded(p, x, n, col, 0, zp, off2);
+        if (two) col_fill_padded(p, x, n + 1, col, 1, zp, off2);
+    } else if (pointwise) {
+        col_copy(x + (size_t)n * K, col, 0, K, 0, zp, off2, dsp);
+        if (two) col_copy(x + (size_t)(n + 1) * K, col, 0, K, 1, zp, off2, dsp);
+    } else {
+        col_fill(p, x, n, col, 0, zp, off2, dsp);
+        if (two) col_fill(p, x, n + 1, col, 1, zp, off2, dsp);
+    }
+}
+
+/* Output pixels two at a time: their columns into the scratch, then the GEMM. On the core
+ * with K % 8 == 0, rqup_value, per-channel multipliers, biases and an even O, every pair of
+ * pixels goes through gemm_pairs_asm with its record set up once per call. */
 K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const int8_t *x,
                           const int8_t *w, const int32_t *b, int8_t *s, int8_t *y, int dsp,
                           int pointwise)
@@ -657,7 +676,7 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
 #if K_DSP_NATIVE
     const int up8 = up && dsp && K % 8 == 0 && K > 0 && !((uintptr_t)w & 3u);
 #endif
-    int n;
+    int n = 0;
     if (Kp) { /* the weights re-laid after the columns; the columns' tails [K, K') zero */
         int8_t *wp = (int8_t *)(col + 2 * Kp);
         conv_pad_weights(p, w, Kp, wp);
@@ -665,18 +684,26 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
         col_zero(col, p->kh * p->kw * p->C, Kp - p->kh * p->kw * p->C, 0);
         col_zero(col, p->kh * p->kw * p->C, Kp - p->kh * p->kw * p->C, 1);
     }
-    for (n = 0; n < npix; n += 2) {
-        const int two = n + 1 < npix;
-        if (Kp) {
-            col_fill_padded(p, x, n, col, 0, zp, off2);
-            if (two) col_fill_padded(p, x, n + 1, col, 1, zp, off2);
-        } else if (pointwise) {
-            col_copy(x + (size_t)n * K, col, 0, K, 0, zp, off2, dsp);
-            if (two) col_copy(x + (size_t)(n + 1) * K, col, 0, K, 1, zp, off2, dsp);
-        } else {
-            col_fill(p, x, n, col, 0, zp, off2, dsp);
-            if (two) col_fill(p, x, n + 1, col, 1, zp, off2, dsp);
+#if K_DSP_NATIVE
+    if (up8 && q->nq > 1 && b && O >= 2 && !(O & 1)) {
+        const int lo = q->act_min, hi = q->act_max;
+        k_g22p kp = {col, col + (size_t)2 * K, q->mult,
+                     (int32_t)((q->shift - q->mult) * 4) - 8, b, y, O,
+                     ((uint32_t)lo & 0xFFu) * 0x01010101u, ((uint32_t)hi & 0xFFu) * 0x01010101u,
+                     2 * q->out_zp + 1, y};
+        for (; n + 1 < npix; n += 2) {
+            conv_cols(p, x, n, 1, col, K, Kp, pointwise, zp, off2, 1);
+            kp.mq = q->mult;
+            kp.bq = b;
+            kp.y0 = y + (size_t)n * O;
+            kp.yend = kp.y0 + O;
+            gemm_pairs_asm(&kp, w, lo != -128 || hi != 127);
         }
+    }
+#endif
+    for (; n < npix; n += 2) {
+        const int two = n + 1 < npix;
+        conv_cols(p, x, n, two, col, K, Kp, pointwise, zp, off2, dsp);
 #if K_DSP_NATIVE
         if (two && up8)
             gemm_pixels_up8(p, q, w, b, col, K, y + (size_t)n * O, y + (size_t)(n + 1) * O);
