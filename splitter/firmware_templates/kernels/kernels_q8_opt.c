@@ -1332,6 +1332,24 @@ K_INLINE void dw3_line(const k_dw3g *g, const int16_t *r0, const int16_t *r1,
             dw3_lines_asm(r0 + e, fast == 2, kp, yo);
         }
         done = last || g->tr ? kp->n * 4 : g->ol;
+        if (done < g->ol && kp->n > 0) {
+            /* the ol % 4 last pixels: one more group ending at the line's end (its first pixels
+             * computed again, to the same values), the records set to one group for it */
+            k_dw3a *kt = (k_dw3a *)(uintptr_t)kp;
+            const int st = g->ol - 4, n = kt->n, qs = kt->qstep, ys = kt->ystep;
+            for (j = 0; j < 4; j++) {
+                kt[j].n = 1;
+                kt[j].qstep = 2 * rw - 8;
+                kt[j].ystep = 1 - 4 * (int32_t)g->ys;
+            }
+            dw3_lines_asm(r0 + e + st, fast == 2, kt, yo + (size_t)st * g->ys);
+            for (j = 0; j < 4; j++) {
+                kt[j].n = n;
+                kt[j].qstep = qs;
+                kt[j].ystep = ys;
+            }
+            done = g->ol;
+        }
     }
 #else
     (void)ka;
