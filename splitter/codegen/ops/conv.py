@@ -161,13 +161,13 @@ CONV_PADW = 2048
 
 def conv_padded_k(op: Op) -> int:
     """``K'`` of an int8 conv's re-laid im2col (``conv_padded_k``, kernels_q8_opt.c), 0 when it
-    keeps ``K = kh * kw * C``: for ``K % 8 != 0``, dilation 1 along a row and
+    keeps ``K = kh * kw * C``: for ``K % 4 != 0``, dilation 1 along a row and
     ``O * K' <= CONV_PADW``, ``K' = ceil8(K)`` (a 3x3x3 first layer: 32)."""
     o, c, kh, kw = (int(v) for v in op.weights["W"].shape)
     k = kh * kw * c
     kp = (k + 7) // 8 * 8
     dw = int(tuple(op.attr("dilations", (1, 1)))[1])
-    if k % 8 == 0 or dw != 1 or o * kp > CONV_PADW:
+    if k % 4 == 0 or dw != 1 or o * kp > CONV_PADW:
         return 0
     return kp
 

@@ -546,7 +546,8 @@ K_INLINE void gemm_pixels(const k_window_params *p, const k_q_params *q, const i
 #define K_CONV_PADW 2048
 
 /* K' of the re-laid im2col, 0 when the conv keeps K: a conv whose K = kh * kw * C is not a
- * multiple of 8 (the assembly GEMM needs one: a first layer's 3 x 3 x 3 = 27) with dilation 1
+ * multiple of 4 (the assembly GEMM needs a multiple of 8: a first layer's 3 x 3 x 3 = 27; a
+ * K % 8 == 4 keeps K, its last four elements in C, and its scratch) with dilation 1
  * along a row and O K' <= K_CONV_PADW gets K' = ceil8(K): element j of kernel row ky (R = kw C
  * elements, R4 = R & ~3) at ky R4 + j for j < R4, the rows' R % 4 last elements after all
  * rows' words, at kh R4 + ky (R - R4) + j - R4, zeros from K to K'. So each row's first R4
@@ -555,7 +556,7 @@ K_INLINE void gemm_pixels(const k_window_params *p, const k_q_params *q, const i
 K_INLINE int conv_padded_k(const k_window_params *p)
 {
     const int K = p->kh * p->kw * p->C, Kp = (K + 7) & ~7;
-    if (K % 8 == 0 || p->dw != 1 || p->O * Kp > K_CONV_PADW) return 0;
+    if (K % 4 == 0 || p->dw != 1 || p->O * Kp > K_CONV_PADW) return 0;
     return Kp;
 }
 
@@ -685,27 +686,23 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
         col_zero(col, p->kh * p->kw * p->C, Kp - p->kh * p->kw * p->C, 1);
     }
 #if K_DSP_NATIVE
-    if (up8 && q->nq > 1 && b && O >= 2 && !(O & 1)) {
-        const int lo = q->act_min, hi = q->act_max;
-        k_g22p kp = {col, col + (size_t)2 * K, q->mult,
-                     (int32_t)((q->shift - q->mult) * 4) - 8, b, y, O,
-                     ((uint32_t)lo & 0xFFu) * 0x01010101u, ((uint32_t)hi & 0xFFu) * 0x01010101u,
-                     2 * q->out_zp + 1, y};
-        for (; n + 1 < npix; n += 2) {
-            conv_cols(p, x, n, 1, col, K, Kp, pointwise, zp, off2, 1);
-            kp.mq = q->mult;
-            kp.bq = b;
-            kp.y0 = y + (size_t)n * O;
-            kp.yend = kp.y0 + O;
-            gemm_pairs_asm(&kp, w, lo != -128 || hi != 127);
-        }
-    }
+    const int pairs = up8 && q->nq > 1 && b && O >= 2 && !(O & 1);
+    k_g22p kp = {col, col + (size_t)2 * K, q->mult, (int32_t)((q->shift - q->mult) * 4) - 8, b, y,
+                 O, ((uint32_t)q->act_min & 0xFFu) * 0x01010101u,
+                 ((uint32_t)q->act_max & 0xFFu) * 0x01010101u, 2 * q->out_zp + 1, y};
+    const int clamp = q->act_min != -128 || q->act_max != 127;
 #endif
     for (; n < npix; n += 2) {
         const int two = n + 1 < npix;
         conv_cols(p, x, n, two, col, K, Kp, pointwise, zp, off2, dsp);
 #if K_DSP_NATIVE
-        if (two && up8)
+        if (two && pairs) { /* the record set up once; per pair of pixels its pointers */
+            kp.mq = q->mult;
+            kp.bq = b;
+            kp.y0 = y + (size_t)n * O;
+            kp.yend = kp.y0 + O;
+            gemm_pairs_asm(&kp, w, clamp);
+        } else if (two && up8)
             gemm_pixels_up8(p, q, w, b, col, K, y + (size_t)n * O, y + (size_t)(n + 1) * O);
         else
 #endif
