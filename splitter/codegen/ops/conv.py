@@ -155,6 +155,23 @@ def q8_conv_kind(op: Op, ins: Sequence[TensorSpec]) -> str:
     return "grouped"
 
 
+#: most bytes of re-laid weights a conv copies into its scratch (``K_CONV_PADW``)
+CONV_PADW = 2048
+
+
+def conv_padded_k(op: Op) -> int:
+    """``K'`` of an int8 conv's re-laid im2col (``conv_padded_k``, kernels_q8_opt.c), 0 when it
+    keeps ``K = kh * kw * C``: for ``K % 4 != 0``, dilation 1 along a row and
+    ``O * K' <= CONV_PADW``, ``K' = ceil8(K)`` (a 3x3x3 first layer: 32)."""
+    o, c, kh, kw = (int(v) for v in op.weights["W"].shape)
+    k = kh * kw * c
+    kp = (k + 7) // 8 * 8
+    dw = int(tuple(op.attr("dilations", (1, 1)))[1])
+    if k % 4 == 0 or dw != 1 or o * kp > CONV_PADW:
+        return 0
+    return kp
+
+
 def _dw3_ring_bytes(op: Op, x: TensorSpec) -> int:
     """Scratch bytes of the int8 depthwise ``op`` on input ``x`` (``k_q_depthwise_scratch``,
     kernels_q8_opt.c): ``4 + 2 * 3 * 4 * RW`` for a 3x3 kernel with dilation 1, stride 1,
@@ -247,14 +264,18 @@ class Conv2D(OpEmitter):
         (dilation 1, stride 1, ``C >= 4``): its padded input ring
         (``k_q_depthwise_scratch``), ``4 + 2 * 3 * 4 * RW`` bytes, three rows of four int16
         channel planes of ``RW = L + W + pr + 3`` halfwords rounded up to even, ``L`` the left
-        padding rounded up to even. Float convs and the other int8 convs read their input
-        directly: 0."""
+        padding rounded up to even. A conv with re-laid columns (:func:`conv_padded_k`):
+        ``4 + 2 * 2 * K' + O * K'``, the columns at ``K'`` and its copied weights. Float convs
+        and the other int8 convs read their input directly: 0."""
         kind = q8_conv_kind(op, ins)
         if kind == "depthwise":
             return _dw3_ring_bytes(op, ins[0])
         if kind not in ("conv", "pointwise"):
             return 0
         k = int(np.prod(op.weights["W"].shape[1:]))
+        kp = conv_padded_k(op)
+        if kp:
+            return 4 + 2 * 2 * kp + int(op.weights["W"].shape[0]) * kp
         return 4 + 2 * 2 * (k + k % 2)
 
     def row_scratch_bytes(

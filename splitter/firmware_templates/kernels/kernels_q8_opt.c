@@ -159,12 +159,16 @@ K_INLINE void col_copy(const int8_t *x, int16_t *col, int k0, int n, int p, int 
             st2a(col + col_at(k0, p), x[0] - zp);
             i = 1;
         }
-        for (; i + 4 <= n; i += 4) {
-            const uint32_t v = K_LD4(x + i);
-            const uint32_t e = K_SXTAB16(off2, v), o = K_SXTAB16_ROR8(off2, v);
+        if (i + 4 <= n) { /* k0 + i even: four elements are 8 halfwords further */
+            const int8_t *xs = x + i, *const xe = xs + ((n - i) & ~3);
             int16_t *d = col + col_at(k0 + i, p);
-            K_ST4(__builtin_assume_aligned(d, 4), K_PKHBT16(e, o));
-            K_ST4(__builtin_assume_aligned(d + 4, 4), K_PKHTB16(o, e));
+            for (; xs != xe; xs += 4, d += 8) {
+                const uint32_t v = K_LD4(xs);
+                const uint32_t e = K_SXTAB16(off2, v), o = K_SXTAB16_ROR8(off2, v);
+                K_ST4(__builtin_assume_aligned(d, 4), K_PKHBT16(e, o));
+                K_ST4(__builtin_assume_aligned(d + 4, 4), K_PKHTB16(o, e));
+            }
+            i += (n - i) & ~3;
         }
     }
     for (; i < n; i++) st2a(col + col_at(k0 + i, p), x[i] - zp);
@@ -357,6 +361,94 @@ K_INLINE void gemm_pixels_up(const k_window_params *p, const k_q_params *q, cons
 }
 
 #if K_DSP_NATIVE
+/* The record gemm_pairs_asm reads (byte offsets in the assembly): the column buffer and its
+ * end (0, 4), the next channel pair's multipliers (8), the bytes from a pair's multipliers to
+ * the next pair's shifts (12), the next pair's biases (16), its outputs of pixel 0 (20), the
+ * bytes to pixel 1's (24), the packed clamp bounds (28, 32), 2 out_zp + 1 (36), the end of
+ * pixel 0's outputs (40). */
+typedef struct {
+    const int16_t *col, *cend;
+    const int32_t *mq;
+    int32_t sdelta;
+    const int32_t *bq;
+    int8_t *y0;
+    int32_t dy;
+    uint32_t lo4, hi4;
+    int32_t zp2;
+    const int8_t *yend;
+} k_g22p;
+
+/* rqup_value of accumulator ACC with multiplier M and rs = r - 1 in RS, h = zp2 << (r - 2) in
+ * %[u]: SMLAL onto (h, 2^30), the high word shifted by rs, SSAT #8. */
+#define K_G22_RQ(ACC, M, RS)                                                                   \
+    "mov %[t], #0x40000000\n\t"                                                               \
+    "mov %[c], %[u]\n\t"                                                                      \
+    "smlal %[t], %[c], " ACC ", " M "\n\t"                                                    \
+    "asr %[c], %[c], " RS "\n\t"                                                              \
+    "ssat " ACC ", #8, %[c]\n\t"
+/* CLAMP of the two packed output halfwords: SSUB8 / SEL against lo4, hi4 (K_MAX8 / K_MIN8). */
+#define K_G22_CLAMP                                                                            \
+    "ldrd %[c], %[ce], [%[kp], #28]\n\t"                                                      \
+    "ssub8 %[t], %[a00], %[c]\n\t"                                                            \
+    "sel %[a00], %[a00], %[c]\n\t"                                                            \
+    "ssub8 %[t], %[ce], %[a00]\n\t"                                                           \
+    "sel %[a00], %[a00], %[ce]\n\t"                                                           \
+    "ssub8 %[t], %[a01], %[c]\n\t"                                                            \
+    "sel %[a01], %[a01], %[c]\n\t"                                                            \
+    "ssub8 %[t], %[ce], %[a01]\n\t"                                                           \
+    "sel %[a01], %[a01], %[ce]\n\t"
+/* Every channel pair of two pixels in one assembly loop: per pair the biases (LDRD), the 2 x 2
+ * GEMM (K_G22_STEP) over the columns, then per channel m and the shift (LDRD each pair), rs =
+ * -s - 1 (MVN), h = zp2 << (rs - 1), four rqup_value (K_G22_RQ), BFI into one halfword per
+ * pixel, the optional clamp and two STRH. */
+#define K_G22_PAIRS(CLAMP)                                                                     \
+    __asm__ volatile(                                                                          \
+        "0:\n\t"                                                                               \
+        "ldr %[t], [%[kp], #16]\n\t"                                                          \
+        "ldrd %[a00], %[a10], [%[t]], #8\n\t"                                                  \
+        "str %[t], [%[kp], #16]\n\t"                                                          \
+        "mov %[a01], %[a00]\n\t"                                                              \
+        "mov %[a11], %[a10]\n\t"                                                              \
+        "ldrd %[c], %[ce], [%[kp]]\n\t"                                                       \
+        "1:\n\t" K_G22_STEP K_G22_STEP "cmp %[c], %[ce]\n\t"                                 \
+        "bne 1b\n\t"                                                                           \
+        "ldr %[t], [%[kp], #8]\n\t"                                                           \
+        "ldrd %[wa], %[wb], [%[t]], #8\n\t"                                                    \
+        "str %[t], [%[kp], #8]\n\t"                                                           \
+        "ldr %[c0], [%[kp], #12]\n\t"                                                         \
+        "add %[t], %[t], %[c0]\n\t"                                                           \
+        "ldrd %[c0], %[c1], [%[t]]\n\t"                                                       \
+        "mvn %[c0], %[c0]\n\t"                                                                \
+        "mvn %[c1], %[c1]\n\t"                                                                \
+        "ldr %[ce], [%[kp], #36]\n\t"                                                         \
+        "sub %[t], %[c0], #1\n\t"                                                             \
+        "lsl %[u], %[ce], %[t]\n\t" K_G22_RQ("%[a00]", "%[wa]", "%[c0]")                      \
+            K_G22_RQ("%[a01]", "%[wa]", "%[c0]") "sub %[t], %[c1], #1\n\t"                     \
+        "lsl %[u], %[ce], %[t]\n\t" K_G22_RQ("%[a10]", "%[wb]", "%[c1]")                      \
+            K_G22_RQ("%[a11]", "%[wb]", "%[c1]") "bfi %[a00], %[a10], #8, #8\n\t"               \
+        "bfi %[a01], %[a11], #8, #8\n\t" CLAMP "ldr %[t], [%[kp], #20]\n\t"                  \
+        "ldr %[c], [%[kp], #24]\n\t"                                                          \
+        "strh %[a01], [%[t], %[c]]\n\t"                                                       \
+        "strh %[a00], [%[t]], #2\n\t"                                                         \
+        "str %[t], [%[kp], #20]\n\t"                                                          \
+        "ldr %[c], [%[kp], #40]\n\t"                                                          \
+        "cmp %[t], %[c]\n\t"                                                                  \
+        "bne 0b\n\t"                                                                           \
+        : [w] "+r"(w), [a00] "=&r"(a00), [a01] "=&r"(a01), [a10] "=&r"(a10),                  \
+          [a11] "=&r"(a11), [c] "=&r"(c), [ce] "=&r"(ce), [wa] "=&r"(wa), [wb] "=&r"(wb),       \
+          [c0] "=&r"(c0), [c1] "=&r"(c1), [t] "=&r"(t), [u] "=&r"(u)                            \
+        : [kp] "r"(kp)                                                                         \
+        : "cc", "memory")
+
+/* The O & ~1 first channels of two pixels (y0, y0 + dy) through K_G22_PAIRS: per-channel
+ * multipliers and shifts, biases, K % 8 == 0, 4-aligned weights (conv_engine checks). */
+static void gemm_pairs_asm(k_g22p *kp, const int8_t *w, int clamp)
+{
+    uint32_t a00, a01, a10, a11, c, ce, wa, wb, c0, c1, t, u;
+    if (clamp) K_G22_PAIRS(K_G22_CLAMP);
+    else K_G22_PAIRS("");
+}
+
 /* gemm_pixels_up on the core for K % 8 == 0 and 4-aligned weights (checked once per call by
  * conv_engine): per channel pair one assembly loop over K (gemm_block's, with no C tail, the
  * weight pointer running on into the next pair), then rqup_value and st2_clamped; the
@@ -373,6 +465,14 @@ K_INLINE void gemm_pixels_up8(const k_window_params *p, const k_q_params *q, con
     const uint32_t hi4 = ((uint32_t)hi & 0xFFu) * 0x01010101u;
     const int16_t *const cend = col + (size_t)2 * K;
     int8_t *const yend = y0 + (p->O & ~1);
+    if (qs && bs && y0 != yend) {
+        k_g22p kp = {col, cend, mp, (int32_t)((q->shift - q->mult) * 4) - 8, bp, y0,
+                     (int32_t)(y1 - y0), lo4, hi4, zp2, yend};
+        gemm_pairs_asm(&kp, w, lo != -128 || hi != 127);
+        w += (size_t)K * (p->O & ~1);
+        y1 += yend - y0;
+        y0 = yend;
+    }
     for (; y0 != yend; y0 += 2, y1 += 2, mp += qs, sp += qs, bp += bs) {
         int32_t a00 = bp[0], a01 = bp[0], a10 = bp[bs ? 1 : 0], a11 = a10;
         const int16_t *c = col;
@@ -442,18 +542,134 @@ K_INLINE void gemm_pixels(const k_window_params *p, const k_q_params *q, const i
     }
 }
 
+/* Most bytes of re-laid weights (conv_padded_k) a conv copies into its scratch. */
+#define K_CONV_PADW 2048
+
+/* K' of the re-laid im2col, 0 when the conv keeps K: a conv whose K = kh * kw * C is not a
+ * multiple of 4 (the assembly GEMM needs a multiple of 8: a first layer's 3 x 3 x 3 = 27; a
+ * K % 8 == 4 keeps K, its last four elements in C, and its scratch) with dilation 1
+ * along a row and O K' <= K_CONV_PADW gets K' = ceil8(K): element j of kernel row ky (R = kw C
+ * elements, R4 = R & ~3) at ky R4 + j for j < R4, the rows' R % 4 last elements after all
+ * rows' words, at kh R4 + ky (R - R4) + j - R4, zeros from K to K'. So each row's first R4
+ * column elements are whole SXTAB16 words and the GEMM runs on the core; the weights are
+ * copied into the scratch in that order once per call (conv_pad_weights). */
+K_INLINE int conv_padded_k(const k_window_params *p)
+{
+    const int K = p->kh * p->kw * p->C, Kp = (K + 7) & ~7;
+    if (K % 4 == 0 || p->dw != 1 || p->O * Kp > K_CONV_PADW) return 0;
+    return Kp;
+}
+
 int k_q_conv_scratch(const k_window_params *p)
 {
-    const int K = p->kh * p->kw * p->C;
+    const int K = p->kh * p->kw * p->C, Kp = conv_padded_k(p);
+    if (Kp) return 4 + 2 * 2 * Kp + p->O * Kp;
     return 4 + 2 * 2 * (K + (K & 1));
 }
 
-/* Output pixels two at a time: their columns into the scratch, then the GEMM. */
+/* Byte offset of weight (o, k) in the conv_weights layout of O rows of K (q8_variants.py):
+ * channel pairs, each group of four as (0, 2, 1, 3) per row and alternating between the pair's
+ * rows, then row 0's K % 4 last bytes, then row 1's; an odd last row alone. */
+K_INLINE size_t conv_w_at(int O, int K, int o, int k)
+{
+    static const unsigned char perm[4] = {0, 2, 1, 3};
+    const int K4 = K & ~3, r = o & 1;
+    if (o >= (O & ~1)) {
+        const size_t base = (size_t)(O - 1) * K;
+        return base + (size_t)(k < K4 ? (k & ~3) + perm[k & 3] : k);
+    }
+    {
+        const size_t base = (size_t)(o >> 1) * 2 * K;
+        if (k < K4) return base + (size_t)((k >> 2) * 8 + r * 4 + perm[k & 3]);
+        return base + (size_t)(2 * K4 + r * (K - K4) + (k - K4));
+    }
+}
+
+/* Position in the re-laid order (conv_padded_k) of element j of kernel row ky. */
+K_INLINE int conv_padded_at(int kh, int R, int ky, int j)
+{
+    const int R4 = R & ~3;
+    return j < R4 ? ky * R4 + j : kh * R4 + ky * (R - R4) + (j - R4);
+}
+
+/* The weights w (K = kh kw C) in the conv_weights layout of K' = Kp elements in the re-laid
+ * order (conv_padded_k), zeros from K on, into wp. */
+K_INLINE void conv_pad_weights(const k_window_params *p, const int8_t *w, int Kp, int8_t *wp)
+{
+    const int O = p->O, R = p->kw * p->C, K = p->kh * R;
+    int o, k;
+    for (o = 0; o < O; o++) {
+        for (k = K; k < Kp; k++) wp[conv_w_at(O, Kp, o, k)] = 0;
+        for (k = 0; k < K; k++)
+            wp[conv_w_at(O, Kp, o, conv_padded_at(p->kh, R, k / R, k % R))] =
+                w[conv_w_at(O, K, o, k)];
+    }
+}
+
+/* Column pc of output pixel n in the re-laid order (conv_padded_k), elements [0, K): per
+ * kernel row its kw C values minus in_zp (zeros in the padding), the row's words through
+ * col_copy when the row lies inside the input. */
+K_INLINE void col_fill_padded(const k_window_params *p, const int8_t *x, int n, int16_t *col,
+                              int pc, int zp, uint32_t off2)
+{
+    const int C = p->C, kw = p->kw, kh = p->kh, R = kw * C, R4 = R & ~3;
+    const int oy = n / p->OW, ox = n - oy * p->OW;
+    const int iy0 = oy * p->sh - p->pt, ix0 = ox * p->sw - p->pl;
+    const int inside = ix0 >= 0 && ix0 + kw <= p->W;
+    int ky, j;
+    if (inside && iy0 >= 0 && iy0 + (kh - 1) * p->dh < p->H) {
+        /* every row inside (most pixels): the rows' words, then their R % 4 last values */
+        const int8_t *row = x + ((ptrdiff_t)iy0 * p->W + ix0) * C;
+        const size_t rs = (size_t)p->dh * p->W * C;
+        int t = kh * R4;
+        for (ky = 0; ky < kh; ky++, row += rs) {
+            col_copy(row, col, ky * R4, R4, pc, zp, off2, 1);
+            for (j = R4; j < R; j++, t++) st2a(col + col_at(t, pc), row[j] - zp);
+        }
+        return;
+    }
+    for (ky = 0; ky < kh; ky++) {
+        const int iy = iy0 + ky * p->dh, in = iy >= 0 && iy < p->H;
+        const int8_t *row = x + ((ptrdiff_t)iy * p->W + ix0) * C;
+        if (in && inside) {
+            col_copy(row, col, ky * R4, R4, pc, zp, off2, 1);
+            for (j = R4; j < R; j++) st2a(col + col_at(conv_padded_at(kh, R, ky, j), pc), row[j] - zp);
+            continue;
+        }
+        for (j = 0; j < R; j++) {
+            const int ix = ix0 + j / C;
+            st2a(col + col_at(conv_padded_at(kh, R, ky, j), pc),
+                 in && ix >= 0 && ix < p->W ? row[j] - zp : 0);
+        }
+    }
+}
+
+/* The im2col columns of output pixels n and (two) n + 1 into col: the re-laid order when Kp
+ * (conv_padded_k), a pointwise's input pixels as they are, else col_fill. */
+K_INLINE void conv_cols(const k_window_params *p, const int8_t *x, int n, int two, int16_t *col,
+                        int K, int Kp, int pointwise, int zp, uint32_t off2, int dsp)
+{
+    if (Kp) {
+        col_fill_padded(p, x, n, col, 0, zp, off2);
+        if (two) col_fill_padded(p, x, n + 1, col, 1, zp, off2);
+    } else if (pointwise) {
+        col_copy(x + (size_t)n * K, col, 0, K, 0, zp, off2, dsp);
+        if (two) col_copy(x + (size_t)(n + 1) * K, col, 0, K, 1, zp, off2, dsp);
+    } else {
+        col_fill(p, x, n, col, 0, zp, off2, dsp);
+        if (two) col_fill(p, x, n + 1, col, 1, zp, off2, dsp);
+    }
+}
+
+/* Output pixels two at a time: their columns into the scratch, then the GEMM. On the core
+ * with K % 8 == 0, rqup_value, per-channel multipliers, biases and an even O, every pair of
+ * pixels goes through gemm_pairs_asm with its record set up once per call. */
 K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const int8_t *x,
                           const int8_t *w, const int32_t *b, int8_t *s, int8_t *y, int dsp,
                           int pointwise)
 {
-    const int K = p->kh * p->kw * p->C, O = p->O, npix = p->OH * p->OW;
+    const int Kp = dsp && !pointwise ? conv_padded_k(p) : 0;
+    const int K = Kp ? Kp : p->kh * p->kw * p->C, O = p->O, npix = p->OH * p->OW;
     const int zp = q->in_zp;
     const uint32_t off2 = ((uint32_t)(-zp) & 0xFFFFu) * 0x10001u;
     int16_t *col = (int16_t *)(void *)(s + ((4u - ((uintptr_t)s & 3u)) & 3u));
@@ -461,18 +677,32 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
 #if K_DSP_NATIVE
     const int up8 = up && dsp && K % 8 == 0 && K > 0 && !((uintptr_t)w & 3u);
 #endif
-    int n;
-    for (n = 0; n < npix; n += 2) {
-        const int two = n + 1 < npix;
-        if (pointwise) {
-            col_copy(x + (size_t)n * K, col, 0, K, 0, zp, off2, dsp);
-            if (two) col_copy(x + (size_t)(n + 1) * K, col, 0, K, 1, zp, off2, dsp);
-        } else {
-            col_fill(p, x, n, col, 0, zp, off2, dsp);
-            if (two) col_fill(p, x, n + 1, col, 1, zp, off2, dsp);
-        }
+    int n = 0;
+    if (Kp) { /* the weights re-laid after the columns; the columns' tails [K, K') zero */
+        int8_t *wp = (int8_t *)(col + 2 * Kp);
+        conv_pad_weights(p, w, Kp, wp);
+        w = wp;
+        col_zero(col, p->kh * p->kw * p->C, Kp - p->kh * p->kw * p->C, 0);
+        col_zero(col, p->kh * p->kw * p->C, Kp - p->kh * p->kw * p->C, 1);
+    }
 #if K_DSP_NATIVE
-        if (two && up8)
+    const int pairs = up8 && q->nq > 1 && b && O >= 2 && !(O & 1);
+    k_g22p kp = {col, col + (size_t)2 * K, q->mult, (int32_t)((q->shift - q->mult) * 4) - 8, b, y,
+                 O, ((uint32_t)q->act_min & 0xFFu) * 0x01010101u,
+                 ((uint32_t)q->act_max & 0xFFu) * 0x01010101u, 2 * q->out_zp + 1, y};
+    const int clamp = q->act_min != -128 || q->act_max != 127;
+#endif
+    for (; n < npix; n += 2) {
+        const int two = n + 1 < npix;
+        conv_cols(p, x, n, two, col, K, Kp, pointwise, zp, off2, dsp);
+#if K_DSP_NATIVE
+        if (two && pairs) { /* the record set up once; per pair of pixels its pointers */
+            kp.mq = q->mult;
+            kp.bq = b;
+            kp.y0 = y + (size_t)n * O;
+            kp.yend = kp.y0 + O;
+            gemm_pairs_asm(&kp, w, clamp);
+        } else if (two && up8)
             gemm_pixels_up8(p, q, w, b, col, K, y + (size_t)n * O, y + (size_t)(n + 1) * O);
         else
 #endif
@@ -759,9 +989,9 @@ K_INLINE void dw_one(const k_window_params *p, const k_q_params *q, const int8_t
  * nine raw products: no border code. The lines are the input's rows, or its columns when it is
  * taller than wide (dw3_geom: the longer axis along the line, fewer pixels wasted at a line's
  * end). Per line and channel the DSP loop (dw3_lines_asm) takes four output pixels at once: per
- * kernel line the words (x0, x1), (x1, x2), (x2, x3), (x3, x4), (x4, x5), SMLAD against the
- * packed weights (w0, w1), SMLABB / SMLATB for w2: 36 MACs in 75 instructions with the
- * requantisation and the stores. */
+ * kernel line the words (x0, x1), (x2, x3), (x4, x5) against the packed weights (w0, w1),
+ * (w1, w2) by SMLAD / SMLATB / SMLABT (DW3_ASM_LINE): 36 MACs in 69 instructions with the
+ * requantisation and the stores (80 with a clamp). */
 K_INLINE int dw3_ok(const k_window_params *p)
 {
     return p->kh == 3 && p->kw == 3 && p->dh == 1 && p->dw == 1 && p->sh == 1 && p->sw == 1 &&
@@ -833,17 +1063,53 @@ K_INLINE void dw3_load_line(const k_dw3g *g, const int8_t *x, int c, int ry, int
     {
         const int8_t *xr = x + (size_t)iy * g->xl + c;
         ix = 0;
-        if (dsp) {
-            for (; ix + 1 < len; ix += 2, xr += 2 * xs) {
+#if K_DSP_NATIVE
+        if (dsp && len >= 2) { /* the loop below on the core: 17 instructions per pixel pair */
+            int16_t *p0 = slot + L, *p2 = p0 + 2 * rw;
+            const int8_t *const xe = xr + (size_t)(len & ~1) * xs;
+            const int32_t rwb = 2 * rw;
+            uint32_t v0, v1, e0, f0, t;
+            __asm__ volatile("1:\n\t"
+                             "ldr %[v0], [%[xr]]\n\t"
+                             "ldr %[v1], [%[xr], %[xs]]\n\t"
+                             "add %[xr], %[xr], %[xs], lsl #1\n\t"
+                             "sxtb16 %[e0], %[v0]\n\t"
+                             "sxtb16 %[f0], %[v1]\n\t"
+                             "sxtb16 %[v0], %[v0], ror #8\n\t"
+                             "sxtb16 %[v1], %[v1], ror #8\n\t"
+                             "pkhbt %[t], %[v0], %[v1], lsl #16\n\t"
+                             "str %[t], [%[p0], %[rwb]]\n\t"
+                             "pkhbt %[t], %[e0], %[f0], lsl #16\n\t"
+                             "str %[t], [%[p0]], #4\n\t"
+                             "pkhtb %[t], %[v1], %[v0], asr #16\n\t"
+                             "str %[t], [%[p2], %[rwb]]\n\t"
+                             "pkhtb %[t], %[f0], %[e0], asr #16\n\t"
+                             "str %[t], [%[p2]], #4\n\t"
+                             "cmp %[xr], %[xe]\n\t"
+                             "bne 1b\n\t"
+                             : [xr] "+r"(xr), [p0] "+r"(p0), [p2] "+r"(p2), [v0] "=&r"(v0),
+                               [v1] "=&r"(v1), [e0] "=&r"(e0), [f0] "=&r"(f0), [t] "=&r"(t)
+                             : [xs] "r"(xs), [xe] "r"(xe), [rwb] "r"(rwb)
+                             : "cc", "memory");
+            ix = len & ~1;
+        }
+#else
+        if (dsp && len >= 2) { /* one pointer per plane, stepped */
+            int16_t *p0 = slot + L, *p1 = p0 + rw, *p2 = p1 + rw, *p3 = p2 + rw;
+            const int8_t *const xe = xr + (size_t)(len & ~1) * xs;
+            const size_t xs2 = 2 * xs;
+            for (; xr != xe; xr += xs2, p0 += 2, p1 += 2, p2 += 2, p3 += 2) {
                 const uint32_t v0 = K_LD4(xr), v1 = K_LD4(xr + xs);
                 const uint32_t e0 = K_SXTB16(v0), f0 = K_SXTB16(v1);
                 const uint32_t e1 = K_SXTB16_ROR8(v0), f1 = K_SXTB16_ROR8(v1);
-                K_ST4(slot + L + ix, K_PKHBT16(e0, f0));
-                K_ST4(slot + rw + L + ix, K_PKHBT16(e1, f1));
-                K_ST4(slot + 2 * rw + L + ix, K_PKHTB16(f0, e0));
-                K_ST4(slot + 3 * rw + L + ix, K_PKHTB16(f1, e1));
+                K_ST4(p0, K_PKHBT16(e0, f0));
+                K_ST4(p1, K_PKHBT16(e1, f1));
+                K_ST4(p2, K_PKHTB16(f0, e0));
+                K_ST4(p3, K_PKHTB16(f1, e1));
             }
+            ix = len & ~1;
         }
+#endif
         for (; ix < len; ix++, xr += xs)
             for (j = 0; j < 4; j++) slot[j * rw + L + ix] = xr[j];
     }
@@ -878,7 +1144,7 @@ K_INLINE int8_t dw3_out(int32_t a, const k_dw3c *k, int ozp, int lo, int hi, int
 
 #if K_DSP_NATIVE
 /* One channel's constants as dw3_lines_asm reads them (byte offsets in the assembly): per
- * kernel line (w0, w1) and w2 (0..20), the folded doubled bias (24), m and fc of dw_rq2 (28,
+ * kernel line (w0, w1) and (w1, w2) (0..20), the folded doubled bias (24), m and fc of dw_rq2 (28,
  * 32), its right shift (36), the output stride along a line (40), the clamp bytes (44, 48), the
  * byte distances of ring lines 1 and 2 from line 0 (52, 56), the four-pixel groups per line
  * (60), the plane and output steps to the next channel (64, 68), 1 on the block's last channel
@@ -890,23 +1156,25 @@ typedef struct {
     int32_t d1, d2, n, qstep, ystep, last;
 } k_dw3a;
 
-/* One kernel line of four output pixels: line pointer R, weights at byte WO, accumulators
- * from ACC (the bias register on the first line). LDR only: any halfword alignment loads. */
+/* One kernel line of four output pixels: line pointer R, the line's weight pairs
+ * P = (w0, w1), Q = (w1, w2) at byte WO, accumulators from ACC (the bias register on the first
+ * line). The words (x0, x1), (x2, x3), (x4, x5) give every product: pixel 0 SMLAD (x0, x1) P +
+ * SMLABT x2 w2, pixel 1 SMLATB x1 w0 + SMLAD (x2, x3) Q, pixel 2 SMLAD (x2, x3) P + SMLABT x4 w2,
+ * pixel 3 SMLATB x3 w0 + SMLAD (x4, x5) Q: 12 MACs in three loads and eight instructions. LDR
+ * only: any halfword alignment loads. */
 #define DW3_ASM_LINE(R, WO, ACC0, ACC1, ACC2, ACC3)                                            \
     "ldrd %[P], %[Q], [%[kp], #" #WO "]\n\t"                                                   \
     "ldr %[A], [" R "]\n\t"                                                                    \
     "ldr %[B], [" R ", #4]\n\t"                                                                \
     "ldr %[D], [" R ", #8]\n\t"                                                                \
     "smlad %[a0], %[A], %[P], " ACC0 "\n\t"                                                    \
+    "smlatb %[a1], %[A], %[P], " ACC1 "\n\t"                                                   \
+    "smlabt %[a0], %[B], %[Q], %[a0]\n\t"                                                      \
+    "smlad %[a1], %[B], %[Q], %[a1]\n\t"                                                       \
     "smlad %[a2], %[B], %[P], " ACC2 "\n\t"                                                    \
-    "ldr %[A], [" R ", #2]\n\t"                                                                \
-    "smlabb %[a0], %[B], %[Q], %[a0]\n\t"                                                      \
-    "smlad %[a1], %[A], %[P], " ACC1 "\n\t"                                                    \
-    "smlatb %[a1], %[B], %[Q], %[a1]\n\t"                                                      \
-    "smlabb %[a2], %[D], %[Q], %[a2]\n\t"                                                      \
-    "ldr %[A], [" R ", #6]\n\t"                                                                \
-    "smlad %[a3], %[A], %[P], " ACC3 "\n\t"                                                    \
-    "smlatb %[a3], %[D], %[Q], %[a3]\n\t"
+    "smlatb %[a3], %[B], %[P], " ACC3 "\n\t"                                                   \
+    "smlabt %[a2], %[D], %[Q], %[a2]\n\t"                                                      \
+    "smlad %[a3], %[D], %[Q], %[a3]\n\t"
 /* dw_rq2 of one sum S into V, SSAT #8 (m, fc in P, Q; right in T). */
 #define DW3_ASM_RQ(V, S)                                                                       \
     "smmlar " V ", " S ", %[P], %[Q]\n\t"                                                      \
@@ -1022,7 +1290,7 @@ K_INLINE void dw3_asm_consts(const k_dw3g *g, const k_q_params *q, const k_dw3c 
     for (j = 0; j < 4; j++) {
         for (u = 0; u < 3; u++) {
             ka[j].w[2 * u] = k[j].pw[u];
-            ka[j].w[2 * u + 1] = (uint32_t)k[j].w2[u];
+            ka[j].w[2 * u + 1] = (k[j].pw[u] >> 16) | ((uint32_t)k[j].w2[u] << 16);
         }
         ka[j].bias = k[j].bias;
         ka[j].m = k[j].r.m;
@@ -1061,6 +1329,24 @@ K_INLINE void dw3_line(const k_dw3g *g, const int16_t *r0, const int16_t *r1,
             dw3_lines_asm(r0 + e, fast == 2, kp, yo);
         }
         done = last || g->tr ? kp->n * 4 : g->ol;
+        if (done < g->ol && kp->n > 0) {
+            /* the ol % 4 last pixels: one more group ending at the line's end (its first pixels
+             * computed again, to the same values), the records set to one group for it */
+            k_dw3a *kt = (k_dw3a *)(uintptr_t)kp;
+            const int st = g->ol - 4, n = kt->n, qs = kt->qstep, ys = kt->ystep;
+            for (j = 0; j < 4; j++) {
+                kt[j].n = 1;
+                kt[j].qstep = 2 * rw - 8;
+                kt[j].ystep = 1 - 4 * (int32_t)g->ys;
+            }
+            dw3_lines_asm(r0 + e + st, fast == 2, kt, yo + (size_t)st * g->ys);
+            for (j = 0; j < 4; j++) {
+                kt[j].n = n;
+                kt[j].qstep = qs;
+                kt[j].ystep = ys;
+            }
+            done = g->ol;
+        }
     }
 #else
     (void)ka;
