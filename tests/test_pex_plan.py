@@ -270,9 +270,9 @@ def test_mobilenet_v2_int8_loops(mnv2_qdq: Path) -> None:
     blocks; channel loops alone need int32 accumulators (602,112 B). The first row loop runs
     the stem and blocks 1-2 (6 convs) with windows of 4, 2, 2, 3 and 1 rows: 224x224x3 input +
     56x56x24 output + the windows + one scratch block for the loop's tuned conv kernels, the
-    largest (the stem's: its 3x3x3 weights re-laid at K' = 32, 4 + 4 K' + 32 K' = 1,156 B). The QUANTIZE of the float
-    input (602,112 + 150,528 B) is the chain's own peak (a full-integer model has no such
-    layer). Arena == estimate."""
+    largest (the stem's: its 3x3x3 weights re-laid at K' = 32, 4 + 4 K' + 32 K' = 1,156 B).
+    The QUANTIZE of the float input (602,112 + 150,528 B) is the chain's own peak (a
+    full-integer model has no such layer). Arena == estimate."""
     chain = load_chain(str(mnv2_qdq))
     fused = partial_chain(chain)
     body = [layer for layer in fused.layers if layer.kind not in ("input", "quantize")]
