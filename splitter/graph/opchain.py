@@ -270,9 +270,12 @@ def build_op_layers(graph: Graph, itemsize_of: ItemsizeOf) -> list[Layer]:
     before: tuple[str, ...] = tuple(graph.inputs)
     for index, (group, live) in enumerate(zip(order, lives, strict=True)):
         entering = group.reads[0] if group.reads else graph.inputs[0]
-        ram = plan_op_layer(group.ops, before, live, tensors, itemsize_of).size
-        # the compaction the firmware runs (its arena's element sizes, not ``itemsize_of``)
-        moves = plan_op_layer(group.ops, before, live, tensors, arena_itemsize).moves
+        planned = plan_op_layer(group.ops, before, live, tensors, itemsize_of)
+        ram = planned.size
+        # the compaction the firmware runs (its arena's element sizes, when not ``itemsize_of``)
+        if itemsize_of is not arena_itemsize:
+            planned = plan_op_layer(group.ops, before, live, tensors, arena_itemsize)
+        moves = planned.moves
         before = live
         layers.append(
             Layer(
