@@ -3,7 +3,8 @@ on the CLI.
 
 The portfolio must return what the exact solvers return (same plan, SPEC.md tie rule), through
 each of its paths: the bnb probe, the cpsat/bnb race (MobileNet v1 0.30 over four boards, where
-bnb alone needs minutes), dp for latency. Timings are the benchmark's (benchmarks/solvers.py),
+bnb alone needs minutes), dp for latency with CP-SAT joining it after a head start (MLPerf VWW
+on four small F405s, where dp alone stalls). Timings are the benchmark's (benchmarks/solvers.py),
 never asserted here.
 """
 
@@ -66,6 +67,24 @@ def test_race_time_limit_returns_the_best_answer_unproved(four_boards: object) -
     """Neither entrant proves anything in 1 ms: the better answer comes back, not optimal."""
     _name, result = race(four_boards, "throughput", 0.001, {}, {})
     assert not result.optimal and result.assignment is not None
+
+
+def test_auto_proves_a_tight_flash_latency_instance_dp_cannot_close() -> None:
+    """MLPerf VWW int8 over four F405s cut to 84 KiB has no plan. In the planner's repair round
+    (two devices' reserves raised to their code) dp alone does not prove it (its passes stall
+    on the flash); the latency race lets CP-SAT join after dp's head start and prove it: the
+    user gets the reason (not enough flash), not "no feasible assignment found"."""
+    from splitter.errors import InfeasibleError, SolverError
+    from splitter.hardware.boards import load_boards
+    from splitter.importers import load_chain
+    from splitter.partition.planner import plan_chain
+
+    chain = load_chain(ROOT / "models" / "mlperf_vww_mobilenet_v1_025_int8.tflite")
+    boards = load_boards(ROOT / "models" / "boards" / "split_ad4.toml")
+    with pytest.raises(SolverError, match="not a proof of infeasibility"):
+        plan_chain(chain, boards, "latency", "dp", time_limit=3.0)
+    with pytest.raises(InfeasibleError, match="not enough flash"):
+        plan_chain(chain, boards, "latency", "auto")
 
 
 @pytest.mark.parametrize("seed", range(12))

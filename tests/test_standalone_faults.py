@@ -74,7 +74,7 @@ def test_corrupting_and_dropping_links_give_correct_results(
         ("b", "c"): FaultSpec(corrupt_rate=0.002, seed=4, drop=DropRule("b", timing, 2)),
     }
     with ProxiedEmulation(out, icount=True, faults=faults) as emu, Console(emu.endpoints) as con:
-        results = con.wait_results("c", 20, timeout=300)[:20]
+        results = con.wait_results("c", 8, timeout=300)[:8]
         corrupted = sum(p.corrupted for p in emu.proxies)
         dropped = sum(p.dropped for p in emu.proxies)
     assert corrupted > 0 and dropped == 2

@@ -32,6 +32,7 @@ penalty repair and a beam of the same search), so the last pass always succeeds.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -70,7 +71,10 @@ def solve_dp(problem: Problem, objective: str, **options: object) -> SolverResul
     """Exact minimum latency; ``objective`` must be ``"latency"``.
 
     Options: ``time_limit`` (seconds, default 60, as cpsat; the incumbent is returned, not proved
-    optimal, when it passes), ``incumbent`` (a feasible assignment to start from).
+    optimal, when it passes), ``incumbent`` (a feasible assignment to start from), ``stop`` (a
+    ``threading.Event``: the search ends as at the time limit soon after it is set; the
+    ``auto`` portfolio's race), ``slow_after`` / ``on_slow`` (seconds, a callable: called once
+    when the search has run that long without ending; the race starts CP-SAT then).
     """
     if objective != "latency":
         raise SolverError("dp solves latency only; use --solver bnb or cpsat for throughput")
@@ -80,7 +84,14 @@ def solve_dp(problem: Problem, objective: str, **options: object) -> SolverResul
     start = options.get("incumbent")
     tables, columns = build_tables(problem)
     report = options.get("on_progress")
-    search = _Search(problem, tables, deadline, on_progress=report if callable(report) else None)
+    stop = options.get("stop")
+    search = _Search(
+        problem, tables, deadline, on_progress=report if callable(report) else None,
+        stop=stop if isinstance(stop, threading.Event) else None,
+    )  # fmt: skip
+    on_slow, slow_after = options.get("on_slow"), options.get("slow_after")
+    if callable(on_slow) and isinstance(slow_after, (int, float)):
+        search.slow_at, search.on_slow = time.perf_counter() + slow_after, on_slow
     try:
         starts = [tuple(int(x) for x in start)] if start is not None else []  # type: ignore[attr-defined]
         for a in [*starts, *columns, *repair_paths(problem, tables)]:
@@ -114,11 +125,21 @@ class _Search:
     deadline: float | None
     nodes: int = 0
     on_progress: Callable[[str], None] | None = None
+    stop: threading.Event | None = None
+    slow_at: float | None = None
+    on_slow: Callable[[], object] | None = None
 
     def check_time(self) -> None:
-        """Raise :class:`_Stop` once the deadline has passed."""
-        if self.deadline is not None and time.perf_counter() > self.deadline:
+        """Raise :class:`_Stop` once the deadline has passed or ``stop`` is set; call
+        ``on_slow`` once past ``slow_at``."""
+        now = time.perf_counter()
+        if self.deadline is not None and now > self.deadline:
             raise _Stop
+        if self.stop is not None and self.stop.is_set():
+            raise _Stop
+        if self.slow_at is not None and now > self.slow_at and self.on_slow is not None:
+            self.slow_at = None
+            self.on_slow()
 
     def deepen(self, inc: Incumbent) -> tuple[int, ...] | None:
         """Passes with growing limits until one finds a plan within its limit: that is optimal.
