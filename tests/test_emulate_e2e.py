@@ -374,7 +374,7 @@ class FrameDropper:
 
 def test_corrupted_board_link_recovers(aba: Path, x_file: Path) -> None:
     x = np.load(x_file)
-    flipper = BitFlipper(0.01, seed=3)
+    flipper = BitFlipper(0.004, seed=3)
     with E.Emulation(aba, link_fault=flipper) as emu, HostLink(emu.endpoints["a"], "a") as link:
         link.ping(10)
         res = infer([link], "a", "a", x, 40, timeout=120)
