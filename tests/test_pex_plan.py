@@ -92,16 +92,20 @@ def test_mobilenet_v2_split_plan_reduction_per_submodel(mnv2: Path) -> None:
 
 
 def _fuse(
-    chain: Chain, spans: list[tuple[int, int, int]], ops: list[tuple[str, ...]] | None = None
+    chain: Chain,
+    spans: list[tuple[int, int, int]],
+    ops: list[tuple[str, ...]] | None = None,
+    step: int = 1,
 ) -> Chain:
     """Chain with layers ``first..last`` fused into one loop over ``channels`` per span (the
-    loop over the op names ``ops[k]`` of span ``k`` when given, else all the layers' ops)."""
+    loop over the op names ``ops[k]`` of span ``k`` when given, else all the layers' ops),
+    ``step`` channels per iteration."""
     layers, pos = [], 0
     for k, (first, last, channels) in enumerate(spans):
         layers.extend(chain.layers[pos:first])
         group = chain.layers[first : last + 1]
         names = tuple(op.name for layer in group for op in layer.ops)
-        loop = ChannelLoop(ops[k] if ops else names, channels)
+        loop = ChannelLoop(ops[k] if ops else names, channels, step=step)
         fused = fuse_layers(chain, group, [loop], itemsize_function(None))
         layers.append(fused)
         pos = last + 1
@@ -249,6 +253,38 @@ def test_int8_loops_are_bit_exact_with_the_ops_run_whole(irb_qdq: Path, tmp_path
         x = rng.standard_normal((1, 3, 48, 48)).astype(np.float32).tobytes()
         want = _host_bytes(whole, 0, x, tmp_path / "whole")
         assert _host_bytes(exe, 0, x, tmp_path / "pex") == want
+        mid = _host_bytes(forced, 0, x, tmp_path / "b")
+        assert _host_bytes(forced, 1, mid, tmp_path / "b") == want
+        block_1 = _host_bytes(forced, 2, mid, tmp_path / "b")
+        assert _host_bytes(forced, 3, block_1, tmp_path / "b") == want
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", [4, 5])
+def test_int8_channel_loops_of_several_channels_are_bit_exact(
+    irb_qdq: Path, tmp_path: Path, step: int
+) -> None:
+    """Channel loops of ``step`` channels per iteration (96 channels: 5 leaves a last iteration
+    of one): the generating pointwise and the slab-to-slab depthwise on the tuned whole-op
+    kernels, a depthwise reading channels of its full input plane by plane, the accumulating
+    conv ``step`` input channels per pass, its output at the top and at the bottom of the
+    arena; the bytes of the ops run whole, the arena the estimate."""
+    chain = load_chain(str(irb_qdq))
+    whole = build_host(generate_device_c(chain, [(0, 0, len(chain) - 1)], "w"), tmp_path / "w")
+    block_2 = ("block_2_expand", "block_2_dw", "block_2_project")
+    other = _fuse(chain, [(3, 3, 96), (4, 6, 96)], [("block_1_dw", "block_1_project"), block_2],
+                  step=step)  # fmt: skip
+    m = len(other)
+    gen = generate_device_c(other, [(0, 0, 2), (1, 3, m - 1), (2, 3, 3), (3, 4, m - 1)], "b")
+    assert gen.arena_bytes == max(c.ram for c in other.costs)
+    text = gen.files["model.c"]
+    assert text.count("k_q_pex_accumulate_g_dsp(") == 4 * (1 + (96 % step > 0))
+    assert "k_q_pointwise_dsp(" in text and "k_q_depthwise_dsp(" in text
+    forced = build_host(gen, tmp_path / "b")
+    rng = np.random.default_rng(4)
+    for _ in range(2):
+        x = rng.standard_normal((1, 3, 48, 48)).astype(np.float32).tobytes()
+        want = _host_bytes(whole, 0, x, tmp_path / "w")
         mid = _host_bytes(forced, 0, x, tmp_path / "b")
         assert _host_bytes(forced, 1, mid, tmp_path / "b") == want
         block_1 = _host_bytes(forced, 2, mid, tmp_path / "b")

@@ -200,6 +200,61 @@ void k_q_pex_accumulate_dsp(const int8_t *restrict x, const int8_t *restrict w, 
     }
 }
 
+/* Channels k .. k + n - 1 of the slab (pixel stride G) into outputs o0 .. o1 - 1, one MAC at a
+ * time (the G % 4 last channels, the O % 4 last outputs). */
+static void accg_rest(const int8_t *x, int G, const int8_t *w, int wstride, int k, int n, int o0,
+                      int o1, int O, int HW, k_pex_i32 *a)
+{
+    int i, o, g;
+    for (i = 0; i < HW; i++) {
+        const int8_t *xi = x + (size_t)i * G + k;
+        k_pex_i32 *ai = a + (size_t)i * O;
+        for (o = o0; o < o1; o++) {
+            const int8_t *wo = w + (size_t)o * wstride + k;
+            int32_t v = ai[o];
+            for (g = 0; g < n; g++) v += (int32_t)wo[g] * xi[g];
+            ai[o] = v;
+        }
+    }
+}
+
+/* Four input channels (slab bytes x[i * G .. + 3]) into outputs o .. o + 3: the weights of row
+ * o + j as SXTB16 pairs (w0, w2), (w1, w3) meet the pixel's (x0, x2), (x1, x3); two pixels per
+ * pass. */
+static void accg_quad(const int8_t *x, int G, const int8_t *w, int wstride, int O, int HW,
+                      k_pex_i32 *a)
+{
+    const uint32_t w0 = K_LD4(w), w1 = K_LD4(w + wstride), w2 = K_LD4(w + 2 * wstride),
+                   w3 = K_LD4(w + 3 * wstride);
+    const uint32_t l0 = K_SXTB16(w0), h0 = K_SXTB16_ROR8(w0), l1 = K_SXTB16(w1),
+                   h1 = K_SXTB16_ROR8(w1), l2 = K_SXTB16(w2), h2 = K_SXTB16_ROR8(w2),
+                   l3 = K_SXTB16(w3), h3 = K_SXTB16_ROR8(w3);
+    const k_pex_i32 *end = a + (size_t)HW * O;
+    for (; a < end; a += O, x += G) {
+        const uint32_t v = K_LD4(x), xl = K_SXTB16(v), xh = K_SXTB16_ROR8(v);
+        a[0] = K_SMLAD(h0, xh, K_SMLAD(l0, xl, a[0]));
+        a[1] = K_SMLAD(h1, xh, K_SMLAD(l1, xl, a[1]));
+        a[2] = K_SMLAD(h2, xh, K_SMLAD(l2, xl, a[2]));
+        a[3] = K_SMLAD(h3, xh, K_SMLAD(l3, xl, a[3]));
+    }
+}
+
+void k_q_pex_accumulate_g_dsp(const int8_t *restrict x, int G, const int8_t *restrict w,
+                              int wstride, int O, int HW, void *acc)
+{
+    const int G4 = G & ~3, O4 = O & ~3;
+    k_pex_i32 *a = (k_pex_i32 *)acc;
+    int k, o;
+    if ((uintptr_t)acc & 3u) {
+        k_q_pex_accumulate_g(x, G, w, wstride, O, HW, acc);
+        return;
+    }
+    for (k = 0; k < G4; k += 4)
+        for (o = 0; o < O4; o += 4) accg_quad(x + k, G, w + (size_t)o * wstride + k, wstride, O, HW, a + o);
+    if (O4 < O) accg_rest(x, G, w, wstride, 0, G4, O4, O, O, HW, a);
+    if (G4 < G) accg_rest(x, G, w, wstride, G4, G - G4, 0, O, O, HW, a);
+}
+
 /* One pixel's O accumulators (bytes a) requantised into y[0 .. O-1]. */
 K_INLINE void requant_pixel(const k_q_params *q, const unsigned char *a, int O, int8_t *y,
                             int forward)

@@ -30,6 +30,13 @@ void k_q_pex_pointwise_dsp(const k_q_params *q, const int8_t *restrict x, int C,
 void k_q_pex_accumulate_dsp(const int8_t *restrict x, const int8_t *restrict w, int in_zp, int O,
                             int HW, void *acc);
 
+/* G input channels' contribution (k_q_pex_accumulate_g, same bytes): per block of four input
+ * channels and four outputs the sixteen weights unpacked once into SXTB16 pairs, then every
+ * pixel adds its four codes to the four accumulators (eight SMLAD); G % 4 channels and O % 4
+ * outputs as k_q_pex_accumulate_g. */
+void k_q_pex_accumulate_g_dsp(const int8_t *restrict x, int G, const int8_t *restrict w,
+                              int wstride, int O, int HW, void *acc);
+
 /* The accumulators requantised in place into the int8 output (k_q_pex_requant, same bytes):
  * each channel's multiplier and shift split once per output, no call per value. */
 void k_q_pex_requant_dsp(const k_q_params *q, const void *acc, int O, int HW, int8_t *y);
