@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -56,7 +56,7 @@ from splitter.codegen.ops.base import (
     is_quantised,
 )
 from splitter.codegen.ops.conv import ohwi, q8_conv_kind, q_record, window_record
-from splitter.codegen.ops.literals import c_float
+from splitter.codegen.ops.literals import WeightTable, c_float
 from splitter.codegen.ops.q8_variants import conv_weights, depthwise_weights, variant_name
 from splitter.codegen.ops.quant import bias, gemm_rounding, qp, requant_arrays
 from splitter.codegen.pex_rows import emit_rows
@@ -331,11 +331,12 @@ def emit_step_loop(loop: ChannelLoop, ops: list[Op], ctx: EmitContext) -> list[s
     (``k_q_pex_accumulate_g``, raw codes: the fill's bias carries ``-in_zp * sum_c w``)."""
     channels, step = loop.channels, loop.step
     tail = channels % step
-    ctx = replace(ctx, weights=_Once(ctx.weights))  # the tail's body names the same arrays
+    once = cast(WeightTable, _Once(ctx.weights))  # the tail's body names the same arrays
+    ctx = replace(ctx, weights=once)
     inner = {op.outputs[0] for op in ops[:-1]}
     acc = accumulates(ops[-1])
-    head = f"/* PEX loop: {c_comment(' -> '.join(loop.ops))} over {channels} channels, {step} "
-    lines = [head + "per iteration */", "{"]
+    head = f"/* PEX loop: {c_comment(' -> '.join(loop.ops))} over {channels} channels */"
+    lines = [head, f"/* ({step} channels per iteration) */", "{"]
     if acc:
         lines.extend("    " + line for line in _q8_fill_folded(ops[-1], ctx))
     lines.append(f"    for (int c = 0; c + {step} <= {channels}; c += {step}) {{")

@@ -287,7 +287,7 @@ def slab_op(
     slabs (``g > 1``); None for the others (a channel-wise op on a full tensor or on one channel
     runs plane by plane, the accumulating conv ``k_q_pex_accumulate_g``)."""
     op = ops[k]
-    if op.kind != "conv2d" or k == len(ops) - 1:
+    if op.kind != "conv2d" or k == len(ops) - 1 or "W" not in op.weights:
         return None
     groups = int(op.attr("groups", 1) or 1)
     x, y = tensors[op.inputs[0]], tensors[op.outputs[0]]
