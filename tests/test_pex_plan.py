@@ -193,11 +193,12 @@ def _quantise(src: Path, work: Path, shape: tuple[int, ...], samples: int) -> Pa
 
     rng = np.random.default_rng(16)
     data = iter([rng.standard_normal(shape).astype(np.float32) for _ in range(samples)])
+    name = onnx.load(str(src)).graph.input[0].name
 
     class Reader(CalibrationDataReader):
         def get_next(self) -> dict[str, np.ndarray] | None:
             x = next(data, None)
-            return None if x is None else {"input": x}
+            return None if x is None else {name: x}
 
     out, pre = work / f"{src.stem}_qdq.onnx", work / "pre.onnx"
     quant_pre_process(str(src), str(pre), skip_symbolic_shape=True)
@@ -476,3 +477,42 @@ def test_int8_tflite_loops_bit_exact_with_litert(tmp_path: Path) -> None:
     assert [len(lp.ops) for lp in loops[:2]] == [4, 4]
     assert (max(c.ram for c in chain.costs), max(c.ram for c in fused.costs)) == (55_332, 42_244)
     check_tflite_model(fused, path, split3_tflite(len(fused)), tmp_path)
+
+
+def _wide_block(work: Path) -> Chain:
+    """An int8 (QDQ) 1x1 16 -> 256, 3x3 depthwise, 1x1 256 -> 16 block at 8x8: its channel
+    loop is the model's peak."""
+    n = Net("wide", (1, 16, 8, 8), seed=2)
+    a = n.conv("x", 16, 256, 1, act="relu6")
+    b = n.conv(a, 256, 256, 3, pad=1, groups=256, act="relu6")
+    n.reshape(n.global_avgpool(n.conv(b, 256, 16, 1)), (1, 16))
+    onnx.save(n.onnx_model(), str(work / "wide.onnx"))
+    return load_chain(str(_quantise(work / "wide.onnx", work, (1, 16, 8, 8), samples=2)))
+
+
+def test_planner_falls_back_to_one_channel_per_iteration(tmp_path: Path) -> None:
+    """Channel loops of four channels per iteration hold more (four channels of each inner
+    tensor, the tuned kernels' scratch); on a board with RAM for the one-channel loop but not
+    for the four-channel one the plan still fits, with one channel per iteration; with RAM
+    for both it takes four."""
+    import re
+
+    chain = _wide_block(tmp_path)
+    ram = {s: max(c.ram for c in partial_chain(chain, None, s).costs) for s in (1, 4)}
+    assert ram[1] < ram[4] < max(c.ram for c in chain.costs)
+
+    def boards(size: int) -> Path:
+        path = tmp_path / f"b{size}.toml"
+        path.write_text(f'[link]\nbaud = 115200\n\n[[device]]\nname = "a"\n'
+                        f'mcu = "STM32F405RG"\nram = "{size}"\n')  # fmt: skip
+        return path
+
+    with pytest.raises(InfeasibleError) as err:  # the firmware's own RAM besides the arena
+        plan_partial(chain, load_boards(boards(8000)), "on")
+    short = re.search(r"needs .* \(short by (\d+) B\)", str(err.value))
+    assert short is not None, err.value
+    own = 8000 - (ram[1] - int(short[1]))
+    for size, step in ((own + (ram[1] + ram[4]) // 2, 1), (own + ram[4], 4)):
+        fused, plan = plan_partial(chain, load_boards(boards(size)), "on")
+        assert [lp.step for layer in fused.layers for lp in layer.loops] == [step]
+        assert plan.submodels
