@@ -261,15 +261,16 @@ def test_int8_loops_are_bit_exact_with_the_ops_run_whole(irb_qdq: Path, tmp_path
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("step", [4, 5])
+@pytest.mark.parametrize("step", [16, 5])
 def test_int8_channel_loops_of_several_channels_are_bit_exact(
     irb_qdq: Path, tmp_path: Path, step: int
 ) -> None:
     """Channel loops of ``step`` channels per iteration (96 channels: 5 leaves a last iteration
     of one): the generating pointwise and the slab-to-slab depthwise on the tuned whole-op
-    kernels, a depthwise reading channels of its full input plane by plane, the accumulating
-    conv ``step`` input channels per pass, its output at the top and at the bottom of the
-    arena; the bytes of the ops run whole, the arena the estimate."""
+    kernels, a depthwise reading channels of its full input plane by plane, a depthwise ending
+    its loop (its slab copied into its full output), the accumulating conv ``step`` input
+    channels per pass, its output at the top and at the bottom of the arena; the bytes of the
+    ops run whole, the arena the estimate."""
     chain = load_chain(str(irb_qdq))
     whole = build_host(generate_device_c(chain, [(0, 0, len(chain) - 1)], "w"), tmp_path / "w")
     block_2 = ("block_2_expand", "block_2_dw", "block_2_project")
@@ -282,10 +283,17 @@ def test_int8_channel_loops_of_several_channels_are_bit_exact(
     assert text.count("k_q_pex_accumulate_g_dsp(") == 4 * (1 + (96 % step > 0))
     assert "k_q_pointwise_dsp(" in text and "k_q_depthwise_dsp(" in text
     forced = build_host(gen, tmp_path / "b")
+    # a loop ending with the depthwise: its slab copied into its full output (k_q_pex_put)
+    ends = _fuse(chain, [(4, 6, 96)], [block_2[:2]], step=step)
+    gen = generate_device_c(ends, [(0, 0, len(ends) - 1)], "e")
+    assert gen.arena_bytes == max(c.ram for c in ends.costs)
+    assert "k_q_pex_put(" in gen.files["model.c"]
+    put = build_host(gen, tmp_path / "e")
     rng = np.random.default_rng(4)
     for _ in range(2):
         x = rng.standard_normal((1, 3, 48, 48)).astype(np.float32).tobytes()
         want = _host_bytes(whole, 0, x, tmp_path / "w")
+        assert _host_bytes(put, 0, x, tmp_path / "e") == want
         mid = _host_bytes(forced, 0, x, tmp_path / "b")
         assert _host_bytes(forced, 1, mid, tmp_path / "b") == want
         block_1 = _host_bytes(forced, 2, mid, tmp_path / "b")

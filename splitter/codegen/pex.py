@@ -60,7 +60,8 @@ from splitter.codegen.ops.literals import WeightTable, c_float
 from splitter.codegen.ops.q8_variants import conv_weights, depthwise_weights, variant_name
 from splitter.codegen.ops.quant import bias, gemm_rounding, qp, requant_arrays
 from splitter.codegen.pex_rows import emit_rows
-from splitter.cost.memory import accumulates, slab_op
+from splitter.cost.handlers import handler
+from splitter.cost.memory import accumulates, slab_op, slab_out_bytes
 from splitter.ir import ChannelLoop, Layer, Op, TensorSpec
 
 
@@ -406,12 +407,13 @@ def _q8_slab_op(
 ) -> list[str]:
     """Op ``k`` on ``g`` channels with its tuned whole-op kernel (``k_q_<family>_<isa>``): the
     generating conv's output channels ``c ..`` of its full input, or a depthwise from slab to
-    slab; weights in the kernel's layout per block of ``step`` channels, so block ``c`` starts at
-    ``c * K``."""
+    slab (the last op's slab in the loop's scratch after the kernel's own, then copied into
+    channels ``c ..`` of its full output, ``k_q_pex_put``); weights in the kernel's layout per
+    block of ``step`` channels, so block ``c`` starts at ``c * K``."""
     op = ops[k]
     found = slab_op(ops, k, g, ctx.tensors)
     assert found is not None
-    one, ins, _out = found
+    one, ins, out = found
     family = q8_conv_kind(one, ins)
     w = ohwi(np.asarray(op.weights["W"]))
     taps = int(np.prod(w.shape[1:]))
@@ -423,13 +425,22 @@ def _q8_slab_op(
     q[0] = q[0].replace("static const", "const", 1)
     bn = bias(op, ctx)
     groups = g if family == "depthwise" else 1
-    params = window_record(one, sub, np.asarray(op.weights["W"]).shape[2:], groups=groups)
+    shapes = replace(ctx, tensors={**sub.tensors, op.inputs[0]: ins[0], op.outputs[0]: out})
+    params = window_record(one, shapes, np.asarray(op.weights["W"]).shape[2:], groups=groups)
     scratch = f"{ops[0].name}:scratch"
-    s = ctx.p8(scratch) if scratch in ctx.offsets else "0"
+    own = -(-handler(one).scratch_bytes(one, ins, out, 1) // 4) * 4
+    s = ctx.p8(scratch) if own else "0"
     x, y = sub.p8(op.inputs[0]), sub.p8(op.outputs[0])
     fn = "k_" + variant_name(family, ctx.isa)
     b = f"{bn} + c" if bn != "0" else "0"
-    return [*params, *q, f"{fn}(&p, &q, {x}, {wn} + c * {taps}, {b}, {s}, {y});"]
+    put = []
+    n = slab_out_bytes(ops, k, g, ctx.tensors)
+    if n:  # the last op: its slab after the kernel's scratch, then into channels c.. of y
+        slab = f"(int8_t *)(A8 + {ctx.offsets[scratch] + own})"
+        put = [f"k_q_pex_put({slab}, {g}, {y} + c, {int(ctx.tensors[op.outputs[0]].shape[-1])}, "
+               f"{n // g});"]  # fmt: skip
+        y = slab
+    return [*params, *q, f"{fn}(&p, &q, {x}, {wn} + c * {taps}, {b}, {s}, {y});", *put]
 
 
 def _blocked(w: np.ndarray, family: str, step: int) -> np.ndarray:

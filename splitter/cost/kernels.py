@@ -729,7 +729,8 @@ def step_loop_terms(ops: Sequence[Op], channels: int, step: int,
     per iteration of ``g`` channels (``step``, then ``channels % step`` once) the generating
     conv and a slab-to-slab depthwise run their whole-op kernels on ``g`` channels
     (:func:`splitter.cost.memory.slab_op`: the op's own terms, the same C function fitted on
-    every call), a depthwise on a full tensor one plane per channel (:func:`_q8_loop_term`),
+    every call; a depthwise ending the loop then ``k_q_pex_put`` of its slab), a depthwise
+    reading a full tensor one plane per channel (:func:`_q8_loop_term`),
     and the accumulating conv ``k_q_pex_accumulate_g`` (:func:`_accumulate_g_feats`); the fill
     and requantisation passes as in a one-channel loop."""
     y = tensors[ops[-1].outputs[0]]
@@ -748,7 +749,7 @@ def _step_op_terms(ops: Sequence[Op], k: int, g: int, n: int, tensors: Mapping[s
                    isa: str) -> list[Term]:  # fmt: skip
     """Op ``k`` of a loop of ``g`` channels per iteration, ``n`` iterations
     (:func:`step_loop_terms`)."""
-    from splitter.cost.memory import slab_op
+    from splitter.cost.memory import slab_op, slab_out_bytes
 
     op = ops[k]
     found = slab_op(ops, k, g, tensors)
@@ -759,10 +760,14 @@ def _step_op_terms(ops: Sequence[Op], k: int, g: int, n: int, tensors: Mapping[s
         return [_scaled(Term(f"{name}/NHWC/int8", _accumulate_g_feats(o, y.size // o, g, isa)), n)]
     names = (op.inputs[0], op.outputs[0])
     if found is not None:
-        inner = {o.outputs[0] for o in ops[:-1]}
-        sub = {**tensors, **{t: _g_channels(tensors[t], g) for t in names if t in inner}}
-        return [Term(t.variant, {f: v * n for f, v in t.features.items()})
-                for t in op_terms(found[0], sub, "NHWC")]  # fmt: skip
+        sub = {**tensors, op.inputs[0]: found[1][0], op.outputs[0]: found[2]}
+        terms = [Term(t.variant, {f: v * n for f, v in t.features.items()})
+                 for t in op_terms(found[0], sub, "NHWC")]  # fmt: skip
+        put = slab_out_bytes(ops, k, g, tensors)
+        if put:  # k_q_pex_put: per pixel a row of g bytes
+            terms.append(Term(f"{PEX}put/NHWC/int8", {"call": n, "rows": n * put // g,
+                                                       "out": n * put}))  # fmt: skip
+        return terms
     sub = {**tensors, **{t: _one_channel(tensors[t], True) for t in names}}
     return [_q8_loop_term(op, k, g * n, sub, True, isa)]
 

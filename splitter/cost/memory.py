@@ -283,22 +283,33 @@ def slab_op(
     """Op ``k`` of an int8 channel loop over ``ops`` as one iteration of ``g`` channels runs it
     with a whole-op tuned kernel (``splitter/codegen/pex.py``), with its input and output specs:
     the generating conv (``k == 0``, groups 1) as ``g`` output channels of its full input, a
-    depthwise conv between two inner tensors as a ``g``-channel depthwise on ``g``-channel NHWC
-    slabs (``g > 1``); None for the others (a channel-wise op on a full tensor or on one channel
-    runs plane by plane, the accumulating conv ``k_q_pex_accumulate_g``)."""
+    depthwise conv after the first op as a ``g``-channel depthwise on ``g``-channel NHWC slabs
+    (``g > 1``; the last op's slab is then copied into channels ``c ..`` of its full output,
+    :func:`slab_out_bytes`); None for the others (a depthwise reading a full tensor or on one
+    channel runs plane by plane, the accumulating conv ``k_q_pex_accumulate_g``)."""
     op = ops[k]
-    if op.kind != "conv2d" or k == len(ops) - 1 or "W" not in op.weights:
+    if op.kind != "conv2d" or "W" not in op.weights:
         return None
     groups = int(op.attr("groups", 1) or 1)
     x, y = tensors[op.inputs[0]], tensors[op.outputs[0]]
     y_g = replace(y, shape=(*y.shape[:3], g))
     w = op.weights["W"]
-    if k == 0 and groups == 1:
+    if k == 0 and groups == 1 and k < len(ops) - 1:
         return replace(op, weights={**op.weights, "W": w[:g]}), [x], y_g
     if k == 0 or groups == 1 or g == 1:
         return None  # (one channel: the depthwise would be a groups-1 conv, rounding apart)
     sliced = replace(op, weights={**op.weights, "W": w[:g]}, attrs={**op.attrs, "groups": g})
     return sliced, [replace(x, shape=(*x.shape[:3], g))], y_g
+
+
+def slab_out_bytes(ops: Sequence[Op], k: int, g: int, tensors: Mapping[str, TensorSpec]) -> int:
+    """Bytes of the output slab a loop's last op writes in the loop's scratch block (after its
+    kernel's own scratch, 4-aligned) before copying it into its full output: ``OH * OW * g``
+    for a :func:`slab_op` depthwise ending the loop, else 0."""
+    if k != len(ops) - 1 or slab_op(ops, k, g, tensors) is None:
+        return 0
+    spec = tensors[ops[k].outputs[0]]
+    return int(spec.shape[1]) * int(spec.shape[2]) * g
 
 
 def step_scratch(
@@ -309,9 +320,10 @@ def step_scratch(
     itemsize_of: Callable[[TensorSpec], int],
 ) -> int:
     """Scratch bytes of a channel loop over ``ops`` running ``step`` channels per iteration: one
-    block for all its tuned kernel calls (they run one after another), the largest
-    ``OpHandler.scratch_bytes`` of its :func:`slab_op` ops at ``g = min(step, channels)`` and at
-    the last iteration's ``g = channels % step``; 0 for ``step == 1``."""
+    block for all its tuned kernel calls (they run one after another), the largest of its
+    :func:`slab_op` ops' ``OpHandler.scratch_bytes`` (rounded up to 4) plus its
+    :func:`slab_out_bytes`, at ``g = min(step, channels)`` and at the last iteration's
+    ``g = channels % step``; 0 for ``step == 1``."""
     if step <= 1:
         return 0
     best = 0
@@ -320,7 +332,8 @@ def step_scratch(
             found = slab_op(ops, k, g, tensors)
             if found is not None:
                 op, ins, out = found
-                best = max(best, handler(op).scratch_bytes(op, ins, out, itemsize_of(out)))
+                own = -(-handler(op).scratch_bytes(op, ins, out, itemsize_of(out)) // 4) * 4
+                best = max(best, own + slab_out_bytes(ops, k, g, tensors))
     return best
 
 

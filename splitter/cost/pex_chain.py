@@ -120,10 +120,11 @@ def _row_op(op: Op, graph: Graph) -> bool:
 
 
 #: channels per iteration of an int8 channel loop, tried in this order (the planner keeps the
-#: first whose plan fits, :func:`loop_steps`): four channels feed the whole-op tuned kernels (a
-#: 4-output pointwise GEMM, the 4-channel depthwise ring, four input channels per accumulator
-#: pass, ``codegen/pex.py``); one channel is the least memory.
-Q8_STEPS = (4, 1)
+#: first whose plan fits, :func:`loop_steps`): sixteen channels feed the whole-op tuned kernels
+#: (a 16-output pointwise GEMM, four 4-channel depthwise blocks, four input channels per
+#: accumulator pass, ``codegen/pex.py``) with their per-call set-up spread over 16 channels;
+#: four hold less; one channel is the least memory.
+Q8_STEPS = (16, 4, 1)
 
 
 def loop_steps(chain: Chain) -> tuple[int, ...]:

@@ -213,6 +213,16 @@ void k_q_pex_accumulate_g(const int8_t *restrict x, int G, const int8_t *restric
     }
 }
 
+void k_q_pex_put(const int8_t *restrict x, int G, int8_t *restrict y, int C, int n)
+{
+    const int G4 = G & ~3;
+    int i, g;
+    for (i = 0; i < n; i++, x += G, y += C) {
+        for (g = 0; g < G4; g += 4) K_MEMCPY4(y + g, x + g);
+        for (; g < G; g++) y[g] = x[g];
+    }
+}
+
 /* One requantised accumulator, as k_q_conv2d's last steps. */
 static int8_t pex_out(const k_q_params *q, const unsigned char *a, int n, int o)
 {
