@@ -218,24 +218,65 @@ static void accg_rest(const int8_t *x, int G, const int8_t *w, int wstride, int 
     }
 }
 
-/* Four input channels (slab bytes x[i * G .. + 3]) into outputs o .. o + 3: the weights of row
- * o + j as SXTB16 pairs (w0, w2), (w1, w3) meet the pixel's (x0, x2), (x1, x3); two pixels per
- * pass. */
-static void accg_quad(const int8_t *x, int G, const int8_t *w, int wstride, int O, int HW,
-                      k_pex_i32 *a)
+/* Outputs per block of unpacked weights (2 words each on the stack). */
+#define K_PEX_OBLOCK 32
+
+#if K_DSP_NATIVE
+/* The accumulators p[0 .. n-1] (n % 4 == 0) += the pixel's channel pairs XL = (x0, x2),
+ * XH = (x1, x3) times the unpacked weight pairs wp[2o], wp[2o + 1]: per four outputs one LDM,
+ * eight SMLAD (the weights two words per LDM), one STM with write-back. */
+#define K_PEX_QUADS(P, WP, N, XL, XH)                                                          \
+    do {                                                                                       \
+        int32_t *p_ = (P);                                                                     \
+        const uint32_t *w_ = (WP);                                                             \
+        const int32_t *e_ = p_ + (N);                                                          \
+        __asm__ volatile("1:\n\t"                                                              \
+                         "ldm %[p], {r4, r5, r6, r8}\n\t"                                      \
+                         "ldm %[w]!, {r9, r10}\n\t"                                            \
+                         "smlad r4, r9, %[xl], r4\n\t"                                         \
+                         "smlad r4, r10, %[xh], r4\n\t"                                        \
+                         "ldm %[w]!, {r9, r10}\n\t"                                            \
+                         "smlad r5, r9, %[xl], r5\n\t"                                         \
+                         "smlad r5, r10, %[xh], r5\n\t"                                        \
+                         "ldm %[w]!, {r9, r10}\n\t"                                            \
+                         "smlad r6, r9, %[xl], r6\n\t"                                         \
+                         "smlad r6, r10, %[xh], r6\n\t"                                        \
+                         "ldm %[w]!, {r9, r10}\n\t"                                            \
+                         "smlad r8, r9, %[xl], r8\n\t"                                         \
+                         "smlad r8, r10, %[xh], r8\n\t"                                        \
+                         "stm %[p]!, {r4, r5, r6, r8}\n\t"                                     \
+                         "cmp %[p], %[e]\n\t"                                                  \
+                         "bne 1b\n\t"                                                          \
+                         : [p] "+r"(p_), [w] "+r"(w_)                                          \
+                         : [xl] "r"(XL), [xh] "r"(XH), [e] "r"(e_)                             \
+                         : "r4", "r5", "r6", "r8", "r9", "r10", "cc", "memory");               \
+    } while (0)
+#else
+#define K_PEX_QUADS(P, WP, N, XL, XH)                                                          \
+    do {                                                                                       \
+        int o_;                                                                                \
+        for (o_ = 0; o_ < (N); o_++)                                                           \
+            (P)[o_] = K_SMLAD((WP)[2 * o_ + 1], (XH), K_SMLAD((WP)[2 * o_], (XL), (P)[o_]));   \
+    } while (0)
+#endif
+
+/* Four input channels (slab bytes x[i * G .. + 3]) into outputs 0 .. n - 1 (n % 4 == 0, at most
+ * K_PEX_OBLOCK) of every pixel's accumulators a[i * O ..]: the weights of row o (stride wstride)
+ * unpacked once into the SXTB16 pairs (w0, w2), (w1, w3) that meet the codes' (x0, x2),
+ * (x1, x3); then per pixel its codes' pairs and K_PEX_QUADS. */
+static void accg_block(const int8_t *x, int G, const int8_t *w, int wstride, int n, int O, int HW,
+                       k_pex_i32 *a)
 {
-    const uint32_t w0 = K_LD4(w), w1 = K_LD4(w + wstride), w2 = K_LD4(w + 2 * wstride),
-                   w3 = K_LD4(w + 3 * wstride);
-    const uint32_t l0 = K_SXTB16(w0), h0 = K_SXTB16_ROR8(w0), l1 = K_SXTB16(w1),
-                   h1 = K_SXTB16_ROR8(w1), l2 = K_SXTB16(w2), h2 = K_SXTB16_ROR8(w2),
-                   l3 = K_SXTB16(w3), h3 = K_SXTB16_ROR8(w3);
-    const k_pex_i32 *end = a + (size_t)HW * O;
-    for (; a < end; a += O, x += G) {
+    uint32_t wp[2 * K_PEX_OBLOCK];
+    int o, i;
+    for (o = 0; o < n; o++) {
+        const uint32_t v = K_LD4(w + (size_t)o * wstride);
+        wp[2 * o] = K_SXTB16(v);
+        wp[2 * o + 1] = K_SXTB16_ROR8(v);
+    }
+    for (i = 0; i < HW; i++, x += G, a += O) {
         const uint32_t v = K_LD4(x), xl = K_SXTB16(v), xh = K_SXTB16_ROR8(v);
-        a[0] = K_SMLAD(h0, xh, K_SMLAD(l0, xl, a[0]));
-        a[1] = K_SMLAD(h1, xh, K_SMLAD(l1, xl, a[1]));
-        a[2] = K_SMLAD(h2, xh, K_SMLAD(l2, xl, a[2]));
-        a[3] = K_SMLAD(h3, xh, K_SMLAD(l3, xl, a[3]));
+        K_PEX_QUADS((int32_t *)a, wp, n, xl, xh);
     }
 }
 
@@ -250,7 +291,10 @@ void k_q_pex_accumulate_g_dsp(const int8_t *restrict x, int G, const int8_t *res
         return;
     }
     for (k = 0; k < G4; k += 4)
-        for (o = 0; o < O4; o += 4) accg_quad(x + k, G, w + (size_t)o * wstride + k, wstride, O, HW, a + o);
+        for (o = 0; o < O4; o += K_PEX_OBLOCK) {
+            const int n = O4 - o < K_PEX_OBLOCK ? O4 - o : K_PEX_OBLOCK;
+            accg_block(x + k, G, w + (size_t)o * wstride + k, wstride, n, O, HW, a + o);
+        }
     if (O4 < O) accg_rest(x, G, w, wstride, 0, G4, O4, O, O, HW, a);
     if (G4 < G) accg_rest(x, G, w, wstride, G4, G - G4, 0, O, O, HW, a);
 }

@@ -30,10 +30,11 @@ void k_q_pex_pointwise_dsp(const k_q_params *q, const int8_t *restrict x, int C,
 void k_q_pex_accumulate_dsp(const int8_t *restrict x, const int8_t *restrict w, int in_zp, int O,
                             int HW, void *acc);
 
-/* G input channels' contribution (k_q_pex_accumulate_g, same bytes): per block of four input
- * channels and four outputs the sixteen weights unpacked once into SXTB16 pairs, then every
- * pixel adds its four codes to the four accumulators (eight SMLAD); G % 4 channels and O % 4
- * outputs as k_q_pex_accumulate_g. */
+/* G input channels' contribution (k_q_pex_accumulate_g, same bytes): per four input channels
+ * and block of up to 32 outputs the weights unpacked once into SXTB16 pairs on the stack, then
+ * per pixel its four codes' pairs and, per four outputs, one LDM of the accumulators, eight
+ * SMLAD and one STM (asm on the core); G % 4 channels and O % 4 outputs as
+ * k_q_pex_accumulate_g. Word-aligned accumulators (else k_q_pex_accumulate_g). */
 void k_q_pex_accumulate_g_dsp(const int8_t *restrict x, int G, const int8_t *restrict w,
                               int wstride, int O, int HW, void *acc);
 
