@@ -707,20 +707,27 @@ def _accumulate_terms(y: TensorSpec, c: int, int8: bool, lay: str, isa: str) -> 
             Term(f"{PEX}fill/{lay}/float32", {"call": 1, "rows": o, "out": y.size})]  # fmt: skip
 
 
+#: outputs per block of unpacked weights in ``k_q_pex_accumulate_g_dsp`` (``K_PEX_OBLOCK``)
+PEX_OBLOCK = 32
+
+
 def _accumulate_g_feats(o: int, hw: int, g: int, isa: str) -> dict[str, float]:
     """One ``k_q_pex_accumulate_g`` call adding ``g`` input channels into ``HW x O``
-    accumulators: ``_dsp`` (kernels_q8_pex.c) per block of four input channels and four outputs
-    a set-up (``rows``: sixteen weights unpacked) and a pass over the pixels (``out``: four
-    accumulators read, eight SMLAD, four written); the ``O % 4`` last outputs and ``g % 4`` last
-    channels one MAC at a time (``in``: an accumulator read and written, ``mac``: a MAC). The
-    generic kernel: ``out`` per accumulator, ``mac`` per MAC."""
+    accumulators. ``_dsp`` (kernels_q8_pex.c): per four input channels and block of up to
+    :data:`PEX_OBLOCK` of the ``O4 = O - O % 4`` first outputs the block's weights unpacked
+    (``rows``: one per output), per pixel its codes' pairs and the block's set-up (``pix``), per
+    four outputs one LDM, eight SMLAD and one STM (``out``); the ``O % 4`` last outputs and
+    ``g % 4`` last channels one MAC at a time (``in``: an accumulator read and written,
+    ``mac``: a MAC). The generic kernel: ``out`` per accumulator, ``mac`` per MAC."""
     if isa != "dsp":
         return {"call": 1, "out": hw * o, "mac": hw * o * g}
     g4, o4 = g // 4 * 4, o // 4 * 4
-    quads = (g4 // 4) * (o4 // 4)
+    passes = g4 // 4
+    blocks = -(-o4 // PEX_OBLOCK)
     rest = hw * ((o - o4) * (g4 > 0) + o * (g > g4))
     macs = hw * ((o - o4) * g4 + o * (g - g4))
-    return {"call": 1, "rows": quads, "out": quads * hw, "in": rest, "mac": macs}
+    return {"call": 1, "rows": passes * o4, "pix": passes * blocks * hw,
+            "out": passes * (o4 // 4) * hw, "in": rest, "mac": macs}  # fmt: skip
 
 
 def step_loop_terms(ops: Sequence[Op], channels: int, step: int,
