@@ -10,8 +10,8 @@
   be cut apart, so it is used when RAM demands it.
 
 With loops, int8 channel loops first run several channels per iteration
-(:func:`splitter.cost.pex_chain.loop_steps`: the tuned whole-op kernels on 4-channel slabs), and
-only when that plan does not fit one channel per iteration (the least memory).
+(:func:`splitter.cost.pex_chain.loop_steps`: the tuned whole-op kernels on 16-channel slabs), and
+only when that plan does not fit fewer (4, then 1: the least memory).
 """
 
 from __future__ import annotations
