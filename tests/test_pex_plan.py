@@ -469,11 +469,11 @@ def test_mobilenet_v2_tflite_row_loops_bit_exact_with_litert(
 
 @pytest.mark.slow
 def test_int8_tflite_loops_bit_exact_with_litert(tmp_path: Path) -> None:
-    """MLPerf Tiny VWW (MobileNet v1 0.25, full-integer TFLite): two row loops (the stem and
-    the first three blocks' convs, windows across four ops, a stride-2 depthwise last) and its
-    pointwise -> depthwise channel loops (each depthwise writing channel c of its full NHWC
-    output) lower the peak (55,332 -> 42,244 B); three sub-models on two devices, each bit for
-    bit LiteRT's output of the same sub-model file."""
+    """MLPerf Tiny VWW (MobileNet v1 0.25, full-integer TFLite): three row loops (the stem and
+    the first blocks' convs, windows across four ops, a stride-2 depthwise last) and a
+    pointwise -> depthwise channel loop of 16 channels per iteration (the depthwise's slab
+    copied into its full NHWC output) lower the peak (55,332 -> 42,244 B); three sub-models on
+    two devices, each bit for bit LiteRT's output of the same sub-model file."""
     from test_codegen_tflite import check_tflite_model
     from test_codegen_tflite import split3 as split3_tflite
 
@@ -481,8 +481,8 @@ def test_int8_tflite_loops_bit_exact_with_litert(tmp_path: Path) -> None:
     chain = load_chain(str(path))
     fused = partial_chain(chain)
     loops = [lp for layer in fused.layers for lp in layer.loops]
-    assert [lp.by for lp in loops] == ["row"] * 2 + ["channel"] * 5
-    assert [len(lp.ops) for lp in loops[:2]] == [4, 4]
+    assert [(lp.by, lp.step) for lp in loops] == [("row", 1)] * 3 + [("channel", 16)]
+    assert [len(lp.ops) for lp in loops[:3]] == [4, 4, 4]
     assert (max(c.ram for c in chain.costs), max(c.ram for c in fused.costs)) == (55_332, 42_244)
     check_tflite_model(fused, path, split3_tflite(len(fused)), tmp_path)
 
