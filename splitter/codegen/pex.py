@@ -28,6 +28,16 @@ The accumulators occupy the output's block (``4 * elements`` bytes); the int8 re
 its start, or at its end when the block is the layer output at the top of the arena
 (:func:`placed_offsets` says where).
 
+An int8 loop of ``G = loop.step > 1`` channels per iteration (:func:`emit_step_loop`; the
+planner's first choice, ``splitter.cost.pex_chain.loop_steps``) holds ``G``-channel NHWC slabs
+of its inner tensors: the generating conv and a depthwise after it call the ops' own tuned
+kernels on ``G`` channels (``splitter.cost.memory.slab_op``, their weights laid out per block of
+``G`` channels, their scratch the loop's one block), a depthwise ending the loop writes its slab
+in that block and ``k_q_pex_put`` copies it into its full output, a depthwise reading a full
+tensor runs plane by plane, and the accumulating conv adds ``G`` input channels per pass
+(``k_q_pex_accumulate_g``, raw codes: its accumulators start from ``b - in_zp * sum_c w``); a
+last iteration runs the ``C % G`` channels left. Same bytes as the ops run whole.
+
 Row loops (``by == "row"``, int8 NHWC convolutions streaming output rows through windows of
 rows) are emitted by :mod:`splitter.codegen.pex_rows`.
 
