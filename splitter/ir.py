@@ -155,11 +155,16 @@ class ChannelLoop:
 
     ``by == "row"``: a row loop (:mod:`splitter.cost.rows`) instead: the ops stream output rows,
     every tensor between them held as a window of rows; ``channels`` is then the last op's
-    output rows (the loop's iterations)."""
+    output rows (the loop's iterations).
+
+    ``step``: channels per iteration of a channel loop (``splitter.cost.pex_chain.loop_steps``;
+    int8 only): every inner tensor holds ``step`` channels, the last iteration the
+    ``channels % step`` left."""
 
     ops: tuple[str, ...]
     channels: int
     by: str = "channel"
+    step: int = 1
 
 
 @dataclass(frozen=True, eq=False)

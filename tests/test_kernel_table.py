@@ -201,7 +201,8 @@ def test_pex_loop_layers_are_costed_by_their_loop_kernels(model: str) -> None:
         by_name = {op.name: op for op in layer.ops}
         for loop in layer.loops:
             ops = [by_name[n] for n in loop.ops]
-            assert loop_signature(ops, loop.channels, tensors, layout, loop.by) in measured
+            sig = loop_signature(ops, loop.channels, tensors, layout, loop.by, loop.step)
+            assert sig in measured
         got = dict(layer.cost.instructions)["M4F.dsp"]
         assert got == pytest.approx(layer_ops_instructions(layer, tensors, layout, "M4F.dsp"))
         whole = ops_instructions(layer.ops, tensors, layout, "M4F.dsp")

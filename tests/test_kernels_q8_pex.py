@@ -10,7 +10,8 @@ others fall back), the requantisation in place both ways (result below and above
 accumulators), 3x3 depthwise planes with stride 1 and 2, any padding, small planes (the
 zero-point-padded copy) and large ones (border pixels one by one), strided channels
 (``xs``, ``ys``) and a 5x5 plane (the generic fallback), per-tensor multipliers with left and
-right shifts, both rounding modes, random zero points and clamps.
+right shifts, both rounding modes, random zero points and clamps; ``k_q_pex_accumulate_g`` and
+its ``_dsp`` variant (several input channels of a slab per pass) against one-channel calls.
 
 * On the host (gcc, ASan + UBSan, the portable emulation of k_dsp_emu.h).
 * Under QEMU (Cortex-M4F): the real SMLAD / SXTB16 and the LDM / STM assembly.
@@ -111,6 +112,29 @@ static int accumulate(void)
     return same(A0 + off, A1 + off, 4 * O * HW);
 }
 
+/* G input channels of an HW x G slab at once (raw codes): the generic and DSP kernels against
+ * G one-channel k_q_pex_accumulate calls with a zero input zero point. */
+static int accumulate_g(void)
+{
+    const int O = rnd(1, 23), HW = rnd(1, 30), C = rnd(1, 12), G = rnd(1, C), c = rnd(0, C - G);
+    const int off = rnd(0, 1) ? 0 : rnd(1, 3);
+    static unsigned char A2[4 * 1024 + 8];
+    int i, g;
+    bytes(X, HW * G);
+    bytes(W, O * C);
+    for (i = 0; i < 4 * O * HW; i++) A0[off + i] = (unsigned char)rnd(0, 255);
+    for (i = 0; i < O * HW; i++) A0[off + 4 * i + 3] = (unsigned char)rnd(0, 1) * 255u;
+    memcpy(A1, A0, sizeof A1);
+    memcpy(A2, A0, sizeof A2);
+    for (g = 0; g < G; g++) {
+        for (i = 0; i < HW; i++) Y0[i] = X[i * G + g];
+        k_q_pex_accumulate(Y0, W + c + g, C, 0, O, HW, A0 + off);
+    }
+    k_q_pex_accumulate_g(X, G, W + c, C, O, HW, A1 + off);
+    k_q_pex_accumulate_g_dsp(X, G, W + c, C, O, HW, A2 + off);
+    return same(A0 + off, A1 + off, 4 * O * HW) && same(A0 + off, A2 + off, 4 * O * HW);
+}
+
 static int requant(void)
 {
     k_q_params q;
@@ -159,17 +183,19 @@ static int plane(void)
 
 int run_all(void)
 {
-    int i, bad[4] = {0, 0, 0, 0};
+    int i, bad[5] = {0, 0, 0, 0, 0};
     for (i = 0; i < CASES; i++) {
         bad[0] += !pointwise();
         bad[1] += !accumulate();
         bad[2] += !requant();
         bad[3] += !plane();
+        bad[4] += !accumulate_g();
     }
     say("pointwise", bad[0]);
     say("accumulate", bad[1]);
     say("requant", bad[2]);
     say("plane", bad[3]);
+    say("accumulate_g", bad[4]);
     return 0;
 }
 
@@ -193,10 +219,9 @@ def _source(work: Path) -> Path:
 def _check(text: str) -> None:
     """No case of any kernel differs from the generic one."""
     got = dict(_parse(text))
-    assert set(got) >= {"pointwise", "accumulate", "requant", "plane"}, text[-2000:]
-    assert {k: got[k] for k in ("pointwise", "accumulate", "requant", "plane")} == dict.fromkeys(
-        ("pointwise", "accumulate", "requant", "plane"), 0
-    )
+    kernels = ("pointwise", "accumulate", "requant", "plane", "accumulate_g")
+    assert set(got) >= set(kernels), text[-2000:]
+    assert {k: got[k] for k in kernels} == dict.fromkeys(kernels, 0)
 
 
 def test_pex_dsp_kernels_equal_the_generic_ones_on_the_host(tmp_path: Path) -> None:

@@ -92,16 +92,20 @@ def test_mobilenet_v2_split_plan_reduction_per_submodel(mnv2: Path) -> None:
 
 
 def _fuse(
-    chain: Chain, spans: list[tuple[int, int, int]], ops: list[tuple[str, ...]] | None = None
+    chain: Chain,
+    spans: list[tuple[int, int, int]],
+    ops: list[tuple[str, ...]] | None = None,
+    step: int = 1,
 ) -> Chain:
     """Chain with layers ``first..last`` fused into one loop over ``channels`` per span (the
-    loop over the op names ``ops[k]`` of span ``k`` when given, else all the layers' ops)."""
+    loop over the op names ``ops[k]`` of span ``k`` when given, else all the layers' ops),
+    ``step`` channels per iteration."""
     layers, pos = [], 0
     for k, (first, last, channels) in enumerate(spans):
         layers.extend(chain.layers[pos:first])
         group = chain.layers[first : last + 1]
         names = tuple(op.name for layer in group for op in layer.ops)
-        loop = ChannelLoop(ops[k] if ops else names, channels)
+        loop = ChannelLoop(ops[k] if ops else names, channels, step=step)
         fused = fuse_layers(chain, group, [loop], itemsize_function(None))
         layers.append(fused)
         pos = last + 1
@@ -189,11 +193,12 @@ def _quantise(src: Path, work: Path, shape: tuple[int, ...], samples: int) -> Pa
 
     rng = np.random.default_rng(16)
     data = iter([rng.standard_normal(shape).astype(np.float32) for _ in range(samples)])
+    name = onnx.load(str(src)).graph.input[0].name
 
     class Reader(CalibrationDataReader):
         def get_next(self) -> dict[str, np.ndarray] | None:
             x = next(data, None)
-            return None if x is None else {"input": x}
+            return None if x is None else {name: x}
 
     out, pre = work / f"{src.stem}_qdq.onnx", work / "pre.onnx"
     quant_pre_process(str(src), str(pre), skip_symbolic_shape=True)
@@ -249,6 +254,46 @@ def test_int8_loops_are_bit_exact_with_the_ops_run_whole(irb_qdq: Path, tmp_path
         x = rng.standard_normal((1, 3, 48, 48)).astype(np.float32).tobytes()
         want = _host_bytes(whole, 0, x, tmp_path / "whole")
         assert _host_bytes(exe, 0, x, tmp_path / "pex") == want
+        mid = _host_bytes(forced, 0, x, tmp_path / "b")
+        assert _host_bytes(forced, 1, mid, tmp_path / "b") == want
+        block_1 = _host_bytes(forced, 2, mid, tmp_path / "b")
+        assert _host_bytes(forced, 3, block_1, tmp_path / "b") == want
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", [16, 5])
+def test_int8_channel_loops_of_several_channels_are_bit_exact(
+    irb_qdq: Path, tmp_path: Path, step: int
+) -> None:
+    """Channel loops of ``step`` channels per iteration (96 channels: 5 leaves a last iteration
+    of one): the generating pointwise and the slab-to-slab depthwise on the tuned whole-op
+    kernels, a depthwise reading channels of its full input plane by plane, a depthwise ending
+    its loop (its slab copied into its full output), the accumulating conv ``step`` input
+    channels per pass, its output at the top and at the bottom of the arena; the bytes of the
+    ops run whole, the arena the estimate."""
+    chain = load_chain(str(irb_qdq))
+    whole = build_host(generate_device_c(chain, [(0, 0, len(chain) - 1)], "w"), tmp_path / "w")
+    block_2 = ("block_2_expand", "block_2_dw", "block_2_project")
+    other = _fuse(chain, [(3, 3, 96), (4, 6, 96)], [("block_1_dw", "block_1_project"), block_2],
+                  step=step)  # fmt: skip
+    m = len(other)
+    gen = generate_device_c(other, [(0, 0, 2), (1, 3, m - 1), (2, 3, 3), (3, 4, m - 1)], "b")
+    assert gen.arena_bytes == max(c.ram for c in other.costs)
+    text = gen.files["model.c"]
+    assert text.count("k_q_pex_accumulate_g_dsp(") == 4 * (1 + (96 % step > 0))
+    assert "k_q_pointwise_dsp(" in text and "k_q_depthwise_dsp(" in text
+    forced = build_host(gen, tmp_path / "b")
+    # a loop ending with the depthwise: its slab copied into its full output (k_q_pex_put)
+    ends = _fuse(chain, [(4, 6, 96)], [block_2[:2]], step=step)
+    gen = generate_device_c(ends, [(0, 0, len(ends) - 1)], "e")
+    assert gen.arena_bytes == max(c.ram for c in ends.costs)
+    assert "k_q_pex_put(" in gen.files["model.c"]
+    put = build_host(gen, tmp_path / "e")
+    rng = np.random.default_rng(4)
+    for _ in range(2):
+        x = rng.standard_normal((1, 3, 48, 48)).astype(np.float32).tobytes()
+        want = _host_bytes(whole, 0, x, tmp_path / "w")
+        assert _host_bytes(put, 0, x, tmp_path / "e") == want
         mid = _host_bytes(forced, 0, x, tmp_path / "b")
         assert _host_bytes(forced, 1, mid, tmp_path / "b") == want
         block_1 = _host_bytes(forced, 2, mid, tmp_path / "b")
@@ -424,11 +469,11 @@ def test_mobilenet_v2_tflite_row_loops_bit_exact_with_litert(
 
 @pytest.mark.slow
 def test_int8_tflite_loops_bit_exact_with_litert(tmp_path: Path) -> None:
-    """MLPerf Tiny VWW (MobileNet v1 0.25, full-integer TFLite): two row loops (the stem and
-    the first three blocks' convs, windows across four ops, a stride-2 depthwise last) and its
-    pointwise -> depthwise channel loops (each depthwise writing channel c of its full NHWC
-    output) lower the peak (55,332 -> 42,244 B); three sub-models on two devices, each bit for
-    bit LiteRT's output of the same sub-model file."""
+    """MLPerf Tiny VWW (MobileNet v1 0.25, full-integer TFLite): three row loops (the stem and
+    the first blocks' convs, windows across four ops, a stride-2 depthwise last) and a
+    pointwise -> depthwise channel loop of 16 channels per iteration (the depthwise's slab
+    copied into its full NHWC output) lower the peak (55,332 -> 42,244 B); three sub-models on
+    two devices, each bit for bit LiteRT's output of the same sub-model file."""
     from test_codegen_tflite import check_tflite_model
     from test_codegen_tflite import split3 as split3_tflite
 
@@ -436,7 +481,46 @@ def test_int8_tflite_loops_bit_exact_with_litert(tmp_path: Path) -> None:
     chain = load_chain(str(path))
     fused = partial_chain(chain)
     loops = [lp for layer in fused.layers for lp in layer.loops]
-    assert [lp.by for lp in loops] == ["row"] * 2 + ["channel"] * 5
-    assert [len(lp.ops) for lp in loops[:2]] == [4, 4]
+    assert [(lp.by, lp.step) for lp in loops] == [("row", 1)] * 3 + [("channel", 16)]
+    assert [len(lp.ops) for lp in loops[:3]] == [4, 4, 4]
     assert (max(c.ram for c in chain.costs), max(c.ram for c in fused.costs)) == (55_332, 42_244)
     check_tflite_model(fused, path, split3_tflite(len(fused)), tmp_path)
+
+
+def _wide_block(work: Path) -> Chain:
+    """An int8 (QDQ) 1x1 16 -> 256, 3x3 depthwise, 1x1 256 -> 16 block at 8x8: its channel
+    loop is the model's peak."""
+    n = Net("wide", (1, 16, 8, 8), seed=2)
+    a = n.conv("x", 16, 256, 1, act="relu6")
+    b = n.conv(a, 256, 256, 3, pad=1, groups=256, act="relu6")
+    n.reshape(n.global_avgpool(n.conv(b, 256, 16, 1)), (1, 16))
+    onnx.save(n.onnx_model(), str(work / "wide.onnx"))
+    return load_chain(str(_quantise(work / "wide.onnx", work, (1, 16, 8, 8), samples=2)))
+
+
+def test_planner_falls_back_to_one_channel_per_iteration(tmp_path: Path) -> None:
+    """Channel loops of four channels per iteration hold more (four channels of each inner
+    tensor, the tuned kernels' scratch); on a board with RAM for the one-channel loop but not
+    for the four-channel one the plan still fits, with one channel per iteration; with RAM
+    for both it takes four."""
+    import re
+
+    chain = _wide_block(tmp_path)
+    ram = {s: max(c.ram for c in partial_chain(chain, None, s).costs) for s in (1, 4)}
+    assert ram[1] < ram[4] < max(c.ram for c in chain.costs)
+
+    def boards(size: int) -> Path:
+        path = tmp_path / f"b{size}.toml"
+        path.write_text(f'[link]\nbaud = 115200\n\n[[device]]\nname = "a"\n'
+                        f'mcu = "STM32F405RG"\nram = "{size}"\n')  # fmt: skip
+        return path
+
+    with pytest.raises(InfeasibleError) as err:  # the firmware's own RAM besides the arena
+        plan_partial(chain, load_boards(boards(8000)), "on")
+    short = re.search(r"needs .* \(short by (\d+) B\)", str(err.value))
+    assert short is not None, err.value
+    own = 8000 - (ram[1] - int(short[1]))
+    for size, step in ((own + (ram[1] + ram[4]) // 2, 1), (own + ram[4], 4)):
+        fused, plan = plan_partial(chain, load_boards(boards(size)), "on")
+        assert [lp.step for layer in fused.layers for lp in layer.loops] == [step]
+        assert plan.submodels

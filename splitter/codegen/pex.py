@@ -28,6 +28,16 @@ The accumulators occupy the output's block (``4 * elements`` bytes); the int8 re
 its start, or at its end when the block is the layer output at the top of the arena
 (:func:`placed_offsets` says where).
 
+An int8 loop of ``G = loop.step > 1`` channels per iteration (:func:`emit_step_loop`; the
+planner's first choice, ``splitter.cost.pex_chain.loop_steps``) holds ``G``-channel NHWC slabs
+of its inner tensors: the generating conv and a depthwise after it call the ops' own tuned
+kernels on ``G`` channels (``splitter.cost.memory.slab_op``, their weights laid out per block of
+``G`` channels, their scratch the loop's one block), a depthwise ending the loop writes its slab
+in that block and ``k_q_pex_put`` copies it into its full output, a depthwise reading a full
+tensor runs plane by plane, and the accumulating conv adds ``G`` input channels per pass
+(``k_q_pex_accumulate_g``, raw codes: its accumulators start from ``b - in_zp * sum_c w``); a
+last iteration runs the ``C % G`` channels left. Same bytes as the ops run whole.
+
 Row loops (``by == "row"``, int8 NHWC convolutions streaming output rows through windows of
 rows) are emitted by :mod:`splitter.codegen.pex_rows`.
 
@@ -41,6 +51,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any, cast
 
 import numpy as np
 
@@ -54,11 +65,13 @@ from splitter.codegen.ops.base import (
     act_record,
     is_quantised,
 )
-from splitter.codegen.ops.conv import ohwi, q_record, window_record
-from splitter.codegen.ops.literals import c_float
+from splitter.codegen.ops.conv import ohwi, q8_conv_kind, q_record, window_record
+from splitter.codegen.ops.literals import WeightTable, c_float
+from splitter.codegen.ops.q8_variants import conv_weights, depthwise_weights, variant_name
 from splitter.codegen.ops.quant import bias, gemm_rounding, qp, requant_arrays
 from splitter.codegen.pex_rows import emit_rows
-from splitter.cost.memory import accumulates
+from splitter.cost.handlers import handler
+from splitter.cost.memory import accumulates, slab_op, slab_out_bytes
 from splitter.ir import ChannelLoop, Layer, Op, TensorSpec
 
 
@@ -102,6 +115,10 @@ def emit_loop(loop: ChannelLoop, layer: Layer, ctx: EmitContext) -> list[str]:
     q8 = is_quantised(ops[0], ctx.tensors)
     if q8:  # the int8 kernels are NHWC whatever the graph's layout (splitter/codegen/ops/base.py)
         ctx = replace(ctx, layout="NHWC")
+    if loop.step > 1:
+        if not q8:
+            raise ValueError(f"PEX loop over {loop.ops[0]}: several channels per step (int8 only)")
+        return emit_step_loop(loop, ops, ctx)
     sub = replace(ctx, tensors=_sliced(ops, inner, ctx.tensors, q8))
     last = ops[-1]
     acc = accumulates(last)
@@ -311,3 +328,196 @@ def pex_kernel(name: str, isa: str) -> str:
     DSP extension (kernels_q8_pex.c), else the generic ``k_<name>`` (kernels_q8.c; the
     Cortex-M0+ build), the same bytes either way."""
     return f"k_{name}_dsp" if isa == "dsp" and name in PEX_DSP else f"k_{name}"
+
+
+# ------------------------------------------------------- int8, several channels per step ----
+
+
+def emit_step_loop(loop: ChannelLoop, ops: list[Op], ctx: EmitContext) -> list[str]:
+    """An int8 loop of ``G = loop.step`` channels per iteration (a last one of ``C % G``): each
+    inner tensor an ``HW x G`` NHWC slab; the generating conv and a depthwise between two slabs
+    run the ops' tuned whole-op kernels on ``G`` channels (:func:`splitter.cost.memory.slab_op`,
+    their scratch the loop's one block), a depthwise on a full tensor runs plane by plane
+    (``k_q_dw_plane``), and the accumulating conv adds ``G`` input channels per pass
+    (``k_q_pex_accumulate_g``, raw codes: the fill's bias carries ``-in_zp * sum_c w``)."""
+    channels, step = loop.channels, loop.step
+    tail = channels % step
+    once = cast(WeightTable, _Once(ctx.weights))  # the tail's body names the same arrays
+    ctx = replace(ctx, weights=once)
+    inner = {op.outputs[0] for op in ops[:-1]}
+    acc = accumulates(ops[-1])
+    head = f"/* PEX loop: {c_comment(' -> '.join(loop.ops))} over {channels} channels */"
+    lines = [head, f"/* ({step} channels per iteration) */", "{"]
+    if acc:
+        lines.extend("    " + line for line in _q8_fill_folded(ops[-1], ctx))
+    lines.append(f"    for (int c = 0; c + {step} <= {channels}; c += {step}) {{")
+    lines.extend("        " + line for line in _step_body(ops, ctx, inner, step, step, channels))
+    lines.append("    }")
+    if tail:
+        lines.append(f"    {{ /* the last {tail} channel(s) */")
+        lines.append(f"        const int c = {channels - tail};")
+        body = _step_body(ops, ctx, inner, tail, step, channels)
+        lines.extend("        " + line for line in body)
+        lines.append("    }")
+    if acc:
+        lines.extend("    " + line for line in _q8_finish(ops[-1], ctx))
+    return [*lines, "}"]
+
+
+class _Once:
+    """The weights blob adding each array once per name (a loop's tail iteration emits the
+    same calls again on the same arrays)."""
+
+    def __init__(self, blob: Any) -> None:
+        self.blob = blob
+        self.names: dict[str, str] = {}
+
+    def add(self, hint: str, values: np.ndarray, dtype: type = np.float32) -> str:
+        if hint not in self.names:
+            self.names[hint] = self.blob.add(hint, values, dtype)
+        return self.names[hint]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.blob, name)
+
+
+def _step_body(
+    ops: list[Op], ctx: EmitContext, inner: set[str], g: int, step: int, channels: int
+) -> list[str]:
+    """One iteration over channels ``c .. c + g - 1`` of a loop of ``step`` channels per
+    iteration (:func:`emit_step_loop`)."""
+    sub = replace(ctx, tensors=_slabs(ops, inner, ctx.tensors, g))
+    lines: list[str] = []
+    for k, op in enumerate(ops):
+        if k == len(ops) - 1 and accumulates(op):
+            body = _q8_accumulate_g(op, ctx, g)
+        elif slab_op(ops, k, g, ctx.tensors) is not None:
+            body = _q8_slab_op(ops, k, ctx, sub, g, step)
+        else:
+            body = _q8_planes(op, ctx, sub, inner, g, channels)
+        lines.extend(
+            [f"/* {c_comment(op.name)}: {op.kind} */", "{", *("    " + b for b in body), "}"]
+        )
+    return lines
+
+
+def _slabs(
+    ops: list[Op], inner: set[str], tensors: Mapping[str, TensorSpec], g: int
+) -> dict[str, TensorSpec]:
+    """The tensors as one iteration sees them: each inner tensor ``g`` channels (NHWC)."""
+    out = dict(tensors)
+    for name in inner:
+        spec = tensors[name]
+        out[name] = replace(spec, shape=(*spec.shape[:3], g))
+    return out
+
+
+def _q8_slab_op(
+    ops: list[Op], k: int, ctx: EmitContext, sub: EmitContext, g: int, step: int
+) -> list[str]:
+    """Op ``k`` on ``g`` channels with its tuned whole-op kernel (``k_q_<family>_<isa>``): the
+    generating conv's output channels ``c ..`` of its full input, or a depthwise from slab to
+    slab (the last op's slab in the loop's scratch after the kernel's own, then copied into
+    channels ``c ..`` of its full output, ``k_q_pex_put``); weights in the kernel's layout per
+    block of ``step`` channels, so block ``c`` starts at ``c * K``."""
+    op = ops[k]
+    found = slab_op(ops, k, g, ctx.tensors)
+    assert found is not None
+    one, ins, out = found
+    family = q8_conv_kind(one, ins)
+    w = ohwi(np.asarray(op.weights["W"]))
+    taps = int(np.prod(w.shape[1:]))
+    wn = ctx.weights.add(f"{op.name}_W", _blocked(w, family, step), np.int8)
+    mult, shift, nq = requant_arrays(op, ctx)
+    more = nq > 1
+    q = q_record(op, ctx, (f"{mult} + c" if more else mult, f"{shift} + c" if more else shift,
+                           g if more else 1), gemm_rounding(op))  # fmt: skip
+    q[0] = q[0].replace("static const", "const", 1)
+    bn = bias(op, ctx)
+    groups = g if family == "depthwise" else 1
+    shapes = replace(ctx, tensors={**sub.tensors, op.inputs[0]: ins[0], op.outputs[0]: out})
+    params = window_record(one, shapes, np.asarray(op.weights["W"]).shape[2:], groups=groups)
+    scratch = f"{ops[0].name}:scratch"
+    own = -(-handler(one).scratch_bytes(one, ins, out, 1) // 4) * 4
+    s = ctx.p8(scratch) if own else "0"
+    x, y = sub.p8(op.inputs[0]), sub.p8(op.outputs[0])
+    fn = "k_" + variant_name(family, ctx.isa)
+    b = f"{bn} + c" if bn != "0" else "0"
+    put = []
+    n = slab_out_bytes(ops, k, g, ctx.tensors)
+    if n:  # the last op: its slab after the kernel's scratch, then into channels c.. of y
+        slab = f"(int8_t *)(A8 + {ctx.offsets[scratch] + own})"
+        put = [f"k_q_pex_put({slab}, {g}, {y} + c, {int(ctx.tensors[op.outputs[0]].shape[-1])}, "
+               f"{n // g});"]  # fmt: skip
+        y = slab
+    return [*params, *q, f"{fn}(&p, &q, {x}, {wn} + c * {taps}, {b}, {s}, {y});", *put]
+
+
+def _blocked(w: np.ndarray, family: str, step: int) -> np.ndarray:
+    """OHWI weights as consecutive blocks of ``step`` output channels, each in the layout of the
+    kernel ``family`` (:mod:`splitter.codegen.ops.q8_variants`), ``g * K`` bytes each."""
+    layout = {"conv": conv_weights, "pointwise": conv_weights, "depthwise": depthwise_weights}
+    parts = []
+    for c in range(0, w.shape[0], step):
+        block = np.asarray(layout[family](w[c : c + step])).ravel()
+        assert block.size == w[c : c + step].size, "a kernel layout that changes the byte count"
+        parts.append(block)
+    return np.concatenate(parts)
+
+
+def _q8_planes(
+    op: Op, ctx: EmitContext, sub: EmitContext, inner: set[str], g: int, channels: int
+) -> list[str]:
+    """A depthwise conv touching a full tensor, plane by plane (``k_q_dw_plane``): channel
+    ``c + j`` of a full NHWC tensor (stride ``C``) or plane ``j`` of a slab (stride ``g``)."""
+    w = ohwi(np.asarray(op.weights["W"]))
+    taps = int(np.prod(w.shape[1:]))
+    wn = ctx.weights.add(f"{op.name}_W", w, np.int8)
+    bn = bias(op, ctx)
+    mult, shift, nq = requant_arrays(op, ctx)
+    k = " + c + j" if nq > 1 else ""
+    q = q_record(op, ctx, (f"{mult}{k}", f"{shift}{k}", 1), gemm_rounding(op))
+    q[0] = q[0].replace("static const", "const", 1)
+    one = replace(ctx, tensors={**sub.tensors, **{
+        n: replace(ctx.tensors[n], shape=(*ctx.tensors[n].shape[:3], 1))
+        for n in (op.inputs[0], op.outputs[0])}})  # fmt: skip
+    params = window_record(op, one, np.asarray(op.weights["W"]).shape[2:], groups=1)
+
+    def plane(name: str) -> tuple[str, int]:
+        if name in inner:
+            return f"{ctx.p8(name)} + j", g
+        return f"{ctx.p8(name)} + c + j", int(ctx.tensors[name].shape[-1])
+
+    (x, xs), (y, ys) = plane(op.inputs[0]), plane(op.outputs[0])
+    fn = pex_kernel("q_dw_plane", ctx.isa)
+    b = f"{bn} + c + j" if bn != "0" else "0"
+    call = f"{fn}(&p, &q, {x}, {xs}, {wn} + (c + j) * {taps}, {b}, {y}, {ys});"
+    return [*params, f"for (int j = 0; j < {g}; j++) {{", *("    " + line for line in q),
+            "    " + call, "}"]  # fmt: skip
+
+
+def _q8_fill_folded(op: Op, ctx: EmitContext) -> list[str]:
+    """int32 accumulators set to ``b[o] - in_zp * sum_c w[o, c]`` before the loop (the input
+    zero point folded: ``k_q_pex_accumulate_g`` adds raw codes)."""
+    y = op.outputs[0]
+    hw = int(np.prod(ctx.tensors[y].shape[1:3]))
+    o = ctx.tensors[y].shape[3]
+    w = np.asarray(op.weights["W"]).astype(np.int64).reshape(o, -1)
+    _, in_zp = qp(ctx.tensors[op.inputs[0]])
+    b = np.asarray(op.weights["B"], dtype=np.int64) if "B" in op.weights else np.zeros(o, np.int64)
+    folded = ctx.weights.add(
+        f"{op.name}_Bz", (b - in_zp * w.sum(axis=1)).astype(np.int32), np.int32
+    )
+    return [f"k_q_pex_fill(A8 + {ctx.offsets[y + ':acc']}, {folded}, {o}, {hw});"]
+
+
+def _q8_accumulate_g(op: Op, ctx: EmitContext, g: int) -> list[str]:
+    """Input channels ``c .. c + g - 1`` added to an int8 pointwise conv's accumulators."""
+    w = np.asarray(op.weights["W"])
+    o, cin = w.shape[:2]
+    y = op.outputs[0]
+    hw = int(np.prod(ctx.tensors[y].shape[1:3]))
+    wn = ctx.weights.add(f"{op.name}_W", w.reshape(o, cin), np.int8)
+    fn = "k_q_pex_accumulate_g_dsp" if ctx.isa == "dsp" else "k_q_pex_accumulate_g"
+    acc = f"A8 + {ctx.offsets[y + ':acc']}"
+    return [f"{fn}({ctx.p8(op.inputs[0])}, {g}, {wn} + c, {cin}, {o}, {hw}, {acc});"]

@@ -707,8 +707,88 @@ def _accumulate_terms(y: TensorSpec, c: int, int8: bool, lay: str, isa: str) -> 
             Term(f"{PEX}fill/{lay}/float32", {"call": 1, "rows": o, "out": y.size})]  # fmt: skip
 
 
+#: outputs per block of unpacked weights in ``k_q_pex_accumulate_g_dsp`` (``K_PEX_OBLOCK``)
+PEX_OBLOCK = 32
+
+
+def _accumulate_g_feats(o: int, hw: int, g: int, isa: str) -> dict[str, float]:
+    """One ``k_q_pex_accumulate_g`` call adding ``g`` input channels into ``HW x O``
+    accumulators. ``_dsp`` (kernels_q8_pex.c): per four input channels and block of up to
+    :data:`PEX_OBLOCK` of the ``O4 = O - O % 4`` first outputs the block's weights unpacked
+    (``rows``: one per output), per pixel its codes' pairs and the block's set-up (``pix``), per
+    four outputs one LDM, eight SMLAD and one STM (``out``); the ``O % 4`` last outputs and
+    ``g % 4`` last channels one MAC at a time (``in``: an accumulator read and written,
+    ``mac``: a MAC). The generic kernel: ``out`` per accumulator, ``mac`` per MAC."""
+    if isa != "dsp":
+        return {"call": 1, "out": hw * o, "mac": hw * o * g}
+    g4, o4 = g // 4 * 4, o // 4 * 4
+    passes = g4 // 4
+    blocks = -(-o4 // PEX_OBLOCK)
+    rest = hw * ((o - o4) * (g4 > 0) + o * (g > g4))
+    macs = hw * ((o - o4) * g4 + o * (g - g4))
+    return {"call": 1, "rows": passes * o4, "pix": passes * blocks * hw,
+            "out": passes * (o4 // 4) * hw, "in": rest, "mac": macs}  # fmt: skip
+
+
+def step_loop_terms(ops: Sequence[Op], channels: int, step: int,
+                    tensors: Mapping[str, TensorSpec], isa: str) -> list[Term]:  # fmt: skip
+    """An int8 channel loop of ``step`` channels per iteration (``codegen.pex.emit_step_loop``):
+    per iteration of ``g`` channels (``step``, then ``channels % step`` once) the generating
+    conv and a slab-to-slab depthwise run their whole-op kernels on ``g`` channels
+    (:func:`splitter.cost.memory.slab_op`: the op's own terms, the same C function fitted on
+    every call; a depthwise ending the loop then ``k_q_pex_put`` of its slab), a depthwise
+    reading a full tensor one plane per channel (:func:`_q8_loop_term`),
+    and the accumulating conv ``k_q_pex_accumulate_g`` (:func:`_accumulate_g_feats`); the fill
+    and requantisation passes as in a one-channel loop."""
+    y = tensors[ops[-1].outputs[0]]
+    terms: list[Term] = []
+    for g, n in ((step, channels // step), (channels % step, 1)):
+        if g and n:
+            for k in range(len(ops)):
+                terms += _step_op_terms(ops, k, g, n, tensors, isa)
+    if _accumulates(ops[-1]):
+        name = "acc_dsp" if isa == "dsp" else "acc"
+        terms.append(Term(f"{PEX}{name}/NHWC/int8", {"call": 1, "out": y.size}))
+    return terms
+
+
+def _step_op_terms(ops: Sequence[Op], k: int, g: int, n: int, tensors: Mapping[str, TensorSpec],
+                   isa: str) -> list[Term]:  # fmt: skip
+    """Op ``k`` of a loop of ``g`` channels per iteration, ``n`` iterations
+    (:func:`step_loop_terms`)."""
+    from splitter.cost.memory import slab_op, slab_out_bytes
+
+    op = ops[k]
+    found = slab_op(ops, k, g, tensors)
+    if k == len(ops) - 1 and _accumulates(op):
+        y = tensors[op.outputs[0]]
+        o = _chw(y, "NHWC")[0]
+        name = "accumulate_g_dsp" if isa == "dsp" else "accumulate_g"
+        return [_scaled(Term(f"{name}/NHWC/int8", _accumulate_g_feats(o, y.size // o, g, isa)), n)]
+    names = (op.inputs[0], op.outputs[0])
+    if found is not None:
+        sub = {**tensors, op.inputs[0]: found[1][0], op.outputs[0]: found[2]}
+        terms = [Term(t.variant, {f: v * n for f, v in t.features.items()})
+                 for t in op_terms(found[0], sub, "NHWC")]  # fmt: skip
+        put = slab_out_bytes(ops, k, g, tensors)
+        if put:  # k_q_pex_put: per pixel a row of g bytes
+            terms.append(Term(f"{PEX}put/NHWC/int8", {"call": n, "rows": n * put // g,
+                                                       "out": n * put}))  # fmt: skip
+        return terms
+    sub = {**tensors, **{t: _one_channel(tensors[t], True) for t in names}}
+    return [_q8_loop_term(op, k, g * n, sub, True, isa)]
+
+
+def _g_channels(spec: TensorSpec, g: int) -> TensorSpec:
+    """``spec`` (int8 NHWC) with ``g`` channels: an inner tensor's slab."""
+    from dataclasses import replace
+
+    return replace(spec, shape=(*tuple(spec.shape)[:3], g))
+
+
 def loop_terms(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpec],
-               layout: str, by: str = "channel", isa: str = "dsp") -> list[Term]:  # fmt: skip
+               layout: str, by: str = "channel", isa: str = "dsp",
+               step: int = 1) -> list[Term]:  # fmt: skip
     """The kernel calls of one PEX loop over ``channels`` (``codegen/pex.py``): per iteration
     the first op generates output channel ``c`` or runs a channel-wise op on plane ``c``, the
     middle ops run on one plane (float ``k_conv2d`` / ``k_act``, int8 ``k_q_dw_plane``), the
@@ -716,10 +796,13 @@ def loop_terms(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpe
     the loop). Features are per call x ``channels`` (int8: :func:`_q8_loop_term`; float: the
     whole-op kernel's features on the one-channel shapes); every variant is prefixed
     :data:`PEX`; ``isa`` is the int8 variant of the build (``codegen.pex.pex_kernel``). A row
-    loop (``by == "row"``): :func:`row_loop_terms`."""
+    loop (``by == "row"``): :func:`row_loop_terms`; an int8 loop of ``step > 1`` channels per
+    iteration: :func:`step_loop_terms`."""
     if by == "row":
         return row_loop_terms(ops, tensors)
     int8 = _dtype(ops[0], tensors) == "int8"
+    if int8 and step > 1:
+        return step_loop_terms(ops, channels, step, tensors, isa)
     lay, dt = ("NHWC", "int8") if int8 else (layout or "NCHW", "float32")
     c = channels
     inner = {op.outputs[0] for op in ops[:-1]}
@@ -750,25 +833,26 @@ def loop_terms(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpe
 
 
 def loop_signature(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpec],
-                   layout: str, by: str = "channel") -> str:  # fmt: skip
+                   layout: str, by: str = "channel", step: int = 1) -> str:  # fmt: skip
     """What decides a loop's instruction count: its kind (``"pex"`` for a channel loop,
-    ``"pex-<by>"`` else), its channels (rows) and its ops' signatures, as one JSON array."""
-    head = "pex" if by == "channel" else f"pex-{by}"
+    ``"pex<step>"`` for one of ``step > 1`` channels per iteration, ``"pex-<by>"`` else), its
+    channels (rows) and its ops' signatures, as one JSON array."""
+    head = ("pex" if step <= 1 else f"pex{step}") if by == "channel" else f"pex-{by}"
     return signature_key([head, channels, [_signature(o, tensors, layout) for o in ops]])
 
 
 def loop_instructions(
     ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpec], layout: str,
-    build: str, *, measured: bool = True, by: str = "channel",
+    build: str, *, measured: bool = True, by: str = "channel", step: int = 1,
 ) -> float:  # fmt: skip
     """Instructions of one PEX loop: the measured count of the same :func:`loop_signature`,
     else the fits of its :func:`loop_terms`."""
     if measured:
-        sig = loop_signature(ops, channels, tensors, layout, by)
+        sig = loop_signature(ops, channels, tensors, layout, by, step)
         hit = _coefficients(build).get("measured", {}).get(sig)
         if hit is not None:
             return float(hit)
-    terms = loop_terms(ops, channels, tensors, layout, by, build_isa(build))
+    terms = loop_terms(ops, channels, tensors, layout, by, build_isa(build), step)
     return sum(term_instructions(t, build) for t in terms)
 
 
@@ -790,7 +874,7 @@ def layer_ops_instructions(
     for loop in layer.loops:
         ops = [by_name[n] for n in loop.ops]
         total += loop_instructions(ops, loop.channels, tensors, layout, build,
-                                   measured=measured, by=loop.by)  # fmt: skip
+                                   measured=measured, by=loop.by, step=loop.step)  # fmt: skip
     return total
 
 

@@ -26,7 +26,9 @@ loop op reads or writes (the loop context) is live over all of ``s..e`` (it is r
 again at every iteration); the full output of an accumulating last op (a conv with
 ``groups == 1`` or a dense) is live from ``s`` (zeroed, then accumulated) and, for an integer
 output, holds 32-bit accumulators (``4 * elements``; the int8 result is requantised in place);
-a channel loop's ops get no scratch block (its kernels need none).
+a channel loop's ops get no scratch block (its one-channel kernels need none). A channel loop of
+``step`` channels per iteration (:attr:`splitter.ir.ChannelLoop.step`) holds ``step`` channels of
+each inner tensor and one scratch block live over the whole loop, :func:`step_scratch`.
 A row loop (``by == "row"``) has no accumulators: each inner tensor is its window of rows
 (:func:`splitter.cost.rows.window_rows`), the loop context rule is the same, and its ops'
 scratch (the tuned conv kernels' im2col columns) is one block of the largest op's bytes, live
@@ -36,7 +38,7 @@ over the whole loop (the ops' calls alternate, never overlap).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from splitter.cost.handlers import handler
@@ -115,7 +117,7 @@ def plan_layer_memory(
     blocks[input_name].offset = 0
     placed: list[_Block] = [blocks[input_name]]
     order: list[tuple[int, int, _Block]] = []
-    shared: dict[str, str] = {}  # a row loop op's scratch name -> the loop's one block
+    shared: dict[str, str] = {}  # a loop op's scratch name -> the loop's one block
     for k, op in enumerate(ops):
         for name in op.outputs:
             if name in alias or name == out_root or name not in blocks:
@@ -128,7 +130,8 @@ def plan_layer_memory(
         if first == last:
             scratch = _scratch(op, tensors, itemsize_of)
         else:
-            scratch = max(_row_scratch(o, tensors, itemsize_of) for o in ops[first : last + 1])
+            loop = loops[[a for a, _b, _c in spans].index(first)]
+            scratch = _loop_scratch(loop, ops[first : last + 1], tensors, itemsize_of)
             shared.update({f"{o.name}:scratch": f"{op.name}:scratch" for o in ops[k : last + 1]})
         if scratch:
             order.append((first, k, _Block(f"{op.name}:scratch", scratch, first, last)))
@@ -216,7 +219,9 @@ def _loop_bytes(
             continue
         for k in range(s, e):
             spec = tensors[ops[k].outputs[0]]
-            out[spec.name] = -(-spec.size // channels) * itemsize_of(spec)
+            out[spec.name] = (
+                -(-spec.size // channels) * min(loop.step, channels) * itemsize_of(spec)
+            )
         if accumulates(ops[e]):
             spec = tensors[ops[e].outputs[0]]
             out[spec.name] = spec.size * accumulator_itemsize(spec, itemsize_of)
@@ -268,8 +273,68 @@ def _scratch_span(
     the generic ones, need no scratch)."""
     for (a, b, _c), loop in zip(spans, loops, strict=True):
         if a <= k <= b:
-            return (a, b) if loop.by == "row" else (-1, -1)
+            return (a, b) if loop.by == "row" or loop.step > 1 else (-1, -1)
     return k, k
+
+
+def slab_op(
+    ops: Sequence[Op], k: int, g: int, tensors: Mapping[str, TensorSpec]
+) -> tuple[Op, list[TensorSpec], TensorSpec] | None:
+    """Op ``k`` of an int8 channel loop over ``ops`` as one iteration of ``g`` channels runs it
+    with a whole-op tuned kernel (``splitter/codegen/pex.py``), with its input and output specs:
+    the generating conv (``k == 0``, groups 1) as ``g`` output channels of its full input, a
+    depthwise conv after the first op as a ``g``-channel depthwise on ``g``-channel NHWC slabs
+    (``g > 1``; the last op's slab is then copied into channels ``c ..`` of its full output,
+    :func:`slab_out_bytes`); None for the others (a depthwise reading a full tensor or on one
+    channel runs plane by plane, the accumulating conv ``k_q_pex_accumulate_g``)."""
+    op = ops[k]
+    if op.kind != "conv2d" or "W" not in op.weights:
+        return None
+    groups = int(op.attr("groups", 1) or 1)
+    x, y = tensors[op.inputs[0]], tensors[op.outputs[0]]
+    y_g = replace(y, shape=(*y.shape[:3], g))
+    w = op.weights["W"]
+    if k == 0 and groups == 1 and k < len(ops) - 1:
+        return replace(op, weights={**op.weights, "W": w[:g]}), [x], y_g
+    if k == 0 or groups == 1 or g == 1:
+        return None  # (one channel: the depthwise would be a groups-1 conv, rounding apart)
+    sliced = replace(op, weights={**op.weights, "W": w[:g]}, attrs={**op.attrs, "groups": g})
+    return sliced, [replace(x, shape=(*x.shape[:3], g))], y_g
+
+
+def slab_out_bytes(ops: Sequence[Op], k: int, g: int, tensors: Mapping[str, TensorSpec]) -> int:
+    """Bytes of the output slab a loop's last op writes in the loop's scratch block (after its
+    kernel's own scratch, 4-aligned) before copying it into its full output: ``OH * OW * g``
+    for a :func:`slab_op` depthwise ending the loop, else 0."""
+    if k != len(ops) - 1 or slab_op(ops, k, g, tensors) is None:
+        return 0
+    spec = tensors[ops[k].outputs[0]]
+    return int(spec.shape[1]) * int(spec.shape[2]) * g
+
+
+def step_scratch(
+    ops: Sequence[Op],
+    tensors: Mapping[str, TensorSpec],
+    channels: int,
+    step: int,
+    itemsize_of: Callable[[TensorSpec], int],
+) -> int:
+    """Scratch bytes of a channel loop over ``ops`` running ``step`` channels per iteration: one
+    block for all its tuned kernel calls (they run one after another), the largest of its
+    :func:`slab_op` ops' ``OpHandler.scratch_bytes`` (rounded up to 4) plus its
+    :func:`slab_out_bytes`, at ``g = min(step, channels)`` and at the last iteration's
+    ``g = channels % step``; 0 for ``step == 1``."""
+    if step <= 1:
+        return 0
+    best = 0
+    for g in {min(step, channels), channels % step or min(step, channels)}:
+        for k in range(len(ops)):
+            found = slab_op(ops, k, g, tensors)
+            if found is not None:
+                op, ins, out = found
+                own = -(-handler(op).scratch_bytes(op, ins, out, itemsize_of(out)) // 4) * 4
+                best = max(best, own + slab_out_bytes(ops, k, g, tensors))
+    return best
 
 
 def _scratch(op: Op, tensors: Mapping[str, TensorSpec], itemsize_of: Callable[..., int]) -> int:
@@ -277,6 +342,19 @@ def _scratch(op: Op, tensors: Mapping[str, TensorSpec], itemsize_of: Callable[..
     ins = [tensors[n] for n in op.inputs]
     out = tensors[op.outputs[0]]
     return handler(op).scratch_bytes(op, ins, out, itemsize_of(out))
+
+
+def _loop_scratch(
+    loop: ChannelLoop,
+    ops: Sequence[Op],
+    tensors: Mapping[str, TensorSpec],
+    itemsize_of: Callable[[TensorSpec], int],
+) -> int:
+    """The one scratch block of a loop over ``ops``: a row loop's largest op scratch, a channel
+    loop's :func:`step_scratch`."""
+    if loop.by == "row":
+        return max(_row_scratch(o, tensors, itemsize_of) for o in ops)
+    return step_scratch(ops, tensors, loop.channels, loop.step, itemsize_of)
 
 
 def _row_scratch(op: Op, tensors: Mapping[str, TensorSpec], itemsize_of: Callable[..., int]) -> int:

@@ -47,6 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from splitter.cost.handlers import handler
+from splitter.cost.memory import step_scratch
 from splitter.cost.rows import loop_windows, row_bytes, row_geometry
 from splitter.ir import Graph, Op, TensorSpec
 from splitter.ops import ACTIVATIONS
@@ -76,6 +77,7 @@ class Loop:
     channels: int  # (a row loop: the last op's output rows)
     memory: int  # bytes while the loop runs
     by: str = "channel"  # or "row" (:mod:`splitter.cost.rows`)
+    step: int = 1  # channels per iteration (``channels_per_step``)
 
 
 @dataclass(frozen=True)
@@ -302,7 +304,8 @@ def _loops(
             if roles[e]:
                 memory = _loop_memory(ops, s, e, inner, channels, live, per_step, roles[e],
                                       accumulator_bytes)  # fmt: skip
-                found.setdefault(s, []).append(Loop(s, e, channels, memory))
+                step = min(per_step, channels)
+                found.setdefault(s, []).append(Loop(s, e, channels, memory, step=step))
             if roles[e] != CHANNELWISE:
                 break
     return found
@@ -344,7 +347,9 @@ def _loop_memory(
     last_role: str,
     accumulator_bytes: int | None,
 ) -> int:
-    """Bytes while loop ``s..e`` runs (module docstring, memory model)."""
+    """Bytes while loop ``s..e`` runs (module docstring, memory model), with the scratch block of
+    its kernels when it runs ``per_step > 1`` channels at a time
+    (:func:`splitter.cost.memory.step_scratch`)."""
     inner_set = set(inner)
     total = 0
     for name in live.live_in(s, e):
@@ -354,7 +359,7 @@ def _loop_memory(
             total += live.tensors[name].size * accumulator_bytes
         else:
             total += live.nbytes(name)
-    return total
+    return total + step_scratch(ops[s : e + 1], live.tensors, channels, per_step, live.itemsize_of)
 
 
 def _row_loops(

@@ -119,8 +119,29 @@ def _row_op(op: Op, graph: Graph) -> bool:
     return op.kind == "conv2d" and _kernels_for(op, graph) == "i8"
 
 
-def chain_schedule(chain: Chain, activation_bytes: int | None = None) -> PartialSchedule | None:
-    """The executable PEX schedule of the chain's ops (None for a layer profile)."""
+#: channels per iteration of an int8 channel loop, tried in this order (the planner keeps the
+#: first whose plan fits, :func:`loop_steps`): sixteen channels feed the whole-op tuned kernels
+#: (a 16-output pointwise GEMM, four 4-channel depthwise blocks, four input channels per
+#: accumulator pass, ``codegen/pex.py``) with their per-call set-up spread over 16 channels;
+#: four hold less; one channel is the least memory.
+Q8_STEPS = (16, 4, 1)
+
+
+def loop_steps(chain: Chain) -> tuple[int, ...]:
+    """The channels per iteration of the chain's channel loops the planner tries, best time
+    first: :data:`Q8_STEPS` for an integer model (int8 NHWC loops), else ``(1,)`` (the float
+    NCHW loops run one plane per iteration)."""
+    graph = chain.graph
+    if graph is None or not any(s.dtype in ("int8", "uint8") for s in graph.tensors.values()):
+        return (1,)
+    return Q8_STEPS
+
+
+def chain_schedule(
+    chain: Chain, activation_bytes: int | None = None, step: int | None = None
+) -> PartialSchedule | None:
+    """The executable PEX schedule of the chain's ops (None for a layer profile); ``step``
+    channels per iteration of its channel loops (None: the first of :func:`loop_steps`)."""
     if chain.graph is None:
         return None
     graph = chain.graph
@@ -130,6 +151,7 @@ def chain_schedule(chain: Chain, activation_bytes: int | None = None) -> Partial
         graph,
         itemsize_function(activation_bytes),
         ops=ops,
+        channels_per_step=loop_steps(chain)[0] if step is None else step,
         accumulator_bytes=4 if integer and activation_bytes is None else None,
         rules=EXECUTABLE,
         everywhere=True,
@@ -137,19 +159,23 @@ def chain_schedule(chain: Chain, activation_bytes: int | None = None) -> Partial
     )
 
 
-def partial_chain(chain: Chain, activation_bytes: int | None = None) -> Chain:
-    """``chain`` with every useful executable loop fused into one layer (module docstring);
+def partial_chain(
+    chain: Chain, activation_bytes: int | None = None, step: int | None = None
+) -> Chain:
+    """``chain`` with every useful executable loop fused into one layer (module docstring),
+    its channel loops ``step`` channels per iteration (None: the first of :func:`loop_steps`);
     the chain itself when no loop lowers any layer's RAM, or when the chain is at operator
     granularity (its cuts carry several live tensors, which fused loop layers do not keep)."""
     if chain.granularity == "op":
         return chain
-    schedule = chain_schedule(chain, activation_bytes)
+    schedule = chain_schedule(chain, activation_bytes, step)
     if schedule is None or not schedule.loops:
         return chain
     owner = [layer.index for layer in chain.layers for _op in layer.ops]
     groups: list[tuple[int, int, list[ChannelLoop]]] = []
     for lp in schedule.loops:
-        loop = ChannelLoop(schedule.op_names[lp.first : lp.last + 1], lp.channels, lp.by)
+        names = schedule.op_names[lp.first : lp.last + 1]
+        loop = ChannelLoop(names, lp.channels, lp.by, lp.step if lp.by == "channel" else 1)
         a, b = owner[lp.first], owner[lp.last]
         if groups and a <= groups[-1][1]:
             first, last, loops = groups.pop()
@@ -215,6 +241,8 @@ def describe_loop(loop: ChannelLoop, price: tuple[float, float] | None = None) -
     ``price`` (seconds of the loop, seconds of its ops run whole, :func:`loop_price`) its time
     price: ``(+12.3 ms, 4.1x the ops run whole)``."""
     text = f"{' -> '.join(loop.ops)} over {loop.channels} {loop.by}s"
+    if loop.step > 1:
+        text += f", {loop.step} per iteration"
     if price is None or price[1] <= 0:
         return text
     extra, ratio = price[0] - price[1], price[0] / price[1]
@@ -230,5 +258,6 @@ def loop_price(
     execution, before the core's cycles per instruction."""
     by_name = {op.name: op for op in layer.ops}
     ops = [by_name[n] for n in loop.ops]
-    looped = loop_instructions(ops, loop.channels, tensors, layout, build, by=loop.by)
+    looped = loop_instructions(ops, loop.channels, tensors, layout, build, by=loop.by,
+                               step=loop.step)  # fmt: skip
     return looped, ops_instructions(ops, tensors, layout, build)

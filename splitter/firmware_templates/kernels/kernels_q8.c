@@ -195,6 +195,34 @@ void k_q_pex_accumulate(const int8_t *restrict x, const int8_t *restrict w, int 
     }
 }
 
+void k_q_pex_accumulate_g(const int8_t *restrict x, int G, const int8_t *restrict w, int wstride,
+                          int O, int HW, void *acc)
+{
+    unsigned char *a = (unsigned char *)acc;
+    int i, o, g;
+    for (i = 0; i < HW; i++) {
+        const int8_t *xi = x + (size_t)i * G;
+        unsigned char *ai = a + (size_t)i * O * 4;
+        for (o = 0; o < O; o++) {
+            const int8_t *wo = w + (size_t)o * wstride;
+            int32_t v;
+            K_MEMCPY4(&v, ai + (size_t)o * 4);
+            for (g = 0; g < G; g++) v += (int32_t)wo[g] * xi[g];
+            K_MEMCPY4(ai + (size_t)o * 4, &v);
+        }
+    }
+}
+
+void k_q_pex_put(const int8_t *restrict x, int G, int8_t *restrict y, int C, int n)
+{
+    const int G4 = G & ~3;
+    int i, g;
+    for (i = 0; i < n; i++, x += G, y += C) {
+        for (g = 0; g < G4; g += 4) K_MEMCPY4(y + g, x + g);
+        for (; g < G; g++) y[g] = x[g];
+    }
+}
+
 /* One requantised accumulator, as k_q_conv2d's last steps. */
 static int8_t pex_out(const k_q_params *q, const unsigned char *a, int n, int o)
 {

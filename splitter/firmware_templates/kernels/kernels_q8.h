@@ -159,6 +159,15 @@ void k_q_pex_fill(void *acc, const int32_t *b, int O, int HW);
 void k_q_pex_accumulate(const int8_t *restrict x, const int8_t *restrict w, int wstride,
                         int in_zp, int O, int HW, void *acc);
 void k_q_pex_requant(const k_q_params *q, const void *acc, int O, int HW, int8_t *y);
+/* A loop of G channels per iteration (splitter.cost.pex_chain.loop_steps): input channels
+ * c .. c + G - 1 added at once, acc[i, o] += sum_g w[o * wstride + g] * x[i * G + g] for the
+ * HW x G NHWC slab x and the (O, C) weights from column c; raw codes: the generator folds
+ * -in_zp * sum_c w[o, c] into the bias k_q_pex_fill sets (the same integer sum). */
+void k_q_pex_accumulate_g(const int8_t *restrict x, int G, const int8_t *restrict w, int wstride,
+                          int O, int HW, void *acc);
+/* The n pixels of an n x G NHWC slab x into channels 0 .. G - 1 of y (pixel stride C): a loop's
+ * last depthwise, run on G channels into the loop's scratch, writes its full output. */
+void k_q_pex_put(const int8_t *restrict x, int G, int8_t *restrict y, int C, int n);
 
 /* The tuned variants (k_q_conv_dsp, k_q_depthwise_plain, ...) the generator calls for conv,
  * depthwise and dense layers; the generic loops above stay the reference they are tested

@@ -200,6 +200,105 @@ void k_q_pex_accumulate_dsp(const int8_t *restrict x, const int8_t *restrict w, 
     }
 }
 
+/* Channels k .. k + n - 1 of the slab (pixel stride G) into outputs o0 .. o1 - 1, one MAC at a
+ * time (the G % 4 last channels, the O % 4 last outputs). */
+static void accg_rest(const int8_t *x, int G, const int8_t *w, int wstride, int k, int n, int o0,
+                      int o1, int O, int HW, k_pex_i32 *a)
+{
+    int i, o, g;
+    for (i = 0; i < HW; i++) {
+        const int8_t *xi = x + (size_t)i * G + k;
+        k_pex_i32 *ai = a + (size_t)i * O;
+        for (o = o0; o < o1; o++) {
+            const int8_t *wo = w + (size_t)o * wstride + k;
+            int32_t v = ai[o];
+            for (g = 0; g < n; g++) v += (int32_t)wo[g] * xi[g];
+            ai[o] = v;
+        }
+    }
+}
+
+/* Outputs per block of unpacked weights (2 words each on the stack). */
+#define K_PEX_OBLOCK 32
+
+#if K_DSP_NATIVE
+/* The accumulators p[0 .. n-1] (n % 4 == 0) += the pixel's channel pairs XL = (x0, x2),
+ * XH = (x1, x3) times the unpacked weight pairs wp[2o], wp[2o + 1]: per four outputs one LDM,
+ * eight SMLAD (the weights two words per LDM), one STM with write-back. */
+#define K_PEX_QUADS(P, WP, N, XL, XH)                                                          \
+    do {                                                                                       \
+        int32_t *p_ = (P);                                                                     \
+        const uint32_t *w_ = (WP);                                                             \
+        const int32_t *e_ = p_ + (N);                                                          \
+        __asm__ volatile("1:\n\t"                                                              \
+                         "ldm %[p], {r4, r5, r6, r8}\n\t"                                      \
+                         "ldm %[w]!, {r9, r10}\n\t"                                            \
+                         "smlad r4, r9, %[xl], r4\n\t"                                         \
+                         "smlad r4, r10, %[xh], r4\n\t"                                        \
+                         "ldm %[w]!, {r9, r10}\n\t"                                            \
+                         "smlad r5, r9, %[xl], r5\n\t"                                         \
+                         "smlad r5, r10, %[xh], r5\n\t"                                        \
+                         "ldm %[w]!, {r9, r10}\n\t"                                            \
+                         "smlad r6, r9, %[xl], r6\n\t"                                         \
+                         "smlad r6, r10, %[xh], r6\n\t"                                        \
+                         "ldm %[w]!, {r9, r10}\n\t"                                            \
+                         "smlad r8, r9, %[xl], r8\n\t"                                         \
+                         "smlad r8, r10, %[xh], r8\n\t"                                        \
+                         "stm %[p]!, {r4, r5, r6, r8}\n\t"                                     \
+                         "cmp %[p], %[e]\n\t"                                                  \
+                         "bne 1b\n\t"                                                          \
+                         : [p] "+r"(p_), [w] "+r"(w_)                                          \
+                         : [xl] "r"(XL), [xh] "r"(XH), [e] "r"(e_)                             \
+                         : "r4", "r5", "r6", "r8", "r9", "r10", "cc", "memory");               \
+    } while (0)
+#else
+#define K_PEX_QUADS(P, WP, N, XL, XH)                                                          \
+    do {                                                                                       \
+        int o_;                                                                                \
+        for (o_ = 0; o_ < (N); o_++)                                                           \
+            (P)[o_] = K_SMLAD((WP)[2 * o_ + 1], (XH), K_SMLAD((WP)[2 * o_], (XL), (P)[o_]));   \
+    } while (0)
+#endif
+
+/* Four input channels (slab bytes x[i * G .. + 3]) into outputs 0 .. n - 1 (n % 4 == 0, at most
+ * K_PEX_OBLOCK) of every pixel's accumulators a[i * O ..]: the weights of row o (stride wstride)
+ * unpacked once into the SXTB16 pairs (w0, w2), (w1, w3) that meet the codes' (x0, x2),
+ * (x1, x3); then per pixel its codes' pairs and K_PEX_QUADS. */
+static void accg_block(const int8_t *x, int G, const int8_t *w, int wstride, int n, int O, int HW,
+                       k_pex_i32 *a)
+{
+    uint32_t wp[2 * K_PEX_OBLOCK];
+    int o, i;
+    for (o = 0; o < n; o++) {
+        const uint32_t v = K_LD4(w + (size_t)o * wstride);
+        wp[2 * o] = K_SXTB16(v);
+        wp[2 * o + 1] = K_SXTB16_ROR8(v);
+    }
+    for (i = 0; i < HW; i++, x += G, a += O) {
+        const uint32_t v = K_LD4(x), xl = K_SXTB16(v), xh = K_SXTB16_ROR8(v);
+        K_PEX_QUADS((int32_t *)a, wp, n, xl, xh);
+    }
+}
+
+void k_q_pex_accumulate_g_dsp(const int8_t *restrict x, int G, const int8_t *restrict w,
+                              int wstride, int O, int HW, void *acc)
+{
+    const int G4 = G & ~3, O4 = O & ~3;
+    k_pex_i32 *a = (k_pex_i32 *)acc;
+    int k, o;
+    if ((uintptr_t)acc & 3u) {
+        k_q_pex_accumulate_g(x, G, w, wstride, O, HW, acc);
+        return;
+    }
+    for (k = 0; k < G4; k += 4)
+        for (o = 0; o < O4; o += K_PEX_OBLOCK) {
+            const int n = O4 - o < K_PEX_OBLOCK ? O4 - o : K_PEX_OBLOCK;
+            accg_block(x + k, G, w + (size_t)o * wstride + k, wstride, n, O, HW, a + o);
+        }
+    if (O4 < O) accg_rest(x, G, w, wstride, 0, G4, O4, O, O, HW, a);
+    if (G4 < G) accg_rest(x, G, w, wstride, G4, G - G4, 0, O, O, HW, a);
+}
+
 /* One pixel's O accumulators (bytes a) requantised into y[0 .. O-1]. */
 K_INLINE void requant_pixel(const k_q_params *q, const unsigned char *a, int O, int8_t *y,
                             int forward)

@@ -30,6 +30,14 @@ void k_q_pex_pointwise_dsp(const k_q_params *q, const int8_t *restrict x, int C,
 void k_q_pex_accumulate_dsp(const int8_t *restrict x, const int8_t *restrict w, int in_zp, int O,
                             int HW, void *acc);
 
+/* G input channels' contribution (k_q_pex_accumulate_g, same bytes): per four input channels
+ * and block of up to 32 outputs the weights unpacked once into SXTB16 pairs on the stack, then
+ * per pixel its four codes' pairs and, per four outputs, one LDM of the accumulators, eight
+ * SMLAD and one STM (asm on the core); G % 4 channels and O % 4 outputs as
+ * k_q_pex_accumulate_g. Word-aligned accumulators (else k_q_pex_accumulate_g). */
+void k_q_pex_accumulate_g_dsp(const int8_t *restrict x, int G, const int8_t *restrict w,
+                              int wstride, int O, int HW, void *acc);
+
 /* The accumulators requantised in place into the int8 output (k_q_pex_requant, same bytes):
  * each channel's multiplier and shift split once per output, no call per value. */
 void k_q_pex_requant_dsp(const k_q_params *q, const void *acc, int O, int HW, int8_t *y);
