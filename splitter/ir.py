@@ -155,11 +155,13 @@ class ChannelLoop:
 
     ``by == "row"``: a row loop (:mod:`splitter.cost.rows`) instead: the ops stream output rows,
     every tensor between them held as a window of rows; ``channels`` is then the last op's
-    output rows (the loop's iterations)."""
+    output rows, computed ``band`` rows per iteration (each op called once per iteration for
+    the rows it still misses: :func:`splitter.cost.rows.band_schedule`)."""
 
     ops: tuple[str, ...]
     channels: int
     by: str = "channel"
+    band: int = 1
 
 
 @dataclass(frozen=True, eq=False)

@@ -28,9 +28,10 @@ again at every iteration); the full output of an accumulating last op (a conv wi
 output, holds 32-bit accumulators (``4 * elements``; the int8 result is requantised in place);
 a channel loop's ops get no scratch block (its kernels need none).
 A row loop (``by == "row"``) has no accumulators: each inner tensor is its window of rows
-(:func:`splitter.cost.rows.window_rows`), the loop context rule is the same, and its ops'
-scratch (the tuned conv kernels' im2col columns) is one block of the largest op's bytes, live
-over the whole loop (the ops' calls alternate, never overlap).
+(:func:`splitter.cost.rows.window_rows`, for the loop's band of rows), the loop context rule
+is the same, and its ops' scratch (the tuned conv kernels' im2col columns, a banded
+depthwise's line ring) is one block of the largest op's bytes, live over the whole loop (the
+ops' calls alternate, never overlap).
 """
 
 from __future__ import annotations
@@ -128,7 +129,10 @@ def plan_layer_memory(
         if first == last:
             scratch = _scratch(op, tensors, itemsize_of)
         else:
-            scratch = max(_row_scratch(o, tensors, itemsize_of) for o in ops[first : last + 1])
+            band = next(lp.band for (a, _b, _c), lp in zip(spans, loops, strict=True) if a == first)
+            scratch = max(
+                _row_scratch(o, tensors, itemsize_of, band) for o in ops[first : last + 1]
+            )
             shared.update({f"{o.name}:scratch": f"{op.name}:scratch" for o in ops[k : last + 1]})
         if scratch:
             order.append((first, k, _Block(f"{op.name}:scratch", scratch, first, last)))
@@ -212,7 +216,7 @@ def _loop_bytes(
     out: dict[str, int] = {}
     for (s, e, channels), loop in zip(spans, loops, strict=True):
         if loop.by == "row":
-            out.update(_window_bytes(ops[s : e + 1], tensors, itemsize_of))
+            out.update(_window_bytes(ops[s : e + 1], tensors, itemsize_of, loop.band))
             continue
         for k in range(s, e):
             spec = tensors[ops[k].outputs[0]]
@@ -224,10 +228,14 @@ def _loop_bytes(
 
 
 def _window_bytes(
-    ops: Sequence[Op], tensors: Mapping[str, TensorSpec], itemsize_of: Callable[[TensorSpec], int]
+    ops: Sequence[Op],
+    tensors: Mapping[str, TensorSpec],
+    itemsize_of: Callable[[TensorSpec], int],
+    band: int = 1,
 ) -> dict[str, int]:
-    """Each inner tensor of a row loop over ``ops``: ``window rows * W * C * itemsize``."""
-    found = loop_windows(ops, tensors)
+    """Each inner tensor of a row loop over ``ops`` in bands of ``band`` rows: ``window rows *
+    W * C * itemsize``."""
+    found = loop_windows(ops, tensors, band)
     if found is None:
         raise ShapeError(f"row loop over {ops[0].name}..{ops[-1].name}: an op cannot stream rows")
     rows, _geoms = found
@@ -279,11 +287,14 @@ def _scratch(op: Op, tensors: Mapping[str, TensorSpec], itemsize_of: Callable[..
     return handler(op).scratch_bytes(op, ins, out, itemsize_of(out))
 
 
-def _row_scratch(op: Op, tensors: Mapping[str, TensorSpec], itemsize_of: Callable[..., int]) -> int:
-    """Scratch bytes op's kernel asks for inside a row loop (``OpHandler.row_scratch_bytes``)."""
+def _row_scratch(
+    op: Op, tensors: Mapping[str, TensorSpec], itemsize_of: Callable[..., int], band: int
+) -> int:
+    """Scratch bytes op's kernel asks for inside a row loop of ``band`` rows per iteration
+    (``OpHandler.row_scratch_bytes``)."""
     ins = [tensors[n] for n in op.inputs]
     out = tensors[op.outputs[0]]
-    return handler(op).row_scratch_bytes(op, ins, out, itemsize_of(out))
+    return handler(op).row_scratch_bytes(op, ins, out, itemsize_of(out), band)
 
 
 def _first_fit(block: _Block, placed: list[_Block]) -> None:

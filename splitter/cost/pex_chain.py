@@ -119,8 +119,11 @@ def _row_op(op: Op, graph: Graph) -> bool:
     return op.kind == "conv2d" and _kernels_for(op, graph) == "i8"
 
 
-def chain_schedule(chain: Chain, activation_bytes: int | None = None) -> PartialSchedule | None:
-    """The executable PEX schedule of the chain's ops (None for a layer profile)."""
+def chain_schedule(
+    chain: Chain, activation_bytes: int | None = None, *, wide: bool = False
+) -> PartialSchedule | None:
+    """The executable PEX schedule of the chain's ops (None for a layer profile); ``wide``:
+    row loops in bands of rows up to the schedule's peak (``splitter.cost.pex._widened``)."""
     if chain.graph is None:
         return None
     graph = chain.graph
@@ -134,22 +137,27 @@ def chain_schedule(chain: Chain, activation_bytes: int | None = None) -> Partial
         rules=EXECUTABLE,
         everywhere=True,
         row_rule=_row_op,
+        wide=wide,
     )
 
 
-def partial_chain(chain: Chain, activation_bytes: int | None = None) -> Chain:
+def partial_chain(
+    chain: Chain, activation_bytes: int | None = None, *, wide: bool = False
+) -> Chain:
     """``chain`` with every useful executable loop fused into one layer (module docstring);
     the chain itself when no loop lowers any layer's RAM, or when the chain is at operator
-    granularity (its cuts carry several live tensors, which fused loop layers do not keep)."""
+    granularity (its cuts carry several live tensors, which fused loop layers do not keep).
+    ``wide``: row loops in bands of rows up to the schedule's peak (faster; the planner tries
+    it first, :mod:`splitter.partition.partial`); else one row per iteration."""
     if chain.granularity == "op":
         return chain
-    schedule = chain_schedule(chain, activation_bytes)
+    schedule = chain_schedule(chain, activation_bytes, wide=wide)
     if schedule is None or not schedule.loops:
         return chain
     owner = [layer.index for layer in chain.layers for _op in layer.ops]
     groups: list[tuple[int, int, list[ChannelLoop]]] = []
     for lp in schedule.loops:
-        loop = ChannelLoop(schedule.op_names[lp.first : lp.last + 1], lp.channels, lp.by)
+        loop = ChannelLoop(schedule.op_names[lp.first : lp.last + 1], lp.channels, lp.by, lp.band)
         a, b = owner[lp.first], owner[lp.last]
         if groups and a <= groups[-1][1]:
             first, last, loops = groups.pop()
@@ -230,5 +238,7 @@ def loop_price(
     execution, before the core's cycles per instruction."""
     by_name = {op.name: op for op in layer.ops}
     ops = [by_name[n] for n in loop.ops]
-    looped = loop_instructions(ops, loop.channels, tensors, layout, build, by=loop.by)
+    looped = loop_instructions(
+        ops, loop.channels, tensors, layout, build, by=loop.by, band=loop.band
+    )
     return looped, ops_instructions(ops, tensors, layout, build)

@@ -396,8 +396,9 @@ def _sample(chain: Chain, j: int, i: int, instr: float, build: str) -> OpSample:
         loop = layer.loops[-1 - i]
         by_name = {op.name: op for op in layer.ops}
         ops = [by_name[n] for n in loop.ops]
-        terms = tuple(loop_terms(ops, loop.channels, tensors, layout, loop.by, build_isa(build)))
-        sig = loop_signature(ops, loop.channels, tensors, layout, loop.by)
+        terms = tuple(loop_terms(ops, loop.channels, tensors, layout, loop.by, build_isa(build),
+                                 loop.band))  # fmt: skip
+        sig = loop_signature(ops, loop.channels, tensors, layout, loop.by, loop.band)
         return OpSample(chain.name, j, f"{LOOP}{loop.ops[0]}", terms, instr, sig)
     op = layer.ops[i]
     terms = tuple(op_terms(op, tensors, layout))

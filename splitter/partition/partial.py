@@ -2,7 +2,9 @@
 
 * ``off``: the chain as imported, every op run whole.
 * ``on``: the chain with its executable loops fused (:func:`splitter.cost.pex_chain.
-  partial_chain`): every loop that lowers a layer's RAM, whether or not a board needs it.
+  partial_chain`): every loop that lowers a layer's RAM, whether or not a board needs it;
+  row loops in the widest bands of rows the schedule's peak allows when that plan fits, else
+  one row per iteration.
 * ``auto`` (the default): plan without partial execution; only when no plan fits the boards
   (:class:`InfeasibleError`) plan again with the loops. A plan that fits is never changed:
   partial execution costs no extra MACs, but its one-channel / one-row kernel calls run slower
@@ -47,11 +49,34 @@ def plan_partial(
                 f"{exc}; or plan with --partial-execution auto (PEX loops lower the RAM of "
                 f"{looped} layer group(s))"
             ) from exc
-    if mode == "on":
-        return fused, plan_chain(fused, boards, objective, solver, host_io=host_io, **options)
-    try:
-        return chain, plan_chain(chain, boards, objective, solver, host_io=host_io, **options)
-    except InfeasibleError:
-        if fused is chain:
-            raise
+    if mode == "auto":
+        try:
+            return chain, plan_chain(chain, boards, objective, solver, host_io=host_io, **options)
+        except InfeasibleError:
+            if fused is chain:
+                raise
+    return _plan_looped(chain, fused, boards, objective, solver, activation_bytes,
+                        host_io=host_io, **options)  # fmt: skip
+
+
+def _plan_looped(
+    chain: Chain,
+    fused: Chain,
+    boards: Boards,
+    objective: str,
+    solver: str,
+    activation_bytes: int | None,
+    *,
+    host_io: bool,
+    **options: object,
+) -> tuple[Chain, Plan]:
+    """The plan with loops: first with the row loops in bands of rows up to the schedule's
+    peak (``partial_chain(wide=True)``: fewer kernel calls, more RAM where a loop is not the
+    peak), then, when that does not fit, one row per iteration (the least RAM)."""
+    wide = partial_chain(chain, activation_bytes, wide=True)
+    if [x.loops for x in wide.layers] != [x.loops for x in fused.layers]:
+        try:
+            return wide, plan_chain(wide, boards, objective, solver, host_io=host_io, **options)
+        except InfeasibleError:
+            pass
     return fused, plan_chain(fused, boards, objective, solver, host_io=host_io, **options)
