@@ -92,8 +92,9 @@ def test_runs_on_two_emulated_f405(out: Path, tmp_path: Path) -> None:
 @pytest.mark.qemu
 @pytest.mark.toolchain
 def test_int8_row_loops_on_two_emulated_f405(tmp_path: Path) -> None:
-    """MLPerf Tiny VWW (full-integer TFLite) with its PEX loops forced on (two row loops, five
-    channel loops; models/boards/mlperf_vww2.toml) cross-built and run on two emulated F405s:
+    """MLPerf Tiny VWW (full-integer TFLite) with its PEX loops forced on (two row loops, the
+    second in bands of four rows, the boards holding it; five channel loops;
+    models/boards/mlperf_vww2.toml) cross-built and run on two emulated F405s:
     each linked ``.arena`` is the planned RAM, the output bit for bit LiteRT's."""
     from test_e2e_mlperf import litert
 
@@ -106,6 +107,7 @@ def test_int8_row_loops_on_two_emulated_f405(tmp_path: Path) -> None:
         lp for s in plan["submodels"] for lp in s.get("partial_execution", {}).get("loops", [])
     ]
     assert sum(1 for lp in loops if re.search(r" over \d+ rows\b", lp)) == 2
+    assert sum(1 for lp in loops if re.search(r" over 12 rows, 4 per iteration\b", lp)) == 1
     for dev in plan["devices"]:
         elf = run_make(out / "firmware" / dev["name"], emulator=True)
         assert section_sizes(elf)[".arena"] == (dev["ram_used"] + 3) // 4 * 4

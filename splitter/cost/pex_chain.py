@@ -219,10 +219,13 @@ def fuse_layers(
 
 
 def describe_loop(loop: ChannelLoop, price: tuple[float, float] | None = None) -> str:
-    """``conv_a -> dw_b -> conv_c over 96 channels`` (``over 112 rows`` for a row loop); with
-    ``price`` (seconds of the loop, seconds of its ops run whole, :func:`loop_price`) its time
-    price: ``(+12.3 ms, 4.1x the ops run whole)``."""
+    """``conv_a -> dw_b -> conv_c over 96 channels`` (``over 112 rows`` for a row loop, ``over
+    112 rows, 8 per iteration`` in bands of rows); with ``price`` (seconds of the loop, seconds
+    of its ops run whole, :func:`loop_price`) its time price: ``(+12.3 ms, 4.1x the ops run
+    whole)``."""
     text = f"{' -> '.join(loop.ops)} over {loop.channels} {loop.by}s"
+    if loop.band > 1:
+        text += f", {loop.band} per iteration"
     if price is None or price[1] <= 0:
         return text
     extra, ratio = price[0] - price[1], price[0] / price[1]
