@@ -10,8 +10,8 @@
   partial execution costs no extra MACs, but its one-channel / one-row kernel calls run slower
   than the whole-tensor kernels (``benchmarks/results/pex.md``, 2026-11-27, int8 on the emulated
   M4F: channel loops 2.2x and row loops in bands of rows 1.04x the instructions of their ops run
-  whole, 1.52x on a network that fits only with loops) and a loop's layers can no longer be cut apart, so it is used when RAM
-  demands it.
+  whole, 1.52x on a network that fits only with loops) and a loop's layers can no longer be
+  cut apart, so it is used when RAM demands it.
 """
 
 from __future__ import annotations
