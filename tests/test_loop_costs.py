@@ -151,7 +151,8 @@ def test_plan_reports_each_loops_time_price() -> None:
     loops = [lp for s in plan["submodels"] for lp in s["partial_execution"]["loops"]]
     assert loops
     price = re.compile(
-        r" over \d+ (rows|channels) \(\+(\d+\.\d) ms, (\d+\.\d\d)x the ops run whole\)$"
+        r" over \d+ (rows|channels)(?:, \d+ per iteration)? "
+        r"\(\+(\d+\.\d) ms, (\d+\.\d\d)x the ops run whole\)$"
     )
     kinds = set()
     for text in loops:
