@@ -16,8 +16,9 @@ two F405s with 16 KiB of RAM kept back each (``two_f405_ram16.toml``: no plan wi
 compiled, built and benched emulated (``benchmarks/costs.py``'s ``plan_pair`` /
 ``measure_pair``), against the same network on two F405s with all their RAM (no loops needed,
 none added): instructions per MAC of each and their ratio. And per loop kind, on the ``_dsp``
-build (``M4F.dsp``): every loop of the model's looped chain (``partial_chain``: every loop that
-lowers a layer's RAM) measured op by op under QEMU (``splitter.measure.kernel_table.
+build (``M4F.dsp``): every loop of the model's looped chain as planned on those boards
+(``plan_partial``: every loop that lowers a layer's RAM, row loops in bands of rows when that
+plan fits) measured op by op under QEMU (``splitter.measure.kernel_table.
 measure_chain``) against the same ops run whole: the ratio of their instructions (same MACs).
 
 Usage: ``.venv/bin/python benchmarks/pex.py`` -> ``benchmarks/results/pex.{md,json}``.
@@ -127,17 +128,20 @@ def network(boards: Path, work: Path) -> dict[str, object]:
 
 def loop_kinds(work: Path) -> list[dict[str, object]]:
     """Per loop kind (channel, row), and for the whole network: the instructions of the
-    held-out network's looped chain (every loop that lowers a layer's RAM) and of the same ops
+    held-out network's looped chain as the planner plans it on its boards (``plan_partial``:
+    every loop that lowers a layer's RAM, row loops in bands of rows when that plan fits) and
+    of the same ops
     run whole, each op and loop measured alone on :data:`BUILD` (``kernel_table.
     measure_chain``; a sub-model's own entry left out), and their MACs."""
     from splitter.cost.kernels import op_instructions
-    from splitter.cost.pex_chain import partial_chain
     from splitter.graph.chain import build_chain
+    from splitter.hardware.boards import load_boards
     from splitter.importers import load_model
     from splitter.measure import kernel_table as kt
+    from splitter.partition.partial import plan_partial
 
     chain = build_chain(load_model(HELDOUT / FITS_ONLY_WITH_PEX[0]).graph)
-    looped = partial_chain(chain)
+    looped, _plan = plan_partial(chain, load_boards(HELDOUT / FITS_ONLY_WITH_PEX[1]))
     whole = {
         s.op: s.instructions for s in kt.measure_chain(chain, BUILD, work) if s.op != kt.SUBMODEL
     }
@@ -225,8 +229,9 @@ def report(rows: list[dict[str, object]], nets: list[dict[str, object]],
         "",
         "The same network without loops cannot run on an F405, so each op is measured alone",
         f"under QEMU ({BUILD}, `kernel_table.measure_chain`), and so is each op and loop of its",
-        "looped chain (every loop that lowers a layer's RAM, `partial_chain`): per loop kind,",
-        "the loops against the same ops run whole (same MACs; only loops whose every op fits",
+        "looped chain as planned (every loop that lowers a layer's RAM, `plan_partial`; row",
+        "loops in bands of rows when that plan fits): per loop kind, the loops against the",
+        "same ops run whole (same MACs; only loops whose every op fits",
         "the emulator run whole), and the network's sum over every op and loop (the ops too",
         f"large for the emulator run whole: {net['whole_estimated']}, at the kernel table's",
         "estimate):",

@@ -155,7 +155,8 @@ class ChannelLoop:
 
     ``by == "row"``: a row loop (:mod:`splitter.cost.rows`) instead: the ops stream output rows,
     every tensor between them held as a window of rows; ``channels`` is then the last op's
-    output rows (the loop's iterations).
+    output rows, computed ``band`` rows per iteration (each op called once per iteration for
+    the rows it still misses: :func:`splitter.cost.rows.band_schedule`).
 
     ``step``: channels per iteration of a channel loop (``splitter.cost.pex_chain.loop_steps``;
     int8 only): every inner tensor holds ``step`` channels, the last iteration the
@@ -165,6 +166,7 @@ class ChannelLoop:
     channels: int
     by: str = "channel"
     step: int = 1
+    band: int = 1
 
 
 @dataclass(frozen=True, eq=False)

@@ -201,7 +201,7 @@ def test_pex_loop_layers_are_costed_by_their_loop_kernels(model: str) -> None:
         by_name = {op.name: op for op in layer.ops}
         for loop in layer.loops:
             ops = [by_name[n] for n in loop.ops]
-            sig = loop_signature(ops, loop.channels, tensors, layout, loop.by, loop.step)
+            sig = loop_signature(ops, loop.channels, tensors, layout, loop.by, loop.step, loop.band)
             assert sig in measured
         got = dict(layer.cost.instructions)["M4F.dsp"]
         assert got == pytest.approx(layer_ops_instructions(layer, tensors, layout, "M4F.dsp"))

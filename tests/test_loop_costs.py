@@ -69,27 +69,32 @@ def _conv(name: str, src: str, dst: str, w: tuple[int, ...], pad: int, groups: i
     return Op(name, "conv2d", (src,), (dst,), attrs, {"W": np.zeros(w, np.int8)})
 
 
-def test_a_row_loop_calls_the_ops_tuned_kernels_once_per_output_row() -> None:
+@pytest.mark.parametrize(("band", "calls", "slides"), [(1, [9, 10, 10], 30), (4, [3, 3, 3], 9)])
+def test_a_row_loop_calls_the_ops_tuned_kernels_once_per_band(
+    band: int, calls: list[int], slides: int
+) -> None:
     """expand 1x1 (8 -> 24) -> depthwise 3x3 (pad 1) -> project 1x1 (24 -> 8) at 10x10: each
     op's own tuned kernel (the variant of the op run whole, same features: every output once,
-    every MAC) with one call per output row of each op, and the window slides of
-    :func:`splitter.cost.rows.window_moves`."""
+    every MAC) with one call per iteration it has rows to compute (one row per iteration: the
+    expand computes rows 0 and 1 in its first call, then one a call; bands of 4 rows: 4, 4, 2
+    output rows, 3 calls each), and the window slides of
+    :func:`splitter.cost.rows.window_moves` (bookkeeping ``rows``: iterations x ops)."""
     tensors = {"x": _q8("x", 10, 8), "e": _q8("e", 10, 24), "d": _q8("d", 10, 24),
                "y": _q8("y", 10, 8)}  # fmt: skip
     ops = [_conv("expand", "x", "e", (24, 8, 1, 1), 0),
            _conv("dw", "e", "d", (24, 1, 3, 3), 1, groups=24),
            _conv("project", "d", "y", (8, 24, 1, 1), 0)]  # fmt: skip
-    terms = loop_terms(ops, 10, tensors, "NHWC", by="row")
+    terms = loop_terms(ops, 10, tensors, "NHWC", by="row", band=band)
     convs = [t for t in terms if t.variant.startswith("conv2d.")]
     assert [t.variant.split("/")[0] for t in convs] == [
         "conv2d.pointwise", "conv2d.depthwise", "conv2d.pointwise"]  # fmt: skip
-    assert [t.features["call"] for t in convs] == [10, 10, 10]
-    for op, t in zip(ops, convs, strict=True):
+    assert [t.features["call"] for t in convs] == calls
+    for op, t, n in zip(ops, convs, calls, strict=True):
         whole = op_features(op, tensors, "NHWC")
-        assert {**whole, "call": 10} == t.features
+        assert {**whole, "call": n} == t.features
     assert [t.features["out"] for t in convs] == [2400, 2400, 800]
     slide = next(t for t in terms if t.variant == "pex.row.slide/NHWC/int8")
-    assert slide.features["rows"] == 30
+    assert slide.features["rows"] == slides
     assert slide.features["in"] % (10 * 24) == 0  # whole rows of W x C bytes
 
 
@@ -146,8 +151,8 @@ def test_plan_reports_each_loops_time_price() -> None:
     loops = [lp for s in plan["submodels"] for lp in s["partial_execution"]["loops"]]
     assert loops
     price = re.compile(
-        r" over \d+ (rows|channels)(?:, \d+ per iteration)? \(\+(\d+\.\d) ms, "
-        r"(\d+\.\d\d)x the ops run whole\)$"
+        r" over \d+ (rows|channels)(?:, \d+ per iteration)? "
+        r"\(\+(\d+\.\d) ms, (\d+\.\d\d)x the ops run whole\)$"
     )
     kinds = set()
     for text in loops:

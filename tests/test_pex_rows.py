@@ -9,7 +9,7 @@ import pytest
 
 from splitter.cost.layer import itemsize_function
 from splitter.cost.pex import partial_schedule
-from splitter.cost.rows import RowGeom, window_moves, window_rows
+from splitter.cost.rows import RowGeom, call_rows, window_moves, window_rows
 from splitter.ir import Graph, Op, QuantParams, TensorSpec
 
 
@@ -28,47 +28,55 @@ def test_mobilenet_v2_first_block_windows_by_hand() -> None:
     assert window_rows((expand, dw2)) == (3,)
 
 
-def _replay(geoms: list[RowGeom]) -> tuple[list[int], list[list[int]], list[tuple[int, int]]]:
-    """The generated C's schedule (codegen/pex_rows.py) on row labels: windows hold the labels
-    of the rows they keep; returns the capacity used, the rows each op computed and per window
-    the slides (``k_q_copy`` calls, rows moved to the front)."""
+def _replay(
+    geoms: list[RowGeom], band: int = 1
+) -> tuple[list[int], list[list[int]], list[tuple[int, int]]]:
+    """The generated C's schedule (codegen/pex_rows.py) on row labels, output bands of
+    ``band`` rows: windows hold the labels of the rows they keep; returns the capacity used,
+    the rows each op computed and per window the slides (``k_q_copy`` calls, rows moved to the
+    front)."""
     n = len(geoms)
-    cap = list(window_rows(geoms))
+    cap = list(window_rows(geoms, band))
     windows: list[list[int]] = [[] for _ in range(n - 1)]  # labels, window slot order
     lo = [0] * (n - 1)
     done = [0] * n
     computed: list[list[int]] = [[] for _ in range(n)]
     moves = [(0, 0)] * (n - 1)
-    for r in range(geoms[-1].h_out):
+    for top in range(0, geoms[-1].h_out, band):
         need = [0] * n
-        need[-1] = r + 1
+        need[-1] = min(top + band, geoms[-1].h_out)
         for i in range(n - 1, 0, -1):
             g = geoms[i]
             need[i - 1] = min(max((need[i] - 1) * g.s - g.pad + g.k, 0), g.h_in)
         for i, g in enumerate(geoms):
-            while done[i] < need[i]:
-                if i < n - 1:
-                    nxt = geoms[i + 1]
-                    keep = min(max(0, done[i + 1] * nxt.s - nxt.pad), done[i])
-                    if keep > lo[i]:
-                        windows[i] = windows[i][keep - lo[i] :]
-                        moves[i] = (moves[i][0] + 1, moves[i][1] + len(windows[i]))
-                        lo[i] = keep
-                a = done[i] * g.s - g.pad
-                wanted = list(range(max(a, 0), min(a + g.k, g.h_in)))
-                if i > 0:  # the rows read are the window's, at slots (row - lo)
-                    got = [windows[i - 1][row - lo[i - 1]] for row in wanted]
-                    assert got == wanted, (i, done[i], got, wanted)
-                computed[i].append(done[i])
-                if i < n - 1:
-                    assert len(windows[i]) == done[i] - lo[i] < cap[i]
-                    windows[i].append(done[i])
-                done[i] += 1
+            if done[i] >= need[i]:
+                continue
+            if i < n - 1:
+                nxt = geoms[i + 1]
+                keep = min(max(0, done[i + 1] * nxt.s - nxt.pad), done[i])
+                if keep > lo[i]:
+                    windows[i] = windows[i][keep - lo[i] :]
+                    moves[i] = (moves[i][0] + 1, moves[i][1] + len(windows[i]))
+                    lo[i] = keep
+            a0, rows_in, _pt = call_rows(g, done[i], need[i])
+            wanted = list(range(a0, a0 + rows_in))
+            for row in range(done[i], need[i]):  # every output row's taps inside the call's
+                a = row * g.s - g.pad
+                assert set(range(max(a, 0), min(a + g.k, g.h_in))) <= set(wanted)
+            if i > 0:  # the rows read are the window's, at slots (row - lo)
+                got = [windows[i - 1][row - lo[i - 1]] for row in wanted]
+                assert got == wanted, (i, done[i], got, wanted)
+            computed[i].extend(range(done[i], need[i]))
+            if i < n - 1:
+                windows[i].extend(range(done[i], need[i]))
+                assert len(windows[i]) == need[i] - lo[i] <= cap[i]
+            done[i] = need[i]
     return cap, computed, moves
 
 
+@pytest.mark.parametrize("band", [1, 2, 5])
 @pytest.mark.parametrize("seed", range(40))
-def test_schedule_reads_only_window_rows(seed: int) -> None:
+def test_schedule_reads_only_window_rows(seed: int, band: int) -> None:
     rng = np.random.default_rng(seed)
     h = int(rng.integers(5, 40))
     geoms = []
@@ -83,8 +91,8 @@ def test_schedule_reads_only_window_rows(seed: int) -> None:
         h = out
     if len(geoms) < 2:
         pytest.skip("chain collapsed to one op")
-    cap, computed, moves = _replay(geoms)
-    assert window_moves(geoms) == tuple(moves)  # the cost model's slides are the C's
+    cap, computed, moves = _replay(geoms, band)
+    assert window_moves(geoms, band) == tuple(moves)  # the cost model's slides are the C's
     assert computed[-1] == list(range(geoms[-1].h_out))
     for i, rows in enumerate(computed):
         assert rows == list(range(len(rows)))  # in order, each once

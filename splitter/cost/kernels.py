@@ -40,6 +40,14 @@ from typing import Any
 
 from splitter.codegen.ops import KINDS
 from splitter.cost.handlers import block_slice, q8_conv_kind
+from splitter.cost.rows import (
+    RowGeom,
+    band_schedule,
+    call_rows,
+    loop_windows,
+    row_bytes,
+    window_moves,
+)
 from splitter.errors import InputFileError
 from splitter.ir import Layer, Op, Part, TensorSpec
 
@@ -601,31 +609,59 @@ def _generic_q8(op: Op, x: TensorSpec, y: TensorSpec) -> dict[str, float]:
             "inner": o * vy * vx, "mac": o * vy * vx * cg}  # fmt: skip
 
 
-def row_loop_terms(ops: Sequence[Op], tensors: Mapping[str, TensorSpec]) -> list[Term]:
-    """The kernel calls of one row loop (``codegen/pex_rows.py``): each int8 conv computes its
-    output one row at a time with the kernel the op run whole calls
-    (``splitter.codegen.ops.conv.q8_kernel``: ``OH = 1``, only the input rows its window reads,
-    its top pad the rows missing above them), every output row once: the op's own terms
-    (:func:`op_terms`, the same C function fitted on every call of it) with one call per output
-    row; and the window slides, ``k_q_copy`` calls (``call``) moving ``in`` bytes, with the
-    schedule's per-row bookkeeping (``rows``: output rows of the last op times ops),
-    :func:`splitter.cost.rows.window_moves`."""
-    from splitter.cost.rows import loop_windows, row_bytes, window_moves
-
+def row_loop_terms(
+    ops: Sequence[Op], tensors: Mapping[str, TensorSpec], band: int = 1
+) -> list[Term]:
+    """The kernel calls of one row loop in bands of ``band`` output rows
+    (``codegen/pex_rows.py``, :func:`splitter.cost.rows.band_schedule`): per iteration each
+    int8 conv computes the rows it misses in one call of the kernel the op run whole calls
+    (``splitter.codegen.ops.conv.q8_kernel``), on the input rows that call reads (``H``, its
+    top pad the rows missing above them, its bottom pad those missing below): the op's own
+    terms (:func:`op_terms`, the same C function fitted on every call of it) summed over its
+    calls, each on the call's shapes (:func:`_call_view`); and the window slides,
+    ``k_q_copy`` calls (``call``) moving ``in`` bytes, with the schedule's per-iteration
+    bookkeeping (``rows``: iterations times ops), :func:`splitter.cost.rows.window_moves`."""
+    found = loop_windows(ops, tensors, band)
+    if found is None:
+        return []
+    geoms = found[1]
     terms = []
-    for op in ops:
-        rows = _chw(tensors[op.outputs[0]], "NHWC")[1]
-        for term in op_terms(op, tensors, "NHWC"):
-            terms.append(Term(term.variant, {**term.features, "call": rows}))
-    found = loop_windows(ops, tensors)
-    moves = window_moves(found[1]) if found is not None else ()
+    for op, g, calls in zip(ops, geoms, band_schedule(geoms, band), strict=True):
+        summed: dict[str, dict[str, float]] = {}
+        for _lo, done, need in calls:
+            view_op, view = _call_view(op, tensors, g, done, need)
+            for term in op_terms(view_op, view, "NHWC"):
+                acc = summed.setdefault(term.variant, {})
+                for f, v in term.features.items():
+                    acc[f] = acc.get(f, 0.0) + v
+        terms += [Term(variant, feats) for variant, feats in summed.items()]
+    moves = window_moves(geoms, band)
     moved = sum(rows * row_bytes(tensors[op.outputs[0]], 1)
                 for op, (_, rows) in zip(ops, moves, strict=False))  # fmt: skip
-    last_rows = _chw(tensors[ops[-1].outputs[0]], "NHWC")[1]
+    iterations = -(-geoms[-1].h_out // band)
     terms.append(Term(f"{PEX}row.slide/NHWC/int8",
                       {"call": sum(c for c, _ in moves), "in": moved,
-                       "rows": last_rows * len(ops)}))  # fmt: skip
+                       "rows": iterations * len(ops)}))  # fmt: skip
     return terms
+
+
+def _call_view(
+    op: Op, tensors: Mapping[str, TensorSpec], g: RowGeom, done: int, need: int
+) -> tuple[Op, dict[str, TensorSpec]]:
+    """``op`` as one row-loop call sees it: input ``H`` the rows it reads, output ``need -
+    done`` rows, top pad the rows missing above its first input row, bottom pad those below
+    its last (:func:`splitter.cost.rows.call_rows`)."""
+    from dataclasses import replace
+
+    _a0, h, pt = call_rows(g, done, need)
+    oh = need - done
+    pb = max(0, (oh - 1) * g.s + g.k - pt - h)
+    _t, pl, _b, pr = op.attr("pads", (0, 0, 0, 0))
+    x, y = tensors[op.inputs[0]], tensors[op.outputs[0]]
+    view = dict(tensors)
+    view[x.name] = replace(x, shape=(x.shape[0], h, *x.shape[2:]))
+    view[y.name] = replace(y, shape=(y.shape[0], oh, *y.shape[2:]))
+    return replace(op, attrs={**op.attrs, "pads": (pt, pl, pb, pr)}), view
 
 
 def _q8_loop_term(
@@ -788,7 +824,7 @@ def _g_channels(spec: TensorSpec, g: int) -> TensorSpec:
 
 def loop_terms(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpec],
                layout: str, by: str = "channel", isa: str = "dsp",
-               step: int = 1) -> list[Term]:  # fmt: skip
+               step: int = 1, band: int = 1) -> list[Term]:  # fmt: skip
     """The kernel calls of one PEX loop over ``channels`` (``codegen/pex.py``): per iteration
     the first op generates output channel ``c`` or runs a channel-wise op on plane ``c``, the
     middle ops run on one plane (float ``k_conv2d`` / ``k_act``, int8 ``k_q_dw_plane``), the
@@ -796,10 +832,10 @@ def loop_terms(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpe
     the loop). Features are per call x ``channels`` (int8: :func:`_q8_loop_term`; float: the
     whole-op kernel's features on the one-channel shapes); every variant is prefixed
     :data:`PEX`; ``isa`` is the int8 variant of the build (``codegen.pex.pex_kernel``). A row
-    loop (``by == "row"``): :func:`row_loop_terms`; an int8 loop of ``step > 1`` channels per
-    iteration: :func:`step_loop_terms`."""
+    loop (``by == "row"``, ``band`` output rows per iteration): :func:`row_loop_terms`; an
+    int8 loop of ``step > 1`` channels per iteration: :func:`step_loop_terms`."""
     if by == "row":
-        return row_loop_terms(ops, tensors)
+        return row_loop_terms(ops, tensors, band)
     int8 = _dtype(ops[0], tensors) == "int8"
     if int8 and step > 1:
         return step_loop_terms(ops, channels, step, tensors, isa)
@@ -833,26 +869,31 @@ def loop_terms(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpe
 
 
 def loop_signature(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpec],
-                   layout: str, by: str = "channel", step: int = 1) -> str:  # fmt: skip
+                   layout: str, by: str = "channel", step: int = 1,
+                   band: int = 1) -> str:  # fmt: skip
     """What decides a loop's instruction count: its kind (``"pex"`` for a channel loop,
-    ``"pex<step>"`` for one of ``step > 1`` channels per iteration, ``"pex-<by>"`` else), its
-    channels (rows) and its ops' signatures, as one JSON array."""
-    head = ("pex" if step <= 1 else f"pex{step}") if by == "channel" else f"pex-{by}"
+    ``"pex<step>"`` for one of ``step > 1`` channels per iteration, ``"pex-<by>"`` else,
+    ``"pex-row<band>"`` for a row loop in bands of more than one row), its channels (rows) and
+    its ops' signatures, as one JSON array."""
+    if by == "channel":
+        head = "pex" if step <= 1 else f"pex{step}"
+    else:
+        head = f"pex-{by}" + (str(band) if band > 1 else "")
     return signature_key([head, channels, [_signature(o, tensors, layout) for o in ops]])
 
 
 def loop_instructions(
     ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpec], layout: str,
-    build: str, *, measured: bool = True, by: str = "channel", step: int = 1,
+    build: str, *, measured: bool = True, by: str = "channel", step: int = 1, band: int = 1,
 ) -> float:  # fmt: skip
     """Instructions of one PEX loop: the measured count of the same :func:`loop_signature`,
     else the fits of its :func:`loop_terms`."""
     if measured:
-        sig = loop_signature(ops, channels, tensors, layout, by, step)
+        sig = loop_signature(ops, channels, tensors, layout, by, step, band)
         hit = _coefficients(build).get("measured", {}).get(sig)
         if hit is not None:
             return float(hit)
-    terms = loop_terms(ops, channels, tensors, layout, by, build_isa(build), step)
+    terms = loop_terms(ops, channels, tensors, layout, by, build_isa(build), step, band)
     return sum(term_instructions(t, build) for t in terms)
 
 
@@ -874,7 +915,8 @@ def layer_ops_instructions(
     for loop in layer.loops:
         ops = [by_name[n] for n in loop.ops]
         total += loop_instructions(ops, loop.channels, tensors, layout, build,
-                                   measured=measured, by=loop.by, step=loop.step)  # fmt: skip
+                                   measured=measured, by=loop.by, step=loop.step,
+                                   band=loop.band)  # fmt: skip
     return total
 
 

@@ -30,9 +30,10 @@ a channel loop's ops get no scratch block (its one-channel kernels need none). A
 ``step`` channels per iteration (:attr:`splitter.ir.ChannelLoop.step`) holds ``step`` channels of
 each inner tensor and one scratch block live over the whole loop, :func:`step_scratch`.
 A row loop (``by == "row"``) has no accumulators: each inner tensor is its window of rows
-(:func:`splitter.cost.rows.window_rows`), the loop context rule is the same, and its ops'
-scratch (the tuned conv kernels' im2col columns) is one block of the largest op's bytes, live
-over the whole loop (the ops' calls alternate, never overlap).
+(:func:`splitter.cost.rows.window_rows`, for the loop's band of rows), the loop context rule
+is the same, and its ops' scratch (the tuned conv kernels' im2col columns, a banded
+depthwise's line ring) is one block of the largest op's bytes, live over the whole loop (the
+ops' calls alternate, never overlap).
 """
 
 from __future__ import annotations
@@ -215,7 +216,7 @@ def _loop_bytes(
     out: dict[str, int] = {}
     for (s, e, channels), loop in zip(spans, loops, strict=True):
         if loop.by == "row":
-            out.update(_window_bytes(ops[s : e + 1], tensors, itemsize_of))
+            out.update(_window_bytes(ops[s : e + 1], tensors, itemsize_of, loop.band))
             continue
         for k in range(s, e):
             spec = tensors[ops[k].outputs[0]]
@@ -229,10 +230,14 @@ def _loop_bytes(
 
 
 def _window_bytes(
-    ops: Sequence[Op], tensors: Mapping[str, TensorSpec], itemsize_of: Callable[[TensorSpec], int]
+    ops: Sequence[Op],
+    tensors: Mapping[str, TensorSpec],
+    itemsize_of: Callable[[TensorSpec], int],
+    band: int = 1,
 ) -> dict[str, int]:
-    """Each inner tensor of a row loop over ``ops``: ``window rows * W * C * itemsize``."""
-    found = loop_windows(ops, tensors)
+    """Each inner tensor of a row loop over ``ops`` in bands of ``band`` rows: ``window rows *
+    W * C * itemsize``."""
+    found = loop_windows(ops, tensors, band)
     if found is None:
         raise ShapeError(f"row loop over {ops[0].name}..{ops[-1].name}: an op cannot stream rows")
     rows, _geoms = found
@@ -350,18 +355,21 @@ def _loop_scratch(
     tensors: Mapping[str, TensorSpec],
     itemsize_of: Callable[[TensorSpec], int],
 ) -> int:
-    """The one scratch block of a loop over ``ops``: a row loop's largest op scratch, a channel
-    loop's :func:`step_scratch`."""
+    """The one scratch block of a loop over ``ops``: a row loop's largest op scratch (for its
+    band of rows), a channel loop's :func:`step_scratch`."""
     if loop.by == "row":
-        return max(_row_scratch(o, tensors, itemsize_of) for o in ops)
+        return max(_row_scratch(o, tensors, itemsize_of, loop.band) for o in ops)
     return step_scratch(ops, tensors, loop.channels, loop.step, itemsize_of)
 
 
-def _row_scratch(op: Op, tensors: Mapping[str, TensorSpec], itemsize_of: Callable[..., int]) -> int:
-    """Scratch bytes op's kernel asks for inside a row loop (``OpHandler.row_scratch_bytes``)."""
+def _row_scratch(
+    op: Op, tensors: Mapping[str, TensorSpec], itemsize_of: Callable[..., int], band: int
+) -> int:
+    """Scratch bytes op's kernel asks for inside a row loop of ``band`` rows per iteration
+    (``OpHandler.row_scratch_bytes``)."""
     ins = [tensors[n] for n in op.inputs]
     out = tensors[op.outputs[0]]
-    return handler(op).row_scratch_bytes(op, ins, out, itemsize_of(out))
+    return handler(op).row_scratch_bytes(op, ins, out, itemsize_of(out), band)
 
 
 def _first_fit(block: _Block, placed: list[_Block]) -> None:

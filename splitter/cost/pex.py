@@ -78,6 +78,7 @@ class Loop:
     memory: int  # bytes while the loop runs
     by: str = "channel"  # or "row" (:mod:`splitter.cost.rows`)
     step: int = 1  # channels per iteration (``channels_per_step``)
+    band: int = 1  # a row loop's output rows per iteration
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,7 @@ def partial_schedule(
     rules: LoopRules | None = None,
     everywhere: bool = False,
     row_rule: Callable[[Op, Graph], bool] | None = None,
+    wide: bool = False,
 ) -> PartialSchedule:
     """The least-peak partial execution schedule of ``ops`` (default: the whole graph).
 
@@ -148,7 +150,8 @@ def partial_schedule(
     paper's figures count it); ``rules`` narrows the loops; ``everywhere`` keeps every loop
     that lowers memory within the least peak (module docstring); ``row_rule`` (which ops may
     stream rows) adds row loops (:mod:`splitter.cost.rows`) to the candidates, so the schedule
-    of least peak mixes channel and row loops as each group is best served.
+    of least peak mixes channel and row loops as each group is best served; their bands of
+    rows, with ``wide``, as :func:`_widened` allows (else one row per iteration).
     """
     seq = tuple(graph.ops if ops is None else ops)
     live = _Liveness(seq, graph, itemsize_of)
@@ -161,7 +164,33 @@ def partial_schedule(
             candidates.setdefault(first, []).extend(group)
     peak = _least_peak(steps, candidates)
     loops = (_least_total if everywhere else _fewest_loops)(steps, candidates, peak)
+    loops = _widened(loops, seq, live, peak) if wide else loops
     return PartialSchedule(max(steps, default=0), peak, loops, tuple(op.name for op in seq))
+
+
+#: Output rows per iteration a row loop may take (:func:`_widened`), largest first.
+BANDS = (16, 8, 4, 2)
+
+
+def _widened(
+    loops: Sequence[Loop], ops: Sequence[Op], live: _Liveness, peak: int
+) -> tuple[Loop, ...]:
+    """The schedule's row loops in the widest band of :data:`BANDS` whose memory stays within
+    ``peak`` (the schedule's least peak): fewer, longer calls cost less per MAC (one GEMM
+    set-up, one depthwise ring and its constants, one window slide per band instead of per
+    row), and a plan on boards that hold the peak holds them. A loop at the peak keeps one
+    row per iteration; where a board needs a loop's one-row memory, the planner plans
+    without bands (:mod:`splitter.partition.partial`)."""
+    out = []
+    for lp in loops:
+        if lp.by == "row":
+            for band in (b for b in BANDS if b < lp.channels):
+                memory = _row_loop_memory(ops, lp.first, lp.last, live, band)
+                if memory <= peak:
+                    lp = Loop(lp.first, lp.last, lp.channels, memory, "row", band=band)
+                    break
+        out.append(lp)
+    return tuple(out)
 
 
 def _allowed(
@@ -380,24 +409,32 @@ def _row_loops(
                 break
             if ops[e].inputs[0] != link:
                 break
-            windows = loop_windows(ops[s : e + 1], graph.tensors)
-            assert windows is not None
-            inner = {op.outputs[0]: rows for op, rows in zip(ops[s:e], windows[0], strict=True)}
-            memory = 0
-            for name in live.live_in(s, e):
-                spec = live.tensors[name]
-                if name in inner:
-                    memory += inner[name] * row_bytes(spec, live.itemsize_of(spec))
-                else:
-                    memory += live.nbytes(name)
-            memory += max(_row_scratch(op, live) for op in ops[s : e + 1])
+            memory = _row_loop_memory(ops, s, e, live)
             rows = int(graph.tensors[ops[e].outputs[0]].shape[1])
             found.setdefault(s, []).append(Loop(s, e, rows, memory, "row"))
     return found
 
 
-def _row_scratch(op: Op, live: _Liveness) -> int:
-    """Scratch bytes op's kernel asks for in a row loop (``OpHandler.row_scratch_bytes``)."""
+def _row_loop_memory(ops: Sequence[Op], s: int, e: int, live: _Liveness, band: int = 1) -> int:
+    """Bytes while row loop ``s..e`` runs in bands of ``band`` rows: the tensors live in it,
+    inner ones as their row windows (:func:`splitter.cost.rows.loop_windows`), and its ops' one
+    scratch block (the largest, live over the whole loop, ``splitter.cost.memory``)."""
+    windows = loop_windows(ops[s : e + 1], live.tensors, band)
+    assert windows is not None
+    inner = {op.outputs[0]: rows for op, rows in zip(ops[s:e], windows[0], strict=True)}
+    memory = 0
+    for name in live.live_in(s, e):
+        spec = live.tensors[name]
+        if name in inner:
+            memory += inner[name] * row_bytes(spec, live.itemsize_of(spec))
+        else:
+            memory += live.nbytes(name)
+    return memory + max(_row_scratch(op, live, band) for op in ops[s : e + 1])
+
+
+def _row_scratch(op: Op, live: _Liveness, band: int) -> int:
+    """Scratch bytes op's kernel asks for in a row loop of ``band`` rows per iteration
+    (``OpHandler.row_scratch_bytes``)."""
     ins = [live.tensors[n] for n in op.inputs]
     out = live.tensors[op.outputs[0]]
-    return handler(op).row_scratch_bytes(op, ins, out, live.itemsize_of(out))
+    return handler(op).row_scratch_bytes(op, ins, out, live.itemsize_of(out), band)

@@ -138,10 +138,16 @@ def loop_steps(chain: Chain) -> tuple[int, ...]:
 
 
 def chain_schedule(
-    chain: Chain, activation_bytes: int | None = None, step: int | None = None
+    chain: Chain,
+    activation_bytes: int | None = None,
+    step: int | None = None,
+    *,
+    wide: bool = False,
 ) -> PartialSchedule | None:
     """The executable PEX schedule of the chain's ops (None for a layer profile); ``step``
-    channels per iteration of its channel loops (None: the first of :func:`loop_steps`)."""
+    channels per iteration of its channel loops (None: the first of :func:`loop_steps`);
+    ``wide``: row loops in bands of rows up to the schedule's peak
+    (``splitter.cost.pex._widened``)."""
     if chain.graph is None:
         return None
     graph = chain.graph
@@ -156,26 +162,34 @@ def chain_schedule(
         rules=EXECUTABLE,
         everywhere=True,
         row_rule=_row_op,
+        wide=wide,
     )
 
 
 def partial_chain(
-    chain: Chain, activation_bytes: int | None = None, step: int | None = None
+    chain: Chain,
+    activation_bytes: int | None = None,
+    step: int | None = None,
+    *,
+    wide: bool = False,
 ) -> Chain:
     """``chain`` with every useful executable loop fused into one layer (module docstring),
     its channel loops ``step`` channels per iteration (None: the first of :func:`loop_steps`);
     the chain itself when no loop lowers any layer's RAM, or when the chain is at operator
-    granularity (its cuts carry several live tensors, which fused loop layers do not keep)."""
+    granularity (its cuts carry several live tensors, which fused loop layers do not keep).
+    ``wide``: row loops in bands of rows up to the schedule's peak (faster; the planner tries
+    it first, :mod:`splitter.partition.partial`); else one row per iteration."""
     if chain.granularity == "op":
         return chain
-    schedule = chain_schedule(chain, activation_bytes, step)
+    schedule = chain_schedule(chain, activation_bytes, step, wide=wide)
     if schedule is None or not schedule.loops:
         return chain
     owner = [layer.index for layer in chain.layers for _op in layer.ops]
     groups: list[tuple[int, int, list[ChannelLoop]]] = []
     for lp in schedule.loops:
         names = schedule.op_names[lp.first : lp.last + 1]
-        loop = ChannelLoop(names, lp.channels, lp.by, lp.step if lp.by == "channel" else 1)
+        step = lp.step if lp.by == "channel" else 1
+        loop = ChannelLoop(names, lp.channels, lp.by, step, lp.band)
         a, b = owner[lp.first], owner[lp.last]
         if groups and a <= groups[-1][1]:
             first, last, loops = groups.pop()
@@ -237,12 +251,15 @@ def fuse_layers(
 
 
 def describe_loop(loop: ChannelLoop, price: tuple[float, float] | None = None) -> str:
-    """``conv_a -> dw_b -> conv_c over 96 channels`` (``over 112 rows`` for a row loop); with
-    ``price`` (seconds of the loop, seconds of its ops run whole, :func:`loop_price`) its time
-    price: ``(+12.3 ms, 4.1x the ops run whole)``."""
+    """``conv_a -> dw_b -> conv_c over 96 channels`` (``over 112 rows`` for a row loop, ``over
+    112 rows, 8 per iteration`` in bands of rows); with ``price`` (seconds of the loop, seconds
+    of its ops run whole, :func:`loop_price`) its time price: ``(+12.3 ms, 4.1x the ops run
+    whole)``."""
     text = f"{' -> '.join(loop.ops)} over {loop.channels} {loop.by}s"
     if loop.step > 1:
         text += f", {loop.step} per iteration"
+    if loop.band > 1:
+        text += f", {loop.band} per iteration"
     if price is None or price[1] <= 0:
         return text
     extra, ratio = price[0] - price[1], price[0] / price[1]
@@ -258,6 +275,7 @@ def loop_price(
     execution, before the core's cycles per instruction."""
     by_name = {op.name: op for op in layer.ops}
     ops = [by_name[n] for n in loop.ops]
-    looped = loop_instructions(ops, loop.channels, tensors, layout, build, by=loop.by,
-                               step=loop.step)  # fmt: skip
+    looped = loop_instructions(
+        ops, loop.channels, tensors, layout, build, by=loop.by, step=loop.step, band=loop.band
+    )
     return looped, ops_instructions(ops, tensors, layout, build)

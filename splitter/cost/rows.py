@@ -68,24 +68,50 @@ def row_geometry(op: Op, tensors: Mapping[str, TensorSpec]) -> RowGeom | None:
     return RowGeom(int(x.shape[1]), int(y.shape[1]), kh, int(sh), int(pt))
 
 
-def window_rows(geoms: Sequence[RowGeom]) -> tuple[int, ...]:
-    """Rows each window between ops ``i`` and ``i+1`` holds at most (module docstring)."""
+def band_schedule(geoms: Sequence[RowGeom], band: int = 1) -> list[list[tuple[int, int, int]]]:
+    """The calls of a row loop of output bands of ``band`` rows (module docstring): per
+    iteration ``r`` (output rows ``r*band .. min((r+1)*band, H_out) - 1`` of the last op), per
+    op ``i`` with rows missing, ``(lo_i, done_i, need_i)``: the window's first row after its
+    slide (``lo_{n-1} = 0``), then the op computes its rows ``done_i .. need_i - 1`` in one
+    call. ``need`` as in the module docstring with ``need_{n-1} = min((r+1)*band, H_out)``."""
     n = len(geoms)
-    done, lo, cap = [0] * n, [0] * (n - 1), [0] * (n - 1)
-    for r in range(geoms[-1].h_out):
+    done, lo = [0] * n, [0] * n
+    calls: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
+    last = geoms[-1].h_out
+    for top in range(0, last, band):
         need = [0] * n
-        need[n - 1] = r + 1
+        need[n - 1] = min(top + band, last)
         for i in range(n - 1, 0, -1):
             g = geoms[i]
             need[i - 1] = min(max((need[i] - 1) * g.s - g.pad + g.k, 0), g.h_in)
         for i in range(n):
-            while done[i] < need[i]:
-                if i < n - 1:
-                    nxt = geoms[i + 1]
-                    lo[i] = max(lo[i], min(max(0, done[i + 1] * nxt.s - nxt.pad), done[i]))
-                    cap[i] = max(cap[i], done[i] - lo[i] + 1)
-                done[i] += 1
-    return tuple(cap)
+            if done[i] >= need[i]:
+                continue
+            if i < n - 1:
+                nxt = geoms[i + 1]
+                lo[i] = max(lo[i], min(max(0, done[i + 1] * nxt.s - nxt.pad), done[i]))
+            calls[i].append((lo[i], done[i], need[i]))
+            done[i] = need[i]
+    return calls
+
+
+def window_rows(geoms: Sequence[RowGeom], band: int = 1) -> tuple[int, ...]:
+    """Rows each window between ops ``i`` and ``i+1`` holds at most: the largest
+    ``need_i - lo_i`` of :func:`band_schedule`."""
+    calls = band_schedule(geoms, band)
+    return tuple(max((need - lo for lo, _d, need in c), default=0) for c in calls[:-1])
+
+
+def call_rows(g: RowGeom, done: int, need: int) -> tuple[int, int, int]:
+    """``(a0, H, pt)`` of the call computing output rows ``done .. need - 1`` of an op of
+    geometry ``g``: its first input row ``a0 = max(0, a)`` (``a = done * s - pad``), the
+    input rows present ``H = min(H_in, (need - 1) * s - pad + k) - a0`` and the rows missing
+    above them ``pt = a0 - a`` (the kernels skip the taps outside ``[0, H)``, as for the padded
+    whole input)."""
+    a = done * g.s - g.pad
+    a0 = max(a, 0)
+    a1 = min((need - 1) * g.s - g.pad + g.k, g.h_in)
+    return a0, a1 - a0, a0 - a
 
 
 def row_bytes(spec: TensorSpec, itemsize: int) -> int:
@@ -94,39 +120,31 @@ def row_bytes(spec: TensorSpec, itemsize: int) -> int:
 
 
 def loop_windows(
-    ops: Sequence[Op], tensors: Mapping[str, TensorSpec]
+    ops: Sequence[Op], tensors: Mapping[str, TensorSpec], band: int = 1
 ) -> tuple[tuple[int, ...], tuple[RowGeom, ...]] | None:
-    """Window rows and geometries of a row loop over ``ops`` (None: not every op can stream)."""
+    """Window rows and geometries of a row loop over ``ops`` in output bands of ``band`` rows
+    (None: not every op can stream)."""
     geoms = [row_geometry(op, tensors) for op in ops]
     if any(g is None for g in geoms):
         return None
     known = tuple(g for g in geoms if g is not None)
-    return window_rows(known), known
+    return window_rows(known, band), known
 
 
-def window_moves(geoms: Sequence[RowGeom]) -> tuple[tuple[int, int], ...]:
+def window_moves(geoms: Sequence[RowGeom], band: int = 1) -> tuple[tuple[int, int], ...]:
     """Per window (between ops ``i`` and ``i+1``), the slides the generated C makes: the number
     of ``k_q_copy`` calls and the rows they move (``codegen/pex_rows.py``: before op ``i``
-    computes row ``d_i``, ``keep = clamp(d_{i+1} s_{i+1} - p_{i+1}, 0, d_i)``; when ``keep >
-    l_i`` the rows ``keep .. d_i - 1`` move to the front). The same schedule as
-    :func:`window_rows`."""
-    n = len(geoms)
-    done, lo = [0] * n, [0] * n
-    calls, rows = [0] * (n - 1), [0] * (n - 1)
-    for r in range(geoms[-1].h_out):
-        need = [0] * n
-        need[n - 1] = r + 1
-        for i in range(n - 1, 0, -1):
-            g = geoms[i]
-            need[i - 1] = min(max((need[i] - 1) * g.s - g.pad + g.k, 0), g.h_in)
-        for i in range(n):
-            while done[i] < need[i]:
-                if i < n - 1:
-                    nxt = geoms[i + 1]
-                    keep = min(max(0, done[i + 1] * nxt.s - nxt.pad), done[i])
-                    if keep > lo[i]:
-                        calls[i] += 1
-                        rows[i] += done[i] - keep
-                        lo[i] = keep
-                done[i] += 1
-    return tuple(zip(calls, rows, strict=True))
+    computes its rows, ``keep = clamp(d_{i+1} s_{i+1} - p_{i+1}, 0, d_i)``; when ``keep >
+    l_i`` the rows ``keep .. d_i - 1`` move to the front). The schedule of
+    :func:`band_schedule`."""
+    calls = band_schedule(geoms, band)
+    moves = []
+    for c in calls[:-1]:
+        count = rows = 0
+        prev = 0
+        for lo, done, _need in c:
+            if lo > prev:
+                count, rows = count + 1, rows + done - lo
+            prev = lo
+        moves.append((count, rows))
+    return tuple(moves)

@@ -218,7 +218,8 @@ def _block(b: _Builder, x: str, c: int, h: int) -> tuple[list[str], str]:
 
 def pex_chain(layout: str, dtype: str, by: str, walk: int) -> Chain:
     """One inverted-residual block run by one PEX loop of kind ``by`` (``channel`` over the
-    expanded channels, or ``row`` over the output rows): the loop's layers fused as the
+    expanded channels, or ``row`` over the output rows, in bands of 1, 2, 4 or 8 rows by
+    ``walk``): the loop's layers fused as the
     planner fuses them (``splitter.cost.pex_chain.fuse_layers``)."""
     from dataclasses import replace
 
@@ -244,7 +245,9 @@ def pex_chain(layout: str, dtype: str, by: str, walk: int) -> Chain:
     )
     owner = [j for j, layer in enumerate(chain.layers) for _ in layer.ops]
     a, z = owner[0], owner[len(names) - 1]
-    loop = ChannelLoop(tuple(names), count, by)
+    # a row loop in bands of 1, 2, 4 or 8 rows in turn (the bands the planner picks)
+    band = (1, 2, 4, 8)[walk % 4] if by == "row" else 1
+    loop = ChannelLoop(tuple(names), count, by, band=band)
     fused = fuse_layers(chain, chain.layers[a : z + 1], [loop], itemsize_function(None))
     layers = (*chain.layers[:a], fused, *chain.layers[z + 1 :])
     return replace(chain, layers=tuple(replace(x, index=k) for k, x in enumerate(layers)))

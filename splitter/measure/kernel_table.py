@@ -397,8 +397,9 @@ def _sample(chain: Chain, j: int, i: int, instr: float, build: str) -> OpSample:
         by_name = {op.name: op for op in layer.ops}
         ops = [by_name[n] for n in loop.ops]
         isa = build_isa(build)
-        terms = tuple(loop_terms(ops, loop.channels, tensors, layout, loop.by, isa, loop.step))
-        sig = loop_signature(ops, loop.channels, tensors, layout, loop.by, loop.step)
+        terms = tuple(loop_terms(ops, loop.channels, tensors, layout, loop.by, isa, loop.step,
+                                 loop.band))  # fmt: skip
+        sig = loop_signature(ops, loop.channels, tensors, layout, loop.by, loop.step, loop.band)
         return OpSample(chain.name, j, f"{LOOP}{loop.ops[0]}", terms, instr, sig)
     op = layer.ops[i]
     terms = tuple(op_terms(op, tensors, layout))

@@ -2,16 +2,20 @@
 
 * ``off``: the chain as imported, every op run whole.
 * ``on``: the chain with its executable loops fused (:func:`splitter.cost.pex_chain.
-  partial_chain`): every loop that lowers a layer's RAM, whether or not a board needs it.
+  partial_chain`): every loop that lowers a layer's RAM, whether or not a board needs it;
+  row loops in the widest bands of rows the schedule's peak allows when that plan fits, else
+  one row per iteration.
 * ``auto`` (the default): plan without partial execution; only when no plan fits the boards
   (:class:`InfeasibleError`) plan again with the loops. A plan that fits is never changed:
   partial execution costs no extra MACs, but its one-channel / one-row kernel calls run slower
   than the whole-tensor kernels (``benchmarks/results/pex.md``) and a loop's layers can no longer
   be cut apart, so it is used when RAM demands it.
 
-With loops, int8 channel loops first run several channels per iteration
-(:func:`splitter.cost.pex_chain.loop_steps`: the tuned whole-op kernels on 16-channel slabs), and
-only when that plan does not fit fewer (4, then 1: the least memory).
+With loops, the fastest loops that fit: int8 channel loops first run several channels per
+iteration (:func:`splitter.cost.pex_chain.loop_steps`: the tuned whole-op kernels on 16-channel
+slabs), and row loops in bands of rows up to the schedule's peak (``partial_chain(wide=True)``);
+only when that plan does not fit, one row per iteration, then fewer channels (4, then 1: the
+least memory).
 """
 
 from __future__ import annotations
@@ -71,24 +75,31 @@ def _plan_looped(
     host_io: bool,
     **options: object,
 ) -> tuple[Chain, Plan]:
-    """The plan of ``chain`` with its loops: ``fused`` (the loops at the first of
-    :func:`splitter.cost.pex_chain.loop_steps` channels per iteration) first, then with each
-    fewer channels per iteration while nothing fits (more channels per iteration run faster but
-    hold more of each inner tensor; a plan that fits with one channel must still be found).
-    ``failure``: why ``chain`` without loops did not fit (``auto``), raised when no loop helps;
-    without it (``on``) the chain as it is is planned then."""
-    wide = any(lp.step > 1 for layer in fused.layers for lp in layer.loops)
-    for k, step in enumerate(loop_steps(chain)):
-        if k > 0 and fused is not chain and not wide:
-            break  # no loop ran several channels: the same chain
-        looped = fused if k == 0 else partial_chain(chain, activation_bytes, step)
-        if looped is chain:
-            continue
-        try:
-            return looped, plan_chain(looped, boards, objective, solver, host_io=host_io,
-                                      **options)  # fmt: skip
-        except InfeasibleError as exc:
-            failure = exc
+    """The plan of ``chain`` with its loops, fastest first: for each of
+    :func:`splitter.cost.pex_chain.loop_steps` (channels per iteration, most first) the row
+    loops in bands of rows up to the schedule's peak (fewer kernel calls, more RAM where a loop
+    is not the peak), then one row per iteration; the first plan that fits (a plan that fits
+    with one channel and one row per iteration, the least memory, is always found).
+    ``fused``: the loops at the first step, one row per iteration. ``failure``: why ``chain``
+    without loops did not fit (``auto``), raised when no loop helps; without it (``on``) the
+    chain as it is is planned then."""
+    tried: list[object] = []
+    steps = loop_steps(chain)
+    for step in steps:
+        for wide in (True, False):
+            if step == steps[0] and not wide:
+                looped = fused
+            else:
+                looped = partial_chain(chain, activation_bytes, step, wide=wide)
+            loops = [layer.loops for layer in looped.layers]
+            if looped is chain or loops in tried:
+                continue
+            tried.append(loops)
+            try:
+                return looped, plan_chain(looped, boards, objective, solver, host_io=host_io,
+                                          **options)  # fmt: skip
+            except InfeasibleError as exc:
+                failure = exc
     if failure is not None:
         raise failure
     return chain, plan_chain(chain, boards, objective, solver, host_io=host_io, **options)

@@ -282,10 +282,10 @@ class OpKind:
         return 0
 
     def row_scratch_bytes(
-        self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec, item: int
+        self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec, item: int, band: int = 1
     ) -> int:
-        """Kernel scratch in bytes when the op runs one output row at a time in a PEX row loop
-        (:mod:`splitter.codegen.pex_rows`); the whole op's by default."""
+        """Kernel scratch in bytes when the op runs in a PEX row loop of ``band`` output rows
+        per iteration (:mod:`splitter.codegen.pex_rows`); the whole op's by default."""
         return self.scratch_bytes(op, ins, out, item)
 
     # ----------------------------------------------------------- the kernel cost table ----

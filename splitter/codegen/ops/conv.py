@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -193,6 +194,16 @@ def _dw3_ring_bytes(op: Op, x: TensorSpec) -> int:
     return 4 + 2 * 3 * 4 * (n + n % 2)
 
 
+def dw3_row_ring_bytes(op: Op, x: TensorSpec) -> int:
+    """The most scratch bytes ``k_q_depthwise_scratch`` asks for on any call of a PEX row loop
+    (input ``H' <= H`` rows of width ``W``, top and bottom pads at most the op's): the ring of
+    the whole op (:func:`_dw3_ring_bytes`; lines along ``H`` when ``H > W``, the longest such
+    call's) and the ring with lines along ``W`` (the calls with ``H' <= W``), the larger."""
+    h, w, c = (int(v) for v in x.shape[1:4])
+    rows = _dw3_ring_bytes(op, replace(x, shape=(x.shape[0], min(h, w), w, c)))
+    return max(_dw3_ring_bytes(op, x), rows)
+
+
 class Conv2D(OpEmitter):
     """``y = act(conv(x, W) + B)``; NCHW weights packed by :func:`pack4` (groups 1), NHWC float
     weights as :func:`nhwc_weights`, int8 weights as :func:`ohwi`; int8 requantises per output
@@ -279,12 +290,13 @@ class Conv2D(OpEmitter):
         return 4 + 2 * 2 * (k + k % 2)
 
     def row_scratch_bytes(
-        self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec, item: int
+        self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec, item: int, band: int = 1
     ) -> int:
-        """In a PEX row loop: the conv / pointwise im2col columns; a depthwise's one-row calls
-        go without the line ring (:func:`q8_kernel` with ``whole=False``): 0."""
+        """In a PEX row loop: the conv / pointwise im2col columns; a depthwise's line ring for
+        any call of the loop (:func:`dw3_row_ring_bytes`) when it computes bands of rows (one
+        row per call, the ring would load every input row three times: the window loops, 0)."""
         if q8_conv_kind(op, ins) == "depthwise":
-            return 0
+            return dw3_row_ring_bytes(op, ins[0]) if band > 1 else 0
         return self.scratch_bytes(op, ins, out, item)
 
     def emit_float(self, op: Op, ctx: EmitContext) -> list[str]:
@@ -315,21 +327,23 @@ class Conv2D(OpEmitter):
         return block(params, f"{fn}(&p, &q, {x}, {wn}, {bn}, {s}{y})")
 
 
-def q8_kernel(op: Op, ctx: EmitContext, *, whole: bool = True) -> tuple[str, str, str]:
+def q8_kernel(
+    op: Op, ctx: EmitContext, *, whole: bool = True, band: int = 1
+) -> tuple[str, str, str]:
     """The int8 conv's kernel (``k_<variant>``), its weights in the variant's layout (added to
     the weights blob) and its scratch argument (``""`` for the kernels without one): the one
     choice the whole op and a PEX row loop (:mod:`splitter.codegen.pex_rows`, ``whole=False``)
-    share. The depthwise takes its line ring (``_dw3_ring_bytes``) only when run whole (a row
-    loop's one-row calls take the window loops: ``0``)."""
+    share. The depthwise takes its line ring when it has one (run whole:
+    :func:`_dw3_ring_bytes`; in a row loop of ``band > 1`` rows per iteration:
+    :func:`dw3_row_ring_bytes`), else ``0`` (the window loops)."""
     x = ctx.tensors[op.inputs[0]]
     family = q8_conv_kind(op, [x])
     layout = {"conv": conv_weights, "pointwise": conv_weights, "depthwise": depthwise_weights}
     w = layout.get(family, lambda a: a)(ohwi(np.asarray(op.weights["W"])))
     wn = ctx.weights.add(f"{op.name}_W", w, np.int8)
     scratch = ""
-    if family in ("conv", "pointwise") or (
-        whole and family == "depthwise" and _dw3_ring_bytes(op, x)
-    ):
+    ring = _dw3_ring_bytes(op, x) if whole else dw3_row_ring_bytes(op, x) * (band > 1)
+    if family in ("conv", "pointwise") or (family == "depthwise" and ring):
         scratch = ctx.p8(f"{op.name}:scratch")
     elif family == "depthwise":
         scratch = "0"
