@@ -644,15 +644,75 @@ K_INLINE void col_fill_padded(const k_window_params *p, const int8_t *x, int n, 
     }
 }
 
-/* The im2col columns of output pixels n and (two) n + 1 into col: the re-laid order when Kp
- * (conv_padded_k), a pointwise's input pixels as they are, else col_fill. */
-K_INLINE void conv_cols(const k_window_params *p, const int8_t *x, int n, int two, int16_t *col,
-                        int K, int Kp, int pointwise, int zp, uint32_t off2, int dsp)
+/* Column pc of a pixel whose window lies inside the input, in the re-laid order
+ * (conv_padded_k): kernel row ky's R4 = R & ~3 first values from row + ky rs as words of four
+ * (SXTAB16 of the word and of its ROR 8 against off2 = -in_zp twice, PKHBT / PKHTB into the
+ * pairs (0, 1), (2, 3): one LDR and two STR per four values; group g's words of column pc sit
+ * at 32-bit index 4 g + pc and 4 g + 2 + pc, col_at), then its R - R4 last values at
+ * kh R4 + ky (R - R4) (col_at). Called with constant kh, R for a first layer's 3 x 3 x 3, so
+ * GCC unrolls it: 17 instructions per kernel row. */
+K_INLINE void col_rows_inside(const int8_t *row, size_t rs, int kh, int R, int16_t *col, int pc,
+                              int zp, uint32_t off2)
 {
-    if (Kp) {
-        col_fill_padded(p, x, n, col, 0, zp, off2);
-        if (two) col_fill_padded(p, x, n + 1, col, 1, zp, off2);
-    } else if (pointwise) {
+    const int R4 = R & ~3, nt = R - R4;
+    uint32_t *d = (uint32_t *)__builtin_assume_aligned(col, 4) + pc;
+    int ky, i, t = kh * R4;
+    for (ky = 0; ky < kh; ky++, row += rs) {
+        for (i = 0; i < R4; i += 4, d += 4) {
+            const uint32_t v = K_LD4(row + i);
+            const uint32_t e = K_SXTAB16(off2, v), o = K_SXTAB16_ROR8(off2, v);
+            K_ST4(d, K_PKHBT16(e, o));
+            K_ST4(d + 2, K_PKHTB16(o, e));
+        }
+        for (i = 0; i < nt; i++, t++) st2a(col + col_at(t, pc), row[R4 + i] - zp);
+    }
+}
+
+/* The padded im2col's geometry (conv_padded_k) in locals, read once per call: the output
+ * width, the last window origins inside the input (xmax, ymax), the input bytes per kernel row
+ * step (rs) and per input row (xr). */
+typedef struct {
+    int OW, C, kh, R, sh, sw, pt, pl, xmax, ymax;
+    size_t rs, xr;
+} k_padg;
+
+K_INLINE k_padg padded_geom(const k_window_params *p)
+{
+    k_padg g;
+    g.OW = p->OW;
+    g.C = p->C;
+    g.kh = p->kh;
+    g.R = p->kw * p->C;
+    g.sh = p->sh;
+    g.sw = p->sw;
+    g.pt = p->pt;
+    g.pl = p->pl;
+    g.xmax = p->W - p->kw;
+    g.ymax = p->H - 1 - (p->kh - 1) * p->dh;
+    g.rs = (size_t)p->dh * p->W * p->C;
+    g.xr = (size_t)p->W * p->C;
+    return g;
+}
+
+/* Column pc of output pixel n = (oy, ox) in the re-laid order: col_rows_inside when its window
+ * lies inside the input (a 3 x 3 x 3 window unrolled), else col_fill_padded. */
+K_INLINE void padded_col(const k_padg *g, const k_window_params *p, const int8_t *x, int n,
+                         int oy, int ox, int16_t *col, int pc, int zp, uint32_t off2)
+{
+    const int iy0 = oy * g->sh - g->pt, ix0 = ox * g->sw - g->pl;
+    if (ix0 >= 0 && ix0 <= g->xmax && iy0 >= 0 && iy0 <= g->ymax) {
+        const int8_t *row = x + (size_t)iy0 * g->xr + (size_t)ix0 * g->C;
+        if (g->kh == 3 && g->R == 9) col_rows_inside(row, g->rs, 3, 9, col, pc, zp, off2);
+        else col_rows_inside(row, g->rs, g->kh, g->R, col, pc, zp, off2);
+    } else col_fill_padded(p, x, n, col, pc, zp, off2);
+}
+
+/* The im2col columns of output pixels n and (two) n + 1 into col (a conv without the re-laid
+ * order, padded_col): a pointwise's input pixels as they are, else col_fill. */
+K_INLINE void conv_cols(const k_window_params *p, const int8_t *x, int n, int two, int16_t *col,
+                        int K, int pointwise, int zp, uint32_t off2, int dsp)
+{
+    if (pointwise) {
         col_copy(x + (size_t)n * K, col, 0, K, 0, zp, off2, dsp);
         if (two) col_copy(x + (size_t)(n + 1) * K, col, 0, K, 1, zp, off2, dsp);
     } else {
@@ -677,7 +737,8 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
 #if K_DSP_NATIVE
     const int up8 = up && dsp && K % 8 == 0 && K > 0 && !((uintptr_t)w & 3u);
 #endif
-    int n = 0;
+    const k_padg pg = padded_geom(p);
+    int n = 0, oy = 0, ox = 0;
     if (Kp) { /* the weights re-laid after the columns; the columns' tails [K, K') zero */
         int8_t *wp = (int8_t *)(col + 2 * Kp);
         conv_pad_weights(p, w, Kp, wp);
@@ -694,7 +755,12 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
 #endif
     for (; n < npix; n += 2) {
         const int two = n + 1 < npix;
-        conv_cols(p, x, n, two, col, K, Kp, pointwise, zp, off2, dsp);
+        if (Kp) { /* pixels (oy, ox) and the next, stepped along the output rows */
+            padded_col(&pg, p, x, n, oy, ox, col, 0, zp, off2);
+            if (++ox == pg.OW) ox = 0, oy++;
+            if (two) padded_col(&pg, p, x, n + 1, oy, ox, col, 1, zp, off2);
+            if (++ox == pg.OW) ox = 0, oy++;
+        } else conv_cols(p, x, n, two, col, K, pointwise, zp, off2, dsp);
 #if K_DSP_NATIVE
         if (two && pairs) { /* the record set up once; per pair of pixels its pointers */
             kp.mq = q->mult;
