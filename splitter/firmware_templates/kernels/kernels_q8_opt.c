@@ -235,6 +235,22 @@ K_INLINE void col_fill(const k_window_params *p, const int8_t *x, int n, int16_t
     "sxtb16 %[t], %[wb], ror #8\n\t"                                                           \
     "smlad %[a10], %[t], %[c0], %[a10]\n\t"                                                    \
     "smlad %[a11], %[t], %[c1], %[a11]\n\t"
+/* K_G22_STEP over weights already widened to int16 (conv_pad_weights16: per four elements
+ * the words row 0 (w0, w1), row 1 (w0, w1), row 0 (w2, w3), row 1 (w2, w3)): two LDRD of
+ * weight words, two of column words, eight SMLAD: 12 instructions per 16 MACs. */
+#define K_G22_STEP16                                                                           \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                         \
+    "ldrd %[c0], %[c1], [%[c]], #8\n\t"                                                         \
+    "smlad %[a00], %[wa], %[c0], %[a00]\n\t"                                                   \
+    "smlad %[a01], %[wa], %[c1], %[a01]\n\t"                                                   \
+    "smlad %[a10], %[wb], %[c0], %[a10]\n\t"                                                   \
+    "smlad %[a11], %[wb], %[c1], %[a11]\n\t"                                                   \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                         \
+    "ldrd %[c0], %[c1], [%[c]], #8\n\t"                                                         \
+    "smlad %[a00], %[wa], %[c0], %[a00]\n\t"                                                   \
+    "smlad %[a01], %[wa], %[c1], %[a01]\n\t"                                                   \
+    "smlad %[a10], %[wb], %[c0], %[a10]\n\t"                                                   \
+    "smlad %[a11], %[wb], %[c1], %[a11]\n\t"
 #define K_GEMM22_LOOP(A00, A01, A10, A11, W, C, CE)                                            \
     do {                                                                                       \
         uint32_t wa_, wb_, c0_, c1_, t_;                                                       \
@@ -401,7 +417,7 @@ typedef struct {
  * GEMM (K_G22_STEP) over the columns, then per channel m and the shift (LDRD each pair), rs =
  * -s - 1 (MVN), h = zp2 << (rs - 1), four rqup_value (K_G22_RQ), BFI into one halfword per
  * pixel, the optional clamp and two STRH. */
-#define K_G22_PAIRS(CLAMP)                                                                     \
+#define K_G22_PAIRS(STEP, CLAMP)                                                               \
     __asm__ volatile(                                                                          \
         "0:\n\t"                                                                               \
         "ldr %[t], [%[kp], #16]\n\t"                                                          \
@@ -410,7 +426,7 @@ typedef struct {
         "mov %[a01], %[a00]\n\t"                                                              \
         "mov %[a11], %[a10]\n\t"                                                              \
         "ldrd %[c], %[ce], [%[kp]]\n\t"                                                       \
-        "1:\n\t" K_G22_STEP K_G22_STEP "cmp %[c], %[ce]\n\t"                                 \
+        "1:\n\t" STEP STEP "cmp %[c], %[ce]\n\t"                                             \
         "bne 1b\n\t"                                                                           \
         "ldr %[t], [%[kp], #8]\n\t"                                                           \
         "ldrd %[wa], %[wb], [%[t]], #8\n\t"                                                    \
@@ -441,12 +457,16 @@ typedef struct {
         : "cc", "memory")
 
 /* The O & ~1 first channels of two pixels (y0, y0 + dy) through K_G22_PAIRS: per-channel
- * multipliers and shifts, biases, K % 8 == 0, 4-aligned weights (conv_engine checks). */
-static void gemm_pairs_asm(k_g22p *kp, const int8_t *w, int clamp)
+ * multipliers and shifts, biases, K % 8 == 0, 4-aligned weights (conv_engine checks); w16:
+ * the weights widened to int16 (conv_pad_weights16, K_G22_STEP16). */
+static void gemm_pairs_asm(k_g22p *kp, const int8_t *w, int clamp, int w16)
 {
     uint32_t a00, a01, a10, a11, c, ce, wa, wb, c0, c1, t, u;
-    if (clamp) K_G22_PAIRS(K_G22_CLAMP);
-    else K_G22_PAIRS("");
+    if (w16) {
+        if (clamp) K_G22_PAIRS(K_G22_STEP16, K_G22_CLAMP);
+        else K_G22_PAIRS(K_G22_STEP16, "");
+    } else if (clamp) K_G22_PAIRS(K_G22_STEP, K_G22_CLAMP);
+    else K_G22_PAIRS(K_G22_STEP, "");
 }
 
 /* gemm_pixels_up on the core for K % 8 == 0 and 4-aligned weights (checked once per call by
@@ -468,7 +488,7 @@ K_INLINE void gemm_pixels_up8(const k_window_params *p, const k_q_params *q, con
     if (qs && bs && y0 != yend) {
         k_g22p kp = {col, cend, mp, (int32_t)((q->shift - q->mult) * 4) - 8, bp, y0,
                      (int32_t)(y1 - y0), lo4, hi4, zp2, yend};
-        gemm_pairs_asm(&kp, w, lo != -128 || hi != 127);
+        gemm_pairs_asm(&kp, w, lo != -128 || hi != 127, 0);
         w += (size_t)K * (p->O & ~1);
         y1 += yend - y0;
         y0 = yend;
@@ -542,7 +562,8 @@ K_INLINE void gemm_pixels(const k_window_params *p, const k_q_params *q, const i
     }
 }
 
-/* Most bytes of re-laid weights (conv_padded_k) a conv copies into its scratch. */
+/* Most re-laid weights (conv_padded_k) a conv copies into its scratch (as int16 there:
+ * conv_pad_weights16). */
 #define K_CONV_PADW 2048
 
 /* K' of the re-laid im2col, 0 when the conv keeps K: a conv whose K = kh * kw * C is not a
@@ -563,7 +584,7 @@ K_INLINE int conv_padded_k(const k_window_params *p)
 int k_q_conv_scratch(const k_window_params *p)
 {
     const int K = p->kh * p->kw * p->C, Kp = conv_padded_k(p);
-    if (Kp) return 4 + 2 * 2 * Kp + p->O * Kp;
+    if (Kp) return 4 + 2 * 2 * Kp + 2 * p->O * Kp;
     return 4 + 2 * 2 * (K + (K & 1));
 }
 
@@ -603,6 +624,23 @@ K_INLINE void conv_pad_weights(const k_window_params *p, const int8_t *w, int Kp
         for (k = 0; k < K; k++)
             wp[conv_w_at(O, Kp, o, conv_padded_at(p->kh, R, k / R, k % R))] =
                 w[conv_w_at(O, K, o, k)];
+    }
+}
+
+/* conv_pad_weights for gemm_pairs_asm's K_G22_STEP16 (an even O): per channel pair and group
+ * of four re-laid elements k the int16 words row 0 (w_k, w_k+1), row 1 (w_k, w_k+1), row 0
+ * (w_k+2, w_k+3), row 1 (w_k+2, w_k+3); zeros from K on. */
+K_INLINE void conv_pad_weights16(const k_window_params *p, const int8_t *w, int Kp, int16_t *wp)
+{
+    const int O = p->O, R = p->kw * p->C, K = p->kh * R;
+    int o, k;
+    for (k = 0; k < O * Kp; k++) wp[k] = 0;
+    for (o = 0; o < O; o++) {
+        int16_t *pair = wp + (size_t)(o >> 1) * 2 * Kp + 2 * (o & 1);
+        for (k = 0; k < K; k++) {
+            const int t = conv_padded_at(p->kh, R, k / R, k % R);
+            pair[(t >> 2) * 8 + (t & 2) * 2 + (t & 1)] = w[conv_w_at(O, K, o, k)];
+        }
     }
 }
 
@@ -739,15 +777,23 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
 #endif
     const k_padg pg = padded_geom(p);
     int n = 0, oy = 0, ox = 0;
+#if K_DSP_NATIVE
+    const int pairs = up8 && q->nq > 1 && b && O >= 2 && !(O & 1);
+    int w16 = 0;
+#endif
     if (Kp) { /* the weights re-laid after the columns; the columns' tails [K, K') zero */
         int8_t *wp = (int8_t *)(col + 2 * Kp);
-        conv_pad_weights(p, w, Kp, wp);
+#if K_DSP_NATIVE
+        w16 = pairs;
+        if (w16) conv_pad_weights16(p, w, Kp, (int16_t *)(void *)wp);
+        else
+#endif
+            conv_pad_weights(p, w, Kp, wp);
         w = wp;
         col_zero(col, p->kh * p->kw * p->C, Kp - p->kh * p->kw * p->C, 0);
         col_zero(col, p->kh * p->kw * p->C, Kp - p->kh * p->kw * p->C, 1);
     }
 #if K_DSP_NATIVE
-    const int pairs = up8 && q->nq > 1 && b && O >= 2 && !(O & 1);
     k_g22p kp = {col, col + (size_t)2 * K, q->mult, (int32_t)((q->shift - q->mult) * 4) - 8, b, y,
                  O, ((uint32_t)q->act_min & 0xFFu) * 0x01010101u,
                  ((uint32_t)q->act_max & 0xFFu) * 0x01010101u, 2 * q->out_zp + 1, y};
@@ -767,7 +813,15 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
             kp.bq = b;
             kp.y0 = y + (size_t)n * O;
             kp.yend = kp.y0 + O;
-            gemm_pairs_asm(&kp, w, clamp);
+            gemm_pairs_asm(&kp, w, clamp, w16);
+        } else if (w16) { /* the last pixel alone: column 1's outputs land on column 0's, which
+                             * the assembly stores last (y0 + dy = y0) */
+            kp.mq = q->mult;
+            kp.bq = b;
+            kp.y0 = y + (size_t)n * O;
+            kp.yend = kp.y0 + O;
+            kp.dy = 0;
+            gemm_pairs_asm(&kp, w, clamp, 1);
         } else if (two && up8)
             gemm_pixels_up8(p, q, w, b, col, K, y + (size_t)n * O, y + (size_t)(n + 1) * O);
         else
