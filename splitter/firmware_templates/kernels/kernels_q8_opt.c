@@ -417,7 +417,7 @@ typedef struct {
  * GEMM (K_G22_STEP) over the columns, then per channel m and the shift (LDRD each pair), rs =
  * -s - 1 (MVN), h = zp2 << (rs - 1), four rqup_value (K_G22_RQ), BFI into one halfword per
  * pixel, the optional clamp and two STRH. */
-#define K_G22_PAIRS(STEP, CLAMP)                                                               \
+#define K_G22_PAIRS(STEP, ENTRY, CLAMP)                                                        \
     __asm__ volatile(                                                                          \
         "0:\n\t"                                                                               \
         "ldr %[t], [%[kp], #16]\n\t"                                                          \
@@ -426,7 +426,7 @@ typedef struct {
         "mov %[a01], %[a00]\n\t"                                                              \
         "mov %[a11], %[a10]\n\t"                                                              \
         "ldrd %[c], %[ce], [%[kp]]\n\t"                                                       \
-        "1:\n\t" STEP STEP "cmp %[c], %[ce]\n\t"                                             \
+        ENTRY "1:\n\t" STEP "2:\n\t" STEP "cmp %[c], %[ce]\n\t"                              \
         "bne 1b\n\t"                                                                           \
         "ldr %[t], [%[kp], #8]\n\t"                                                           \
         "ldrd %[wa], %[wb], [%[t]], #8\n\t"                                                    \
@@ -456,6 +456,14 @@ typedef struct {
         : [kp] "r"(kp)                                                                         \
         : "cc", "memory")
 
+/* The entry of K_G22_PAIRS's GEMM loop over int16 weights, whose K may be 4 mod 8 (ceil4 of a
+ * re-laid K): the column bytes 4 K = ce - c with bit 4 set (LSLS #28 moves it into the carry)
+ * start at the loop's second step. */
+#define K_G22_HALF                                                                             \
+    "subs %[t], %[ce], %[c]\n\t"                                                               \
+    "lsls %[t], %[t], #28\n\t"                                                                 \
+    "bcs 2f\n\t"
+
 /* The O & ~1 first channels of two pixels (y0, y0 + dy) through K_G22_PAIRS: per-channel
  * multipliers and shifts, biases, K % 8 == 0, 4-aligned weights (conv_engine checks); w16:
  * the weights widened to int16 (conv_pad_weights16, K_G22_STEP16). */
@@ -463,10 +471,10 @@ static void gemm_pairs_asm(k_g22p *kp, const int8_t *w, int clamp, int w16)
 {
     uint32_t a00, a01, a10, a11, c, ce, wa, wb, c0, c1, t, u;
     if (w16) {
-        if (clamp) K_G22_PAIRS(K_G22_STEP16, K_G22_CLAMP);
-        else K_G22_PAIRS(K_G22_STEP16, "");
-    } else if (clamp) K_G22_PAIRS(K_G22_STEP, K_G22_CLAMP);
-    else K_G22_PAIRS(K_G22_STEP, "");
+        if (clamp) K_G22_PAIRS(K_G22_STEP16, K_G22_HALF, K_G22_CLAMP);
+        else K_G22_PAIRS(K_G22_STEP16, K_G22_HALF, "");
+    } else if (clamp) K_G22_PAIRS(K_G22_STEP, "", K_G22_CLAMP);
+    else K_G22_PAIRS(K_G22_STEP, "", "");
 }
 
 /* gemm_pixels_up on the core for K % 8 == 0 and 4-aligned weights (checked once per call by
@@ -627,9 +635,10 @@ K_INLINE void conv_pad_weights(const k_window_params *p, const int8_t *w, int Kp
     }
 }
 
-/* conv_pad_weights for gemm_pairs_asm's K_G22_STEP16 (an even O): per channel pair and group
- * of four re-laid elements k the int16 words row 0 (w_k, w_k+1), row 1 (w_k, w_k+1), row 0
- * (w_k+2, w_k+3), row 1 (w_k+2, w_k+3); zeros from K on. */
+/* conv_pad_weights for gemm_pairs_asm's K_G22_STEP16 (an even O) at Kp = ceil4(K) (at most
+ * conv_padded_k's ceil8, so inside the scratch): per channel pair and group of four re-laid
+ * elements k the int16 words row 0 (w_k, w_k+1), row 1 (w_k, w_k+1), row 0 (w_k+2, w_k+3),
+ * row 1 (w_k+2, w_k+3); zeros from K on. */
 K_INLINE void conv_pad_weights16(const k_window_params *p, const int8_t *w, int Kp, int16_t *wp)
 {
     const int O = p->O, R = p->kw * p->C, K = p->kh * R;
@@ -822,13 +831,15 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
     int n = 0, oy = 0, ox = 0;
 #if K_DSP_NATIVE
     const int pairs = up8 && q->nq > 1 && b && O >= 2 && !(O & 1);
+    /* int16 weights need K % 4 == 0 only (K_G22_HALF): the re-laid K rounded up to 4 */
+    const int K16 = (p->kh * p->kw * p->C + 3) & ~3;
     int w16 = 0;
 #endif
     if (Kp) { /* the weights re-laid after the columns; the columns' tails [K, K') zero */
         int8_t *wp = (int8_t *)(col + 2 * Kp);
 #if K_DSP_NATIVE
         w16 = pairs;
-        if (w16) conv_pad_weights16(p, w, Kp, (int16_t *)(void *)wp);
+        if (w16) conv_pad_weights16(p, w, K16, (int16_t *)(void *)wp);
         else
 #endif
             conv_pad_weights(p, w, Kp, wp);
@@ -837,7 +848,7 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
         col_zero(col, p->kh * p->kw * p->C, Kp - p->kh * p->kw * p->C, 1);
     }
 #if K_DSP_NATIVE
-    k_g22p kp = {col, col + (size_t)2 * K, q->mult, (int32_t)((q->shift - q->mult) * 4) - 8, b, y,
+    k_g22p kp = {col, col + (size_t)2 * (w16 ? K16 : K), q->mult, (int32_t)((q->shift - q->mult) * 4) - 8, b, y,
                  O, ((uint32_t)q->act_min & 0xFFu) * 0x01010101u,
                  ((uint32_t)q->act_max & 0xFFu) * 0x01010101u, 2 * q->out_zp + 1, y};
     const int clamp = q->act_min != -128 || q->act_max != 127;
