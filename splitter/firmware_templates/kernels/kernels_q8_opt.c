@@ -1436,7 +1436,9 @@ K_INLINE void dw3_channel(const k_q_params *q, const int8_t *wb, int j, int32_t 
         sw += w0 + w1 + w2;
     }
     k->r = rq_channel(q, c + j);
-    *fast &= rq_fast_ok(&k->r, b, 9);
+    /* rq_fast_ok(&k->r, b, 9) in 32 bits: |b| + 9 * 128 * 255 < 2^30 */
+    *fast &= k->r.left == 0 && k->r.right > 0 && k->r.away && b < (1 << 30) - 293760 &&
+             b > -((1 << 30) - 293760);
     k->bias = b - q->in_zp * sw;
 }
 
@@ -1482,9 +1484,10 @@ K_INLINE void dw3_asm_consts(const k_dw3g *g, const k_q_params *q, const k_dw3c 
 #endif
 
 /* Output line oy of the block (lines r0..r2 of channel 0; channel j's planes j * rw further):
- * DSP on the target with rq mode 2 through dw3_lines_asm (ka: whole groups when the line is an
- * output row other than the last, whose extra pixels land on the next row; else only the groups
- * inside the line), the other pixels one by one. */
+ * DSP on the target with rq mode 2 through dw3_lines_asm (ka: whole groups on an output row
+ * other than the last, whose extra pixels land on the next row; dw3_block sets them to the
+ * groups inside the line for the last row, and for columns from the start), the other pixels
+ * one by one. */
 K_INLINE void dw3_line(const k_dw3g *g, const int16_t *r0, const int16_t *r1,
                        const int16_t *r2, const k_dw3c *k, const void *ka, const k_q_params *q,
                        int8_t *yo, int last, int fast, int dsp)
@@ -1494,7 +1497,7 @@ K_INLINE void dw3_line(const k_dw3g *g, const int16_t *r0, const int16_t *r1,
     (void)dsp; /* read only where the DSP assembly is built */
 #if K_DSP_NATIVE
     if (dsp && fast >= 2) {
-        const k_dw3a *kp = (const k_dw3a *)ka + (last || g->tr ? 4 : 0);
+        const k_dw3a *kp = (const k_dw3a *)ka;
         if (kp->n > 0) {
             ((k_dw3a *)kp)[0].d1 = ((k_dw3a *)kp)[1].d1 = ((k_dw3a *)kp)[2].d1 =
                 ((k_dw3a *)kp)[3].d1 = (int32_t)((const char *)r1 - (const char *)r0);
@@ -1541,7 +1544,7 @@ K_INLINE void dw3_block(const k_dw3g *g, const k_q_params *q, const int8_t *x,
     const int rw = g->rw;
     k_dw3c k[4];
 #if K_DSP_NATIVE
-    k_dw3a ka[8]; /* 0..3: whole groups; 4..7: the last line's groups inside it */
+    k_dw3a ka[4]; /* whole groups (the last output row, and columns: the groups inside it) */
 #define K_DW3A ((const void *)ka)
 #else
 #define K_DW3A ((const void *)0)
@@ -1555,12 +1558,17 @@ K_INLINE void dw3_block(const k_dw3g *g, const k_q_params *q, const int8_t *x,
         if (q->act_min == -128 && q->act_max == 127) fast = 3;
     }
 #if K_DSP_NATIVE
-    if (fast >= 2) {
-        dw3_asm_consts(g, q, k, 1, ka);
-        dw3_asm_consts(g, q, k, 0, ka + 4);
-    }
+    if (fast >= 2) dw3_asm_consts(g, q, k, !g->tr, ka);
 #endif
     for (oy = 0; oy < g->on; oy++) {
+#if K_DSP_NATIVE
+        if (fast >= 2 && oy == g->on - 1 && !g->tr) /* the last row: only the groups inside */
+            for (j = 0; j < 4; j++) {
+                ka[j].n = g->ol >> 2;
+                ka[j].qstep = 2 * rw - 8 * ka[j].n;
+                ka[j].ystep = 1 - 4 * ka[j].n * (int32_t)g->ys;
+            }
+#endif
         for (ry = have > oy ? have : oy; ry < oy + 3; ry++)
             dw3_load_line(g, x, c, ry, ring + (size_t)(ry % 3) * 4 * rw, q->in_zp, dsp);
         have = oy + 3;
@@ -1573,9 +1581,12 @@ K_INLINE void dw3_block(const k_dw3g *g, const k_q_params *q, const int8_t *x,
 
 /* Every 4-channel block of a dw3_ok layer through the ring in the scratch s (4-aligned inside
  * it; the whole ring in_zp first, so the padding columns hold in_zp for good). */
-K_INLINE void dw3_blocks(const k_window_params *p, const k_q_params *q, const int8_t *x,
-                         const int8_t *w, const int32_t *b, int8_t *s, int8_t *y, int dsp)
+static __attribute__((noinline)) void dw3_blocks(const k_window_params *p, const k_q_params *q,
+                                                 const int8_t *x, const int8_t *w,
+                                                 const int32_t *b, int8_t *s, int8_t *y)
 {
+    const int dsp = 1; /* only the _dsp variant has the ring; out of line, so that its
+                        * registers leave the window loops' (dw_block) code alone */
     int16_t *ring = (int16_t *)(void *)(s + ((4u - ((uintptr_t)s & 3u)) & 3u));
     k_dw3g g;
     int i, c, n, C4 = p->C & ~3;
@@ -1594,7 +1605,7 @@ K_INLINE void dw_engine(const k_window_params *p, const k_q_params *q, const int
     int c = 0;
     if (dsp && s && dw3_ok(p)) { /* the plain variant, and a call without the ring (a PEX row
                                     * loop), keep the window loops */
-        dw3_blocks(p, q, x, w, b, s, y, dsp);
+        dw3_blocks(p, q, x, w, b, s, y);
         c = C4;
     }
     for (; c < C4 && T <= K_DW_MAXT; c += 4) dw_block(p, q, x, w + (size_t)c * T, b, c, y, dsp);
