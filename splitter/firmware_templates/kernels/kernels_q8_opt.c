@@ -465,16 +465,20 @@ typedef struct {
     "bcs 2f\n\t"
 
 /* The O & ~1 first channels of two pixels (y0, y0 + dy) through K_G22_PAIRS: per-channel
- * multipliers and shifts, biases, K % 8 == 0, 4-aligned weights (conv_engine checks); w16:
- * the weights widened to int16 (conv_pad_weights16, K_G22_STEP16). */
-static void gemm_pairs_asm(k_g22p *kp, const int8_t *w, int clamp, int w16)
+ * multipliers and shifts, biases, K % 8 == 0, 4-aligned weights (conv_engine checks). */
+static void gemm_pairs_asm(k_g22p *kp, const int8_t *w, int clamp)
 {
     uint32_t a00, a01, a10, a11, c, ce, wa, wb, c0, c1, t, u;
-    if (w16) {
-        if (clamp) K_G22_PAIRS(K_G22_STEP16, K_G22_HALF, K_G22_CLAMP);
-        else K_G22_PAIRS(K_G22_STEP16, K_G22_HALF, "");
-    } else if (clamp) K_G22_PAIRS(K_G22_STEP, "", K_G22_CLAMP);
+    if (clamp) K_G22_PAIRS(K_G22_STEP, "", K_G22_CLAMP);
     else K_G22_PAIRS(K_G22_STEP, "", "");
+}
+
+/* gemm_pairs_asm over int16 weights (conv_pad_weights16; K % 4 == 0, K_G22_HALF). */
+static void gemm_pairs16_asm(k_g22p *kp, const int8_t *w, int clamp)
+{
+    uint32_t a00, a01, a10, a11, c, ce, wa, wb, c0, c1, t, u;
+    if (clamp) K_G22_PAIRS(K_G22_STEP16, K_G22_HALF, K_G22_CLAMP);
+    else K_G22_PAIRS(K_G22_STEP16, K_G22_HALF, "");
 }
 
 /* gemm_pixels_up on the core for K % 8 == 0 and 4-aligned weights (checked once per call by
@@ -496,7 +500,7 @@ K_INLINE void gemm_pixels_up8(const k_window_params *p, const k_q_params *q, con
     if (qs && bs && y0 != yend) {
         k_g22p kp = {col, cend, mp, (int32_t)((q->shift - q->mult) * 4) - 8, bp, y0,
                      (int32_t)(y1 - y0), lo4, hi4, zp2, yend};
-        gemm_pairs_asm(&kp, w, lo != -128 || hi != 127, 0);
+        gemm_pairs_asm(&kp, w, lo != -128 || hi != 127);
         w += (size_t)K * (p->O & ~1);
         y1 += yend - y0;
         y0 = yend;
@@ -867,7 +871,8 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
             kp.bq = b;
             kp.y0 = y + (size_t)n * O;
             kp.yend = kp.y0 + O;
-            gemm_pairs_asm(&kp, w, clamp, w16);
+            if (w16) gemm_pairs16_asm(&kp, w, clamp);
+            else gemm_pairs_asm(&kp, w, clamp);
         } else if (w16) { /* the last pixel alone: column 1's outputs land on column 0's, which
                              * the assembly stores last (y0 + dy = y0) */
             kp.mq = q->mult;
@@ -875,7 +880,7 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
             kp.y0 = y + (size_t)n * O;
             kp.yend = kp.y0 + O;
             kp.dy = 0;
-            gemm_pairs_asm(&kp, w, clamp, 1);
+            gemm_pairs16_asm(&kp, w, clamp);
         } else if (two && up8)
             gemm_pixels_up8(p, q, w, b, col, K, y + (size_t)n * O, y + (size_t)(n + 1) * O);
         else
