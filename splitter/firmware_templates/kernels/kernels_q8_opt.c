@@ -660,8 +660,9 @@ K_INLINE void conv_pad_weights16(const k_window_params *p, const int8_t *w, int 
 /* Column pc of output pixel n in the re-laid order (conv_padded_k), elements [0, K): per
  * kernel row its kw C values minus in_zp (zeros in the padding), the row's words through
  * col_copy when the row lies inside the input. */
-K_INLINE void col_fill_padded(const k_window_params *p, const int8_t *x, int n, int16_t *col,
-                              int pc, int zp, uint32_t off2)
+static __attribute__((noinline)) void col_fill_padded(const k_window_params *p,
+                                                      const int8_t *x, int n, int16_t *col,
+                                                      int pc, int zp, uint32_t off2)
 {
     const int C = p->C, kw = p->kw, kh = p->kh, R = kw * C, R4 = R & ~3;
     const int oy = n / p->OW, ox = n - oy * p->OW;
@@ -701,7 +702,7 @@ K_INLINE void col_fill_padded(const k_window_params *p, const int8_t *x, int n, 
  * pairs (0, 1), (2, 3): one LDR and two STR per four values; group g's words of column pc sit
  * at 32-bit index 4 g + pc and 4 g + 2 + pc, col_at), then its R - R4 last values at
  * kh R4 + ky (R - R4) (col_at). Called with constant kh, R for a first layer's 3 x 3 x 3, so
- * GCC unrolls it: 17 instructions per kernel row. */
+ * GCC unrolls it (the host build; col333_asm on the core). */
 K_INLINE void col_rows_inside(const int8_t *row, size_t rs, int kh, int R, int16_t *col, int pc,
                               int zp, uint32_t off2)
 {
@@ -784,8 +785,9 @@ K_INLINE k_padg padded_geom(const k_window_params *p)
     return g;
 }
 
-/* Column pc of output pixel n = (oy, ox) in the re-laid order: col_rows_inside when its window
- * lies inside the input (a 3 x 3 x 3 window unrolled), else col_fill_padded. */
+/* Column pc of output pixel n = (oy, ox) in the re-laid order: a 3 x 3 x 3 window inside the
+ * input through col333_asm (col_rows_inside off the core), any other through col_fill_padded
+ * (out of line, one copy for both columns: code size). */
 K_INLINE void padded_col(const k_padg *g, const k_window_params *p, const int8_t *x, int n,
                          int oy, int ox, int16_t *col, int pc, int zp, uint32_t off2)
 {
@@ -793,12 +795,18 @@ K_INLINE void padded_col(const k_padg *g, const k_window_params *p, const int8_t
     if (ix0 >= 0 && ix0 <= g->xmax && iy0 >= 0 && iy0 <= g->ymax) {
         const int8_t *row = x + (size_t)iy0 * g->xr + (size_t)ix0 * g->C;
 #if K_DSP_NATIVE
-        if (g->kh == 3 && g->R == 9) col333_asm(row, g->rs, col, pc, zp, off2);
+        if (g->kh == 3 && g->R == 9) {
+            col333_asm(row, g->rs, col, pc, zp, off2);
+            return;
+        }
 #else
-        if (g->kh == 3 && g->R == 9) col_rows_inside(row, g->rs, 3, 9, col, pc, zp, off2);
+        if (g->kh == 3 && g->R == 9) {
+            col_rows_inside(row, g->rs, 3, 9, col, pc, zp, off2);
+            return;
+        }
 #endif
-        else col_rows_inside(row, g->rs, g->kh, g->R, col, pc, zp, off2);
-    } else col_fill_padded(p, x, n, col, pc, zp, off2);
+    }
+    col_fill_padded(p, x, n, col, pc, zp, off2);
 }
 
 /* The im2col columns of output pixels n and (two) n + 1 into col (a conv without the re-laid
