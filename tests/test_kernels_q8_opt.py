@@ -81,6 +81,10 @@ CONVS = [
     ConvCase(8, 11, 5, 8, (3, 3), pads=(1, 1, 1, 1), depthwise=True),  # ring along columns
     ConvCase(4, 9, 4, 4, (3, 3), pads=(0, 1, 2, 1), depthwise=True),  # columns, odd pt + pb
     ConvCase(3, 9, 10, 8, (3, 3), s=(2, 2), pads=(0, 0, 1, 1)),  # UP_RQ, K = 27: re-laid to 32
+    ConvCase(3, 8, 8, 4, (3, 3), pads=(1, 1, 1, 1)),  # K = 27 per tensor: int8 re-laid weights
+    ConvCase(3, 5, 9, 6, (3, 3), s=(2, 2), pads=(1, 1, 1, 1)),  # UP_RQ, K = 27, 15 pixels
+    ConvCase(16, 6, 6, 16, (3, 3), pads=(1, 1, 1, 1), depthwise=True),  # ring, 4 blocks
+    ConvCase(5, 4, 6, 4, (1, 3), pads=(0, 1, 0, 1)),  # UP_RQ, K = 15: int16 weights at K' 16
 ]
 
 #: cases whose biases are near 2^30 (past kernels_q8_opt.c's rq_fast bound)
@@ -89,7 +93,7 @@ BIG_BIAS = (12, 13)
 FAST_RQ = (14, 21, 22, 24, 25)
 #: GEMM-rounded cases whose every channel has a right shift in [2, 22] (kernels_q8_opt.c's
 #: one-SMLAL requantisation, rqup_value)
-UP_RQ = (17, 18, 19, 20, 26)
+UP_RQ = (17, 18, 19, 20, 26, 28, 30)
 
 #: dense (in, out): out % 4 in every residue, in % 4 in every residue
 DENSES = [(37, 7), (64, 8), (3, 1), (1024, 5), (10, 6), (5, 4)]
@@ -480,7 +484,7 @@ def test_variant_per_core_and_the_im2col_scratch_in_the_arena(tmp_path: Path) ->
                 k = int(np.prod(op.weights["W"].shape[1:]))
                 o, kp = int(op.weights["W"].shape[0]), (k + 7) // 8 * 8
                 relaid = k % 4 != 0 and o * kp <= 2048  # conv_padded_k (dilation 1 here)
-                want = 4 + 4 * kp + o * kp if relaid else 4 + 4 * (k + k % 2)
+                want = 4 + 4 * kp + 2 * o * kp if relaid else 4 + 4 * (k + k % 2)
                 assert mem.sizes[f"{op.name}:scratch"] == want
                 seen.add(kind)
             elif kind == "depthwise":  # 3x3 stride 1: the padded ring, 3 lines x 4 int16 planes

@@ -276,8 +276,8 @@ class Conv2D(OpEmitter):
         (``k_q_depthwise_scratch``), ``4 + 2 * 3 * 4 * RW`` bytes, three rows of four int16
         channel planes of ``RW = L + W + pr + 3`` halfwords rounded up to even, ``L`` the left
         padding rounded up to even. A conv with re-laid columns (:func:`conv_padded_k`):
-        ``4 + 2 * 2 * K' + O * K'``, the columns at ``K'`` and its copied weights. Float convs
-        and the other int8 convs read their input directly: 0."""
+        ``4 + 2 * 2 * K' + 2 * O * K'``, the columns at ``K'`` and its weights copied as
+        int16. Float convs and the other int8 convs read their input directly: 0."""
         kind = q8_conv_kind(op, ins)
         if kind == "depthwise":
             return _dw3_ring_bytes(op, ins[0])
@@ -286,7 +286,7 @@ class Conv2D(OpEmitter):
         k = int(np.prod(op.weights["W"].shape[1:]))
         kp = conv_padded_k(op)
         if kp:
-            return 4 + 2 * 2 * kp + int(op.weights["W"].shape[0]) * kp
+            return 4 + 2 * 2 * kp + 2 * int(op.weights["W"].shape[0]) * kp
         return 4 + 2 * 2 * (k + k % 2)
 
     def row_scratch_bytes(

@@ -235,6 +235,22 @@ K_INLINE void col_fill(const k_window_params *p, const int8_t *x, int n, int16_t
     "sxtb16 %[t], %[wb], ror #8\n\t"                                                           \
     "smlad %[a10], %[t], %[c0], %[a10]\n\t"                                                    \
     "smlad %[a11], %[t], %[c1], %[a11]\n\t"
+/* K_G22_STEP over weights already widened to int16 (conv_pad_weights16: per four elements
+ * the words row 0 (w0, w1), row 1 (w0, w1), row 0 (w2, w3), row 1 (w2, w3)): two LDRD of
+ * weight words, two of column words, eight SMLAD: 12 instructions per 16 MACs. */
+#define K_G22_STEP16                                                                           \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                         \
+    "ldrd %[c0], %[c1], [%[c]], #8\n\t"                                                         \
+    "smlad %[a00], %[wa], %[c0], %[a00]\n\t"                                                   \
+    "smlad %[a01], %[wa], %[c1], %[a01]\n\t"                                                   \
+    "smlad %[a10], %[wb], %[c0], %[a10]\n\t"                                                   \
+    "smlad %[a11], %[wb], %[c1], %[a11]\n\t"                                                   \
+    "ldrd %[wa], %[wb], [%[w]], #8\n\t"                                                         \
+    "ldrd %[c0], %[c1], [%[c]], #8\n\t"                                                         \
+    "smlad %[a00], %[wa], %[c0], %[a00]\n\t"                                                   \
+    "smlad %[a01], %[wa], %[c1], %[a01]\n\t"                                                   \
+    "smlad %[a10], %[wb], %[c0], %[a10]\n\t"                                                   \
+    "smlad %[a11], %[wb], %[c1], %[a11]\n\t"
 #define K_GEMM22_LOOP(A00, A01, A10, A11, W, C, CE)                                            \
     do {                                                                                       \
         uint32_t wa_, wb_, c0_, c1_, t_;                                                       \
@@ -401,7 +417,7 @@ typedef struct {
  * GEMM (K_G22_STEP) over the columns, then per channel m and the shift (LDRD each pair), rs =
  * -s - 1 (MVN), h = zp2 << (rs - 1), four rqup_value (K_G22_RQ), BFI into one halfword per
  * pixel, the optional clamp and two STRH. */
-#define K_G22_PAIRS(CLAMP)                                                                     \
+#define K_G22_PAIRS(STEP, ENTRY, CLAMP)                                                        \
     __asm__ volatile(                                                                          \
         "0:\n\t"                                                                               \
         "ldr %[t], [%[kp], #16]\n\t"                                                          \
@@ -410,7 +426,7 @@ typedef struct {
         "mov %[a01], %[a00]\n\t"                                                              \
         "mov %[a11], %[a10]\n\t"                                                              \
         "ldrd %[c], %[ce], [%[kp]]\n\t"                                                       \
-        "1:\n\t" K_G22_STEP K_G22_STEP "cmp %[c], %[ce]\n\t"                                 \
+        ENTRY "1:\n\t" STEP "2:\n\t" STEP "cmp %[c], %[ce]\n\t"                              \
         "bne 1b\n\t"                                                                           \
         "ldr %[t], [%[kp], #8]\n\t"                                                           \
         "ldrd %[wa], %[wb], [%[t]], #8\n\t"                                                    \
@@ -440,13 +456,29 @@ typedef struct {
         : [kp] "r"(kp)                                                                         \
         : "cc", "memory")
 
+/* The entry of K_G22_PAIRS's GEMM loop over int16 weights, whose K may be 4 mod 8 (ceil4 of a
+ * re-laid K): the column bytes 4 K = ce - c with bit 4 set (LSLS #28 moves it into the carry)
+ * start at the loop's second step. */
+#define K_G22_HALF                                                                             \
+    "subs %[t], %[ce], %[c]\n\t"                                                               \
+    "lsls %[t], %[t], #28\n\t"                                                                 \
+    "bcs 2f\n\t"
+
 /* The O & ~1 first channels of two pixels (y0, y0 + dy) through K_G22_PAIRS: per-channel
  * multipliers and shifts, biases, K % 8 == 0, 4-aligned weights (conv_engine checks). */
 static void gemm_pairs_asm(k_g22p *kp, const int8_t *w, int clamp)
 {
     uint32_t a00, a01, a10, a11, c, ce, wa, wb, c0, c1, t, u;
-    if (clamp) K_G22_PAIRS(K_G22_CLAMP);
-    else K_G22_PAIRS("");
+    if (clamp) K_G22_PAIRS(K_G22_STEP, "", K_G22_CLAMP);
+    else K_G22_PAIRS(K_G22_STEP, "", "");
+}
+
+/* gemm_pairs_asm over int16 weights (conv_pad_weights16; K % 4 == 0, K_G22_HALF). */
+static void gemm_pairs16_asm(k_g22p *kp, const int8_t *w, int clamp)
+{
+    uint32_t a00, a01, a10, a11, c, ce, wa, wb, c0, c1, t, u;
+    if (clamp) K_G22_PAIRS(K_G22_STEP16, K_G22_HALF, K_G22_CLAMP);
+    else K_G22_PAIRS(K_G22_STEP16, K_G22_HALF, "");
 }
 
 /* gemm_pixels_up on the core for K % 8 == 0 and 4-aligned weights (checked once per call by
@@ -542,7 +574,8 @@ K_INLINE void gemm_pixels(const k_window_params *p, const k_q_params *q, const i
     }
 }
 
-/* Most bytes of re-laid weights (conv_padded_k) a conv copies into its scratch. */
+/* Most re-laid weights (conv_padded_k) a conv copies into its scratch (as int16 there:
+ * conv_pad_weights16). */
 #define K_CONV_PADW 2048
 
 /* K' of the re-laid im2col, 0 when the conv keeps K: a conv whose K = kh * kw * C is not a
@@ -563,7 +596,7 @@ K_INLINE int conv_padded_k(const k_window_params *p)
 int k_q_conv_scratch(const k_window_params *p)
 {
     const int K = p->kh * p->kw * p->C, Kp = conv_padded_k(p);
-    if (Kp) return 4 + 2 * 2 * Kp + p->O * Kp;
+    if (Kp) return 4 + 2 * 2 * Kp + 2 * p->O * Kp;
     return 4 + 2 * 2 * (K + (K & 1));
 }
 
@@ -606,11 +639,30 @@ K_INLINE void conv_pad_weights(const k_window_params *p, const int8_t *w, int Kp
     }
 }
 
+/* conv_pad_weights for gemm_pairs_asm's K_G22_STEP16 (an even O) at Kp = ceil4(K) (at most
+ * conv_padded_k's ceil8, so inside the scratch): per channel pair and group of four re-laid
+ * elements k the int16 words row 0 (w_k, w_k+1), row 1 (w_k, w_k+1), row 0 (w_k+2, w_k+3),
+ * row 1 (w_k+2, w_k+3); zeros from K on. */
+K_INLINE void conv_pad_weights16(const k_window_params *p, const int8_t *w, int Kp, int16_t *wp)
+{
+    const int O = p->O, R = p->kw * p->C, K = p->kh * R;
+    int o, k;
+    for (k = 0; k < O * Kp; k++) wp[k] = 0;
+    for (o = 0; o < O; o++) {
+        int16_t *pair = wp + (size_t)(o >> 1) * 2 * Kp + 2 * (o & 1);
+        for (k = 0; k < K; k++) {
+            const int t = conv_padded_at(p->kh, R, k / R, k % R);
+            pair[(t >> 2) * 8 + (t & 2) * 2 + (t & 1)] = w[conv_w_at(O, K, o, k)];
+        }
+    }
+}
+
 /* Column pc of output pixel n in the re-laid order (conv_padded_k), elements [0, K): per
  * kernel row its kw C values minus in_zp (zeros in the padding), the row's words through
  * col_copy when the row lies inside the input. */
-K_INLINE void col_fill_padded(const k_window_params *p, const int8_t *x, int n, int16_t *col,
-                              int pc, int zp, uint32_t off2)
+static __attribute__((noinline)) void col_fill_padded(const k_window_params *p,
+                                                      const int8_t *x, int n, int16_t *col,
+                                                      int pc, int zp, uint32_t off2)
 {
     const int C = p->C, kw = p->kw, kh = p->kh, R = kw * C, R4 = R & ~3;
     const int oy = n / p->OW, ox = n - oy * p->OW;
@@ -644,15 +696,125 @@ K_INLINE void col_fill_padded(const k_window_params *p, const int8_t *x, int n, 
     }
 }
 
-/* The im2col columns of output pixels n and (two) n + 1 into col: the re-laid order when Kp
- * (conv_padded_k), a pointwise's input pixels as they are, else col_fill. */
-K_INLINE void conv_cols(const k_window_params *p, const int8_t *x, int n, int two, int16_t *col,
-                        int K, int Kp, int pointwise, int zp, uint32_t off2, int dsp)
+/* Column pc of a pixel whose window lies inside the input, in the re-laid order
+ * (conv_padded_k): kernel row ky's R4 = R & ~3 first values from row + ky rs as words of four
+ * (SXTAB16 of the word and of its ROR 8 against off2 = -in_zp twice, PKHBT / PKHTB into the
+ * pairs (0, 1), (2, 3): one LDR and two STR per four values; group g's words of column pc sit
+ * at 32-bit index 4 g + pc and 4 g + 2 + pc, col_at), then its R - R4 last values at
+ * kh R4 + ky (R - R4) (col_at). Called with constant kh, R for a first layer's 3 x 3 x 3, so
+ * GCC unrolls it (the host build; col333_asm on the core). */
+K_INLINE void col_rows_inside(const int8_t *row, size_t rs, int kh, int R, int16_t *col, int pc,
+                              int zp, uint32_t off2)
 {
-    if (Kp) {
-        col_fill_padded(p, x, n, col, 0, zp, off2);
-        if (two) col_fill_padded(p, x, n + 1, col, 1, zp, off2);
-    } else if (pointwise) {
+    const int R4 = R & ~3, nt = R - R4;
+    uint32_t *d = (uint32_t *)__builtin_assume_aligned(col, 4) + pc;
+    int ky, i, t = kh * R4;
+    for (ky = 0; ky < kh; ky++, row += rs) {
+        for (i = 0; i < R4; i += 4, d += 4) {
+            const uint32_t v = K_LD4(row + i);
+            const uint32_t e = K_SXTAB16(off2, v), o = K_SXTAB16_ROR8(off2, v);
+            K_ST4(d, K_PKHBT16(e, o));
+            K_ST4(d + 2, K_PKHTB16(o, e));
+        }
+        for (i = 0; i < nt; i++, t++) st2a(col + col_at(t, pc), row[R4 + i] - zp);
+    }
+}
+
+#if K_DSP_NATIVE
+/* col_rows_inside of a 3 x 3 x 3 window on the core (18 instructions per kernel row): the
+ * row's eight first values as two words into the column's group words at byte offsets
+ * 32 ky + (0, 8, 16, 24) from d (col + 4 pc), its ninth value at 96, 98, 104 (col_at of
+ * 24 + ky, relative to d). */
+#define K_COL333_ROW(G, T)                                                                     \
+    "ldr %[v0], [%[r]]\n\t"                                                                   \
+    "ldr %[v1], [%[r], #4]\n\t"                                                               \
+    "ldrsb %[t], [%[r], #8]\n\t"                                                              \
+    "add %[r], %[r], %[rs]\n\t"                                                               \
+    "sxtab16 %[e], %[off2], %[v0]\n\t"                                                        \
+    "sxtab16 %[v0], %[off2], %[v0], ror #8\n\t"                                               \
+    "pkhbt %[o], %[e], %[v0], lsl #16\n\t"                                                    \
+    "str %[o], [%[d], #" #G "]\n\t"                                                           \
+    "pkhtb %[o], %[v0], %[e], asr #16\n\t"                                                    \
+    "str %[o], [%[d], #" #G "+8]\n\t"                                                         \
+    "sxtab16 %[e], %[off2], %[v1]\n\t"                                                        \
+    "sxtab16 %[v1], %[off2], %[v1], ror #8\n\t"                                               \
+    "pkhbt %[o], %[e], %[v1], lsl #16\n\t"                                                    \
+    "str %[o], [%[d], #" #G "+16]\n\t"                                                        \
+    "pkhtb %[o], %[v1], %[e], asr #16\n\t"                                                    \
+    "str %[o], [%[d], #" #G "+24]\n\t"                                                        \
+    "sub %[t], %[t], %[zp]\n\t"                                                               \
+    "strh %[t], [%[d], #" #T "]\n\t"
+
+static inline __attribute__((always_inline)) void col333_asm(const int8_t *r, size_t rs,
+                                                             int16_t *col, int pc, int zp,
+                                                             uint32_t off2)
+{
+    int16_t *d = col + 2 * pc;
+    uint32_t v0, v1, e, o, t;
+    __asm__ volatile(K_COL333_ROW(0, 96) K_COL333_ROW(32, 98) K_COL333_ROW(64, 104)
+                     : [r] "+r"(r), [v0] "=&r"(v0), [v1] "=&r"(v1), [e] "=&r"(e), [o] "=&r"(o),
+                       [t] "=&r"(t)
+                     : [rs] "r"(rs), [d] "r"(d), [zp] "r"(zp), [off2] "r"(off2)
+                     : "memory");
+}
+#endif
+
+/* The padded im2col's geometry (conv_padded_k) in locals, read once per call: the output
+ * width, the last window origins inside the input (xmax, ymax), the input bytes per kernel row
+ * step (rs) and per input row (xr). */
+typedef struct {
+    int OW, C, kh, R, sh, sw, pt, pl, xmax, ymax;
+    size_t rs, xr;
+} k_padg;
+
+K_INLINE k_padg padded_geom(const k_window_params *p)
+{
+    k_padg g;
+    g.OW = p->OW;
+    g.C = p->C;
+    g.kh = p->kh;
+    g.R = p->kw * p->C;
+    g.sh = p->sh;
+    g.sw = p->sw;
+    g.pt = p->pt;
+    g.pl = p->pl;
+    g.xmax = p->W - p->kw;
+    g.ymax = p->H - 1 - (p->kh - 1) * p->dh;
+    g.rs = (size_t)p->dh * p->W * p->C;
+    g.xr = (size_t)p->W * p->C;
+    return g;
+}
+
+/* Column pc of output pixel n = (oy, ox) in the re-laid order: a 3 x 3 x 3 window inside the
+ * input through col333_asm (col_rows_inside off the core), any other through col_fill_padded
+ * (out of line, one copy for both columns: code size). */
+K_INLINE void padded_col(const k_padg *g, const k_window_params *p, const int8_t *x, int n,
+                         int oy, int ox, int16_t *col, int pc, int zp, uint32_t off2)
+{
+    const int iy0 = oy * g->sh - g->pt, ix0 = ox * g->sw - g->pl;
+    if (ix0 >= 0 && ix0 <= g->xmax && iy0 >= 0 && iy0 <= g->ymax) {
+        const int8_t *row = x + (size_t)iy0 * g->xr + (size_t)ix0 * g->C;
+#if K_DSP_NATIVE
+        if (g->kh == 3 && g->R == 9) {
+            col333_asm(row, g->rs, col, pc, zp, off2);
+            return;
+        }
+#else
+        if (g->kh == 3 && g->R == 9) {
+            col_rows_inside(row, g->rs, 3, 9, col, pc, zp, off2);
+            return;
+        }
+#endif
+    }
+    col_fill_padded(p, x, n, col, pc, zp, off2);
+}
+
+/* The im2col columns of output pixels n and (two) n + 1 into col (a conv without the re-laid
+ * order, padded_col): a pointwise's input pixels as they are, else col_fill. */
+K_INLINE void conv_cols(const k_window_params *p, const int8_t *x, int n, int two, int16_t *col,
+                        int K, int pointwise, int zp, uint32_t off2, int dsp)
+{
+    if (pointwise) {
         col_copy(x + (size_t)n * K, col, 0, K, 0, zp, off2, dsp);
         if (two) col_copy(x + (size_t)(n + 1) * K, col, 0, K, 1, zp, off2, dsp);
     } else {
@@ -677,31 +839,56 @@ K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const i
 #if K_DSP_NATIVE
     const int up8 = up && dsp && K % 8 == 0 && K > 0 && !((uintptr_t)w & 3u);
 #endif
-    int n = 0;
+    const k_padg pg = padded_geom(p);
+    int n = 0, oy = 0, ox = 0;
+#if K_DSP_NATIVE
+    const int pairs = up8 && q->nq > 1 && b && O >= 2 && !(O & 1);
+    /* int16 weights need K % 4 == 0 only (K_G22_HALF): the re-laid K rounded up to 4 */
+    const int K16 = (p->kh * p->kw * p->C + 3) & ~3;
+    int w16 = 0;
+#endif
     if (Kp) { /* the weights re-laid after the columns; the columns' tails [K, K') zero */
         int8_t *wp = (int8_t *)(col + 2 * Kp);
-        conv_pad_weights(p, w, Kp, wp);
+#if K_DSP_NATIVE
+        w16 = pairs;
+        if (w16) conv_pad_weights16(p, w, K16, (int16_t *)(void *)wp);
+        else
+#endif
+            conv_pad_weights(p, w, Kp, wp);
         w = wp;
         col_zero(col, p->kh * p->kw * p->C, Kp - p->kh * p->kw * p->C, 0);
         col_zero(col, p->kh * p->kw * p->C, Kp - p->kh * p->kw * p->C, 1);
     }
 #if K_DSP_NATIVE
-    const int pairs = up8 && q->nq > 1 && b && O >= 2 && !(O & 1);
-    k_g22p kp = {col, col + (size_t)2 * K, q->mult, (int32_t)((q->shift - q->mult) * 4) - 8, b, y,
+    k_g22p kp = {col, col + (size_t)2 * (w16 ? K16 : K), q->mult, (int32_t)((q->shift - q->mult) * 4) - 8, b, y,
                  O, ((uint32_t)q->act_min & 0xFFu) * 0x01010101u,
                  ((uint32_t)q->act_max & 0xFFu) * 0x01010101u, 2 * q->out_zp + 1, y};
     const int clamp = q->act_min != -128 || q->act_max != 127;
 #endif
     for (; n < npix; n += 2) {
         const int two = n + 1 < npix;
-        conv_cols(p, x, n, two, col, K, Kp, pointwise, zp, off2, dsp);
+        if (Kp) { /* pixels (oy, ox) and the next, stepped along the output rows */
+            padded_col(&pg, p, x, n, oy, ox, col, 0, zp, off2);
+            if (++ox == pg.OW) ox = 0, oy++;
+            if (two) padded_col(&pg, p, x, n + 1, oy, ox, col, 1, zp, off2);
+            if (++ox == pg.OW) ox = 0, oy++;
+        } else conv_cols(p, x, n, two, col, K, pointwise, zp, off2, dsp);
 #if K_DSP_NATIVE
         if (two && pairs) { /* the record set up once; per pair of pixels its pointers */
             kp.mq = q->mult;
             kp.bq = b;
             kp.y0 = y + (size_t)n * O;
             kp.yend = kp.y0 + O;
-            gemm_pairs_asm(&kp, w, clamp);
+            if (w16) gemm_pairs16_asm(&kp, w, clamp);
+            else gemm_pairs_asm(&kp, w, clamp);
+        } else if (w16) { /* the last pixel alone: column 1's outputs land on column 0's, which
+                             * the assembly stores last (y0 + dy = y0) */
+            kp.mq = q->mult;
+            kp.bq = b;
+            kp.y0 = y + (size_t)n * O;
+            kp.yend = kp.y0 + O;
+            kp.dy = 0;
+            gemm_pairs16_asm(&kp, w, clamp);
         } else if (two && up8)
             gemm_pixels_up8(p, q, w, b, col, K, y + (size_t)n * O, y + (size_t)(n + 1) * O);
         else
@@ -1262,7 +1449,9 @@ K_INLINE void dw3_channel(const k_q_params *q, const int8_t *wb, int j, int32_t 
         sw += w0 + w1 + w2;
     }
     k->r = rq_channel(q, c + j);
-    *fast &= rq_fast_ok(&k->r, b, 9);
+    /* rq_fast_ok(&k->r, b, 9) in 32 bits: |b| + 9 * 128 * 255 < 2^30 */
+    *fast &= k->r.left == 0 && k->r.right > 0 && k->r.away && b < (1 << 30) - 293760 &&
+             b > -((1 << 30) - 293760);
     k->bias = b - q->in_zp * sw;
 }
 
@@ -1308,9 +1497,10 @@ K_INLINE void dw3_asm_consts(const k_dw3g *g, const k_q_params *q, const k_dw3c 
 #endif
 
 /* Output line oy of the block (lines r0..r2 of channel 0; channel j's planes j * rw further):
- * DSP on the target with rq mode 2 through dw3_lines_asm (ka: whole groups when the line is an
- * output row other than the last, whose extra pixels land on the next row; else only the groups
- * inside the line), the other pixels one by one. */
+ * DSP on the target with rq mode 2 through dw3_lines_asm (ka: whole groups on an output row
+ * other than the last, whose extra pixels land on the next row; dw3_block sets them to the
+ * groups inside the line for the last row, and for columns from the start), the other pixels
+ * one by one. */
 K_INLINE void dw3_line(const k_dw3g *g, const int16_t *r0, const int16_t *r1,
                        const int16_t *r2, const k_dw3c *k, const void *ka, const k_q_params *q,
                        int8_t *yo, int last, int fast, int dsp)
@@ -1320,7 +1510,7 @@ K_INLINE void dw3_line(const k_dw3g *g, const int16_t *r0, const int16_t *r1,
     (void)dsp; /* read only where the DSP assembly is built */
 #if K_DSP_NATIVE
     if (dsp && fast >= 2) {
-        const k_dw3a *kp = (const k_dw3a *)ka + (last || g->tr ? 4 : 0);
+        const k_dw3a *kp = (const k_dw3a *)ka;
         if (kp->n > 0) {
             ((k_dw3a *)kp)[0].d1 = ((k_dw3a *)kp)[1].d1 = ((k_dw3a *)kp)[2].d1 =
                 ((k_dw3a *)kp)[3].d1 = (int32_t)((const char *)r1 - (const char *)r0);
@@ -1367,7 +1557,7 @@ K_INLINE void dw3_block(const k_dw3g *g, const k_q_params *q, const int8_t *x,
     const int rw = g->rw;
     k_dw3c k[4];
 #if K_DSP_NATIVE
-    k_dw3a ka[8]; /* 0..3: whole groups; 4..7: the last line's groups inside it */
+    k_dw3a ka[4]; /* whole groups (the last output row, and columns: the groups inside it) */
 #define K_DW3A ((const void *)ka)
 #else
 #define K_DW3A ((const void *)0)
@@ -1381,12 +1571,17 @@ K_INLINE void dw3_block(const k_dw3g *g, const k_q_params *q, const int8_t *x,
         if (q->act_min == -128 && q->act_max == 127) fast = 3;
     }
 #if K_DSP_NATIVE
-    if (fast >= 2) {
-        dw3_asm_consts(g, q, k, 1, ka);
-        dw3_asm_consts(g, q, k, 0, ka + 4);
-    }
+    if (fast >= 2) dw3_asm_consts(g, q, k, !g->tr, ka);
 #endif
     for (oy = 0; oy < g->on; oy++) {
+#if K_DSP_NATIVE
+        if (fast >= 2 && oy == g->on - 1 && !g->tr) /* the last row: only the groups inside */
+            for (j = 0; j < 4; j++) {
+                ka[j].n = g->ol >> 2;
+                ka[j].qstep = 2 * rw - 8 * ka[j].n;
+                ka[j].ystep = 1 - 4 * ka[j].n * (int32_t)g->ys;
+            }
+#endif
         for (ry = have > oy ? have : oy; ry < oy + 3; ry++)
             dw3_load_line(g, x, c, ry, ring + (size_t)(ry % 3) * 4 * rw, q->in_zp, dsp);
         have = oy + 3;
@@ -1399,9 +1594,12 @@ K_INLINE void dw3_block(const k_dw3g *g, const k_q_params *q, const int8_t *x,
 
 /* Every 4-channel block of a dw3_ok layer through the ring in the scratch s (4-aligned inside
  * it; the whole ring in_zp first, so the padding columns hold in_zp for good). */
-K_INLINE void dw3_blocks(const k_window_params *p, const k_q_params *q, const int8_t *x,
-                         const int8_t *w, const int32_t *b, int8_t *s, int8_t *y, int dsp)
+static __attribute__((noinline)) void dw3_blocks(const k_window_params *p, const k_q_params *q,
+                                                 const int8_t *x, const int8_t *w,
+                                                 const int32_t *b, int8_t *s, int8_t *y)
 {
+    const int dsp = 1; /* only the _dsp variant has the ring; out of line, so that its
+                        * registers leave the window loops' (dw_block) code alone */
     int16_t *ring = (int16_t *)(void *)(s + ((4u - ((uintptr_t)s & 3u)) & 3u));
     k_dw3g g;
     int i, c, n, C4 = p->C & ~3;
@@ -1420,7 +1618,7 @@ K_INLINE void dw_engine(const k_window_params *p, const k_q_params *q, const int
     int c = 0;
     if (dsp && s && dw3_ok(p)) { /* the plain variant, and a call without the ring (a PEX row
                                     * loop), keep the window loops */
-        dw3_blocks(p, q, x, w, b, s, y, dsp);
+        dw3_blocks(p, q, x, w, b, s, y);
         c = C4;
     }
     for (; c < C4 && T <= K_DW_MAXT; c += 4) dw_block(p, q, x, w + (size_t)c * T, b, c, y, dsp);

@@ -33,8 +33,8 @@
 #include "kernels_q8.h"
 
 /* Bytes of scratch k_q_conv_* / k_q_pointwise_* need: 4 + 2 columns * 2 bytes * (K + K % 2),
- * or 4 + 2 * 2 * K' + O * K' when the conv re-lays its columns and weights at K' = ceil8(K)
- * (conv_padded_k: K % 4 != 0, O K' <= 2048; splitter/codegen/ops/conv.py,
+ * or 4 + 2 * 2 * K' + 2 * O * K' when the conv re-lays its columns and weights (as int16) at
+ * K' = ceil8(K) (conv_padded_k: K % 4 != 0, O K' <= 2048; splitter/codegen/ops/conv.py,
  * Conv2D.scratch_bytes, computes the same). */
 int k_q_conv_scratch(const k_window_params *p);
 
