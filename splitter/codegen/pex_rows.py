@@ -6,7 +6,8 @@ every op must have produced are computed from the last op down, then each op, fi
 produces its missing rows ``d_i .. n_i - 1`` in one call. Op ``i`` writes into the
 window of its output (the inner tensor's block of the arena plan, ``window_rows[i]`` rows of
 ``W * C`` int8 bytes, NHWC) at slot ``d_i - l_i``, after dropping the rows its consumer no
-longer reads (``k_q_copy``, a memmove, to the front: ``l_i`` is the first row held); the last
+longer reads (``k_q_slide``, four words per step, to the front: ``l_i`` is the first row
+held); the last
 op writes row ``d`` of the full output. Every op is an int8 convolution run by the kernel the
 op run whole calls (:func:`splitter.codegen.ops.conv.q8_kernel`: the tuned ``k_q_conv_<isa>``,
 ``k_q_pointwise_<isa>`` or ``k_q_depthwise_<isa>``, the conv and pointwise ones with the op's
@@ -102,8 +103,8 @@ def _produce(
             "if (keep < 0) keep = 0;",
             f"if (keep > d{i}) keep = d{i};",
             f"if (keep > l{i}) {{",
-            f"    k_q_copy({win} + (size_t)(keep - l{i}) * {y_row}, {win},",
-            f"             (d{i} - keep) * {y_row});",
+            f"    k_q_slide({win} + (size_t)(keep - l{i}) * {y_row}, {win},",
+            f"              (d{i} - keep) * {y_row});",
             f"    l{i} = keep;",
             "}",
         ]

@@ -619,7 +619,7 @@ def row_loop_terms(
     top pad the rows missing above them, its bottom pad those missing below): the op's own
     terms (:func:`op_terms`, the same C function fitted on every call of it) summed over its
     calls, each on the call's shapes (:func:`_call_view`); and the window slides,
-    ``k_q_copy`` calls (``call``) moving ``in`` bytes, with the schedule's per-iteration
+    ``k_q_slide`` calls (``call``) moving ``in`` bytes, with the schedule's per-iteration
     bookkeeping (``rows``: iterations times ops), :func:`splitter.cost.rows.window_moves`."""
     found = loop_windows(ops, tensors, band)
     if found is None:

@@ -133,7 +133,7 @@ def loop_windows(
 
 def window_moves(geoms: Sequence[RowGeom], band: int = 1) -> tuple[tuple[int, int], ...]:
     """Per window (between ops ``i`` and ``i+1``), the slides the generated C makes: the number
-    of ``k_q_copy`` calls and the rows they move (``codegen/pex_rows.py``: before op ``i``
+    of ``k_q_slide`` calls and the rows they move (``codegen/pex_rows.py``: before op ``i``
     computes its rows, ``keep = clamp(d_{i+1} s_{i+1} - p_{i+1}, 0, d_i)``; when ``keep >
     l_i`` the rows ``keep .. d_i - 1`` move to the front). The schedule of
     :func:`band_schedule`."""

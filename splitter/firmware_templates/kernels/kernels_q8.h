@@ -130,6 +130,9 @@ void k_q_dequantize(const int8_t *x, void *y, int n, float scale, int zp);
 /* Copy n bytes, regions may overlap (a reshape that ping-pong placement moved). */
 void k_q_copy(const int8_t *x, int8_t *y, int n);
 
+/* Copy n bytes to y at or below x (a PEX row loop's window slide), four words per step. */
+void k_q_slide(const int8_t *x, int8_t *y, int n);
+
 /* LRN (k_lrn, kernels.h) on int8: dequantise with in_scale, in_zp, compute in float, round half
  * away from zero to out_zp + y * out_inv_scale, clamp. TFLite has no int8 LRN kernel; the
  * generator validates this one against the float formula within one quantisation step. */
