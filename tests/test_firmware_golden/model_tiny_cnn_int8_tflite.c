@@ -51,7 +51,7 @@ int sm_00(float *arena)
     float *A = arena;
     unsigned char *A8 = (unsigned char *)arena;
     /* layer 0: serving_default_mfcc:0 (input, already at offset 0) */
-    /* layer 1: conv_2d_0 (conv2d), RAM 2686 B */
+    /* layer 1: conv_2d_0 (conv2d), RAM 2814 B */
     /* conv_2d_0: conv2d (int8) */
     {
         static const k_window_params p = {
