@@ -169,9 +169,7 @@ def _tie_break(problem: Problem, objective: str, result: SolverResult) -> Solver
     """Apply the SPEC.md tie rule to an optimal CP-SAT answer (warm-started exact search)."""
     assert result.assignment is not None
     if objective == "latency":
-        polished = solve_dp(
-            problem, objective, incumbent=result.assignment, time_limit=POLISH_DP_S
-        )
+        polished = solve_dp(problem, objective, incumbent=result.assignment, time_limit=POLISH_DP_S)
     elif problem.d**problem.n <= FS_LIMIT // 8:
         polished = solve_fs(problem, objective)
     else:
