@@ -254,10 +254,15 @@ def test_int8_loops_are_bit_exact_with_the_ops_run_whole(irb_qdq: Path, tmp_path
         x = rng.standard_normal((1, 3, 48, 48)).astype(np.float32).tobytes()
         want = _host_bytes(whole, 0, x, tmp_path / "whole")
         assert _host_bytes(exe, 0, x, tmp_path / "pex") == want
-        mid = _host_bytes(forced, 0, x, tmp_path / "b")
-        assert _host_bytes(forced, 1, mid, tmp_path / "b") == want
-        block_1 = _host_bytes(forced, 2, mid, tmp_path / "b")
-        assert _host_bytes(forced, 3, block_1, tmp_path / "b") == want
+        _check_split(forced, x, want, tmp_path / "b")
+
+
+def _check_split(forced: Path, x: bytes, want: bytes, where: Path) -> None:
+    """The four sub-models of the forced split (0 then 1; 0, 2 then 3) give ``want``."""
+    mid = _host_bytes(forced, 0, x, where)
+    assert _host_bytes(forced, 1, mid, where) == want
+    block_1 = _host_bytes(forced, 2, mid, where)
+    assert _host_bytes(forced, 3, block_1, where) == want
 
 
 @pytest.mark.slow
@@ -294,10 +299,7 @@ def test_int8_channel_loops_of_several_channels_are_bit_exact(
         x = rng.standard_normal((1, 3, 48, 48)).astype(np.float32).tobytes()
         want = _host_bytes(whole, 0, x, tmp_path / "w")
         assert _host_bytes(put, 0, x, tmp_path / "e") == want
-        mid = _host_bytes(forced, 0, x, tmp_path / "b")
-        assert _host_bytes(forced, 1, mid, tmp_path / "b") == want
-        block_1 = _host_bytes(forced, 2, mid, tmp_path / "b")
-        assert _host_bytes(forced, 3, block_1, tmp_path / "b") == want
+        _check_split(forced, x, want, tmp_path / "b")
 
 
 def _rebanded(chain: Chain, fused: Chain, band: int) -> Chain:
