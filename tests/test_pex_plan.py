@@ -578,3 +578,24 @@ def test_planner_falls_back_to_one_channel_per_iteration(tmp_path: Path) -> None
         fused, plan = plan_partial(chain, load_boards(boards(size)), "on")
         assert [lp.step for layer in fused.layers for lp in layer.loops] == [step]
         assert plan.submodels
+
+
+def test_no_loops_are_tried_when_the_weights_exceed_every_board_s_flash(
+    mnv2_tflite: tuple[Chain, Chain],
+) -> None:
+    """The TFLite MobileNetV2's 3.4 MB of weights on two F405s of 164 KiB flash
+    (mlperf_vww2.toml): loops lower RAM only, so ``auto`` answers with the failure without
+    loops, the flash shortfall (SPEC.md (1)), and ``loops_cannot_fit`` says so; the three
+    1.5 MiB-flash boards of pex_mnv2_tflite.toml hold the weights, so there it is false (and
+    the looped plan above fits)."""
+    from splitter.partition.partial import loops_cannot_fit
+
+    chain = mnv2_tflite[0]
+    small = load_boards(BOARDS / "mlperf_vww2.toml")
+    assert sum(layer.cost.flash for layer in chain.layers) > sum(
+        d.flash_bytes for d in small.devices
+    )
+    assert loops_cannot_fit(chain, small)
+    with pytest.raises(InfeasibleError, match="not enough flash"):
+        plan_partial(chain, small, "auto")
+    assert not loops_cannot_fit(chain, load_boards(BOARDS / "pex_mnv2_tflite.toml"))

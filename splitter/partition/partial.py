@@ -15,7 +15,9 @@ With loops, the fastest loops that fit: int8 channel loops first run several cha
 iteration (:func:`splitter.cost.pex_chain.loop_steps`: the tuned whole-op kernels on 16-channel
 slabs), and row loops in bands of rows up to the schedule's peak (``partial_chain(wide=True)``);
 only when that plan does not fit, one row per iteration, then fewer channels (4, then 1: the
-least memory).
+least memory). Loops lower RAM only: when the layers' weights alone (``FLASH_j``, the same
+with or without loops) exceed the devices' whole flash, the failure without loops is the
+answer, and no looped chain is built or planned (:func:`loops_cannot_fit`).
 """
 
 from __future__ import annotations
@@ -58,9 +60,21 @@ def plan_partial(
         try:
             return chain, plan_chain(chain, boards, objective, solver, host_io=host_io, **options)
         except InfeasibleError as exc:
+            if loops_cannot_fit(chain, boards):
+                raise
             failure = exc
     return _plan_looped(chain, fused, boards, objective, solver, activation_bytes, failure,
                         host_io=host_io, **options)  # fmt: skip
+
+
+def loops_cannot_fit(chain: Chain, boards: Boards) -> bool:
+    """Whether no PEX loop can make ``chain`` fit ``boards``: its layers' flash (``FLASH_j``,
+    their weights, which loops run as they are) exceeds the devices' flash budgets together,
+    or one layer's exceeds the largest budget: SPEC.md (1) and (2) against the budgets before
+    any firmware code, so they fail whatever code the loops link."""
+    layers = [layer.cost.flash for layer in chain.layers]
+    budgets = [device.flash_bytes for device in boards.devices]
+    return sum(layers) > sum(budgets) or max(layers, default=0) > max(budgets, default=0)
 
 
 def _plan_looped(
