@@ -78,7 +78,12 @@ def test_a_row_loop_calls_the_ops_tuned_kernels_once_per_band(
     every MAC) with one call per iteration it has rows to compute (one row per iteration: the
     expand computes rows 0 and 1 in its first call, then one a call; bands of 4 rows: 4, 4, 2
     output rows, 3 calls each), and the window slides of
-    :func:`splitter.cost.rows.window_moves` (bookkeeping ``rows``: iterations x ops)."""
+    :func:`splitter.cost.rows.window_moves` (bookkeeping ``rows``: iterations x ops). One row
+    per iteration the depthwise has no line ring (its window loops, its blocks' constants
+    set up on every call); in bands it has one, its
+    features per call: 6 blocks of 4 channels, 10 output rows in all of 3 groups of 4 pixels
+    per channel (the 10 % 4 last pixels of each call's last row one more group), and the
+    ring's loads of each call's output rows + 2 lines of 10 pixels."""
     tensors = {"x": _q8("x", 10, 8), "e": _q8("e", 10, 24), "d": _q8("d", 10, 24),
                "y": _q8("y", 10, 8)}  # fmt: skip
     ops = [_conv("expand", "x", "e", (24, 8, 1, 1), 0),
@@ -86,13 +91,20 @@ def test_a_row_loop_calls_the_ops_tuned_kernels_once_per_band(
            _conv("project", "d", "y", (8, 24, 1, 1), 0)]  # fmt: skip
     terms = loop_terms(ops, 10, tensors, "NHWC", by="row", band=band)
     convs = [t for t in terms if t.variant.startswith("conv2d.")]
+    dw = "conv2d.depthwise" + (".ring" if band > 1 else "")
     assert [t.variant.split("/")[0] for t in convs] == [
-        "conv2d.pointwise", "conv2d.depthwise", "conv2d.pointwise"]  # fmt: skip
+        "conv2d.pointwise", dw, "conv2d.pointwise"]  # fmt: skip
     assert [t.features["call"] for t in convs] == calls
     for op, t, n in zip(ops, convs, calls, strict=True):
-        whole = op_features(op, tensors, "NHWC")
+        if band > 1 and t.variant.startswith(dw):
+            assert t.features == {"call": 3, "inner": 18, "rows": 60, "pair": 720, "edge": 18,
+                                  "in": 24 * (10 + 2 * 3) * 10, "gen": 0, "out": 2400}  # fmt: skip
+            continue
+        whole = op_features(op, tensors, "NHWC", ring=False)
+        if t.variant.startswith(dw):  # its blocks' constants once per call
+            whole["inner"] *= n
         assert {**whole, "call": n} == t.features
-    assert [t.features["out"] for t in convs] == [2400, 2400, 800]
+    assert [convs[0].features["out"], convs[2].features["out"]] == [2400, 800]
     slide = next(t for t in terms if t.variant == "pex.row.slide/NHWC/int8")
     assert slide.features["rows"] == slides
     assert slide.features["in"] % (10 * 24) == 0  # whole rows of W x C bytes

@@ -241,17 +241,111 @@ def _blocked_nhwc(
             "edge": ky * single * o * c, "rows": oh * (ow - 4 * quads) * (o4 + o % 4)}  # fmt: skip
 
 
-def _q8_gemm(op: Op, x: TensorSpec, y: TensorSpec) -> dict[str, float]:
+#: the int8 variants ``conv_engine`` runs (im2col columns, then a GEMM: :func:`_q8_gemm`)
+Q8_GEMMS = ("conv2d.conv/", "conv2d.pointwise/", "conv2d.conv.padded/")
+#: the int8 3x3 depthwise over its padded line ring (:func:`_q8_path`, :func:`_dw3_ring`)
+DW_RING = "conv2d.depthwise.ring/NHWC/int8"
+#: the int8 depthwise's window loops (:func:`_dw_window`)
+DW_WINDOW = "conv2d.depthwise/NHWC/int8"
+
+
+def _q8_gemm(op: Op, x: TensorSpec, y: TensorSpec, *, padded: bool = False) -> dict[str, float]:
     """``conv_engine`` (kernels_q8_opt.c, int8 NHWC): per output pixel an im2col column of
     ``K = kh kw C`` values (``in`` elements, ``inner`` taps), then a GEMM over channel pairs and
     pixel pairs (``mac``; ``gen`` the ``K % 4`` tail MACs, ``rows`` the MACs of an odd last
-    channel), requantisation per output (``out``), per pixel (``pix``)."""
+    channel; ``edge`` the MACs of an odd last pixel, which has no partner to share its weight
+    loads), requantisation per output (``out``), per pixel (``pix``); ``padded``:
+    :func:`_q8_padded`."""
+    if padded:
+        return _q8_padded(op, x, y)
     o, _, kh, kw = (int(d) for d in op.weights["W"].shape)
     k = int(op.weights["W"].shape[1]) * kh * kw
     npix = y.size // o
     return {"call": 1, "mac": o * npix * k, "out": o * npix, "pix": npix,
             "inner": npix * kh * kw, "in": npix * k, "gen": (k % 4) * o * npix,
-            "rows": (o % 2) * npix * k}  # fmt: skip
+            "rows": (o % 2) * npix * k, "edge": (npix % 2) * o * k}  # fmt: skip
+
+
+def _inside(op: Op, x: TensorSpec, y: TensorSpec) -> tuple[int, int]:
+    """(output pixels whose whole window lies inside the input, all output pixels)."""
+    _, h, w = _chw(x, "NHWC")
+    _, oh, ow = _chw(y, "NHWC")
+    kh, kw = (int(v) for v in op.weights["W"].shape[2:])
+    sh, sw = (int(v) for v in op.attr("strides", (1, 1)))
+    pt, pl = (int(v) for v in op.attr("pads", (0, 0, 0, 0))[:2])
+    dh, dw = (int(v) for v in op.attr("dilations", (1, 1)))
+    rows = sum(1 for o in range(oh) if o * sh - pt >= 0 and o * sh - pt + (kh - 1) * dh < h)
+    cols = sum(1 for o in range(ow) if o * sw - pl >= 0 and o * sw - pl + (kw - 1) * dw < w)
+    return rows * cols, oh * ow
+
+
+def _q8_padded(op: Op, x: TensorSpec, y: TensorSpec) -> dict[str, float]:
+    """``conv_engine`` with re-laid columns (``conv_padded_k``, kernels_q8_opt.c: the DSP
+    build's path for ``K = kh kw C`` not a multiple of 4): per pixel its column at ``K'``
+    (``rows``), a window inside the input by ``col333_asm`` when ``kh = 3`` and ``kw C = 9``
+    (``inner``: those pixels) or ``col_fill_padded``'s row copies (``in``: their ``K``
+    values), a window reaching into the padding value by value (``pix`` pixels, ``gen`` their
+    ``K`` values); then the GEMM over ``ceil4(K)`` int16 weights (``mac``) and a
+    requantisation per output (``out``)."""
+    o, c, kh, kw = (int(d) for d in op.weights["W"].shape)
+    k = c * kh * kw
+    inside, npix = _inside(op, x, y)
+    asm = kh == 3 and kw * c == 9
+    border = npix - inside
+    return {"call": 1, "rows": npix, "inner": inside if asm else 0,
+            "in": 0 if asm else inside * k, "pix": border, "gen": border * k,
+            "mac": o * npix * ((k + 3) // 4 * 4), "out": o * npix}  # fmt: skip
+
+
+#: most taps of a depthwise whose blocks of four channels run ``dw_block`` (``K_DW_MAXT``)
+DW_MAXT = 25
+
+
+def _dw_window(op: Op, x: TensorSpec, y: TensorSpec) -> dict[str, float]:
+    """``dw_engine``'s window loops (kernels_q8_opt.c, an int8 depthwise without the line
+    ring): per block of four channels (``C // 4`` blocks, none above :data:`DW_MAXT` taps)
+    its constants (``inner``: blocks x taps), per output row (``rows``), per pixel whose
+    window lies inside the input its ``T`` taps unbounded (``out``: blocks x those pixels,
+    ``mac``: x ``T``), per other pixel its taps inside (``pix``: blocks x those pixels,
+    ``edge``: x their taps); the other channels one by one through ``dw_one`` (``in``: their
+    pixels, ``gen``: their MACs over the taps inside)."""
+    c, oh, ow = _chw(y, "NHWC")
+    _, h, w = _chw(x, "NHWC")
+    kh, kw = (int(v) for v in op.weights["W"].shape[2:])
+    sh, sw = (int(v) for v in op.attr("strides", (1, 1)))
+    pt, pl = (int(v) for v in op.attr("pads", (0, 0, 0, 0))[:2])
+    dh, dw = (int(v) for v in op.attr("dilations", (1, 1)))
+    taps = kh * kw
+    blocks = c // 4 if taps <= DW_MAXT else 0
+    rest = c - 4 * blocks
+    inside, npix = _inside(op, x, y)
+    valid = sum(_valid_taps(oh, kh, sh, pt, h, dh)) * sum(_valid_taps(ow, kw, sw, pl, w, dw))
+    return {"call": 1, "inner": blocks * taps, "rows": blocks * oh, "out": blocks * inside,
+            "mac": blocks * inside * taps, "pix": blocks * (npix - inside),
+            "edge": blocks * (valid - inside * taps), "in": rest * npix,
+            "gen": rest * valid}  # fmt: skip
+
+
+def _dw3_ring(x: TensorSpec, y: TensorSpec) -> dict[str, float]:
+    """``dw3_blocks`` (kernels_q8_opt.c) of an int8 3x3 depthwise over its line ring: per
+    block of four channels its constants (``inner``: ``C // 4`` blocks) and per output line
+    (``rows``, ``dw3_line``; a line is an output row, or a column when the input is taller
+    than wide) the assembly's groups of four pixels per channel (``pair``: ``ceil(ol / 4)``
+    on every line, the ``ol % 4`` last pixels of a line one more group at its end; ``edge``:
+    those extra calls), the ring's line loads (``in``: ``ol + 2`` input lines of every
+    channel of a block), the ``C % 4`` last channels through the window loops (``gen``: their
+    MACs over nine taps) and ``out`` outputs."""
+    _, h, w, c = (int(d) for d in x.shape)
+    _, oh, ow, _ = (int(d) for d in y.shape)
+    tr = h > w
+    n_out, per_line, length = (ow, oh, h) if tr else (oh, ow, w)
+    blocks = c // 4
+    tails = n_out if tr else 1  # lines whose ol % 4 last pixels take one more call
+    tails *= per_line % 4 != 0 and per_line >= 4
+    return {"call": 1, "inner": blocks, "rows": blocks * n_out,
+            "pair": 4 * blocks * n_out * -(-per_line // 4), "edge": blocks * tails,
+            "in": 4 * blocks * (n_out + 2) * length, "gen": (c % 4) * oh * ow * 9,
+            "out": c * oh * ow}  # fmt: skip
 
 
 def _kernel_layout(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> str:
@@ -260,14 +354,21 @@ def _kernel_layout(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> st
     return "NHWC" if _dtype(op, tensors) == "int8" else (layout or "NCHW")
 
 
-def op_features(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> dict[str, float]:
-    """Feature values of ``op``'s main kernel call (module docstring)."""
+def op_features(
+    op: Op, tensors: Mapping[str, TensorSpec], layout: str, *, isa: str = "dsp", ring: bool = True
+) -> dict[str, float]:
+    """Feature values of ``op``'s main kernel call (module docstring; ``isa``, ``ring``:
+    :func:`op_variant`)."""
     layout = _kernel_layout(op, tensors, layout)
     ins = [tensors[n] for n in op.inputs if n in tensors]
     y = tensors[op.outputs[0]]
-    variant = op_variant(op, tensors, layout)
-    if variant.startswith(("conv2d.conv/", "conv2d.pointwise/")) and variant.endswith("/int8"):
-        return _q8_gemm(op, ins[0], y)
+    variant = op_variant(op, tensors, layout, isa=isa, ring=ring)
+    if variant.startswith(Q8_GEMMS) and variant.endswith("/int8"):
+        return _q8_gemm(op, ins[0], y, padded=variant.startswith("conv2d.conv.padded/"))
+    if variant == DW_RING:
+        return _dw3_ring(ins[0], y)
+    if variant == DW_WINDOW:
+        return _dw_window(op, ins[0], y)
     if variant == "conv2d.conv/NHWC/float32":
         c, h, w = _chw(ins[0], layout)
         o, oh, ow = _chw(y, layout)
@@ -308,22 +409,47 @@ def _binary_features(y: TensorSpec) -> dict[str, float]:
     return {"call": 1, "out": y.size, "rows": y.size // max(1, shape[-1])}
 
 
-def op_variant(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> str:
+def op_variant(
+    op: Op, tensors: Mapping[str, TensorSpec], layout: str, *, isa: str = "dsp", ring: bool = True
+) -> str:
     """``kind[.path]/layout/dtype`` of the kernel code that runs ``op`` (the same choice as the
     generator, splitter/codegen/ops: the paths inside ``k_conv2d`` / ``k_conv2d_nhwc``, the int8
-    kernel
-    family of :func:`~splitter.cost.handlers.q8_conv_kind`; ``slice.part`` for a one-axis
-    slice, :func:`~splitter.cost.handlers.block_slice`)."""
+    kernel family of :func:`~splitter.cost.handlers.q8_conv_kind` and the path inside it,
+    :func:`_q8_path`; ``slice.part`` for a one-axis slice,
+    :func:`~splitter.cost.handlers.block_slice`). ``isa``: the build's int8 variant
+    (:func:`build_isa`); ``ring``: whether the call gets its depthwise line ring (not in a row
+    loop of one row per iteration, ``codegen.ops.conv.q8_kernel``)."""
     dtype = _dtype(op, tensors)
     layout = _kernel_layout(op, tensors, layout)
     kind = op.kind
     if kind == "conv2d":
         ins = [tensors[op.inputs[0]]]
-        path = q8_conv_kind(op, ins) if dtype == "int8" else _float_conv_path(op, ins[0], layout)
+        if dtype == "int8":
+            path = _q8_path(op, ins[0], isa == "dsp", ring)
+        else:
+            path = _float_conv_path(op, ins[0], layout)
         kind = f"conv2d.{path}"
     if kind == "slice" and block_slice(op, tensors) is not None:
         kind = "slice.part"  # k_slice_part / k_q_slice_part, not the index gather
     return f"{kind}/{layout or 'NCHW'}/{dtype}"
+
+
+def _q8_path(op: Op, x: TensorSpec, dsp: bool, ring: bool) -> str:
+    """The int8 kernel family (:func:`~splitter.cost.handlers.q8_conv_kind`) and, on the DSP
+    build, the path inside it that costs differently per MAC (kernels_q8_opt.c): a depthwise
+    over its padded line ring (``dw3_blocks``, where ``k_q_depthwise_scratch`` is non-zero:
+    ``depthwise.ring``) rather than the window loops (``dw_block``); a conv whose im2col is
+    re-laid at ``K'`` with int16 weights (``conv_padded_k`` non-zero, a first layer's
+    ``3 x 3 x 3``: ``conv.padded``) rather than the int8 GEMM. The ``_plain`` kernels have
+    neither path."""
+    from splitter.codegen.ops.conv import conv_padded_k, dw3_ring_bytes
+
+    kind = q8_conv_kind(op, [x])
+    if dsp and kind == "depthwise" and ring and dw3_ring_bytes(op, x):
+        return "depthwise.ring"
+    if dsp and kind == "conv" and conv_padded_k(op):
+        return "conv.padded"
+    return kind
 
 
 def _float_conv_path(op: Op, x: TensorSpec, layout: str) -> str:
@@ -343,11 +469,14 @@ def _float_conv_path(op: Op, x: TensorSpec, layout: str) -> str:
     return "grouped"
 
 
-def op_terms(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> list[Term]:
+def op_terms(
+    op: Op, tensors: Mapping[str, TensorSpec], layout: str, *, isa: str = "dsp", ring: bool = True
+) -> list[Term]:
     """The kernel calls of ``op``: its variant, plus ``act.<kind>`` for a fused activation of a
-    float op (the ``k_act`` pass; int8 kernels fold their clamp into the requantisation)."""
-    variant = op_variant(op, tensors, layout)
-    terms = [Term(variant, op_features(op, tensors, layout))]
+    float op (the ``k_act`` pass; int8 kernels fold their clamp into the requantisation).
+    ``isa``, ``ring``: :func:`op_variant`."""
+    variant = op_variant(op, tensors, layout, isa=isa, ring=ring)
+    terms = [Term(variant, op_features(op, tensors, layout, isa=isa, ring=ring))]
     if variant == "conv2d.conv/NCHW/float32":
         x, y = tensors[op.inputs[0]], tensors[op.outputs[0]]
         rest = _chw(y, "NCHW")[0] % 4
@@ -390,8 +519,12 @@ def feature_names(variant: str) -> tuple[str, ...]:
         return ("call", "rows", "pair", "inner", "out", "edge", "gen")
     if variant == MOVE:
         return ("call", "out", "in")
-    if variant.startswith(("conv2d.conv/", "conv2d.pointwise/")) and variant.endswith("/int8"):
-        return ("call", "mac", "out", "pix", "inner", "in", "gen", "rows")
+    if variant.startswith(Q8_GEMMS) and variant.endswith("/int8"):
+        return ("call", "mac", "out", "pix", "inner", "in", "gen", "rows", "edge")
+    if variant == DW_RING:
+        return ("call", "inner", "rows", "pair", "edge", "in", "gen", "out")
+    if variant == DW_WINDOW:
+        return ("call", "inner", "rows", "out", "mac", "pix", "edge", "in", "gen")
     if variant == "conv2d.conv/NHWC/float32":
         return ("call", "mac", "inner", "gen", "pix", "edge", "rows")
     kind = variant.split("/")[0].split(".")[0]
@@ -542,7 +675,8 @@ def op_instructions(
         hit = _coefficients(build).get("measured", {}).get(op_signature(op, tensors, layout))
         if hit is not None:
             return float(hit)
-    return sum(term_instructions(t, build) for t in op_terms(op, tensors, layout))
+    terms = op_terms(op, tensors, layout, isa=build_isa(build))
+    return sum(term_instructions(t, build) for t in terms)
 
 
 def ops_instructions(
@@ -610,7 +744,7 @@ def _generic_q8(op: Op, x: TensorSpec, y: TensorSpec) -> dict[str, float]:
 
 
 def row_loop_terms(
-    ops: Sequence[Op], tensors: Mapping[str, TensorSpec], band: int = 1
+    ops: Sequence[Op], tensors: Mapping[str, TensorSpec], band: int = 1, isa: str = "dsp"
 ) -> list[Term]:
     """The kernel calls of one row loop in bands of ``band`` output rows
     (``codegen/pex_rows.py``, :func:`splitter.cost.rows.band_schedule`): per iteration each
@@ -630,7 +764,7 @@ def row_loop_terms(
         summed: dict[str, dict[str, float]] = {}
         for _lo, done, need in calls:
             view_op, view = _call_view(op, tensors, g, done, need)
-            for term in op_terms(view_op, view, "NHWC"):
+            for term in op_terms(view_op, view, "NHWC", isa=isa, ring=band > 1):
                 acc = summed.setdefault(term.variant, {})
                 for f, v in term.features.items():
                     acc[f] = acc.get(f, 0.0) + v
@@ -805,7 +939,7 @@ def _step_op_terms(ops: Sequence[Op], k: int, g: int, n: int, tensors: Mapping[s
     if found is not None:
         sub = {**tensors, op.inputs[0]: found[1][0], op.outputs[0]: found[2]}
         terms = [Term(t.variant, {f: v * n for f, v in t.features.items()})
-                 for t in op_terms(found[0], sub, "NHWC")]  # fmt: skip
+                 for t in op_terms(found[0], sub, "NHWC", isa=isa)]  # fmt: skip
         put = slab_out_bytes(ops, k, g, tensors)
         if put:  # k_q_pex_put: per pixel a row of g bytes
             terms.append(Term(f"{PEX}put/NHWC/int8", {"call": n, "rows": n * put // g,
@@ -835,7 +969,7 @@ def loop_terms(ops: Sequence[Op], channels: int, tensors: Mapping[str, TensorSpe
     loop (``by == "row"``, ``band`` output rows per iteration): :func:`row_loop_terms`; an
     int8 loop of ``step > 1`` channels per iteration: :func:`step_loop_terms`."""
     if by == "row":
-        return row_loop_terms(ops, tensors, band)
+        return row_loop_terms(ops, tensors, band, isa)
     int8 = _dtype(ops[0], tensors) == "int8"
     if int8 and step > 1:
         return step_loop_terms(ops, channels, step, tensors, isa)

@@ -185,13 +185,15 @@ def declared_chains() -> list[Chain]:
 
 #: PEX loop chains per kind: (layout, dtype, loop kind)
 PEX_KINDS = (("NHWC", "int8", "channel"), ("NHWC", "int8", "row"), ("NCHW", "float32", "channel"))
-PEX_WALKS = 12
+PEX_WALKS = 24
 
 
-def _block(b: _Builder, x: str, c: int, h: int) -> tuple[list[str], str]:
+def _block(
+    b: _Builder, x: str, c: int, h: int, project: bool | None = None
+) -> tuple[list[str], str]:
     """An inverted-residual block with random widths: a generating conv (1x1, or 3x3 stride 1
-    or 2), a depthwise 3x3 (stride 1 or 2), and (mostly) a 1x1 projection; the names of its ops
-    and its output."""
+    or 2), a depthwise 3x3 (stride 1 or 2), and a 1x1 projection (``project``; ``None``: four
+    blocks in five); the names of its ops and its output."""
     rng = b.rng
     e = int(c * rng.choice([2, 3, 4, 6]))
     first = rng.random() < 0.7
@@ -207,7 +209,7 @@ def _block(b: _Builder, x: str, c: int, h: int) -> tuple[list[str], str]:
     attrs = {"kernel": (3, 3), "strides": (s, s), "pads": (1, 1, 1, 1), "dilations": (1, 1),
              "groups": e, "act": "relu6", **b.quant_attrs(x, e)}  # fmt: skip
     x = b.add("conv2d", x, _shape(b.layout, e, dh, dh), attrs, b.weights((e, 1, 3, 3)))
-    if rng.random() < 0.2:
+    if not (rng.random() >= 0.2 if project is None else project):
         return [op.name for op in b.ops], x
     o = int(rng.choice([8, 12, 16, 24, 32]))
     attrs = {"kernel": (1, 1), "strides": (1, 1), "pads": (0, 0, 0, 0), "dilations": (1, 1),
@@ -218,9 +220,10 @@ def _block(b: _Builder, x: str, c: int, h: int) -> tuple[list[str], str]:
 
 def pex_chain(layout: str, dtype: str, by: str, walk: int) -> Chain:
     """One inverted-residual block run by one PEX loop of kind ``by`` (``channel`` over the
-    expanded channels, or ``row`` over the output rows, in bands of 1, 2, 4 or 8 rows by
-    ``walk``): the loop's layers fused as the
-    planner fuses them (``splitter.cost.pex_chain.fuse_layers``)."""
+    expanded channels, int8 in steps of 16, 4 or 1 channels per iteration by ``walk``, one
+    such block in four without its projection so the loop ends in a depthwise writing its slab;
+    or ``row`` over the output rows, in bands of 1, 2, 4 or 8 rows by ``walk``): the loop's
+    layers fused as the planner fuses them (``splitter.cost.pex_chain.fuse_layers``)."""
     from dataclasses import replace
 
     from splitter.cost.layer import itemsize_function
@@ -234,7 +237,8 @@ def pex_chain(layout: str, dtype: str, by: str, walk: int) -> Chain:
     while c * h * h * (1 if dtype == "int8" else 4) > 12 * 1024:
         h -= 2
     first = b.tensor(_shape(layout, c, h, h))
-    names, last = _block(b, first, c, h)
+    steps = by == "channel" and dtype == "int8"
+    names, last = _block(b, first, c, h, (walk // 3 % 4 != 3) if steps else None)
     chain = build_chain(b.graph(first, last))
     y0 = b.tensors[b.ops[0].outputs[0]]
     end = b.tensors[b.ops[len(names) - 1].outputs[0]]
@@ -247,7 +251,8 @@ def pex_chain(layout: str, dtype: str, by: str, walk: int) -> Chain:
     a, z = owner[0], owner[len(names) - 1]
     # a row loop in bands of 1, 2, 4 or 8 rows in turn (the bands the planner picks)
     band = (1, 2, 4, 8)[walk % 4] if by == "row" else 1
-    loop = ChannelLoop(tuple(names), count, by, band=band)
+    step = min((16, 4, 1)[walk % 3], count) if steps else 1  # as the planner clamps it
+    loop = ChannelLoop(tuple(names), count, by, step=step, band=band)
     fused = fuse_layers(chain, chain.layers[a : z + 1], [loop], itemsize_function(None))
     layers = (*chain.layers[:a], fused, *chain.layers[z + 1 :])
     return replace(chain, layers=tuple(replace(x, index=k) for k, x in enumerate(layers)))

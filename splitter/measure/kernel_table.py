@@ -402,7 +402,7 @@ def _sample(chain: Chain, j: int, i: int, instr: float, build: str) -> OpSample:
         sig = loop_signature(ops, loop.channels, tensors, layout, loop.by, loop.step, loop.band)
         return OpSample(chain.name, j, f"{LOOP}{loop.ops[0]}", terms, instr, sig)
     op = layer.ops[i]
-    terms = tuple(op_terms(op, tensors, layout))
+    terms = tuple(op_terms(op, tensors, layout, isa=build_isa(build)))
     return OpSample(chain.name, j, op.name, terms, instr, op_signature(op, tensors, layout))
 
 

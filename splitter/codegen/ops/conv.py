@@ -173,7 +173,7 @@ def conv_padded_k(op: Op) -> int:
     return kp
 
 
-def _dw3_ring_bytes(op: Op, x: TensorSpec) -> int:
+def dw3_ring_bytes(op: Op, x: TensorSpec) -> int:
     """Scratch bytes of the int8 depthwise ``op`` on input ``x`` (``k_q_depthwise_scratch``,
     kernels_q8_opt.c): ``4 + 2 * 3 * 4 * RW`` for a 3x3 kernel with dilation 1, stride 1,
     ``C >= 4`` channels and at least 4 pixels along the longer axis, ``RW = L + W + pr + 3``
@@ -197,11 +197,11 @@ def _dw3_ring_bytes(op: Op, x: TensorSpec) -> int:
 def dw3_row_ring_bytes(op: Op, x: TensorSpec) -> int:
     """The most scratch bytes ``k_q_depthwise_scratch`` asks for on any call of a PEX row loop
     (input ``H' <= H`` rows of width ``W``, top and bottom pads at most the op's): the ring of
-    the whole op (:func:`_dw3_ring_bytes`; lines along ``H`` when ``H > W``, the longest such
+    the whole op (:func:`dw3_ring_bytes`; lines along ``H`` when ``H > W``, the longest such
     call's) and the ring with lines along ``W`` (the calls with ``H' <= W``), the larger."""
     h, w, c = (int(v) for v in x.shape[1:4])
-    rows = _dw3_ring_bytes(op, replace(x, shape=(x.shape[0], min(h, w), w, c)))
-    return max(_dw3_ring_bytes(op, x), rows)
+    rows = dw3_ring_bytes(op, replace(x, shape=(x.shape[0], min(h, w), w, c)))
+    return max(dw3_ring_bytes(op, x), rows)
 
 
 class Conv2D(OpEmitter):
@@ -280,7 +280,7 @@ class Conv2D(OpEmitter):
         int16. Float convs and the other int8 convs read their input directly: 0."""
         kind = q8_conv_kind(op, ins)
         if kind == "depthwise":
-            return _dw3_ring_bytes(op, ins[0])
+            return dw3_ring_bytes(op, ins[0])
         if kind not in ("conv", "pointwise"):
             return 0
         k = int(np.prod(op.weights["W"].shape[1:]))
@@ -334,7 +334,7 @@ def q8_kernel(
     the weights blob) and its scratch argument (``""`` for the kernels without one): the one
     choice the whole op and a PEX row loop (:mod:`splitter.codegen.pex_rows`, ``whole=False``)
     share. The depthwise takes its line ring when it has one (run whole:
-    :func:`_dw3_ring_bytes`; in a row loop of ``band > 1`` rows per iteration:
+    :func:`dw3_ring_bytes`; in a row loop of ``band > 1`` rows per iteration:
     :func:`dw3_row_ring_bytes`), else ``0`` (the window loops)."""
     x = ctx.tensors[op.inputs[0]]
     family = q8_conv_kind(op, [x])
@@ -342,7 +342,7 @@ def q8_kernel(
     w = layout.get(family, lambda a: a)(ohwi(np.asarray(op.weights["W"])))
     wn = ctx.weights.add(f"{op.name}_W", w, np.int8)
     scratch = ""
-    ring = _dw3_ring_bytes(op, x) if whole else dw3_row_ring_bytes(op, x) * (band > 1)
+    ring = dw3_ring_bytes(op, x) if whole else dw3_row_ring_bytes(op, x) * (band > 1)
     if family in ("conv", "pointwise") or (family == "depthwise" and ring):
         scratch = ctx.p8(f"{op.name}:scratch")
     elif family == "depthwise":
