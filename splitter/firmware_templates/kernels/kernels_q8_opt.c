@@ -1242,9 +1242,9 @@ K_INLINE void dw3_load_line(const k_dw3g *g, const int8_t *x, int c, int ry, int
     const int iy = ry - g->top, L = g->lead + (g->lead & 1), rw = g->rw, len = g->len;
     const size_t xs = g->xs;
     int ix, j;
-    if (iy < 0 || iy >= g->n) {
-        for (j = 0; j < 4; j++)
-            for (ix = 0; ix < len; ix++) slot[j * rw + L + ix] = (int16_t)zp;
+    if (iy < 0 || iy >= g->n) { /* the whole slot, two halfwords a store */
+        const uint32_t z2 = ((uint32_t)zp & 0xFFFFu) * 0x10001u;
+        for (ix = 0; ix < 2 * rw; ix++) K_ST4(slot + 2 * ix, z2);
         return;
     }
     {
@@ -1317,119 +1317,123 @@ K_INLINE int32_t dw3_one(const int16_t *r0, const int16_t *r1, const int16_t *r2
 }
 
 /* The requantised, clamped int8 of a sum (rq mode: 2 dw_rq2, 1 rq_fast, 0 rq_value; fast 3:
- * dw_rq2 and an activation range of all int8, SSAT alone). */
+ * dw_rq2 and an activation range of all int8, SSAT alone; fast 4: dw_rq2 and act_max 127,
+ * whose assembly clamps the low end only). */
 K_INLINE int8_t dw3_out(int32_t a, const k_dw3c *k, int ozp, int lo, int hi, int fast)
 {
     int32_t v;
     if (fast == 3) return (int8_t)K_SSAT8(dw_rq2(a, &k->r));
-    v = fast == 2 ? dw_rq2(a, &k->r)
+    v = fast >= 2 ? dw_rq2(a, &k->r)
                   : (fast ? rq_fast(a, &k->r) : rq_value(a, &k->r, k->r.away)) + ozp;
     v = v < lo ? lo : v;
     v = v > hi ? hi : v;
     return (int8_t)v;
 }
 
-#if K_DSP_NATIVE
 /* One channel's constants as dw3_lines_asm reads them (byte offsets in the assembly): per
- * kernel line (w0, w1) and (w1, w2) (0..20), the folded doubled bias (24), m and fc of dw_rq2 (28,
- * 32), its right shift (36), the output stride along a line (40), the clamp bytes (44, 48), the
- * byte distances of ring lines 1 and 2 from line 0 (52, 56), the four-pixel groups per line
- * (60), the plane and output steps to the next channel (64, 68), 1 on the block's last channel
- * (72). */
+ * kernel line (w0, w1) and (w1, w2) (0..20), the folded doubled bias (24), m and fc of dw_rq2
+ * (28, 32), its right shift (36), the output stride along a line (40), the clamp bytes (44,
+ * 48), the four-pixel groups per line (52), the plane and output steps to the next channel
+ * (56, 60), 1 on the block's last channel (64). */
 typedef struct {
     uint32_t w[6];
     int32_t bias, m, fc, right, ys;
     uint32_t lo4, hi4;
-    int32_t d1, d2, n, qstep, ystep, last;
+    int32_t n, qstep, ystep, last;
 } k_dw3a;
 
-/* One kernel line of four output pixels: line pointer R, the line's weight pairs
- * P = (w0, w1), Q = (w1, w2) at byte WO, accumulators from ACC (the bias register on the first
- * line). The words (x0, x1), (x2, x3), (x4, x5) give every product: pixel 0 SMLAD (x0, x1) P +
- * SMLABT x2 w2, pixel 1 SMLATB x1 w0 + SMLAD (x2, x3) Q, pixel 2 SMLAD (x2, x3) P + SMLABT x4 w2,
- * pixel 3 SMLATB x3 w0 + SMLAD (x4, x5) Q: 12 MACs in three loads and eight instructions. LDR
- * only: any halfword alignment loads. */
+#if K_DSP_NATIVE
+/* One kernel line of four output pixels: line pointer R (post-incremented by 8, the next
+ * group's start), the line's weight pairs P = (w0, w1), Q = (w1, w2) at byte WO, accumulators
+ * from ACC0..ACC3 (the bias, a3, on the first line). The words (x0, x1), (x2, x3), (x4, x5)
+ * give every product: pixel 0 SMLAD (x0, x1) P + SMLABT x2 w2, pixel 1 SMLATB x1 w0 +
+ * SMLAD (x2, x3) Q, pixel 2 SMLAD (x2, x3) P + SMLABT x4 w2, pixel 3 SMLATB x3 w0 +
+ * SMLAD (x4, x5) Q: 12 MACs in three loads, one LDRD and eight instructions. LDR only: any
+ * halfword alignment loads. */
 #define DW3_ASM_LINE(R, WO, ACC0, ACC1, ACC2, ACC3)                                            \
     "ldrd %[P], %[Q], [%[kp], #" #WO "]\n\t"                                                   \
-    "ldr %[A], [" R "]\n\t"                                                                    \
-    "ldr %[B], [" R ", #4]\n\t"                                                                \
-    "ldr %[D], [" R ", #8]\n\t"                                                                \
+    "ldr %[A], [" R "], #4\n\t"                                                                \
+    "ldr %[B], [" R "], #4\n\t"                                                                \
     "smlad %[a0], %[A], %[P], " ACC0 "\n\t"                                                    \
     "smlatb %[a1], %[A], %[P], " ACC1 "\n\t"                                                   \
-    "smlabt %[a0], %[B], %[Q], %[a0]\n\t"                                                      \
-    "smlad %[a1], %[B], %[Q], %[a1]\n\t"                                                       \
     "smlad %[a2], %[B], %[P], " ACC2 "\n\t"                                                    \
     "smlatb %[a3], %[B], %[P], " ACC3 "\n\t"                                                   \
-    "smlabt %[a2], %[D], %[Q], %[a2]\n\t"                                                      \
-    "smlad %[a3], %[D], %[Q], %[a3]\n\t"
-/* dw_rq2 of one sum S into V, SSAT #8 (m, fc in P, Q; right in T). */
-#define DW3_ASM_RQ(V, S)                                                                       \
-    "smmlar " V ", " S ", %[P], %[Q]\n\t"                                                      \
-    "add " V ", " V ", " S ", asr #31\n\t"                                                     \
-    "asr " V ", " V ", %[T]\n\t"                                                               \
+    "ldr %[A], [" R "]\n\t"                                                                    \
+    "smlabt %[a0], %[B], %[Q], %[a0]\n\t"                                                      \
+    "smlad %[a1], %[B], %[Q], %[a1]\n\t"                                                       \
+    "smlabt %[a2], %[A], %[Q], %[a2]\n\t"                                                      \
+    "smlad %[a3], %[A], %[Q], %[a3]\n\t"
+/* dw_rq2 of the sum in V, in place, SSAT #8 (m, fc in P, Q; right in B; A a temporary). */
+#define DW3_ASM_RQ(V)                                                                          \
+    "smmlar %[A], " V ", %[P], %[Q]\n\t"                                                       \
+    "add " V ", %[A], " V ", asr #31\n\t"                                                      \
+    "asr " V ", " V ", %[B]\n\t"                                                               \
     "ssat " V ", #8, " V "\n\t"
-/* CLAMP: the four bytes into one word, SSUB8 / SEL against lo4, hi4 (K_MAX8 / K_MIN8), back
- * into four registers. */
-#define DW3_ASM_CLAMP                                                                          \
-    "bfi %[A], %[B], #8, #8\n\t"                                                               \
-    "bfi %[A], %[D], #16, #8\n\t"                                                              \
-    "bfi %[A], %[a0], #24, #8\n\t"                                                             \
-    "ldrd %[P], %[Q], [%[kp], #44]\n\t"                                                        \
-    "ssub8 %[T], %[A], %[P]\n\t"                                                               \
-    "sel %[A], %[A], %[P]\n\t"                                                                 \
-    "ssub8 %[T], %[Q], %[A]\n\t"                                                               \
-    "sel %[A], %[A], %[Q]\n\t"                                                                 \
-    "lsr %[B], %[A], #8\n\t"                                                                   \
-    "lsr %[D], %[A], #16\n\t"                                                                  \
-    "lsr %[a0], %[A], #24\n\t"
+/* The four bytes into one word (BFI), clamped by SSUB8 / SEL (K_MAX8 against lo4, then, CLAMP
+ * HI, K_MIN8 against hi4), back into four registers. */
+#define DW3_ASM_PACK "bfi %[a0], %[a1], #8, #8\n\tbfi %[a0], %[a2], #16, #8\n\tbfi %[a0], %[a3], #24, #8\n\t"
+#define DW3_ASM_UNPACK "lsr %[a1], %[a0], #8\n\tlsr %[a2], %[a0], #16\n\tlsr %[a3], %[a0], #24\n\t"
+#define DW3_ASM_CLAMP_LO                                                                       \
+    DW3_ASM_PACK "ldr %[P], [%[kp], #44]\n\t"                                                  \
+                 "ssub8 %[A], %[a0], %[P]\n\t"                                                 \
+                 "sel %[a0], %[a0], %[P]\n\t" DW3_ASM_UNPACK
+#define DW3_ASM_CLAMP_BOTH                                                                     \
+    DW3_ASM_PACK "ldrd %[P], %[Q], [%[kp], #44]\n\t"                                           \
+                 "ssub8 %[A], %[a0], %[P]\n\t"                                                 \
+                 "sel %[a0], %[a0], %[P]\n\t"                                                  \
+                 "ssub8 %[A], %[Q], %[a0]\n\t"                                                 \
+                 "sel %[a0], %[a0], %[Q]\n\t" DW3_ASM_UNPACK
 /* Every channel of the block (kp[0..3]) over one output line: kp->n groups of four pixels from
- * the line at q (bytes; channel j's plane at q + j * (8 n + qstep)), the outputs at yo (channel
- * j's at yo + j). */
+ * the ring lines at q0, q1, q2 (bytes; channel j's planes 2 rw bytes further each), the outputs
+ * at yo (channel j's at yo + j). Per group: 37 instructions for the 36 MACs, 18 for the
+ * requantisation, 7 for the stores and 2 for the loop: 64, CLAMP adding 9 (lo only) or 11. */
 #define DW3_ASM_LOOP(CLAMP)                                                                    \
     __asm__ volatile(                                                                          \
         "2:\n\t"                                                                               \
-        "ldr %[n], [%[kp], #60]\n\t"                                                           \
+        "ldr %[n], [%[kp], #52]\n\t"                                                           \
         "1:\n\t"                                                                               \
-        "ldr %[T], [%[kp], #24]\n\t" DW3_ASM_LINE("%[q]", 0, "%[T]", "%[T]", "%[T]", "%[T]")   \
-        "ldr %[T], [%[kp], #52]\n\t"                                                           \
-        "add %[T], %[q], %[T]\n\t" DW3_ASM_LINE("%[T]", 8, "%[a0]", "%[a1]", "%[a2]", "%[a3]") \
-        "ldr %[T], [%[kp], #56]\n\t"                                                           \
-        "add %[T], %[q], %[T]\n\t" DW3_ASM_LINE("%[T]", 16, "%[a0]", "%[a1]", "%[a2]",         \
-                                                "%[a3]")                                       \
+        "ldr %[a3], [%[kp], #24]\n\t" DW3_ASM_LINE("%[q0]", 0, "%[a3]", "%[a3]", "%[a3]",      \
+                                                   "%[a3]")                                    \
+            DW3_ASM_LINE("%[q1]", 8, "%[a0]", "%[a1]", "%[a2]", "%[a3]")                       \
+                DW3_ASM_LINE("%[q2]", 16, "%[a0]", "%[a1]", "%[a2]", "%[a3]")                  \
         "ldrd %[P], %[Q], [%[kp], #28]\n\t"                                                    \
-        "ldr %[T], [%[kp], #36]\n\t" DW3_ASM_RQ("%[A]", "%[a0]") DW3_ASM_RQ("%[B]", "%[a1]")   \
-            DW3_ASM_RQ("%[D]", "%[a2]") DW3_ASM_RQ("%[a0]", "%[a3]") CLAMP                     \
-        "ldr %[T], [%[kp], #40]\n\t"                                                           \
-        "strb %[A], [%[yo]]\n\t"                                                               \
-        "strb %[B], [%[yo], %[T]]\n\t"                                                         \
-        "add %[yo], %[yo], %[T], lsl #1\n\t"                                                   \
-        "strb %[D], [%[yo]]\n\t"                                                               \
-        "strb %[a0], [%[yo], %[T]]\n\t"                                                        \
-        "add %[yo], %[yo], %[T], lsl #1\n\t"                                                   \
-        "adds %[q], %[q], #8\n\t"                                                              \
+        "ldr %[B], [%[kp], #36]\n\t" DW3_ASM_RQ("%[a0]") DW3_ASM_RQ("%[a1]")                   \
+            DW3_ASM_RQ("%[a2]") DW3_ASM_RQ("%[a3]") CLAMP                                      \
+        "ldr %[B], [%[kp], #40]\n\t"                                                           \
+        "strb %[a0], [%[yo]]\n\t"                                                              \
+        "strb %[a1], [%[yo], %[B]]\n\t"                                                        \
+        "add %[yo], %[yo], %[B], lsl #1\n\t"                                                   \
+        "strb %[a2], [%[yo]]\n\t"                                                              \
+        "strb %[a3], [%[yo], %[B]]\n\t"                                                        \
+        "add %[yo], %[yo], %[B], lsl #1\n\t"                                                   \
         "subs %[n], %[n], #1\n\t"                                                              \
         "bne 1b\n\t"                                                                           \
-        "ldr %[T], [%[kp], #64]\n\t"                                                           \
-        "add %[q], %[q], %[T]\n\t"                                                             \
-        "ldr %[T], [%[kp], #68]\n\t"                                                           \
-        "add %[yo], %[yo], %[T]\n\t"                                                           \
-        "ldr %[T], [%[kp], #72]\n\t"                                                           \
-        "adds %[kp], %[kp], #76\n\t"                                                           \
-        "cmp %[T], #0\n\t"                                                                     \
+        "ldr %[A], [%[kp], #56]\n\t"                                                           \
+        "add %[q0], %[q0], %[A]\n\t"                                                           \
+        "add %[q1], %[q1], %[A]\n\t"                                                           \
+        "add %[q2], %[q2], %[A]\n\t"                                                           \
+        "ldr %[A], [%[kp], #60]\n\t"                                                           \
+        "add %[yo], %[yo], %[A]\n\t"                                                           \
+        "ldr %[A], [%[kp], #64]\n\t"                                                           \
+        "adds %[kp], %[kp], #68\n\t"                                                           \
+        "cmp %[A], #0\n\t"                                                                     \
         "beq 2b\n\t"                                                                           \
-        : [q] "+r"(q), [yo] "+r"(yo), [kp] "+r"(kp), [n] "=&r"(n), [a0] "=&r"(a0),             \
-          [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [A] "=&r"(A), [B] "=&r"(B),          \
-          [D] "=&r"(D), [P] "=&r"(P), [Q] "=&r"(Q), [T] "=&r"(T)                               \
+        : [q0] "+r"(q0), [q1] "+r"(q1), [q2] "+r"(q2), [yo] "+r"(yo), [kp] "+r"(kp),         \
+          [n] "=&r"(n), [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3),        \
+          [A] "=&r"(A), [B] "=&r"(B), [P] "=&r"(P), [Q] "=&r"(Q)                               \
         :                                                                                      \
         : "memory", "cc")
 
-/* The block's four channels over one output line (kp->n >= 1 groups each). */
-static void dw3_lines_asm(const int16_t *r0, int clamp, const k_dw3a *kp, int8_t *yo)
+/* The block's four channels over one output line (kp->n >= 1 groups each) from the ring lines
+ * r0, r1, r2 (channel 0's planes); clamp 0: none (SSAT alone), 1: lo4 only (hi 127), 2: both. */
+static void dw3_lines_asm(const int16_t *r0, const int16_t *r1, const int16_t *r2, int clamp,
+                          const k_dw3a *kp, int8_t *yo)
 {
-    const char *q = (const char *)r0;
-    uint32_t n, a0, a1, a2, a3, A, B, D, P, Q, T;
-    if (!clamp) DW3_ASM_LOOP("");
-    else DW3_ASM_LOOP(DW3_ASM_CLAMP);
+    const char *q0 = (const char *)r0, *q1 = (const char *)r1, *q2 = (const char *)r2;
+    uint32_t n, a0, a1, a2, a3, A, B, P, Q;
+    if (clamp == 0) DW3_ASM_LOOP("");
+    else if (clamp == 1) DW3_ASM_LOOP(DW3_ASM_CLAMP_LO);
+    else DW3_ASM_LOOP(DW3_ASM_CLAMP_BOTH);
 }
 #endif
 
@@ -1467,14 +1471,25 @@ K_INLINE void dw3_double(k_dw3c *k, int ozp)
     k->r.half = (int32_t)(1u << (k->r.right - 1)) + (int32_t)((uint32_t)ozp << k->r.right);
 }
 
-#if K_DSP_NATIVE
-/* The assembly's constants of the block's channels (full: groups over the whole line, the
- * last group's extra pixels landing on the next output line's first pixels, which that line
- * then overwrites). */
-K_INLINE void dw3_asm_consts(const k_dw3g *g, const k_q_params *q, const k_dw3c *k, int full,
+/* Sets the block's records to n groups per line (the plane and output steps to the next
+ * channel follow from n). */
+K_INLINE void dw3_groups(const k_dw3g *g, int n, k_dw3a *ka)
+{
+    int j;
+    for (j = 0; j < 4; j++) {
+        ka[j].n = n;
+        ka[j].qstep = 2 * g->rw - 8 * n;
+        ka[j].ystep = 1 - 4 * n * (int32_t)g->ys;
+    }
+}
+
+/* The assembly's constants of the block's channels: rows with (ol + 3) / 4 groups over the
+ * whole line (the last group's extra pixels landing on the next output line's first pixels,
+ * which that line then overwrites; dw3_block sets the last row to the ol / 4 groups inside
+ * it), columns with the ol / 4 groups inside the line. */
+K_INLINE void dw3_asm_consts(const k_dw3g *g, const k_q_params *q, const k_dw3c *k,
                              k_dw3a *ka)
 {
-    const int n = full ? (g->ol + 3) >> 2 : g->ol >> 2;
     int j, u;
     for (j = 0; j < 4; j++) {
         for (u = 0; u < 3; u++) {
@@ -1488,108 +1503,81 @@ K_INLINE void dw3_asm_consts(const k_dw3g *g, const k_q_params *q, const k_dw3c 
         ka[j].ys = (int32_t)g->ys;
         ka[j].lo4 = ((uint32_t)q->act_min & 0xFFu) * 0x01010101u;
         ka[j].hi4 = ((uint32_t)q->act_max & 0xFFu) * 0x01010101u;
-        ka[j].n = n;
-        ka[j].qstep = 2 * g->rw - 8 * n;
-        ka[j].ystep = 1 - 4 * n * (int32_t)g->ys;
         ka[j].last = j == 3;
     }
+    dw3_groups(g, g->tr ? g->ol >> 2 : (g->ol + 3) >> 2, ka);
 }
-#endif
 
-/* Output line oy of the block (lines r0..r2 of channel 0; channel j's planes j * rw further):
- * DSP on the target with rq mode 2 through dw3_lines_asm (ka: whole groups on an output row
- * other than the last, whose extra pixels land on the next row; dw3_block sets them to the
- * groups inside the line for the last row, and for columns from the start), the other pixels
- * one by one. */
+/* Output line of the block at yo from the ring lines r0..r2 (channel 0's planes; channel j's
+ * j rw halfwords further): DSP on the target with rq mode 2 (fast >= 2) through dw3_lines_asm
+ * (ka's groups; when they stop short of the line's end, one more group ending there, its first
+ * pixels computed again to the same values), the other pixels one by one (dw3_one). */
 K_INLINE void dw3_line(const k_dw3g *g, const int16_t *r0, const int16_t *r1,
-                       const int16_t *r2, const k_dw3c *k, const void *ka, const k_q_params *q,
-                       int8_t *yo, int last, int fast, int dsp)
+                       const int16_t *r2, const k_dw3c *k, k_dw3a *ka, const k_q_params *q,
+                       int8_t *yo, int fast, int dsp)
 {
     const int e = g->lead & 1, rw = g->rw;
     int j, ox, done = 0;
     (void)dsp; /* read only where the DSP assembly is built */
+    (void)ka;
 #if K_DSP_NATIVE
-    if (dsp && fast >= 2) {
-        const k_dw3a *kp = (const k_dw3a *)ka;
-        if (kp->n > 0) {
-            ((k_dw3a *)kp)[0].d1 = ((k_dw3a *)kp)[1].d1 = ((k_dw3a *)kp)[2].d1 =
-                ((k_dw3a *)kp)[3].d1 = (int32_t)((const char *)r1 - (const char *)r0);
-            ((k_dw3a *)kp)[0].d2 = ((k_dw3a *)kp)[1].d2 = ((k_dw3a *)kp)[2].d2 =
-                ((k_dw3a *)kp)[3].d2 = (int32_t)((const char *)r2 - (const char *)r0);
-            dw3_lines_asm(r0 + e, fast == 2, kp, yo);
-        }
-        done = last || g->tr ? kp->n * 4 : g->ol;
-        if (done < g->ol && kp->n > 0) {
-            /* the ol % 4 last pixels: one more group ending at the line's end (its first pixels
-             * computed again, to the same values), the records set to one group for it */
-            k_dw3a *kt = (k_dw3a *)(uintptr_t)kp;
-            const int st = g->ol - 4, n = kt->n, qs = kt->qstep, ys = kt->ystep;
-            for (j = 0; j < 4; j++) {
-                kt[j].n = 1;
-                kt[j].qstep = 2 * rw - 8;
-                kt[j].ystep = 1 - 4 * (int32_t)g->ys;
-            }
-            dw3_lines_asm(r0 + e + st, fast == 2, kt, yo + (size_t)st * g->ys);
-            for (j = 0; j < 4; j++) {
-                kt[j].n = n;
-                kt[j].qstep = qs;
-                kt[j].ystep = ys;
-            }
+    if (dsp && fast >= 2 && ka->n > 0) {
+        const int clamp = fast == 3 ? 0 : fast == 4 ? 1 : 2, n = ka->n;
+        dw3_lines_asm(r0 + e, r1 + e, r2 + e, clamp, ka, yo);
+        done = 4 * n < g->ol ? 4 * n : g->ol;
+        if (done < g->ol) {
+            const int st = e + g->ol - 4;
+            dw3_groups(g, 1, ka);
+            dw3_lines_asm(r0 + st, r1 + st, r2 + st, clamp, ka, yo + (size_t)(st - e) * g->ys);
+            dw3_groups(g, n, ka);
             done = g->ol;
         }
     }
-#else
-    (void)ka;
-    (void)last;
 #endif
-    for (j = 0; j < 4; j++)
+    for (j = 0; j < 4 && done < g->ol; j++)
         for (ox = done; ox < g->ol; ox++)
             yo[(size_t)ox * g->ys + j] =
                 dw3_out(dw3_one(r0 + j * rw, r1 + j * rw, r2 + j * rw, e + ox, &k[j]), &k[j],
                         q->out_zp, q->act_min, q->act_max, fast);
 }
 
-/* Channels c..c+3 of every output pixel through the ring (the scratch's zp-filled lines). */
+/* The block's rq mode (dw3_out's fast): 2 (3 without clamp, 4 with act_max 127) when every
+ * channel allows dw_rq2, its constants then doubled (dw3_double); else 0. */
+K_INLINE int dw3_mode(const k_q_params *q, k_dw3c *k, int fast, int dsp)
+{
+    int j, f2 = 1;
+    for (j = 0; j < 4; j++) f2 &= k[j].r.m > (1 << 30) && k[j].r.right <= 22;
+    if (!(dsp && fast && f2)) return 0;
+    for (j = 0; j < 4; j++) dw3_double(&k[j], q->out_zp);
+    if (q->act_max != 127) return 2;
+    return q->act_min == -128 ? 3 : 4;
+}
+
+/* Channels c..c+3 of every output pixel through the ring (the scratch's zp-filled lines): the
+ * three ring slots' pointers rotate, each output line loading the one line it adds. */
 K_INLINE void dw3_block(const k_dw3g *g, const k_q_params *q, const int8_t *x,
                         const int8_t *wb, const int32_t *b, int c, int16_t *ring, int8_t *y,
                         int dsp)
 {
     const int rw = g->rw;
+    int16_t *l0 = ring, *l1 = ring + 4 * rw, *l2 = ring + 8 * rw, *t;
     k_dw3c k[4];
-#if K_DSP_NATIVE
-    k_dw3a ka[4]; /* whole groups (the last output row, and columns: the groups inside it) */
-#define K_DW3A ((const void *)ka)
-#else
-#define K_DW3A ((const void *)0)
-#endif
-    int j, oy, ry, have = 0, fast = 1, f2 = 1;
+    k_dw3a ka[4];
+    int j, oy, fast = 1;
     for (j = 0; j < 4; j++) dw3_channel(q, wb, j, b ? b[c + j] : 0, c, g->tr, &k[j], &fast);
-    for (j = 0; j < 4; j++) f2 &= k[j].r.m > (1 << 30) && k[j].r.right <= 22;
-    fast = dsp && fast && f2 ? 2 : 0;
-    if (fast == 2) {
-        for (j = 0; j < 4; j++) dw3_double(&k[j], q->out_zp);
-        if (q->act_min == -128 && q->act_max == 127) fast = 3;
-    }
-#if K_DSP_NATIVE
-    if (fast >= 2) dw3_asm_consts(g, q, k, !g->tr, ka);
-#endif
+    fast = dw3_mode(q, k, fast, dsp);
+    if (fast >= 2) dw3_asm_consts(g, q, k, ka);
+    dw3_load_line(g, x, c, 0, l0, q->in_zp, dsp);
+    dw3_load_line(g, x, c, 1, l1, q->in_zp, dsp);
     for (oy = 0; oy < g->on; oy++) {
-#if K_DSP_NATIVE
-        if (fast >= 2 && oy == g->on - 1 && !g->tr) /* the last row: only the groups inside */
-            for (j = 0; j < 4; j++) {
-                ka[j].n = g->ol >> 2;
-                ka[j].qstep = 2 * rw - 8 * ka[j].n;
-                ka[j].ystep = 1 - 4 * ka[j].n * (int32_t)g->ys;
-            }
-#endif
-        for (ry = have > oy ? have : oy; ry < oy + 3; ry++)
-            dw3_load_line(g, x, c, ry, ring + (size_t)(ry % 3) * 4 * rw, q->in_zp, dsp);
-        have = oy + 3;
-        dw3_line(g, ring + (size_t)(oy % 3) * 4 * rw, ring + (size_t)((oy + 1) % 3) * 4 * rw,
-                 ring + (size_t)((oy + 2) % 3) * 4 * rw, k, K_DW3A, q,
-                 y + (size_t)oy * g->yl + c, oy == g->on - 1, fast, dsp);
+        if (fast >= 2 && oy == g->on - 1) dw3_groups(g, g->ol >> 2, ka); /* the groups inside */
+        dw3_load_line(g, x, c, oy + 2, l2, q->in_zp, dsp);
+        dw3_line(g, l0, l1, l2, k, ka, q, y + (size_t)oy * g->yl + c, fast, dsp);
+        t = l0;
+        l0 = l1;
+        l1 = l2;
+        l2 = t;
     }
-#undef K_DW3A
 }
 
 /* Every 4-channel block of a dw3_ok layer through the ring in the scratch s (4-aligned inside
