@@ -15,12 +15,13 @@
 /* One output channel's requantisation, computed once per channel block: M = m * 2^(s - 31)
  * split into a left shift (s > 0) and a rounding right shift (s <= 0), the right shift's
  * remainder mask and tie threshold, and `away` (1: ties away from zero, k_q_mul; 0: ties up,
- * k_q_mul_up). */
+ * k_q_mul_up). m, half and right first: the 3 x 3 depthwise's assembly reads them at fixed
+ * offsets (k_dw3a). */
 typedef struct {
     int32_t m;
-    int left, right;
-    int32_t mask, thr, away;
     int32_t half; /* 2^(right - 1), 0 when right == 0 (rq_fast); depthwise rq mode 2: fc */
+    int right, left;
+    int32_t mask, thr, away;
 } k_rq;
 
 K_INLINE k_rq rq_channel(const k_q_params *q, int c)
@@ -1224,82 +1225,111 @@ int k_q_depthwise_scratch(const k_window_params *p)
     return 4 + 2 * 3 * 4 * g.rw;
 }
 
-/* One channel's constants: per kernel line the weights (w0, w1) as an int16 pair and w2, the
- * folded bias (rq mode 2: all doubled) and the requantisation. */
+/* One channel's constants: per kernel line u the weights as the int16 pairs w[2 u] = (w0, w1)
+ * and w[2 u + 1] = (w1, w2), the folded bias (rq mode 2: all doubled) and the
+ * requantisation. */
 typedef struct {
-    uint32_t pw[3];
-    int32_t w2[3];
+    uint32_t w[6];
     int32_t bias;
     k_rq r;
 } k_dw3c;
 
+/* A channel's constants with what the assembly (dw3_lines_asm) reads besides (byte offsets
+ * in it: k 0..55, the weights at 0..20, the bias at 24, m, fc (k.r.half), right at 28, 32,
+ * 36): the output stride along a line (56), the clamp bytes (60, 64), the four-pixel groups
+ * per line (68), the plane and output steps to the next channel (72, 76), 1 on the block's
+ * last channel (80). */
+typedef struct {
+    k_dw3c k;
+    int32_t ys;
+    uint32_t lo4, hi4;
+    int32_t n, qstep, ystep, last;
+} k_dw3a;
+
+/* The offsets above, checked at compile time (a negative array size otherwise). */
+typedef char k_dw3a_layout[offsetof(k_dw3a, k.r.m) == 28 && offsetof(k_dw3a, k.r.half) == 32 &&
+                                   offsetof(k_dw3a, k.r.right) == 36 &&
+                                   offsetof(k_dw3a, ys) == 56 && offsetof(k_dw3a, last) == 80 &&
+                                   sizeof(k_dw3a) == 84
+                               ? 1
+                               : -1];
+
+/* Input pixel xr (channels c..c+3) into column col of the slot's four planes: one word,
+ * SXTB16 into (c0, c2) and (c1, c3), four halfword stores. */
+K_INLINE void dw3_pixel(int16_t *slot, int rw, int col, const int8_t *xr)
+{
+    const uint32_t v = K_LD4(xr), e = K_SXTB16(v), o = K_SXTB16_ROR8(v);
+    int16_t *const s = slot + col;
+    s[0] = (int16_t)e;
+    s[rw] = (int16_t)o;
+    s[2 * rw] = (int16_t)(e >> 16);
+    s[3 * rw] = (int16_t)(o >> 16);
+}
+
 /* Padded line ry of the block's channels c..c+3 into ring slot `slot`: the input line
- * ry - top (DSP: two pixels per step, SXTB16 and PKHBT / PKHTB turn two NHWC words into one
- * word per plane), or in_zp for a line of the padding. */
+ * ry - top at columns lead.. (an odd lead's first pixel alone, then two pixels per step from an
+ * even column, so that they fill one aligned word per plane; DSP: SXTB16 and PKHBT / PKHTB turn
+ * two NHWC words into one word per plane), or in_zp for a line of the padding. */
 K_INLINE void dw3_load_line(const k_dw3g *g, const int8_t *x, int c, int ry, int16_t *slot,
                             int zp, int dsp)
 {
-    const int iy = ry - g->top, L = g->lead + (g->lead & 1), rw = g->rw, len = g->len;
+    const int iy = ry - g->top, L = g->lead, rw = g->rw, len = g->len, h = L & 1;
+    const int ne = h + ((len - h) & ~1); /* the pairs end at pixel ne */
     const size_t xs = g->xs;
-    int ix, j;
+    const int8_t *xr = x + (size_t)iy * g->xl + c;
+    int ix;
     if (iy < 0 || iy >= g->n) { /* the whole slot, two halfwords a store */
         const uint32_t z2 = ((uint32_t)zp & 0xFFFFu) * 0x10001u;
         for (ix = 0; ix < 2 * rw; ix++) K_ST4(slot + 2 * ix, z2);
         return;
     }
-    {
-        const int8_t *xr = x + (size_t)iy * g->xl + c;
-        ix = 0;
+    if (h) dw3_pixel(slot, rw, L, xr);
+    ix = h;
 #if K_DSP_NATIVE
-        if (dsp && len >= 2) { /* the loop below on the core: 17 instructions per pixel pair */
-            int16_t *p0 = slot + L, *p2 = p0 + 2 * rw;
-            const int8_t *const xe = xr + (size_t)(len & ~1) * xs;
-            const int32_t rwb = 2 * rw;
-            uint32_t v0, v1, e0, f0, t;
-            __asm__ volatile("1:\n\t"
-                             "ldr %[v0], [%[xr]]\n\t"
-                             "ldr %[v1], [%[xr], %[xs]]\n\t"
-                             "add %[xr], %[xr], %[xs], lsl #1\n\t"
-                             "sxtb16 %[e0], %[v0]\n\t"
-                             "sxtb16 %[f0], %[v1]\n\t"
-                             "sxtb16 %[v0], %[v0], ror #8\n\t"
-                             "sxtb16 %[v1], %[v1], ror #8\n\t"
-                             "pkhbt %[t], %[v0], %[v1], lsl #16\n\t"
-                             "str %[t], [%[p0], %[rwb]]\n\t"
-                             "pkhbt %[t], %[e0], %[f0], lsl #16\n\t"
-                             "str %[t], [%[p0]], #4\n\t"
-                             "pkhtb %[t], %[v1], %[v0], asr #16\n\t"
-                             "str %[t], [%[p2], %[rwb]]\n\t"
-                             "pkhtb %[t], %[f0], %[e0], asr #16\n\t"
-                             "str %[t], [%[p2]], #4\n\t"
-                             "cmp %[xr], %[xe]\n\t"
-                             "bne 1b\n\t"
-                             : [xr] "+r"(xr), [p0] "+r"(p0), [p2] "+r"(p2), [v0] "=&r"(v0),
-                               [v1] "=&r"(v1), [e0] "=&r"(e0), [f0] "=&r"(f0), [t] "=&r"(t)
-                             : [xs] "r"(xs), [xe] "r"(xe), [rwb] "r"(rwb)
-                             : "cc", "memory");
-            ix = len & ~1;
-        }
-#else
-        if (dsp && len >= 2) { /* one pointer per plane, stepped */
-            int16_t *p0 = slot + L, *p1 = p0 + rw, *p2 = p1 + rw, *p3 = p2 + rw;
-            const int8_t *const xe = xr + (size_t)(len & ~1) * xs;
-            const size_t xs2 = 2 * xs;
-            for (; xr != xe; xr += xs2, p0 += 2, p1 += 2, p2 += 2, p3 += 2) {
-                const uint32_t v0 = K_LD4(xr), v1 = K_LD4(xr + xs);
-                const uint32_t e0 = K_SXTB16(v0), f0 = K_SXTB16(v1);
-                const uint32_t e1 = K_SXTB16_ROR8(v0), f1 = K_SXTB16_ROR8(v1);
-                K_ST4(p0, K_PKHBT16(e0, f0));
-                K_ST4(p1, K_PKHBT16(e1, f1));
-                K_ST4(p2, K_PKHTB16(f0, e0));
-                K_ST4(p3, K_PKHTB16(f1, e1));
-            }
-            ix = len & ~1;
-        }
-#endif
-        for (; ix < len; ix++, xr += xs)
-            for (j = 0; j < 4; j++) slot[j * rw + L + ix] = xr[j];
+    if (dsp && ne > h) { /* the loop below on the core: 17 instructions per pixel pair */
+        int16_t *p0 = slot + L + h, *p2 = p0 + 2 * rw;
+        const int8_t *xp = xr + (size_t)h * xs, *const xe = xr + (size_t)ne * xs;
+        const int32_t rwb = 2 * rw;
+        uint32_t v0, v1, e0, f0, t;
+        __asm__ volatile("1:\n\t"
+                         "ldr %[v0], [%[xp]]\n\t"
+                         "ldr %[v1], [%[xp], %[xs]]\n\t"
+                         "add %[xp], %[xp], %[xs], lsl #1\n\t"
+                         "sxtb16 %[e0], %[v0]\n\t"
+                         "sxtb16 %[f0], %[v1]\n\t"
+                         "sxtb16 %[v0], %[v0], ror #8\n\t"
+                         "sxtb16 %[v1], %[v1], ror #8\n\t"
+                         "pkhbt %[t], %[v0], %[v1], lsl #16\n\t"
+                         "str %[t], [%[p0], %[rwb]]\n\t"
+                         "pkhbt %[t], %[e0], %[f0], lsl #16\n\t"
+                         "str %[t], [%[p0]], #4\n\t"
+                         "pkhtb %[t], %[v1], %[v0], asr #16\n\t"
+                         "str %[t], [%[p2], %[rwb]]\n\t"
+                         "pkhtb %[t], %[f0], %[e0], asr #16\n\t"
+                         "str %[t], [%[p2]], #4\n\t"
+                         "cmp %[xp], %[xe]\n\t"
+                         "bne 1b\n\t"
+                         : [xp] "+r"(xp), [p0] "+r"(p0), [p2] "+r"(p2), [v0] "=&r"(v0),
+                           [v1] "=&r"(v1), [e0] "=&r"(e0), [f0] "=&r"(f0), [t] "=&r"(t)
+                         : [xs] "r"(xs), [xe] "r"(xe), [rwb] "r"(rwb)
+                         : "cc", "memory");
+        ix = ne;
     }
+#else
+    if (dsp) { /* one pointer per plane, stepped */
+        int16_t *p0 = slot + L + h, *p1 = p0 + rw, *p2 = p1 + rw, *p3 = p2 + rw;
+        for (; ix < ne; ix += 2, p0 += 2, p1 += 2, p2 += 2, p3 += 2) {
+            const uint32_t v0 = K_LD4(xr + (size_t)ix * xs), v1 = K_LD4(xr + (size_t)(ix + 1) * xs);
+            const uint32_t e0 = K_SXTB16(v0), f0 = K_SXTB16(v1);
+            const uint32_t e1 = K_SXTB16_ROR8(v0), f1 = K_SXTB16_ROR8(v1);
+            K_ST4(p0, K_PKHBT16(e0, f0));
+            K_ST4(p1, K_PKHBT16(e1, f1));
+            K_ST4(p2, K_PKHTB16(f0, e0));
+            K_ST4(p3, K_PKHTB16(f1, e1));
+        }
+    }
+#endif
+    if (ne < len) dw3_pixel(slot, rw, L + ne, xr + (size_t)ne * xs); /* the odd last pixel */
 }
 
 /* Sum of the nine taps of the output pixel whose window starts at column col of lines
@@ -1311,8 +1341,8 @@ K_INLINE int32_t dw3_one(const int16_t *r0, const int16_t *r1, const int16_t *r2
     int32_t a = k->bias;
     int ky;
     for (ky = 0; ky < 3; ky++)
-        a += (int16_t)(k->pw[ky] & 0xFFFFu) * r[ky][0] + (int16_t)(k->pw[ky] >> 16) * r[ky][1] +
-             k->w2[ky] * r[ky][2];
+        a += (int16_t)(k->w[2 * ky] & 0xFFFFu) * r[ky][0] + (int16_t)(k->w[2 * ky] >> 16) * r[ky][1] +
+             (int16_t)(k->w[2 * ky + 1] >> 16) * r[ky][2];
     return a;
 }
 
@@ -1330,30 +1360,17 @@ K_INLINE int8_t dw3_out(int32_t a, const k_dw3c *k, int ozp, int lo, int hi, int
     return (int8_t)v;
 }
 
-/* One channel's constants as dw3_lines_asm reads them (byte offsets in the assembly): per
- * kernel line (w0, w1) and (w1, w2) (0..20), the folded doubled bias (24), m and fc of dw_rq2
- * (28, 32), its right shift (36), the output stride along a line (40), the clamp bytes (44,
- * 48), the four-pixel groups per line (52), the plane and output steps to the next channel
- * (56, 60), 1 on the block's last channel (64). */
-typedef struct {
-    uint32_t w[6];
-    int32_t bias, m, fc, right, ys;
-    uint32_t lo4, hi4;
-    int32_t n, qstep, ystep, last;
-} k_dw3a;
-
 #if K_DSP_NATIVE
-/* One kernel line of four output pixels: line pointer R (post-incremented by 8, the next
- * group's start), the line's weight pairs P = (w0, w1), Q = (w1, w2) at byte WO, accumulators
+/* One kernel line of four output pixels: line pointer R (word-aligned, post-incremented by
+ * 8: the next group's start), the line's weight pairs P = (w0, w1), Q = (w1, w2) at byte WO, accumulators
  * from ACC0..ACC3 (the bias, a3, on the first line). The words (x0, x1), (x2, x3), (x4, x5)
  * give every product: pixel 0 SMLAD (x0, x1) P + SMLABT x2 w2, pixel 1 SMLATB x1 w0 +
  * SMLAD (x2, x3) Q, pixel 2 SMLAD (x2, x3) P + SMLABT x4 w2, pixel 3 SMLATB x3 w0 +
- * SMLAD (x4, x5) Q: 12 MACs in three loads, one LDRD and eight instructions. LDR only: any
- * halfword alignment loads. */
+ * SMLAD (x4, x5) Q: 12 MACs in two loads (R word-aligned: LDRD), one LDRD of weights and
+ * eight instructions. */
 #define DW3_ASM_LINE(R, WO, ACC0, ACC1, ACC2, ACC3)                                            \
     "ldrd %[P], %[Q], [%[kp], #" #WO "]\n\t"                                                   \
-    "ldr %[A], [" R "], #4\n\t"                                                                \
-    "ldr %[B], [" R "], #4\n\t"                                                                \
+    "ldrd %[A], %[B], [" R "], #8\n\t"                                                         \
     "smlad %[a0], %[A], %[P], " ACC0 "\n\t"                                                    \
     "smlatb %[a1], %[A], %[P], " ACC1 "\n\t"                                                   \
     "smlad %[a2], %[B], %[P], " ACC2 "\n\t"                                                    \
@@ -1374,23 +1391,23 @@ typedef struct {
 #define DW3_ASM_PACK "bfi %[a0], %[a1], #8, #8\n\tbfi %[a0], %[a2], #16, #8\n\tbfi %[a0], %[a3], #24, #8\n\t"
 #define DW3_ASM_UNPACK "lsr %[a1], %[a0], #8\n\tlsr %[a2], %[a0], #16\n\tlsr %[a3], %[a0], #24\n\t"
 #define DW3_ASM_CLAMP_LO                                                                       \
-    DW3_ASM_PACK "ldr %[P], [%[kp], #44]\n\t"                                                  \
+    DW3_ASM_PACK "ldr %[P], [%[kp], #60]\n\t"                                                  \
                  "ssub8 %[A], %[a0], %[P]\n\t"                                                 \
                  "sel %[a0], %[a0], %[P]\n\t" DW3_ASM_UNPACK
 #define DW3_ASM_CLAMP_BOTH                                                                     \
-    DW3_ASM_PACK "ldrd %[P], %[Q], [%[kp], #44]\n\t"                                           \
+    DW3_ASM_PACK "ldrd %[P], %[Q], [%[kp], #60]\n\t"                                           \
                  "ssub8 %[A], %[a0], %[P]\n\t"                                                 \
                  "sel %[a0], %[a0], %[P]\n\t"                                                  \
                  "ssub8 %[A], %[Q], %[a0]\n\t"                                                 \
                  "sel %[a0], %[a0], %[Q]\n\t" DW3_ASM_UNPACK
 /* Every channel of the block (kp[0..3]) over one output line: kp->n groups of four pixels from
  * the ring lines at q0, q1, q2 (bytes; channel j's planes 2 rw bytes further each), the outputs
- * at yo (channel j's at yo + j). Per group: 37 instructions for the 36 MACs, 18 for the
- * requantisation, 7 for the stores and 2 for the loop: 64, CLAMP adding 9 (lo only) or 11. */
+ * at yo (channel j's at yo + j). Per group: 34 instructions for the 36 MACs, 18 for the
+ * requantisation, 7 for the stores and 2 for the loop: 61, CLAMP adding 9 (lo only) or 11. */
 #define DW3_ASM_LOOP(CLAMP)                                                                    \
     __asm__ volatile(                                                                          \
         "2:\n\t"                                                                               \
-        "ldr %[n], [%[kp], #52]\n\t"                                                           \
+        "ldr %[n], [%[kp], #68]\n\t"                                                           \
         "1:\n\t"                                                                               \
         "ldr %[a3], [%[kp], #24]\n\t" DW3_ASM_LINE("%[q0]", 0, "%[a3]", "%[a3]", "%[a3]",      \
                                                    "%[a3]")                                    \
@@ -1399,7 +1416,7 @@ typedef struct {
         "ldrd %[P], %[Q], [%[kp], #28]\n\t"                                                    \
         "ldr %[B], [%[kp], #36]\n\t" DW3_ASM_RQ("%[a0]") DW3_ASM_RQ("%[a1]")                   \
             DW3_ASM_RQ("%[a2]") DW3_ASM_RQ("%[a3]") CLAMP                                      \
-        "ldr %[B], [%[kp], #40]\n\t"                                                           \
+        "ldr %[B], [%[kp], #56]\n\t"                                                           \
         "strb %[a0], [%[yo]]\n\t"                                                              \
         "strb %[a1], [%[yo], %[B]]\n\t"                                                        \
         "add %[yo], %[yo], %[B], lsl #1\n\t"                                                   \
@@ -1408,14 +1425,14 @@ typedef struct {
         "add %[yo], %[yo], %[B], lsl #1\n\t"                                                   \
         "subs %[n], %[n], #1\n\t"                                                              \
         "bne 1b\n\t"                                                                           \
-        "ldr %[A], [%[kp], #56]\n\t"                                                           \
+        "ldr %[A], [%[kp], #72]\n\t"                                                           \
         "add %[q0], %[q0], %[A]\n\t"                                                           \
         "add %[q1], %[q1], %[A]\n\t"                                                           \
         "add %[q2], %[q2], %[A]\n\t"                                                           \
-        "ldr %[A], [%[kp], #60]\n\t"                                                           \
+        "ldr %[A], [%[kp], #76]\n\t"                                                           \
         "add %[yo], %[yo], %[A]\n\t"                                                           \
-        "ldr %[A], [%[kp], #64]\n\t"                                                           \
-        "adds %[kp], %[kp], #68\n\t"                                                           \
+        "ldr %[A], [%[kp], #80]\n\t"                                                           \
+        "adds %[kp], %[kp], #84\n\t"                                                           \
         "cmp %[A], #0\n\t"                                                                     \
         "beq 2b\n\t"                                                                           \
         : [q0] "+r"(q0), [q1] "+r"(q1), [q2] "+r"(q2), [yo] "+r"(yo), [kp] "+r"(kp),         \
@@ -1438,18 +1455,18 @@ static void dw3_lines_asm(const int16_t *r0, const int16_t *r1, const int16_t *r
 #endif
 
 /* Channel j's constants of the block at wb (taps-major, 4 channels), bias b; lines along the
- * kernel's rows, or (tr) its columns. */
+ * kernel's rows (taps 3 u, 3 u + 1, 3 u + 2), or (tr) its columns (taps u, u + 3, u + 6). */
 K_INLINE void dw3_channel(const k_q_params *q, const int8_t *wb, int j, int32_t b, int c,
                           int tr, k_dw3c *k, int *fast)
 {
+    const int st = tr ? 12 : 4, lt = tr ? 4 : 12; /* bytes between taps of a line, lines */
     int32_t sw = 0;
     int u;
     for (u = 0; u < 3; u++) {
-        const int t0 = tr ? u : 3 * u, st = tr ? 3 : 1;
-        const int32_t w0 = wb[4 * t0 + j], w1 = wb[4 * (t0 + st) + j];
-        const int32_t w2 = wb[4 * (t0 + 2 * st) + j];
-        k->pw[u] = ((uint32_t)w0 & 0xFFFFu) | ((uint32_t)w1 << 16);
-        k->w2[u] = w2;
+        const int8_t *t = wb + lt * u + j;
+        const int32_t w0 = t[0], w1 = t[st], w2 = t[2 * st];
+        k->w[2 * u] = ((uint32_t)w0 & 0xFFFFu) | ((uint32_t)w1 << 16);
+        k->w[2 * u + 1] = ((uint32_t)w1 & 0xFFFFu) | ((uint32_t)w2 << 16);
         sw += w0 + w1 + w2;
     }
     k->r = rq_channel(q, c + j);
@@ -1459,14 +1476,12 @@ K_INLINE void dw3_channel(const k_q_params *q, const int8_t *wb, int j, int32_t 
     k->bias = b - q->in_zp * sw;
 }
 
-/* rq mode 2 (dw_rq2) for a channel: weights and folded bias doubled, fc in r.half. */
+/* rq mode 2 (dw_rq2) for a channel: weights (each halfword lane doubled, bit 16 cleared of the
+ * low lane's sign) and folded bias doubled, fc in r.half. */
 K_INLINE void dw3_double(k_dw3c *k, int ozp)
 {
     int u;
-    for (u = 0; u < 3; u++) {
-        k->pw[u] = (k->pw[u] << 1) & 0xFFFEFFFFu;
-        k->w2[u] *= 2;
-    }
+    for (u = 0; u < 6; u++) k->w[u] = (k->w[u] << 1) & 0xFFFEFFFFu;
     k->bias = (int32_t)((uint32_t)k->bias << 1);
     k->r.half = (int32_t)(1u << (k->r.right - 1)) + (int32_t)((uint32_t)ozp << k->r.right);
 }
@@ -1483,101 +1498,131 @@ K_INLINE void dw3_groups(const k_dw3g *g, int n, k_dw3a *ka)
     }
 }
 
-/* The assembly's constants of the block's channels: rows with (ol + 3) / 4 groups over the
- * whole line (the last group's extra pixels landing on the next output line's first pixels,
- * which that line then overwrites; dw3_block sets the last row to the ol / 4 groups inside
- * it), columns with the ol / 4 groups inside the line. */
-K_INLINE void dw3_asm_consts(const k_dw3g *g, const k_q_params *q, const k_dw3c *k,
-                             k_dw3a *ka)
+/* The assembly's constants of the block's channels besides k: rows with (ol + 3) / 4 groups
+ * over the whole line (the last group's extra pixels landing on the next output line's first
+ * pixels, which that line then overwrites; dw3_rows_asm sets the last row to the ol / 4 groups
+ * inside it), columns with the ol / 4 groups inside the line. */
+K_INLINE void dw3_asm_consts(const k_dw3g *g, const k_q_params *q, k_dw3a *ka)
 {
-    int j, u;
+    const uint32_t lo4 = ((uint32_t)q->act_min & 0xFFu) * 0x01010101u;
+    const uint32_t hi4 = ((uint32_t)q->act_max & 0xFFu) * 0x01010101u;
+    int j;
     for (j = 0; j < 4; j++) {
-        for (u = 0; u < 3; u++) {
-            ka[j].w[2 * u] = k[j].pw[u];
-            ka[j].w[2 * u + 1] = (k[j].pw[u] >> 16) | ((uint32_t)k[j].w2[u] << 16);
-        }
-        ka[j].bias = k[j].bias;
-        ka[j].m = k[j].r.m;
-        ka[j].fc = k[j].r.half;
-        ka[j].right = k[j].r.right;
         ka[j].ys = (int32_t)g->ys;
-        ka[j].lo4 = ((uint32_t)q->act_min & 0xFFu) * 0x01010101u;
-        ka[j].hi4 = ((uint32_t)q->act_max & 0xFFu) * 0x01010101u;
+        ka[j].lo4 = lo4;
+        ka[j].hi4 = hi4;
         ka[j].last = j == 3;
     }
     dw3_groups(g, g->tr ? g->ol >> 2 : (g->ol + 3) >> 2, ka);
 }
 
-/* Output line of the block at yo from the ring lines r0..r2 (channel 0's planes; channel j's
- * j rw halfwords further): DSP on the target with rq mode 2 (fast >= 2) through dw3_lines_asm
- * (ka's groups; when they stop short of the line's end, one more group ending there, its first
- * pixels computed again to the same values), the other pixels one by one (dw3_one). */
+/* Pixels [done, ol) of the block's output line at yo from the ring lines r0..r2 (channel 0's
+ * planes; channel j's j rw halfwords further), one by one (dw3_one, dw3_out). */
 K_INLINE void dw3_line(const k_dw3g *g, const int16_t *r0, const int16_t *r1,
-                       const int16_t *r2, const k_dw3c *k, k_dw3a *ka, const k_q_params *q,
-                       int8_t *yo, int fast, int dsp)
+                       const int16_t *r2, const k_dw3a *ka, const k_q_params *q, int8_t *yo,
+                       int done, int fast)
 {
-    const int e = g->lead & 1, rw = g->rw;
-    int j, ox, done = 0;
-    (void)dsp; /* read only where the DSP assembly is built */
-    (void)ka;
-#if K_DSP_NATIVE
-    if (dsp && fast >= 2 && ka->n > 0) {
-        const int clamp = fast == 3 ? 0 : fast == 4 ? 1 : 2, n = ka->n;
-        dw3_lines_asm(r0 + e, r1 + e, r2 + e, clamp, ka, yo);
-        done = 4 * n < g->ol ? 4 * n : g->ol;
-        if (done < g->ol) {
-            const int st = e + g->ol - 4;
-            dw3_groups(g, 1, ka);
-            dw3_lines_asm(r0 + st, r1 + st, r2 + st, clamp, ka, yo + (size_t)(st - e) * g->ys);
-            dw3_groups(g, n, ka);
-            done = g->ol;
-        }
-    }
-#endif
-    for (j = 0; j < 4 && done < g->ol; j++)
+    const int rw = g->rw;
+    int j, ox;
+    for (j = 0; j < 4; j++)
         for (ox = done; ox < g->ol; ox++)
             yo[(size_t)ox * g->ys + j] =
-                dw3_out(dw3_one(r0 + j * rw, r1 + j * rw, r2 + j * rw, e + ox, &k[j]), &k[j],
+                dw3_out(dw3_one(r0 + j * rw, r1 + j * rw, r2 + j * rw, ox, &ka[j].k), &ka[j].k,
                         q->out_zp, q->act_min, q->act_max, fast);
 }
 
 /* The block's rq mode (dw3_out's fast): 2 (3 without clamp, 4 with act_max 127) when every
  * channel allows dw_rq2, its constants then doubled (dw3_double); else 0. */
-K_INLINE int dw3_mode(const k_q_params *q, k_dw3c *k, int fast, int dsp)
+K_INLINE int dw3_mode(const k_q_params *q, k_dw3a *ka, int fast, int dsp)
 {
     int j, f2 = 1;
-    for (j = 0; j < 4; j++) f2 &= k[j].r.m > (1 << 30) && k[j].r.right <= 22;
+    for (j = 0; j < 4; j++) f2 &= ka[j].k.r.m > (1 << 30) && ka[j].k.r.right <= 22;
     if (!(dsp && fast && f2)) return 0;
-    for (j = 0; j < 4; j++) dw3_double(&k[j], q->out_zp);
+    for (j = 0; j < 4; j++) dw3_double(&ka[j].k, q->out_zp);
     if (q->act_max != 127) return 2;
     return q->act_min == -128 ? 3 : 4;
 }
 
-/* Channels c..c+3 of every output pixel through the ring (the scratch's zp-filled lines): the
- * three ring slots' pointers rotate, each output line loading the one line it adds. */
-K_INLINE void dw3_block(const k_dw3g *g, const k_q_params *q, const int8_t *x,
-                        const int8_t *wb, const int32_t *b, int c, int16_t *ring, int8_t *y,
-                        int dsp)
+/* Every output line of the block (channels c..c+3, constants ka, rq mode fast) through the
+ * ring, pixel by pixel: input line ry (padding lines included) into the slot l2, then, from
+ * ry = 2, output line ry - 2 from the slots l0, l1, l2 (lines ry - 2..ry); the slots'
+ * pointers rotate. */
+static __attribute__((noinline)) void dw3_rows(const k_dw3g *g, const k_q_params *q,
+                                               const int8_t *x, int c, int16_t *ring,
+                                               const k_dw3a *ka, int8_t *y, int fast)
 {
-    const int rw = g->rw;
-    int16_t *l0 = ring, *l1 = ring + 4 * rw, *l2 = ring + 8 * rw, *t;
-    k_dw3c k[4];
-    k_dw3a ka[4];
-    int j, oy, fast = 1;
-    for (j = 0; j < 4; j++) dw3_channel(q, wb, j, b ? b[c + j] : 0, c, g->tr, &k[j], &fast);
-    fast = dw3_mode(q, k, fast, dsp);
-    if (fast >= 2) dw3_asm_consts(g, q, k, ka);
-    dw3_load_line(g, x, c, 0, l0, q->in_zp, dsp);
-    dw3_load_line(g, x, c, 1, l1, q->in_zp, dsp);
-    for (oy = 0; oy < g->on; oy++) {
-        if (fast >= 2 && oy == g->on - 1) dw3_groups(g, g->ol >> 2, ka); /* the groups inside */
-        dw3_load_line(g, x, c, oy + 2, l2, q->in_zp, dsp);
-        dw3_line(g, l0, l1, l2, k, ka, q, y + (size_t)oy * g->yl + c, fast, dsp);
+    int16_t *l0 = ring, *l1 = ring + 4 * g->rw, *l2 = ring + 8 * g->rw, *t;
+    int ry;
+    for (ry = 0; ry < g->on + 2; ry++) {
+        dw3_load_line(g, x, c, ry, l2, q->in_zp, 1);
+        if (ry >= 2) dw3_line(g, l0, l1, l2, ka, q, y + (size_t)(ry - 2) * g->yl + c, 0, fast);
         t = l0;
         l0 = l1;
         l1 = l2;
         l2 = t;
     }
+}
+
+#if K_DSP_NATIVE
+/* The end of an output line the groups of ka (n of them) do not reach: one group from the even
+ * column ol - 4 or ol - 5 (its first pixels computed again to the same values), for an odd
+ * ol - 4 the last pixel one by one. */
+static __attribute__((noinline)) void dw3_tail(const k_dw3g *g, const int16_t *r0,
+                                               const int16_t *r1, const int16_t *r2,
+                                               k_dw3a *ka, const k_q_params *q, int8_t *yo,
+                                               int clamp, int fast)
+{
+    const int st = (g->ol - 4) & ~1, n = ka->n; /* st even: the group's words aligned */
+    dw3_groups(g, 1, ka);
+    dw3_lines_asm(r0 + st, r1 + st, r2 + st, clamp, ka, yo + (size_t)st * g->ys);
+    dw3_groups(g, n, ka);
+    if (st + 4 < g->ol) dw3_line(g, r0, r1, r2, ka, q, yo, st + 4, fast);
+}
+
+/* dw3_rows with rq mode 2 on the core, ol >= 4: each output line through dw3_lines_asm (ka's
+ * groups, dw3_asm_consts), then, where they stop short of the line's end, dw3_tail. */
+static __attribute__((noinline)) void dw3_rows_asm(const k_dw3g *g, const k_q_params *q,
+                                                   const int8_t *x, int c, int16_t *ring,
+                                                   k_dw3a *ka, int8_t *y, int fast)
+{
+    const int clamp = fast == 3 ? 0 : fast == 4 ? 1 : 2, last = g->on + 1;
+    int16_t *l0 = ring, *l1 = ring + 4 * g->rw, *l2 = ring + 8 * g->rw, *t;
+    int8_t *yo = y + c;
+    int ry;
+    for (ry = 0; ry <= last; ry++) {
+        dw3_load_line(g, x, c, ry, l2, q->in_zp, 1);
+        if (ry >= 2) {
+            if (ry == last) dw3_groups(g, g->ol >> 2, ka);
+            dw3_lines_asm(l0, l1, l2, clamp, ka, yo);
+            if (4 * ka->n < g->ol) dw3_tail(g, l0, l1, l2, ka, q, yo, clamp, fast);
+            yo += g->yl;
+        }
+        t = l0;
+        l0 = l1;
+        l1 = l2;
+        l2 = t;
+    }
+}
+#endif
+
+/* Channels c..c+3 of every output pixel through the ring (the scratch's zp-filled lines): the
+ * channels' constants, then dw3_rows_asm or dw3_rows. */
+K_INLINE void dw3_block(const k_dw3g *g, const k_q_params *q, const int8_t *x,
+                        const int8_t *wb, const int32_t *b, int c, int16_t *ring, int8_t *y,
+                        int dsp)
+{
+    k_dw3a ka[4];
+    int j, fast = 1;
+    for (j = 0; j < 4; j++) dw3_channel(q, wb, j, b ? b[c + j] : 0, c, g->tr, &ka[j].k, &fast);
+    fast = dw3_mode(q, ka, fast, dsp);
+#if K_DSP_NATIVE
+    if (fast >= 2 && g->ol >= 4) {
+        dw3_asm_consts(g, q, ka);
+        dw3_rows_asm(g, q, x, c, ring, ka, y, fast);
+        return;
+    }
+#endif
+    dw3_rows(g, q, x, c, ring, ka, y, fast);
 }
 
 /* Every 4-channel block of a dw3_ok layer through the ring in the scratch s (4-aligned inside
