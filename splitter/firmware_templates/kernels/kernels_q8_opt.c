@@ -1190,10 +1190,14 @@ K_INLINE int dw3_ok(const k_window_params *p)
  * rows or columns), len: pixels per line, lead / trail: the padding before / after a line, top:
  * the padding before the first line; xs / xl: input bytes from a pixel to the next one of its
  * line / of the next line; ys / yl: the same for the output; on / ol: output lines and pixels
- * per output line; rw: halfwords per plane line (L + len + trail + 3, rounded up to even: a
- * four-pixel group's loads read up to three columns past the last window). */
+ * per output line; rw: halfwords per plane line (lead rounded up to even + len + trail + 3,
+ * rounded up to even: a four-pixel group's loads read up to three columns past the last
+ * window; the ring's lines start at column 0 and put pixel i at column lead + i, using at most
+ * lead + len + trail + 3 of them); h: 1 for an odd lead (the first pixel loaded alone, so that
+ * the np pixel pairs after it start at an even column, an aligned word), odd: 1 when a last
+ * pixel is left after the pairs. */
 typedef struct {
-    int tr, n, len, lead, trail, top, on, ol, rw;
+    int tr, n, len, lead, trail, top, on, ol, rw, h, np, odd;
     size_t xs, xl, ys, yl;
 } k_dw3g;
 
@@ -1215,6 +1219,9 @@ K_INLINE void dw3_geom(const k_window_params *p, k_dw3g *g)
     g->yl = g->tr ? C : (size_t)p->OW * C;
     m = g->lead + (g->lead & 1) + g->len + g->trail + 3;
     g->rw = m + (m & 1);
+    g->h = g->lead & 1;
+    g->np = (g->len - g->h) >> 1;
+    g->odd = (g->len - g->h) & 1;
 }
 
 int k_q_depthwise_scratch(const k_window_params *p)
@@ -1237,20 +1244,20 @@ typedef struct {
 /* A channel's constants with what the assembly (dw3_lines_asm) reads besides (byte offsets
  * in it: k 0..55, the weights at 0..20, the bias at 24, m, fc (k.r.half), right at 28, 32,
  * 36): the output stride along a line (56), the clamp bytes (60, 64), the four-pixel groups
- * per line (68), the plane and output steps to the next channel (72, 76), 1 on the block's
- * last channel (80). */
+ * per line (68; 0 in a fifth record after the block's four: the end), the plane and output
+ * steps to the next channel (72, 76). */
 typedef struct {
     k_dw3c k;
     int32_t ys;
     uint32_t lo4, hi4;
-    int32_t n, qstep, ystep, last;
+    int32_t n, qstep, ystep;
 } k_dw3a;
 
 /* The offsets above, checked at compile time (a negative array size otherwise). */
 typedef char k_dw3a_layout[offsetof(k_dw3a, k.r.m) == 28 && offsetof(k_dw3a, k.r.half) == 32 &&
                                    offsetof(k_dw3a, k.r.right) == 36 &&
-                                   offsetof(k_dw3a, ys) == 56 && offsetof(k_dw3a, last) == 80 &&
-                                   sizeof(k_dw3a) == 84
+                                   offsetof(k_dw3a, ys) == 56 && offsetof(k_dw3a, n) == 68 &&
+                                   offsetof(k_dw3a, ystep) == 76 && sizeof(k_dw3a) == 80
                                ? 1
                                : -1];
 
@@ -1266,29 +1273,33 @@ K_INLINE void dw3_pixel(int16_t *slot, int rw, int col, const int8_t *xr)
     s[3 * rw] = (int16_t)(o >> 16);
 }
 
-/* Padded line ry of the block's channels c..c+3 into ring slot `slot`: the input line
- * ry - top at columns lead.. (an odd lead's first pixel alone, then two pixels per step from an
- * even column, so that they fill one aligned word per plane; DSP: SXTB16 and PKHBT / PKHTB turn
- * two NHWC words into one word per plane), or in_zp for a line of the padding. */
-K_INLINE void dw3_load_line(const k_dw3g *g, const int8_t *x, int c, int ry, int16_t *slot,
-                            int zp, int dsp)
+/* Ring slot `slot` all in_zp (a line of the padding): two halfwords a store, two stores a
+ * step (rw even: 2 rw words). */
+K_INLINE void dw3_pad_line(int16_t *slot, int rw, int zp)
 {
-    const int iy = ry - g->top, L = g->lead, rw = g->rw, len = g->len, h = L & 1;
-    const int ne = h + ((len - h) & ~1); /* the pairs end at pixel ne */
-    const size_t xs = g->xs;
-    const int8_t *xr = x + (size_t)iy * g->xl + c;
-    int ix;
-    if (iy < 0 || iy >= g->n) { /* the whole slot, two halfwords a store */
-        const uint32_t z2 = ((uint32_t)zp & 0xFFFFu) * 0x10001u;
-        for (ix = 0; ix < 2 * rw; ix++) K_ST4(slot + 2 * ix, z2);
-        return;
+    const uint32_t z2 = ((uint32_t)zp & 0xFFFFu) * 0x10001u;
+    int i;
+    for (i = 0; i < 2 * rw; i += 2) {
+        K_ST4(slot + 2 * i, z2);
+        K_ST4(slot + 2 * i + 2, z2);
     }
-    if (h) dw3_pixel(slot, rw, L, xr);
-    ix = h;
+}
+
+/* The input line at xr (channels c..c+3, NHWC) into the ring slot at column lead (s = slot +
+ * lead): an odd lead's first pixel alone (dw3_pixel), the np pairs from an even column (DSP:
+ * SXTB16 and PKHBT / PKHTB turn two NHWC words into one word per plane, 17 instructions a
+ * pair), the odd last pixel alone. Out of line: called once per line from the row loops. */
+static __attribute__((noinline)) void dw3_load_line(const k_dw3g *g, const int8_t *xr,
+                                                    int16_t *s)
+{
+    const int rw = g->rw, h = g->h, ne = h + 2 * g->np;
+    const size_t xs = g->xs;
+    int16_t *p0 = s + h;
+    const int8_t *xp = xr + (size_t)h * xs, *const xe = xr + (size_t)ne * xs;
+    if (h) dw3_pixel(s, rw, 0, xr);
 #if K_DSP_NATIVE
-    if (dsp && ne > h) { /* the loop below on the core: 17 instructions per pixel pair */
-        int16_t *p0 = slot + L + h, *p2 = p0 + 2 * rw;
-        const int8_t *xp = xr + (size_t)h * xs, *const xe = xr + (size_t)ne * xs;
+    if (xp != xe) {
+        int16_t *p2 = p0 + 2 * rw;
         const int32_t rwb = 2 * rw;
         uint32_t v0, v1, e0, f0, t;
         __asm__ volatile("1:\n\t"
@@ -1313,23 +1324,28 @@ K_INLINE void dw3_load_line(const k_dw3g *g, const int8_t *x, int c, int ry, int
                            [v1] "=&r"(v1), [e0] "=&r"(e0), [f0] "=&r"(f0), [t] "=&r"(t)
                          : [xs] "r"(xs), [xe] "r"(xe), [rwb] "r"(rwb)
                          : "cc", "memory");
-        ix = ne;
     }
 #else
-    if (dsp) { /* one pointer per plane, stepped */
-        int16_t *p0 = slot + L + h, *p1 = p0 + rw, *p2 = p1 + rw, *p3 = p2 + rw;
-        for (; ix < ne; ix += 2, p0 += 2, p1 += 2, p2 += 2, p3 += 2) {
-            const uint32_t v0 = K_LD4(xr + (size_t)ix * xs), v1 = K_LD4(xr + (size_t)(ix + 1) * xs);
-            const uint32_t e0 = K_SXTB16(v0), f0 = K_SXTB16(v1);
-            const uint32_t e1 = K_SXTB16_ROR8(v0), f1 = K_SXTB16_ROR8(v1);
-            K_ST4(p0, K_PKHBT16(e0, f0));
-            K_ST4(p1, K_PKHBT16(e1, f1));
-            K_ST4(p2, K_PKHTB16(f0, e0));
-            K_ST4(p3, K_PKHTB16(f1, e1));
-        }
+    for (; xp != xe; xp += 2 * xs, p0 += 2) { /* the same steps, one pointer per plane */
+        const uint32_t v0 = K_LD4(xp), v1 = K_LD4(xp + xs);
+        const uint32_t e0 = K_SXTB16(v0), f0 = K_SXTB16(v1);
+        const uint32_t e1 = K_SXTB16_ROR8(v0), f1 = K_SXTB16_ROR8(v1);
+        K_ST4(p0, K_PKHBT16(e0, f0));
+        K_ST4(p0 + rw, K_PKHBT16(e1, f1));
+        K_ST4(p0 + 2 * rw, K_PKHTB16(f0, e0));
+        K_ST4(p0 + 3 * rw, K_PKHTB16(f1, e1));
     }
 #endif
-    if (ne < len) dw3_pixel(slot, rw, L + ne, xr + (size_t)ne * xs); /* the odd last pixel */
+    if (g->odd) dw3_pixel(s, rw, ne, xe);
+}
+
+/* Ring line ry (input line ry - top, or padding) of channels c..c+3 into the slot. */
+K_INLINE void dw3_ring_line(const k_dw3g *g, const int8_t *x, int c, int ry, int16_t *slot,
+                            int zp)
+{
+    const int iy = ry - g->top;
+    if (iy < 0 || iy >= g->n) dw3_pad_line(slot, g->rw, zp);
+    else dw3_load_line(g, x + (size_t)iy * g->xl + c, slot + g->lead);
 }
 
 /* Sum of the nine taps of the output pixel whose window starts at column col of lines
@@ -1400,13 +1416,12 @@ K_INLINE int8_t dw3_out(int32_t a, const k_dw3c *k, int ozp, int lo, int hi, int
                  "sel %[a0], %[a0], %[P]\n\t"                                                  \
                  "ssub8 %[A], %[Q], %[a0]\n\t"                                                 \
                  "sel %[a0], %[a0], %[Q]\n\t" DW3_ASM_UNPACK
-/* Every channel of the block (kp[0..3]) over one output line: kp->n groups of four pixels from
+/* Every channel of the block (kp[0..3], kp[4].n 0) over one output line: kp->n groups of four pixels from
  * the ring lines at q0, q1, q2 (bytes; channel j's planes 2 rw bytes further each), the outputs
  * at yo (channel j's at yo + j). Per group: 34 instructions for the 36 MACs, 18 for the
  * requantisation, 7 for the stores and 2 for the loop: 61, CLAMP adding 9 (lo only) or 11. */
 #define DW3_ASM_LOOP(CLAMP)                                                                    \
     __asm__ volatile(                                                                          \
-        "2:\n\t"                                                                               \
         "ldr %[n], [%[kp], #68]\n\t"                                                           \
         "1:\n\t"                                                                               \
         "ldr %[a3], [%[kp], #24]\n\t" DW3_ASM_LINE("%[q0]", 0, "%[a3]", "%[a3]", "%[a3]",      \
@@ -1425,16 +1440,15 @@ K_INLINE int8_t dw3_out(int32_t a, const k_dw3c *k, int ozp, int lo, int hi, int
         "add %[yo], %[yo], %[B], lsl #1\n\t"                                                   \
         "subs %[n], %[n], #1\n\t"                                                              \
         "bne 1b\n\t"                                                                           \
-        "ldr %[A], [%[kp], #72]\n\t"                                                           \
+        "ldrd %[A], %[B], [%[kp], #72]\n\t"                                                    \
         "add %[q0], %[q0], %[A]\n\t"                                                           \
         "add %[q1], %[q1], %[A]\n\t"                                                           \
         "add %[q2], %[q2], %[A]\n\t"                                                           \
-        "ldr %[A], [%[kp], #76]\n\t"                                                           \
-        "add %[yo], %[yo], %[A]\n\t"                                                           \
-        "ldr %[A], [%[kp], #80]\n\t"                                                           \
-        "adds %[kp], %[kp], #84\n\t"                                                           \
-        "cmp %[A], #0\n\t"                                                                     \
-        "beq 2b\n\t"                                                                           \
+        "add %[yo], %[yo], %[B]\n\t"                                                           \
+        "ldr %[n], [%[kp], #148]\n\t"                                                          \
+        "adds %[kp], %[kp], #80\n\t"                                                           \
+        "cmp %[n], #0\n\t"                                                                     \
+        "bne 1b\n\t"                                                                           \
         : [q0] "+r"(q0), [q1] "+r"(q1), [q2] "+r"(q2), [yo] "+r"(yo), [kp] "+r"(kp),         \
           [n] "=&r"(n), [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3),        \
           [A] "=&r"(A), [B] "=&r"(B), [P] "=&r"(P), [Q] "=&r"(Q)                               \
@@ -1511,8 +1525,8 @@ K_INLINE void dw3_asm_consts(const k_dw3g *g, const k_q_params *q, k_dw3a *ka)
         ka[j].ys = (int32_t)g->ys;
         ka[j].lo4 = lo4;
         ka[j].hi4 = hi4;
-        ka[j].last = j == 3;
     }
+    ka[4].n = 0;
     dw3_groups(g, g->tr ? g->ol >> 2 : (g->ol + 3) >> 2, ka);
 }
 
@@ -1554,7 +1568,7 @@ static __attribute__((noinline)) void dw3_rows(const k_dw3g *g, const k_q_params
     int16_t *l0 = ring, *l1 = ring + 4 * g->rw, *l2 = ring + 8 * g->rw, *t;
     int ry;
     for (ry = 0; ry < g->on + 2; ry++) {
-        dw3_load_line(g, x, c, ry, l2, q->in_zp, 1);
+        dw3_ring_line(g, x, c, ry, l2, q->in_zp);
         if (ry >= 2) dw3_line(g, l0, l1, l2, ka, q, y + (size_t)(ry - 2) * g->yl + c, 0, fast);
         t = l0;
         l0 = l1;
@@ -1590,7 +1604,7 @@ static __attribute__((noinline)) void dw3_rows_asm(const k_dw3g *g, const k_q_pa
     int8_t *yo = y + c;
     int ry;
     for (ry = 0; ry <= last; ry++) {
-        dw3_load_line(g, x, c, ry, l2, q->in_zp, 1);
+        dw3_ring_line(g, x, c, ry, l2, q->in_zp);
         if (ry >= 2) {
             if (ry == last) dw3_groups(g, g->ol >> 2, ka);
             dw3_lines_asm(l0, l1, l2, clamp, ka, yo);
@@ -1611,7 +1625,7 @@ K_INLINE void dw3_block(const k_dw3g *g, const k_q_params *q, const int8_t *x,
                         const int8_t *wb, const int32_t *b, int c, int16_t *ring, int8_t *y,
                         int dsp)
 {
-    k_dw3a ka[4];
+    k_dw3a ka[5]; /* the fifth: dw3_lines_asm's end mark */
     int j, fast = 1;
     for (j = 0; j < 4; j++) dw3_channel(q, wb, j, b ? b[c + j] : 0, c, g->tr, &ka[j].k, &fast);
     fast = dw3_mode(q, ka, fast, dsp);
