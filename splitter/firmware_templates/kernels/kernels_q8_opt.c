@@ -1273,22 +1273,45 @@ K_INLINE void dw3_pixel(int16_t *slot, int rw, int col, const int8_t *xr)
     s[3 * rw] = (int16_t)(o >> 16);
 }
 
-/* Ring slot `slot` all in_zp (a line of the padding): two halfwords a store, two stores a
- * step (rw even: 2 rw words). */
-K_INLINE void dw3_pad_line(int16_t *slot, int rw, int zp)
+/* n halfwords at s (n a multiple of 8) all zp: two halfwords a store, four stores a step. */
+K_INLINE void dw3_fill(int16_t *s, int n, int zp)
 {
     const uint32_t z2 = ((uint32_t)zp & 0xFFFFu) * 0x10001u;
-    int i;
-    for (i = 0; i < 2 * rw; i += 2) {
-        K_ST4(slot + 2 * i, z2);
-        K_ST4(slot + 2 * i + 2, z2);
+    int16_t *const e = s + n;
+    for (; s != e; s += 8) {
+        K_ST4(s, z2);
+        K_ST4(s + 2, z2);
+        K_ST4(s + 4, z2);
+        K_ST4(s + 6, z2);
     }
 }
 
+#if K_DSP_NATIVE
+/* One pixel pair of dw3_load_line: the NHWC words at xp, xp + xs (xp stepped by 2 xs) by
+ * SXTB16 into (c0, c2), (c1, c3) each, PKHBT / PKHTB into one word per plane (planes 0, 1 at
+ * p0, p0 + rwb, planes 2, 3 at p2, p2 + rwb; p0, p2 stepped by 4): 15 instructions. */
+#define DW3_LD_PAIR                                                                            \
+    "ldr %[v0], [%[xp]]\n\t"                                                                   \
+    "ldr %[v1], [%[xp], %[xs]]\n\t"                                                            \
+    "add %[xp], %[xp], %[xs], lsl #1\n\t"                                                      \
+    "sxtb16 %[e0], %[v0]\n\t"                                                                  \
+    "sxtb16 %[f0], %[v1]\n\t"                                                                  \
+    "sxtb16 %[v0], %[v0], ror #8\n\t"                                                          \
+    "sxtb16 %[v1], %[v1], ror #8\n\t"                                                          \
+    "pkhbt %[t], %[v0], %[v1], lsl #16\n\t"                                                    \
+    "str %[t], [%[p0], %[rwb]]\n\t"                                                            \
+    "pkhbt %[t], %[e0], %[f0], lsl #16\n\t"                                                    \
+    "str %[t], [%[p0]], #4\n\t"                                                                \
+    "pkhtb %[t], %[v1], %[v0], asr #16\n\t"                                                    \
+    "str %[t], [%[p2], %[rwb]]\n\t"                                                            \
+    "pkhtb %[t], %[f0], %[e0], asr #16\n\t"                                                    \
+    "str %[t], [%[p2]], #4\n\t"
+#endif
+
 /* The input line at xr (channels c..c+3, NHWC) into the ring slot at column lead (s = slot +
  * lead): an odd lead's first pixel alone (dw3_pixel), the np pairs from an even column (DSP:
- * SXTB16 and PKHBT / PKHTB turn two NHWC words into one word per plane, 17 instructions a
- * pair), the odd last pixel alone. Out of line: called once per line from the row loops. */
+ * DW3_LD_PAIR two pairs a loop step, 16 instructions a pair), the odd last pixel alone. Out of
+ * line: called once per line from the row loops. */
 static __attribute__((noinline)) void dw3_load_line(const k_dw3g *g, const int8_t *xr,
                                                     int16_t *s)
 {
@@ -1302,27 +1325,14 @@ static __attribute__((noinline)) void dw3_load_line(const k_dw3g *g, const int8_
         int16_t *p2 = p0 + 2 * rw;
         const int32_t rwb = 2 * rw;
         uint32_t v0, v1, e0, f0, t;
-        __asm__ volatile("1:\n\t"
-                         "ldr %[v0], [%[xp]]\n\t"
-                         "ldr %[v1], [%[xp], %[xs]]\n\t"
-                         "add %[xp], %[xp], %[xs], lsl #1\n\t"
-                         "sxtb16 %[e0], %[v0]\n\t"
-                         "sxtb16 %[f0], %[v1]\n\t"
-                         "sxtb16 %[v0], %[v0], ror #8\n\t"
-                         "sxtb16 %[v1], %[v1], ror #8\n\t"
-                         "pkhbt %[t], %[v0], %[v1], lsl #16\n\t"
-                         "str %[t], [%[p0], %[rwb]]\n\t"
-                         "pkhbt %[t], %[e0], %[f0], lsl #16\n\t"
-                         "str %[t], [%[p0]], #4\n\t"
-                         "pkhtb %[t], %[v1], %[v0], asr #16\n\t"
-                         "str %[t], [%[p2], %[rwb]]\n\t"
-                         "pkhtb %[t], %[f0], %[e0], asr #16\n\t"
-                         "str %[t], [%[p2]], #4\n\t"
+        __asm__ volatile("cmp %[od], #0\n\t" /* an odd count: in at the second pair */
+                         "bne 2f\n\t"
+                         "1:\n\t" DW3_LD_PAIR "2:\n\t" DW3_LD_PAIR
                          "cmp %[xp], %[xe]\n\t"
                          "bne 1b\n\t"
                          : [xp] "+r"(xp), [p0] "+r"(p0), [p2] "+r"(p2), [v0] "=&r"(v0),
                            [v1] "=&r"(v1), [e0] "=&r"(e0), [f0] "=&r"(f0), [t] "=&r"(t)
-                         : [xs] "r"(xs), [xe] "r"(xe), [rwb] "r"(rwb)
+                         : [xs] "r"(xs), [xe] "r"(xe), [rwb] "r"(rwb), [od] "r"(g->np & 1)
                          : "cc", "memory");
     }
 #else
@@ -1344,7 +1354,7 @@ K_INLINE void dw3_ring_line(const k_dw3g *g, const int8_t *x, int c, int ry, int
                             int zp)
 {
     const int iy = ry - g->top;
-    if (iy < 0 || iy >= g->n) dw3_pad_line(slot, g->rw, zp);
+    if (iy < 0 || iy >= g->n) dw3_fill(slot, 4 * g->rw, zp); /* a line of the padding */
     else dw3_load_line(g, x + (size_t)iy * g->xl + c, slot + g->lead);
 }
 
@@ -1468,36 +1478,51 @@ static void dw3_lines_asm(const int16_t *r0, const int16_t *r1, const int16_t *r
 }
 #endif
 
+/* The block's rq mode (dw3_out's fast) for channels c..c+3, biases b: 2 (3 without clamp, 4
+ * with act_max 127) on the DSP variant when every channel allows dw_rq2: rq_fast (no left
+ * shift, a right one, ties away from zero, |bias| + 9 * 128 * 255 < 2^30: rq_fast_ok) with
+ * m > 2^30 and right <= 22; else 0 (rq_value). */
+K_INLINE int dw3_mode(const k_q_params *q, const int32_t *b, int c, int dsp)
+{
+    int j, ok = dsp && !q->round_up;
+    for (j = 0; j < 4 && ok; j++) {
+        const int k = q->nq > 1 ? c + j : 0;
+        const int32_t bj = b ? b[c + j] : 0;
+        ok = q->shift[k] < 0 && q->shift[k] >= -22 && q->mult[k] > (1 << 30) &&
+             bj < (1 << 30) - 293760 && bj > -((1 << 30) - 293760);
+    }
+    if (!ok) return 0;
+    if (q->act_max != 127) return 2;
+    return q->act_min == -128 ? 3 : 4;
+}
+
 /* Channel j's constants of the block at wb (taps-major, 4 channels), bias b; lines along the
- * kernel's rows (taps 3 u, 3 u + 1, 3 u + 2), or (tr) its columns (taps u, u + 3, u + 6). */
+ * kernel's rows (taps 3 u, 3 u + 1, 3 u + 2), or (tr) its columns (taps u, u + 3, u + 6). rq
+ * mode 2 (fast >= 2, dw_rq2): weights and folded bias doubled (|2 acc| < 2^31 by dw3_mode's
+ * bound), fc = 2^(right - 1) + out_zp 2^right in r.half. */
 K_INLINE void dw3_channel(const k_q_params *q, const int8_t *wb, int j, int32_t b, int c,
-                          int tr, k_dw3c *k, int *fast)
+                          int tr, int fast, k_dw3c *k)
 {
     const int st = tr ? 12 : 4, lt = tr ? 4 : 12; /* bytes between taps of a line, lines */
+    const int d = fast >= 2 ? 2 : 1;
     int32_t sw = 0;
     int u;
     for (u = 0; u < 3; u++) {
         const int8_t *t = wb + lt * u + j;
         const int32_t w0 = t[0], w1 = t[st], w2 = t[2 * st];
-        k->w[2 * u] = ((uint32_t)w0 & 0xFFFFu) | ((uint32_t)w1 << 16);
-        k->w[2 * u + 1] = ((uint32_t)w1 & 0xFFFFu) | ((uint32_t)w2 << 16);
+        k->w[2 * u] = ((uint32_t)(d * w0) & 0xFFFFu) | ((uint32_t)(d * w1) << 16);
+        k->w[2 * u + 1] = ((uint32_t)(d * w1) & 0xFFFFu) | ((uint32_t)(d * w2) << 16);
         sw += w0 + w1 + w2;
     }
-    k->r = rq_channel(q, c + j);
-    /* rq_fast_ok(&k->r, b, 9) in 32 bits: |b| + 9 * 128 * 255 < 2^30 */
-    *fast &= k->r.left == 0 && k->r.right > 0 && k->r.away && b < (1 << 30) - 293760 &&
-             b > -((1 << 30) - 293760);
-    k->bias = b - q->in_zp * sw;
-}
-
-/* rq mode 2 (dw_rq2) for a channel: weights (each halfword lane doubled, bit 16 cleared of the
- * low lane's sign) and folded bias doubled, fc in r.half. */
-K_INLINE void dw3_double(k_dw3c *k, int ozp)
-{
-    int u;
-    for (u = 0; u < 6; u++) k->w[u] = (k->w[u] << 1) & 0xFFFEFFFFu;
-    k->bias = (int32_t)((uint32_t)k->bias << 1);
-    k->r.half = (int32_t)(1u << (k->r.right - 1)) + (int32_t)((uint32_t)ozp << k->r.right);
+    k->bias = (int32_t)((uint32_t)(b - q->in_zp * sw) * (uint32_t)d);
+    if (d == 1) {
+        k->r = rq_channel(q, c + j);
+    } else { /* what dw_rq2 reads */
+        const int kq = q->nq > 1 ? c + j : 0;
+        k->r.m = q->mult[kq];
+        k->r.right = -(int)q->shift[kq];
+        k->r.half = (int32_t)(1u << (k->r.right - 1)) + (int32_t)((uint32_t)q->out_zp << k->r.right);
+    }
 }
 
 /* Sets the block's records to n groups per line (the plane and output steps to the next
@@ -1545,18 +1570,6 @@ K_INLINE void dw3_line(const k_dw3g *g, const int16_t *r0, const int16_t *r1,
                         q->out_zp, q->act_min, q->act_max, fast);
 }
 
-/* The block's rq mode (dw3_out's fast): 2 (3 without clamp, 4 with act_max 127) when every
- * channel allows dw_rq2, its constants then doubled (dw3_double); else 0. */
-K_INLINE int dw3_mode(const k_q_params *q, k_dw3a *ka, int fast, int dsp)
-{
-    int j, f2 = 1;
-    for (j = 0; j < 4; j++) f2 &= ka[j].k.r.m > (1 << 30) && ka[j].k.r.right <= 22;
-    if (!(dsp && fast && f2)) return 0;
-    for (j = 0; j < 4; j++) dw3_double(&ka[j].k, q->out_zp);
-    if (q->act_max != 127) return 2;
-    return q->act_min == -128 ? 3 : 4;
-}
-
 /* Every output line of the block (channels c..c+3, constants ka, rq mode fast) through the
  * ring, pixel by pixel: input line ry (padding lines included) into the slot l2, then, from
  * ry = 2, output line ry - 2 from the slots l0, l1, l2 (lines ry - 2..ry); the slots'
@@ -1599,18 +1612,18 @@ static __attribute__((noinline)) void dw3_rows_asm(const k_dw3g *g, const k_q_pa
                                                    const int8_t *x, int c, int16_t *ring,
                                                    k_dw3a *ka, int8_t *y, int fast)
 {
-    const int clamp = fast == 3 ? 0 : fast == 4 ? 1 : 2, last = g->on + 1;
+    const int clamp = fast == 3 ? 0 : fast == 4 ? 1 : 2;
     int16_t *l0 = ring, *l1 = ring + 4 * g->rw, *l2 = ring + 8 * g->rw, *t;
     int8_t *yo = y + c;
-    int ry;
-    for (ry = 0; ry <= last; ry++) {
-        dw3_ring_line(g, x, c, ry, l2, q->in_zp);
-        if (ry >= 2) {
-            if (ry == last) dw3_groups(g, g->ol >> 2, ka);
-            dw3_lines_asm(l0, l1, l2, clamp, ka, yo);
-            if (4 * ka->n < g->ol) dw3_tail(g, l0, l1, l2, ka, q, yo, clamp, fast);
-            yo += g->yl;
-        }
+    int oy;
+    dw3_ring_line(g, x, c, 0, l0, q->in_zp);
+    dw3_ring_line(g, x, c, 1, l1, q->in_zp);
+    for (oy = 0; oy < g->on; oy++) {
+        dw3_ring_line(g, x, c, oy + 2, l2, q->in_zp);
+        if (oy == g->on - 1) dw3_groups(g, g->ol >> 2, ka);
+        dw3_lines_asm(l0, l1, l2, clamp, ka, yo);
+        if (4 * ka->n < g->ol) dw3_tail(g, l0, l1, l2, ka, q, yo, clamp, fast);
+        yo += g->yl;
         t = l0;
         l0 = l1;
         l1 = l2;
@@ -1626,9 +1639,9 @@ K_INLINE void dw3_block(const k_dw3g *g, const k_q_params *q, const int8_t *x,
                         int dsp)
 {
     k_dw3a ka[5]; /* the fifth: dw3_lines_asm's end mark */
-    int j, fast = 1;
-    for (j = 0; j < 4; j++) dw3_channel(q, wb, j, b ? b[c + j] : 0, c, g->tr, &ka[j].k, &fast);
-    fast = dw3_mode(q, ka, fast, dsp);
+    const int fast = dw3_mode(q, b, c, dsp);
+    int j;
+    for (j = 0; j < 4; j++) dw3_channel(q, wb, j, b ? b[c + j] : 0, c, g->tr, fast, &ka[j].k);
 #if K_DSP_NATIVE
     if (fast >= 2 && g->ol >= 4) {
         dw3_asm_consts(g, q, ka);
@@ -1649,10 +1662,9 @@ static __attribute__((noinline)) void dw3_blocks(const k_window_params *p, const
                         * registers leave the window loops' (dw_block) code alone */
     int16_t *ring = (int16_t *)(void *)(s + ((4u - ((uintptr_t)s & 3u)) & 3u));
     k_dw3g g;
-    int i, c, n, C4 = p->C & ~3;
+    int c, C4 = p->C & ~3;
     dw3_geom(p, &g);
-    n = 3 * 4 * g.rw;
-    for (i = 0; i < n; i++) ring[i] = (int16_t)q->in_zp;
+    dw3_fill(ring, 3 * 4 * g.rw, q->in_zp);
     for (c = 0; c < C4; c += 4) dw3_block(&g, q, x, w + (size_t)c * 9, b, c, ring, y, dsp);
 }
 
