@@ -1561,10 +1561,12 @@ K_INLINE void dw3_asm_consts(const k_dw3g *g, const k_q_params *q, k_dw3a *ka)
 }
 
 /* Pixels [done, ol) of the block's output line at yo from the ring lines r0..r2 (channel 0's
- * planes; channel j's j rw halfwords further), one by one (dw3_one, dw3_out). */
-K_INLINE void dw3_line(const k_dw3g *g, const int16_t *r0, const int16_t *r1,
-                       const int16_t *r2, const k_dw3a *ka, const k_q_params *q, int8_t *yo,
-                       int done, int fast)
+ * planes; channel j's j rw halfwords further), one by one (dw3_one, dw3_out). Out of line: one
+ * copy for dw3_rows and dw3_tail. */
+static __attribute__((noinline)) void dw3_line(const k_dw3g *g, const int16_t *r0,
+                                               const int16_t *r1, const int16_t *r2,
+                                               const k_dw3a *ka, const k_q_params *q,
+                                               int8_t *yo, int done, int fast)
 {
     const int rw = g->rw;
     int j, ox;
