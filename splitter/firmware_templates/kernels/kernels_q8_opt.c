@@ -1560,18 +1560,16 @@ K_INLINE void dw3_asm_consts(const k_dw3g *g, const k_q_params *q, k_dw3a *ka)
     dw3_groups(g, g->tr ? g->ol >> 2 : (g->ol + 3) >> 2, ka);
 }
 
-/* Pixels [done, ol) of the block's output line at yo from the ring lines r0..r2 (channel 0's
- * planes; channel j's j rw halfwords further), one by one (dw3_one, dw3_out). Out of line: one
- * copy for dw3_rows and dw3_tail. */
-static __attribute__((noinline)) void dw3_line(const k_dw3g *g, const int16_t *r0,
-                                               const int16_t *r1, const int16_t *r2,
-                                               const k_dw3a *ka, const k_q_params *q,
-                                               int8_t *yo, int done, int fast)
+/* The block's output line at yo from the ring lines r0..r2 (channel 0's planes; channel j's
+ * j rw halfwords further), pixel by pixel (dw3_one, dw3_out). */
+K_INLINE void dw3_line(const k_dw3g *g, const int16_t *r0, const int16_t *r1,
+                       const int16_t *r2, const k_dw3a *ka, const k_q_params *q, int8_t *yo,
+                       int fast)
 {
     const int rw = g->rw;
     int j, ox;
     for (j = 0; j < 4; j++)
-        for (ox = done; ox < g->ol; ox++)
+        for (ox = 0; ox < g->ol; ox++)
             yo[(size_t)ox * g->ys + j] =
                 dw3_out(dw3_one(r0 + j * rw, r1 + j * rw, r2 + j * rw, ox, &ka[j].k), &ka[j].k,
                         q->out_zp, q->act_min, q->act_max, fast);
@@ -1589,7 +1587,7 @@ static __attribute__((noinline)) void dw3_rows(const k_dw3g *g, const k_q_params
     int ry;
     for (ry = 0; ry < g->on + 2; ry++) {
         dw3_ring_line(g, x, c, ry, l2, q->in_zp);
-        if (ry >= 2) dw3_line(g, l0, l1, l2, ka, q, y + (size_t)(ry - 2) * g->yl + c, 0, fast);
+        if (ry >= 2) dw3_line(g, l0, l1, l2, ka, q, y + (size_t)(ry - 2) * g->yl + c, fast);
         t = l0;
         l0 = l1;
         l1 = l2;
@@ -1598,19 +1596,27 @@ static __attribute__((noinline)) void dw3_rows(const k_dw3g *g, const k_q_params
 }
 
 #if K_DSP_NATIVE
-/* The end of an output line the groups of ka (n of them) do not reach: one group from the even
- * column ol - 4 or ol - 5 (its first pixels computed again to the same values), for an odd
- * ol - 4 the last pixel one by one. */
+/* The ol - 4 n (1..3) pixels of an output line its n groups do not reach: one more group from
+ * column 4 n (even: its words aligned; it reads at most column ol + 4 < rw) into t, four bytes
+ * (the block's channels) per pixel (the records' output stride 4 for it), the pixels inside
+ * the line copied to yo a word each. */
 static __attribute__((noinline)) void dw3_tail(const k_dw3g *g, const int16_t *r0,
                                                const int16_t *r1, const int16_t *r2,
-                                               k_dw3a *ka, const k_q_params *q, int8_t *yo,
-                                               int clamp, int fast)
+                                               k_dw3a *ka, int8_t *yo, int clamp)
 {
-    const int st = (g->ol - 4) & ~1, n = ka->n; /* st even: the group's words aligned */
-    dw3_groups(g, 1, ka);
-    dw3_lines_asm(r0 + st, r1 + st, r2 + st, clamp, ka, yo + (size_t)st * g->ys);
+    const int n = ka->n, st = 4 * n;
+    int8_t t[16];
+    int j, k;
+    for (j = 0; j < 4; j++) {
+        ka[j].n = 1;
+        ka[j].qstep = 2 * g->rw - 8;
+        ka[j].ys = 4;
+        ka[j].ystep = 1 - 16;
+    }
+    dw3_lines_asm(r0 + st, r1 + st, r2 + st, clamp, ka, t);
+    for (j = 0; j < 4; j++) ka[j].ys = (int32_t)g->ys;
     dw3_groups(g, n, ka);
-    if (st + 4 < g->ol) dw3_line(g, r0, r1, r2, ka, q, yo, st + 4, fast);
+    for (k = 0; k < g->ol - st; k++) K_ST4(yo + (size_t)(st + k) * g->ys, K_LD4(t + 4 * k));
 }
 
 /* dw3_rows with rq mode 2 on the core, ol >= 4: each output line through dw3_lines_asm (ka's
@@ -1629,7 +1635,7 @@ static __attribute__((noinline)) void dw3_rows_asm(const k_dw3g *g, const k_q_pa
         dw3_ring_line(g, x, c, oy + 2, l2, q->in_zp);
         if (oy == g->on - 1) dw3_groups(g, g->ol >> 2, ka);
         dw3_lines_asm(l0, l1, l2, clamp, ka, yo);
-        if (4 * ka->n < g->ol) dw3_tail(g, l0, l1, l2, ka, q, yo, clamp, fast);
+        if (4 * ka->n < g->ol) dw3_tail(g, l0, l1, l2, ka, yo, clamp);
         yo += g->yl;
         t = l0;
         l0 = l1;
