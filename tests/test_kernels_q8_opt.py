@@ -85,12 +85,19 @@ CONVS = [
     ConvCase(3, 5, 9, 6, (3, 3), s=(2, 2), pads=(1, 1, 1, 1)),  # UP_RQ, K = 27, 15 pixels
     ConvCase(16, 6, 6, 16, (3, 3), pads=(1, 1, 1, 1), depthwise=True),  # ring, 4 blocks
     ConvCase(5, 4, 6, 4, (1, 3), pads=(0, 1, 0, 1)),  # UP_RQ, K = 15: int16 weights at K' 16
+    ConvCase(8, 6, 16, 8, (3, 3), pads=(1, 1, 1, 1), depthwise=True),  # ring, ReLU: low clamp
+    ConvCase(12, 7, 9, 12, (3, 3), pads=(1, 1, 1, 1), depthwise=True),  # ReLU, OW 9: tail
+    ConvCase(4, 6, 10, 4, (3, 3), pads=(1, 1, 1, 1), depthwise=True),  # both clamp bounds
+    ConvCase(8, 13, 6, 8, (3, 3), pads=(1, 2, 1, 0), depthwise=True),  # columns, ReLU, tail
 ]
 
 #: cases whose biases are near 2^30 (past kernels_q8_opt.c's rq_fast bound)
 BIG_BIAS = (12, 13)
 #: cases whose every channel has a right shift (ties away: the depthwise's rq_fast)
-FAST_RQ = (14, 21, 22, 24, 25)
+FAST_RQ = (14, 21, 22, 24, 25, 32, 33, 34, 35)
+#: FAST_RQ depthwise cases with a fused activation: ReLU (act_min out_zp, act_max 127: the 3 x 3
+#: ring's low-only clamp) or both bounds inside int8 (out_zp +- 2, so that both clamp)
+RELU, BOTH_BOUNDS = (32, 33, 35), (34,)
 #: GEMM-rounded cases whose every channel has a right shift in [2, 22] (kernels_q8_opt.c's
 #: one-SMLAL requantisation, rqup_value)
 UP_RQ = (17, 18, 19, 20, 26, 28, 30)
@@ -146,6 +153,9 @@ def _quant(rng: np.random.Generator, n: int, i: int) -> tuple[list[str], dict[st
         "nq": nq,
         "up": 1 if i in UP_RQ else i % 2,
     }
+    if i in RELU + BOTH_BOUNDS:  # ties away from zero (TFLite's depthwise): the ring's rq mode 2
+        zp = q["out_zp"]
+        q["lo"], q["hi"], q["up"] = (zp, 127, 0) if i in RELU else (zp - 2, zp + 2, 0)
     return [_arr(f"m{i}", "int32_t", mult), _arr(f"s{i}", "int32_t", shift)], q
 
 

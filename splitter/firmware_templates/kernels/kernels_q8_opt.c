@@ -15,12 +15,13 @@
 /* One output channel's requantisation, computed once per channel block: M = m * 2^(s - 31)
  * split into a left shift (s > 0) and a rounding right shift (s <= 0), the right shift's
  * remainder mask and tie threshold, and `away` (1: ties away from zero, k_q_mul; 0: ties up,
- * k_q_mul_up). */
+ * k_q_mul_up). m, half and right first: the 3 x 3 depthwise's assembly reads them at fixed
+ * offsets (k_dw3a). */
 typedef struct {
     int32_t m;
-    int left, right;
-    int32_t mask, thr, away;
     int32_t half; /* 2^(right - 1), 0 when right == 0 (rq_fast); depthwise rq mode 2: fc */
+    int right, left;
+    int32_t mask, thr, away;
 } k_rq;
 
 K_INLINE k_rq rq_channel(const k_q_params *q, int c)
@@ -1167,18 +1168,20 @@ K_INLINE void dw_one(const k_window_params *p, const k_q_params *q, const int8_t
 /* ------------------------------------------------- 3 x 3 depthwise over a padded ring ---- */
 
 /* The 3 x 3 depthwise (dilation 1, stride 1, at least 4 pixels along the input's longer axis,
- * below which the ring's set-up costs more than it saves; dw3_ok) of a block of four channels works on the
- * scratch (k_q_depthwise_scratch): a ring of three padded input lines, each as four int16
- * planes (one per channel) of RW halfwords, the line's pixel i at halfword L + i (L the leading
- * padding rounded up to even, so an input pixel pair fills one aligned word) and in_zp
- * everywhere else. A padded position holding in_zp adds w * (in_zp - in_zp) = 0, as TFLite's
- * skipped taps do, so with the bias folded to b - in_zp * sum(w) every output pixel is the same
- * nine raw products: no border code. The lines are the input's rows, or its columns when it is
- * taller than wide (dw3_geom: the longer axis along the line, fewer pixels wasted at a line's
- * end). Per line and channel the DSP loop (dw3_lines_asm) takes four output pixels at once: per
- * kernel line the words (x0, x1), (x2, x3), (x4, x5) against the packed weights (w0, w1),
- * (w1, w2) by SMLAD / SMLATB / SMLABT (DW3_ASM_LINE): 36 MACs in 69 instructions with the
- * requantisation and the stores (80 with a clamp). */
+ * below which the ring's set-up costs more than it saves; dw3_ok) of a block of four channels
+ * works on the scratch (k_q_depthwise_scratch): a ring of three padded input lines, each as four
+ * int16 planes (one per channel) of rw halfwords, the line's pixel i at halfword lead + i and
+ * in_zp everywhere else. A padded position holding in_zp adds w * (in_zp - in_zp) = 0, as
+ * TFLite's skipped taps do, so with the bias folded to b - in_zp * sum(w) every output pixel is
+ * the same nine raw products: no border code. The lines are the input's rows, or its columns
+ * when it is taller than wide (dw3_geom: the longer axis along the line, fewer pixels wasted at
+ * a line's end). Per line and channel the DSP loop (dw3_lines_asm) takes four output pixels at
+ * once, their windows starting at an even (word-aligned) column: per kernel line the words
+ * (x0, x1), (x2, x3) (one LDRD), (x4, x5) against the packed weights (w0, w1), (w1, w2) by
+ * SMLAD / SMLATB / SMLABT (DW3_ASM_LINE): 36 MACs in 61 instructions with the requantisation
+ * and the stores (69 with a ReLU clamp, 72 with both bounds). Per block and output line C code
+ * loads one ring line (dw3_load_line, 16 instructions per pixel pair) and calls the assembly
+ * once (dw3_rows_asm): 2.46 instructions per MAC on the 16 x 16 x 32 benchmark layer. */
 K_INLINE int dw3_ok(const k_window_params *p)
 {
     return p->kh == 3 && p->kw == 3 && p->dh == 1 && p->dw == 1 && p->sh == 1 && p->sw == 1 &&
@@ -1189,10 +1192,14 @@ K_INLINE int dw3_ok(const k_window_params *p)
  * rows or columns), len: pixels per line, lead / trail: the padding before / after a line, top:
  * the padding before the first line; xs / xl: input bytes from a pixel to the next one of its
  * line / of the next line; ys / yl: the same for the output; on / ol: output lines and pixels
- * per output line; rw: halfwords per plane line (L + len + trail + 3, rounded up to even: a
- * four-pixel group's loads read up to three columns past the last window). */
+ * per output line; rw: halfwords per plane line (lead rounded up to even + len + trail + 3,
+ * rounded up to even: a four-pixel group's loads read up to three columns past the last
+ * window; the ring's lines start at column 0 and put pixel i at column lead + i, using at most
+ * lead + len + trail + 3 of them); h: 1 for an odd lead (the first pixel loaded alone, so that
+ * the np pixel pairs after it start at an even column, an aligned word), odd: 1 when a last
+ * pixel is left after the pairs. */
 typedef struct {
-    int tr, n, len, lead, trail, top, on, ol, rw;
+    int tr, n, len, lead, trail, top, on, ol, rw, h, np, odd;
     size_t xs, xl, ys, yl;
 } k_dw3g;
 
@@ -1214,6 +1221,9 @@ K_INLINE void dw3_geom(const k_window_params *p, k_dw3g *g)
     g->yl = g->tr ? C : (size_t)p->OW * C;
     m = g->lead + (g->lead & 1) + g->len + g->trail + 3;
     g->rw = m + (m & 1);
+    g->h = g->lead & 1;
+    g->np = (g->len - g->h) >> 1;
+    g->odd = (g->len - g->h) & 1;
 }
 
 int k_q_depthwise_scratch(const k_window_params *p)
@@ -1224,82 +1234,130 @@ int k_q_depthwise_scratch(const k_window_params *p)
     return 4 + 2 * 3 * 4 * g.rw;
 }
 
-/* One channel's constants: per kernel line the weights (w0, w1) as an int16 pair and w2, the
- * folded bias (rq mode 2: all doubled) and the requantisation. */
+/* One channel's constants: per kernel line u the weights as the int16 pairs w[2 u] = (w0, w1)
+ * and w[2 u + 1] = (w1, w2), the folded bias (rq mode 2: all doubled) and the
+ * requantisation. */
 typedef struct {
-    uint32_t pw[3];
-    int32_t w2[3];
+    uint32_t w[6];
     int32_t bias;
     k_rq r;
 } k_dw3c;
 
-/* Padded line ry of the block's channels c..c+3 into ring slot `slot`: the input line
- * ry - top (DSP: two pixels per step, SXTB16 and PKHBT / PKHTB turn two NHWC words into one
- * word per plane), or in_zp for a line of the padding. */
-K_INLINE void dw3_load_line(const k_dw3g *g, const int8_t *x, int c, int ry, int16_t *slot,
-                            int zp, int dsp)
+/* A channel's constants with what the assembly (dw3_lines_asm) reads besides (byte offsets
+ * in it: k 0..55, the weights at 0..20, the bias at 24, m, fc (k.r.half), right at 28, 32,
+ * 36): the output stride along a line (56), the clamp bytes (60, 64), the four-pixel groups
+ * per line (68; 0 in a fifth record after the block's four: the end), the plane and output
+ * steps to the next channel (72, 76). */
+typedef struct {
+    k_dw3c k;
+    int32_t ys;
+    uint32_t lo4, hi4;
+    int32_t n, qstep, ystep;
+} k_dw3a;
+
+/* The offsets above, checked at compile time (a negative array size otherwise). */
+typedef char k_dw3a_layout[offsetof(k_dw3a, k.r.m) == 28 && offsetof(k_dw3a, k.r.half) == 32 &&
+                                   offsetof(k_dw3a, k.r.right) == 36 &&
+                                   offsetof(k_dw3a, ys) == 56 && offsetof(k_dw3a, n) == 68 &&
+                                   offsetof(k_dw3a, ystep) == 76 && sizeof(k_dw3a) == 80
+                               ? 1
+                               : -1];
+
+/* Input pixel xr (channels c..c+3) into column col of the slot's four planes: one word,
+ * SXTB16 into (c0, c2) and (c1, c3), four halfword stores. */
+K_INLINE void dw3_pixel(int16_t *slot, int rw, int col, const int8_t *xr)
 {
-    const int iy = ry - g->top, L = g->lead + (g->lead & 1), rw = g->rw, len = g->len;
-    const size_t xs = g->xs;
-    int ix, j;
-    if (iy < 0 || iy >= g->n) {
-        for (j = 0; j < 4; j++)
-            for (ix = 0; ix < len; ix++) slot[j * rw + L + ix] = (int16_t)zp;
-        return;
+    const uint32_t v = K_LD4(xr), e = K_SXTB16(v), o = K_SXTB16_ROR8(v);
+    int16_t *const s = slot + col;
+    s[0] = (int16_t)e;
+    s[rw] = (int16_t)o;
+    s[2 * rw] = (int16_t)(e >> 16);
+    s[3 * rw] = (int16_t)(o >> 16);
+}
+
+/* n halfwords at s (n a multiple of 8) all zp: two halfwords a store, four stores a step. */
+K_INLINE void dw3_fill(int16_t *s, int n, int zp)
+{
+    const uint32_t z2 = ((uint32_t)zp & 0xFFFFu) * 0x10001u;
+    int16_t *const e = s + n;
+    for (; s != e; s += 8) {
+        K_ST4(s, z2);
+        K_ST4(s + 2, z2);
+        K_ST4(s + 4, z2);
+        K_ST4(s + 6, z2);
     }
-    {
-        const int8_t *xr = x + (size_t)iy * g->xl + c;
-        ix = 0;
+}
+
 #if K_DSP_NATIVE
-        if (dsp && len >= 2) { /* the loop below on the core: 17 instructions per pixel pair */
-            int16_t *p0 = slot + L, *p2 = p0 + 2 * rw;
-            const int8_t *const xe = xr + (size_t)(len & ~1) * xs;
-            const int32_t rwb = 2 * rw;
-            uint32_t v0, v1, e0, f0, t;
-            __asm__ volatile("1:\n\t"
-                             "ldr %[v0], [%[xr]]\n\t"
-                             "ldr %[v1], [%[xr], %[xs]]\n\t"
-                             "add %[xr], %[xr], %[xs], lsl #1\n\t"
-                             "sxtb16 %[e0], %[v0]\n\t"
-                             "sxtb16 %[f0], %[v1]\n\t"
-                             "sxtb16 %[v0], %[v0], ror #8\n\t"
-                             "sxtb16 %[v1], %[v1], ror #8\n\t"
-                             "pkhbt %[t], %[v0], %[v1], lsl #16\n\t"
-                             "str %[t], [%[p0], %[rwb]]\n\t"
-                             "pkhbt %[t], %[e0], %[f0], lsl #16\n\t"
-                             "str %[t], [%[p0]], #4\n\t"
-                             "pkhtb %[t], %[v1], %[v0], asr #16\n\t"
-                             "str %[t], [%[p2], %[rwb]]\n\t"
-                             "pkhtb %[t], %[f0], %[e0], asr #16\n\t"
-                             "str %[t], [%[p2]], #4\n\t"
-                             "cmp %[xr], %[xe]\n\t"
-                             "bne 1b\n\t"
-                             : [xr] "+r"(xr), [p0] "+r"(p0), [p2] "+r"(p2), [v0] "=&r"(v0),
-                               [v1] "=&r"(v1), [e0] "=&r"(e0), [f0] "=&r"(f0), [t] "=&r"(t)
-                             : [xs] "r"(xs), [xe] "r"(xe), [rwb] "r"(rwb)
-                             : "cc", "memory");
-            ix = len & ~1;
-        }
-#else
-        if (dsp && len >= 2) { /* one pointer per plane, stepped */
-            int16_t *p0 = slot + L, *p1 = p0 + rw, *p2 = p1 + rw, *p3 = p2 + rw;
-            const int8_t *const xe = xr + (size_t)(len & ~1) * xs;
-            const size_t xs2 = 2 * xs;
-            for (; xr != xe; xr += xs2, p0 += 2, p1 += 2, p2 += 2, p3 += 2) {
-                const uint32_t v0 = K_LD4(xr), v1 = K_LD4(xr + xs);
-                const uint32_t e0 = K_SXTB16(v0), f0 = K_SXTB16(v1);
-                const uint32_t e1 = K_SXTB16_ROR8(v0), f1 = K_SXTB16_ROR8(v1);
-                K_ST4(p0, K_PKHBT16(e0, f0));
-                K_ST4(p1, K_PKHBT16(e1, f1));
-                K_ST4(p2, K_PKHTB16(f0, e0));
-                K_ST4(p3, K_PKHTB16(f1, e1));
-            }
-            ix = len & ~1;
-        }
+/* One pixel pair of dw3_load_line: the NHWC words at xp, xp + xs (xp stepped by 2 xs) by
+ * SXTB16 into (c0, c2), (c1, c3) each, PKHBT / PKHTB into one word per plane (planes 0, 1 at
+ * p0, p0 + rwb, planes 2, 3 at p2, p2 + rwb; p0, p2 stepped by 4): 15 instructions. */
+#define DW3_LD_PAIR                                                                            \
+    "ldr %[v0], [%[xp]]\n\t"                                                                   \
+    "ldr %[v1], [%[xp], %[xs]]\n\t"                                                            \
+    "add %[xp], %[xp], %[xs], lsl #1\n\t"                                                      \
+    "sxtb16 %[e0], %[v0]\n\t"                                                                  \
+    "sxtb16 %[f0], %[v1]\n\t"                                                                  \
+    "sxtb16 %[v0], %[v0], ror #8\n\t"                                                          \
+    "sxtb16 %[v1], %[v1], ror #8\n\t"                                                          \
+    "pkhbt %[t], %[v0], %[v1], lsl #16\n\t"                                                    \
+    "str %[t], [%[p0], %[rwb]]\n\t"                                                            \
+    "pkhbt %[t], %[e0], %[f0], lsl #16\n\t"                                                    \
+    "str %[t], [%[p0]], #4\n\t"                                                                \
+    "pkhtb %[t], %[v1], %[v0], asr #16\n\t"                                                    \
+    "str %[t], [%[p2], %[rwb]]\n\t"                                                            \
+    "pkhtb %[t], %[f0], %[e0], asr #16\n\t"                                                    \
+    "str %[t], [%[p2]], #4\n\t"
 #endif
-        for (; ix < len; ix++, xr += xs)
-            for (j = 0; j < 4; j++) slot[j * rw + L + ix] = xr[j];
+
+/* The input line at xr (channels c..c+3, NHWC) into the ring slot at column lead (s = slot +
+ * lead): an odd lead's first pixel alone (dw3_pixel), the np pairs from an even column (DSP:
+ * DW3_LD_PAIR two pairs a loop step, 16 instructions a pair), the odd last pixel alone. Out of
+ * line: called once per line from the row loops. */
+static __attribute__((noinline)) void dw3_load_line(const k_dw3g *g, const int8_t *xr,
+                                                    int16_t *s)
+{
+    const int rw = g->rw, h = g->h, ne = h + 2 * g->np;
+    const size_t xs = g->xs;
+    int16_t *p0 = s + h;
+    const int8_t *xp = xr + (size_t)h * xs, *const xe = xr + (size_t)ne * xs;
+    if (h) dw3_pixel(s, rw, 0, xr);
+#if K_DSP_NATIVE
+    if (xp != xe) {
+        int16_t *p2 = p0 + 2 * rw;
+        const int32_t rwb = 2 * rw;
+        uint32_t v0, v1, e0, f0, t;
+        __asm__ volatile("cmp %[od], #0\n\t" /* an odd count: in at the second pair */
+                         "bne 2f\n\t"
+                         "1:\n\t" DW3_LD_PAIR "2:\n\t" DW3_LD_PAIR
+                         "cmp %[xp], %[xe]\n\t"
+                         "bne 1b\n\t"
+                         : [xp] "+r"(xp), [p0] "+r"(p0), [p2] "+r"(p2), [v0] "=&r"(v0),
+                           [v1] "=&r"(v1), [e0] "=&r"(e0), [f0] "=&r"(f0), [t] "=&r"(t)
+                         : [xs] "r"(xs), [xe] "r"(xe), [rwb] "r"(rwb), [od] "r"(g->np & 1)
+                         : "cc", "memory");
     }
+#else
+    for (; xp != xe; xp += 2 * xs, p0 += 2) { /* the same steps, one pointer per plane */
+        const uint32_t v0 = K_LD4(xp), v1 = K_LD4(xp + xs);
+        const uint32_t e0 = K_SXTB16(v0), f0 = K_SXTB16(v1);
+        const uint32_t e1 = K_SXTB16_ROR8(v0), f1 = K_SXTB16_ROR8(v1);
+        K_ST4(p0, K_PKHBT16(e0, f0));
+        K_ST4(p0 + rw, K_PKHBT16(e1, f1));
+        K_ST4(p0 + 2 * rw, K_PKHTB16(f0, e0));
+        K_ST4(p0 + 3 * rw, K_PKHTB16(f1, e1));
+    }
+#endif
+    if (g->odd) dw3_pixel(s, rw, ne, xe);
+}
+
+/* Ring line ry (input line ry - top, or padding) of channels c..c+3 into the slot. */
+K_INLINE void dw3_ring_line(const k_dw3g *g, const int8_t *x, int c, int ry, int16_t *slot,
+                            int zp)
+{
+    const int iy = ry - g->top;
+    if (iy < 0 || iy >= g->n) dw3_fill(slot, 4 * g->rw, zp); /* a line of the padding */
+    else dw3_load_line(g, x + (size_t)iy * g->xl + c, slot + g->lead);
 }
 
 /* Sum of the nine taps of the output pixel whose window starts at column col of lines
@@ -1311,18 +1369,19 @@ K_INLINE int32_t dw3_one(const int16_t *r0, const int16_t *r1, const int16_t *r2
     int32_t a = k->bias;
     int ky;
     for (ky = 0; ky < 3; ky++)
-        a += (int16_t)(k->pw[ky] & 0xFFFFu) * r[ky][0] + (int16_t)(k->pw[ky] >> 16) * r[ky][1] +
-             k->w2[ky] * r[ky][2];
+        a += (int16_t)(k->w[2 * ky] & 0xFFFFu) * r[ky][0] + (int16_t)(k->w[2 * ky] >> 16) * r[ky][1] +
+             (int16_t)(k->w[2 * ky + 1] >> 16) * r[ky][2];
     return a;
 }
 
 /* The requantised, clamped int8 of a sum (rq mode: 2 dw_rq2, 1 rq_fast, 0 rq_value; fast 3:
- * dw_rq2 and an activation range of all int8, SSAT alone). */
+ * dw_rq2 and an activation range of all int8, SSAT alone; fast 4: dw_rq2 and act_max 127,
+ * whose assembly clamps the low end only). */
 K_INLINE int8_t dw3_out(int32_t a, const k_dw3c *k, int ozp, int lo, int hi, int fast)
 {
     int32_t v;
     if (fast == 3) return (int8_t)K_SSAT8(dw_rq2(a, &k->r));
-    v = fast == 2 ? dw_rq2(a, &k->r)
+    v = fast >= 2 ? dw_rq2(a, &k->r)
                   : (fast ? rq_fast(a, &k->r) : rq_value(a, &k->r, k->r.away)) + ozp;
     v = v < lo ? lo : v;
     v = v > hi ? hi : v;
@@ -1330,266 +1389,280 @@ K_INLINE int8_t dw3_out(int32_t a, const k_dw3c *k, int ozp, int lo, int hi, int
 }
 
 #if K_DSP_NATIVE
-/* One channel's constants as dw3_lines_asm reads them (byte offsets in the assembly): per
- * kernel line (w0, w1) and (w1, w2) (0..20), the folded doubled bias (24), m and fc of dw_rq2 (28,
- * 32), its right shift (36), the output stride along a line (40), the clamp bytes (44, 48), the
- * byte distances of ring lines 1 and 2 from line 0 (52, 56), the four-pixel groups per line
- * (60), the plane and output steps to the next channel (64, 68), 1 on the block's last channel
- * (72). */
-typedef struct {
-    uint32_t w[6];
-    int32_t bias, m, fc, right, ys;
-    uint32_t lo4, hi4;
-    int32_t d1, d2, n, qstep, ystep, last;
-} k_dw3a;
-
-/* One kernel line of four output pixels: line pointer R, the line's weight pairs
- * P = (w0, w1), Q = (w1, w2) at byte WO, accumulators from ACC (the bias register on the first
- * line). The words (x0, x1), (x2, x3), (x4, x5) give every product: pixel 0 SMLAD (x0, x1) P +
- * SMLABT x2 w2, pixel 1 SMLATB x1 w0 + SMLAD (x2, x3) Q, pixel 2 SMLAD (x2, x3) P + SMLABT x4 w2,
- * pixel 3 SMLATB x3 w0 + SMLAD (x4, x5) Q: 12 MACs in three loads and eight instructions. LDR
- * only: any halfword alignment loads. */
+/* One kernel line of four output pixels: line pointer R (word-aligned, post-incremented by
+ * 8: the next group's start), the line's weight pairs P = (w0, w1), Q = (w1, w2) at byte WO, accumulators
+ * from ACC0..ACC3 (the bias, a3, on the first line). The words (x0, x1), (x2, x3), (x4, x5)
+ * give every product: pixel 0 SMLAD (x0, x1) P + SMLABT x2 w2, pixel 1 SMLATB x1 w0 +
+ * SMLAD (x2, x3) Q, pixel 2 SMLAD (x2, x3) P + SMLABT x4 w2, pixel 3 SMLATB x3 w0 +
+ * SMLAD (x4, x5) Q: 12 MACs in two loads (R word-aligned: LDRD), one LDRD of weights and
+ * eight instructions. */
 #define DW3_ASM_LINE(R, WO, ACC0, ACC1, ACC2, ACC3)                                            \
     "ldrd %[P], %[Q], [%[kp], #" #WO "]\n\t"                                                   \
-    "ldr %[A], [" R "]\n\t"                                                                    \
-    "ldr %[B], [" R ", #4]\n\t"                                                                \
-    "ldr %[D], [" R ", #8]\n\t"                                                                \
+    "ldrd %[A], %[B], [" R "], #8\n\t"                                                         \
     "smlad %[a0], %[A], %[P], " ACC0 "\n\t"                                                    \
     "smlatb %[a1], %[A], %[P], " ACC1 "\n\t"                                                   \
-    "smlabt %[a0], %[B], %[Q], %[a0]\n\t"                                                      \
-    "smlad %[a1], %[B], %[Q], %[a1]\n\t"                                                       \
     "smlad %[a2], %[B], %[P], " ACC2 "\n\t"                                                    \
     "smlatb %[a3], %[B], %[P], " ACC3 "\n\t"                                                   \
-    "smlabt %[a2], %[D], %[Q], %[a2]\n\t"                                                      \
-    "smlad %[a3], %[D], %[Q], %[a3]\n\t"
-/* dw_rq2 of one sum S into V, SSAT #8 (m, fc in P, Q; right in T). */
-#define DW3_ASM_RQ(V, S)                                                                       \
-    "smmlar " V ", " S ", %[P], %[Q]\n\t"                                                      \
-    "add " V ", " V ", " S ", asr #31\n\t"                                                     \
-    "asr " V ", " V ", %[T]\n\t"                                                               \
+    "ldr %[A], [" R "]\n\t"                                                                    \
+    "smlabt %[a0], %[B], %[Q], %[a0]\n\t"                                                      \
+    "smlad %[a1], %[B], %[Q], %[a1]\n\t"                                                       \
+    "smlabt %[a2], %[A], %[Q], %[a2]\n\t"                                                      \
+    "smlad %[a3], %[A], %[Q], %[a3]\n\t"
+/* dw_rq2 of the sum in V, in place, SSAT #8 (m, fc in P, Q; right in B; A a temporary). */
+#define DW3_ASM_RQ(V)                                                                          \
+    "smmlar %[A], " V ", %[P], %[Q]\n\t"                                                       \
+    "add " V ", %[A], " V ", asr #31\n\t"                                                      \
+    "asr " V ", " V ", %[B]\n\t"                                                               \
     "ssat " V ", #8, " V "\n\t"
-/* CLAMP: the four bytes into one word, SSUB8 / SEL against lo4, hi4 (K_MAX8 / K_MIN8), back
- * into four registers. */
-#define DW3_ASM_CLAMP                                                                          \
-    "bfi %[A], %[B], #8, #8\n\t"                                                               \
-    "bfi %[A], %[D], #16, #8\n\t"                                                              \
-    "bfi %[A], %[a0], #24, #8\n\t"                                                             \
-    "ldrd %[P], %[Q], [%[kp], #44]\n\t"                                                        \
-    "ssub8 %[T], %[A], %[P]\n\t"                                                               \
-    "sel %[A], %[A], %[P]\n\t"                                                                 \
-    "ssub8 %[T], %[Q], %[A]\n\t"                                                               \
-    "sel %[A], %[A], %[Q]\n\t"                                                                 \
-    "lsr %[B], %[A], #8\n\t"                                                                   \
-    "lsr %[D], %[A], #16\n\t"                                                                  \
-    "lsr %[a0], %[A], #24\n\t"
-/* Every channel of the block (kp[0..3]) over one output line: kp->n groups of four pixels from
- * the line at q (bytes; channel j's plane at q + j * (8 n + qstep)), the outputs at yo (channel
- * j's at yo + j). */
+/* CLAMP: the four bytes into one word (BFI), clamped by SSUB8 / SEL (K_MAX8 against lo4, then
+ * for both bounds K_MIN8 against hi4), back into four registers; each variant leaves the output
+ * stride ys in B (one LDRD with lo4). */
+#define DW3_ASM_YS "ldr %[B], [%[kp], #56]\n\t"
+#define DW3_ASM_PACK "bfi %[a0], %[a1], #8, #8\n\tbfi %[a0], %[a2], #16, #8\n\tbfi %[a0], %[a3], #24, #8\n\t"
+#define DW3_ASM_UNPACK "lsr %[a1], %[a0], #8\n\tlsr %[a2], %[a0], #16\n\tlsr %[a3], %[a0], #24\n\t"
+#define DW3_ASM_CLAMP_LO                                                                       \
+    DW3_ASM_PACK "ldrd %[B], %[P], [%[kp], #56]\n\t"                                           \
+                 "ssub8 %[A], %[a0], %[P]\n\t"                                                 \
+                 "sel %[a0], %[a0], %[P]\n\t" DW3_ASM_UNPACK
+#define DW3_ASM_CLAMP_BOTH                                                                     \
+    DW3_ASM_PACK "ldrd %[B], %[P], [%[kp], #56]\n\t"                                           \
+                 "ldr %[Q], [%[kp], #64]\n\t"                                                  \
+                 "ssub8 %[A], %[a0], %[P]\n\t"                                                 \
+                 "sel %[a0], %[a0], %[P]\n\t"                                                  \
+                 "ssub8 %[A], %[Q], %[a0]\n\t"                                                 \
+                 "sel %[a0], %[a0], %[Q]\n\t" DW3_ASM_UNPACK
+/* Every channel of the block (kp[0..3], kp[4].n 0) over one output line: kp->n groups of four pixels from
+ * the ring lines at q0, q1, q2 (bytes; channel j's planes 2 rw bytes further each), the outputs
+ * at yo (channel j's at yo + j). Per group: 34 instructions for the 36 MACs, 18 for the
+ * requantisation, 7 for the stores and 2 for the loop: 61 without a clamp, 69 with the low
+ * bound only (CLAMP 8 more), 72 with both (11 more). */
 #define DW3_ASM_LOOP(CLAMP)                                                                    \
     __asm__ volatile(                                                                          \
-        "2:\n\t"                                                                               \
-        "ldr %[n], [%[kp], #60]\n\t"                                                           \
+        "ldr %[n], [%[kp], #68]\n\t"                                                           \
         "1:\n\t"                                                                               \
-        "ldr %[T], [%[kp], #24]\n\t" DW3_ASM_LINE("%[q]", 0, "%[T]", "%[T]", "%[T]", "%[T]")   \
-        "ldr %[T], [%[kp], #52]\n\t"                                                           \
-        "add %[T], %[q], %[T]\n\t" DW3_ASM_LINE("%[T]", 8, "%[a0]", "%[a1]", "%[a2]", "%[a3]") \
-        "ldr %[T], [%[kp], #56]\n\t"                                                           \
-        "add %[T], %[q], %[T]\n\t" DW3_ASM_LINE("%[T]", 16, "%[a0]", "%[a1]", "%[a2]",         \
-                                                "%[a3]")                                       \
+        "ldr %[a3], [%[kp], #24]\n\t" DW3_ASM_LINE("%[q0]", 0, "%[a3]", "%[a3]", "%[a3]",      \
+                                                   "%[a3]")                                    \
+            DW3_ASM_LINE("%[q1]", 8, "%[a0]", "%[a1]", "%[a2]", "%[a3]")                       \
+                DW3_ASM_LINE("%[q2]", 16, "%[a0]", "%[a1]", "%[a2]", "%[a3]")                  \
         "ldrd %[P], %[Q], [%[kp], #28]\n\t"                                                    \
-        "ldr %[T], [%[kp], #36]\n\t" DW3_ASM_RQ("%[A]", "%[a0]") DW3_ASM_RQ("%[B]", "%[a1]")   \
-            DW3_ASM_RQ("%[D]", "%[a2]") DW3_ASM_RQ("%[a0]", "%[a3]") CLAMP                     \
-        "ldr %[T], [%[kp], #40]\n\t"                                                           \
-        "strb %[A], [%[yo]]\n\t"                                                               \
-        "strb %[B], [%[yo], %[T]]\n\t"                                                         \
-        "add %[yo], %[yo], %[T], lsl #1\n\t"                                                   \
-        "strb %[D], [%[yo]]\n\t"                                                               \
-        "strb %[a0], [%[yo], %[T]]\n\t"                                                        \
-        "add %[yo], %[yo], %[T], lsl #1\n\t"                                                   \
-        "adds %[q], %[q], #8\n\t"                                                              \
+        "ldr %[B], [%[kp], #36]\n\t" DW3_ASM_RQ("%[a0]") DW3_ASM_RQ("%[a1]")                   \
+            DW3_ASM_RQ("%[a2]") DW3_ASM_RQ("%[a3]") CLAMP                                      \
+        "strb %[a0], [%[yo]]\n\t"                                                              \
+        "strb %[a1], [%[yo], %[B]]\n\t"                                                        \
+        "add %[yo], %[yo], %[B], lsl #1\n\t"                                                   \
+        "strb %[a2], [%[yo]]\n\t"                                                              \
+        "strb %[a3], [%[yo], %[B]]\n\t"                                                        \
+        "add %[yo], %[yo], %[B], lsl #1\n\t"                                                   \
         "subs %[n], %[n], #1\n\t"                                                              \
         "bne 1b\n\t"                                                                           \
-        "ldr %[T], [%[kp], #64]\n\t"                                                           \
-        "add %[q], %[q], %[T]\n\t"                                                             \
-        "ldr %[T], [%[kp], #68]\n\t"                                                           \
-        "add %[yo], %[yo], %[T]\n\t"                                                           \
-        "ldr %[T], [%[kp], #72]\n\t"                                                           \
-        "adds %[kp], %[kp], #76\n\t"                                                           \
-        "cmp %[T], #0\n\t"                                                                     \
-        "beq 2b\n\t"                                                                           \
-        : [q] "+r"(q), [yo] "+r"(yo), [kp] "+r"(kp), [n] "=&r"(n), [a0] "=&r"(a0),             \
-          [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [A] "=&r"(A), [B] "=&r"(B),          \
-          [D] "=&r"(D), [P] "=&r"(P), [Q] "=&r"(Q), [T] "=&r"(T)                               \
+        "ldrd %[A], %[B], [%[kp], #72]\n\t"                                                    \
+        "add %[q0], %[q0], %[A]\n\t"                                                           \
+        "add %[q1], %[q1], %[A]\n\t"                                                           \
+        "add %[q2], %[q2], %[A]\n\t"                                                           \
+        "add %[yo], %[yo], %[B]\n\t"                                                           \
+        "ldr %[n], [%[kp], #148]\n\t"                                                          \
+        "adds %[kp], %[kp], #80\n\t"                                                           \
+        "cmp %[n], #0\n\t"                                                                     \
+        "bne 1b\n\t"                                                                           \
+        : [q0] "+r"(q0), [q1] "+r"(q1), [q2] "+r"(q2), [yo] "+r"(yo), [kp] "+r"(kp),         \
+          [n] "=&r"(n), [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3),        \
+          [A] "=&r"(A), [B] "=&r"(B), [P] "=&r"(P), [Q] "=&r"(Q)                               \
         :                                                                                      \
         : "memory", "cc")
 
-/* The block's four channels over one output line (kp->n >= 1 groups each). */
-static void dw3_lines_asm(const int16_t *r0, int clamp, const k_dw3a *kp, int8_t *yo)
+/* The block's four channels over one output line (kp->n >= 1 groups each) from the ring lines
+ * r0, r1, r2 (channel 0's planes); clamp 0: none (SSAT alone), 1: lo4 only (hi 127), 2: both. */
+static void dw3_lines_asm(const int16_t *r0, const int16_t *r1, const int16_t *r2, int clamp,
+                          const k_dw3a *kp, int8_t *yo)
 {
-    const char *q = (const char *)r0;
-    uint32_t n, a0, a1, a2, a3, A, B, D, P, Q, T;
-    if (!clamp) DW3_ASM_LOOP("");
-    else DW3_ASM_LOOP(DW3_ASM_CLAMP);
+    const char *q0 = (const char *)r0, *q1 = (const char *)r1, *q2 = (const char *)r2;
+    uint32_t n, a0, a1, a2, a3, A, B, P, Q;
+    if (clamp == 0) DW3_ASM_LOOP(DW3_ASM_YS);
+    else if (clamp == 1) DW3_ASM_LOOP(DW3_ASM_CLAMP_LO);
+    else DW3_ASM_LOOP(DW3_ASM_CLAMP_BOTH);
 }
 #endif
 
-/* Channel j's constants of the block at wb (taps-major, 4 channels), bias b; lines along the
- * kernel's rows, or (tr) its columns. */
-K_INLINE void dw3_channel(const k_q_params *q, const int8_t *wb, int j, int32_t b, int c,
-                          int tr, k_dw3c *k, int *fast)
+/* The block's rq mode (dw3_out's fast) for channels c..c+3, biases b: 2 (3 without clamp, 4
+ * with act_max 127) on the DSP variant when every channel allows dw_rq2: rq_fast (no left
+ * shift, a right one, ties away from zero, |bias| + 9 * 128 * 255 < 2^30: rq_fast_ok) with
+ * m > 2^30 and right <= 22; else 0 (rq_value). */
+K_INLINE int dw3_mode(const k_q_params *q, const int32_t *b, int c, int dsp)
 {
+    int j, ok = dsp && !q->round_up;
+    for (j = 0; j < 4 && ok; j++) {
+        const int k = q->nq > 1 ? c + j : 0;
+        const int32_t bj = b ? b[c + j] : 0;
+        ok = q->shift[k] < 0 && q->shift[k] >= -22 && q->mult[k] > (1 << 30) &&
+             bj < (1 << 30) - 293760 && bj > -((1 << 30) - 293760);
+    }
+    if (!ok) return 0;
+    if (q->act_max != 127) return 2;
+    return q->act_min == -128 ? 3 : 4;
+}
+
+/* Channel j's constants of the block at wb (taps-major, 4 channels), bias b; lines along the
+ * kernel's rows (taps 3 u, 3 u + 1, 3 u + 2), or (tr) its columns (taps u, u + 3, u + 6). rq
+ * mode 2 (fast >= 2, dw_rq2): weights and folded bias doubled (|2 acc| < 2^31 by dw3_mode's
+ * bound), fc = 2^(right - 1) + out_zp 2^right in r.half. */
+K_INLINE void dw3_channel(const k_q_params *q, const int8_t *wb, int j, int32_t b, int c,
+                          int tr, int fast, k_dw3c *k)
+{
+    const int st = tr ? 12 : 4, lt = tr ? 4 : 12; /* bytes between taps of a line, lines */
+    const int d = fast >= 2 ? 2 : 1;
     int32_t sw = 0;
     int u;
     for (u = 0; u < 3; u++) {
-        const int t0 = tr ? u : 3 * u, st = tr ? 3 : 1;
-        const int32_t w0 = wb[4 * t0 + j], w1 = wb[4 * (t0 + st) + j];
-        const int32_t w2 = wb[4 * (t0 + 2 * st) + j];
-        k->pw[u] = ((uint32_t)w0 & 0xFFFFu) | ((uint32_t)w1 << 16);
-        k->w2[u] = w2;
+        const int8_t *t = wb + lt * u + j;
+        const int32_t w0 = t[0], w1 = t[st], w2 = t[2 * st];
+        k->w[2 * u] = ((uint32_t)(d * w0) & 0xFFFFu) | ((uint32_t)(d * w1) << 16);
+        k->w[2 * u + 1] = ((uint32_t)(d * w1) & 0xFFFFu) | ((uint32_t)(d * w2) << 16);
         sw += w0 + w1 + w2;
     }
-    k->r = rq_channel(q, c + j);
-    /* rq_fast_ok(&k->r, b, 9) in 32 bits: |b| + 9 * 128 * 255 < 2^30 */
-    *fast &= k->r.left == 0 && k->r.right > 0 && k->r.away && b < (1 << 30) - 293760 &&
-             b > -((1 << 30) - 293760);
-    k->bias = b - q->in_zp * sw;
-}
-
-/* rq mode 2 (dw_rq2) for a channel: weights and folded bias doubled, fc in r.half. */
-K_INLINE void dw3_double(k_dw3c *k, int ozp)
-{
-    int u;
-    for (u = 0; u < 3; u++) {
-        k->pw[u] = (k->pw[u] << 1) & 0xFFFEFFFFu;
-        k->w2[u] *= 2;
+    k->bias = (int32_t)((uint32_t)(b - q->in_zp * sw) * (uint32_t)d);
+    if (d == 1) {
+        k->r = rq_channel(q, c + j);
+    } else { /* what dw_rq2 reads */
+        const int kq = q->nq > 1 ? c + j : 0;
+        k->r.m = q->mult[kq];
+        k->r.right = -(int)q->shift[kq];
+        k->r.half = (int32_t)(1u << (k->r.right - 1)) + (int32_t)((uint32_t)q->out_zp << k->r.right);
     }
-    k->bias = (int32_t)((uint32_t)k->bias << 1);
-    k->r.half = (int32_t)(1u << (k->r.right - 1)) + (int32_t)((uint32_t)ozp << k->r.right);
 }
 
-#if K_DSP_NATIVE
-/* The assembly's constants of the block's channels (full: groups over the whole line, the
- * last group's extra pixels landing on the next output line's first pixels, which that line
- * then overwrites). */
-K_INLINE void dw3_asm_consts(const k_dw3g *g, const k_q_params *q, const k_dw3c *k, int full,
-                             k_dw3a *ka)
+/* Sets the block's records to n groups per line (the plane and output steps to the next
+ * channel follow from n). */
+K_INLINE void dw3_groups(const k_dw3g *g, int n, k_dw3a *ka)
 {
-    const int n = full ? (g->ol + 3) >> 2 : g->ol >> 2;
-    int j, u;
+    int j;
     for (j = 0; j < 4; j++) {
-        for (u = 0; u < 3; u++) {
-            ka[j].w[2 * u] = k[j].pw[u];
-            ka[j].w[2 * u + 1] = (k[j].pw[u] >> 16) | ((uint32_t)k[j].w2[u] << 16);
-        }
-        ka[j].bias = k[j].bias;
-        ka[j].m = k[j].r.m;
-        ka[j].fc = k[j].r.half;
-        ka[j].right = k[j].r.right;
-        ka[j].ys = (int32_t)g->ys;
-        ka[j].lo4 = ((uint32_t)q->act_min & 0xFFu) * 0x01010101u;
-        ka[j].hi4 = ((uint32_t)q->act_max & 0xFFu) * 0x01010101u;
         ka[j].n = n;
         ka[j].qstep = 2 * g->rw - 8 * n;
         ka[j].ystep = 1 - 4 * n * (int32_t)g->ys;
-        ka[j].last = j == 3;
     }
 }
-#endif
 
-/* Output line oy of the block (lines r0..r2 of channel 0; channel j's planes j * rw further):
- * DSP on the target with rq mode 2 through dw3_lines_asm (ka: whole groups on an output row
- * other than the last, whose extra pixels land on the next row; dw3_block sets them to the
- * groups inside the line for the last row, and for columns from the start), the other pixels
- * one by one. */
-K_INLINE void dw3_line(const k_dw3g *g, const int16_t *r0, const int16_t *r1,
-                       const int16_t *r2, const k_dw3c *k, const void *ka, const k_q_params *q,
-                       int8_t *yo, int last, int fast, int dsp)
+/* The assembly's constants of the block's channels besides k: rows with (ol + 3) / 4 groups
+ * over the whole line (the last group's extra pixels landing on the next output line's first
+ * pixels, which that line then overwrites; dw3_rows_asm sets the last row to the ol / 4 groups
+ * inside it), columns with the ol / 4 groups inside the line. */
+K_INLINE void dw3_asm_consts(const k_dw3g *g, const k_q_params *q, k_dw3a *ka)
 {
-    const int e = g->lead & 1, rw = g->rw;
-    int j, ox, done = 0;
-    (void)dsp; /* read only where the DSP assembly is built */
-#if K_DSP_NATIVE
-    if (dsp && fast >= 2) {
-        const k_dw3a *kp = (const k_dw3a *)ka;
-        if (kp->n > 0) {
-            ((k_dw3a *)kp)[0].d1 = ((k_dw3a *)kp)[1].d1 = ((k_dw3a *)kp)[2].d1 =
-                ((k_dw3a *)kp)[3].d1 = (int32_t)((const char *)r1 - (const char *)r0);
-            ((k_dw3a *)kp)[0].d2 = ((k_dw3a *)kp)[1].d2 = ((k_dw3a *)kp)[2].d2 =
-                ((k_dw3a *)kp)[3].d2 = (int32_t)((const char *)r2 - (const char *)r0);
-            dw3_lines_asm(r0 + e, fast == 2, kp, yo);
-        }
-        done = last || g->tr ? kp->n * 4 : g->ol;
-        if (done < g->ol && kp->n > 0) {
-            /* the ol % 4 last pixels: one more group ending at the line's end (its first pixels
-             * computed again, to the same values), the records set to one group for it */
-            k_dw3a *kt = (k_dw3a *)(uintptr_t)kp;
-            const int st = g->ol - 4, n = kt->n, qs = kt->qstep, ys = kt->ystep;
-            for (j = 0; j < 4; j++) {
-                kt[j].n = 1;
-                kt[j].qstep = 2 * rw - 8;
-                kt[j].ystep = 1 - 4 * (int32_t)g->ys;
-            }
-            dw3_lines_asm(r0 + e + st, fast == 2, kt, yo + (size_t)st * g->ys);
-            for (j = 0; j < 4; j++) {
-                kt[j].n = n;
-                kt[j].qstep = qs;
-                kt[j].ystep = ys;
-            }
-            done = g->ol;
-        }
+    const uint32_t lo4 = ((uint32_t)q->act_min & 0xFFu) * 0x01010101u;
+    const uint32_t hi4 = ((uint32_t)q->act_max & 0xFFu) * 0x01010101u;
+    int j;
+    for (j = 0; j < 4; j++) {
+        ka[j].ys = (int32_t)g->ys;
+        ka[j].lo4 = lo4;
+        ka[j].hi4 = hi4;
     }
-#else
-    (void)ka;
-    (void)last;
-#endif
+    ka[4].n = 0;
+    dw3_groups(g, g->tr ? g->ol >> 2 : (g->ol + 3) >> 2, ka);
+}
+
+/* The block's output line at yo from the ring lines r0..r2 (channel 0's planes; channel j's
+ * j rw halfwords further), pixel by pixel (dw3_one, dw3_out). */
+K_INLINE void dw3_line(const k_dw3g *g, const int16_t *r0, const int16_t *r1,
+                       const int16_t *r2, const k_dw3a *ka, const k_q_params *q, int8_t *yo,
+                       int fast)
+{
+    const int rw = g->rw;
+    int j, ox;
     for (j = 0; j < 4; j++)
-        for (ox = done; ox < g->ol; ox++)
+        for (ox = 0; ox < g->ol; ox++)
             yo[(size_t)ox * g->ys + j] =
-                dw3_out(dw3_one(r0 + j * rw, r1 + j * rw, r2 + j * rw, e + ox, &k[j]), &k[j],
+                dw3_out(dw3_one(r0 + j * rw, r1 + j * rw, r2 + j * rw, ox, &ka[j].k), &ka[j].k,
                         q->out_zp, q->act_min, q->act_max, fast);
 }
 
-/* Channels c..c+3 of every output pixel through the ring (the scratch's zp-filled lines). */
+/* Every output line of the block (channels c..c+3, constants ka, rq mode fast) through the
+ * ring, pixel by pixel: input line ry (padding lines included) into the slot l2, then, from
+ * ry = 2, output line ry - 2 from the slots l0, l1, l2 (lines ry - 2..ry); the slots'
+ * pointers rotate. */
+static __attribute__((noinline)) void dw3_rows(const k_dw3g *g, const k_q_params *q,
+                                               const int8_t *x, int c, int16_t *ring,
+                                               const k_dw3a *ka, int8_t *y, int fast)
+{
+    int16_t *l0 = ring, *l1 = ring + 4 * g->rw, *l2 = ring + 8 * g->rw, *t;
+    int ry;
+    for (ry = 0; ry < g->on + 2; ry++) {
+        dw3_ring_line(g, x, c, ry, l2, q->in_zp);
+        if (ry >= 2) dw3_line(g, l0, l1, l2, ka, q, y + (size_t)(ry - 2) * g->yl + c, fast);
+        t = l0;
+        l0 = l1;
+        l1 = l2;
+        l2 = t;
+    }
+}
+
+#if K_DSP_NATIVE
+/* The ol - 4 n (1..3) pixels of an output line its n groups do not reach: one more group from
+ * column 4 n (even: its words aligned; it reads at most column ol + 4 < rw) into t, four bytes
+ * (the block's channels) per pixel (the records' output stride 4 for it), the pixels inside
+ * the line copied to yo a word each. */
+static __attribute__((noinline)) void dw3_tail(const k_dw3g *g, const int16_t *r0,
+                                               const int16_t *r1, const int16_t *r2,
+                                               k_dw3a *ka, int8_t *yo, int clamp)
+{
+    const int n = ka->n, st = 4 * n;
+    int8_t t[16];
+    int j, k;
+    for (j = 0; j < 4; j++) {
+        ka[j].n = 1;
+        ka[j].qstep = 2 * g->rw - 8;
+        ka[j].ys = 4;
+        ka[j].ystep = 1 - 16;
+    }
+    dw3_lines_asm(r0 + st, r1 + st, r2 + st, clamp, ka, t);
+    for (j = 0; j < 4; j++) ka[j].ys = (int32_t)g->ys;
+    dw3_groups(g, n, ka);
+    for (k = 0; k < g->ol - st; k++) K_ST4(yo + (size_t)(st + k) * g->ys, K_LD4(t + 4 * k));
+}
+
+/* dw3_rows with rq mode 2 on the core, ol >= 4: each output line through dw3_lines_asm (ka's
+ * groups, dw3_asm_consts), then, where they stop short of the line's end, dw3_tail. */
+static __attribute__((noinline)) void dw3_rows_asm(const k_dw3g *g, const k_q_params *q,
+                                                   const int8_t *x, int c, int16_t *ring,
+                                                   k_dw3a *ka, int8_t *y, int fast)
+{
+    const int clamp = fast == 3 ? 0 : fast == 4 ? 1 : 2;
+    int16_t *l0 = ring, *l1 = ring + 4 * g->rw, *l2 = ring + 8 * g->rw, *t;
+    int8_t *yo = y + c;
+    int oy;
+    dw3_ring_line(g, x, c, 0, l0, q->in_zp);
+    dw3_ring_line(g, x, c, 1, l1, q->in_zp);
+    for (oy = 0; oy < g->on; oy++) {
+        dw3_ring_line(g, x, c, oy + 2, l2, q->in_zp);
+        if (oy == g->on - 1) dw3_groups(g, g->ol >> 2, ka);
+        dw3_lines_asm(l0, l1, l2, clamp, ka, yo);
+        if (4 * ka->n < g->ol) dw3_tail(g, l0, l1, l2, ka, yo, clamp);
+        yo += g->yl;
+        t = l0;
+        l0 = l1;
+        l1 = l2;
+        l2 = t;
+    }
+}
+#endif
+
+/* Channels c..c+3 of every output pixel through the ring (the scratch's zp-filled lines): the
+ * channels' constants, then dw3_rows_asm or dw3_rows. */
 K_INLINE void dw3_block(const k_dw3g *g, const k_q_params *q, const int8_t *x,
                         const int8_t *wb, const int32_t *b, int c, int16_t *ring, int8_t *y,
                         int dsp)
 {
-    const int rw = g->rw;
-    k_dw3c k[4];
+    k_dw3a ka[5]; /* the fifth: dw3_lines_asm's end mark */
+    const int fast = dw3_mode(q, b, c, dsp);
+    int j;
+    for (j = 0; j < 4; j++) dw3_channel(q, wb, j, b ? b[c + j] : 0, c, g->tr, fast, &ka[j].k);
 #if K_DSP_NATIVE
-    k_dw3a ka[4]; /* whole groups (the last output row, and columns: the groups inside it) */
-#define K_DW3A ((const void *)ka)
-#else
-#define K_DW3A ((const void *)0)
-#endif
-    int j, oy, ry, have = 0, fast = 1, f2 = 1;
-    for (j = 0; j < 4; j++) dw3_channel(q, wb, j, b ? b[c + j] : 0, c, g->tr, &k[j], &fast);
-    for (j = 0; j < 4; j++) f2 &= k[j].r.m > (1 << 30) && k[j].r.right <= 22;
-    fast = dsp && fast && f2 ? 2 : 0;
-    if (fast == 2) {
-        for (j = 0; j < 4; j++) dw3_double(&k[j], q->out_zp);
-        if (q->act_min == -128 && q->act_max == 127) fast = 3;
+    if (fast >= 2 && g->ol >= 4) {
+        dw3_asm_consts(g, q, ka);
+        dw3_rows_asm(g, q, x, c, ring, ka, y, fast);
+        return;
     }
-#if K_DSP_NATIVE
-    if (fast >= 2) dw3_asm_consts(g, q, k, !g->tr, ka);
 #endif
-    for (oy = 0; oy < g->on; oy++) {
-#if K_DSP_NATIVE
-        if (fast >= 2 && oy == g->on - 1 && !g->tr) /* the last row: only the groups inside */
-            for (j = 0; j < 4; j++) {
-                ka[j].n = g->ol >> 2;
-                ka[j].qstep = 2 * rw - 8 * ka[j].n;
-                ka[j].ystep = 1 - 4 * ka[j].n * (int32_t)g->ys;
-            }
-#endif
-        for (ry = have > oy ? have : oy; ry < oy + 3; ry++)
-            dw3_load_line(g, x, c, ry, ring + (size_t)(ry % 3) * 4 * rw, q->in_zp, dsp);
-        have = oy + 3;
-        dw3_line(g, ring + (size_t)(oy % 3) * 4 * rw, ring + (size_t)((oy + 1) % 3) * 4 * rw,
-                 ring + (size_t)((oy + 2) % 3) * 4 * rw, k, K_DW3A, q,
-                 y + (size_t)oy * g->yl + c, oy == g->on - 1, fast, dsp);
-    }
-#undef K_DW3A
+    dw3_rows(g, q, x, c, ring, ka, y, fast);
 }
 
 /* Every 4-channel block of a dw3_ok layer through the ring in the scratch s (4-aligned inside
@@ -1602,10 +1675,9 @@ static __attribute__((noinline)) void dw3_blocks(const k_window_params *p, const
                         * registers leave the window loops' (dw_block) code alone */
     int16_t *ring = (int16_t *)(void *)(s + ((4u - ((uintptr_t)s & 3u)) & 3u));
     k_dw3g g;
-    int i, c, n, C4 = p->C & ~3;
+    int c, C4 = p->C & ~3;
     dw3_geom(p, &g);
-    n = 3 * 4 * g.rw;
-    for (i = 0; i < n; i++) ring[i] = (int16_t)q->in_zp;
+    dw3_fill(ring, 3 * 4 * g.rw, q->in_zp);
     for (c = 0; c < C4; c += 4) dw3_block(&g, q, x, w + (size_t)c * 9, b, c, ring, y, dsp);
 }
 
