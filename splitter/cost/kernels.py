@@ -388,8 +388,10 @@ def op_features(
         return {"call": 1, "out": y.size, "mac": y.size * int(ins[0].shape[-1])}
     if op.kind in BINARY and _dtype(op, tensors) == "float32":
         return _binary_features(y)
-    if variant.startswith("slice.part/"):  # reads only the elements it copies
-        return {"call": 1, "out": y.size, "in": y.size}
+    if variant.startswith("slice.part/"):  # one k_slice_part call (concat's features)
+        found = block_slice(op, tensors)
+        outer = found[0] if found is not None else 1
+        return {"call": 1, "in": 1, "rows": outer, "out": y.size}
     declared = KINDS.get(op.kind)
     if declared is not None and declared.cost_feature_names is not None:
         return declared.cost_features(op, ins, y)
@@ -519,6 +521,8 @@ def feature_names(variant: str) -> tuple[str, ...]:
         return ("call", "rows", "pair", "inner", "out", "edge", "gen")
     if variant == MOVE:
         return ("call", "out", "in")
+    if variant.startswith("slice.part/"):  # as its mirror, concat
+        return ("call", "in", "rows", "out")
     if variant.startswith(Q8_GEMMS) and variant.endswith("/int8"):
         return ("call", "mac", "out", "pix", "inner", "in", "gen", "rows", "edge")
     if variant == DW_RING:

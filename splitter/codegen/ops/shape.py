@@ -40,6 +40,15 @@ class Concat(OpEmitter):
         "concat", ("axis",), onnx=("Concat",), tflite=("CONCATENATION",), kernels=ALL
     )
     int8_checks = (*Q8_ELEMENTWISE, same_quant)
+    #: per input one ``k_concat_part`` call (``in``), its ``outer`` blocks (``rows``: the
+    #: outer loop, many short copies for a channel concat of NHWC pixels) and the elements
+    #: copied (``out``)
+    cost_feature_names = ("call", "in", "rows", "out")
+
+    def cost_features(self, op: Op, ins: Sequence[TensorSpec], out: TensorSpec) -> dict[str, float]:
+        axis = int(op.attr("axis", 1)) % len(out.shape)
+        outer = prod(out.shape[:axis])
+        return {"call": 1, "in": len(ins), "rows": len(ins) * outer, "out": out.size}
 
     def infer_shape(self, op: Op, in_shapes: Sequence[Shape], layout: str) -> Shape:
         axis = int(op.attr("axis", 0)) % len(in_shapes[0])
