@@ -73,3 +73,23 @@ def test_codegen_weight_table_renders_arrays() -> None:
         "    2.0f, 2.25f\n};\n\n"
         "static const float w_conv_W_1[1] WEIGHTS = {\n    1.5f\n};\n"
     )
+
+
+def test_int8_arrays_are_padded_to_four_bytes_as_the_plan_counts() -> None:
+    """An int8 array of 45 bytes (a 3x3 depthwise of 5 channels, or a layer split's odd slice)
+    is emitted as 48 (three zero bytes), so the int32 array after it starts with no padding the
+    plan would not count: the table's bytes are the op's ``op_flash``."""
+    from splitter.codegen.ops.formulas import op_flash
+    from splitter.ir import Op
+
+    w = np.arange(45, dtype=np.int8).reshape(5, 1, 3, 3)
+    b = np.arange(5, dtype=np.int32)
+    table = WeightTable()
+    table.add("dw_W", w, np.int8)
+    table.add("dw_B", b, np.int32)
+    (_, padded), _ = table.arrays
+    assert padded.size == 48 and not padded[45:].any()
+    assert (padded[:45] == w.ravel()).all()
+    assert "int8_t w_dw_W[48]" in table.render()
+    op = Op("dw", "conv2d", ("x",), ("y",), {"groups": 5}, {"W": w, "B": b})
+    assert table.nbytes == op_flash(op) == 48 + 20

@@ -9,7 +9,7 @@
 * ``dw_wide.onnx`` (float, models/make_dw_wide.py) over three F405s with 80 KiB of flash
   (``split_dw3.toml``): its 7x7 depthwise conv (102,400 B) fits no board, so it is split by
   channels, each slice reading a slice of the input channels; the output equals onnxruntime's.
-* ``dw_wide_qdq.onnx``, the same model as QDQ int8 ONNX, over four F405s with 42 KiB
+* ``dw_wide_qdq.onnx``, the same model as QDQ int8 ONNX, over four F405s with 43 KiB
   (``split_dw_qdq4.toml``): the depthwise conv is split the same way in the QDQ file; ``run``'s
   own check passes (onnxruntime, one output step: the int8 kernels round as TFLite's integer
   arithmetic, tests/test_qdq.py says where that differs from onnxruntime's float QDQ

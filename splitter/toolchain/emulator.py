@@ -275,10 +275,24 @@ class LinkProxy:
 
 
 def _connect_unix(path: Path, device: str) -> socket.socket:
+    """Connect to QEMU's listening socket ``path``, retrying while it is bound but not yet
+    listening (the file appears at ``bind``, before ``listen``: a loaded machine can see
+    ``ECONNREFUSED`` in between) until :data:`START_TIMEOUT_S`."""
     _wait_path(path, device)
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(str(path))
-    return s
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(str(path))
+            return s
+        except ConnectionRefusedError:
+            s.close()
+            if time.monotonic() > deadline:
+                raise LinkError(
+                    f"emulated device {device}: peer socket {path} refused connections for "
+                    f"{START_TIMEOUT_S:.0f} s"
+                ) from None
+            time.sleep(0.01)
 
 
 def build_missing_emulator_elfs(out_dir: Path, devices: list[str]) -> None:

@@ -56,18 +56,24 @@ SOFTMAX_MACS_PER_ELEMENT = 15
 BATCHNORM_MACS_PER_ELEMENT = 2
 
 
+#: bytes every weights array is padded to a multiple of (int8 arrays: ``WeightTable.add``)
+WEIGHT_ALIGN = 4
+
+
 def op_flash(op: Op) -> int:
     """FLASH of one op: exactly the ``.weights`` arrays the C generator emits for it.
 
-    ``sum(w.nbytes for w in op.weights.values())`` (arena rule, FLASH_j: float32 arrays as they
-    are; int8 weights and int32 biases at their own itemsize), plus, when ``W`` is int8
+    ``sum(ceil4(w.nbytes) for w in op.weights.values())`` (arena rule, FLASH_j: float32 arrays
+    as they are; int8 weights and int32 biases at their own itemsize, an int8 array zero-padded
+    to a multiple of :data:`WEIGHT_ALIGN` bytes as the generator emits it), plus, when ``W`` is int8
     (TFLite full-integer models, ``attrs["w_scale"]`` per tensor or per output channel),
     ``8 * len(w_scale)``: one int32 multiplier and one int32 shift per scale, the
     requantisation ``in_scale * w_scale[c] / out_scale`` the int8 kernels apply. The scales and
     zero points themselves are not stored (folded into those multipliers; TFLite fixes weight
     and bias zero points at 0).
     """
-    total = sum(int(np.asarray(w).nbytes) for w in op.weights.values())
+    total = sum(-(-int(np.asarray(w).nbytes) // WEIGHT_ALIGN) * WEIGHT_ALIGN
+                for w in op.weights.values())  # fmt: skip
     if "W" in op.weights and np.asarray(op.weights["W"]).dtype == np.int8:
         total += 8 * len(op.attr("w_scale", ()) or ())
     return total

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from splitter.codegen.ops.formulas import WEIGHT_ALIGN
 from splitter.errors import UnsupportedOpError
 
 FLT_MAX = 3.4028234663852886e38
@@ -96,11 +97,15 @@ class WeightTable:
 
     @property
     def nbytes(self) -> int:
-        """Sum of the emitted arrays' bytes (``size * itemsize``, no padding)."""
+        """Sum of the emitted arrays' bytes (``size * itemsize``; every array a multiple of 4
+        bytes, so the linker places them back to back: the ``.weights`` section's size)."""
         return sum(int(a.nbytes) for _, a in self.arrays)
 
     def add(self, hint: str, values: np.ndarray, dtype: type = np.float32) -> str:
-        """Register an array (flattened, as ``dtype``) and return its C name."""
+        """Register an array (flattened, as ``dtype``) and return its C name. An int8 array is
+        zero-padded to a multiple of 4 bytes (:data:`~splitter.codegen.ops.formulas.
+        WEIGHT_ALIGN`): an int32 array after it would otherwise start after padding the plan
+        does not count."""
         base = "w_" + "".join(ch if ch.isascii() and ch.isalnum() else "_" for ch in hint)
         name, k = base, 1
         while name in self._names:
@@ -109,7 +114,11 @@ class WeightTable:
         arr = np.asarray(values)
         if dtype is not np.float32 and not np.array_equal(arr.astype(dtype), arr):
             raise UnsupportedOpError(f"{hint}: values do not fit {np.dtype(dtype).name}")
-        self.arrays.append((name, np.ascontiguousarray(arr, dtype=dtype).ravel()))
+        flat: np.ndarray = np.ascontiguousarray(arr, dtype=dtype).ravel()
+        pad = -flat.nbytes % WEIGHT_ALIGN
+        if pad:
+            flat = np.concatenate([flat, np.zeros(pad // flat.itemsize, dtype=flat.dtype)])
+        self.arrays.append((name, flat))
         return name
 
     def render(self) -> str:
