@@ -122,6 +122,16 @@ def _edge_pixels(oh: int, ow: int, k: tuple[int, int], s: tuple[int, int], h: in
     return oh * ow - inner(oh, k[0], s[0], pt, h) * inner(ow, k[1], s[1], pl, w)
 
 
+def _window(op: Op) -> tuple[int, int, int, int, int, int, int, int]:
+    """A conv's window as its kernels read it: kernel ``(kh, kw)``, strides ``(sh, sw)``, top
+    and left pads ``(pt, pl)``, dilations ``(dh, dw)``."""
+    kh, kw = (int(v) for v in op.weights["W"].shape[2:])
+    sh, sw = (int(v) for v in op.attr("strides", (1, 1)))
+    pt, pl = (int(v) for v in op.attr("pads", (0, 0, 0, 0))[:2])
+    dh, dw = (int(v) for v in op.attr("dilations", (1, 1)))
+    return kh, kw, sh, sw, pt, pl, dh, dw
+
+
 def _window_features(op: Op, x: TensorSpec, y: TensorSpec, layout: str) -> dict[str, float]:
     """call, rows ``O*OH``, pix ``OH*OW``, out, mac ``out*C/g*kh*kw``, edge (MACs of the
     edge pixels)."""
@@ -164,10 +174,7 @@ def _conv_rows(
     columns ``lo..hi`` (every tap inside the input), the valid kernel rows summed over output
     rows (``ky``) and the valid taps per output column (``kx``)."""
     (h, w), (oh, ow) = hw, ohw
-    kh, kw = (int(v) for v in op.weights["W"].shape[2:])
-    sh, sw = (int(v) for v in op.attr("strides", (1, 1)))
-    pt, pl = (int(v) for v in op.attr("pads", (0, 0, 0, 0))[:2])
-    dh, dw = (int(v) for v in op.attr("dilations", (1, 1)))
+    kh, kw, sh, sw, pt, pl, dh, dw = _window(op)
     lo, span = (pl + sw - 1) // sw, w - 1 - (kw - 1) * dw + pl
     hi = min(ow, span // sw + 1 if span >= 0 else 0)
     ky = sum(_valid_taps(oh, kh, sh, pt, h, dh))
@@ -204,10 +211,7 @@ def _generic_nchw(op: Op, x: TensorSpec, y: TensorSpec, channels: int) -> dict[s
     steps, ``gen`` their MACs over the valid taps)."""
     c, h, w = _chw(x, "NCHW")
     _, oh, ow = _chw(y, "NCHW")
-    kh, kw = (int(v) for v in op.weights["W"].shape[2:])
-    sh, sw = (int(v) for v in op.attr("strides", (1, 1)))
-    pt, pl = (int(v) for v in op.attr("pads", (0, 0, 0, 0))[:2])
-    dh, dw = (int(v) for v in op.attr("dilations", (1, 1)))
+    kh, kw, sh, sw, pt, pl, dh, dw = _window(op)
     cg = c // int(op.attr("groups", 1) or 1)
     vy = sum(_valid_taps(oh, kh, sh, pt, h, dh))
     vx = _valid_taps(ow, kw, sw, pl, w, dw)
@@ -270,10 +274,7 @@ def _inside(op: Op, x: TensorSpec, y: TensorSpec) -> tuple[int, int]:
     """(output pixels whose whole window lies inside the input, all output pixels)."""
     _, h, w = _chw(x, "NHWC")
     _, oh, ow = _chw(y, "NHWC")
-    kh, kw = (int(v) for v in op.weights["W"].shape[2:])
-    sh, sw = (int(v) for v in op.attr("strides", (1, 1)))
-    pt, pl = (int(v) for v in op.attr("pads", (0, 0, 0, 0))[:2])
-    dh, dw = (int(v) for v in op.attr("dilations", (1, 1)))
+    kh, kw, sh, sw, pt, pl, dh, dw = _window(op)
     rows = sum(1 for o in range(oh) if o * sh - pt >= 0 and o * sh - pt + (kh - 1) * dh < h)
     cols = sum(1 for o in range(ow) if o * sw - pl >= 0 and o * sw - pl + (kw - 1) * dw < w)
     return rows * cols, oh * ow
@@ -311,10 +312,7 @@ def _dw_window(op: Op, x: TensorSpec, y: TensorSpec) -> dict[str, float]:
     pixels, ``gen``: their MACs over the taps inside)."""
     c, oh, ow = _chw(y, "NHWC")
     _, h, w = _chw(x, "NHWC")
-    kh, kw = (int(v) for v in op.weights["W"].shape[2:])
-    sh, sw = (int(v) for v in op.attr("strides", (1, 1)))
-    pt, pl = (int(v) for v in op.attr("pads", (0, 0, 0, 0))[:2])
-    dh, dw = (int(v) for v in op.attr("dilations", (1, 1)))
+    kh, kw, sh, sw, pt, pl, dh, dw = _window(op)
     taps = kh * kw
     blocks = c // 4 if taps <= DW_MAXT else 0
     rest = c - 4 * blocks
@@ -735,10 +733,7 @@ def _generic_q8(op: Op, x: TensorSpec, y: TensorSpec) -> dict[str, float]:
     input (the kernels' hoisted bounds, :func:`_valid_taps`)."""
     _, h, w = _chw(x, "NHWC")
     o, oh, ow = _chw(y, "NHWC")
-    kh, kw = (int(v) for v in op.weights["W"].shape[2:])
-    sh, sw = (int(v) for v in op.attr("strides", (1, 1)))
-    pt, pl = (int(v) for v in op.attr("pads", (0, 0, 0, 0))[:2])
-    dh, dw = (int(v) for v in op.attr("dilations", (1, 1)))
+    kh, kw, sh, sw, pt, pl, dh, dw = _window(op)
     groups = int(op.attr("groups", 1) or 1)
     cg = _chw(x, "NHWC")[0] // groups
     vy = sum(_valid_taps(oh, kh, sh, pt, h, dh))
