@@ -123,13 +123,15 @@ def test_pool_loops_by_hand() -> None:
 
 def test_pad_reduce_dense_copy_loops_by_hand() -> None:
     """``k_pad`` of (1, 3, 4, 5) to (1, 3, 5, 6): the output filled (90), 12 input rows of 5
-    copied; a mean over 3 x 3 of 10 NHWC channels (``k_mean``: red 9 = one unrolled pass of 8
-    plus 1); an int8 dense 1280 -> 10 (two blocks of four rows, two lone rows); a reshape
-    copying 10 floats (two passes of 4, 2 left) only when it writes the layer's output."""
+    copied (5 < 8: no pass of gcc's 8-way unrolled copy, 5 steps each); a mean over 3 x 3 of
+    10 NHWC channels (``k_mean``: red 9 = one unrolled pass of 8 plus 1); an int8 dense
+    1280 -> 10 (two blocks of four rows, two lone rows); a reshape copying 10 floats (two
+    passes of 4, 2 left) only when it writes the layer's output."""
     pad = Op("p", "pad", ("x",), ("y",), {"pads": (0, 0, 0, 0, 0, 0, 1, 1)})
     tensors = {"x": TensorSpec("x", (1, 3, 4, 5), "float32"),
                "y": TensorSpec("y", (1, 3, 5, 6), "float32")}  # fmt: skip
-    assert op_features(pad, tensors, "NCHW") == {"call": 1, "out": 90, "rows": 12, "in": 60}
+    assert op_features(pad, tensors, "NCHW") == {"call": 1, "out": 90, "rows": 12, "in": 60,
+                                                 "pair": 0, "gen": 12 * 5}  # fmt: skip
     mean = Op("m", "mean", ("x",), ("y",), {"axes": (1, 2), "keepdims": False})
     tensors = {"x": TensorSpec("x", (1, 3, 3, 10), "float32"),
                "y": TensorSpec("y", (1, 10), "float32")}  # fmt: skip
@@ -345,3 +347,30 @@ def test_op_layers_count_their_compaction_moves() -> None:
     moves = moves_instructions(moved, "M4F.dsp")
     assert dict(layer.cost.instructions)["M4F.dsp"] == pytest.approx(ops + moves, abs=0.1)
     assert 0.5 * ops <= moves <= 2 * ops
+
+
+def test_a_squeeze_ending_a_layer_is_measured_and_costed_as_a_copy() -> None:
+    """The grid's classifier end (1x1 conv, mean, squeeze): the squeeze writes the layer's
+    output, which the ping-pong arena moves away from its input, so the generated C calls
+    ``k_copy``; the table's sample and the planner's layer cost both take ``reshape.copy``."""
+    from splitter.codegen.model_c import generate_device_c
+    from splitter.cost.kernels import layer_ops_instructions, op_instructions
+    from splitter.measure.kernel_grid import SQUEEZE_WALK, mean_chain
+    from splitter.measure.kernel_table import _sample, copied_ops
+
+    chain = mean_chain("NCHW", "float32", SQUEEZE_WALK)
+    assert chain.graph is not None
+    j = len(chain.layers) - 1
+    layer = chain.layers[j]
+    squeeze = layer.ops[-1]
+    assert squeeze.kind == "reshape" and squeeze.outputs[0] == layer.output.name
+    gen = generate_device_c(chain, [(0, j - 1, j - 1), (1, j, j)], "probe", core="cortex-m4")
+    moved = copied_ops(gen.files["model.c"])
+    sample = _sample(chain, j, len(layer.ops) - 1, 100.0, "M4F.dsp", moved)
+    assert sample.terms[0].variant == "reshape.copy/NCHW/float32"
+    tensors = chain.graph.tensors
+    assert layer_ops_instructions(layer, tensors, "NCHW", "M4F.dsp") == pytest.approx(
+        sum(op_instructions(op, tensors, "NCHW", "M4F.dsp", copy=op is squeeze) for op in layer.ops)
+    )
+    alone = generate_device_c(chain, [(0, j, j)], "probe", core="cortex-m4")
+    assert not copied_ops(alone.files["model.c"])  # the layer sets the arena: zero-copy
