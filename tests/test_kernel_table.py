@@ -19,6 +19,7 @@ from splitter.cost.cpi import EMULATED_INSTRUCTIONS_PER_S, device_cpi
 from splitter.cost.kernels import (
     build_isa,
     build_key,
+    copies,
     kernel_table,
     op_features,
     op_terms,
@@ -27,7 +28,7 @@ from splitter.cost.kernels import (
 from splitter.graph.chain import build_chain
 from splitter.hardware.catalog import get_part
 from splitter.importers import load_model
-from splitter.ir import Chain, Device, LayerCost, Op, TensorSpec
+from splitter.ir import Chain, Device, LayerCost, Op, QuantParams, TensorSpec
 from splitter.partition.problem import layer_time, table_time
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,14 +101,55 @@ def test_conv_features_by_hand() -> None:
     assert [t.variant for t in terms] == ["conv2d.conv/NCHW/float32", "act.relu/NCHW/float32"]
 
 
-def test_pool_edge_pixels_by_hand() -> None:
-    """3x3 max pool, stride 1, pad 1 on 5x5: the 16 border outputs of 25 reach the padding."""
+def test_pool_loops_by_hand() -> None:
+    """3x3 max pool, stride 1, pad 1 on 5x5, 2 channels: the valid tap rows per output row are
+    2, 3, 3, 3, 2 (13), the same per column, so 13 x 13 valid taps a channel. NCHW
+    (``pool_nchw``): per channel, row, output, valid tap row (a ``kx`` loop) and valid tap;
+    NHWC (``pool_nhwc``): per output row, pixel, output, valid tap row, valid tap (a channel
+    loop each) and valid tap x channel."""
     op = Op("p", "maxpool", ("x",), ("y",), {"kernel": (3, 3), "strides": (1, 1),
                                              "pads": (1, 1, 1, 1)})  # fmt: skip
     tensors = {"x": TensorSpec("x", (1, 2, 5, 5), "float32"),
                "y": TensorSpec("y", (1, 2, 5, 5), "float32")}  # fmt: skip
     f = op_features(op, tensors, "NCHW")
-    assert (f["pix"], f["out"], f["mac"], f["edge"]) == (25, 50, 450, 2 * 16 * 9)
+    assert f == {"call": 1, "in": 2, "rows": 10, "out": 50, "inner": 2 * 5 * 13,
+                 "mac": 2 * 13 * 13}  # fmt: skip
+    nhwc = {"x": TensorSpec("x", (1, 5, 5, 2), "float32"),
+            "y": TensorSpec("y", (1, 5, 5, 2), "float32")}  # fmt: skip
+    f = op_features(op, nhwc, "NHWC")
+    assert (f["rows"], f["pix"], f["out"], f["edge"], f["inner"], f["mac"]) == (
+        5, 25, 50, 5 * 13, 13 * 13, 2 * 13 * 13)  # fmt: skip
+
+
+def test_pad_reduce_dense_copy_loops_by_hand() -> None:
+    """``k_pad`` of (1, 3, 4, 5) to (1, 3, 5, 6): the output filled (90), 12 input rows of 5
+    copied (5 < 8: no pass of gcc's 8-way unrolled copy, 5 steps each); a mean over 3 x 3 of
+    10 NHWC channels (``k_mean``: red 9 = one unrolled pass of 8 plus 1); an int8 dense
+    1280 -> 10 (two blocks of four rows, two lone rows); a reshape copying 10 floats (two
+    passes of 4, 2 left) only when it writes the layer's output."""
+    pad = Op("p", "pad", ("x",), ("y",), {"pads": (0, 0, 0, 0, 0, 0, 1, 1)})
+    tensors = {"x": TensorSpec("x", (1, 3, 4, 5), "float32"),
+               "y": TensorSpec("y", (1, 3, 5, 6), "float32")}  # fmt: skip
+    assert op_features(pad, tensors, "NCHW") == {"call": 1, "out": 90, "rows": 12, "in": 60,
+                                                 "pair": 0, "gen": 12 * 5}  # fmt: skip
+    mean = Op("m", "mean", ("x",), ("y",), {"axes": (1, 2), "keepdims": False})
+    tensors = {"x": TensorSpec("x", (1, 3, 3, 10), "float32"),
+               "y": TensorSpec("y", (1, 10), "float32")}  # fmt: skip
+    assert op_features(mean, tensors, "NHWC") == {"call": 1, "rows": 1, "out": 10, "mac": 90,
+                                                  "pair": 10, "gen": 10}  # fmt: skip
+    q = QuantParams((0.02,), (0,), None)
+    dense = Op("d", "dense", ("x",), ("y",), {}, {"W": np.zeros((10, 1280), np.int8)})
+    tensors = {"x": TensorSpec("x", (1, 1280), "int8", q), "y": TensorSpec("y", (1, 10), "int8", q)}
+    assert op_features(dense, tensors, "NHWC") == {
+        "call": 1, "out": 10, "rows": 4, "mac": 8 * 1280, "gen": 2 * 1280, "edge": 0,
+        "inner": 0}  # fmt: skip
+    flat = Op("f", "reshape", ("x",), ("y",), {"shape": (1, 10)})
+    tensors = {"x": TensorSpec("x", (1, 10, 1, 1), "float32"),
+               "y": TensorSpec("y", (1, 10), "float32")}  # fmt: skip
+    assert [t.variant for t in op_terms(flat, tensors, "NCHW")] == ["reshape/NCHW/float32"]
+    (term,) = op_terms(flat, tensors, "NCHW", copy=copies(flat, "y"))
+    assert term.variant == "reshape.copy/NCHW/float32"
+    assert term.features == {"call": 1, "out": 10, "pair": 2, "gen": 2}
 
 
 def test_emulated_builds_follow_the_parts_int8_variant() -> None:
@@ -305,3 +347,30 @@ def test_op_layers_count_their_compaction_moves() -> None:
     moves = moves_instructions(moved, "M4F.dsp")
     assert dict(layer.cost.instructions)["M4F.dsp"] == pytest.approx(ops + moves, abs=0.1)
     assert 0.5 * ops <= moves <= 2 * ops
+
+
+def test_a_squeeze_ending_a_layer_is_measured_and_costed_as_a_copy() -> None:
+    """The grid's classifier end (1x1 conv, mean, squeeze): the squeeze writes the layer's
+    output, which the ping-pong arena moves away from its input, so the generated C calls
+    ``k_copy``; the table's sample and the planner's layer cost both take ``reshape.copy``."""
+    from splitter.codegen.model_c import generate_device_c
+    from splitter.cost.kernels import layer_ops_instructions, op_instructions
+    from splitter.measure.kernel_grid import SQUEEZE_WALK, mean_chain
+    from splitter.measure.kernel_table import _sample, copied_ops
+
+    chain = mean_chain("NCHW", "float32", SQUEEZE_WALK)
+    assert chain.graph is not None
+    j = len(chain.layers) - 1
+    layer = chain.layers[j]
+    squeeze = layer.ops[-1]
+    assert squeeze.kind == "reshape" and squeeze.outputs[0] == layer.output.name
+    gen = generate_device_c(chain, [(0, j - 1, j - 1), (1, j, j)], "probe", core="cortex-m4")
+    moved = copied_ops(gen.files["model.c"])
+    sample = _sample(chain, j, len(layer.ops) - 1, 100.0, "M4F.dsp", moved)
+    assert sample.terms[0].variant == "reshape.copy/NCHW/float32"
+    tensors = chain.graph.tensors
+    assert layer_ops_instructions(layer, tensors, "NCHW", "M4F.dsp") == pytest.approx(
+        sum(op_instructions(op, tensors, "NCHW", "M4F.dsp", copy=op is squeeze) for op in layer.ops)
+    )
+    alone = generate_device_c(chain, [(0, j, j)], "probe", core="cortex-m4")
+    assert not copied_ops(alone.files["model.c"])  # the layer sets the arena: zero-copy

@@ -35,6 +35,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from math import prod
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ from splitter.cost.rows import (
 )
 from splitter.errors import InputFileError
 from splitter.ir import Layer, Op, Part, TensorSpec
+from splitter.ops import ZERO_COST_KINDS
 
 KERNEL_TABLE = Path(__file__).with_name("kernel_costs.json")
 
@@ -149,6 +151,122 @@ def _window_features(op: Op, x: TensorSpec, y: TensorSpec, layout: str) -> dict[
     out = o * oh * ow
     return {"call": 1, "rows": o * oh, "pix": oh * ow, "out": out, "mac": out * per,
             "edge": o * edge * per}  # fmt: skip
+
+
+def _pool_taps(op: Op, x: TensorSpec, y: TensorSpec, layout: str) -> tuple[list[int], list[int]]:
+    """A pool's valid taps per output row and per output column (:func:`_valid_taps`: the
+    kernels' ``ky`` and ``kx`` ranges, which never read the padding)."""
+    _, h, w = _chw(x, layout)
+    _, oh, ow = _chw(y, layout)
+    kh, kw = (int(v) for v in op.attr("kernel"))
+    sh, sw = (int(v) for v in op.attr("strides", (kh, kw)))
+    pt, pl = (int(v) for v in op.attr("pads", (0, 0, 0, 0))[:2])
+    return _valid_taps(oh, kh, sh, pt, h), _valid_taps(ow, kw, sw, pl, w)
+
+
+def _pool_nchw(op: Op, x: TensorSpec, y: TensorSpec) -> dict[str, float]:
+    """``pool_nchw`` (kernels.c: ``k_maxpool``, ``k_avgpool``), ``for c, oy, ox, ky, kx``: per
+    channel (``in``: ``C``), per output row its tap rows (``rows``: ``C OH``), per output its
+    tap columns, start value and store (``out``), per valid tap row one ``kx`` loop (``inner``:
+    ``C OW sum(vy)``), per valid tap a load and a max or add (``mac``: ``C sum(vy) sum(vx)``)."""
+    c, oh, ow = _chw(y, "NCHW")
+    vy, vx = _pool_taps(op, x, y, "NCHW")
+    return {"call": 1, "in": c, "rows": c * oh, "out": c * oh * ow, "inner": c * ow * sum(vy),
+            "mac": c * sum(vy) * sum(vx)}  # fmt: skip
+
+
+def _pool_nhwc(op: Op, x: TensorSpec, y: TensorSpec) -> dict[str, float]:
+    """The NHWC pools (``pool_nhwc`` of kernels_nhwc.c, ``k_q_maxpool`` and ``k_q_avgpool`` of
+    kernels_q8.c) over the ``k_pixel`` walk (k_window.h): per output row its tap rows
+    (``rows``: ``OH``), per pixel its tap columns (``pix``: ``OH OW``), per output its start
+    value, clamp or division (``out``: ``OH OW C``), per valid tap row (``edge``: ``OW
+    sum(vy)``) and per valid tap (``inner``: ``sum(vy) sum(vx)``) one pass over the ``C``
+    channels, per valid tap and channel a load and a max or add (``mac``); ``k_q_avgpool``
+    runs the channel loop outside the taps: per channel and valid tap row one ``kx`` loop
+    (``gen``: ``C OW sum(vy)``)."""
+    c, oh, ow = _chw(y, "NHWC")
+    vy, vx = _pool_taps(op, x, y, "NHWC")
+    return {"call": 1, "rows": oh, "pix": oh * ow, "out": c * oh * ow, "edge": ow * sum(vy),
+            "inner": sum(vy) * sum(vx), "mac": c * sum(vy) * sum(vx),
+            "gen": c * ow * sum(vy)}  # fmt: skip
+
+
+#: the features of each pool kernel (:func:`_pool_nchw`, :func:`_pool_nhwc`)
+POOL_NCHW_FEATURES = ("call", "in", "rows", "out", "inner", "mac")
+POOL_NHWC_FEATURES = ("call", "rows", "pix", "out", "edge", "inner", "mac")
+Q_AVGPOOL_FEATURES = ("call", "rows", "pix", "out", "gen", "mac")
+
+
+def _pad_features(x: TensorSpec, y: TensorSpec) -> dict[str, float]:
+    """``k_pad`` (kernels.c) and ``k_q_pad`` (kernels_q8.c) on the rank-4 views ``xs``, ``ys``:
+    the pad value written over the whole output (``out``: ``y``'s elements), then one copy per
+    input row (``rows``: ``xs0 xs1 xs2``; ``k_q_pad`` a ``memcpy`` call each) of its ``xs3``
+    elements (``in``: ``x``'s elements), which gcc unrolls by 8 (arm-none-eabi-gcc 12, -O2):
+    per row ``xs3 // 8`` passes of the unrolled body (``pair``) and ``xs3 % 8`` steps entered
+    through a jump (``gen``)."""
+    xs = (1,) * (4 - len(x.shape)) + tuple(int(d) for d in x.shape)
+    rows = xs[0] * xs[1] * xs[2]
+    return {"call": 1, "out": y.size, "rows": rows, "in": x.size, "pair": rows * (xs[3] // 8),
+            "gen": rows * (xs[3] % 8)}  # fmt: skip
+
+
+PAD_FEATURES = ("call", "out", "rows", "in", "pair", "gen")
+
+
+def _reduce_view(op: Op, x: TensorSpec) -> tuple[int, int, int]:
+    """``(outer, red, inner)`` of a mean over contiguous ``axes`` (``codegen.ops.pool``'s view;
+    a global average pool: over the last two axes)."""
+    shape = tuple(int(d) for d in x.shape)
+    if op.kind == "global_avgpool":
+        return prod(shape[:2]), prod(shape[2:]), 1
+    axes = sorted(int(a) % len(shape) for a in op.attr("axes", range(len(shape))))
+    return prod(shape[: axes[0]]), prod(shape[axes[0] : axes[-1] + 1]), prod(shape[axes[-1] + 1 :])
+
+
+def _reduce_features(view: tuple[int, int, int]) -> dict[str, float]:
+    """``k_mean`` (kernels.c) and ``k_q_mean`` (kernels_q8.c) over an ``(outer, red, inner)``
+    view, ``for o < outer, i < inner, r < red``: per outer index (``rows``), per output its
+    set-up, scaling and store (``out``), per input element a load and an add (``mac``); gcc
+    unrolls the ``red`` loop by 8 (arm-none-eabi-gcc 12, -O2), entered through a jump on
+    ``red % 8``: per output ``red // 8`` passes of the unrolled body (``pair``) and the
+    ``red % 8`` steps of the jump (``gen``)."""
+    outer, red, inner = view
+    n = outer * inner
+    return {"call": 1, "rows": outer, "out": n, "mac": n * red, "pair": n * (red // 8),
+            "gen": n * (red % 8)}  # fmt: skip
+
+
+#: the reductions :func:`_reduce_features` prices
+REDUCE_KINDS = frozenset({"mean", "global_avgpool"})
+REDUCE_FEATURES = ("call", "rows", "out", "mac", "pair", "gen")
+
+
+def _q8_dense(n_in: int, out: int) -> dict[str, float]:
+    """``dense_engine`` (kernels_q8_opt.c, ``k_q_dense_dsp`` / ``_plain``): the outputs in blocks
+    of four rows and the ``out % 4`` last ones alone, one ``dense_block`` call each (``rows``),
+    a requantisation per output (``out``); the blocks' MACs over the ``in4 = in - in % 4``
+    first inputs (``mac``: on the DSP build eight inputs per assembly pass while ``in4 >= 8``,
+    the ``in4 % 8`` left, or all of them below 8, in C groups of four, ``inner``), the lone
+    rows' MACs (``gen``) and every row's ``in % 4`` last MACs one by one (``edge``)."""
+    blocks, lone = out // 4, out % 4
+    in4 = n_in - n_in % 4
+    groups = in4 // 4 if in4 < 8 else (in4 % 8) // 4
+    return {"call": 1, "out": out, "rows": blocks + lone, "mac": 4 * blocks * in4,
+            "gen": lone * in4, "edge": out * (n_in % 4), "inner": blocks * groups}  # fmt: skip
+
+
+Q8_DENSE_FEATURES = ("call", "out", "rows", "mac", "gen", "edge", "inner")
+
+
+def _copy_features(n: int) -> dict[str, float]:
+    """A reshape the arena moved (:func:`copies`): ``k_copy`` (kernels.c) or ``k_q_copy``
+    (kernels_q8.c) of its ``n`` elements (``out``), which gcc unrolls by 4 (arm-none-eabi-gcc
+    12, -O2): ``n // 4`` passes of the unrolled body (``pair``), ``n % 4`` steps before them
+    (``gen``). A zero-copy reshape has only ``call`` (nothing runs)."""
+    return {"call": 1, "out": n, "pair": n // 4, "gen": n % 4}
+
+
+COPY_FEATURES = ("call", "out", "pair", "gen")
 
 
 def _valid_taps(n_out: int, k: int, s: int, pad: int, n_in: int, d: int = 1) -> list[int]:
@@ -353,14 +471,15 @@ def _kernel_layout(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> st
 
 
 def op_features(
-    op: Op, tensors: Mapping[str, TensorSpec], layout: str, *, isa: str = "dsp", ring: bool = True
-) -> dict[str, float]:
-    """Feature values of ``op``'s main kernel call (module docstring; ``isa``, ``ring``:
-    :func:`op_variant`)."""
+    op: Op, tensors: Mapping[str, TensorSpec], layout: str, *, isa: str = "dsp", ring: bool = True,
+    copy: bool = False,
+) -> dict[str, float]:  # fmt: skip
+    """Feature values of ``op``'s main kernel call (module docstring; ``isa``, ``ring``,
+    ``copy``: :func:`op_variant`)."""
     layout = _kernel_layout(op, tensors, layout)
     ins = [tensors[n] for n in op.inputs if n in tensors]
     y = tensors[op.outputs[0]]
-    variant = op_variant(op, tensors, layout, isa=isa, ring=ring)
+    variant = op_variant(op, tensors, layout, isa=isa, ring=ring, copy=copy)
     if variant.startswith(Q8_GEMMS) and variant.endswith("/int8"):
         return _q8_gemm(op, ins[0], y, padded=variant.startswith("conv2d.conv.padded/"))
     if variant == DW_RING:
@@ -377,10 +496,22 @@ def op_features(
         if variant.startswith("conv2d.pointwise"):
             return _pointwise_nchw(c, h * w, o)
         return _blocked_nchw(op, c, (h, w), o, (oh, ow))
-    if op.kind in ("conv2d", "maxpool", "avgpool"):
+    if op.kind in ("maxpool", "avgpool"):
+        if layout == "NHWC":
+            return _pool_nhwc(op, ins[0], y)
+        return _pool_nchw(op, ins[0], y)
+    if op.kind == "pad":
+        return _pad_features(ins[0], y)
+    if op.kind in REDUCE_KINDS:
+        return _reduce_features(_reduce_view(op, ins[0]))
+    if op.kind in ZERO_COST_KINDS:
+        return _copy_features(y.size) if copy else {"call": 1}
+    if op.kind == "conv2d":
         return _window_features(op, ins[0], y, layout)
     if op.kind == "dense":
         n_in = int(op.weights["W"].shape[1])
+        if _dtype(op, tensors) == "int8":
+            return _q8_dense(n_in, y.size)
         return {"call": 1, "out": y.size, "mac": y.size * n_in}
     if op.kind == "matmul":
         return {"call": 1, "out": y.size, "mac": y.size * int(ins[0].shape[-1])}
@@ -410,15 +541,17 @@ def _binary_features(y: TensorSpec) -> dict[str, float]:
 
 
 def op_variant(
-    op: Op, tensors: Mapping[str, TensorSpec], layout: str, *, isa: str = "dsp", ring: bool = True
-) -> str:
+    op: Op, tensors: Mapping[str, TensorSpec], layout: str, *, isa: str = "dsp", ring: bool = True,
+    copy: bool = False,
+) -> str:  # fmt: skip
     """``kind[.path]/layout/dtype`` of the kernel code that runs ``op`` (the same choice as the
     generator, splitter/codegen/ops: the paths inside ``k_conv2d`` / ``k_conv2d_nhwc``, the int8
     kernel family of :func:`~splitter.cost.handlers.q8_conv_kind` and the path inside it,
     :func:`_q8_path`; ``slice.part`` for a one-axis slice,
     :func:`~splitter.cost.handlers.block_slice`). ``isa``: the build's int8 variant
     (:func:`build_isa`); ``ring``: whether the call gets its depthwise line ring (not in a row
-    loop of one row per iteration, ``codegen.ops.conv.q8_kernel``)."""
+    loop of one row per iteration, ``codegen.ops.conv.q8_kernel``); ``copy``: a reshape whose
+    output the arena moves (:func:`copies`) runs ``k_copy`` / ``k_q_copy``, ``reshape.copy``."""
     dtype = _dtype(op, tensors)
     layout = _kernel_layout(op, tensors, layout)
     kind = op.kind
@@ -431,6 +564,8 @@ def op_variant(
         kind = f"conv2d.{path}"
     if kind == "slice" and block_slice(op, tensors) is not None:
         kind = "slice.part"  # k_slice_part / k_q_slice_part, not the index gather
+    if kind in ZERO_COST_KINDS and copy:
+        kind = f"{kind}.copy"
     return f"{kind}/{layout or 'NCHW'}/{dtype}"
 
 
@@ -470,13 +605,14 @@ def _float_conv_path(op: Op, x: TensorSpec, layout: str) -> str:
 
 
 def op_terms(
-    op: Op, tensors: Mapping[str, TensorSpec], layout: str, *, isa: str = "dsp", ring: bool = True
-) -> list[Term]:
+    op: Op, tensors: Mapping[str, TensorSpec], layout: str, *, isa: str = "dsp", ring: bool = True,
+    copy: bool = False,
+) -> list[Term]:  # fmt: skip
     """The kernel calls of ``op``: its variant, plus ``act.<kind>`` for a fused activation of a
     float op (the ``k_act`` pass; int8 kernels fold their clamp into the requantisation).
-    ``isa``, ``ring``: :func:`op_variant`."""
-    variant = op_variant(op, tensors, layout, isa=isa, ring=ring)
-    terms = [Term(variant, op_features(op, tensors, layout, isa=isa, ring=ring))]
+    ``isa``, ``ring``, ``copy``: :func:`op_variant`."""
+    variant = op_variant(op, tensors, layout, isa=isa, ring=ring, copy=copy)
+    terms = [Term(variant, op_features(op, tensors, layout, isa=isa, ring=ring, copy=copy))]
     if variant == "conv2d.conv/NCHW/float32":
         x, y = tensors[op.inputs[0]], tensors[op.outputs[0]]
         rest = _chw(y, "NCHW")[0] % 4
@@ -530,8 +666,20 @@ def feature_names(variant: str) -> tuple[str, ...]:
     if variant == "conv2d.conv/NHWC/float32":
         return ("call", "mac", "inner", "gen", "pix", "edge", "rows")
     kind = variant.split("/")[0].split(".")[0]
-    if kind in ("conv2d", "maxpool", "avgpool"):
+    if kind in ("maxpool", "avgpool"):
+        if variant == "avgpool/NHWC/int8":
+            return Q_AVGPOOL_FEATURES
+        return POOL_NHWC_FEATURES if "/NHWC/" in variant else POOL_NCHW_FEATURES
+    if kind == "pad":
+        return PAD_FEATURES
+    if kind in REDUCE_KINDS:
+        return REDUCE_FEATURES
+    if kind in ZERO_COST_KINDS:
+        return COPY_FEATURES if variant.split("/")[0].endswith(".copy") else ("call",)
+    if kind == "conv2d":
         return WINDOW_FEATURES
+    if variant.startswith("dense/") and variant.endswith("/int8"):
+        return Q8_DENSE_FEATURES
     if kind in ("dense", "matmul"):
         return DENSE_FEATURES
     if kind in BINARY and variant.endswith("/float32"):
@@ -586,12 +734,14 @@ def _plain(value: object) -> object:
     return item() if callable(item) and not isinstance(value, str) else value
 
 
-def _signature(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> list[object]:
+def _signature(
+    op: Op, tensors: Mapping[str, TensorSpec], layout: str, copy: bool = False
+) -> list[object]:
     """``[variant, shapes, constants, attributes]`` of :func:`op_signature`, as JSON data."""
     shapes = [[int(d) for d in tensors[n].shape] for n in (*op.inputs, *op.outputs) if n in tensors]
     consts = sorted([k, [int(d) for d in v.shape]] for k, v in op.weights.items())
     attrs = sorted([k, _plain(v)] for k, v in op.attrs.items() if k in SIGNATURE_ATTRS)
-    return [op_variant(op, tensors, layout), shapes, consts, attrs]
+    return [op_variant(op, tensors, layout, copy=copy), shapes, consts, attrs]
 
 
 def signature_key(data: object) -> str:
@@ -599,12 +749,13 @@ def signature_key(data: object) -> str:
     return json.dumps(data, separators=(",", ":"))
 
 
-def op_signature(op: Op, tensors: Mapping[str, TensorSpec], layout: str) -> str:
+def op_signature(op: Op, tensors: Mapping[str, TensorSpec], layout: str, copy: bool = False) -> str:
     """What decides an op's instruction count: its variant, the shapes of its activations and
     constants and the attributes the kernels read (window, stride, padding, groups,
     activation, axes...: :data:`SIGNATURE_ATTRS`), as one JSON array ``[variant, shapes,
-    constants, attributes]`` (the key of the table's measured entries)."""
-    return signature_key(_signature(op, tensors, layout))
+    constants, attributes]`` (the key of the table's measured entries); ``copy``:
+    :func:`op_variant`."""
+    return signature_key(_signature(op, tensors, layout, copy))
 
 
 def term_instructions(term: Term, build: str) -> float:
@@ -669,24 +820,38 @@ def moves_instructions(moves: Sequence[tuple[int, int, int]], build: str) -> flo
 
 
 def op_instructions(
-    op: Op, tensors: Mapping[str, TensorSpec], layout: str, build: str, *, measured: bool = True
-) -> float:
+    op: Op, tensors: Mapping[str, TensorSpec], layout: str, build: str, *, measured: bool = True,
+    copy: bool = False,
+) -> float:  # fmt: skip
     """Instructions of one op: the count measured for the same :func:`op_signature` when the
-    table has one (``measured``), else the fits of its :func:`op_terms`."""
+    table has one (``measured``), else the fits of its :func:`op_terms` (``copy``:
+    :func:`op_variant`)."""
     if measured:
-        hit = _coefficients(build).get("measured", {}).get(op_signature(op, tensors, layout))
+        sig = op_signature(op, tensors, layout, copy)
+        hit = _coefficients(build).get("measured", {}).get(sig)
         if hit is not None:
             return float(hit)
-    terms = op_terms(op, tensors, layout, isa=build_isa(build))
+    terms = op_terms(op, tensors, layout, isa=build_isa(build), copy=copy)
     return sum(term_instructions(t, build) for t in terms)
 
 
 def ops_instructions(
     ops: Iterable[Op], tensors: Mapping[str, TensorSpec], layout: str, build: str,
-    *, measured: bool = True,
+    *, measured: bool = True, output: str = "",
 ) -> float:  # fmt: skip
-    """Instructions of running ``ops`` one after another (no sub-model overhead)."""
-    return sum(op_instructions(op, tensors, layout, build, measured=measured) for op in ops)
+    """Instructions of running ``ops`` one after another (no sub-model overhead); ``output``:
+    the layer's output tensor (a reshape writing it is a copy, :func:`copies`)."""
+    return sum(op_instructions(op, tensors, layout, build, measured=measured,
+                               copy=copies(op, output)) for op in ops)  # fmt: skip
+
+
+def copies(op: Op, output: str) -> bool:
+    """Whether a zero-copy op (a reshape) copies its elements (``k_copy`` / ``k_q_copy``): when
+    it writes the layer's ``output``. The ping-pong arena moves a layer's output to the end
+    of the device's arena (``codegen.model_c.placed_offsets``), away from the reshape's input,
+    except in the one layer whose RAM sets the arena; the generated C says which
+    (``splitter.measure.kernel_table`` reads it)."""
+    return op.kind in ZERO_COST_KINDS and bool(output) and op.outputs[0] == output
 
 
 # ------------------------------------------------------------------- PEX loops -------------
@@ -1044,7 +1209,7 @@ def layer_ops_instructions(
     by_name = {op.name: op for op in layer.ops}
     inside = {name for loop in layer.loops for name in loop.ops}
     total = ops_instructions([op for op in layer.ops if op.name not in inside], tensors, layout,
-                             build, measured=measured)  # fmt: skip
+                             build, measured=measured, output=layer.output.name)  # fmt: skip
     for loop in layer.loops:
         ops = [by_name[n] for n in loop.ops]
         total += loop_instructions(ops, loop.channels, tensors, layout, build,

@@ -57,7 +57,9 @@ def layer_cost(
         macs=sum(classes.values()),
         out_bytes=sum(tensors[n].size * itemsize_of(tensors[n]) for n in outs),
         macs_by_class=tuple(sorted(classes.items())),
-        instructions=() if layout is None else table_instructions(ops, tensors, layout),
+        instructions=()
+        if layout is None
+        else table_instructions(ops, tensors, layout, (), output_name),
     )
 
 
@@ -66,15 +68,17 @@ def table_instructions(
     tensors: Mapping[str, TensorSpec],
     layout: str,
     moved: Sequence[tuple[int, int, int]] = (),
+    output: str = "",
 ) -> tuple[tuple[str, float], ...]:
     """``((build, instructions), ...)`` of ``ops`` for every build of the kernel cost table,
     plus the compaction ``memmove`` s ``moved`` (``(from, to, bytes)`` each) after them (an
-    operator-granularity layer: :func:`splitter.cost.kernels.moves_instructions`)."""
+    operator-granularity layer: :func:`splitter.cost.kernels.moves_instructions`); ``output``:
+    the layer's output (a reshape writing it copies, :func:`splitter.cost.kernels.copies`)."""
     return tuple(
         (
             build,
             round(
-                ops_instructions(ops, tensors, layout or "NCHW", build)
+                ops_instructions(ops, tensors, layout or "NCHW", build, output=output)
                 + moves_instructions(moved, build),
                 1,
             ),

@@ -9,7 +9,11 @@ random walk where each op's input is the previous op's output, over
   (stride 1, 2), pointwise 1x1; 4-48 output channels; fused ReLU / ReLU6 / none;
 * max and average pools (2x2 stride 2, 3x3 stride 2 unpadded, 3x3 stride 1 "same");
 * dense layers of 16-640 inputs and 8-256 outputs;
-* global average pools (``mean`` over H and W) of 8-640 channels and 1-144 pixels;
+* global average pools (``mean`` over H and W) of 8-640 channels and 1-144 pixels, and after a
+  1x1 conv with the squeeze that ends a classifier (:func:`mean_chain`: the reshape a copy);
+* pools on their own (:func:`pool_chain`: max and average, 2x2 and 3x3, stride 1 and 2,
+  padded or not, 4-96 channels) and constant pads (:func:`pad_chain`: one side, two sides,
+  all around, 8-144 channels), so the pool and pad fits see channels, rows and taps vary apart;
 * layer splits (:func:`split_chain`): a depthwise conv split into 2-5 channel slices, as the
   planner's operator-granularity chain (input slices, concat, compaction moves);
 * PEX loops (:func:`pex_chain`): an inverted-residual block (1x1 or 3x3 generating conv,
@@ -170,6 +174,8 @@ def grid_chains() -> list[Chain]:
     chains += [dense_chain(dt, k) for dt in ("float32", "int8") for k in range(DENSE_WALKS)]
     chains += [pex_chain(lay, dt, by, k) for lay, dt, by in PEX_KINDS for k in range(PEX_WALKS)]
     chains += [mean_chain(lay, dt, k) for lay, dt in KINDS for k in range(MEAN_WALKS)]
+    chains += [pool_chain(lay, dt, k) for lay, dt in KINDS for k in range(POOL_WALKS)]
+    chains += [pad_chain(lay, dt, k) for lay, dt in KINDS for k in range(PAD_WALKS)]
     chains += [split_chain(lay, dt, k) for lay, dt in KINDS for k in range(SPLIT_WALKS)]
     return chains + declared_chains()
 
@@ -258,22 +264,105 @@ def pex_chain(layout: str, dtype: str, by: str, walk: int) -> Chain:
     return replace(chain, layers=tuple(replace(x, index=k) for k, x in enumerate(layers)))
 
 
-MEAN_WALKS = 4
+MEAN_WALKS = 10
+#: walks from which a mean follows a 1x1 conv and ends in a squeeze (:func:`mean_chain`)
+SQUEEZE_WALK = 4
 
 
 def mean_chain(layout: str, dtype: str, walk: int) -> Chain:
     """A global average pool (``mean`` over H and W) of a random ``C x H x W`` input: the
     reduction length and the channel count vary apart (the kernel's per-output requantisation
-    against its per-input sum)."""
+    against its per-input sum). From walk :data:`SQUEEZE_WALK` on, a classifier's end: a 1x1
+    conv, the mean (``keepdims``) and the reshape to ``(1, C)`` in one layer, after the conv's
+    larger one, so the arena moves the reshape's output and it copies (``k_copy``: channel
+    counts of every remainder by 4)."""
     from splitter.graph.chain import build_chain
 
     rng = np.random.default_rng([SEED, 300 + walk, KINDS.index((layout, dtype))])
     b = _Builder(f"grid_mean_{layout}_{dtype}_{walk}", layout, dtype, rng)
-    c, h = int(rng.choice([8, 32, 96, 256, 640])), int(rng.choice([1, 2, 3, 5, 8, 12]))
-    first = b.tensor(_shape(layout, c, h, h))
     axes = (1, 2) if layout == "NHWC" else (2, 3)
-    y = b.add("mean", first, (1, c), {"axes": axes, "keepdims": False, "act": None})
+    if walk < SQUEEZE_WALK:
+        c, h = int(rng.choice([8, 32, 96, 256, 640])), int(rng.choice([1, 2, 3, 5, 8, 12]))
+        first = b.tensor(_shape(layout, c, h, h))
+        y = b.add("mean", first, (1, c), {"axes": axes, "keepdims": False, "act": None})
+        return build_chain(b.graph(first, y))
+    c, h = int(rng.choice([5, 6, 7, 12, 13, 30, 50, 99, 200])), int(rng.choice([2, 3, 4, 6, 7]))
+    while c * h * h * 4 > 16 * 1024:
+        h -= 1
+    cin = int(rng.choice([8, 16, 24]))
+    first = x = b.tensor(_shape(layout, cin, h, h))
+    attrs: dict[str, object] = {"kernel": (1, 1), "strides": (1, 1), "pads": (0, 0, 0, 0),
+                                "dilations": (1, 1), "groups": 1, "act": None,
+                                **b.quant_attrs(x, c)}  # fmt: skip
+    x = b.add("conv2d", x, _shape(layout, c, h, h), attrs, b.weights((c, cin, 1, 1)))
+    x = b.add("mean", x, _shape(layout, c, 1, 1), {"axes": axes, "keepdims": True, "act": None})
+    y = b.add("reshape", x, (1, c), {"shape": (1, c)})
+    b.tensors[y] = replace(b.tensors[y], quant=b.tensors[x].quant)
     return build_chain(b.graph(first, y))
+
+
+POOL_WALKS = 6
+#: (kernel, stride, pad) of the pools :func:`pool_chain` draws
+POOLS = ((2, 2, 0), (3, 2, 0), (3, 1, 1), (3, 2, 1), (2, 1, 0))
+
+
+def pool_chain(layout: str, dtype: str, walk: int) -> Chain:
+    """Three pools in a row (max or average, each of :data:`POOLS`) on a random ``C x H x W``
+    input: channels, output rows and valid taps vary apart (the held-out models' pools are
+    3x3 stride 2 and 2x2 stride 2 of 16-128 channels; the grid draws none of their shapes)."""
+    from splitter.graph.chain import build_chain
+
+    rng = np.random.default_rng([SEED, 500 + walk, KINDS.index((layout, dtype))])
+    b = _Builder(f"grid_pool_{layout}_{dtype}_{walk}", layout, dtype, rng)
+    c, h = int(rng.choice([4, 8, 12, 24, 40, 96])), int(rng.choice([6, 9, 11, 13, 17, 20]))
+    while c * h * h * (1 if dtype == "int8" else 4) > 24 * 1024:
+        h -= 1
+    first = x = b.tensor(_shape(layout, c, h, h))
+    for _ in range(3):
+        k, s, p = POOLS[int(rng.integers(len(POOLS)))]
+        if h + 2 * p < k + s:
+            break
+        oh = (h + 2 * p - k) // s + 1
+        kind = str(rng.choice(["maxpool", "avgpool"]))
+        attrs: dict[str, object] = {"kernel": (k, k), "strides": (s, s), "pads": (p, p, p, p),
+                                    "act": None, "count_include_pad": False}  # fmt: skip
+        y = b.add(kind, x, _shape(layout, c, oh, oh), attrs)
+        b.tensors[y] = replace(b.tensors[y], quant=b.tensors[x].quant)
+        x, h = y, oh
+    return build_chain(b.graph(first, x))
+
+
+PAD_WALKS = 4
+#: (top, left, bottom, right) of the pads :func:`pad_chain` draws
+PADS = ((0, 0, 1, 1), (1, 1, 1, 1), (1, 0, 0, 0), (2, 2, 2, 2), (0, 1, 0, 1))
+
+
+def pad_chain(layout: str, dtype: str, walk: int) -> Chain:
+    """Three constant pads in a row (each of :data:`PADS`) on a random ``C x H x W`` input: the
+    rows copied, their length and the padded output vary apart (the held-out MobileNetV2's
+    pads are 48-192 channels, bottom and right; the grid draws other channel counts)."""
+    from splitter.graph.chain import build_chain
+
+    rng = np.random.default_rng([SEED, 600 + walk, KINDS.index((layout, dtype))])
+    b = _Builder(f"grid_pad_{layout}_{dtype}_{walk}", layout, dtype, rng)
+    c, h = int(rng.choice([8, 12, 24, 40, 72, 144])), int(rng.choice([3, 5, 6, 10, 14, 20]))
+    drawn = [PADS[int(i)] for i in rng.integers(len(PADS), size=3)]
+    gh, gw = (sum(p[0] + p[2] for p in drawn), sum(p[1] + p[3] for p in drawn))
+    item = 1 if dtype == "int8" else 4
+    while c * (h + gh) * (h + gw) * item > 48 * 1024 and h > 3:
+        h -= 1
+    while c * (h + gh) * (h + gw) * item > 48 * 1024:
+        c //= 2
+    first = x = b.tensor(_shape(layout, c, h, h))
+    w = h
+    for t, left, bot, r in drawn:
+        pads = (0, t, left, 0, 0, bot, r, 0) if layout == "NHWC" else (0, 0, t, left, 0, 0, bot, r)
+        h, w = h + t + bot, w + left + r
+        shape = (1, h, w, c) if layout == "NHWC" else (1, c, h, w)
+        y = b.add("pad", x, shape, {"pads": pads, "value": 0.0})
+        b.tensors[y] = replace(b.tensors[y], quant=b.tensors[x].quant)
+        x = y
+    return build_chain(b.graph(first, x))
 
 
 SPLIT_WALKS = 4

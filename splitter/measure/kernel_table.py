@@ -369,6 +369,7 @@ def measure_chain(chain: Chain, build: str, work: Path) -> list[OpSample]:
             print(f"  {chain.name} chunk {c}: build failed: {exc.stderr[-400:]}", file=sys.stderr)
             continue
         stamps = run_elf(elf)
+        moved = copied_ops(gen.files["model.c"])
         for k, j in enumerate(group):
             st = stamps.get(k)
             if not st or len(st) != len(probed[k]) + 3:
@@ -380,13 +381,27 @@ def measure_chain(chain: Chain, build: str, work: Path) -> list[OpSample]:
             ticks = [b - a - probe for a, b in itertools.pairwise(st[2:])]
             for i, t in zip(probed[k], ticks, strict=True):
                 instr = t / TICKS_PER_INSTRUCTION
-                samples.append(_sample(chain, j, i, instr, build))
+                samples.append(_sample(chain, j, i, instr, build, moved))
     return samples
 
 
-def _sample(chain: Chain, j: int, i: int, instr: float, build: str) -> OpSample:
+def copied_ops(source: str) -> frozenset[str]:
+    """The header comments (``/* <op>: <kind> */``) of the ops whose generated C is a copy
+    call: a reshape whose output the ping-pong arena moved (``k_copy`` / ``k_q_copy``,
+    :func:`splitter.cost.kernels.copies`), not the zero-copy view."""
+    lines = [line.strip() for line in source.splitlines()]
+    return frozenset(a for a, b in itertools.pairwise(lines)
+                     if a.startswith("/*") and b.startswith(("k_copy(", "k_q_copy(")))  # fmt: skip
+
+
+def _sample(
+    chain: Chain, j: int, i: int, instr: float, build: str, moved: frozenset[str] = frozenset()
+) -> OpSample:
     """The sample of op ``i`` (``i >= 0``), PEX loop ``-1 - i`` or the compaction moves
-    (:data:`MOVES_PROBE`) of layer ``j`` on ``build``."""
+    (:data:`MOVES_PROBE`) of layer ``j`` on ``build``; ``moved``: :func:`copied_ops` of the
+    generated C."""
+    from splitter.codegen.escape import c_comment
+
     assert chain.graph is not None
     layout, tensors = chain.graph.layout or "NCHW", chain.graph.tensors
     layer = chain.layers[j]
@@ -402,8 +417,11 @@ def _sample(chain: Chain, j: int, i: int, instr: float, build: str) -> OpSample:
         sig = loop_signature(ops, loop.channels, tensors, layout, loop.by, loop.step, loop.band)
         return OpSample(chain.name, j, f"{LOOP}{loop.ops[0]}", terms, instr, sig)
     op = layer.ops[i]
-    terms = tuple(op_terms(op, tensors, layout, isa=build_isa(build)))
-    return OpSample(chain.name, j, op.name, terms, instr, op_signature(op, tensors, layout))
+    tag = f"/* {c_comment(op.name)}: {c_comment(op.kind)}"  # int8: "... (int8) */"
+    copy = any(h == f"{tag} */" or h.startswith(f"{tag} (") for h in moved)
+    terms = tuple(op_terms(op, tensors, layout, isa=build_isa(build), copy=copy))
+    sig = op_signature(op, tensors, layout, copy)
+    return OpSample(chain.name, j, op.name, terms, instr, sig)
 
 
 def layer_moves(chain: Chain, j: int) -> tuple[tuple[int, int, int], ...]:
