@@ -34,15 +34,7 @@ class G4Clock(L4Clock):
     pll_osc = Osc("HSI16", 16 * MHZ)
     max_hz = 170 * MHZ
     boost_above_hz = 150 * MHZ
-
-    def limits_for(self, part: str) -> PllLimits:
-        return self.limits
-
-    def max_for(self, part: str) -> int:
-        return self.max_hz
-
-    def manual_for(self, part: str) -> str:
-        return self.manual
+    variant = None  # one line, one manual
 
     def tree(self, part: str, osc: Osc, pll: Pll | None, sysclk: int) -> ClockTree:
         boost = sysclk > self.boost_above_hz

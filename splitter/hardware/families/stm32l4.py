@@ -14,6 +14,7 @@ from splitter.hardware.clocks import (
     Pll,
     PllLimits,
     Step,
+    Variant,
     _set,
     _wait,
     _wait_states,
@@ -43,28 +44,30 @@ class L4Clock(ClockRules):
     manual = "RM0351"
     limits = PllLimits(range(1, 9), range(8, 87), (2, 4, 6, 8), (4 * MHZ, 16 * MHZ),
                        (64 * MHZ, 344 * MHZ), 16 * MHZ)  # fmt: skip
-    limits_plus = PllLimits(range(1, 17), range(8, 128), (2, 4, 6, 8), (2_660_000, 16 * MHZ),
-                            (64 * MHZ, 344 * MHZ), 16 * MHZ)  # fmt: skip
     reset_osc = Osc("MSI", 4 * MHZ)
     pll_osc = Osc("HSI16", 16 * MHZ)
-    max_hz = 120 * MHZ
+    max_hz = 80 * MHZ
+    #: the L4+ (RM0432): L4R, L4S, L4P, L4Q
+    variant: ClassVar[Variant | None] = Variant(
+        ("STM32L4R", "STM32L4S", "STM32L4P", "STM32L4Q"),
+        "RM0432",
+        PllLimits(
+            range(1, 17),
+            range(8, 128),
+            (2, 4, 6, 8),
+            (2_660_000, 16 * MHZ),
+            (64 * MHZ, 344 * MHZ),
+            16 * MHZ,
+        ),
+        120 * MHZ,
+    )
     rcc = 0x4002_1000
     pwr = 0x4000_7000
     flash_acr = 0x4002_2000
 
-    @staticmethod
-    def plus(part: str) -> bool:
-        """L4+ parts: L4R, L4S, L4P, L4Q (RM0432)."""
-        return part[:8] in ("STM32L4R", "STM32L4S", "STM32L4P", "STM32L4Q")
-
-    def limits_for(self, part: str) -> PllLimits:
-        return self.limits_plus if self.plus(part) else self.limits
-
-    def max_for(self, part: str) -> int:
-        return self.max_hz if self.plus(part) else 80 * MHZ
-
-    def manual_for(self, part: str) -> str:
-        return "RM0432" if self.plus(part) else self.manual
+    def plus(self, part: str) -> bool:
+        """An L4+ part (:attr:`variant`, RM0432)."""
+        return self.variant_of(part) is not None
 
     def tree(self, part: str, osc: Osc, pll: Pll | None, sysclk: int) -> ClockTree:
         plus = self.plus(part)

@@ -37,15 +37,7 @@ class L5Clock(L4Clock):
     limits = PllLimits(range(1, 17), range(8, 128), (2, 4, 6, 8), (4 * MHZ, 16 * MHZ),
                        (64 * MHZ, 344 * MHZ), 16 * MHZ)  # fmt: skip
     max_hz = 110 * MHZ
-
-    def limits_for(self, part: str) -> PllLimits:
-        return self.limits
-
-    def max_for(self, part: str) -> int:
-        return self.max_hz
-
-    def manual_for(self, part: str) -> str:
-        return self.manual
+    variant = None  # one line, one manual
 
     def tree(self, part: str, osc: Osc, pll: Pll | None, sysclk: int) -> ClockTree:
         vos = 0 if sysclk > 80 * MHZ else (1 if sysclk > 26 * MHZ else 2)
