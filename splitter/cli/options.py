@@ -71,25 +71,28 @@ emulated_option = click.option(
     help="Predict a run on the emulator (QEMU's clock, [calibration.emulated.*] factors) "
     "instead of on the parts ([calibration.real.*]).",
 )
-granularity_option = click.option(
-    "--granularity",
-    type=click.Choice(["supernode", "op"]),
-    default="supernode",
-    show_default=True,
-    help="supernode: every branch is one layer (the thesis); op: one layer per fused op, a cut "
-    "carries every tensor live across it (skip tensors too).",
+#: the ``--granularity`` modes every command takes (its help is :func:`_granularity_option`'s)
+_GRANULARITY_HELP = (
+    "supernode: every branch is one layer (the thesis); op: one layer per fused op, a cut "
+    "carries every tensor live across it (skip tensors too)"
 )
 
-#: ``plan`` and ``compile`` also take ``auto`` (they know the boards).
-granularity_auto_option = click.option(
-    "--granularity",
-    type=click.Choice(["supernode", "op", "auto"]),
-    default="supernode",
-    show_default=True,
-    help="supernode: every branch is one layer (the thesis); op: one layer per fused op, a cut "
-    "carries every tensor live across it (skip tensors too); auto: supernode unless a block "
-    "fits no board, then op.",
-)
+
+def _granularity_option(auto: bool) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """``--granularity``; with ``auto`` (``plan``, ``compile``: they know the boards) also
+    ``auto``."""
+    extra = "; auto: supernode unless a block fits no board, then op." if auto else "."
+    return click.option(
+        "--granularity",
+        type=click.Choice(["supernode", "op", "auto"] if auto else ["supernode", "op"]),
+        default="supernode",
+        show_default=True,
+        help=_GRANULARITY_HELP + extra,
+    )
+
+
+granularity_option = _granularity_option(auto=False)
+granularity_auto_option = _granularity_option(auto=True)
 
 host_io_option = click.option(
     "--no-host-io",
