@@ -259,6 +259,49 @@ def solver_kwargs(
     return {**given, **({"time_limit": time_limit} if time_limit is not None else {})}
 
 
+def search_options(fn: Callable[..., None]) -> Callable[..., None]:
+    """What ``plan`` and ``compile`` search for and how: :data:`objective_option`,
+    :func:`energy_bound_options` and :func:`solver_options`, in that order;
+    :func:`search_settings` reads them."""
+    return objective_option(energy_bound_options(solver_options(fn)))
+
+
+def search_settings(
+    objective: str,
+    max_latency_ms: float | None,
+    min_throughput: float | None,
+    solver: str,
+    time_limit: float | None,
+    var_order: str | None,
+    val_order: str | None,
+) -> dict[str, object]:
+    """The ``solve(**options)`` of :func:`search_options`: :func:`solver_kwargs` and
+    :func:`energy_bounds`, each checked."""
+    return {
+        **solver_kwargs(solver, time_limit, var_order, val_order),
+        **energy_bounds(objective, max_latency_ms, min_throughput),
+    }
+
+
+def model_plan_options(fn: Callable[..., None]) -> Callable[..., None]:
+    """How ``plan`` and ``compile`` read the model and count its costs: ``--input-shape``,
+    ``--activation-bytes``, ``--emulated``, ``--granularity`` (with ``auto``),
+    ``--no-host-io``, ``--partial-execution``, ``--split`` / ``--split-layer``, in that order."""
+    for option in reversed(
+        (
+            input_shape_option,
+            activation_bytes_option,
+            emulated_option,
+            granularity_auto_option,
+            host_io_option,
+            partial_execution_option,
+            split_options,
+        )
+    ):
+        fn = option(fn)
+    return fn
+
+
 def parse_ports(
     ctx: click.Context | None, param: click.Parameter | None, values: tuple[str, ...]
 ) -> dict[str, str]:
