@@ -353,6 +353,31 @@ class ClockRules:
             _set(rcc, 18, 1, 0, "RCC_CR.HSEBYP = 0 (writable with the HSE off)"),
         )
 
+    def hse_on(self, osc: Osc, cite: str) -> list[Step]:
+        """HSEBYP when the board's HSE is an external clock, HSEON, then wait HSERDY: RCC_CR bits
+        18, 16 and 17, as :meth:`hse_off`; ``cite`` the manual's RCC_CR section, which the
+        steps' comments name."""
+        rcc = self.rcc
+        bypass = [_set(rcc, 18, 1, 1, f"RCC_CR.HSEBYP ({cite})")] if osc.bypass else []
+        return [
+            *bypass,
+            _set(rcc, 16, 1, 1, f"RCC_CR.HSEON ({cite})"),
+            _wait(rcc, 17, 1, 1, "RCC_CR.HSERDY", "hse"),
+        ]
+
+    def hsi16_on(self, cite: str) -> list[Step]:
+        """HSION, then wait HSIRDY: RCC_CR bits 8 and 10 where the HSI16 is not the reset clock
+        (RM0351 6.4.1, RM0438 9.8.1, RM0456 11.8.1); ``cite`` the manual's RCC_CR section."""
+        rcc = self.rcc
+        return [
+            _set(rcc, 8, 1, 1, f"RCC_CR.HSION: HSI16 ({cite})"),
+            _wait(rcc, 10, 1, 1, "RCC_CR.HSIRDY", "osc"),
+        ]
+
+    def osc_on(self, osc: Osc, cite: str) -> list[Step]:
+        """The PLL's oscillator started: :meth:`hse_on` for an HSE, else :meth:`hsi16_on`."""
+        return self.hse_on(osc, cite) if osc.name == "HSE" else self.hsi16_on(cite)
+
     def _bounded(self, tree: ClockTree) -> ClockTree:
         return replace(tree, steps=bound(tree.steps, self.reset_osc.hz, tree.sysclk_hz))
 

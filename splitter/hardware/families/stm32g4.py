@@ -44,10 +44,7 @@ class G4Clock(L4Clock):
         if boost:
             steps.append(_set(self.pwr + 0x80, 8, 1, 0, "PWR_CR5.R1MODE = 0: boost (RM0440 6.4.6)"))
         if osc.name == "HSE":
-            if osc.bypass:
-                steps.append(_set(rcc, 18, 1, 1, "RCC_CR.HSEBYP (RM0440 7.4.1)"))
-            steps += [_set(rcc, 16, 1, 1, "RCC_CR.HSEON (RM0440 7.4.1)"),
-                      _wait(rcc, 17, 1, 1, "RCC_CR.HSERDY", "hse")]  # fmt: skip
+            steps += self.hse_on(osc, "RM0440 7.4.1")
         steps += [
             Step("set", acr, 0x70F, ws | 0x700,
                  f"FLASH_ACR: LATENCY {ws} WS, PRFTEN, ICEN, DCEN (RM0440 5.7.1; table 29 "

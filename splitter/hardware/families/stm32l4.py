@@ -85,10 +85,7 @@ class L4Clock(ClockRules):
                 _wait(rcc, 17, 1, 1, "RCC_CR.HSERDY", "hse"),
             ]
         else:
-            steps += [
-                _set(rcc, 8, 1, 1, "RCC_CR.HSION: HSI16 (RM0351 6.4.1)"),
-                _wait(rcc, 10, 1, 1, "RCC_CR.HSIRDY", "osc"),
-            ]
+            steps += self.hsi16_on("RM0351 6.4.1")
         steps += [
             Step("set", acr, 0x70F, ws | 0x700,
                  f"FLASH_ACR: LATENCY {ws} WS, PRFTEN, ICEN, DCEN (RM0351 3.7.1; "

@@ -49,16 +49,7 @@ class L5Clock(L4Clock):
             _wait(pwr + 0x14, 10, 1, 0, "PWR_SR2.VOSF = 0: voltage reached (RM0438 8.6.10)",
                   "power"),
         ]  # fmt: skip
-        if osc.name == "HSE":
-            if osc.bypass:
-                steps.append(_set(rcc, 18, 1, 1, "RCC_CR.HSEBYP (RM0438 9.8.1)"))
-            steps += [_set(rcc, 16, 1, 1, "RCC_CR.HSEON (RM0438 9.8.1)"),
-                      _wait(rcc, 17, 1, 1, "RCC_CR.HSERDY", "hse")]  # fmt: skip
-        else:
-            steps += [
-                _set(rcc, 8, 1, 1, "RCC_CR.HSION: HSI16 (RM0438 9.8.1)"),
-                _wait(rcc, 10, 1, 1, "RCC_CR.HSIRDY", "osc"),
-            ]
+        steps += self.osc_on(osc, "RM0438 9.8.1")
         steps += [
             _set(acr, 0, 4, ws, f"FLASH_ACR.LATENCY = {ws} WS (RM0438 6.9.1; table 37 range "
                                 f"{vos})"),
