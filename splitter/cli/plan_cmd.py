@@ -12,6 +12,7 @@ from rich.table import Table
 from splitter.cli.options import model_plan_options, search_options, search_settings
 from splitter.cli.progress import Progress
 from splitter.compile import CompileOptions
+from splitter.hardware.energy import NO_ENERGY
 from splitter.ir import Plan
 from splitter.manifest import PlanManifest
 from splitter.planning import plan
@@ -117,7 +118,7 @@ def _render(m: PlanManifest, plan: Plan) -> None:
 def energy_line(m: PlanManifest) -> str:
     """One line: the energy of one inference, total and per board (or why there is none)."""
     if m.energy is None:
-        return "energy: not computed (a part has no energy data in splitter/hardware/energy.toml)"
+        return NO_ENERGY
     boards = ", ".join(
         f"{d.name} {1e3 * d.total_j:.3f} (compute {1e3 * d.compute_j:.3f}, transfer "
         f"{1e3 * d.transfer_j:.3f}, waiting {1e3 * d.wait_j:.3f})"
