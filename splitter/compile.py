@@ -39,6 +39,7 @@ from splitter.errors import (
     ValidationError,
 )
 from splitter.graph.split import LayerSplit
+from splitter.hardware.energy import NO_ENERGY
 from splitter.importers import LoadedModel
 from splitter.ir import Boards, Chain, FirmwareUse, Plan, SubModel, TensorSpec
 from splitter.manifest import MANIFEST_FILE, PlanManifest
@@ -810,7 +811,7 @@ def _estimate_lines(m: PlanManifest) -> list[str]:
 def _energy_md(m: PlanManifest) -> str:
     """The report's energy line: total and per board (``plan.json``'s ``energy``)."""
     if m.energy is None:
-        return "- energy: not computed (a part has no energy data in splitter/hardware/energy.toml)"
+        return f"- {NO_ENERGY}"
     boards = "; ".join(
         f"{md_text(d.name)} ({d.mcu}) {1e3 * d.total_j:.3f} mJ = compute {1e3 * d.compute_j:.3f}"
         f" + transfer {1e3 * d.transfer_j:.3f} + waiting {1e3 * d.wait_j:.3f}"

@@ -8,20 +8,7 @@ from pathlib import Path
 
 import click
 
-from splitter.cli.options import (
-    activation_bytes_option,
-    emulated_option,
-    energy_bound_options,
-    energy_bounds,
-    granularity_auto_option,
-    host_io_option,
-    input_shape_option,
-    objective_option,
-    partial_execution_option,
-    solver_kwargs,
-    solver_options,
-    split_options,
-)
+from splitter.cli.options import model_plan_options, search_options, search_settings
 from splitter.cli.plan_cmd import energy_line
 from splitter.cli.progress import Progress
 from splitter.compile import CompileOptions, CompileResult, compile_model, default_out_dir
@@ -35,9 +22,7 @@ from splitter.slicing.quantize import cost_summary
     "--target", "-t", required=True, metavar="BOARDS.toml", help="Board file to split over."
 )
 @click.option("-o", "--out", default=None, metavar="OUT", help="Output directory [MODEL-split].")
-@objective_option
-@energy_bound_options
-@solver_options
+@search_options
 @click.option(
     "--input",
     "input_files",
@@ -95,13 +80,7 @@ from splitter.slicing.quantize import cost_summary
 )
 @click.option("--force", is_flag=True, help="Replace OUT even if splitter did not write it.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
-@input_shape_option
-@activation_bytes_option
-@emulated_option
-@granularity_auto_option
-@host_io_option
-@partial_execution_option
-@split_options
+@model_plan_options
 def command(
     model: str,
     target: str,
@@ -137,10 +116,9 @@ def command(
     options = CompileOptions(
         objective=objective,
         solver=solver,
-        solver_options={
-            **solver_kwargs(solver, time_limit, var_order, val_order),
-            **energy_bounds(objective, max_latency_ms, min_throughput),
-        },
+        solver_options=search_settings(
+            objective, max_latency_ms, min_throughput, solver, time_limit, var_order, val_order
+        ),
         validate=not no_validate,
         firmware=not no_firmware,
         input_files=input_files,

@@ -71,25 +71,28 @@ emulated_option = click.option(
     help="Predict a run on the emulator (QEMU's clock, [calibration.emulated.*] factors) "
     "instead of on the parts ([calibration.real.*]).",
 )
-granularity_option = click.option(
-    "--granularity",
-    type=click.Choice(["supernode", "op"]),
-    default="supernode",
-    show_default=True,
-    help="supernode: every branch is one layer (the thesis); op: one layer per fused op, a cut "
-    "carries every tensor live across it (skip tensors too).",
+#: the ``--granularity`` modes every command takes (its help is :func:`_granularity_option`'s)
+_GRANULARITY_HELP = (
+    "supernode: every branch is one layer (the thesis); op: one layer per fused op, a cut "
+    "carries every tensor live across it (skip tensors too)"
 )
 
-#: ``plan`` and ``compile`` also take ``auto`` (they know the boards).
-granularity_auto_option = click.option(
-    "--granularity",
-    type=click.Choice(["supernode", "op", "auto"]),
-    default="supernode",
-    show_default=True,
-    help="supernode: every branch is one layer (the thesis); op: one layer per fused op, a cut "
-    "carries every tensor live across it (skip tensors too); auto: supernode unless a block "
-    "fits no board, then op.",
-)
+
+def _granularity_option(auto: bool) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """``--granularity``; with ``auto`` (``plan``, ``compile``: they know the boards) also
+    ``auto``."""
+    extra = "; auto: supernode unless a block fits no board, then op." if auto else "."
+    return click.option(
+        "--granularity",
+        type=click.Choice(["supernode", "op", "auto"] if auto else ["supernode", "op"]),
+        default="supernode",
+        show_default=True,
+        help=_GRANULARITY_HELP + extra,
+    )
+
+
+granularity_option = _granularity_option(auto=False)
+granularity_auto_option = _granularity_option(auto=True)
 
 host_io_option = click.option(
     "--no-host-io",
@@ -254,6 +257,49 @@ def solver_kwargs(
             f"{flags} {verb} branch and bound; use {pronoun} with --solver bnb or auto"
         )
     return {**given, **({"time_limit": time_limit} if time_limit is not None else {})}
+
+
+def search_options(fn: Callable[..., None]) -> Callable[..., None]:
+    """What ``plan`` and ``compile`` search for and how: :data:`objective_option`,
+    :func:`energy_bound_options` and :func:`solver_options`, in that order;
+    :func:`search_settings` reads them."""
+    return objective_option(energy_bound_options(solver_options(fn)))
+
+
+def search_settings(
+    objective: str,
+    max_latency_ms: float | None,
+    min_throughput: float | None,
+    solver: str,
+    time_limit: float | None,
+    var_order: str | None,
+    val_order: str | None,
+) -> dict[str, object]:
+    """The ``solve(**options)`` of :func:`search_options`: :func:`solver_kwargs` and
+    :func:`energy_bounds`, each checked."""
+    return {
+        **solver_kwargs(solver, time_limit, var_order, val_order),
+        **energy_bounds(objective, max_latency_ms, min_throughput),
+    }
+
+
+def model_plan_options(fn: Callable[..., None]) -> Callable[..., None]:
+    """How ``plan`` and ``compile`` read the model and count its costs: ``--input-shape``,
+    ``--activation-bytes``, ``--emulated``, ``--granularity`` (with ``auto``),
+    ``--no-host-io``, ``--partial-execution``, ``--split`` / ``--split-layer``, in that order."""
+    for option in reversed(
+        (
+            input_shape_option,
+            activation_bytes_option,
+            emulated_option,
+            granularity_auto_option,
+            host_io_option,
+            partial_execution_option,
+            split_options,
+        )
+    ):
+        fn = option(fn)
+    return fn
 
 
 def parse_ports(

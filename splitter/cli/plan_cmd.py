@@ -9,22 +9,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from splitter.cli.options import (
-    activation_bytes_option,
-    emulated_option,
-    energy_bound_options,
-    energy_bounds,
-    granularity_auto_option,
-    host_io_option,
-    input_shape_option,
-    objective_option,
-    partial_execution_option,
-    solver_kwargs,
-    solver_options,
-    split_options,
-)
+from splitter.cli.options import model_plan_options, search_options, search_settings
 from splitter.cli.progress import Progress
 from splitter.compile import CompileOptions
+from splitter.hardware.energy import NO_ENERGY
 from splitter.ir import Plan
 from splitter.manifest import PlanManifest
 from splitter.planning import plan
@@ -130,7 +118,7 @@ def _render(m: PlanManifest, plan: Plan) -> None:
 def energy_line(m: PlanManifest) -> str:
     """One line: the energy of one inference, total and per board (or why there is none)."""
     if m.energy is None:
-        return "energy: not computed (a part has no energy data in splitter/hardware/energy.toml)"
+        return NO_ENERGY
     boards = ", ".join(
         f"{d.name} {1e3 * d.total_j:.3f} (compute {1e3 * d.compute_j:.3f}, transfer "
         f"{1e3 * d.transfer_j:.3f}, waiting {1e3 * d.wait_j:.3f})"
@@ -157,19 +145,11 @@ def _link_line(m: PlanManifest) -> str:
 @click.command("plan")
 @click.argument("input_path", metavar="INPUT")
 @click.option("--target", "-t", "target", required=True, metavar="BOARDS.toml", help="Board file.")
-@objective_option
-@energy_bound_options
-@solver_options
+@search_options
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the plan manifest (what compile writes)."
 )
-@input_shape_option
-@activation_bytes_option
-@emulated_option
-@granularity_auto_option
-@host_io_option
-@partial_execution_option
-@split_options
+@model_plan_options
 @click.option(
     "--segments",
     is_flag=True,
@@ -205,10 +185,9 @@ def command(
     opts = CompileOptions(
         objective=objective,
         solver=solver,
-        solver_options={
-            **solver_kwargs(solver, time_limit, var_order, val_order),
-            **energy_bounds(objective, max_latency_ms, min_throughput),
-        },
+        solver_options=search_settings(
+            objective, max_latency_ms, min_throughput, solver, time_limit, var_order, val_order
+        ),
         input_shapes=input_shapes,
         activation_bytes=activation_bytes,
         granularity=granularity,

@@ -221,6 +221,17 @@ class PllLimits:
     prefer_ref_hz: int  # the RM's recommended VCO input (jitter), ties broken towards it
 
 
+@dataclass(frozen=True)
+class Variant:
+    """A later line of a family with its own reference manual, PLL limits and highest SYSCLK
+    (the L4+ of the L4, the H72x/73x of the H743), known by its part numbers' prefixes."""
+
+    prefixes: tuple[str, ...]
+    manual: str
+    limits: PllLimits
+    max_hz: int
+
+
 @cache
 def search_pll(f_in: int, target: int, lim: PllLimits) -> tuple[int, int, int] | None:
     """``(m, n, div)`` with ``f_in * n / (m * div) == target`` exactly, every factor and the
@@ -273,7 +284,9 @@ class ClockRules:
     limits: ClassVar[PllLimits]
     reset_osc: ClassVar[Osc]  # the oscillator running after reset
     pll_osc: ClassVar[Osc]  # the internal oscillator the PLL uses when the board gives no HSE
-    max_hz: ClassVar[int]  # the family's highest SYSCLK
+    max_hz: ClassVar[int]  # the family's highest SYSCLK (of its parts outside the variant)
+    #: the family's later line with other limits (:meth:`variant_of`); None: one line
+    variant: ClassVar[Variant | None] = None
     rcc: ClassVar[int]  # RCC base (RCC_CR at offset 0)
     #: the VCORE supply configurations the firmware can select, the default (a bare part's) first;
     #: empty where the family's supply needs no choice or splitter writes one fixed setting. A
@@ -340,6 +353,31 @@ class ClockRules:
             _set(rcc, 18, 1, 0, "RCC_CR.HSEBYP = 0 (writable with the HSE off)"),
         )
 
+    def hse_on(self, osc: Osc, cite: str) -> list[Step]:
+        """HSEBYP when the board's HSE is an external clock, HSEON, then wait HSERDY: RCC_CR bits
+        18, 16 and 17, as :meth:`hse_off`; ``cite`` the manual's RCC_CR section, which the
+        steps' comments name."""
+        rcc = self.rcc
+        bypass = [_set(rcc, 18, 1, 1, f"RCC_CR.HSEBYP ({cite})")] if osc.bypass else []
+        return [
+            *bypass,
+            _set(rcc, 16, 1, 1, f"RCC_CR.HSEON ({cite})"),
+            _wait(rcc, 17, 1, 1, "RCC_CR.HSERDY", "hse"),
+        ]
+
+    def hsi16_on(self, cite: str) -> list[Step]:
+        """HSION, then wait HSIRDY: RCC_CR bits 8 and 10 where the HSI16 is not the reset clock
+        (RM0351 6.4.1, RM0438 9.8.1, RM0456 11.8.1); ``cite`` the manual's RCC_CR section."""
+        rcc = self.rcc
+        return [
+            _set(rcc, 8, 1, 1, f"RCC_CR.HSION: HSI16 ({cite})"),
+            _wait(rcc, 10, 1, 1, "RCC_CR.HSIRDY", "osc"),
+        ]
+
+    def osc_on(self, osc: Osc, cite: str) -> list[Step]:
+        """The PLL's oscillator started: :meth:`hse_on` for an HSE, else :meth:`hsi16_on`."""
+        return self.hse_on(osc, cite) if osc.name == "HSE" else self.hsi16_on(cite)
+
     def _bounded(self, tree: ClockTree) -> ClockTree:
         return replace(tree, steps=bound(tree.steps, self.reset_osc.hz, tree.sysclk_hz))
 
@@ -361,16 +399,25 @@ class ClockRules:
         pll = Pll(m, n, div, min(q, 15), osc.hz, ref, ref * n)
         return self._bounded(self.tree(part, osc, pll, target_hz))
 
+    def variant_of(self, part: str) -> Variant | None:
+        """:attr:`variant` when ``part`` is one of its parts, else None."""
+        variant = self.variant
+        return variant if variant is not None and part.startswith(variant.prefixes) else None
+
     def limits_for(self, part: str) -> PllLimits:
-        """The PLL limits of ``part`` (a family's variants differ)."""
-        return self.limits
+        """The PLL limits of ``part``: its variant's, else the family's."""
+        variant = self.variant_of(part)
+        return self.limits if variant is None else variant.limits
 
     def max_for(self, part: str) -> int:
-        """The family variant's highest SYSCLK."""
-        return self.max_hz
+        """The highest SYSCLK of ``part``: its variant's, else the family's."""
+        variant = self.variant_of(part)
+        return self.max_hz if variant is None else variant.max_hz
 
     def manual_for(self, part: str) -> str:
-        return self.manual
+        """The reference manual of ``part``: its variant's, else the family's."""
+        variant = self.variant_of(part)
+        return self.manual if variant is None else variant.manual
 
     def tree(self, part: str, osc: Osc, pll: Pll | None, sysclk: int) -> ClockTree:
         raise NotImplementedError

@@ -28,6 +28,8 @@ from splitter.errors import BoardFileError
 from splitter.ir import Device
 
 ENERGY_FILE = "energy.toml"
+#: what a plan says in place of its energy when a part has no row in :data:`ENERGY_FILE`
+NO_ENERGY = "energy: not computed (a part has no energy data in splitter/hardware/energy.toml)"
 
 
 @dataclass(frozen=True)

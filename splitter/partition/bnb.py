@@ -313,15 +313,9 @@ class BranchAndBound:
                 self.flash_left <= sum(self.rem)
                 and self._within_bounds(j, i, latency + step_l)
                 and not self._prune(bound)
+                and not self._hopeless(bound, j, k)
             ):
-                inc = self.inc
-                hopeless = (
-                    inc.assignment is not None
-                    and bound >= inc.value * (1 - TOL)
-                    and self._tie_hopeless(j, k)
-                )
-                if not hopeless:
-                    self._prefix_energy(j + 1, energy + step_e, latency + step_l, k)
+                self._prefix_energy(j + 1, energy + step_e, latency + step_l, k)
             self._unassign_prefix(j, i, prev, change)
 
     def _within_bounds(self, j: int, i: int, latency: float) -> bool:
@@ -351,6 +345,17 @@ class BranchAndBound:
             return top
         return max(top, balance_bound(q, self.rates, self.macs_left))
 
+    def _hopeless(self, bound: float, j: int, nsub: int) -> bool:
+        """True when a prefix ``a[:j+1]`` with lower bound ``bound`` cannot beat the incumbent:
+        the bound reaches its value (within TOL) and no completion wins the tie
+        (:meth:`_tie_hopeless`)."""
+        inc = self.inc
+        return (
+            inc.assignment is not None
+            and bound >= inc.value * (1 - TOL)
+            and self._tie_hopeless(j, nsub)
+        )
+
     def _tie_hopeless(self, j: int, nsub: int) -> bool:
         """True when no completion of ``a[:j+1]`` can win a tie against the incumbent."""
         best = self.inc.assignment
@@ -376,15 +381,12 @@ class BranchAndBound:
             k = nsub + (1 if change or j == 0 else 0)
             self._assign_prefix(j, i, prev, change)
             bound = self._prefix_bound(j, cost + step, i)
-            if self.flash_left <= sum(self.rem) and not self._prune(bound):
-                inc = self.inc
-                hopeless = (
-                    inc.assignment is not None
-                    and bound >= inc.value * (1 - TOL)
-                    and self._tie_hopeless(j, k)
-                )
-                if not hopeless:
-                    self._prefix(j + 1, cost + step, k)
+            if (
+                self.flash_left <= sum(self.rem)
+                and not self._prune(bound)
+                and not self._hopeless(bound, j, k)
+            ):
+                self._prefix(j + 1, cost + step, k)
             self._unassign_prefix(j, i, prev, change)
 
     def _prefix_throughput(self, j: int, nsub: int) -> None:
@@ -432,6 +434,7 @@ class BranchAndBound:
             if self.finite_rates and bound * self.rate_sum - self.rq < left:
                 bound = max(bound, balance_bound(q, rates, left))
             if not (inc.assignment is not None and bound > inc.value * (1 + TOL)):
+                # _prune and _hopeless written out: this hot loop calls no method for them
                 hopeless = (
                     inc.assignment is not None
                     and bound >= inc.value * (1 - TOL)

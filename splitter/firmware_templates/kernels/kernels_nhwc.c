@@ -24,6 +24,24 @@
 #define K_NOINLINE
 #endif
 
+/* A tile of 4 output pixels i x 4 output channels r held in 16 accumulators a<i><r> (the
+ * register blocking of conv_4x4, dw_4x4 and the dw3_4x4 kernels): K_TILE_INIT declares them, each
+ * at its channel's bias bb[r]; K_TILE_STORE writes pixel i's 4 channels at yt + i * ys (yt is
+ * advanced past the third pixel). */
+#define K_TILE_INIT(bb)                                                                        \
+    float a00 = (bb)[0], a01 = (bb)[1], a02 = (bb)[2], a03 = (bb)[3];                          \
+    float a10 = (bb)[0], a11 = (bb)[1], a12 = (bb)[2], a13 = (bb)[3];                          \
+    float a20 = (bb)[0], a21 = (bb)[1], a22 = (bb)[2], a23 = (bb)[3];                          \
+    float a30 = (bb)[0], a31 = (bb)[1], a32 = (bb)[2], a33 = (bb)[3]
+#define K_TILE_STORE(yt, ys)                                                                   \
+    (yt)[0] = a00; (yt)[1] = a01; (yt)[2] = a02; (yt)[3] = a03;                                \
+    (yt) += (ys);                                                                              \
+    (yt)[0] = a10; (yt)[1] = a11; (yt)[2] = a12; (yt)[3] = a13;                                \
+    (yt) += (ys);                                                                              \
+    (yt)[0] = a20; (yt)[1] = a21; (yt)[2] = a22; (yt)[3] = a23;                                \
+    (yt) += (ys);                                                                              \
+    (yt)[0] = a30; (yt)[1] = a31; (yt)[2] = a32; (yt)[3] = a33
+
 /* The in-bounds taps of one output pixel (or of a block of pixels that share them) as runs of
  * contiguous input elements: rows runs of cols runs of n elements; run (r, c) starts at input
  * element offset r * xrow + c * xcol from the pixel's first in-bounds tap, and its weights at
@@ -57,10 +75,7 @@ K_NOINLINE static void conv_4x4(const float *restrict x0, size_t xs, const float
 {
     const float bz[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     const float *bb = b ? b : bz;
-    float a00 = bb[0], a01 = bb[1], a02 = bb[2], a03 = bb[3];
-    float a10 = bb[0], a11 = bb[1], a12 = bb[2], a13 = bb[3];
-    float a20 = bb[0], a21 = bb[1], a22 = bb[2], a23 = bb[3];
-    float a30 = bb[0], a31 = bb[1], a32 = bb[2], a33 = bb[3];
+    K_TILE_INIT(bb);
     const int n = rn->n;
     int r, c, k;
     for (r = 0; r < rn->rows; r++) {
@@ -78,13 +93,7 @@ K_NOINLINE static void conv_4x4(const float *restrict x0, size_t xs, const float
             }
         }
     }
-    y[0] = a00; y[1] = a01; y[2] = a02; y[3] = a03;
-    y += ys;
-    y[0] = a10; y[1] = a11; y[2] = a12; y[3] = a13;
-    y += ys;
-    y[0] = a20; y[1] = a21; y[2] = a22; y[3] = a23;
-    y += ys;
-    y[0] = a30; y[1] = a31; y[2] = a32; y[3] = a33;
+    K_TILE_STORE(y, ys);
 }
 
 /* One pixel x 4 output channels: y[r] = b[r] + sum over the runs of x0[k] * wb[4 k + r]. */
@@ -211,10 +220,7 @@ K_NOINLINE static void dw_4x4(const float *restrict x0, size_t xs, const float *
 {
     const float bz[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     const float *bb = b ? b : bz;
-    float a00 = bb[0], a01 = bb[1], a02 = bb[2], a03 = bb[3];
-    float a10 = bb[0], a11 = bb[1], a12 = bb[2], a13 = bb[3];
-    float a20 = bb[0], a21 = bb[1], a22 = bb[2], a23 = bb[3];
-    float a30 = bb[0], a31 = bb[1], a32 = bb[2], a33 = bb[3];
+    K_TILE_INIT(bb);
     int r, c;
     for (r = 0; r < tp->rows; r++) {
         const float *q0 = x0 + r * tp->xrow, *wr = w + r * tp->wrow;
@@ -228,13 +234,7 @@ K_NOINLINE static void dw_4x4(const float *restrict x0, size_t xs, const float *
             a30 += w0 * p3[0]; a31 += w1 * p3[1]; a32 += w2 * p3[2]; a33 += w3 * p3[3];
         }
     }
-    y[0] = a00; y[1] = a01; y[2] = a02; y[3] = a03;
-    y += ys;
-    y[0] = a10; y[1] = a11; y[2] = a12; y[3] = a13;
-    y += ys;
-    y[0] = a20; y[1] = a21; y[2] = a22; y[3] = a23;
-    y += ys;
-    y[0] = a30; y[1] = a31; y[2] = a32; y[3] = a33;
+    K_TILE_STORE(y, ys);
 }
 
 /* Depthwise 3-tap rows at dilation 1, stride S (1 or 2), 4 pixels x 4 channels: per kernel row
@@ -259,10 +259,7 @@ K_NOINLINE static void dw_4x4(const float *restrict x0, size_t xs, const float *
     for (blk = 0; blk < nb; blk++) {                                                           \
         const float *bb = b ? b + 4 * blk : bz, *xb = x0 + 4 * blk, *wb = w + 4 * blk;         \
         float *yb = y + 4 * blk;                                                               \
-        float a00 = bb[0], a01 = bb[1], a02 = bb[2], a03 = bb[3];                              \
-        float a10 = bb[0], a11 = bb[1], a12 = bb[2], a13 = bb[3];                              \
-        float a20 = bb[0], a21 = bb[1], a22 = bb[2], a23 = bb[3];                              \
-        float a30 = bb[0], a31 = bb[1], a32 = bb[2], a33 = bb[3];                              \
+        K_TILE_INIT(bb);                                                                       \
         for (r = 0; r < tp->rows; r++) {                                                       \
             const float *xc = xb + r * tp->xrow, *wr = wb + r * tp->wrow;                      \
             const float *w1 = wr + tp->wcol, *w2 = w1 + tp->wcol;                              \
@@ -272,13 +269,7 @@ K_NOINLINE static void dw_4x4(const float *restrict x0, size_t xs, const float *
             float u0, u1, u2, u3;                                                              \
             COLUMNS                                                                            \
         }                                                                                      \
-        yb[0] = a00; yb[1] = a01; yb[2] = a02; yb[3] = a03;                                    \
-        yb += ys;                                                                              \
-        yb[0] = a10; yb[1] = a11; yb[2] = a12; yb[3] = a13;                                    \
-        yb += ys;                                                                              \
-        yb[0] = a20; yb[1] = a21; yb[2] = a22; yb[3] = a23;                                    \
-        yb += ys;                                                                              \
-        yb[0] = a30; yb[1] = a31; yb[2] = a32; yb[3] = a33;                                    \
+        K_TILE_STORE(yb, ys);                                                                  \
     }
 
 /* Stride 1: column j feeds pixels i = j - k for taps k = 0..2. */

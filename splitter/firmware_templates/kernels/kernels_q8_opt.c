@@ -7,16 +7,14 @@
 #include <stddef.h>
 
 #include "k_dsp.h"
+#include "k_rq.h"
 #include "k_window.h"
 #include "kernels_q8_opt.h"
 
 /* ------------------------------------------------------------------ requantisation ---- */
 
-/* One output channel's requantisation, computed once per channel block: M = m * 2^(s - 31)
- * split into a left shift (s > 0) and a rounding right shift (s <= 0), the right shift's
- * remainder mask and tie threshold, and `away` (1: ties away from zero, k_q_mul; 0: ties up,
- * k_q_mul_up). m, half and right first: the 3 x 3 depthwise's assembly reads them at fixed
- * offsets (k_dw3a). */
+/* One output channel's requantisation (K_RQ_SPLIT of k_rq.h), computed once per channel block.
+ * m, half and right first: the 3 x 3 depthwise's assembly reads them at fixed offsets (k_dw3a). */
 typedef struct {
     int32_t m;
     int32_t half; /* 2^(right - 1), 0 when right == 0 (rq_fast); depthwise rq mode 2: fc */
@@ -28,47 +26,21 @@ K_INLINE k_rq rq_channel(const k_q_params *q, int c)
 {
     k_rq r;
     const int k = q->nq > 1 ? c : 0;
-    const int s = (int)q->shift[k];
-    r.m = q->mult[k];
-    r.left = s > 0 ? s : 0;
-    r.right = s > 0 ? 0 : -s;
-    r.mask = (int32_t)((1u << r.right) - 1u);
-    r.thr = r.mask >> 1;
-    r.away = q->round_up ? 0 : 1;
-    r.half = r.right > 0 ? (int32_t)(1u << (r.right - 1)) : 0;
+    K_RQ_SPLIT(r, q, k);
+    K_RQ_HALF(r);
     return r;
 }
 
-/* k_q_mul (away) or k_q_mul_up (!away) of acc, before the zero point. The high multiply
- * round((acc << left) * m / 2^31) is gemmlowp's SaturatingRoundingDoublingHighMul (which rounds
- * ties up, like ruy's); it cannot saturate since m >= 0. The right shift rounds as
- * RoundingDivideByPOT: +1 when the remainder exceeds mask / 2 (+ 1 for a negative value when
- * ties go away from zero); no sum can overflow. */
-K_INLINE int32_t rq_value(int32_t acc, const k_rq *r, int32_t away)
-{
-    const int32_t x = (int32_t)((uint32_t)acc << r->left);
-    const int32_t h = (int32_t)(((int64_t)x * r->m + ((int64_t)1 << 30)) >> 31);
-    const int32_t thr = r->thr + (away & (int32_t)((uint32_t)h >> 31));
-    return (h >> r->right) + ((h & r->mask) > thr ? 1 : 0);
-}
-
-/* rq_value of a channel without left shift, with a right shift and ties away from zero (what
- * TFLite's depthwise does), for a sum with |acc| < 2^30 (rq_fast_ok): the doubling high
- * multiply is then SMMULR(2 acc, m) = (2 acc m + 2^31) >> 32, and the rounding shift
- * (h + 2^(right - 1) - [h < 0]) >> right cannot overflow since |h| < 2^30. */
-K_INLINE int32_t rq_fast(int32_t acc, const k_rq *r)
-{
-    const int32_t h = K_SMMULR((int32_t)((uint32_t)acc << 1), r->m);
-    return (h + r->half - (int32_t)((uint32_t)h >> 31)) >> r->right;
-}
+/* rq_value(acc, r, away): k_q_mul (away) or k_q_mul_up (!away) of acc, before the zero point;
+ * rq_fast(acc, r): the same by SMMULR for a channel that passes rq_fast_ok (k_rq.h). */
+K_RQ_FUNCTIONS(k_rq, rq_value, rq_fast)
 
 /* 1 when rq_fast computes rq_value for the channel: left 0, right > 0, ties away, and every
- * sum of bias b and T taps of int8 weights (|w| <= 128) times x - in_zp (|x - in_zp| <= 255)
- * under 2^30 in magnitude. */
+ * sum of bias b and T taps under 2^30 in magnitude (k_rq_fast_bound). */
 K_INLINE int rq_fast_ok(const k_rq *r, int32_t b, int T)
 {
-    const int64_t bound = (b < 0 ? -(int64_t)b : (int64_t)b) + (int64_t)T * 128 * 255;
-    return r->left == 0 && r->right > 0 && r->away && bound < ((int64_t)1 << 30);
+    const int fits = k_rq_fast_bound(b, T);
+    return r->left == 0 && r->right > 0 && r->away && fits;
 }
 
 /* rq_value with the channel's rounding, + zp, clamped to [lo, hi]. */
@@ -80,22 +52,7 @@ K_INLINE int8_t rq_apply(int32_t acc, const k_rq *r, int zp, int lo, int hi)
     return (int8_t)v;
 }
 
-/* LiteRT's GEMM requantisation (k_q_mul_up, ties up in both steps) plus the zero point, for a
- * channel with a right shift r in [2, 22] and no left shift, in one 64-bit multiply-add:
- * k_q_mul_up(acc) + zp = floor((floor((acc m + 2^30) / 2^31) + 2^(r-1)) / 2^r) + zp
- *                      = floor((acc m + 2^30 + (2 zp + 1) 2^(30+r)) / 2^(31+r))
- * (floor((floor(a / N) + c) / M) = floor((a + c N) / (N M)) for integer c), and with
- * h = (2 zp + 1) 2^(r-2) the 64-bit constant is h 2^32 + 2^30, so the value is
- * ((acc m + h 2^32 + 2^30) >> 32) >> (r - 1): SMLAL and one shift. |acc m| < 2^62 and
- * |h| < 2^29 (r <= 22), so nothing overflows and k_q_mul_up's saturation never applies
- * (m >= 0). */
-K_INLINE int32_t rqup_value(int32_t acc, int32_t m, int32_t h, int rs)
-{
-    const int64_t v = (int64_t)acc * m + (int64_t)(((uint64_t)(uint32_t)h << 32) | (1u << 30));
-    return (int32_t)(v >> 32) >> rs;
-}
-
-/* 1 when every channel of q can use rqup_value: GEMM rounding, shifts in [-22, -2]. */
+/* 1 when every channel of q can use k_rq_up: GEMM rounding, shifts in [-22, -2]. */
 K_INLINE int rqup_ok(const k_q_params *q)
 {
     int k;
@@ -337,7 +294,7 @@ K_INLINE void gemm_block(const int8_t *w, const int16_t *col, int K, int32_t a[4
 
 /* gemm_pixels for two pixels and a q whose channels all pass rqup_ok: the record's fields in
  * locals (an int8 store may alias them, so GCC would reload them after each), each channel
- * pair's two outputs of a pixel requantised by rqup_value and stored by st2_clamped. */
+ * pair's two outputs of a pixel requantised by k_rq_up and stored by st2_clamped. */
 K_INLINE void gemm_pixels_up(const k_window_params *p, const k_q_params *q, const int8_t *w,
                              const int32_t *b, const int16_t *col, int K, int8_t *y0, int8_t *y1,
                              int dsp)
@@ -358,9 +315,9 @@ K_INLINE void gemm_pixels_up(const k_window_params *p, const k_q_params *q, cons
         a[0] = a[1] = b ? b[o] : 0;
         a[2] = a[3] = b ? b[o + 1] : 0;
         gemm_block(w, col, K, a, 2, 2, dsp);
-        st2_clamped(y0 + o, rqup_value(a[0], m0, h0, r0 - 1), rqup_value(a[2], m1, h1, r1 - 1), lo,
+        st2_clamped(y0 + o, k_rq_up(a[0], m0, h0, r0 - 1), k_rq_up(a[2], m1, h1, r1 - 1), lo,
                     hi, lo4, hi4, dsp);
-        st2_clamped(y1 + o, rqup_value(a[1], m0, h0, r0 - 1), rqup_value(a[3], m1, h1, r1 - 1), lo,
+        st2_clamped(y1 + o, k_rq_up(a[1], m0, h0, r0 - 1), k_rq_up(a[3], m1, h1, r1 - 1), lo,
                     hi, lo4, hi4, dsp);
     }
     if (o < O) {
@@ -370,9 +327,9 @@ K_INLINE void gemm_pixels_up(const k_window_params *p, const k_q_params *q, cons
         a[0] = a[1] = b ? b[o] : 0;
         a[2] = a[3] = 0;
         gemm_block(w, col, K, a, 1, 2, dsp);
-        v = rqup_value(a[0], m0, h0, r0 - 1);
+        v = k_rq_up(a[0], m0, h0, r0 - 1);
         y0[o] = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
-        v = rqup_value(a[1], m0, h0, r0 - 1);
+        v = k_rq_up(a[1], m0, h0, r0 - 1);
         y1[o] = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
     }
 }
@@ -395,7 +352,7 @@ typedef struct {
     const int8_t *yend;
 } k_g22p;
 
-/* rqup_value of accumulator ACC with multiplier M and rs = r - 1 in RS, h = zp2 << (r - 2) in
+/* k_rq_up of accumulator ACC with multiplier M and rs = r - 1 in RS, h = zp2 << (r - 2) in
  * %[u]: SMLAL onto (h, 2^30), the high word shifted by rs, SSAT #8. */
 #define K_G22_RQ(ACC, M, RS)                                                                   \
     "mov %[t], #0x40000000\n\t"                                                               \
@@ -416,7 +373,7 @@ typedef struct {
     "sel %[a01], %[a01], %[ce]\n\t"
 /* Every channel pair of two pixels in one assembly loop: per pair the biases (LDRD), the 2 x 2
  * GEMM (K_G22_STEP) over the columns, then per channel m and the shift (LDRD each pair), rs =
- * -s - 1 (MVN), h = zp2 << (rs - 1), four rqup_value (K_G22_RQ), BFI into one halfword per
+ * -s - 1 (MVN), h = zp2 << (rs - 1), four k_rq_up (K_G22_RQ), BFI into one halfword per
  * pixel, the optional clamp and two STRH. */
 #define K_G22_PAIRS(STEP, ENTRY, CLAMP)                                                        \
     __asm__ volatile(                                                                          \
@@ -484,7 +441,7 @@ static void gemm_pairs16_asm(k_g22p *kp, const int8_t *w, int clamp)
 
 /* gemm_pixels_up on the core for K % 8 == 0 and 4-aligned weights (checked once per call by
  * conv_engine): per channel pair one assembly loop over K (gemm_block's, with no C tail, the
- * weight pointer running on into the next pair), then rqup_value and st2_clamped; the
+ * weight pointer running on into the next pair), then k_rq_up and st2_clamped; the
  * multipliers, shifts and biases walked by pointers (step 0 when per tensor / no bias). */
 K_INLINE void gemm_pixels_up8(const k_window_params *p, const k_q_params *q, const int8_t *w,
                               const int32_t *b, const int16_t *col, int K, int8_t *y0,
@@ -517,9 +474,9 @@ K_INLINE void gemm_pixels_up8(const k_window_params *p, const k_q_params *q, con
             const int32_t m0 = mp[0], m1 = mp[qs ? 1 : 0];
             const int32_t h0 = (int32_t)((uint32_t)zp2 << (r0 - 2));
             const int32_t h1 = (int32_t)((uint32_t)zp2 << (r1 - 2));
-            st2_clamped(y0, rqup_value(a00, m0, h0, r0 - 1), rqup_value(a10, m1, h1, r1 - 1),
+            st2_clamped(y0, k_rq_up(a00, m0, h0, r0 - 1), k_rq_up(a10, m1, h1, r1 - 1),
                         lo, hi, lo4, hi4, 1);
-            st2_clamped(y1, rqup_value(a01, m0, h0, r0 - 1), rqup_value(a11, m1, h1, r1 - 1),
+            st2_clamped(y1, k_rq_up(a01, m0, h0, r0 - 1), k_rq_up(a11, m1, h1, r1 - 1),
                         lo, hi, lo4, hi4, 1);
         }
     }
@@ -530,9 +487,9 @@ K_INLINE void gemm_pixels_up8(const k_window_params *p, const k_q_params *q, con
         a[0] = a[1] = b ? b[o] : 0;
         a[2] = a[3] = 0;
         gemm_block(w, col, K, a, 1, 2, 1);
-        v = rqup_value(a[0], m0, h0, r0 - 1);
+        v = k_rq_up(a[0], m0, h0, r0 - 1);
         y0[0] = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
-        v = rqup_value(a[1], m0, h0, r0 - 1);
+        v = k_rq_up(a[1], m0, h0, r0 - 1);
         y1[0] = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
     }
 }
@@ -825,7 +782,7 @@ K_INLINE void conv_cols(const k_window_params *p, const int8_t *x, int n, int tw
 }
 
 /* Output pixels two at a time: their columns into the scratch, then the GEMM. On the core
- * with K % 8 == 0, rqup_value, per-channel multipliers, biases and an even O, every pair of
+ * with K % 8 == 0, k_rq_up, per-channel multipliers, biases and an even O, every pair of
  * pixels goes through gemm_pairs_asm with its record set up once per call. */
 K_INLINE void conv_engine(const k_window_params *p, const k_q_params *q, const int8_t *x,
                           const int8_t *w, const int32_t *b, int8_t *s, int8_t *y, int dsp,

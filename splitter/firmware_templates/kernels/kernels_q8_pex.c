@@ -4,6 +4,7 @@
 #include <stddef.h>
 
 #include "k_dsp.h"
+#include "k_rq.h"
 #include "k_window.h"
 #include "kernels_q8_pex.h"
 
@@ -12,11 +13,9 @@ typedef int32_t k_pex_i32 __attribute__((may_alias));
 
 /* ---------------------------------------------------------------- requantisation ---- */
 
-/* One channel's k_q_mul (away = 1) or k_q_mul_up (away = 0) split once: M = m * 2^(s - 31)
- * as a left shift (s > 0) or a rounding right shift (s <= 0) with its remainder mask and tie
- * threshold, and the output zero point zp (the arithmetic of kernels_q8.c's k_q_mul /
- * k_q_mul_up, as kernels_q8_opt.c's rq_value, rqup_value and rq_fast write it). `mode` picks
- * the shortest exact form: PEX_RQ_UP (GEMM rounding, right shift r in [2, 22]: one 64-bit
+/* One channel's k_q_mul (away = 1) or k_q_mul_up (away = 0) split once (K_RQ_SPLIT of k_rq.h,
+ * the arithmetic kernels_q8_opt.c uses too), with the output zero point zp. `mode` picks the
+ * shortest exact form: PEX_RQ_UP (GEMM rounding, right shift r in [2, 22]: k_rq_up, one 64-bit
  * multiply-add, zp folded in, h = (2 zp + 1) 2^(r - 2)), PEX_RQ_FAST (ties away, no left shift,
  * a right shift, every sum under 2^30 in magnitude: SMMULR), else PEX_RQ_ANY. */
 enum { PEX_RQ_ANY, PEX_RQ_UP, PEX_RQ_FAST };
@@ -26,48 +25,36 @@ typedef struct {
     int left, right, zp, mode;
 } pex_rq;
 
+K_RQ_FUNCTIONS(pex_rq, pex_rq_any, pex_rq_fast)
+
 /* The requantisation of sums of a bias b and T products w (x - in_zp) (|w| <= 128,
  * |x - in_zp| <= 255). */
 K_INLINE pex_rq pex_rq_of(const k_q_params *q, int k, int32_t b, int T)
 {
     pex_rq r;
-    const int s = (int)q->shift[k];
-    const int64_t bound = (b < 0 ? -(int64_t)b : (int64_t)b) + (int64_t)T * 128 * 255;
-    r.m = q->mult[k];
-    r.left = s > 0 ? s : 0;
-    r.right = s > 0 ? 0 : -s;
-    r.mask = (int32_t)((1u << r.right) - 1u);
-    r.thr = r.mask >> 1;
-    r.away = q->round_up ? 0 : 1;
+    const int fits = k_rq_fast_bound(b, T);
+    K_RQ_SPLIT(r, q, k);
     r.zp = q->out_zp;
-    r.half = r.right > 0 ? (int32_t)(1u << (r.right - 1)) : 0;
+    K_RQ_HALF(r);
     r.h = r.right >= 2 ? (int32_t)((uint32_t)(2 * q->out_zp + 1) << (r.right - 2)) : 0;
     r.mode = PEX_RQ_ANY;
     if (q->round_up && r.right >= 2 && r.right <= 22) r.mode = PEX_RQ_UP;
-    else if (!q->round_up && !r.left && r.right > 0 && bound < ((int64_t)1 << 30))
-        r.mode = PEX_RQ_FAST;
+    else if (!q->round_up && !r.left && r.right > 0 && fits) r.mode = PEX_RQ_FAST;
     return r;
 }
 
-/* requant(acc) + zp clamped to [lo, hi] (pex_rq_of). PEX_RQ_ANY: round((acc << left) * m /
- * 2^31) (gemmlowp's SaturatingRoundingDoublingHighMul; m >= 0 never saturates), then the
- * rounding right shift (+1 when the remainder exceeds mask / 2, + 1 more for a negative value
- * when ties go away from zero). PEX_RQ_UP: floor((acc m + h 2^32 + 2^30) / 2^(31 + r)).
- * PEX_RQ_FAST: SMMULR(2 acc, m) = the high multiply, then (h + 2^(r-1) - [h < 0]) >> r. */
+/* requant(acc) + zp clamped to [lo, hi] (pex_rq_of), in the record's mode (k_rq.h). */
 K_INLINE int8_t pex_out(int32_t acc, const pex_rq *r, int lo, int hi)
 {
     int32_t v;
     if (r->mode == PEX_RQ_UP) {
+        /* k_rq_up (k_rq.h) written out: through the call the Cortex-M0+ code differs */
         const int64_t t = (int64_t)acc * r->m + (int64_t)(((uint64_t)(uint32_t)r->h << 32) | (1u << 30));
         v = (int32_t)(t >> 32) >> (r->right - 1);
     } else if (r->mode == PEX_RQ_FAST) {
-        const int32_t h = K_SMMULR((int32_t)((uint32_t)acc << 1), r->m);
-        v = ((h + r->half - (int32_t)((uint32_t)h >> 31)) >> r->right) + r->zp;
+        v = pex_rq_fast(acc, r) + r->zp;
     } else {
-        const int32_t x = (int32_t)((uint32_t)acc << r->left);
-        const int32_t h = (int32_t)(((int64_t)x * r->m + ((int64_t)1 << 30)) >> 31);
-        const int32_t thr = r->thr + (r->away & (int32_t)((uint32_t)h >> 31));
-        v = (h >> r->right) + ((h & r->mask) > thr ? 1 : 0) + r->zp;
+        v = pex_rq_any(acc, r, r->away) + r->zp;
     }
     v = v < lo ? lo : v;
     v = v > hi ? hi : v;

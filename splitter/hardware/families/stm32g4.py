@@ -6,8 +6,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import ClassVar
 
-from splitter.hardware.clocks import MHZ, ClockTree, Osc, Pll, PllLimits, Step, _set, _wait
-from splitter.hardware.clocks import _wait_states as wait_states
+from splitter.hardware.clocks import MHZ, Osc, PllLimits, Step
 from splitter.hardware.cores import CORES
 from splitter.hardware.families.base import RegWrite, Usart
 from splitter.hardware.families.stm32l4 import STM32L4, L4Clock
@@ -34,52 +33,36 @@ class G4Clock(L4Clock):
     pll_osc = Osc("HSI16", 16 * MHZ)
     max_hz = 170 * MHZ
     boost_above_hz = 150 * MHZ
+    variant = None  # one line, one manual
 
-    def limits_for(self, part: str) -> PllLimits:
-        return self.limits
+    text: ClassVar[Mapping[str, str]] = MappingProxyType({
+        "pwren": "RCC_APB1ENR1.PWREN (RM0440 7.4.19)",
+        "r1mode": "PWR_CR5.R1MODE = 0: boost (RM0440 6.4.6)",
+        "acr": "FLASH_ACR: LATENCY {ws} WS, PRFTEN, ICEN, DCEN (RM0440 5.7.1; {table})",
+        "acr_wait": "FLASH_ACR.LATENCY read back (RM0440 5.3.3)",
+        "ppre": "RCC_CFGR: PPRE1 = PPRE2 = /1 (RM0440 7.4.3)",
+        "hpre2": "RCC_CFGR.HPRE = /2 around the switch (RM0440 7.2.7)",
+        "sw": "RCC_CFGR.SW (RM0440 7.4.3)",
+        "delay": "at least 1 us at AHB /2 (RM0440 7.2.7)",
+    })  # fmt: skip
 
-    def max_for(self, part: str) -> int:
-        return self.max_hz
+    def boost(self, part: str, sysclk: int) -> bool:
+        """Range 1 boost mode above 150 MHz (RM0440 6.1.5)."""
+        return sysclk > self.boost_above_hz
 
-    def manual_for(self, part: str) -> str:
-        return self.manual
-
-    def tree(self, part: str, osc: Osc, pll: Pll | None, sysclk: int) -> ClockTree:
-        boost = sysclk > self.boost_above_hz
-        ws = wait_states(sysclk, tuple(range(34 if boost else 30, 171, 34 if boost else 30)))
-        rcc, acr = self.rcc, self.flash_acr
-        steps = [_set(rcc + 0x58, 28, 1, 1, "RCC_APB1ENR1.PWREN (RM0440 7.4.19)")]
+    def flash_rows(self, part: str, boost: bool) -> tuple[tuple[int, ...], str]:
+        """RM0440 table 29: 34 MHz a wait state in range 1 boost mode, 30 in range 1."""
         if boost:
-            steps.append(_set(self.pwr + 0x80, 8, 1, 0, "PWR_CR5.R1MODE = 0: boost (RM0440 6.4.6)"))
-        if osc.name == "HSE":
-            if osc.bypass:
-                steps.append(_set(rcc, 18, 1, 1, "RCC_CR.HSEBYP (RM0440 7.4.1)"))
-            steps += [_set(rcc, 16, 1, 1, "RCC_CR.HSEON (RM0440 7.4.1)"),
-                      _wait(rcc, 17, 1, 1, "RCC_CR.HSERDY", "hse")]  # fmt: skip
-        steps += [
-            Step("set", acr, 0x70F, ws | 0x700,
-                 f"FLASH_ACR: LATENCY {ws} WS, PRFTEN, ICEN, DCEN (RM0440 5.7.1; table 29 "
-                 f"{'range 1 boost' if boost else 'range 1'})"),
-            _wait(acr, 0, 4, ws, "FLASH_ACR.LATENCY read back (RM0440 5.3.3)", "flash"),
-            Step("set", rcc + 0x08, 0x3F00, 0, "RCC_CFGR: PPRE1 = PPRE2 = /1 (RM0440 7.4.3)"),
-        ]  # fmt: skip
-        if pll is not None:
-            steps += self.pll_steps(osc, pll, True)
-        sw = 3 if pll is not None else (2 if osc.name == "HSE" else 1)
-        if boost:
-            steps.append(_set(rcc + 0x08, 4, 4, 8, "RCC_CFGR.HPRE = /2 around the switch "
-                                                   "(RM0440 7.2.7)"))  # fmt: skip
-        steps += [
-            _set(rcc + 0x08, 0, 2, sw, "RCC_CFGR.SW (RM0440 7.4.3)"),
-            _wait(rcc + 0x08, 2, 2, sw, "RCC_CFGR.SWS follows SW", "switch"),
-        ]
-        if boost:
-            steps += [
-                Step("delay", 0, 0, 200, "at least 1 us at AHB /2 (RM0440 7.2.7)"),
-                _set(rcc + 0x08, 4, 4, 0, "RCC_CFGR.HPRE = /1"),
-            ]
-        buses = {"AHB": sysclk, "APB1": sysclk, "APB2": sysclk}
-        return ClockTree(osc, pll, sysclk, buses, ws, tuple(steps))
+            return tuple(range(34, 171, 34)), "table 29 range 1 boost"
+        return tuple(range(30, 171, 30)), "table 29 range 1"
+
+    def osc_steps(self, osc: Osc) -> list[Step]:
+        """The HSE when the board gives one; the HSI16 runs from reset (RM0440 7.2.2)."""
+        return self.hse_on(osc, "RM0440 7.4.1") if osc.name == "HSE" else []
+
+    def wide_pllm(self, part: str) -> bool:
+        """PLLM[7:4] (RM0440 7.4.4)."""
+        return True
 
 
 class STM32G4(STM32L4):

@@ -17,6 +17,7 @@ from splitter.hardware.clocks import (
     Pll,
     PllLimits,
     Step,
+    Variant,
     _prescaler,
     _set,
     _wait,
@@ -49,7 +50,16 @@ class H7Clock(ClockRules):
                        (192 * MHZ, 960 * MHZ), 2 * MHZ)  # fmt: skip
     reset_osc = Osc("HSI", 64 * MHZ)
     pll_osc = Osc("HSI", 64 * MHZ)
-    max_hz = 550 * MHZ
+    max_hz = 480 * MHZ
+    #: H72x/H73x (RM0468): DIVP1 may be 1; 550 MHz
+    variant: ClassVar[Variant | None] = Variant(
+        ("STM32H72", "STM32H73"),
+        "RM0468",
+        PllLimits(
+            limits.m, limits.n, (1, *limits.div), limits.ref_hz, limits.vco_hz, limits.prefer_ref_hz
+        ),
+        550 * MHZ,
+    )
     rcc = 0x5802_4400
     pwr = 0x5802_4800
     syscfg = 0x5800_0400
@@ -72,22 +82,9 @@ class H7Clock(ClockRules):
         "divr": "RCC_PLL1DIVR: N={n} P={p} Q={q} R=2, VCO {vco:g} MHz (RM0433 8.7.13)",
     })  # fmt: skip
 
-    @staticmethod
-    def h72(part: str) -> bool:
-        """H72x/H73x (RM0468): DIVP1 may be 1; VOS0 is PWR_D3CR.VOS = 0b00 (no SYSCFG ODEN)."""
-        return part.startswith("STM32H72") or part.startswith("STM32H73")
-
-    def limits_for(self, part: str) -> PllLimits:
-        lim = self.limits
-        if not self.h72(part):
-            return lim
-        return PllLimits(lim.m, lim.n, (1, *lim.div), lim.ref_hz, lim.vco_hz, lim.prefer_ref_hz)
-
-    def max_for(self, part: str) -> int:
-        return self.max_hz if self.h72(part) else 480 * MHZ
-
-    def manual_for(self, part: str) -> str:
-        return "RM0468" if self.h72(part) else self.manual
+    def h72(self, part: str) -> bool:
+        """H72x/H73x (:attr:`variant`, RM0468): VOS0 is PWR_D3CR.VOS = 0b00 (no SYSCFG ODEN)."""
+        return self.variant_of(part) is not None
 
     def bus_max(self, part: str) -> tuple[int, int]:
         """The AXI / AHB and the APB maxima (DS12110 table 23; H723: DS13313)."""

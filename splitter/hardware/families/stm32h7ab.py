@@ -82,6 +82,7 @@ class H7ABClock(H7Clock):
                        (128 * MHZ, 560 * MHZ), 2 * MHZ)  # fmt: skip
     max_hz = 280 * MHZ
     supplies = tuple(SUPPLY_BITS)
+    variant = None  # one line, one manual
     #: (upper AXI MHz, LATENCY, WRHIGHFREQ), RM0455 Rev 10 Table 16's VOS0 and VOS1 rows as
     #: embassy-stm32 src/rcc/h7.rs (2db4d01) quotes them
     flash_vos0 = ((42, 0, 0), (84, 1, 0), (126, 2, 1), (168, 3, 1), (210, 4, 2), (252, 5, 2),
@@ -99,15 +100,6 @@ class H7ABClock(H7Clock):
                    "RCC_PLLCFGR)",
         "divr": "RCC_PLL1DIVR: N={n} P={p} Q={q} R=2, VCO {vco:g} MHz (RM0455 RCC_PLL1DIVR)",
     })  # fmt: skip
-
-    def limits_for(self, part: str) -> PllLimits:
-        return self.limits
-
-    def max_for(self, part: str) -> int:
-        return self.max_hz
-
-    def manual_for(self, part: str) -> str:
-        return self.manual
 
     def bus_max(self, part: str) -> tuple[int, int]:
         """AXI / AHB 280 MHz, APB 140 MHz at VOS0 (DS13195 Rev 8 Table 23, class docstring)."""

@@ -14,6 +14,7 @@ from splitter.hardware.clocks import (
     Pll,
     PllLimits,
     Step,
+    Variant,
     _set,
     _wait,
     _wait_states,
@@ -43,73 +44,101 @@ class L4Clock(ClockRules):
     manual = "RM0351"
     limits = PllLimits(range(1, 9), range(8, 87), (2, 4, 6, 8), (4 * MHZ, 16 * MHZ),
                        (64 * MHZ, 344 * MHZ), 16 * MHZ)  # fmt: skip
-    limits_plus = PllLimits(range(1, 17), range(8, 128), (2, 4, 6, 8), (2_660_000, 16 * MHZ),
-                            (64 * MHZ, 344 * MHZ), 16 * MHZ)  # fmt: skip
     reset_osc = Osc("MSI", 4 * MHZ)
     pll_osc = Osc("HSI16", 16 * MHZ)
-    max_hz = 120 * MHZ
+    max_hz = 80 * MHZ
+    #: the L4+ (RM0432): L4R, L4S, L4P, L4Q
+    variant: ClassVar[Variant | None] = Variant(
+        ("STM32L4R", "STM32L4S", "STM32L4P", "STM32L4Q"),
+        "RM0432",
+        PllLimits(
+            range(1, 17),
+            range(8, 128),
+            (2, 4, 6, 8),
+            (2_660_000, 16 * MHZ),
+            (64 * MHZ, 344 * MHZ),
+            16 * MHZ,
+        ),
+        120 * MHZ,
+    )
     rcc = 0x4002_1000
     pwr = 0x4000_7000
     flash_acr = 0x4002_2000
 
-    @staticmethod
-    def plus(part: str) -> bool:
-        """L4+ parts: L4R, L4S, L4P, L4Q (RM0432)."""
-        return part[:8] in ("STM32L4R", "STM32L4S", "STM32L4P", "STM32L4Q")
+    def plus(self, part: str) -> bool:
+        """An L4+ part (:attr:`variant`, RM0432)."""
+        return self.variant_of(part) is not None
 
-    def limits_for(self, part: str) -> PllLimits:
-        return self.limits_plus if self.plus(part) else self.limits
+    #: the comments of :meth:`tree`'s steps: register, fields and the manual's section (the G4,
+    #: whose RCC and boost switch are the L4+'s, names its own manual)
+    text: ClassVar[Mapping[str, str]] = MappingProxyType({
+        "pwren": "RCC_APB1ENR1.PWREN (RM0351 6.4.19)",
+        "r1mode": "PWR_CR5.R1MODE = 0: boost (RM0432 5.4.6)",
+        "acr": "FLASH_ACR: LATENCY {ws} WS, PRFTEN, ICEN, DCEN (RM0351 3.7.1; {table})",
+        "acr_wait": "FLASH_ACR.LATENCY read back (RM0351 3.3.3)",
+        "ppre": "RCC_CFGR: PPRE1 = PPRE2 = /1 (RM0351 6.4.3)",
+        "hpre2": "RCC_CFGR.HPRE = /2 around the switch (RM0432 6.2.9)",
+        "sw": "RCC_CFGR.SW (RM0351 6.4.3)",
+        "delay": "at least 1 us at AHB /2 (RM0432 6.2.9)",
+    })  # fmt: skip
 
-    def max_for(self, part: str) -> int:
-        return self.max_hz if self.plus(part) else 80 * MHZ
+    def boost(self, part: str, sysclk: int) -> bool:
+        """Range 1 boost mode: an L4+ above 80 MHz (RM0432 5.1.8)."""
+        return self.plus(part) and sysclk > 80 * MHZ
 
-    def manual_for(self, part: str) -> str:
-        return "RM0432" if self.plus(part) else self.manual
+    def flash_rows(self, part: str, boost: bool) -> tuple[tuple[int, ...], str]:
+        """The wait-state table (upper MHz of each LATENCY) and its name: 16 MHz a wait state in
+        range 1 (RM0351 table 11), 20 in the L4+'s boost mode (RM0432 table 12)."""
+        if self.plus(part):
+            return tuple(range(20, 121, 20)), "RM0432 table 12 boost"
+        return tuple(range(16, 121, 16)), "RM0351 table 11 range 1"
+
+    def osc_steps(self, osc: Osc) -> list[Step]:
+        """The PLL's oscillator started (RM0351 6.4.1): the HSE, else the HSI16 (MSI at reset)."""
+        if osc.name != "HSE":
+            return self.hsi16_on("RM0351 6.4.1")
+        rcc = self.rcc
+        bypass = [_set(rcc, 18, 1, 1, "RCC_CR.HSEBYP (RM0351 6.4.1)")] if osc.bypass else []
+        return [*bypass, _set(rcc, 16, 1, 1, "RCC_CR.HSEON"),
+                _wait(rcc, 17, 1, 1, "RCC_CR.HSERDY", "hse")]  # fmt: skip
 
     def tree(self, part: str, osc: Osc, pll: Pll | None, sysclk: int) -> ClockTree:
-        plus = self.plus(part)
-        boost = plus and sysclk > 80 * MHZ
-        ws = _wait_states(sysclk, tuple(range(20 if plus else 16, 121, 20 if plus else 16)))
-        rcc, acr = self.rcc, self.flash_acr
-        steps = [_set(rcc + 0x58, 28, 1, 1, "RCC_APB1ENR1.PWREN (RM0351 6.4.19)")]
+        """PWR clock, boost mode (:meth:`boost`), the oscillator, flash latency, APB /1, the PLL,
+        then the switch, with AHB /2 for at least 1 us around it in boost mode (class
+        docstring; the G4's the same, RM0440 7.2.7)."""
+        boost = self.boost(part, sysclk)
+        rows, table = self.flash_rows(part, boost)
+        ws = _wait_states(sysclk, rows)
+        rcc, acr, text = self.rcc, self.flash_acr, self.text
+        steps = [_set(rcc + 0x58, 28, 1, 1, text["pwren"])]
         if boost:
-            steps.append(_set(self.pwr + 0x80, 8, 1, 0, "PWR_CR5.R1MODE = 0: boost (RM0432 5.4.6)"))
-        if osc.name == "HSE":
-            if osc.bypass:
-                steps.append(_set(rcc, 18, 1, 1, "RCC_CR.HSEBYP (RM0351 6.4.1)"))
-            steps += [
-                _set(rcc, 16, 1, 1, "RCC_CR.HSEON"),
-                _wait(rcc, 17, 1, 1, "RCC_CR.HSERDY", "hse"),
-            ]
-        else:
-            steps += [
-                _set(rcc, 8, 1, 1, "RCC_CR.HSION: HSI16 (RM0351 6.4.1)"),
-                _wait(rcc, 10, 1, 1, "RCC_CR.HSIRDY", "osc"),
-            ]
+            steps.append(_set(self.pwr + 0x80, 8, 1, 0, text["r1mode"]))
+        steps += self.osc_steps(osc)
         steps += [
-            Step("set", acr, 0x70F, ws | 0x700,
-                 f"FLASH_ACR: LATENCY {ws} WS, PRFTEN, ICEN, DCEN (RM0351 3.7.1; "
-                 f"{'RM0432 table 12 boost' if plus else 'RM0351 table 11 range 1'})"),
-            _wait(acr, 0, 4, ws, "FLASH_ACR.LATENCY read back (RM0351 3.3.3)", "flash"),
-            Step("set", rcc + 0x08, 0x3F00, 0, "RCC_CFGR: PPRE1 = PPRE2 = /1 (RM0351 6.4.3)"),
-        ]  # fmt: skip
+            Step("set", acr, 0x70F, ws | 0x700, text["acr"].format(ws=ws, table=table)),
+            _wait(acr, 0, 4, ws, text["acr_wait"], "flash"),
+            Step("set", rcc + 0x08, 0x3F00, 0, text["ppre"]),
+        ]
         if pll is not None:
-            steps += self.pll_steps(osc, pll, plus)
+            steps += self.pll_steps(osc, pll, self.wide_pllm(part))
         sw = 3 if pll is not None else (2 if osc.name == "HSE" else 1)
         if boost:
-            steps.append(_set(rcc + 0x08, 4, 4, 8, "RCC_CFGR.HPRE = /2 around the switch "
-                                                   "(RM0432 6.2.9)"))  # fmt: skip
+            steps.append(_set(rcc + 0x08, 4, 4, 8, text["hpre2"]))
         steps += [
-            _set(rcc + 0x08, 0, 2, sw, "RCC_CFGR.SW (RM0351 6.4.3)"),
+            _set(rcc + 0x08, 0, 2, sw, text["sw"]),
             _wait(rcc + 0x08, 2, 2, sw, "RCC_CFGR.SWS follows SW", "switch"),
         ]
         if boost:
             steps += [
-                Step("delay", 0, 0, 200, "at least 1 us at AHB /2 (RM0432 6.2.9)"),
+                Step("delay", 0, 0, 200, text["delay"]),
                 _set(rcc + 0x08, 4, 4, 0, "RCC_CFGR.HPRE = /1"),
             ]
         buses = {"AHB": sysclk, "APB1": sysclk, "APB2": sysclk}
         return ClockTree(osc, pll, sysclk, buses, ws, tuple(steps))
+
+    def wide_pllm(self, part: str) -> bool:
+        """RCC_PLLCFGR.PLLM is 4 bits wide ([7:4], the L4+'s, RM0432 6.4.4), else 3 ([6:4])."""
+        return self.plus(part)
 
     def pll_steps(self, osc: Osc, pll: Pll, plus: bool) -> list[Step]:
         rcc = self.rcc

@@ -37,15 +37,7 @@ class L5Clock(L4Clock):
     limits = PllLimits(range(1, 17), range(8, 128), (2, 4, 6, 8), (4 * MHZ, 16 * MHZ),
                        (64 * MHZ, 344 * MHZ), 16 * MHZ)  # fmt: skip
     max_hz = 110 * MHZ
-
-    def limits_for(self, part: str) -> PllLimits:
-        return self.limits
-
-    def max_for(self, part: str) -> int:
-        return self.max_hz
-
-    def manual_for(self, part: str) -> str:
-        return self.manual
+    variant = None  # one line, one manual
 
     def tree(self, part: str, osc: Osc, pll: Pll | None, sysclk: int) -> ClockTree:
         vos = 0 if sysclk > 80 * MHZ else (1 if sysclk > 26 * MHZ else 2)
@@ -57,16 +49,7 @@ class L5Clock(L4Clock):
             _wait(pwr + 0x14, 10, 1, 0, "PWR_SR2.VOSF = 0: voltage reached (RM0438 8.6.10)",
                   "power"),
         ]  # fmt: skip
-        if osc.name == "HSE":
-            if osc.bypass:
-                steps.append(_set(rcc, 18, 1, 1, "RCC_CR.HSEBYP (RM0438 9.8.1)"))
-            steps += [_set(rcc, 16, 1, 1, "RCC_CR.HSEON (RM0438 9.8.1)"),
-                      _wait(rcc, 17, 1, 1, "RCC_CR.HSERDY", "hse")]  # fmt: skip
-        else:
-            steps += [
-                _set(rcc, 8, 1, 1, "RCC_CR.HSION: HSI16 (RM0438 9.8.1)"),
-                _wait(rcc, 10, 1, 1, "RCC_CR.HSIRDY", "osc"),
-            ]
+        steps += self.osc_on(osc, "RM0438 9.8.1")
         steps += [
             _set(acr, 0, 4, ws, f"FLASH_ACR.LATENCY = {ws} WS (RM0438 6.9.1; table 37 range "
                                 f"{vos})"),

@@ -69,16 +69,7 @@ class U5Clock(ClockRules):
             _set(vosr, 16, 2, vos, f"PWR_VOSR.VOS = {vos:02b}: range {4 - vos} (RM0456 10.10.4)"),
             _wait(vosr, 15, 1, 1, "PWR_VOSR.VOSRDY", "power"),
         ]
-        if osc.name == "HSE":
-            if osc.bypass:
-                steps.append(_set(rcc, 18, 1, 1, "RCC_CR.HSEBYP (RM0456 11.8.1)"))
-            steps += [_set(rcc, 16, 1, 1, "RCC_CR.HSEON (RM0456 11.8.1)"),
-                      _wait(rcc, 17, 1, 1, "RCC_CR.HSERDY", "hse")]  # fmt: skip
-        else:
-            steps += [
-                _set(rcc, 8, 1, 1, "RCC_CR.HSION: HSI16 (RM0456 11.8.1)"),
-                _wait(rcc, 10, 1, 1, "RCC_CR.HSIRDY", "osc"),
-            ]
+        steps += self.osc_on(osc, "RM0456 11.8.1")
         steps += [
             Step("set", self.flash_acr, 0x10F, ws | 0x100,
                  f"FLASH_ACR: LATENCY {ws} WS, PRFTEN (RM0456 7.9.1; table 54 range "
