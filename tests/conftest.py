@@ -22,8 +22,10 @@ import pytest
 
 os.environ.setdefault("SPLITTER_PROGRESS", "off")
 
-#: the compilers run through ccache (masquerade: a symlink named like the compiler, first on PATH)
-CACHED_COMPILERS = ("arm-none-eabi-gcc",)
+#: the compilers run through ccache (masquerade: a symlink named like the compiler, first on PATH);
+#: the host gcc for the kernel objects the host tests link (``test_codegen_support``), which each
+#: xdist worker compiles once, from the same sources and flags
+CACHED_COMPILERS = ("arm-none-eabi-gcc", "gcc")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -285,7 +285,9 @@ def kernel_objects() -> list[Path]:
         objs = []
         for name in sorted(n for n in srcs if n.endswith(".c")):
             obj = work / (name[:-2] + ".o")
-            res = subprocess.run(["gcc", *HOST_CFLAGS, "-c", "-o", str(obj), str(work / name)],
+            # relative paths in the work directory: ccache (tests/conftest.py) hands the other
+            # worker the same object, the directory left out of its hash
+            res = subprocess.run(["gcc", *HOST_CFLAGS, "-c", "-o", obj.name, name], cwd=work,
                                  capture_output=True, text=True)  # fmt: skip
             assert res.returncode == 0, res.stderr[-3000:]
             objs.append(obj)

@@ -132,7 +132,8 @@ stash_t proto_stash;
 volatile int proto_stashed;
 
 void proto_answer_stray(int l, const frame_t *f) {
-    if (f->type == FT_PING) {
+    if (f->type == FT_PING) { /* the peer (re)started: its sequence numbers start again */
+        proto_reset_rx(l);
         proto_send_pong(l);
     } else if (f->type == FT_ERROR && rx_seq[l] != (int16_t)f->seq && !proto_stashed) {
         proto_write(l, FT_ACK, f->seq, 0, 0, 0, 0); /* keep it: the error must reach the host */

@@ -159,6 +159,18 @@ static void run_submodel(const submodel_t *s) {
     /* r == -2: the peer reported an error, forwarded by the main loop */
 }
 
+#if APP_MODE
+/* Standalone and library mode: the neighbours are this plan's firmware, which sends every
+ * tensor in order from offset 0, so a chunk past what arrived is the rest of a tensor whose
+ * start this board never saw (it was reset meanwhile, or the sender gave up mid-tensor):
+ * taken and dropped, the inference is counted lost where it ends (SPLITTER_ERR_LOST). An
+ * ERR_BAD_TENSOR per chunk would cost the sender a blocked transfer each (its ERROR is not
+ * acknowledged while it sends), and the rest of the tensor minutes. */
+#define ORPHAN_ACCEPTED 1
+#else
+#define ORPHAN_ACCEPTED 0 /* harness: the host hears of a tensor out of order (ERR_BAD_TENSOR) */
+#endif
+
 /* Input tensor `t` of hosted sub-model `i`: store the chunk; 1 when it was accepted.
  * Tensors arrive in order; tensor 0 at offset 0 starts a new set of inputs. A chunk of a
  * tensor already complete is a retransmission whose ACK was lost: accepted, nothing stored. */
@@ -175,7 +187,7 @@ static int take_chunk(uint32_t i, int l, uint8_t t, const uint8_t *p, uint32_t l
     uint32_t received = rx_state[i] & RX_BYTES_MASK;
     if (t < receiving) return 1;
     /* chunks come in order; a re-chunked retransmission may overlap what already arrived */
-    if (t != receiving || off > received) return 0;
+    if (t != receiving || off > received) return ORPHAN_ACCEPTED;
     if (off == 0) received = 0; /* a chunk at offset 0 restarts its tensor's count */
     uint8_t *dst = (uint8_t *)model_arena + s->in[t].offset + off;
     for (uint32_t k = 0; k < len; k++) dst[k] = p[PROTO_CHUNK_HEADER + k];
