@@ -69,20 +69,20 @@ def test_race_time_limit_returns_the_best_answer_unproved(four_boards: object) -
     assert not result.optimal and result.assignment is not None
 
 
-def test_auto_proves_a_tight_flash_latency_instance_dp_cannot_close() -> None:
+def test_auto_proves_a_tight_flash_latency_instance() -> None:
     """MLPerf VWW int8 over four F405s cut to 84 KiB has no plan. In the planner's repair round
-    (two devices' reserves raised to their code) dp alone does not prove it (its passes stall
-    on the flash); the latency race lets CP-SAT join after dp's head start and prove it: the
-    user gets the reason (not enough flash), not "no feasible assignment found"."""
-    from splitter.errors import InfeasibleError, SolverError
+    (two devices' reserves raised to their code) dp alone may not prove it in its time (its
+    passes stall on the flash: within 3 s on a loaded machine it gives up with "not a proof of
+    infeasibility", on an idle one it gets through; so dp alone is not asserted here); the
+    latency race lets CP-SAT join after dp's head start and prove it: the user gets the reason
+    (not enough flash), never "no feasible assignment found"."""
+    from splitter.errors import InfeasibleError
     from splitter.hardware.boards import load_boards
     from splitter.importers import load_chain
     from splitter.partition.planner import plan_chain
 
     chain = load_chain(ROOT / "models" / "mlperf_vww_mobilenet_v1_025_int8.tflite")
     boards = load_boards(ROOT / "models" / "boards" / "split_ad4.toml")
-    with pytest.raises(SolverError, match="not a proof of infeasibility"):
-        plan_chain(chain, boards, "latency", "dp", time_limit=3.0)
     with pytest.raises(InfeasibleError, match="not enough flash"):
         plan_chain(chain, boards, "latency", "auto")
 
