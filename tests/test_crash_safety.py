@@ -19,6 +19,19 @@ from crash_support import Sweep, run_forked, spread
 from splitter import outputs
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _ccache_keyed_by_directory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite's ccache (``conftest.py``) shares objects across directories
+    (``CCACHE_NOHASHDIR``), and an object compiled with ``-g`` carries the directory it was
+    first compiled in: a build here could then take, between its reference run and a kill
+    point, objects naming another test's directory, and ``OUT`` would differ from the reference
+    by those bytes alone (seen once in CI as a "torn" build). Keyed by directory, the runs of
+    one sweep share only their own objects."""
+    monkeypatch.delenv("CCACHE_NOHASHDIR", raising=False)
+
+
 MODEL = str(ROOT / "models" / "tiny_cnn.onnx")
 BOARDS = str(ROOT / "models" / "boards" / "e2e_tiny2.toml")
 ONE_BOARD = '[link]\nbaud = 115200\n[[device]]\nname = "f4"\nmcu = "STM32F405RG"\n'
