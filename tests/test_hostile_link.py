@@ -480,3 +480,14 @@ def test_flood_while_the_host_sends_is_bounded(
         send_tensor(link, 0, b"\x00" * 100)
     assert time.monotonic() - t0 < 8 * 0.2 + SLACK
     assert "flooded the host with more than 50 data frames" in assert_project_error(info.value)
+
+
+def test_frames_then_silence_until_the_deadline_is_a_deadline_error(
+    pair: Callable[..., Any],
+) -> None:
+    """A board that sent part of a result and then fell silent: the wait ends at the deadline
+    with what arrived (a DeadlineError), not "sent nothing" (issue 43, item 10: on a loaded
+    machine the trickle test reached the deadline inside its last short receive)."""
+    link, _board = pair(lambda b: b.send(P.FrameType.RESULT, result_chunk(b"\x01" * 10, 0, 100)))
+    with pytest.raises(DeadlineError, match=r"1 frames, 10 of 100 B"):
+        receive_result(link, 100, timeout=0.5)

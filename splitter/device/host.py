@@ -403,7 +403,14 @@ def receive_results(
     frames, done, total = 0, 0, sum(sizes)
     while t < len(sizes):
         _check_deadline(link, deadline, timeout, frames, done + got, total)
-        frame = _receive_watching(link, deadline, watch)
+        try:
+            frame = _receive_watching(link, deadline, watch)
+        except SilentError:
+            if not frames:
+                raise  # nothing at all: the board stopped answering
+            # frames came, then silence until the deadline: the deadline ended the wait (a
+            # loaded host can reach it inside the last short receive, after the check above)
+            raise _deadline_error(link, timeout, frames, done + got, total) from None
         frames += 1
         t_first = t_first or time.monotonic()
         if frame.type == P.FrameType.TIMING:
@@ -441,10 +448,17 @@ def _check_deadline(
     """:class:`DeadlineError` once ``deadline`` passed: the deadline is absolute from the start
     of the wait, so frames that keep arriving (a board flooding TIMING) never extend it."""
     if time.monotonic() >= deadline:
-        raise DeadlineError(
-            f"{link.url}: device {link.device} did not deliver the result within "
-            f"{timeout:.1f} s ({frames} frames, {got} of {nbytes} B received)"
-        )
+        raise _deadline_error(link, timeout, frames, got, nbytes)
+
+
+def _deadline_error(
+    link: HostLink, timeout: float, frames: int, got: int, nbytes: int
+) -> DeadlineError:
+    """The result did not complete within ``timeout``: what arrived, naming the board."""
+    return DeadlineError(
+        f"{link.url}: device {link.device} did not deliver the result within "
+        f"{timeout:.1f} s ({frames} frames, {got} of {nbytes} B received)"
+    )
 
 
 def _receive_watching(link: HostLink, deadline: float, watch: Sequence[HostLink]) -> P.Frame:
