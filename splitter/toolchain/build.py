@@ -9,6 +9,7 @@ RAM (``.data``, ``.bss``, the minimum stack) is runtime overhead, reported separ
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -83,7 +84,9 @@ def run_make(device_dir: Path, *, emulator: bool = False, debug_dir: Path | None
         raise InputFileError(f"{device_dir}/Makefile: missing; re-run `splitter compile`")
     args = ["make", "-s", "-C", str(device_dir), f"EMULATOR={int(emulator)}"]
     if debug_dir is not None:  # building in a staged copy: debug paths name the real OUT
-        args.append(f"CC={GCC} -fdebug-prefix-map={device_dir.resolve()}={debug_dir}")
+        # make hands $(CC) to the shell: the paths are quoted, an OUT with spaces stays one word
+        flag = shlex.quote(f"-fdebug-prefix-map={device_dir.resolve()}={debug_dir}")
+        args.append(f"CC={GCC} {flag}")
     proc = subprocess.run(args, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         err = (proc.stderr or proc.stdout).strip().splitlines()
