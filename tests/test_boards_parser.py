@@ -258,3 +258,17 @@ def test_host_link_at_the_stlink_limit_is_accepted(tmp_path: Path) -> None:
     """The same H743 at 4 Mbaud: refused on the NUCLEO-H743ZI (V2-1), accepted on the ZI2 (V3):
     its USART3 divides 120 MHz APB1 by 30."""
     assert load_boards(_board_file(tmp_path, "nucleo-h743zi2", 4_000_000)).devices
+
+
+def test_a_reserve_larger_than_the_part_says_so(tmp_path: Path) -> None:
+    """``flash = "-600 KiB"`` on a 512 KiB part reserves more than there is: the message says
+    that, and the value it suggests parses (it once said "gives -88 KiB")."""
+    path = _write(tmp_path, '[[device]]\nname = "a"\nmcu = "STM32F401RE"\nflash = "-600 KiB"\n')
+    with pytest.raises(BoardFileError) as info:
+        load_boards(path)
+    message = str(info.value)
+    assert "reserves 600 KiB but the part has only 512 KiB" in message, message
+    assert "-88" not in message and "\n" not in message and str(path) in message
+    fixed = message.split('(e.g. "', 1)[1].split('"', 1)[0]
+    path.write_text(f'[[device]]\nname = "a"\nmcu = "STM32F401RE"\nflash = "{fixed}"\n')
+    assert load_boards(path).devices[0].flash_bytes == 256 * 1024

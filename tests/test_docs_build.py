@@ -64,3 +64,16 @@ def test_public_api_names_resolve() -> None:
     for name, module in splitter._EXPORTS.items():
         assert getattr(splitter, name) is getattr(importlib.import_module(module), name)
     assert set(splitter.__all__) == {"__version__", *splitter._EXPORTS}
+
+
+def test_what_the_quick_start_leaves_is_ignored_by_git() -> None:
+    """The README's quick start writes ``out/`` and ``x.npy``, its Python example ``out-py/``:
+    none of them shows up in ``git status`` of the clone (issue 43, item 8)."""
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    for path, written in (("out/", "-o out "), ("out-py/", '"out-py"'), ("x.npy", "'x.npy'")):
+        assert written in readme, f"the README no longer writes {path}: update this test"
+        probe = subprocess.run(
+            ["git", "-C", str(root), "check-ignore", "-q", "--no-index", path], check=False
+        )
+        assert probe.returncode == 0, f"{path} is not in .gitignore"

@@ -440,6 +440,12 @@ def parse_size(text: Any, part_kib: float, where: str, key: str) -> int:
     scale = {"mib": 1 << 20, "mb": 1 << 20, "kib": 1024, "kb": 1024}.get(unit, 1)
     amount = round(num * scale)
     size = part_bytes - amount if m["neg"] else amount
+    if m["neg"] and size <= 0:
+        raise BoardFileError(
+            f"{where}: {key} = {text!r} reserves {amount / 1024:g} KiB but the part has only "
+            f'{part_kib:g} KiB; reserve less (e.g. "-{part_kib / 2:g} KiB") or give a size in '
+            f"(0, {part_kib:g}] KiB"
+        )
     if not 0 < size <= part_bytes:
         raise BoardFileError(
             f"{where}: {key} = {text!r} gives {size / 1024:g} KiB but the part has "
