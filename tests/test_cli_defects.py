@@ -105,3 +105,18 @@ def test_torch_export_is_named_after_its_file() -> None:
     model = ROOT / "models" / "resnet_tv_28.onnx"
     assert onnx.load(model, load_external_data=False).graph.name == "main_graph"
     assert splitter.load_chain(model).name == "resnet_tv_28"
+
+
+@pytest.mark.parametrize("command", ["build", "flash", "bench"])
+def test_an_output_directory_that_does_not_exist_is_named_as_such(
+    tmp_path: Path, command: str
+) -> None:
+    """``splitter build no-such-dir`` once said the directory "has no firmware (compiled with
+    --no-firmware?)" (issue 43, item 7): a typo in OUT is named as a missing directory."""
+    missing = tmp_path / "no-such-dir"
+    cmd = [sys.executable, "-m", "splitter", command, str(missing)]
+    result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"splitter: error: {missing}: no such "), line
+    assert "--no-firmware" not in line

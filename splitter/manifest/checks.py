@@ -153,6 +153,9 @@ def read_wiring(out_dir: str | Path) -> dict[str, Any]:
     (links: integer ``index``, ``peer_index`` >= -1, boolean ``server``, ``peer`` "host" or a
     device name).
     """
+    from splitter.manifest.codec import require_out_dir
+
+    require_out_dir(out_dir)
     path = Path(out_dir) / WIRING_FILE
     if not path.exists():
         raise ManifestError(

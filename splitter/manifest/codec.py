@@ -267,8 +267,18 @@ def read_manifest_text(text: str, where: str = MANIFEST_FILE) -> PlanManifest:
     return parse_manifest(data, where)
 
 
+def require_out_dir(out_dir: str | Path) -> None:
+    """A one-line error when ``OUT`` itself does not exist (a typo), before any file in it is
+    said to be missing."""
+    if not Path(out_dir).is_dir():
+        raise ManifestError(
+            f"{out_dir}: no such output directory; give the -o directory of `splitter compile`"
+        )
+
+
 def read_manifest(out_dir: str | Path) -> PlanManifest:
     """``OUT/plan.json`` as a checked :class:`PlanManifest`, or a one-line error with the fix."""
+    require_out_dir(out_dir)
     path = Path(out_dir) / MANIFEST_FILE
     if not path.exists():
         raise ManifestError(
