@@ -297,7 +297,7 @@ def _compile(
         check_watchdog(boards, manifest, opts.watchdog_ms)  # before slicing and validating
     app = app_options(manifest, opts, boards)  # an --app the plan cannot support: refused here
     cuts = cuts_from_manifest(manifest)
-    with clock("slice", f"slicing into {len(cuts)} sub-models"):
+    with clock("slice", f"slicing into {len(cuts)} sub-model{'' if len(cuts) == 1 else 's'}"):
         sliced = slice_model(loaded, cuts)
     report = None
     if opts.validate:

@@ -93,6 +93,19 @@ def test_compile_piped_prints_plain_steps_and_clean_json(tmp_path: Path) -> None
     ]
 
 
+def test_one_board_slices_into_one_sub_model(tmp_path: Path) -> None:
+    """The step line counts in the singular on one board ("1 sub-models": issue 43, item 8)."""
+    env = {k: v for k, v in os.environ.items() if k != "SPLITTER_PROGRESS"}
+    env["PYTHONPATH"] = str(ROOT)
+    one = tmp_path / "one.toml"
+    one.write_text('[link]\nbaud = 115200\n[[device]]\nname = "f4"\nmcu = "STM32F405RG"\n')
+    args = [sys.executable, "-m", "splitter", "compile", str(MODELS / "tiny_cnn.onnx"), "-t",
+            str(one), "-o", str(tmp_path / "o"), "--no-firmware", "--no-validate"]  # fmt: skip
+    r = subprocess.run(args, capture_output=True, text=True, env=env, check=False)
+    assert r.returncode == 0, r.stderr
+    assert "splitter: slicing into 1 sub-model" in r.stderr.splitlines(), r.stderr
+
+
 def test_segment_piped_prints_plain_steps_and_clean_json(tmp_path: Path) -> None:
     """``segment -o`` not on a terminal: one line per step on stderr (import, units, the
     CP-SAT solve, firmware, report), stdout stays one JSON object."""
