@@ -24,7 +24,7 @@ from dataclasses import MISSING, dataclass, field
 from typing import Any, ClassVar
 
 from splitter.errors import InputFileError
-from splitter.ir import Chain, TensorSpec
+from splitter.ir import Chain, LinkSpec, TensorSpec
 
 #: Schema name and version of the manifest; a reader refuses any other.
 SCHEMA = "splitter.plan/1"
@@ -599,6 +599,17 @@ class PlanManifest:
     def board_rate(self) -> int:
         """The board-to-board links' baud."""
         return self.board_baud or self.baud
+
+    @property
+    def link_spec(self) -> LinkSpec:
+        """The links the plan was costed with (each rate as plan.json records it)."""
+        return LinkSpec(
+            baud=self.baud,
+            bits_per_byte=self.bits_per_byte,
+            retransmit=self.retransmit,
+            host_baud=self.host_baud,
+            board_baud=self.board_baud,
+        )
 
     def rates_text(self) -> str:
         """The links' rates in one phrase: ``"115200 baud"`` when every link runs at ``baud``,
