@@ -211,6 +211,14 @@ def test_the_plan_costs_host_and_board_links_at_their_rates() -> None:
     assert ev1.sub_transfer[0] / ev.sub_transfer[0] == pytest.approx(4e6 / 115200, rel=1e-12)
 
 
+def test_the_return_link_runs_at_the_board_rate() -> None:
+    """``--result-on head``: the tail's result goes back to the head over a board-to-board
+    link, with one TIMING record per sub-model and the inference tag."""
+    model = LinkModel(wire=True, host_io=True, input_bytes=3136, output_bytes=40, return_bytes=40)
+    ev = evaluate(make_problem(_costs(), load_boards(FAST), link_model=model), (0, 0, 1))
+    assert ev.return_s == pytest.approx(wire(40, 3).seconds(LinkSpec(4_000_000)), rel=1e-12)
+
+
 def load_boards_text(path: Path, link: str) -> Boards:
     """``path``'s devices with another ``[link]`` body."""
     from splitter.hardware.boards import boards_from_dict

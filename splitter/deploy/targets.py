@@ -123,7 +123,8 @@ def _is_device(entry: object) -> bool:
 
 
 def check_matches(boards: Boards, devices: list[dict[str, Any]], baud: int, out: Path) -> None:
-    """Every device with firmware is in ``boards`` with the same part; the baud rates agree."""
+    """Every device with firmware is in ``boards`` with the same part; the baud rates agree
+    (the host link's, and each board-to-board link's that wiring.json records)."""
     where = boards.source_path
     by_name = {d.name: d for d in boards.devices}
     missing = [d["name"] for d in devices if d["name"] not in by_name]
@@ -145,3 +146,14 @@ def check_matches(boards: Boards, devices: list[dict[str, Any]], baud: int, out:
             f"{where}: host link baud is {boards.link.host_rate}, but the firmware in {out} talks "
             f"at {baud}; re-run `splitter compile` with this boards file"
         )
+    for entry in devices:
+        for ln in entry.get("links", []):
+            peer = ln.get("peer")
+            if peer in by_name and "baud" in ln:  # wiring.json from before per-link rates: none
+                rate = boards.link.pair_rate(entry["name"], peer)
+                if rate != ln["baud"]:
+                    raise BoardFileError(
+                        f"{where}: link {entry['name']}-{peer} runs at {rate} baud, but the "
+                        f"firmware in {out} talks at {ln['baud']}; re-run `splitter compile` "
+                        "with this boards file"
+                    )
