@@ -327,49 +327,53 @@ def _parse_link(raw: Any, where: str) -> LinkSpec:
     )
 
 
+#: The fix every malformed ``[[link.pair]]`` names.
+PAIR_FIX = '; write [[link.pair]] devices = ["a", "b"] baud = 4000000'
+
+
 def _parse_pairs(raw: Any, devices: Sequence[Device], where: str) -> tuple[PairBaud, ...]:
     """The ``[[link.pair]]`` tables: two different devices of the file, once each, and a baud."""
     if raw is None:
         return ()
-    fix = '; write [[link.pair]] devices = ["a", "b"] baud = 4000000'
     if not isinstance(raw, list):
-        raise BoardFileError(f"{where}: [link] pair must be an array of tables{fix}")
+        raise BoardFileError(f"{where}: [link] pair must be an array of tables{PAIR_FIX}")
     names = [d.name for d in devices]
     out: list[PairBaud] = []
     for i, table in enumerate(raw):
         ctx = f"[[link.pair]] #{i + 1}"
-        if not isinstance(table, dict):
-            raise BoardFileError(f"{where}: {ctx} must be a table{fix}")
-        _no_extra_keys(table, PAIR_KEYS, where, ctx)
-        pair = table.get("devices")
-        if (
-            not isinstance(pair, list)
-            or len(pair) != 2
-            or not all(isinstance(x, str) for x in pair)
-        ):
-            raise BoardFileError(f"{where}: {ctx} devices = {pair!r}; name two devices{fix}")
-        for x in pair:
-            if x not in names:
-                raise BoardFileError(
-                    f"{where}: {ctx} names device {x!r}, which the file does not have; use two "
-                    f"of {', '.join(names)}"
-                )
-        if pair[0] == pair[1]:
+        pair = _parse_pair(table, names, where, ctx)
+        if any(set(p.devices) == set(pair.devices) for p in out):
+            a, b = pair.devices
             raise BoardFileError(
-                f"{where}: {ctx} pairs device {pair[0]!r} with itself; a link joins two "
-                f"different devices (of {', '.join(names)})"
+                f"{where}: {ctx} gives the link {a}-{b} a second baud; keep one [[link.pair]] "
+                "per pair of devices"
             )
-        if "baud" not in table:
-            raise BoardFileError(f"{where}: {ctx} lacks baud; add baud = 4000000")
-        baud = _positive_int(table["baud"], where, f"{ctx} baud", 0)
-        dup = next((p for p in out if set(p.devices) == set(pair)), None)
-        if dup is not None:
-            raise BoardFileError(
-                f"{where}: {ctx} gives the link {pair[0]}-{pair[1]} a second baud; keep one "
-                "[[link.pair]] per pair of devices"
-            )
-        out.append(PairBaud((pair[0], pair[1]), baud))
+        out.append(pair)
     return tuple(out)
+
+
+def _parse_pair(table: Any, names: Sequence[str], where: str, ctx: str) -> PairBaud:
+    """One ``[[link.pair]]``: ``devices``, two different devices of ``names``, and ``baud``."""
+    if not isinstance(table, dict):
+        raise BoardFileError(f"{where}: {ctx} must be a table{PAIR_FIX}")
+    _no_extra_keys(table, PAIR_KEYS, where, ctx)
+    pair = table.get("devices")
+    if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(x, str) for x in pair):
+        raise BoardFileError(f"{where}: {ctx} devices = {pair!r}; name two devices{PAIR_FIX}")
+    for x in pair:
+        if x not in names:
+            raise BoardFileError(
+                f"{where}: {ctx} names device {x!r}, which the file does not have; use two of "
+                f"{', '.join(names)}"
+            )
+    if pair[0] == pair[1]:
+        raise BoardFileError(
+            f"{where}: {ctx} pairs device {pair[0]!r} with itself; a link joins two different "
+            f"devices (of {', '.join(names)})"
+        )
+    if "baud" not in table:
+        raise BoardFileError(f"{where}: {ctx} lacks baud; add baud = 4000000")
+    return PairBaud((pair[0], pair[1]), _positive_int(table["baud"], where, f"{ctx} baud", 0))
 
 
 def _parse_device(raw: Any, index: int, where: str) -> Device:
