@@ -246,7 +246,7 @@ def test_plan_json_records_every_link_rate(
     m = read_manifest(tmp_path)
     assert (m.host_rate, m.board_rate) == (115200, 4_000_000)
     assert (m.link_spec.host_rate, m.link_spec.board_rate) == (115200, 4_000_000)
-    assert "a->b 4000000" in m.rates_text()
+    assert "a to b 4000000" in m.rates_text()
     code, text, _ = run_cli(capsys, "plan", str(TINY), "--target", str(FAST))
     assert "links: host link 115200 baud, board-to-board 4000000 baud" in text.replace("\n", " ")
     # one rate everywhere: nothing new in plan.json (earlier plans keep their hash)

@@ -613,10 +613,10 @@ class PlanManifest:
 
     def rates_text(self) -> str:
         """The links' rates in one phrase: ``"115200 baud"`` when every link runs at ``baud``,
-        else each link of the plan with its rate (``"host->a 115200, a->b 4000000, ..."``)."""
+        else each link of the plan with its rate (``"host to a 115200, a to b 4000000, ..."``)."""
         if not self.link_bauds:
             return f"{self.baud} baud"
-        each = ", ".join(f"{x.a}->{x.b} {x.baud}" for x in self.link_bauds)
+        each = ", ".join(f"{x.a} to {x.b} {x.baud}" for x in self.link_bauds)
         return f"host link {self.host_rate} baud, board-to-board {self.board_rate} baud ({each})"
 
     @property
