@@ -350,6 +350,16 @@ class LinkSpec:
                 return p.baud
         return self.board_rate
 
+    def rate_key(self, a: str | None, b: str | None = None) -> str:
+        """The boards-file key that sets the rate of the host link (``a`` None) or of the link
+        between devices ``a`` and ``b``: what a refusal tells the user to change."""
+        if a is None or b is None:
+            return "[link] host_baud" if self.host_baud else "[link] baud"
+        for p in self.pairs:
+            if set(p.devices) == {a, b}:
+                return f'baud of [[link.pair]] devices = ["{p.devices[0]}", "{p.devices[1]}"]'
+        return "[link] board_baud" if self.board_baud else "[link] baud"
+
     def at(self, baud: int) -> LinkSpec:
         """This link at one rate everywhere (what one transfer's time is computed from)."""
         return LinkSpec(baud, self.bits_per_byte, self.retransmit, self.kind)

@@ -351,3 +351,19 @@ def test_fast_links_compile_build_and_run_emulated(tmp_path: Path) -> None:
         ref = refs[r.inference % 2]
         got = np.frombuffer(r.outputs[0], "<f4").reshape(ref.shape)
         assert float(np.max(np.abs(got - ref))) <= TOL and r.cls == int(np.argmax(ref))
+
+
+def test_firmware_refuses_a_rate_naming_its_key() -> None:
+    """Inline parts are checked when firmware is generated: the refusal names the key to set."""
+    from test_firmware_render import standin_model
+
+    from splitter.codegen import firmware as F
+    from splitter.hardware.catalog import get_part
+
+    subs = [(0, 0, 64, 64, 64)]
+    dev = F.DeviceSpec("a", 0, get_part("STM32F405RG"), standin_model(subs), 8, 128, subs)
+    with pytest.raises(BoardFileError) as info:
+        F.build_plan_context([dev], [0], "0123456789abcdef", link=LinkSpec(host_baud=12_000_000))
+    assert "device a link 0 (USART1)" in str(info.value)
+    assert "its limit is 10500000 baud" in str(info.value)
+    assert str(info.value).endswith("set [link] host_baud = 10000000")

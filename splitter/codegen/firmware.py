@@ -523,11 +523,16 @@ def build_plan_context(
 
 def link_rates(
     link: LinkSpec, name: str, peers: Sequence[int], names: Mapping[int, str]
-) -> tuple[int, ...]:
-    """The baud of each link of device ``name`` (its ``peers`` in link order, ``-1`` the host):
-    the host link at :attr:`LinkSpec.host_rate`, a link to a device at
-    :meth:`LinkSpec.pair_rate`."""
-    return tuple(link.host_rate if p < 0 else link.pair_rate(name, names[p]) for p in peers)
+) -> tuple[tuple[int, str], ...]:
+    """The baud of each link of device ``name`` (its ``peers`` in link order, ``-1`` the host)
+    and the boards-file key that sets it: the host link at :attr:`LinkSpec.host_rate`, a link
+    to a device at :meth:`LinkSpec.pair_rate`."""
+    return tuple(
+        (link.host_rate, link.rate_key(None))
+        if p < 0
+        else (link.pair_rate(name, names[p]), link.rate_key(name, names[p]))
+        for p in peers
+    )
 
 
 def _result_slots(
@@ -551,7 +556,7 @@ def _device_context(
     peers: Sequence[int],
     sub_devices: Sequence[int],
     names: Mapping[int, str],
-    rates: Sequence[int],
+    link_rates: Sequence[tuple[int, str]],
     result_link: int = -1,
 ) -> DeviceContext:
     family = family_for(d.part.family)
@@ -564,10 +569,10 @@ def _device_context(
             f"device {d.name}: needs {len(peers)} UART links, the emulator has "
             f"{len(EMULATOR.usarts)}; host fewer non-adjacent sub-models on it"
         )
-    tree = wiring.tree
+    tree, rates = wiring.tree, [rate for rate, _key in link_rates]
     bauds = [
-        LINK.check_rate(family, u, tree, rates[k], f"device {d.name} link {k} ({u})")
-        for k, (u, _) in enumerate(usarts)
+        LINK.check_rate(family, u, tree, rates[k], f"device {d.name} link {k} ({u})", key)
+        for k, ((u, _), (_rate, key)) in enumerate(zip(usarts, link_rates, strict=True))
     ]
     link_ctx = tuple(
         LinkContext(

@@ -247,7 +247,7 @@ def check_device_links(dev: Device, link: LinkSpec, devices: Sequence[Device], w
     except BoardFileError as exc:
         msg = str(exc)
         raise BoardFileError(msg if msg.startswith(where) else f"{ctx}: {msg}") from None
-    host_key = "[link] host_baud" if link.host_baud else "[link] baud"
+    host_key = link.rate_key(None)
     if wiring.board is not None:
         check_host_baud(wiring.board, link.host_rate, ctx, host_key)
     family, kind = family_for(dev.part.family), link_kind(link.kind)
@@ -268,16 +268,12 @@ def device_rates(
     for p in link.pairs:
         if name in p.devices:
             peer = p.devices[1] if p.devices[0] == name else p.devices[0]
-            out.append((p.baud, f"link to '{peer}'", f"baud of [[link.pair]] {_pair_label(p)}"))
+            out.append((p.baud, f"link to '{peer}'", link.rate_key(name, peer)))
     paired = {d for p in link.pairs if name in p.devices for d in p.devices}
-    if any(d.name not in paired and d.name != name for d in devices):
-        key = "[link] board_baud" if link.board_baud else "[link] baud"
-        out.append((link.board_rate, "board-to-board links", key))
+    others = [d.name for d in devices if d.name not in paired and d.name != name]
+    if others:
+        out.append((link.board_rate, "board-to-board links", link.rate_key(name, others[0])))
     return out
-
-
-def _pair_label(pair: PairBaud) -> str:
-    return f'devices = ["{pair.devices[0]}", "{pair.devices[1]}"]'
 
 
 def _no_extra_keys(
