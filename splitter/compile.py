@@ -798,6 +798,7 @@ def _estimate_lines(m: PlanManifest) -> list[str]:
         f"{m.host_io.seconds * 1e3:.3f} ms {'included' if m.host_io.counted else 'not included'}"
         f" (input {m.host_io.input.wire_bytes} B, output {m.host_io.output.wire_bytes} B on the "
         f"wire; links: {'bytes on the wire' if m.link_model == 'wire' else 'payload only'})",
+        *([f"- link rates: {md_text(m.rates_text())}"] if m.link_bauds else []),
         f"- throughput (eq. 17): {_rate(m.throughput_per_s)} inferences/s; "
         f"reference [9]: {_rate(m.throughput_ref9_per_s)} inferences/s",
         *(f"- {line}" for line in m.headline_lines()),

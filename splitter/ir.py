@@ -325,6 +325,61 @@ class LinkSpec:
     retransmit: float = 0.0
     #: the link's peripheral kind (``[link] kind``; :mod:`splitter.hardware.links`)
     kind: str = "uart"
+    #: ``[link] host_baud``: the host link's rate (0: ``baud``)
+    host_baud: int = 0
+    #: ``[link] board_baud``: every board-to-board link's rate (0: ``baud``)
+    board_baud: int = 0
+    #: ``[[link.pair]]``: rates of named board-to-board links, overriding ``board_baud``
+    pairs: tuple[PairBaud, ...] = ()
+
+    @property
+    def host_rate(self) -> int:
+        """The host link's baud: ``host_baud``, else ``baud``."""
+        return self.host_baud or self.baud
+
+    @property
+    def board_rate(self) -> int:
+        """A board-to-board link's baud without a ``[[link.pair]]``: ``board_baud``, else
+        ``baud``."""
+        return self.board_baud or self.baud
+
+    def pair_rate(self, a: str, b: str) -> int:
+        """The baud of the link between devices ``a`` and ``b`` (either order)."""
+        for p in self.pairs:
+            if set(p.devices) == {a, b}:
+                return p.baud
+        return self.board_rate
+
+    def rate_key(self, a: str | None, b: str | None = None) -> str:
+        """The boards-file key that sets the rate of the host link (``a`` None) or of the link
+        between devices ``a`` and ``b``: what a refusal tells the user to change."""
+        if a is None or b is None:
+            return "[link] host_baud" if self.host_baud else "[link] baud"
+        for p in self.pairs:
+            if set(p.devices) == {a, b}:
+                return f'baud of [[link.pair]] devices = ["{p.devices[0]}", "{p.devices[1]}"]'
+        return "[link] board_baud" if self.board_baud else "[link] baud"
+
+    def at(self, baud: int) -> LinkSpec:
+        """This link at one rate everywhere (what one transfer's time is computed from)."""
+        return LinkSpec(baud, self.bits_per_byte, self.retransmit, self.kind)
+
+    @property
+    def host(self) -> LinkSpec:
+        """The host link (:meth:`at` :attr:`host_rate`)."""
+        return self.at(self.host_rate)
+
+    def between(self, a: str, b: str) -> LinkSpec:
+        """The link between devices ``a`` and ``b`` (:meth:`at` :meth:`pair_rate`)."""
+        return self.at(self.pair_rate(a, b))
+
+
+@dataclass(frozen=True)
+class PairBaud:
+    """One ``[[link.pair]]`` of a boards file: the baud of the link between two devices."""
+
+    devices: tuple[str, str]
+    baud: int
 
 
 @dataclass(frozen=True)

@@ -239,8 +239,12 @@ def test_output_without_firmware_or_boards_file(
         ((ROOT / "models" / "boards" / "two_g071.toml").read_text(), "no device named a, b"),
         (boards_text(PROBES, mcu_b="STM32F446RE"), "device b is a STM32F446RE"),
         (boards_text(PROBES, baud=921600), "link baud is 921600"),
+        (
+            boards_text(PROBES).replace("baud = 115200", "baud = 115200\nboard_baud = 2000000"),
+            "link a-b runs at 2000000 baud, but the firmware in",
+        ),
     ],
-    ids=["names", "part", "baud"],
+    ids=["names", "part", "baud", "board_baud"],
 )
 def test_boards_file_mismatch(
     compiled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str

@@ -150,7 +150,7 @@ def test_generated_files_escape_the_payloads(tmp_path: Path) -> None:
     wiring = (fw / "WIRING.md").read_text()
     rows = [ln for ln in wiring.splitlines() if ln.startswith("| ")]
     assert len(rows) == 1 + 2  # header + host-d0 + d0-d1: the payload split no row
-    assert all(ln.replace("\\|", "").count("|") == 6 for ln in rows)
+    assert all(ln.replace("\\|", "").count("|") == 9 for ln in rows)
     assert "<b>" not in wiring and "\n$(shell" not in wiring
 
 

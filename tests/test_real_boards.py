@@ -165,8 +165,9 @@ def test_out_of_range_baud_is_refused_at_plan_time(
     path = _boards(tmp_path, two, baud=6_000_000)
     code, out, err = run_cli(capsys, "plan", str(PROFILE), "--target", str(path))
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
-    assert "device 'a' link to a peer #1 (USART2)" in err
+    assert "device 'a' board-to-board links (USART2)" in err
     assert "6000000 baud from its 42 MHz clock" in err and "nearest valid rates: 4000000" in err
+    assert "its limit is 5250000 baud" in err and "set [link] baud = 4000000" in err
 
 
 def test_issue_case_l4r5_921600_is_valid(tmp_path: Path) -> None:

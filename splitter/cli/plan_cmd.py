@@ -128,14 +128,17 @@ def energy_line(m: PlanManifest) -> str:
 
 
 def _link_line(m: PlanManifest) -> str:
-    """What the link figures count: payload only (thesis) or the wire, and the host's I/O."""
+    """What the link figures count: payload only (thesis) or the wire, and the host's I/O;
+    each link's rate when they differ."""
+    rates = f"{m.rates_text()}; " if m.link_bauds else ""
     if m.link_model != "wire":
-        return "links: payload bytes only (the thesis's model); host I/O not counted"
+        return f"links: {rates}payload bytes only (the thesis's model); host I/O not counted"
     io = m.host_io
     where = "in the latency" if io.counted else "not in the latency (--no-host-io)"
     budget = f", retransmission budget {m.retransmit:g}" if m.retransmit else ""
     return (
-        f"links: bytes on the wire (framing, ACKs{budget}); host I/O {io.seconds:.6f} s {where}: "
+        f"links: {rates}bytes on the wire (framing, ACKs{budget}); host I/O "
+        f"{io.seconds:.6f} s {where}: "
         f"input {io.input.bytes} B ({io.input.wire_bytes} B on the wire) "
         f"{io.input.seconds:.6f} s, output {io.output.bytes} B ({io.output.wire_bytes} B) "
         f"{io.output.seconds:.6f} s"

@@ -58,7 +58,7 @@ def segment_problem(
     chain: Chain, boards: Boards, device: Device, memory_cap: int, time_cap: float | None
 ) -> SegmentProblem:
     """The LO-SC instance of ``chain`` on ``device`` (module docstring gives each term)."""
-    link = boards.link
+    link = boards.link.host
     wire_s = link_kind(link.kind).seconds  # MEM_l * bits_per_byte / baud
     costs = [layer.cost for layer in chain.layers]
     return SegmentProblem(

@@ -17,7 +17,9 @@ ST-LINK virtual COM port, and links to other devices the following ones in order
 (``splitter.hardware.board_catalog.device_wiring``); in the emulator link ``k`` uses
 :data:`splitter.hardware.qemu.EMULATOR`'s ``k``-th USART = the ``k``-th ``-serial`` of QEMU.
 Register addresses, IRQs, pins and the clock tree come from the part's family
-(``splitter/hardware/families.py``, ``clocks.py``); BRR from the USART's bus clock.
+(``splitter/hardware/families.py``, ``clocks.py``); BRR from the USART's bus clock and the
+link's own rate (:func:`link_rates`: the host link at ``[link] host_baud``, a board-to-board
+link at its ``[[link.pair]]`` or ``board_baud`` rate, :class:`splitter.ir.LinkSpec`).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from splitter.hardware.clocks import Step
 from splitter.hardware.families import Family, RegWrite, family_for
 from splitter.hardware.links import link_kind
 from splitter.hardware.qemu import EMULATOR
-from splitter.ir import Boards, Chain, Part
+from splitter.ir import Boards, Chain, LinkSpec, Part
 from splitter.manifest import PlanManifest
 from splitter.outputs import contained, crash_point, write_durable
 from splitter.protocol import FIRMWARE_VERSION, MAX_TENSORS
@@ -224,6 +226,12 @@ class LinkContext:
     #: "r" for the return link of ``--result-on head`` (a second link between two neighbours
     #: has its own emulator socket), else ""
     channel: str = ""
+    #: the link's rate (``[link] host_baud`` / ``board_baud`` / ``[[link.pair]]``) and, on the
+    #: real part, its USART's divisor: BRR, 8x oversampling (CR1.OVER8) and the rate error
+    baud: int = 115200
+    brr: int = 0
+    over8: bool = False
+    baud_error: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -297,7 +305,8 @@ class DeviceContext:
 
 @dataclass(frozen=True)
 class WireContext:
-    """One physical UART pair of WIRING.md."""
+    """One physical UART pair of WIRING.md, its rate and each side's divisor (``a_brr`` /
+    ``b_brr``: "BRR 21 (OVER8), +0.00 %", "-" for the host)."""
 
     a: str
     a_usart: str
@@ -306,6 +315,9 @@ class WireContext:
     b_usart: str
     b_pins: str
     carries: str
+    baud: int = 115200
+    a_brr: str = "-"
+    b_brr: str = "-"
 
 
 @dataclass(frozen=True)
@@ -315,7 +327,7 @@ class PlanContext:
     plan_hash: str
     plan_hash_bytes: tuple[str, ...]
     plan_tag: int  # first two bytes of the hash, little-endian (TENSOR chunk header)
-    baud: int
+    baud: int  # the host link's rate (the PC opens its serial ports at it)
     firmware_version: int
     first_device: str
     last_device: str
@@ -379,15 +391,16 @@ def _target(
     clock_hz: int,
     flash: tuple[int, int],
     ram: tuple[int, int],
-    baud: int,
+    bauds: Sequence[int],
     brrs: Sequence[tuple[int, int]] | None = None,
 ) -> TargetContext:
     """One build target; ticks = ``seconds * f_clk`` (SysTick counts core clock cycles).
-    ``brrs`` are the checked divisors of the real part; the emulator's come from its clock."""
+    ``brrs`` are the checked divisors of the real part; the emulator's come from its clock and
+    each link's rate (``bauds``, in link order)."""
     brr = (
         list(brrs)
         if brrs is not None
-        else [(LINK.divisor(family, u, clock_hz, baud), 0) for u, _ in usarts]
+        else [(LINK.divisor(family, u, clock_hz, bauds[k]), 0) for k, (u, _) in enumerate(usarts)]
     )
     ctxs = tuple(
         UsartContext(u, f"0x{base:08X}", _irq(family, u, name), *brr[k])
@@ -451,13 +464,16 @@ def build_plan_context(
     baud: int = 115200,
     app: AppOptions | None = None,
     result_dtype: str = "float32",
+    link: LinkSpec | None = None,
 ) -> PlanContext:
     """The render context of a plan.
 
     ``sub_devices[k]`` is the device index of sub-model ``k`` (plan order); ``devices`` are the
     devices that host at least one sub-model (others get no firmware). ``plan_hash`` must be
-    16 lowercase hex digits (its bytes are printed as C hex literals).
+    16 lowercase hex digits (its bytes are printed as C hex literals). ``link``: the boards
+    file's links (each at its own rate); without, every link runs at ``baud``.
     """
+    link = link or LinkSpec(baud=baud)
     if not re.fullmatch(r"[0-9a-f]{16}", plan_hash):
         raise ValueError(f"plan hash {plan_hash!a} is not 16 lowercase hex digits")
     app = app or AppOptions()
@@ -468,7 +484,12 @@ def build_plan_context(
     results = _result_slots(devices, sub_devices) if returns else ()
     dev_ctx = tuple(
         _device_context(
-            d, links[d.index], sub_devices, names, baud, return_link(d.index, sub_devices, returns)
+            d,
+            links[d.index],
+            sub_devices,
+            names,
+            link_rates(link, d.name, links[d.index], names),
+            return_link(d.index, sub_devices, returns),
         )
         for d in devices
         if d.index in links
@@ -481,7 +502,7 @@ def build_plan_context(
         plan_hash=plan_hash,
         plan_hash_bytes=tuple(plan_hash[i : i + 2] for i in range(0, 16, 2)),
         plan_tag=int(plan_hash[2:4] + plan_hash[0:2], 16),
-        baud=baud,
+        baud=link.host_rate,
         firmware_version=FIRMWARE_VERSION,
         first_device=names[sub_devices[0]],
         last_device=names[sub_devices[-1]],
@@ -497,6 +518,20 @@ def build_plan_context(
         result_dtype=result_dtype,
         app_samples=app.samples,
         result_on="head" if returns else "tail",
+    )
+
+
+def link_rates(
+    link: LinkSpec, name: str, peers: Sequence[int], names: Mapping[int, str]
+) -> tuple[tuple[int, str], ...]:
+    """The baud of each link of device ``name`` (its ``peers`` in link order, ``-1`` the host)
+    and the boards-file key that sets it: the host link at :attr:`LinkSpec.host_rate`, a link
+    to a device at :meth:`LinkSpec.pair_rate`."""
+    return tuple(
+        (link.host_rate, link.rate_key(None))
+        if p < 0
+        else (link.pair_rate(name, names[p]), link.rate_key(name, names[p]))
+        for p in peers
     )
 
 
@@ -521,7 +556,7 @@ def _device_context(
     peers: Sequence[int],
     sub_devices: Sequence[int],
     names: Mapping[int, str],
-    baud: int,
+    link_rates: Sequence[tuple[int, str]],
     result_link: int = -1,
 ) -> DeviceContext:
     family = family_for(d.part.family)
@@ -534,6 +569,11 @@ def _device_context(
             f"device {d.name}: needs {len(peers)} UART links, the emulator has "
             f"{len(EMULATOR.usarts)}; host fewer non-adjacent sub-models on it"
         )
+    tree, rates = wiring.tree, [rate for rate, _key in link_rates]
+    bauds = [
+        LINK.check_rate(family, u, tree, rates[k], f"device {d.name} link {k} ({u})", key)
+        for k, ((u, _), (_rate, key)) in enumerate(zip(usarts, link_rates, strict=True))
+    ]
     link_ctx = tuple(
         LinkContext(
             index=k,
@@ -548,17 +588,16 @@ def _device_context(
             plan_message=f"{d.name}: {names[p]} on link {k} runs another plan; flash every "
             "board from one OUT",
             channel="r" if k == result_link else "",
+            baud=rates[k],
+            brr=bauds[k].brr,
+            over8=bauds[k].over8,
+            baud_error=bauds[k].error,
         )
         for k, p in enumerate(peers)
     )
     subs = tuple(
         _sub_context(d, row, peers, sub_devices, names, result_link) for row in d.submodels
     )
-    tree = wiring.tree
-    bauds = [
-        LINK.check_rate(family, u, tree, baud, f"device {d.name} link {k} ({u})")
-        for k, (u, _) in enumerate(usarts)
-    ]
     part_t = _target(
         emulator=False,
         name=d.part.name,
@@ -568,7 +607,7 @@ def _device_context(
         clock_hz=tree.sysclk_hz,
         flash=(d.part.flash_origin, int(d.part.flash_kib * 1024)),
         ram=_part_ram(d.part),
-        baud=baud,
+        bauds=rates,
         brrs=[(b.brr, (1 << 15) if b.over8 else 0) for b in bauds],
     )
     emu_t = _target(
@@ -580,7 +619,7 @@ def _device_context(
         clock_hz=EMULATOR.clock_hz,
         flash=EMULATOR.flash,
         ram=EMULATOR.ram,
-        baud=baud,
+        bauds=rates,
     )
     return DeviceContext(
         name=d.name,
@@ -615,7 +654,7 @@ def _device_context(
             family,
             d.watchdog_ms,
             clock_hz=tree.sysclk_hz,
-            baud=baud,
+            baud=min(rates),
             busy_s=d.busy_s,
         ),
         host_links=sum(1 << k for k, p in enumerate(peers) if p < 0),
@@ -745,15 +784,26 @@ def _wires(
                     if d.board_name
                     else "USB-serial adapter (a Nucleo's ST-LINK virtual COM port)"
                 )
-                rows.append(WireContext(HOST, host, "-", d.name, ln.usart, ln.pins, carries))
+                rows.append(
+                    WireContext(
+                        HOST, host, "-", d.name, ln.usart, ln.pins, carries, ln.baud, "-",
+                        _brr_text(ln),
+                    )
+                )  # fmt: skip
             else:
                 assert back is not None and other is not None
                 rows.append(
                     WireContext(
-                        d.name, ln.usart, ln.pins, other.name, back.usart, back.pins, carries
+                        d.name, ln.usart, ln.pins, other.name, back.usart, back.pins, carries,
+                        ln.baud, _brr_text(ln), _brr_text(back),
                     )
-                )
+                )  # fmt: skip
     return tuple(rows)
+
+
+def _brr_text(ln: LinkContext) -> str:
+    """``"BRR 21 (OVER8), +0.00 %"``: a link's divisor on the real part (WIRING.md)."""
+    return f"BRR {ln.brr}{' (OVER8)' if ln.over8 else ''}, {100 * ln.baud_error:+.2f} %"
 
 
 def _carries(a: int, b: int, sub_devices: Sequence[int]) -> str:
@@ -838,7 +888,8 @@ def device_compile_commands(directory: Path, dev: DeviceContext, files: Iterable
 
 
 def wiring_json(plan: PlanContext) -> dict[str, object]:
-    """What ``splitter emulate`` / ``run`` read: devices, links, sub-model placement."""
+    """What ``splitter emulate`` / ``run`` read: devices, links (each with its ``baud``, ``brr``,
+    ``over8`` and ``baud_error``), sub-model placement, and WIRING.md's rows (``wires``)."""
     return {
         "plan_hash": plan.plan_hash,
         "baud": plan.baud,
@@ -860,6 +911,7 @@ def wiring_json(plan: PlanContext) -> dict[str, object]:
             }
             for d in plan.devices
         ],
+        "wires": [asdict(w) for w in plan.wires],
     }
 
 
@@ -929,9 +981,14 @@ def check_watchdog(boards: Boards, manifest: PlanManifest, watchdog_ms: int) -> 
                 family,
                 watchdog_ms,
                 clock_hz=tree.sysclk_hz,
-                baud=boards.link.baud,
+                baud=_slowest(boards.link),
                 busy_s=max(s.compute_s for s in hosted),
             )
+
+
+def _slowest(link: LinkSpec) -> int:
+    """The lowest rate of any link (the watchdog's longest frame write)."""
+    return min(link.host_rate, link.board_rate, *(p.baud for p in link.pairs))
 
 
 def generate_firmware(
@@ -988,7 +1045,7 @@ def generate_firmware(
         app = replace(app, samples=default_samples(manifest))
     result_dtype = manifest.submodels[-1].outputs[0].dtype
     ctx = build_plan_context(
-        specs, sub_devices, plan_tag, baud=boards.link.baud, app=app, result_dtype=result_dtype
+        specs, sub_devices, plan_tag, app=app, result_dtype=result_dtype, link=boards.link
     )
     render_firmware(out_dir, ctx, final_dir=final_dir)
     return ctx

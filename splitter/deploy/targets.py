@@ -48,7 +48,7 @@ def load_job(out_dir: str | Path, boards_path: str | Path | None = None) -> Flas
     boards_file = _boards_file(out, plan, boards_path)
     boards = load_boards(boards_file)
     devices = _wired_devices(wiring, out)
-    check_matches(boards, devices, int(wiring.get("baud", boards.link.baud)), out)
+    check_matches(boards, devices, int(wiring.get("baud", boards.link.host_rate)), out)
     by_name = {d.name: d for d in boards.devices}
     targets = []
     for entry in devices:
@@ -123,7 +123,8 @@ def _is_device(entry: object) -> bool:
 
 
 def check_matches(boards: Boards, devices: list[dict[str, Any]], baud: int, out: Path) -> None:
-    """Every device with firmware is in ``boards`` with the same part; the baud rates agree."""
+    """Every device with firmware is in ``boards`` with the same part; the baud rates agree
+    (the host link's, and each board-to-board link's that wiring.json records)."""
     where = boards.source_path
     by_name = {d.name: d for d in boards.devices}
     missing = [d["name"] for d in devices if d["name"] not in by_name]
@@ -140,8 +141,19 @@ def check_matches(boards: Boards, devices: list[dict[str, Any]], baud: int, out:
                 f"{where}: device {entry['name']} is a {part}, but {out} was compiled for a "
                 f"{entry['part']}; re-run `splitter compile` with this boards file"
             )
-    if boards.link.baud != baud:
+    if boards.link.host_rate != baud:
         raise BoardFileError(
-            f"{where}: link baud is {boards.link.baud}, but the firmware in {out} talks at "
-            f"{baud}; re-run `splitter compile` with this boards file"
+            f"{where}: host link baud is {boards.link.host_rate}, but the firmware in {out} talks "
+            f"at {baud}; re-run `splitter compile` with this boards file"
         )
+    for entry in devices:
+        for ln in entry.get("links", []):
+            peer = ln.get("peer")
+            if peer in by_name and "baud" in ln:  # wiring.json from before per-link rates: none
+                rate = boards.link.pair_rate(entry["name"], peer)
+                if rate != ln["baud"]:
+                    raise BoardFileError(
+                        f"{where}: link {entry['name']}-{peer} runs at {rate} baud, but the "
+                        f"firmware in {out} talks at {ln['baud']}; re-run `splitter compile` "
+                        "with this boards file"
+                    )

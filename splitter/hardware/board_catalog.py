@@ -153,15 +153,15 @@ def get_board(name: object, where: str) -> Board:
     )
 
 
-def check_host_baud(board: Board, baud: int, where: str) -> None:
+def check_host_baud(board: Board, baud: int, where: str, key: str = "[link] baud") -> None:
     """BoardFileError when ``baud`` is above what ``board``'s ST-LINK virtual COM port carries
-    (:data:`STLINKS`), naming the limit."""
+    (:data:`STLINKS`), naming the limit and the boards-file ``key`` to set."""
     limit = board.stlink
     if baud > limit.max_baud:
         raise BoardFileError(
             f"{where}: the host link runs over {board.name}'s ST-LINK/{limit.version} virtual "
             f"COM port, which carries at most {limit.max_baud} baud ({limit.source}); set "
-            f"[link] baud <= {limit.max_baud}"
+            f"{key} <= {limit.max_baud}"
         )
 
 

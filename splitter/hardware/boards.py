@@ -3,11 +3,17 @@
 Shape (every other key is an error naming the key)::
 
     [link]
-    baud = 115200        # default 115200
+    baud = 115200        # default 115200: every link's rate unless given below
+    host_baud = 115200   # optional: the host link's rate (ST-LINK virtual COM port on a board)
+    board_baud = 4000000 # optional: every board-to-board link's rate
     bits_per_byte = 10   # default 10 (8N1 framing); the thesis's figures use 8
     retransmit = 0.0     # default 0: retransmission budget, extra wire bytes as a fraction of
                          #   a clean transfer's (splitter.cost.wire); e.g. 0.05 on a noisy line
     kind = "uart"        # default "uart": the link's peripheral (splitter.hardware.links)
+
+    [[link.pair]]                 # optional, any number: one board-to-board link's own rate
+    devices = ["a", "b"]          # two different devices of this file, in either order
+    baud = 2000000
 
     [[device]]
     name = "h7"              # unique, [a-z0-9_-]{1,64}
@@ -45,9 +51,13 @@ because the thesis writes sizes such as ``"-70 KB"`` in KiB; ``MiB``/``MB`` are 
 Checked here, at plan time, for every device on a board or a catalog part
 (``board_catalog.device_wiring``): the clock tree reaches ``clock_mhz`` (else one line naming the
 part's maximum), and every USART the device may use (the first N of its list for N devices: the
-host plus N - 1 peers) gets a valid baud-rate divisor within 2 % (else one line naming the link
-and the nearest valid rates); on a board, the host link's baud rate is at most what its
-ST-LINK's virtual COM port carries (``board_catalog.STLINKS``, one line naming the limit). Board
+host plus N - 1 peers) gets a valid baud-rate divisor within 2 % for the rate of each link it
+may carry (the first, the host link's rate; the others, every board-to-board rate of the
+device: ``board_baud`` and its ``[[link.pair]]`` rates), else one line naming the link, the
+USART's limit and the nearest valid rates; on a board, the host link's baud rate is at most
+what its ST-LINK's virtual COM port carries (``board_catalog.STLINKS``, one line naming the
+limit). Only the host link is checked against the ST-LINK: board-to-board links are wired
+USART to USART. Board
 names match in any case and by alias; the device keeps the catalog's spelling. Inline parts
 (``part = {...}``, which also describe hypothetical parts for planning studies) get the same
 checks when firmware is generated for them.
@@ -57,7 +67,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -68,11 +78,12 @@ from splitter.hardware.catalog import get_part, part_from_table
 from splitter.hardware.families import family_for
 from splitter.hardware.links import DEFAULT_KIND, LINK_KINDS, link_kind
 from splitter.inputs import parse_toml, read_input_text
-from splitter.ir import CALIBRATION_KINDS, Boards, Calibration, Device, LinkSpec, Part
+from splitter.ir import CALIBRATION_KINDS, Boards, Calibration, Device, LinkSpec, PairBaud, Part
 from splitter.names import DEVICE_NAME, PORT, PROBE, problem
 
 TOP_KEYS = ("link", "device", "calibration")
-LINK_KEYS = ("baud", "bits_per_byte", "retransmit", "kind")
+LINK_KEYS = ("baud", "bits_per_byte", "retransmit", "kind", "host_baud", "board_baud", "pair")
+PAIR_KEYS = ("devices", "baud")
 DEVICE_KEYS = (
     "name", "board", "mcu", "part", "flash", "ram", "clock_mhz", "cpm", "cpm_by_class", "port",
     "probe",
@@ -96,6 +107,8 @@ MAXIMA = {
     "flash_kib": float(1 << 22),
     "ram_kib": float(1 << 22),
     "baud": max(k.max_rate for k in LINK_KINDS.values()),
+    "host_baud": max(k.max_rate for k in LINK_KINDS.values()),
+    "board_baud": max(k.max_rate for k in LINK_KINDS.values()),
     "bits_per_byte": 64,
 }
 #: Largest address of a 32-bit Cortex-M memory map.
@@ -131,9 +144,10 @@ def boards_from_dict(data: Mapping[str, Any], where: str = "boards.toml") -> Boa
             )
         seen[dev.name] = index
         devices.append(dev)
+    link = replace(link, pairs=_parse_pairs(data.get("link", {}).get("pair"), devices, where))
     for dev in devices:
         if dev.board is not None or _in_catalog(dev.part):
-            check_device_links(dev, link.baud, len(devices), where, link.kind)
+            check_device_links(dev, link, devices, where)
     calibrations = _parse_calibrations(data.get("calibration", {}), where)
     boards = Boards(devices=tuple(devices), link=link, source_path=where, calibrations=calibrations)
     return for_prediction(boards, emulated=False)
@@ -221,24 +235,45 @@ def _in_catalog(part: Part) -> bool:
         return False
 
 
-def check_device_links(
-    dev: Device, baud: int, n_devices: int, where: str, kind: str = DEFAULT_KIND
-) -> None:
-    """Plan-time checks of the real board: the clock tree reaches ``dev.clock_hz`` and each USART
-    the device may use (its first ``n_devices``: host + peers) divides ``baud`` validly (the
-    link ``kind``'s rate check)."""
+def check_device_links(dev: Device, link: LinkSpec, devices: Sequence[Device], where: str) -> None:
+    """Plan-time checks of the real board: the clock tree reaches ``dev.clock_hz``, the host
+    link's USART (the first) divides ``link.host_rate`` validly and, on a board, its ST-LINK
+    carries it; each USART a board-to-board link may use (the next ``len(devices) - 1``: which
+    one a peer gets depends on the plan) divides every rate the device's board-to-board links
+    may run at (:func:`device_rates`) validly (the link kind's rate check)."""
     ctx = f"{where}: device '{dev.name}'"
     try:
         wiring = device_wiring(dev.part, dev.board, dev.clock_hz, ctx)
     except BoardFileError as exc:
         msg = str(exc)
         raise BoardFileError(msg if msg.startswith(where) else f"{ctx}: {msg}") from None
+    host_key = link.rate_key(None)
     if wiring.board is not None:
-        check_host_baud(wiring.board, baud, ctx)
-    family = family_for(dev.part.family)
-    for k, (usart, _base) in enumerate(wiring.usarts[:n_devices]):
-        role = "host link" if k == 0 else f"link to a peer #{k}"
-        link_kind(kind).check_rate(family, usart, wiring.tree, baud, f"{ctx} {role} ({usart})")
+        check_host_baud(wiring.board, link.host_rate, ctx, host_key)
+    family, kind = family_for(dev.part.family), link_kind(link.kind)
+    usarts = [u for u, _base in wiring.usarts[: len(devices)]]
+    kind.check_rate(family, usarts[0], wiring.tree, link.host_rate,
+                    f"{ctx} host link ({usarts[0]})", host_key)  # fmt: skip
+    for usart in usarts[1:]:
+        for rate, what, key in device_rates(dev.name, link, devices):
+            kind.check_rate(family, usart, wiring.tree, rate, f"{ctx} {what} ({usart})", key)
+
+
+def device_rates(
+    name: str, link: LinkSpec, devices: Sequence[Device]
+) -> list[tuple[int, str, str]]:
+    """``(baud, link, key)`` of every board-to-board link device ``name`` may have: one per
+    ``[[link.pair]]`` naming it and, when some peer has none, ``board_baud`` (or ``baud``)."""
+    out = []
+    for p in link.pairs:
+        if name in p.devices:
+            peer = p.devices[1] if p.devices[0] == name else p.devices[0]
+            out.append((p.baud, f"link to '{peer}'", link.rate_key(name, peer)))
+    paired = {d for p in link.pairs if name in p.devices for d in p.devices}
+    others = [d.name for d in devices if d.name not in paired and d.name != name]
+    if others:
+        out.append((link.board_rate, "board-to-board links", link.rate_key(name, others[0])))
+    return out
 
 
 def _no_extra_keys(
@@ -278,7 +313,63 @@ def _parse_link(raw: Any, where: str) -> LinkSpec:
     rho = raw.get("retransmit", 0.0)
     if rho != 0:
         rho = _positive_float(rho, where, "[link] retransmit", top=100.0)
-    return LinkSpec(baud=baud, bits_per_byte=bpb, retransmit=float(rho), kind=kind)
+    return LinkSpec(
+        baud=baud,
+        bits_per_byte=bpb,
+        retransmit=float(rho),
+        kind=kind,
+        host_baud=_positive_int(raw.get("host_baud"), where, "[link] host_baud", 0),
+        board_baud=_positive_int(raw.get("board_baud"), where, "[link] board_baud", 0),
+    )
+
+
+#: The fix every malformed ``[[link.pair]]`` names.
+PAIR_FIX = '; write [[link.pair]] devices = ["a", "b"] baud = 4000000'
+
+
+def _parse_pairs(raw: Any, devices: Sequence[Device], where: str) -> tuple[PairBaud, ...]:
+    """The ``[[link.pair]]`` tables: two different devices of the file, once each, and a baud."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise BoardFileError(f"{where}: [link] pair must be an array of tables{PAIR_FIX}")
+    names = [d.name for d in devices]
+    out: list[PairBaud] = []
+    for i, table in enumerate(raw):
+        ctx = f"[[link.pair]] #{i + 1}"
+        pair = _parse_pair(table, names, where, ctx)
+        if any(set(p.devices) == set(pair.devices) for p in out):
+            a, b = pair.devices
+            raise BoardFileError(
+                f"{where}: {ctx} gives the link {a}-{b} a second baud; keep one [[link.pair]] "
+                "per pair of devices"
+            )
+        out.append(pair)
+    return tuple(out)
+
+
+def _parse_pair(table: Any, names: Sequence[str], where: str, ctx: str) -> PairBaud:
+    """One ``[[link.pair]]``: ``devices``, two different devices of ``names``, and ``baud``."""
+    if not isinstance(table, dict):
+        raise BoardFileError(f"{where}: {ctx} must be a table{PAIR_FIX}")
+    _no_extra_keys(table, PAIR_KEYS, where, ctx)
+    pair = table.get("devices")
+    if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(x, str) for x in pair):
+        raise BoardFileError(f"{where}: {ctx} devices = {pair!r}; name two devices{PAIR_FIX}")
+    for x in pair:
+        if x not in names:
+            raise BoardFileError(
+                f"{where}: {ctx} names device {x!r}, which the file does not have; use two of "
+                f"{', '.join(names)}"
+            )
+    if pair[0] == pair[1]:
+        raise BoardFileError(
+            f"{where}: {ctx} pairs device {pair[0]!r} with itself; a link joins two different "
+            f"devices (of {', '.join(names)})"
+        )
+    if "baud" not in table:
+        raise BoardFileError(f"{where}: {ctx} lacks baud; add baud = 4000000")
+    return PairBaud((pair[0], pair[1]), _positive_int(table["baud"], where, f"{ctx} baud", 0))
 
 
 def _parse_device(raw: Any, index: int, where: str) -> Device:

@@ -24,7 +24,7 @@ from dataclasses import MISSING, dataclass, field
 from typing import Any, ClassVar
 
 from splitter.errors import InputFileError
-from splitter.ir import Chain, TensorSpec
+from splitter.ir import Chain, LinkSpec, TensorSpec
 
 #: Schema name and version of the manifest; a reader refuses any other.
 SCHEMA = "splitter.plan/1"
@@ -312,6 +312,18 @@ class Transfer:
 
 
 @dataclass(frozen=True)
+class LinkBaud:
+    """One link of the plan and its rate: ``a`` -> ``b`` (``"host"`` for the host), what it
+    carries (``"input"``, ``"output"``, ``"sub-model k"`` for sub-model ``k``'s output,
+    ``"result"`` for the return link of ``--result-on head``)."""
+
+    a: str
+    b: str
+    baud: int
+    carries: str
+
+
+@dataclass(frozen=True)
 class HostIO:
     """The host's transfers of one inference: the input to the first sub-model, the output
     from the last; ``counted``: part of ``latency_s`` (off with ``--no-host-io`` and for layer
@@ -525,6 +537,15 @@ class PlanManifest:
     #: "payload" (the thesis's), and the retransmission budget of the board file
     link_model: str = js("payload", group="link", key="model", optional=True)
     retransmit: float = js(0.0, group="link", optional=True)
+    #: the host link's and the board-to-board links' rates when the boards file gives them
+    #: (``[link] host_baud`` / ``board_baud`` / ``[[link.pair]]``; 0: ``baud``, not written)
+    host_baud: int = js(0, group="link", omit_default=True, optional=True)
+    board_baud: int = js(0, group="link", omit_default=True, optional=True)
+    #: every link of the plan with its rate, when some rate differs from ``baud`` (empty, not
+    #: written, when every link runs at ``baud``)
+    link_bauds: tuple[LinkBaud, ...] = js(
+        (), group="link", key="links", omit_default=True, optional=True
+    )
     objective: str
     solver: str
     optimal: bool
@@ -570,6 +591,35 @@ class PlanManifest:
     )
 
     @property
+    def host_rate(self) -> int:
+        """The host link's baud."""
+        return self.host_baud or self.baud
+
+    @property
+    def board_rate(self) -> int:
+        """The board-to-board links' baud."""
+        return self.board_baud or self.baud
+
+    @property
+    def link_spec(self) -> LinkSpec:
+        """The links the plan was costed with (each rate as plan.json records it)."""
+        return LinkSpec(
+            baud=self.baud,
+            bits_per_byte=self.bits_per_byte,
+            retransmit=self.retransmit,
+            host_baud=self.host_baud,
+            board_baud=self.board_baud,
+        )
+
+    def rates_text(self) -> str:
+        """The links' rates in one phrase: ``"115200 baud"`` when every link runs at ``baud``,
+        else each link of the plan with its rate (``"host to a 115200, a to b 4000000, ..."``)."""
+        if not self.link_bauds:
+            return f"{self.baud} baud"
+        each = ", ".join(f"{x.a} to {x.b} {x.baud}" for x in self.link_bauds)
+        return f"host link {self.host_rate} baud, board-to-board {self.board_rate} baud ({each})"
+
+    @property
     def calibration(self) -> str:
         """Which calibration the compute times use: "none", "emulated", "real", or per part
         (``"real (STM32F405RG); none (STM32F446RE)"``) when only some parts have one."""
@@ -595,7 +645,7 @@ class PlanManifest:
         return [
             f"product (first board fed locally, no PC): latency {p.latency_s * 1e3:.3f} ms, "
             f"throughput {rate(p.throughput_per_s)}",
-            f"PC harness (host sends the {io.input.bytes} B {what} at {self.baud} baud): "
+            f"PC harness (host sends the {io.input.bytes} B {what} at {self.host_rate} baud): "
             f"latency {h.latency_s * 1e3:.3f} ms, throughput {rate(h.throughput_per_s)}",
         ]
 

@@ -140,7 +140,7 @@ def host_constant(problem: Problem) -> float:
     reported latency counts and the solvers' latency leaves out; 0 without ``host_io``."""
     if not problem.link_model.host_io:
         return 0.0
-    link, model = problem.boards.link, problem.link_model
+    link, model = problem.host_link, problem.link_model
     inp = problem.transfer(model.input_bytes, 0).seconds(link)
     return inp + problem.transfer(model.output_bytes, 0).seconds(link)
 

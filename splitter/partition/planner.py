@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from splitter.cost.code import (
     app_sample_bytes,
@@ -30,11 +31,13 @@ from splitter.errors import InfeasibleError, SplitterError
 from splitter.graph.split import LayerSplit
 from splitter.ir import Boards, Chain, ChannelLoop, Device, FirmwareUse, Plan, SubModel
 from splitter.manifest import (
+    HOST,
     DeviceEnergy,
     DeviceEntry,
     Energy,
     Headline,
     HostIO,
+    LinkBaud,
     ModelInfo,
     PlanManifest,
     SubModelEntry,
@@ -340,6 +343,7 @@ def build_manifest(
         emulated=any(d.emulated for d in boards.devices),
         link_model=problem.link_model.name,
         retransmit=float(boards.link.retransmit),
+        **_link_rates(problem, ev),
         host_io=_host_io(problem, ev),
         product=product,
         harness=harness,
@@ -438,6 +442,29 @@ def headlines(problem: Problem, ev: Evaluation) -> tuple[Headline, Headline]:
     b = max(range(len(q)), key=lambda i: (q[i], -i))
     wait = q[b] + ev.inter[b]
     return product, Headline(harness_latency, finite_or_none(1.0 / wait if wait > 0 else math.inf))
+
+
+def _link_rates(problem: Problem, ev: Evaluation) -> dict[str, Any]:
+    """``host_baud``, ``board_baud`` and ``link_bauds`` of the manifest: the rates the plan was
+    costed at, each left out (0, empty) when it is the boards file's ``[link] baud``."""
+    base, host, board = problem.boards.link.baud, problem.host_link.baud, problem.board_link.baud
+    names = [d.name for d in problem.boards.devices]
+    subs = [names[dev] for dev, _, _ in ev.submodels]
+    links = [LinkBaud(HOST, subs[0], host, "input")]
+    links += [
+        LinkBaud(a, b, board, f"sub-model {k}")
+        for k, (a, b) in enumerate(itertools.pairwise(subs))
+        if a != b
+    ]
+    links.append(LinkBaud(subs[-1], HOST, host, "output"))
+    if problem.link_model.return_bytes and subs[0] != subs[-1]:
+        links.append(LinkBaud(subs[-1], subs[0], board, "result"))
+    uniform = host == board == base
+    return {
+        "host_baud": 0 if host == base else host,
+        "board_baud": 0 if board == base else board,
+        "link_bauds": () if uniform else tuple(links),
+    }
 
 
 def _host_io(problem: Problem, ev: Evaluation) -> HostIO:

@@ -15,9 +15,18 @@ at 115200 baud); with ``host_io``, the host's input and output transfers (a cons
 latency, left out of the waiting time ``W`` as the thesis's ``R'_i`` leaves out the first
 receive); and with ``--result-on head`` the result's trip back from the tail to the head over
 the return link (:func:`_return_s`: the model's output bytes and ``K + 1`` TIMING records,
-nothing when head = tail). "Optimal" is therefore optimal for SPEC.md's objective, the thesis's
-eq. 13 / eq. 17; reported figures (latency, per sub-model transfer times, the stage times of
-``W``) always include the three terms.
+nothing when head = tail).
+
+Each link at its own rate (``[link] host_baud`` / ``board_baud`` / ``[[link.pair]]``,
+:class:`splitter.ir.LinkSpec`): ``comm[j]``, the TIMING records and the return link are costed
+at the board-to-board rate (:func:`board_link`), the host's input and output at the host rate.
+Board-to-board links at different rates would make a transfer's time depend on its sender and
+receiver, not on the layer alone, which the solvers' per-layer ``comm[j]`` cannot hold:
+:func:`board_link` refuses them (one line naming the file and the links).
+
+"Optimal" is therefore optimal for SPEC.md's objective, the thesis's eq. 13 / eq. 17; reported
+figures (latency, per sub-model transfer times, the stage times of ``W``) always include the
+three terms.
 """
 
 from __future__ import annotations
@@ -37,9 +46,9 @@ from splitter.cost.calibration import (
 )
 from splitter.cost.code import Reserve
 from splitter.cost.wire import THESIS, LinkModel, Wire, record_seconds
-from splitter.errors import InfeasibleError
+from splitter.errors import BoardFileError, InfeasibleError
 from splitter.hardware.energy import device_powers
-from splitter.ir import Boards, Device, LayerCost
+from splitter.ir import Boards, Device, LayerCost, LinkSpec
 
 #: Relative tolerance under which two objective values are a tie (SPEC.md, Ties).
 TOL = 1e-9
@@ -149,6 +158,16 @@ class Problem:
         """The bytes on the wire of one transfer (:meth:`LinkModel.transfer`)."""
         return self.link_model.transfer(nbytes, records, self.boards.link)
 
+    @property
+    def host_link(self) -> LinkSpec:
+        """The host link at its rate (``[link] host_baud``, else ``baud``)."""
+        return self.boards.link.host
+
+    @property
+    def board_link(self) -> LinkSpec:
+        """Every board-to-board link at their one rate (:func:`board_link`)."""
+        return board_link(self.boards)
+
     def ram_note(self, i: int) -> str:
         """`` (RAM region ... less ... runtime)`` for device ``i``, or ``""``."""
         return f" ({self.reserves[i].describe_ram()})" if self.reserves else ""
@@ -186,7 +205,7 @@ def make_problem(
         raise InfeasibleError("the layer chain is empty; give a model or profile with layers")
     devs = boards.devices
     t = np.array([[layer_time(c, dev) for dev in devs] for c in costs], dtype=float)
-    link = boards.link
+    link = board_link(boards)
     comm = np.array(
         [link_model.transfer(c.out_bytes, 0, link).seconds(link) for c in costs], dtype=float
     )
@@ -224,6 +243,24 @@ def make_problem(
         e_list=e_list,
         ce_list=ce_list,
     )
+
+
+def board_link(boards: Boards) -> LinkSpec:
+    """The board-to-board links of ``boards`` at their one rate (``board_baud``, else ``baud``,
+    or the ``[[link.pair]]`` rate every pair of devices shares); BoardFileError naming two links
+    whose rates differ (the solvers cost ``OUT_j`` once per layer: module docstring)."""
+    link, names = boards.link, [d.name for d in boards.devices]
+    rates = {(a, b): link.pair_rate(a, b) for i, a in enumerate(names) for b in names[i + 1 :]}
+    if len(set(rates.values())) > 1:
+        (a1, b1), r1 = next(iter(rates.items()))
+        (a2, b2), r2 = next((k, v) for k, v in rates.items() if v != r1)
+        raise BoardFileError(
+            f"{boards.source_path or 'boards.toml'}: link {a1}-{b1} runs at {r1} baud but "
+            f"{a2}-{b2} at {r2}; the planner costs every board-to-board link at one rate, so "
+            "give every pair of devices the same baud ([link] board_baud, or the same baud in "
+            "each [[link.pair]])"
+        )
+    return link.at(next(iter(rates.values()), link.board_rate))
 
 
 def energy_tables(
@@ -470,13 +507,13 @@ def energy_breakdown(
 
 
 def _host_io(problem: Problem, subs: Sequence[tuple[int, int, int]]) -> tuple[Wire, float, float]:
-    """The host's input transfer and the input / output seconds (counted in the latency only
-    with the link model's ``host_io``).
+    """The host's input transfer and the input / output seconds at the host link's rate
+    (counted in the latency only with the link model's ``host_io``).
 
     The host sends an empty TIMING before the input; the last device sends one record per
     sub-model with the output (:mod:`splitter.cost.wire`).
     """
-    link = problem.boards.link
+    link = problem.host_link
     inp = problem.transfer(problem.link_model.input_bytes, 0)
     out = problem.transfer(problem.link_model.output_bytes, len(subs))
     return inp, inp.seconds(link), out.seconds(link)
@@ -490,7 +527,7 @@ def _return_s(problem: Problem, subs: Sequence[tuple[int, int, int]]) -> float:
     nbytes = problem.link_model.return_bytes
     if not nbytes or subs[0][0] == subs[-1][0]:
         return 0.0
-    return problem.transfer(nbytes, len(subs) + 1).seconds(problem.boards.link)
+    return problem.transfer(nbytes, len(subs) + 1).seconds(problem.board_link)
 
 
 def _wires(problem: Problem, subs: Sequence[tuple[int, int, int]]) -> tuple[Wire, ...]:

@@ -139,7 +139,7 @@ def _summary(m: PlanManifest, segments: Mapping[str, Any] | None) -> str:
     rows = [
         ["model", f"{esc(m.model.path)} ({esc(m.model.format)}, {m.model.layers} layers)"],
         ["boards", esc(m.boards_path)],
-        ["link", f"{m.baud} baud, {m.bits_per_byte} bits per byte; {_link_model(m)}"],
+        ["link", f"{esc(m.rates_text())}, {m.bits_per_byte} bits per byte; {_link_model(m)}"],
         ["host I/O", _host_io(m)],
         ["granularity", _granularity(m)],
         ["objective / solver", f"{esc(m.objective)}, {esc(m.solver)}: {proof}, {m.nodes} nodes"],

@@ -90,7 +90,7 @@ def load_rate(boards: Boards, device: Device, extflash: ExtFlash | None) -> Load
     from splitter.hardware.extflash import timing
     from splitter.hardware.links import link_kind
 
-    link = boards.link
+    link = boards.link.host
     spec = _board_spec(device)
     if extflash is None or spec is None or spec.origin != extflash.origin:
         per_byte = link_kind(link.kind).seconds(1, link)
@@ -196,7 +196,7 @@ def prepare_segmented(
         device.clock_hz,
         device.board,
     )
-    ctx = build_plan_context([spec], [index], plan_hash(manifest.to_dict()), baud=boards.link.baud)
+    ctx = build_plan_context([spec], [index], plan_hash(manifest.to_dict()), link=boards.link)
     if extflash is not None:
         ctx = _with_extflash(ctx, extflash)
     record["plan_hash"] = ctx.plan_hash

@@ -90,7 +90,16 @@ class LinkKind:
         (unchecked: the emulator's)."""
         raise NotImplementedError
 
-    def check_rate(self, family: Family, name: str, tree: ClockTree, rate: int, where: str) -> Baud:
+    def check_rate(
+        self,
+        family: Family,
+        name: str,
+        tree: ClockTree,
+        rate: int,
+        where: str,
+        key: str = "[link] baud",
+    ) -> Baud:
         """The checked divisor of ``name`` at ``rate`` on the real part's clock ``tree``;
-        BoardFileError naming ``where`` and the nearest valid rates otherwise."""
+        BoardFileError naming ``where``, the peripheral's limit, the nearest valid rates and the
+        boards-file ``key`` to set otherwise."""
         raise NotImplementedError

@@ -90,9 +90,18 @@ class Uart(LinkKind):
         """:func:`brr` (the emulator's USART takes the 16x divisor unchecked)."""
         return brr(name, clock_hz, rate)
 
-    def check_rate(self, family: Family, name: str, tree: ClockTree, rate: int, where: str) -> Baud:
+    def check_rate(
+        self,
+        family: Family,
+        name: str,
+        tree: ClockTree,
+        rate: int,
+        where: str,
+        key: str = "[link] baud",
+    ) -> Baud:
         """:func:`baud_valid` of ``name`` from its bus clock on ``tree`` (``family.usart_bus``);
-        BoardFileError naming ``where``, the clock and the nearest valid standard rates."""
+        BoardFileError naming ``where``, the clock, the USART's limit (:func:`max_baud`), the
+        nearest valid standard rates and the boards-file ``key`` to set."""
         fck = tree.bus_hz[family.usart_bus(name)]
         got = baud_valid(name, fck, rate)
         if got is not None:
@@ -101,11 +110,24 @@ class Uart(LinkKind):
         below = [b for b in valid if b < rate][-1:]
         above = [b for b in valid if b > rate][:1]
         nearest = " or ".join(str(b) for b in below + above) or "none"
+        fix = f"set {key} = {(below + above)[0]}" if below + above else f"set {key}"
+        top = max_baud(name, fck)
         raise BoardFileError(
             f"{where}: {name} cannot run {rate} baud from its {fck / 1e6:g} MHz clock (divisor "
-            f"out of range or error over {MAX_BAUD_ERROR:.0%}); nearest valid rates: {nearest}; "
-            "set [link] baud"
+            f"out of range or error over {MAX_BAUD_ERROR:.0%}; its limit is {top} baud, "
+            f"{LIMIT_NOTE[name.startswith('LPUART')]}); nearest valid rates: {nearest}; {fix}"
         )
+
+
+def max_baud(usart: str, fck: int) -> int:
+    """The fastest rate ``usart`` makes from ``fck``: ``f / 8`` for a USART (8x oversampling,
+    ``USARTDIV >= 16``, RM0090 30.3.4) and ``f / 3`` for an LPUART (``f >= 3 baud``, RM0351
+    38.4.4), both with an exact divisor (error 0)."""
+    return fck // 3 if usart.startswith("LPUART") else fck // 8
+
+
+#: How :func:`max_baud` gets its limit, by ``is LPUART``.
+LIMIT_NOTE = {False: "f/8 with 8x oversampling", True: "f/3"}
 
 
 #: The one instance the families delegate to.
